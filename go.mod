@@ -1,0 +1,19 @@
+module github.com/runnerdev/runner
+
+go 1.26.8
+
+require (
+	github.com/expr-lang/expr v1.17.8
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/sethvargo/go-retry v0.3.0
+	github.com/sony/gobreaker/v2 v2.4.0
+	github.com/spf13/cobra v1.10.2
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/stretchr/testify v1.11.1 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/tools v0.36.0 // indirect
+)

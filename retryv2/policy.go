@@ -1,0 +1,109 @@
+// Package retryv2 decides whether and when a failed command runs again:
+// backoff arithmetic, jitter, failure matchers, budgets and the retry loop.
+//
+// A Policy is pure data. Delay(k, rnd) computes the pause after the k-th
+// failure; Matcher.Match classifies a failure; Run drives attempts under a
+// list of policies, first match wins, each policy counting its own failures.
+package retryv2
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/expr-lang/expr/vm"
+)
+
+// Strategy names a backoff curve.
+type Strategy string
+
+// The five backoff strategies of the workflow format.
+const (
+	Fixed       Strategy = "fixed"
+	Linear      Strategy = "linear"
+	Exponential Strategy = "exponential"
+	Fibonacci   Strategy = "fibonacci"
+	Custom      Strategy = "custom"
+)
+
+// Backoff is a strategy with its parameters.
+type Backoff struct {
+	Strategy  Strategy
+	Base      float64         // exponential: multiplier per failure (default 2)
+	Increment time.Duration   // linear: added per failure (default: the initial delay)
+	Delays    []time.Duration // custom: delay after the k-th failure
+}
+
+// JitterMode says how a computed delay is randomised.
+type JitterMode string
+
+// Jitter modes: none, ±(delay·factor)/2, or uniform in [0, delay].
+const (
+	NoJitter           JitterMode = ""
+	ProportionalJitter JitterMode = "proportional"
+	FullJitter         JitterMode = "full"
+)
+
+// Defaults of a retry_config that leaves a field out.
+const (
+	DefaultAttempts     = 3
+	DefaultInitialDelay = time.Second
+	DefaultMaxDelay     = 30 * time.Second
+	DefaultJitterFactor = 0.3
+	DefaultBase         = 2.0
+)
+
+// Policy is one retry policy: how many runs, how long between them, and
+// which failures it handles.
+type Policy struct {
+	Attempts     int // total runs including the first; >= 1
+	Backoff      Backoff
+	InitialDelay time.Duration
+	MaxDelay     time.Duration
+	Jitter       JitterMode
+	JitterFactor float64
+	RetryOn      []Matcher     // empty: every failure is retried
+	Budget       time.Duration // 0: unbounded; bounds attempts and delays together
+	RetryAfter   bool          // honour delays requested by the command
+}
+
+// DefaultPolicy is a retry_config with every field left out.
+func DefaultPolicy() Policy {
+	return Policy{
+		Attempts:     DefaultAttempts,
+		Backoff:      Backoff{Strategy: Exponential, Base: DefaultBase},
+		InitialDelay: DefaultInitialDelay,
+		MaxDelay:     DefaultMaxDelay,
+		JitterFactor: DefaultJitterFactor,
+	}
+}
+
+// MatcherKind names a matcher form.
+type MatcherKind string
+
+// Matcher kinds of retry_on.
+const (
+	MatchNetwork     MatcherKind = "network"
+	MatchTimeout     MatcherKind = "timeout"
+	MatchServerError MatcherKind = "server_error"
+	MatchRateLimit   MatcherKind = "rate_limit"
+	MatchPattern     MatcherKind = "pattern"
+	MatchExitCodes   MatcherKind = "exit_codes"
+	MatchWhen        MatcherKind = "when"
+)
+
+// Matcher accepts or rejects a failure for retrying.
+type Matcher struct {
+	Kind      MatcherKind
+	Pattern   *regexp.Regexp // MatchPattern
+	ExitCodes []int          // MatchExitCodes
+	When      *vm.Program    // MatchWhen, compiled at validation
+	Source    string         // as written, for events and messages
+}
+
+// BreakerConfig configures a command-level circuit breaker.
+type BreakerConfig struct {
+	FailureThreshold int           // consecutive failures that open it (default 5)
+	SuccessThreshold int           // consecutive half-open successes that close it (default 1)
+	Timeout          time.Duration // how long it stays open (default 30s)
+	HalfOpenRequests int           // probes allowed while half-open (default 1)
+}

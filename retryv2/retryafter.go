@@ -1,0 +1,47 @@
+package retryv2
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var retryAfterLine = regexp.MustCompile(`(?im)^\s*retry-after:\s*(.+?)\s*$`)
+
+// RequestedDelay is the delay the failed command asked for: the number of
+// seconds it wrote to $RUNNER_RETRY_AFTER_FILE (Outcome.RetryAfter), else
+// the last "Retry-After: <seconds | HTTP-date>" line in its output.
+func RequestedDelay(o Outcome) (time.Duration, bool) {
+	if o.RetryAfter != nil {
+		return *o.RetryAfter, true
+	}
+	var found string
+	for _, text := range []string{o.Stdout, o.Stderr} {
+		if m := retryAfterLine.FindAllStringSubmatch(text, -1); m != nil {
+			found = m[len(m)-1][1]
+		}
+	}
+	if found == "" {
+		return 0, false
+	}
+	return ParseRetryAfter(found, time.Now())
+}
+
+// ParseRetryAfter reads a Retry-After value: seconds (integer or decimal)
+// or an HTTP-date, relative to now. Past dates mean no wait.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs < 0 || secs > 1e9 {
+			return 0, false
+		}
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}

@@ -1,0 +1,216 @@
+package retryv2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	retry "github.com/sethvargo/go-retry"
+)
+
+// Why retrying stopped.
+const (
+	ReasonExhausted    = "attempts exhausted"
+	ReasonBudget       = "budget exhausted"
+	ReasonNotRetryable = "not retryable"
+	ReasonDisabled     = "retries disabled"
+	ReasonCircuitOpen  = "circuit open"
+	ReasonCanceled     = "canceled"
+)
+
+// ErrBudgetExhausted is the cause given to an attempt killed because the
+// retry budget ended.
+var ErrBudgetExhausted = errors.New("retry budget exhausted")
+
+// AttemptFunc runs the command once; n is the 1-based attempt number. Its
+// ctx ends when the retry budget does.
+type AttemptFunc func(ctx context.Context, n int) Outcome
+
+// Decision is what the loop decided after a failed attempt.
+type Decision struct {
+	Attempt int           // the attempt that failed
+	Policy  int           // index of the policy that handled it; -1 for none
+	Matcher string        // the matcher that accepted it ("" = no retry_on)
+	Action  string        // "retry" or "stop"
+	Delay   time.Duration // before the next attempt
+	Reason  string        // why: a Reason* constant, or "matched X", "retry-after"
+	Limit   int           // the handling policy's attempts (for "attempt 2/5")
+	Failure Outcome       // the failed attempt
+}
+
+// Spec is one execution's retry setup.
+type Spec struct {
+	Policies []Policy       // empty: one attempt
+	Disabled bool           // retryable: false
+	Rand     func() float64 // jitter source; nil = no jitter randomness (0.5)
+	Breaker  *Breaker       // nil: none
+	Started  func(n int)    // before each attempt that runs
+	Finished func(Outcome)  // after each attempt, also one the breaker refused
+	Decided  func(Decision) // after each failed attempt
+}
+
+// Error is a final failure: why retrying stopped and the last failure.
+type Error struct {
+	Reason   string
+	Attempts int
+	Last     Outcome
+}
+
+func (e *Error) Error() string {
+	plural := "s"
+	if e.Attempts == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("failed after %d attempt%s (%s): %s", e.Attempts, plural, e.Reason, e.Last.Message())
+}
+
+// Run drives attempts until one succeeds or the policies stop it. It
+// returns the last outcome and nil, an *Error, or the context's cause when
+// ctx ended.
+func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
+	start := time.Now()
+	budget := spec.budget()
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if budget > 0 {
+		actx, cancel = context.WithDeadlineCause(ctx, start.Add(budget), ErrBudgetExhausted)
+	}
+	defer cancel()
+
+	failures := make([]int, len(spec.Policies))
+	var (
+		last  Outcome
+		final error
+		next  time.Duration
+		n     int
+	)
+	backoff := retry.BackoffFunc(func() (time.Duration, bool) { return next, false })
+	err := retry.Do(actx, backoff, func(ctx context.Context) error {
+		n++
+		last = spec.runOnce(ctx, n, attempt)
+		if spec.Finished != nil {
+			spec.Finished(last)
+		}
+		if !last.Failed() {
+			return nil
+		}
+		d := spec.decide(ctx, last, failures, time.Since(start), budget)
+		if spec.Decided != nil {
+			spec.Decided(d)
+		}
+		if d.Action == "stop" {
+			final = &Error{Reason: d.Reason, Attempts: n, Last: last}
+			if d.Reason == ReasonCanceled {
+				final = context.Cause(ctx)
+			}
+			return final
+		}
+		next = d.Delay
+		return retry.RetryableError(errors.New(last.Message()))
+	})
+	switch {
+	case err == nil:
+		return last, nil
+	case ctx.Err() != nil:
+		return last, context.Cause(ctx)
+	case final == nil: // the budget ended while waiting
+		return last, &Error{Reason: ReasonBudget, Attempts: n, Last: last}
+	}
+	return last, final
+}
+
+// runOnce runs one attempt through the breaker.
+func (s Spec) runOnce(ctx context.Context, n int, attempt AttemptFunc) Outcome {
+	if s.Breaker == nil {
+		if s.Started != nil {
+			s.Started(n)
+		}
+		return attempt(ctx, n)
+	}
+	done, err := s.Breaker.allow()
+	if err != nil {
+		return Outcome{Attempt: n, Kind: KindCircuitOpen, ExitCode: -1, Err: err}
+	}
+	if s.Started != nil {
+		s.Started(n)
+	}
+	o := attempt(ctx, n)
+	if o.Kind == KindCanceled {
+		done(false) // an interrupt says nothing about the command's health
+	} else {
+		done(o.Failed())
+	}
+	return o
+}
+
+// decide applies the policies to a failed attempt.
+func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, budget time.Duration) Decision {
+	d := Decision{Attempt: o.Attempt, Policy: -1, Action: "stop", Failure: o}
+	switch {
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrBudgetExhausted):
+		d.Reason = ReasonBudget
+		return d
+	case ctx.Err() != nil:
+		d.Reason = ReasonCanceled
+		return d
+	case len(s.Policies) == 0:
+		d.Reason = ReasonNotRetryable
+		return d
+	case s.Disabled:
+		d.Reason = ReasonDisabled
+		return d
+	}
+	for i, p := range s.Policies {
+		matcher, ok, _ := p.accepts(o)
+		if !ok {
+			continue
+		}
+		d.Policy, d.Matcher, d.Limit = i, matcher, p.Attempts
+		failures[i]++
+		if failures[i] >= p.Attempts {
+			d.Reason = ReasonExhausted
+			if o.Kind == KindCircuitOpen {
+				d.Reason = ReasonCircuitOpen
+			}
+			return d
+		}
+		d.Delay, d.Reason = p.Delay(failures[i], s.rand), "matched any failure"
+		if matcher != "" {
+			d.Reason = "matched " + matcher
+		}
+		if p.RetryAfter {
+			if wait, ok := RequestedDelay(o); ok {
+				d.Delay, d.Reason = wait, "retry-after"
+			}
+		}
+		if budget > 0 && elapsed+d.Delay >= budget {
+			d.Reason = ReasonBudget
+			return d
+		}
+		d.Action = "retry"
+		return d
+	}
+	d.Reason = ReasonNotRetryable
+	if o.Kind == KindCircuitOpen {
+		d.Reason = ReasonCircuitOpen
+	}
+	return d
+}
+
+func (s Spec) rand() float64 {
+	if s.Rand == nil {
+		return 0.5
+	}
+	return s.Rand()
+}
+
+// budget is the strictest retry_budget among the policies (0 = none).
+func (s Spec) budget() time.Duration {
+	var b time.Duration
+	for _, p := range s.Policies {
+		if p.Budget > 0 && (b == 0 || p.Budget < b) {
+			b = p.Budget
+		}
+	}
+	return b
+}

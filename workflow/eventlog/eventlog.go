@@ -1,0 +1,175 @@
+// Package eventlog is a job's append-only event log: one JSON object per
+// line, written with a single write per event so that concurrent readers and
+// crashes never see half an event.
+package eventlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Event is one entry of the log. Fields holds the type-specific fields; it
+// never contains "time", "job_id" or "type".
+type Event struct {
+	Time   time.Time
+	JobID  string
+	Type   string
+	Fields map[string]any
+}
+
+// MarshalJSON writes time, job_id and type first, then the fields sorted by
+// name, all at one level.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"time":`)
+	t, _ := json.Marshal(e.Time.UTC().Format(time.RFC3339Nano))
+	b.Write(t)
+	b.WriteString(`,"job_id":`)
+	id, _ := json.Marshal(e.JobID)
+	b.Write(id)
+	b.WriteString(`,"type":`)
+	typ, _ := json.Marshal(e.Type)
+	b.Write(typ)
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := json.Marshal(e.Fields[k])
+		if err != nil {
+			return nil, fmt.Errorf("event %s: field %s: %w", e.Type, k, err)
+		}
+		name, _ := json.Marshal(k)
+		b.WriteByte(',')
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads the flat form written by MarshalJSON.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return err
+	}
+	ts, _ := m["time"].(string)
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return fmt.Errorf("event time %q: %w", ts, err)
+	}
+	e.Time = t
+	e.JobID, _ = m["job_id"].(string)
+	e.Type, _ = m["type"].(string)
+	delete(m, "time")
+	delete(m, "job_id")
+	delete(m, "type")
+	e.Fields = m
+	return nil
+}
+
+// Str returns a string field, or "".
+func (e Event) Str(name string) string {
+	s, _ := e.Fields[name].(string)
+	return s
+}
+
+// Log appends events to a file. It is safe for concurrent use.
+type Log struct {
+	mu     sync.Mutex
+	f      *os.File
+	jobID  string
+	now    func() time.Time
+	redact func(string) string
+	buf    []byte
+}
+
+// Options configure a Log.
+type Options struct {
+	Now    func() time.Time    // default time.Now
+	Redact func(string) string // applied to every string value; default none
+}
+
+// Open opens (creating if needed, mode 0600) the log at path for appending.
+func Open(path, jobID string, opts Options) (*Log, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("event log: %w", err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Log{f: f, jobID: jobID, now: opts.Now, redact: opts.Redact}, nil
+}
+
+// Emit appends one event and returns it as written (redacted). Fields may
+// be nil.
+func (l *Log) Emit(typ string, fields map[string]any) (Event, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.redact != nil {
+		fields = redactFields(fields, l.redact)
+	}
+	e := Event{Time: l.now(), JobID: l.jobID, Type: typ, Fields: fields}
+	line, err := e.MarshalJSON()
+	if err != nil {
+		return e, err
+	}
+	l.buf = append(append(l.buf[:0], line...), '\n')
+	if _, err := l.f.Write(l.buf); err != nil {
+		return e, fmt.Errorf("event log: %w", err)
+	}
+	return e, nil
+}
+
+// Sync flushes the log to stable storage.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Sync()
+}
+
+// Close syncs and closes the log.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	serr := l.f.Sync()
+	if err := l.f.Close(); err != nil {
+		return err
+	}
+	return serr
+}
+
+func redactFields(fields map[string]any, redact func(string) string) map[string]any {
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		out[k] = redactValue(v, redact)
+	}
+	return out
+}
+
+func redactValue(v any, redact func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return redact(v)
+	case map[string]any:
+		return redactFields(v, redact)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = redactValue(e, redact)
+		}
+		return out
+	}
+	return v
+}

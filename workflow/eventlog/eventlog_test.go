@@ -1,0 +1,121 @@
+package eventlog
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func fixedNow() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC) }
+
+func TestEmitWritesFlatJSONLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l, err := Open(path, "job-1", Options{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Emit("step_started", map[string]any{"step": "build", "attempt": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	want := `{"time":"2026-11-22T10:00:00.123456789Z","job_id":"job-1","type":"step_started","attempt":1,"step":"build"}` + "\n"
+	if string(data) != want {
+		t.Errorf("got  %s\nwant %s", data, want)
+	}
+	info, _ := os.Stat(path)
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", info.Mode().Perm())
+	}
+}
+
+func TestReadRoundTripAndFilter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l, _ := Open(path, "j", Options{})
+	l.Emit("a", map[string]any{"item_id": "x"})
+	l.Emit("b", nil)
+	l.Emit("a", map[string]any{"item_id": "y"})
+	l.Close()
+	all, err := Read(path, nil)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("Read = %d events, %v", len(all), err)
+	}
+	got, _ := Read(path, func(e Event) bool { return e.Type == "a" && e.Str("item_id") == "y" })
+	if len(got) != 1 || got[0].JobID != "j" {
+		t.Errorf("filtered = %+v", got)
+	}
+}
+
+func TestReadIgnoresTornLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	os.WriteFile(path, []byte(`{"time":"2026-11-22T10:00:00Z","job_id":"j","type":"a"}`+"\n"+`{"time":"2026-11-22T10:00:01Z","jo`), 0o600)
+	got, err := Read(path, nil)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Read = %v, %v; want the one complete event", got, err)
+	}
+}
+
+func TestReadReportsDamage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	os.WriteFile(path, []byte("not json\n"), 0o600)
+	if _, err := Read(path, nil); err == nil || !strings.Contains(err.Error(), "damaged entry at byte 0") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l, _ := Open(path, "j", Options{Redact: strings.NewReplacer("hunter2", "***").Replace})
+	e, _ := l.Emit("a", map[string]any{"msg": "pw hunter2", "nested": map[string]any{"l": []any{"hunter2"}}, "n": 3})
+	l.Close()
+	data, _ := os.ReadFile(path)
+	if strings.Contains(string(data), "hunter2") || e.Str("msg") != "pw ***" {
+		t.Errorf("secret leaked: %s", data)
+	}
+}
+
+func TestConcurrentEmitKeepsLinesWhole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l, _ := Open(path, "j", Options{})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				l.Emit("tick", map[string]any{"payload": strings.Repeat("x", 500)})
+			}
+		}()
+	}
+	wg.Wait()
+	l.Close()
+	got, err := Read(path, nil)
+	if err != nil || len(got) != 800 {
+		t.Fatalf("Read = %d, %v", len(got), err)
+	}
+}
+
+func TestFollowStopsAtEndEvent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l, _ := Open(path, "j", Options{})
+	l.Emit("start", nil)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		l.Emit("middle", nil)
+		l.Emit("end", nil)
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var seen []string
+	err := Follow(ctx, path, nil, func(e Event) error { seen = append(seen, e.Type); return nil },
+		func(e Event) bool { return e.Type == "end" })
+	if err != nil || strings.Join(seen, ",") != "start,middle,end" {
+		t.Fatalf("seen %v, err %v", seen, err)
+	}
+}

@@ -1,0 +1,569 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hangLimit is the generous bound that proves a run "did not hang".
+const hangLimit = 10 * time.Second
+
+func runT(t *testing.T, spec Spec) Result {
+	t.Helper()
+	return runCtx(t, context.Background(), spec)
+}
+
+func runCtx(t *testing.T, ctx context.Context, spec Spec) Result {
+	t.Helper()
+	start := time.Now()
+	res := Run(ctx, spec)
+	if d := time.Since(start); d > hangLimit {
+		t.Fatalf("Run took %v", d)
+	}
+	return res
+}
+
+// gone reports whether pid no longer exists (a zombie counts as gone: it may
+// never be reaped if pid 1 does not reap orphans).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	return b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still alive", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		t.Fatalf("bad pid file %q: %v", b, err)
+	}
+	return pid
+}
+
+func killOnCleanup(t *testing.T, pid int) {
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+}
+
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd  string
+		kind Kind
+		code int
+		err  string
+	}{
+		{"true", KindOK, 0, ""},
+		{"exit 0", KindOK, 0, ""},
+		{"false", KindExit, 1, "exit status 1"},
+		{"exit 22", KindExit, 22, "exit status 22"},
+		{"exit 255", KindExit, 255, "exit status 255"},
+		{"no-such-command-xyz 2>/dev/null", KindExit, 127, "exit status 127"},
+	} {
+		res := runT(t, Spec{Command: tc.cmd})
+		if res.Kind != tc.kind || res.ExitCode != tc.code || res.Signal != "" {
+			t.Errorf("%q: got kind %q code %d signal %q", tc.cmd, res.Kind, res.ExitCode, res.Signal)
+		}
+		if tc.err == "" && res.Err != nil || tc.err != "" && (res.Err == nil || res.Err.Error() != tc.err) {
+			t.Errorf("%q: err = %v, want %q", tc.cmd, res.Err, tc.err)
+		}
+		if res.Duration <= 0 {
+			t.Errorf("%q: duration %v", tc.cmd, res.Duration)
+		}
+	}
+}
+
+func TestCapture(t *testing.T) {
+	t.Parallel()
+	res := runT(t, Spec{
+		Command:       "printf hello; printf oops >&2",
+		CaptureStdout: true,
+		CaptureStderr: true,
+	})
+	if res.Kind != KindOK {
+		t.Fatalf("kind %q err %v", res.Kind, res.Err)
+	}
+	if string(res.Stdout) != "hello" || string(res.Stderr) != "oops" {
+		t.Errorf("captures %q %q", res.Stdout, res.Stderr)
+	}
+	if string(res.StdoutTail) != "hello" || string(res.StderrTail) != "oops" {
+		t.Errorf("tails %q %q", res.StdoutTail, res.StderrTail)
+	}
+	if res.Truncated {
+		t.Error("truncated")
+	}
+
+	res = runT(t, Spec{Command: "printf hello; printf oops >&2"})
+	if res.Stdout != nil || res.Stderr != nil {
+		t.Errorf("captures without request: %q %q", res.Stdout, res.Stderr)
+	}
+	if string(res.StdoutTail) != "hello" || string(res.StderrTail) != "oops" {
+		t.Errorf("tails %q %q", res.StdoutTail, res.StderrTail)
+	}
+}
+
+func seqOutput(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	return b.String()
+}
+
+func TestTailKeepsLastBytes(t *testing.T) {
+	t.Parallel()
+	want := seqOutput(40000) // ~230 KiB
+	res := runT(t, Spec{
+		Command:       "seq 1 40000; seq 1 40000 >&2",
+		CaptureStdout: true,
+	})
+	if res.Kind != KindOK {
+		t.Fatalf("kind %q err %v", res.Kind, res.Err)
+	}
+	if string(res.Stdout) != want {
+		t.Errorf("capture: %d bytes, want %d", len(res.Stdout), len(want))
+	}
+	wantTail := want[len(want)-TailSize:]
+	if string(res.StdoutTail) != wantTail {
+		t.Errorf("stdout tail: %d bytes, ends %q", len(res.StdoutTail), lastN(res.StdoutTail, 20))
+	}
+	if string(res.StderrTail) != wantTail {
+		t.Errorf("stderr tail: %d bytes, ends %q", len(res.StderrTail), lastN(res.StderrTail, 20))
+	}
+}
+
+func lastN(b []byte, n int) []byte { return b[max(len(b)-n, 0):] }
+
+func TestCaptureLimit(t *testing.T) {
+	t.Parallel()
+	want := seqOutput(100)
+	res := runT(t, Spec{
+		Command:       "seq 1 100; printf abc >&2",
+		CaptureStdout: true,
+		CaptureStderr: true,
+		CaptureLimit:  10,
+	})
+	if res.Kind != KindOK {
+		t.Fatalf("kind %q err %v", res.Kind, res.Err)
+	}
+	if string(res.Stdout) != want[:10] || !res.Truncated {
+		t.Errorf("stdout %q truncated %v", res.Stdout, res.Truncated)
+	}
+	if string(res.Stderr) != "abc" {
+		t.Errorf("stderr %q", res.Stderr)
+	}
+	if string(res.StdoutTail) != want {
+		t.Errorf("tail must not be limited by CaptureLimit: %q", res.StdoutTail)
+	}
+}
+
+func TestEnvAndDir(t *testing.T) {
+	t.Setenv("PROC_TEST_INHERITED", "leak")
+	dir := t.TempDir()
+	res := runT(t, Spec{
+		Command:       `printf '%s|%s|' "$FOO" "${PROC_TEST_INHERITED-unset}"; pwd`,
+		Dir:           dir,
+		Env:           []string{"FOO=bar baz"},
+		CaptureStdout: true,
+	})
+	if res.Kind != KindOK {
+		t.Fatalf("kind %q err %v", res.Kind, res.Err)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	if got, want := strings.TrimSpace(string(res.Stdout)), "bar baz|unset|"+real; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+
+	// nil Env is an empty environment, not the parent's.
+	res = runT(t, Spec{Command: `printf %s "${PROC_TEST_INHERITED-unset}"`, CaptureStdout: true})
+	if string(res.Stdout) != "unset" {
+		t.Errorf("nil Env leaked parent environment: %q", res.Stdout)
+	}
+}
+
+func TestStdin(t *testing.T) {
+	t.Parallel()
+	res := runT(t, Spec{Command: "cat; echo done", CaptureStdout: true})
+	if res.Kind != KindOK || string(res.Stdout) != "done\n" {
+		t.Errorf("nil stdin: kind %q stdout %q", res.Kind, res.Stdout)
+	}
+
+	res = runT(t, Spec{Command: "tr a-z A-Z", Stdin: strings.NewReader("hello"), CaptureStdout: true})
+	if res.Kind != KindOK || string(res.Stdout) != "HELLO" {
+		t.Errorf("reader stdin: kind %q stdout %q", res.Kind, res.Stdout)
+	}
+
+	// A Stdin that never returns must not hold Run once the shell exited.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	res = runT(t, Spec{Command: "exit 3", Stdin: pr})
+	if res.Kind != KindExit || res.ExitCode != 3 {
+		t.Errorf("blocking stdin: kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+}
+
+func TestTimeoutKillsGrandchild(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	res := runT(t, Spec{
+		Command: "sleep 300 & echo $! > " + pidfile + "; wait",
+		Timeout: 200 * time.Millisecond,
+	})
+	if res.Kind != KindTimeout || res.ExitCode != 124 {
+		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+	if res.Err == nil || res.Err.Error() != "timed out after 200ms" {
+		t.Errorf("err %v", res.Err)
+	}
+	if !errors.Is(res.Err, context.DeadlineExceeded) {
+		t.Errorf("err %v is not DeadlineExceeded", res.Err)
+	}
+	pid := readPid(t, pidfile)
+	killOnCleanup(t, pid)
+	waitGone(t, pid)
+}
+
+func TestTimeoutIgnoringTERMGetsKILL(t *testing.T) {
+	t.Parallel()
+	res := runT(t, Spec{
+		Command: "trap '' TERM; sleep 300",
+		Timeout: 200 * time.Millisecond,
+		Grace:   300 * time.Millisecond,
+	})
+	if res.Kind != KindTimeout || res.ExitCode != 124 {
+		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+	if res.Signal != "SIGKILL" {
+		t.Errorf("signal %q, want SIGKILL", res.Signal)
+	}
+}
+
+func TestNormalExitKillsBackgroundChild(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	start := time.Now()
+	res := runT(t, Spec{Command: "sleep 300 & echo $! > " + pidfile + "; exit 4"})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Run took %v", d)
+	}
+	if res.Kind != KindExit || res.ExitCode != 4 {
+		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+	pid := readPid(t, pidfile)
+	killOnCleanup(t, pid)
+	waitGone(t, pid)
+}
+
+func TestEscapedGrandchildHoldingStdout(t *testing.T) {
+	t.Parallel()
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	// The inner shell writes its pid only after setsid, so by the time the
+	// outer shell exits the sleeper is surely out of the group.
+	cmd := fmt.Sprintf(`setsid sh -c 'echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; exec sleep 300' &
+while [ ! -s %[1]s ]; do sleep 0.01; done
+echo out; exit 5`, pidfile)
+	res := runT(t, Spec{Command: cmd, CaptureStdout: true})
+	pid := readPid(t, pidfile)
+	killOnCleanup(t, pid)
+	if res.Kind != KindExit || res.ExitCode != 5 {
+		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+	if string(res.Stdout) != "out\n" {
+		t.Errorf("stdout %q", res.Stdout)
+	}
+	if gone(pid) {
+		t.Errorf("escaped process %d was killed; test did not exercise the escape", pid)
+	}
+}
+
+func TestParentCancel(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("operator pressed ^C")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	time.AfterFunc(100*time.Millisecond, func() { cancel(cause) })
+	res := runCtx(t, ctx, Spec{Command: "sleep 300", Timeout: time.Minute})
+	if res.Kind != KindCanceled {
+		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+	if !errors.Is(res.Err, cause) {
+		t.Errorf("err %v does not wrap the cause", res.Err)
+	}
+
+	// Already canceled: nothing is started.
+	res = runCtx(t, ctx, Spec{Command: "true"})
+	if res.Kind != KindCanceled || res.ExitCode != -1 || !errors.Is(res.Err, cause) {
+		t.Errorf("pre-canceled: kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+}
+
+// TestLiveOutputArrivesBeforeExit proves output is not held back: the run
+// only ends because the live writer saw "first" and canceled it.
+func TestLiveOutputArrivesBeforeExit(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &notifyWriter{want: "first", seen: make(chan struct{}), hook: cancel}
+	res := runCtx(t, ctx, Spec{Command: "echo first; sleep 300", Stdout: w})
+	if res.Kind != KindCanceled || !errors.Is(res.Err, context.Canceled) {
+		t.Fatalf("kind %q err %v", res.Kind, res.Err)
+	}
+	if string(res.StdoutTail) != "first\n" {
+		t.Errorf("tail %q", res.StdoutTail)
+	}
+}
+
+// notifyWriter records what it is given and calls hook once want was seen.
+type notifyWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+	hook func()
+}
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.want) {
+		w.once.Do(func() {
+			close(w.seen)
+			if w.hook != nil {
+				w.hook()
+			}
+		})
+	}
+	return len(p), nil
+}
+
+func TestSpawnFailure(t *testing.T) {
+	t.Parallel()
+	res := runT(t, Spec{Command: "true", Dir: filepath.Join(t.TempDir(), "missing")})
+	if res.Kind != KindSpawn || res.ExitCode != -1 {
+		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+	if res.Err == nil || !strings.HasPrefix(res.Err.Error(), "cannot start: ") {
+		t.Errorf("err %v", res.Err)
+	}
+	if !errors.Is(res.Err, os.ErrNotExist) {
+		t.Errorf("err %v does not wrap ErrNotExist", res.Err)
+	}
+}
+
+func TestSignalDeath(t *testing.T) {
+	t.Parallel()
+	res := runT(t, Spec{Command: "kill -SEGV $$"})
+	if res.Kind != KindSignal || res.ExitCode != 139 || res.Signal != "SIGSEGV" {
+		t.Fatalf("kind %q code %d signal %q err %v", res.Kind, res.ExitCode, res.Signal, res.Err)
+	}
+	if res.Err == nil || res.Err.Error() != "killed by signal SIGSEGV" {
+		t.Errorf("err %v", res.Err)
+	}
+}
+
+func TestSharedLiveWriter(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer // not safe for concurrent use: Run must serialise
+	res := runT(t, Spec{
+		Command: "for i in 1 2 3 4 5 6 7 8 9 10; do echo out$i; echo err$i >&2; done",
+		Stdout:  &buf,
+		Stderr:  &buf,
+	})
+	if res.Kind != KindOK {
+		t.Fatalf("kind %q err %v", res.Kind, res.Err)
+	}
+	for i := 1; i <= 10; i++ {
+		for _, s := range []string{"out", "err"} {
+			if !strings.Contains(buf.String(), fmt.Sprintf("%s%d\n", s, i)) {
+				t.Errorf("missing %s%d in %q", s, i, buf.String())
+			}
+		}
+	}
+}
+
+type slowWriter struct{ n int }
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	w.n += len(p)
+	return len(p), nil
+}
+
+type failWriter struct{ calls int }
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	w.calls++
+	return 0, errors.New("broken")
+}
+
+type panicWriter struct{}
+
+func (panicWriter) Write(p []byte) (int, error) { panic("boom") }
+
+func TestMisbehavingLiveWriters(t *testing.T) {
+	t.Parallel()
+	want := seqOutput(40000)
+	slow, fail := &slowWriter{}, &failWriter{}
+	res := runT(t, Spec{
+		Command:       "seq 1 40000; seq 1 40000 >&2",
+		Stdout:        slow,
+		Stderr:        fail,
+		CaptureStdout: true,
+		CaptureStderr: true,
+	})
+	if res.Kind != KindOK || string(res.Stdout) != want || string(res.Stderr) != want {
+		t.Fatalf("kind %q err %v, %d/%d bytes", res.Kind, res.Err, len(res.Stdout), len(res.Stderr))
+	}
+	if slow.n != len(want) {
+		t.Errorf("slow writer got %d bytes, want %d", slow.n, len(want))
+	}
+	if fail.calls != 1 {
+		t.Errorf("failing writer called %d times, want 1", fail.calls)
+	}
+
+	res = runT(t, Spec{Command: "echo hi", Stdout: panicWriter{}, CaptureStdout: true})
+	if res.Kind != KindOK || string(res.Stdout) != "hi\n" {
+		t.Errorf("panicking writer: kind %q stdout %q", res.Kind, res.Stdout)
+	}
+}
+
+func TestConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	const n = 50
+	var wg sync.WaitGroup
+	results := make([]Result, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i] = Run(context.Background(), Spec{
+				Command:       `echo "$N"; echo "e$N" >&2; exit $((N % 3))`,
+				Env:           []string{"N=" + strconv.Itoa(i)},
+				CaptureStdout: true,
+				Timeout:       hangLimit,
+			})
+		})
+	}
+	wg.Wait()
+	for i, res := range results {
+		if res.ExitCode != i%3 || string(res.Stdout) != fmt.Sprintf("%d\n", i) || string(res.StderrTail) != fmt.Sprintf("e%d\n", i) {
+			t.Errorf("run %d: kind %q code %d stdout %q stderr %q err %v",
+				i, res.Kind, res.ExitCode, res.Stdout, res.StderrTail, res.Err)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Second:        "30s",
+		1500 * time.Millisecond: "1.5s",
+		250 * time.Millisecond:  "250ms",
+		90 * time.Second:        "1m30s",
+		2 * time.Minute:         "2m",
+		time.Hour:               "1h",
+		90 * time.Minute:        "1h30m",
+		time.Hour + time.Second: "1h0m1s",
+	} {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestRing(t *testing.T) {
+	// Compare against a naive "keep the last TailSize bytes" model under
+	// writes of many sizes.
+	var r ring
+	var all []byte
+	sizes := []int{1, 7, 100, 4096, TailSize - 1, 3, TailSize, 5, TailSize + 9, 65000, 2, 33}
+	for k, n := range sizes {
+		p := bytes.Repeat([]byte{byte('a' + k)}, n)
+		for i := range p {
+			p[i] += byte(i % 3)
+		}
+		r.write(p)
+		all = append(all, p...)
+		want := all[max(len(all)-TailSize, 0):]
+		if got := r.bytes(); !bytes.Equal(got, want) {
+			t.Fatalf("after write %d (%d bytes): tail mismatch (len %d, want %d)", k, n, len(got), len(want))
+		}
+	}
+	var empty ring
+	if empty.bytes() != nil {
+		t.Error("empty ring not nil")
+	}
+}
+
+func BenchmarkRunTrue(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		if res := Run(ctx, Spec{Command: "true"}); res.Kind != KindOK {
+			b.Fatal(res.Err)
+		}
+	}
+}
+
+func BenchmarkRunTrueTimeoutCapture(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		res := Run(ctx, Spec{Command: "true", Timeout: time.Minute, CaptureStdout: true, CaptureStderr: true})
+		if res.Kind != KindOK {
+			b.Fatal(res.Err)
+		}
+	}
+}
+
+// TestNoGoroutineLeak is not parallel: parallel tests wait until it is done.
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	for i := range 20 {
+		spec := Spec{Command: "echo x; echo y >&2", Stdin: strings.NewReader("in"), Stdout: io.Discard, CaptureStdout: true}
+		if i%2 == 0 {
+			spec.Timeout = time.Minute
+		}
+		if res := Run(ctx, spec); res.Kind != KindOK {
+			t.Fatalf("kind %q err %v", res.Kind, res.Err)
+		}
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines: %d before, %d after", before, runtime.NumGoroutine())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

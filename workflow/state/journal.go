@@ -1,0 +1,96 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// StepRecord is a finished step in the progress journal. Resume skips every
+// step that has one and restores the variables it set.
+type StepRecord struct {
+	Phase    string         `json:"phase"` // "commands", "setup", "reduce"
+	Index    int            `json:"index"` // 0-based within the phase
+	Key      string         `json:"step"`
+	Status   string         `json:"status"` // succeeded, failed (handled), skipped
+	ExitCode int            `json:"exit_code"`
+	Vars     map[string]any `json:"vars,omitempty"`
+}
+
+// Journal appends step records to a job's progress.jsonl (unmasked, 0600:
+// it holds captured values that resume needs intact).
+type Journal struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// OpenJournal opens the job's journal for appending.
+func (j *Job) OpenJournal() (*Journal, error) {
+	f, err := os.OpenFile(j.Path("progress.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return &Journal{f: f}, nil
+}
+
+// Append writes one record with a single write, so a crash leaves either
+// the whole line or a partial last line that ReadJournal ignores.
+func (jr *Journal) Append(rec StepRecord) error {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	if _, err := jr.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// Close syncs and closes the journal.
+func (jr *Journal) Close() error {
+	serr := jr.f.Sync()
+	if err := jr.f.Close(); err != nil {
+		return err
+	}
+	return serr
+}
+
+// ReadJournal returns the finished steps, keyed by phase and index.
+func (j *Job) ReadJournal() (map[string]map[int]StepRecord, error) {
+	out := map[string]map[int]StepRecord{}
+	f, err := os.Open(j.Path("progress.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return out, nil // a partial last line was cut by a crash
+		}
+		if err != nil {
+			return nil, fmt.Errorf("journal: %w", err)
+		}
+		var rec StepRecord
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		if err := dec.Decode(&rec); err != nil {
+			return nil, fmt.Errorf("journal %s: damaged record: %w", j.Path("progress.jsonl"), err)
+		}
+		if out[rec.Phase] == nil {
+			out[rec.Phase] = map[int]StepRecord{}
+		}
+		out[rec.Phase][rec.Index] = rec
+	}
+}

@@ -1,0 +1,214 @@
+// Package state keeps each job's durable files under the state directory:
+// its metadata, a copy of its workflow, and the progress journal that resume
+// reads back.
+package state
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Status of a job.
+type Status string
+
+// Job statuses.
+const (
+	Running     Status = "running"
+	Completed   Status = "completed"
+	Failed      Status = "failed"
+	Stopped     Status = "stopped"
+	Interrupted Status = "interrupted"
+)
+
+// ErrNotFound is returned for a job id that has no job directory.
+var ErrNotFound = errors.New("no such job")
+
+// ErrExists is returned when creating a job whose id is taken.
+var ErrExists = errors.New("job already exists")
+
+// Meta is a job's metadata, rewritten (atomically) when its status changes.
+type Meta struct {
+	ID           string            `json:"id"`
+	Workflow     string            `json:"workflow"` // the workflow's name
+	File         string            `json:"file"`     // the file it was started from
+	CopyName     string            `json:"copy"`     // the workflow copy's file name in the job dir
+	Mode         string            `json:"mode"`
+	Status       Status            `json:"status"`
+	ExitCode     int               `json:"exit_code"`
+	Seed         uint64            `json:"seed"`
+	Vars         map[string]string `json:"vars,omitempty"` // --set values
+	Started      time.Time         `json:"started"`
+	Finished     time.Time         `json:"finished,omitzero"`
+	PID          int               `json:"pid,omitempty"` // the process running it now
+	Error        string            `json:"error,omitempty"`
+	Steps        int               `json:"steps,omitempty"`
+	StepsDone    int               `json:"steps_done,omitempty"`
+	Items        *ItemCounts       `json:"items,omitempty"`
+	MaxParallel  int               `json:"max_parallel,omitempty"`
+	ResumedCount int               `json:"resumed,omitempty"`
+}
+
+// ItemCounts are a MapReduce job's item totals.
+type ItemCounts struct {
+	Total     int `json:"total"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	DLQ       int `json:"dlq"`
+	Pending   int `json:"pending"`
+}
+
+// Store is a state directory.
+type Store struct {
+	Dir string
+}
+
+// Job is one job's directory.
+type Job struct {
+	Dir  string
+	Meta Meta
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// NewID makes a job id from a workflow name and a start time.
+func NewID(name string, t time.Time) string {
+	slug := strings.Trim(unsafeID.ReplaceAllString(strings.ToLower(name), "-"), "-.")
+	if slug == "" {
+		slug = "job"
+	}
+	if len(slug) > 40 {
+		slug = slug[:40]
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%s-%s", slug, t.UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))
+}
+
+// ValidID reports whether id can name a job directory.
+func ValidID(id string) bool {
+	return id != "" && id != "." && id != ".." && !unsafeID.MatchString(id) && len(id) <= 128
+}
+
+func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
+
+// Create makes a new job directory holding a copy of the workflow source.
+func (s Store) Create(meta Meta, source []byte) (*Job, error) {
+	if !ValidID(meta.ID) {
+		return nil, fmt.Errorf("invalid job id %q (use letters, digits, '.', '_' and '-')", meta.ID)
+	}
+	if err := os.MkdirAll(s.jobsDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	dir := filepath.Join(s.jobsDir(), meta.ID)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("job %s: %w", meta.ID, ErrExists)
+		}
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if meta.CopyName == "" {
+		meta.CopyName = "workflow" + filepath.Ext(meta.File)
+	}
+	if err := os.WriteFile(filepath.Join(dir, meta.CopyName), source, 0o600); err != nil {
+		return nil, fmt.Errorf("job %s: %w", meta.ID, err)
+	}
+	j := &Job{Dir: dir, Meta: meta}
+	return j, j.Save()
+}
+
+// Open loads an existing job.
+func (s Store) Open(id string) (*Job, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
+	}
+	dir := filepath.Join(s.jobsDir(), id)
+	data, err := os.ReadFile(filepath.Join(dir, "job.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
+	j := &Job{Dir: dir}
+	if err := json.Unmarshal(data, &j.Meta); err != nil {
+		return nil, fmt.Errorf("job %s: damaged job.json: %w", id, err)
+	}
+	return j, nil
+}
+
+// List returns every job, oldest first. Jobs whose metadata cannot be read
+// are returned with only ID set and Status "damaged".
+func (s Store) List() ([]Meta, error) {
+	entries, err := os.ReadDir(s.jobsDir())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	var out []Meta
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		j, err := s.Open(e.Name())
+		if err != nil {
+			out = append(out, Meta{ID: e.Name(), Status: "damaged", Error: err.Error()})
+			continue
+		}
+		out = append(out, j.Meta)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Started.Before(out[b].Started) })
+	return out, nil
+}
+
+// Save writes the metadata atomically (temporary file, fsync, rename).
+func (j *Job) Save() error {
+	data, err := json.MarshalIndent(j.Meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(j.Dir, "job.json"), append(data, '\n'))
+}
+
+// Path returns the path of a file in the job directory.
+func (j *Job) Path(name string) string { return filepath.Join(j.Dir, name) }
+
+// WorkflowCopy is the path of the stored workflow copy.
+func (j *Job) WorkflowCopy() string { return j.Path(j.Meta.CopyName) }
+
+// EventsPath is the path of the event log.
+func (j *Job) EventsPath() string { return j.Path("events.jsonl") }
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package state
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCreateOpenList(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	j, err := s.Create(Meta{ID: "a-1", Workflow: "a", File: "w.yml", Status: Running, Started: time.Unix(100, 0)}, []byte("- shell: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(j.WorkflowCopy()); string(data) != "- shell: true\n" {
+		t.Errorf("workflow copy = %q", data)
+	}
+	for _, p := range []string{j.Dir, j.Path("job.json")} {
+		info, _ := os.Stat(p)
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v; want no group/other access", p, perm)
+		}
+	}
+	if _, err := s.Create(Meta{ID: "a-1"}, nil); !errors.Is(err, ErrExists) {
+		t.Errorf("second Create: %v, want ErrExists", err)
+	}
+	j.Meta.Status = Completed
+	if err := j.Save(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Open("a-1")
+	if err != nil || got.Meta.Status != Completed {
+		t.Fatalf("Open = %+v, %v", got, err)
+	}
+	s.Create(Meta{ID: "b-0", Started: time.Unix(50, 0)}, nil)
+	list, err := s.List()
+	if err != nil || len(list) != 2 || list[0].ID != "b-0" {
+		t.Fatalf("List = %+v, %v; want b-0 first", list, err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	for _, id := range []string{"missing", "../etc", "", "a/b"} {
+		if _, err := s.Open(id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Open(%q) = %v, want ErrNotFound", id, err)
+		}
+	}
+	j, _ := s.Create(Meta{ID: "d"}, nil)
+	os.WriteFile(j.Path("job.json"), []byte("{"), 0o600)
+	if _, err := s.Open("d"); err == nil || !strings.Contains(err.Error(), "damaged job.json") {
+		t.Errorf("Open(damaged) = %v", err)
+	}
+	list, _ := s.List()
+	if len(list) != 1 || list[0].Status != "damaged" {
+		t.Errorf("List with a damaged job = %+v", list)
+	}
+}
+
+func TestJournalRoundTripIgnoresTornLine(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	j, _ := s.Create(Meta{ID: "j"}, nil)
+	jr, err := j.OpenJournal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr.Append(StepRecord{Phase: "commands", Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"x": "1"}})
+	jr.Append(StepRecord{Phase: "commands", Index: 1, Key: "b", Status: "skipped"})
+	jr.Close()
+	f, _ := os.OpenFile(j.Path("progress.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"phase":"commands","index":2`)
+	f.Close()
+	recs, err := j.ReadJournal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs["commands"]) != 2 || recs["commands"][0].Vars["x"] != "1" {
+		t.Errorf("journal = %+v", recs)
+	}
+}
+
+func TestNewIDIsValid(t *testing.T) {
+	id := NewID("My Release: v2/final", time.Date(2026, 11, 22, 10, 15, 0, 0, time.UTC))
+	if !ValidID(id) || !strings.HasPrefix(id, "my-release-v2-final-20261122-101500-") {
+		t.Errorf("NewID = %q", id)
+	}
+	if id := NewID("", time.Now()); !strings.HasPrefix(id, "job-") {
+		t.Errorf("NewID(\"\") = %q", id)
+	}
+}
