@@ -87,7 +87,11 @@ func TestJitterBounds(t *testing.T) {
 }
 
 func TestJitterEndpoints(t *testing.T) {
-	p := policy(Fixed, func(p *Policy) { p.InitialDelay = 10 * time.Second; p.Jitter = ProportionalJitter; p.JitterFactor = 0.5 })
+	p := policy(Fixed, func(p *Policy) {
+		p.InitialDelay = 10 * time.Second
+		p.Jitter = ProportionalJitter
+		p.JitterFactor = 0.5
+	})
 	if got := p.Delay(1, func() float64 { return 0 }); got != 7500*time.Millisecond {
 		t.Errorf("low end = %v, want 7.5s", got)
 	}

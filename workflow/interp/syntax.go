@@ -1,0 +1,163 @@
+package interp
+
+import (
+	"fmt"
+	"strings"
+)
+
+// defaultStop are the bytes that may not appear in a ":-" default. With one
+// of them the text is a shell expansion such as ${A:-$B} or ${A:-'x}'},
+// whose end only the shell's own quoting rules decide.
+const defaultStop = "}'\"`$\\{"
+
+// parseBraced reads ${path}, ${path:-default} or ${path|filter} at src[i:].
+// It returns nil and no error when the text is not placeholder syntax, such
+// as the shell expansions ${var%%.*} or ${#arr}.
+func parseBraced(src string, i int) (*placeholder, error) {
+	j := i + 2
+	n := scanPath(src[j:])
+	if n == 0 {
+		return nil, nil
+	}
+	p := &placeholder{off: i, path: src[j : j+n]}
+	j += n
+	rest := src[j:]
+	switch {
+	case strings.HasPrefix(rest, "}"):
+		j++
+	case strings.HasPrefix(rest, ":-"):
+		k := strings.IndexAny(rest[2:], defaultStop)
+		if k < 0 || rest[2+k] != '}' {
+			return nil, nil
+		}
+		p.def, p.hasDef = rest[2:2+k], true
+		j += 2 + k + 1
+	case strings.HasPrefix(rest, "|"):
+		k := 1
+		for k < len(rest) && isLetter(rest[k]) {
+			k++
+		}
+		name := rest[1:k]
+		if k == len(rest) || rest[k] != '}' {
+			return nil, fmt.Errorf("bad filter in placeholder at %s: want ${%s|raw} or ${%s|json}", where(src, i), p.path, p.path)
+		}
+		if name != "raw" && name != "json" {
+			return nil, fmt.Errorf("unknown filter %q in placeholder at %s: want raw or json", name, where(src, i))
+		}
+		p.filter = name
+		j += k + 1
+	default:
+		return nil, nil
+	}
+	p.src = src[i:j]
+	return p, nil
+}
+
+// parseName reads $NAME at src[i:]; it returns nil when no name follows.
+func parseName(src string, i int) *placeholder {
+	n := scanIdent(src[i+1:], false)
+	if n == 0 {
+		return nil
+	}
+	return &placeholder{off: i, path: src[i+1 : i+1+n], src: src[i : i+1+n]}
+}
+
+// scanPath returns the length of the path at the start of s, or 0: segments
+// separated by ".", each optionally followed by [N] indexes. Segments after
+// the first may contain "-" (step names), which no shell parameter can.
+func scanPath(s string) int {
+	i := 0
+	for seg := 0; ; seg++ {
+		n := scanIdent(s[i:], seg > 0)
+		if n == 0 {
+			return 0
+		}
+		i += n
+		for i < len(s) && s[i] == '[' {
+			d := i + 1
+			for d < len(s) && isDigit(s[d]) {
+				d++
+			}
+			if d == i+1 || d == len(s) || s[d] != ']' {
+				return 0
+			}
+			i = d + 1
+		}
+		if i == len(s) || s[i] != '.' {
+			return i
+		}
+		i++
+	}
+}
+
+// scanIdent returns the length of the identifier at the start of s.
+func scanIdent(s string, hyphen bool) int {
+	if s == "" || !(isLetter(s[0]) || s[0] == '_') {
+		return 0
+	}
+	i := 1
+	for i < len(s) && (isLetter(s[i]) || isDigit(s[i]) || s[i] == '_' || hyphen && s[i] == '-') {
+		i++
+	}
+	return i
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isDigit(c byte) bool  { return '0' <= c && c <= '9' }
+
+// dollar reads "$" where sh expands it.
+func (s *scanner) dollar() error {
+	f, rest := s.top(), s.src[s.i:]
+	inDQ := f.kind == fDouble || f.kind == fHere || f.kind == fParam && f.dq
+	s.word = false
+	switch {
+	case strings.HasPrefix(rest, "${"):
+		p, err := parseBraced(s.src, s.i)
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			s.emit(p)
+			return nil
+		}
+		s.push(frame{kind: fParam, open: s.i, dq: inDQ})
+		s.i += 2
+	case strings.HasPrefix(rest, "$(("):
+		s.push(frame{kind: fArith, open: s.i})
+		s.i += 3
+	case strings.HasPrefix(rest, "$("):
+		s.push(frame{kind: fCmd, open: s.i})
+		s.word = true
+		s.i += 2
+	case strings.HasPrefix(rest, "$'") && !inDQ:
+		s.push(frame{kind: fANSI, open: s.i})
+		s.i += 2
+	case len(rest) > 1 && strings.IndexByte("$#?@*!-0123456789", rest[1]) >= 0:
+		s.i += 2 // special parameter such as $$ or $#
+	default:
+		if p := parseName(s.src, s.i); p != nil {
+			s.emit(p)
+			return nil
+		}
+		s.i++
+	}
+	return nil
+}
+
+// emit records the placeholder p, which starts at s.i.
+func (s *scanner) emit(p *placeholder) {
+	s.flush()
+	p.ctx = s.context()
+	s.t.segs = append(s.t.segs, segment{ph: p})
+	s.i += len(p.src)
+	s.lit, s.lastEnd = s.i, s.i
+	s.word = false
+}
+
+// flush records the literal text read since the last segment.
+func (s *scanner) flush() {
+	if s.i > s.lit {
+		s.t.segs = append(s.t.segs, segment{lit: s.src[s.lit:s.i]})
+	}
+	s.lit = s.i
+}
