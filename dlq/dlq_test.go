@@ -1,0 +1,252 @@
+package dlq_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/dlq"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// open opens a fresh or existing queue in dir and closes it at test end.
+func open(t testing.TB, path string, opts dlq.Options) *dlq.DB {
+	t.Helper()
+	d, err := dlq.Open(path, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func entry(id string, index int, at time.Time, msg string) dlq.Entry {
+	return dlq.Entry{
+		JobID: "job1", ItemID: id, ItemIndex: index,
+		Item:    json.RawMessage(fmt.Sprintf(`{"id":%q}`, id)),
+		Failure: dlq.Failure{At: at, Kind: "exit", ExitCode: 1, Message: msg, Step: "build"},
+	}
+}
+
+func ids(t *testing.T, d *dlq.DB) []string {
+	t.Helper()
+	var out []string
+	if err := d.List(func(it dlq.Item) bool { out = append(out, it.ItemID); return true }); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	return out
+}
+
+func TestRoundTrip(t *testing.T) {
+	d := open(t, filepath.Join(t.TempDir(), "jobs", "j", "dlq.db"), dlq.Options{})
+	if err := d.Add(entry("b", 2, t0, "exit status 3"), entry("a", 1, t0, "boom")); err != nil {
+		t.Fatal(err)
+	}
+	it, err := d.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dlq.Item{
+		JobID: "job1", ItemID: "a", ItemIndex: 1, Item: json.RawMessage(`{"id":"a"}`),
+		FailureCount: 1, FirstFailure: t0, LastFailure: t0, ErrorSignature: "boom",
+		Failures: []dlq.Failure{{Attempt: 1, At: t0, Kind: "exit", ExitCode: 1, Message: "boom", Step: "build"}},
+	}
+	if g, w := mustJSON(t, it), mustJSON(t, want); g != w {
+		t.Errorf("Get:\n got %s\nwant %s", g, w)
+	}
+	if _, err := d.Get("zz"); !errors.Is(err, dlq.ErrNotFound) {
+		t.Errorf("Get(missing) = %v, want ErrNotFound", err)
+	}
+	if n, err := d.Count(); n != 2 || err != nil {
+		t.Errorf("Count = %d, %v; want 2", n, err)
+	}
+	if n, err := d.Remove("a", "a", "nope"); n != 1 || err != nil {
+		t.Errorf("Remove = %d, %v; want 1", n, err)
+	}
+	if got := ids(t, d); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("List after Remove = %v", got)
+	}
+}
+
+func TestUpsertAppendsHistory(t *testing.T) {
+	d := open(t, filepath.Join(t.TempDir(), "dlq.db"), dlq.Options{Now: func() time.Time { return t0 }})
+	e := entry("x", 7, time.Time{}, "exit status 22: curl: (22) error: 503 (run 1)")
+	e.Failure.StderrTail = "é" + strings.Repeat("y", dlq.MaxStderrTail-1) // the cut falls inside "é"
+	if err := d.Add(e); err != nil {
+		t.Fatal(err)
+	}
+	e.Item, e.JobID = nil, ""
+	e.Failure.At, e.Failure.Kind, e.Failure.Message = t0.Add(time.Hour), "timeout", "timed out after 30s"
+	if err := d.Add(e); err != nil {
+		t.Fatal(err)
+	}
+	it, err := d.Get("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"count", it.FailureCount, 2},
+		{"history", len(it.Failures), 2},
+		{"first", it.FirstFailure, t0},
+		{"last", it.LastFailure, t0.Add(time.Hour)},
+		{"signature", it.ErrorSignature, "timed out after Ns"},
+		{"attempts", [2]int{it.Failures[0].Attempt, it.Failures[1].Attempt}, [2]int{1, 2}},
+		{"kinds", it.Failures[0].Kind + "," + it.Failures[1].Kind, "exit,timeout"},
+		{"stored item kept", string(it.Item), `{"id":"x"}`},
+		{"job kept", it.JobID, "job1"},
+		{"stderr tail bytes", len(it.Failures[0].StderrTail), dlq.MaxStderrTail - 1},
+		{"stderr tail is the end", strings.Trim(it.Failures[0].StderrTail, "y"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if fmt.Sprint(tt.got) != fmt.Sprint(tt.want) {
+				t.Errorf("got %v, want %v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHistoryCap(t *testing.T) {
+	d := open(t, filepath.Join(t.TempDir(), "dlq.db"), dlq.Options{})
+	var batch []dlq.Entry
+	for i := range dlq.MaxHistory + 25 {
+		e := entry("x", 0, t0.Add(time.Duration(i)*time.Minute), "m")
+		e.Failure.Attempt = i + 1
+		batch = append(batch, e)
+	}
+	if err := d.Add(batch...); err != nil {
+		t.Fatal(err)
+	}
+	it, err := d.Get("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.FailureCount != dlq.MaxHistory+25 || len(it.Failures) != dlq.MaxHistory {
+		t.Fatalf("count %d, history %d", it.FailureCount, len(it.Failures))
+	}
+	if a := it.Failures[0].Attempt; a != 26 {
+		t.Errorf("oldest kept attempt = %d, want 26", a)
+	}
+	if !it.FirstFailure.Equal(t0) || !it.LastFailure.Equal(t0.Add(124*time.Minute)) {
+		t.Errorf("first %v last %v", it.FirstFailure, it.LastFailure)
+	}
+}
+
+func TestListOrder(t *testing.T) {
+	tests := []struct {
+		name string
+		add  []dlq.Entry
+		want []string
+	}{
+		{"by index not id", []dlq.Entry{entry("a", 300, t0, ""), entry("b", 2, t0, ""), entry("c", 10, t0, "")}, []string{"b", "c", "a"}},
+		{"beyond one byte", []dlq.Entry{entry("x", 256, t0, ""), entry("y", 255, t0, ""), entry("z", 1<<40, t0, "")}, []string{"y", "x", "z"}},
+		{"negative first", []dlq.Entry{entry("p", 0, t0, ""), entry("n", -1, t0, "")}, []string{"n", "p"}},
+		{"same index by id", []dlq.Entry{entry("q", 1, t0, ""), entry("p", 1, t0, "")}, []string{"p", "q"}},
+		{"index moves", []dlq.Entry{entry("m", 1, t0, ""), entry("o", 2, t0, ""), entry("m", 3, t0, "")}, []string{"o", "m"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := open(t, filepath.Join(t.TempDir(), "dlq.db"), dlq.Options{})
+			if err := d.Add(tt.add...); err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(t, d); !slices.Equal(got, tt.want) {
+				t.Errorf("List = %v, want %v", got, tt.want)
+			}
+			if n, _ := d.Count(); n != len(tt.want) {
+				t.Errorf("Count = %d, want %d", n, len(tt.want))
+			}
+		})
+	}
+}
+
+func TestListStops(t *testing.T) {
+	d := open(t, filepath.Join(t.TempDir(), "dlq.db"), dlq.Options{})
+	for i := range 10 {
+		if err := d.Add(entry(fmt.Sprint("i", i), i, t0, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	if err := d.List(func(dlq.Item) bool { n++; return n < 3 }); err != nil || n != 3 {
+		t.Errorf("List visited %d (%v), want 3", n, err)
+	}
+}
+
+func TestPurge(t *testing.T) {
+	tests := []struct {
+		name      string
+		olderThan time.Time
+		removed   int
+		left      []string
+	}{
+		{"zero time purges all", time.Time{}, 3, nil},
+		{"before the oldest", t0, 0, []string{"old", "mid", "new"}},
+		{"strictly before", t0.Add(time.Hour), 1, []string{"mid", "new"}},
+		{"all but newest", t0.Add(90 * time.Minute), 2, []string{"new"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := open(t, filepath.Join(t.TempDir(), "dlq.db"), dlq.Options{})
+			err := d.Add(entry("old", 1, t0, ""), entry("mid", 2, t0.Add(time.Hour), ""), entry("new", 3, t0.Add(2*time.Hour), ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := d.Purge(tt.olderThan); n != tt.removed || err != nil {
+				t.Errorf("Purge = %d, %v; want %d", n, err, tt.removed)
+			}
+			if got := ids(t, d); !slices.Equal(got, tt.left) {
+				t.Errorf("left %v, want %v", got, tt.left)
+			}
+		})
+	}
+}
+
+func TestAddRejectsEmptyID(t *testing.T) {
+	d := open(t, filepath.Join(t.TempDir(), "dlq.db"), dlq.Options{})
+	if err := d.Add(entry("ok", 0, t0, ""), entry("", 1, t0, "")); err == nil {
+		t.Fatal("Add with an empty id succeeded")
+	}
+	if n, _ := d.Count(); n != 0 {
+		t.Errorf("a rejected batch wrote %d items", n)
+	}
+}
+
+func TestPersistsAcrossOpens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dlq.db")
+	for i := range 3 {
+		d, err := dlq.Open(path, dlq.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Add(entry("x", 0, t0.Add(time.Duration(i)*time.Second), "m")); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := open(t, path, dlq.Options{ReadOnly: true})
+	it, err := d.Get("x")
+	if err != nil || it.FailureCount != 3 {
+		t.Fatalf("Get = %+v, %v", it, err)
+	}
+}
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
