@@ -1,12 +1,9 @@
 package state
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 )
@@ -65,32 +62,21 @@ func (jr *Journal) Close() error {
 // ReadJournal returns the finished steps, keyed by phase and index.
 func (j *Job) ReadJournal() (map[string]map[int]StepRecord, error) {
 	out := map[string]map[int]StepRecord{}
-	f, err := os.Open(j.Path("progress.jsonl"))
-	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	for {
-		line, err := r.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			return out, nil // a partial last line was cut by a crash
-		}
-		if err != nil {
-			return nil, fmt.Errorf("journal: %w", err)
-		}
+	err := readLines(j.Path("progress.jsonl"), func(line []byte) error {
 		var rec StepRecord
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
 		if err := dec.Decode(&rec); err != nil {
-			return nil, fmt.Errorf("journal %s: damaged record: %w", j.Path("progress.jsonl"), err)
+			return err
 		}
 		if out[rec.Phase] == nil {
 			out[rec.Phase] = map[int]StepRecord{}
 		}
 		out[rec.Phase][rec.Index] = rec
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
 	}
+	return out, nil
 }

@@ -1,0 +1,51 @@
+package workflow
+
+import (
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/runnerdev/runner/retryv2"
+)
+
+// breakers holds each step's circuit breaker, shared by every execution
+// of the step in the job.
+type breakers struct {
+	mu sync.Mutex
+	m  map[*Step]*retryv2.Breaker
+}
+
+// breaker returns the step's breaker, or nil when it has none.
+func (x *Executor) breaker(step *Step) *retryv2.Breaker {
+	if step.Breaker == nil {
+		return nil
+	}
+	x.breakers.mu.Lock()
+	defer x.breakers.mu.Unlock()
+	if b, ok := x.breakers.m[step]; ok {
+		return b
+	}
+	if x.breakers.m == nil {
+		x.breakers.m = map[*Step]*retryv2.Breaker{}
+	}
+	key := step.Key()
+	b := retryv2.NewBreaker(key, *step.Breaker, func(to string) {
+		x.emit(Run{}, "circuit_"+map[string]string{"open": "opened", "half_open": "half_open", "closed": "closed"}[to],
+			map[string]any{"step": key, "scope": "step"})
+	})
+	x.breakers.m[step] = b
+	return b
+}
+
+// jitterSource returns the random source of one step execution: derived
+// from the job's seed, the step and the item, so that the same seed gives
+// the same schedule whatever order parallel executions run in.
+func (x *Executor) jitterSource(step *Step, r Run) func() float64 {
+	h := fnv.New64a()
+	h.Write([]byte(step.Key()))
+	h.Write([]byte{0})
+	if id, ok := r.Fields["item_id"].(string); ok {
+		h.Write([]byte(id))
+	}
+	return rand.New(rand.NewPCG(x.Seed, h.Sum64())).Float64
+}

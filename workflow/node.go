@@ -1,0 +1,385 @@
+package workflow
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxNodes bounds the nodes one file may expand to, so that a YAML alias
+// bomb is an error instead of an exhausted machine.
+const maxNodes = 200_000
+
+// decoder turns yaml.Nodes into workflow types, collecting every problem
+// with its position instead of stopping at the first.
+type decoder struct {
+	file   string
+	errs   ParseErrors
+	nodes  int  // nodes visited so far
+	bombed bool // maxNodes was passed
+	ids    map[string]*yaml.Node
+}
+
+// errorf records a problem at n's position.
+func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
+	if len(d.errs) >= maxErrors {
+		return
+	}
+	e := &ParseError{File: d.file, Msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		e.Line, e.Col = n.Line, n.Column
+	}
+	d.errs = append(d.errs, e)
+}
+
+// resolve follows aliases and counts the node against maxNodes; it returns
+// nil once the file has expanded too far.
+func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if d.bombed {
+		return nil
+	}
+	d.nodes++
+	if d.nodes > maxNodes {
+		d.bombed = true
+		d.errorf(n, "the file expands to more than %d values (aliases repeated too often?)", maxNodes)
+		return nil
+	}
+	return n
+}
+
+// describe names what a node holds, for "must be X, not Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "null"
+		case "!!str":
+			return strconv.Quote(abbreviate(n.Value))
+		}
+		return n.Value
+	}
+	return "empty"
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+}
+
+// fields is a mapping whose keys were checked against the known ones.
+type fields struct {
+	node *yaml.Node
+	vals map[string]*yaml.Node
+	keys map[string]*yaml.Node
+}
+
+// get returns the value of key, or nil when absent or null.
+func (f *fields) get(key string) *yaml.Node {
+	if f == nil || isNull(f.vals[key]) {
+		return nil
+	}
+	return f.vals[key]
+}
+
+// has reports whether key was written (even as null).
+func (f *fields) has(key string) bool { _, ok := f.keys[key]; return ok }
+
+// key returns the key node of key, or the mapping itself.
+func (f *fields) key(key string) *yaml.Node {
+	if k := f.keys[key]; k != nil {
+		return k
+	}
+	return f.node
+}
+
+// oneOf returns the value of whichever alias spelling was written, and
+// reports writing two of them.
+func (d *decoder) oneOf(f *fields, names ...string) *yaml.Node {
+	var found string
+	for _, name := range names {
+		if !f.has(name) {
+			continue
+		}
+		if found != "" {
+			d.errorf(f.key(name), "%q and %q mean the same; write only one", found, name)
+			continue
+		}
+		found = name
+	}
+	if found == "" {
+		return nil
+	}
+	return f.get(found)
+}
+
+// mapping checks that n is a mapping whose keys are all in known, and
+// returns its fields. Merge keys (<<: *anchor) are expanded; explicit keys
+// win over merged ones.
+func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
+	if n = d.resolve(n); n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "%s must be a mapping, not %s", what, describe(n))
+		return nil
+	}
+	f := &fields{node: n, vals: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+	var merged []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := d.resolve(n.Content[i]), n.Content[i+1]
+		if k == nil {
+			return nil
+		}
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(k, "%s: keys must be plain names, not %s", what, describe(k))
+			continue
+		}
+		if k.Value == "<<" && k.ShortTag() == "!!merge" {
+			merged = append(merged, v)
+			continue
+		}
+		if prev, dup := f.keys[k.Value]; dup {
+			d.errorf(k, "key %q appears twice in %s (first at line %d)", k.Value, what, prev.Line)
+			continue
+		}
+		if !slices.Contains(known, k.Value) {
+			d.unknownKey(k, what, known)
+			continue
+		}
+		f.keys[k.Value], f.vals[k.Value] = k, v
+	}
+	for _, m := range merged {
+		d.merge(f, m, what, known)
+	}
+	return f
+}
+
+// merge adds the keys of a merged mapping (or list of them) that f lacks.
+func (d *decoder) merge(f *fields, m *yaml.Node, what string, known []string) {
+	if m = d.resolve(m); m == nil {
+		return
+	}
+	if m.Kind == yaml.SequenceNode {
+		for _, e := range m.Content {
+			d.merge(f, e, what, known)
+		}
+		return
+	}
+	sub := d.mapping(m, what, known)
+	if sub == nil {
+		return
+	}
+	for k, v := range sub.vals {
+		if _, ok := f.keys[k]; !ok {
+			f.keys[k], f.vals[k] = sub.keys[k], v
+		}
+	}
+}
+
+// unsupported are Prodigy keys runner deliberately does not support.
+var unsupported = map[string]string{
+	"claude":          "Claude commands are not supported: runner runs shell commands only",
+	"goal_seek":       "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
+	"foreach":         "foreach is not supported; run a command over many items with a MapReduce workflow (mode: mapreduce)",
+	"validate":        "validate (Prodigy's spec-coverage validation) is not supported",
+	"analyze":         "analyze (Prodigy's code analysis) is not supported",
+	"commit_required": "commit_required (Prodigy's git commit tracking) is not supported",
+	"merge":           "merge (Prodigy's worktree merge workflow) is not supported",
+	"write_file":      "write_file is not supported; write files from a shell command (printf ... > FILE)",
+}
+
+// unknownKey reports a key that is not allowed where it stands.
+func (d *decoder) unknownKey(k *yaml.Node, what string, known []string) {
+	if msg, ok := unsupported[k.Value]; ok {
+		d.errorf(k, "%s", msg)
+		return
+	}
+	msg := fmt.Sprintf("unknown key %q in %s", k.Value, what)
+	if s := suggest(k.Value, known); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	} else {
+		msg += " (known keys: " + strings.Join(known, ", ") + ")"
+	}
+	d.errorf(k, "%s", msg)
+}
+
+// suggest returns the known word closest to w, if it is close enough to be
+// a misspelling.
+func suggest(w string, known []string) string {
+	best, bestDist := "", math.MaxInt
+	for _, k := range known {
+		dist := editDistance(strings.ToLower(w), k)
+		if dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	if bestDist <= max(1, len(w)/3) {
+		return best
+	}
+	for _, k := range known {
+		if len(w) >= 4 && strings.HasPrefix(k, strings.ToLower(w)) {
+			return k
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// scalar returns n resolved when it is a non-null scalar.
+func (d *decoder) scalar(n *yaml.Node, what, want string) *yaml.Node {
+	if n = d.resolve(n); n == nil {
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		d.errorf(n, "%s must be %s, not %s", what, want, describe(n))
+		return nil
+	}
+	return n
+}
+
+// str reads a string; numbers and booleans count as their text.
+func (d *decoder) str(n *yaml.Node, what string) (string, bool) {
+	n = d.scalar(n, what, "a string")
+	if n == nil {
+		return "", false
+	}
+	return n.Value, true
+}
+
+// integer reads a whole number that is at least least.
+func (d *decoder) integer(n *yaml.Node, what string, least int) (int, bool) {
+	n = d.scalar(n, what, "a whole number")
+	if n == nil {
+		return 0, false
+	}
+	var v int
+	if n.ShortTag() != "!!int" || n.Decode(&v) != nil {
+		d.errorf(n, "%s must be a whole number, not %s", what, describe(n))
+		return 0, false
+	}
+	if v < least {
+		d.errorf(n, "%s must be at least %d, not %d", what, least, v)
+		return 0, false
+	}
+	return v, true
+}
+
+// number reads a finite number in [lo, hi].
+func (d *decoder) number(n *yaml.Node, what string, lo, hi float64) (float64, bool) {
+	n = d.scalar(n, what, "a number")
+	if n == nil {
+		return 0, false
+	}
+	var v float64
+	if tag := n.ShortTag(); tag != "!!int" && tag != "!!float" || n.Decode(&v) != nil || math.IsNaN(v) {
+		d.errorf(n, "%s must be a number, not %s", what, describe(n))
+		return 0, false
+	}
+	if v < lo || v > hi {
+		d.errorf(n, "%s must be between %g and %g, not %g", what, lo, hi, v)
+		return 0, false
+	}
+	return v, true
+}
+
+// boolean reads true or false.
+func (d *decoder) boolean(n *yaml.Node, what string) (bool, bool) {
+	n = d.scalar(n, what, "true or false")
+	if n == nil {
+		return false, false
+	}
+	var v bool
+	if n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
+		d.errorf(n, "%s must be true or false, not %s", what, describe(n))
+		return false, false
+	}
+	return v, true
+}
+
+// duration reads a duration (see parseDuration); it must not be negative.
+func (d *decoder) duration(n *yaml.Node, what string) (time.Duration, bool) {
+	n = d.scalar(n, what, "a duration")
+	if n == nil {
+		return 0, false
+	}
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		d.errorf(n, "%s: %v", what, err)
+		return 0, false
+	}
+	return v, true
+}
+
+// positive reads a duration that must be greater than zero.
+func (d *decoder) positive(n *yaml.Node, what string) (time.Duration, bool) {
+	v, ok := d.duration(n, what)
+	if ok && v <= 0 {
+		d.errorf(n, "%s must be longer than zero", what)
+		return 0, false
+	}
+	return v, ok
+}
+
+// enum reads one of the allowed words.
+func (d *decoder) enum(n *yaml.Node, what string, allowed ...string) (string, bool) {
+	s, ok := d.str(n, what)
+	if !ok {
+		return "", false
+	}
+	if !slices.Contains(allowed, s) {
+		msg := fmt.Sprintf("%s must be one of %s, not %q", what, strings.Join(allowed, ", "), s)
+		if sug := suggest(s, allowed); sug != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", sug)
+		}
+		d.errorf(n, "%s", msg)
+		return "", false
+	}
+	return s, true
+}
+
+// list returns the items of a sequence, resolved.
+func (d *decoder) list(n *yaml.Node, what string) ([]*yaml.Node, bool) {
+	if n = d.resolve(n); n == nil {
+		return nil, false
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, "%s must be a list, not %s", what, describe(n))
+		return nil, false
+	}
+	return n.Content, true
+}
+
+// pos is n's position.
+func pos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }

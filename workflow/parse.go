@@ -1,0 +1,298 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/workflow/interp"
+)
+
+// MaxFileSize is the largest workflow file runner reads.
+const MaxFileSize = 4 << 20
+
+// Load reads and parses a workflow file.
+func Load(path string) (*Workflow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, src)
+}
+
+// Parse parses and validates a workflow file's content. Every problem found
+// is reported, as ParseErrors, before anything could run; file names the
+// source in them.
+func Parse(file string, src []byte) (*Workflow, error) {
+	d := &decoder{file: file, ids: map[string]*yaml.Node{}}
+	root := d.document(src)
+	if root == nil {
+		return nil, d.errs
+	}
+	wf := d.workflow(root)
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	return wf, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// document parses src into its one YAML (or JSON) document.
+func (d *decoder) document(src []byte) *yaml.Node {
+	switch {
+	case len(src) > MaxFileSize:
+		d.errorf(nil, "file is larger than %d MiB", MaxFileSize>>20)
+		return nil
+	case bytes.IndexByte(src, 0) >= 0:
+		d.errorf(nil, "file is binary (it has a NUL byte), not YAML or JSON")
+		return nil
+	}
+	if strings.EqualFold(filepath.Ext(d.file), ".json") && !d.checkJSON(src) {
+		return nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var doc yaml.Node
+	if err := d.yamlDecode(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.errorf(nil, "file is empty: want a list of steps or a workflow mapping")
+		}
+		return nil
+	}
+	var extra yaml.Node
+	if err := d.yamlDecode(dec, &extra); err == nil {
+		d.errorf(&extra, "a second YAML document (after ---); a workflow file holds one")
+		return nil
+	} else if !errors.Is(err, io.EOF) {
+		return nil
+	}
+	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		d.errorf(&doc, "file is empty: want a list of steps or a workflow mapping")
+		return nil
+	}
+	return doc.Content[0]
+}
+
+// yamlDecode decodes one document, turning syntax errors (and yaml.v3's
+// panics on pathological input) into positioned errors. io.EOF is returned
+// unrecorded.
+func (d *decoder) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+			d.errorf(nil, "invalid YAML: %v", r)
+		}
+	}()
+	err = dec.Decode(n)
+	if err == nil || errors.Is(err, io.EOF) {
+		return err
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		d.errs = append(d.errs, &ParseError{File: d.file, Pos: Pos{Line: line, Col: 1}, Msg: "invalid YAML: " + m[2]})
+		return err
+	}
+	d.errorf(nil, "invalid YAML: %s", msg)
+	return err
+}
+
+// checkJSON reports a JSON syntax error at its line and column.
+func (d *decoder) checkJSON(src []byte) bool {
+	var v any
+	err := json.Unmarshal(src, &v)
+	var syn *json.SyntaxError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &syn):
+		before := src[:min(int(syn.Offset), len(src))]
+		line := 1 + bytes.Count(before, []byte("\n"))
+		col := max(len(before)-bytes.LastIndexByte(before, '\n')-1, 1) // Offset is past the bad byte
+		d.errs = append(d.errs, &ParseError{File: d.file, Pos: Pos{Line: line, Col: col}, Msg: "invalid JSON: " + syn.Error()})
+	default:
+		d.errorf(nil, "invalid JSON: %v", err)
+	}
+	return false
+}
+
+// Top-level keys by mode.
+var (
+	commonKeys   = []string{"name", "mode", "env", "secrets"}
+	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands")
+	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy"), errorPolicyKeys...)
+)
+
+// workflow decodes the top level: a bare list of steps, or a mapping.
+func (d *decoder) workflow(root *yaml.Node) *Workflow {
+	wf := &Workflow{File: d.file, Mode: Standard, ErrorPolicy: errorpolicy.Default()}
+	wf.Name = strings.TrimSuffix(filepath.Base(d.file), filepath.Ext(d.file))
+	if root = d.resolve(root); root == nil {
+		return wf
+	}
+	if root.Kind == yaml.SequenceNode {
+		wf.Steps = d.stepList(root, "commands", true)
+		return wf
+	}
+	if root.Kind != yaml.MappingNode {
+		d.errorf(root, "a workflow is a list of steps or a mapping (name, env, commands; or mode: mapreduce with setup, map, reduce), not %s", describe(root))
+		return wf
+	}
+	mode := d.mode(root)
+	wf.Mode = mode
+	known := mapKeys
+	if mode == Standard {
+		// MapReduce keys are reported by standardOnly, with the fix.
+		known = append(d.standardOnly(root), standardKeys...)
+	}
+	f := d.mapping(root, "the workflow", known)
+	if f == nil {
+		return wf
+	}
+	if n := f.get("name"); n != nil {
+		wf.Name, _ = d.str(n, "name")
+	}
+	wf.Env = d.envVars(f.get("env"), "env")
+	wf.Secrets, wf.Env = d.secrets(f.get("secrets"), wf.Env)
+	if mode == MapReduce {
+		d.mapReduce(f, wf)
+		return wf
+	}
+	if n := f.get("commands"); n != nil {
+		wf.Steps = d.stepList(n, "commands", true)
+	} else {
+		d.errorf(root, "a standard workflow needs commands: a list of steps (or set mode: mapreduce)")
+	}
+	return wf
+}
+
+// mode reads the mode key of a top-level mapping.
+func (d *decoder) mode(root *yaml.Node) Mode {
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value != "mode" {
+			continue
+		}
+		m, ok := d.enum(root.Content[i+1], "mode", string(Standard), string(MapReduce))
+		if ok {
+			return Mode(m)
+		}
+	}
+	return Standard
+}
+
+// standardOnly reports MapReduce keys in a file without mode: mapreduce
+// and returns them.
+func (d *decoder) standardOnly(root *yaml.Node) []string {
+	var found []string
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch k := root.Content[i]; k.Value {
+		case "map", "setup", "reduce", "error_policy":
+			d.errorf(k, "%q belongs to MapReduce workflows: add mode: mapreduce", k.Value)
+			found = append(found, k.Value)
+		}
+	}
+	return found
+}
+
+// envVars reads a mapping of variable names to (templated) values.
+func (d *decoder) envVars(n *yaml.Node, what string) []EnvVar {
+	if n == nil {
+		return nil
+	}
+	if n = d.resolve(n); n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, "%s must be a mapping of NAME: value, not %s", what, describe(n))
+		return nil
+	}
+	var out []EnvVar
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := d.resolve(n.Content[i])
+		if k == nil {
+			return out
+		}
+		name := k.Value
+		switch {
+		case k.Kind != yaml.ScalarNode || !envName.MatchString(name):
+			d.errorf(k, "%s: %s is not a valid variable name (letters, digits and _, not starting with a digit)", what, describe(k))
+			continue
+		case seen[name]:
+			d.errorf(k, "%s: %q appears twice", what, name)
+			continue
+		}
+		seen[name] = true
+		v := d.resolve(n.Content[i+1])
+		if v == nil {
+			return out
+		}
+		text := ""
+		switch {
+		case isNull(v):
+		case v.Kind == yaml.ScalarNode:
+			text = v.Value
+		default:
+			d.errorf(v, "%s.%s must be a string, number or boolean, not %s", what, name, describe(v))
+			continue
+		}
+		if t := d.template(v, what+"."+name, text); t != nil {
+			out = append(out, EnvVar{Name: name, Value: t})
+		}
+	}
+	return out
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// secrets reads `secrets:`: a list of variable names whose values are
+// masked, or a mapping NAME: value that also defines them.
+func (d *decoder) secrets(n *yaml.Node, env []EnvVar) ([]string, []EnvVar) {
+	if n == nil {
+		return nil, env
+	}
+	if r := d.resolve(n); r != nil && r.Kind == yaml.MappingNode {
+		defined := d.envVars(r, "secrets")
+		names := make([]string, len(defined))
+		for i, e := range defined {
+			names[i] = e.Name
+		}
+		return names, append(env, defined...)
+	}
+	items, ok := d.list(n, "secrets")
+	if !ok {
+		return nil, env
+	}
+	var names []string
+	for _, it := range items {
+		if s, ok := d.str(it, "secrets"); ok {
+			names = append(names, s)
+		}
+	}
+	return names, env
+}
+
+// template parses a value that may hold placeholders.
+func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
+	t, err := interp.Parse(text)
+	if err != nil {
+		d.errorf(n, "%s: %v", what, err)
+		return nil
+	}
+	return t
+}

@@ -1,0 +1,298 @@
+package workflow
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow/interp"
+)
+
+var stepKeys = []string{
+	"shell", "name", "id", "timeout", "env", "working_dir",
+	"capture_output", "capture_format", "capture_streams", "when",
+	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
+}
+
+var (
+	stepID      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	captureName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// stepList reads a list of steps; phases whose steps are required must have
+// at least one.
+func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
+	items, ok := d.list(n, what)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 && required {
+		d.errorf(n, "%s is empty: nothing to run", what)
+	}
+	steps := make([]*Step, 0, len(items))
+	for i, it := range items {
+		if s := d.step(it, fmt.Sprintf("%s[%d]", what, i), i); s != nil {
+			steps = append(steps, s)
+		}
+	}
+	return steps
+}
+
+// step reads one step.
+func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
+	f := d.mapping(n, "step "+what, stepKeys)
+	if f == nil {
+		return nil
+	}
+	s := &Step{Pos: pos(f.node), Index: index, Retryable: true, CaptureFormat: CaptureString, CaptureStreams: StreamStdout}
+	if sh := f.get("shell"); sh != nil {
+		if text, ok := d.str(sh, "shell"); ok {
+			s.Shell = d.template(sh, "shell", text)
+		}
+	} else if !slices.ContainsFunc(f.node.Content, func(k *yaml.Node) bool { _, ok := unsupported[k.Value]; return ok }) {
+		d.errorf(f.node, "step %s has no shell command", what)
+	}
+	if n := f.get("name"); n != nil {
+		s.Name, _ = d.str(n, "name")
+	}
+	if n := f.get("id"); n != nil {
+		s.ID = d.stepID(n)
+	}
+	if n := f.get("timeout"); n != nil {
+		s.Timeout, _ = d.positive(n, "timeout")
+	}
+	s.Env = d.envVars(f.get("env"), "env")
+	if n := f.get("working_dir"); n != nil {
+		if text, ok := d.str(n, "working_dir"); ok {
+			s.WorkingDir = d.template(n, "working_dir", text)
+		}
+	}
+	d.capture(f, s)
+	if n := f.get("when"); n != nil {
+		s.When = d.compileExpr(n, "when", nil)
+	}
+	retryNode := d.oneOf(f, "retry_config", "retry")
+	var retryFailure *Failure
+	if retryNode != nil {
+		s.Retry, retryFailure = d.retryConfig(retryNode)
+	}
+	if n := f.get("retryable"); n != nil {
+		s.Retryable, _ = d.boolean(n, "retryable")
+	}
+	if n := f.get("circuit_breaker"); n != nil {
+		s.Breaker = d.stepBreaker(n)
+	}
+	if n := f.get("repeat"); n != nil {
+		s.Repeat = d.repeat(n)
+	}
+	s.OnFailure = Failure{Action: FailStop}
+	switch n := f.get("on_failure"); {
+	case n != nil && retryFailure != nil:
+		d.errorf(f.key("on_failure"), "a step may use retry_config.on_failure or on_failure, not both")
+	case n != nil:
+		s.OnFailure = d.stepOnFailure(n)
+	case retryFailure != nil:
+		s.OnFailure = *retryFailure
+	}
+	return s
+}
+
+// stepID reads an id, which must be unique in the file.
+func (d *decoder) stepID(n *yaml.Node) string {
+	id, ok := d.str(n, "id")
+	if !ok {
+		return ""
+	}
+	if !stepID.MatchString(id) {
+		d.errorf(n, "id %q must start with a letter or _ and hold only letters, digits, _ and -", id)
+		return ""
+	}
+	if prev, dup := d.ids[id]; dup {
+		d.errorf(n, "id %q is already used by the step at line %d", id, prev.Line)
+		return ""
+	}
+	d.ids[id] = n
+	return id
+}
+
+// capture reads capture_output, capture_format and capture_streams.
+func (d *decoder) capture(f *fields, s *Step) {
+	if n := f.get("capture_output"); n != nil {
+		switch r := d.resolve(n); {
+		case r == nil:
+		case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool":
+			if on, _ := d.boolean(r, "capture_output"); on {
+				s.Capture = "shell"
+			}
+		default:
+			name, ok := d.str(r, "capture_output")
+			switch {
+			case !ok:
+			case !captureName.MatchString(name):
+				d.errorf(r, "capture_output: %q is not a valid variable name (letters, digits and _)", name)
+			case slices.Contains(interp.Namespaces, name) || name == "env":
+				d.errorf(r, "capture_output: %q is reserved for runner's own variables; choose another name", name)
+			default:
+				s.Capture = name
+			}
+		}
+	}
+	if n := f.get("capture_format"); n != nil {
+		v, _ := d.enum(n, "capture_format", string(CaptureString), string(CaptureJSON), string(CaptureLines), string(CaptureNumber), string(CaptureBoolean))
+		s.CaptureFormat = CaptureFormat(v)
+	}
+	if n := f.get("capture_streams"); n != nil {
+		v, _ := d.enum(n, "capture_streams", string(StreamStdout), string(StreamStderr), string(StreamBoth))
+		s.CaptureStreams = CaptureStreams(v)
+	}
+	if s.Capture == "" && !f.has("capture_output") {
+		for _, k := range []string{"capture_format", "capture_streams"} {
+			if f.has(k) {
+				d.errorf(f.key(k), "%s needs capture_output (true, or a variable name)", k)
+			}
+		}
+	}
+}
+
+var breakerKeys = []string{"failure_threshold", "success_threshold", "timeout", "half_open_requests"}
+
+// breakerFields reads a circuit_breaker mapping over the given defaults.
+func (d *decoder) breakerFields(n *yaml.Node, what string, c retryv2.BreakerConfig) retryv2.BreakerConfig {
+	f := d.mapping(n, what, breakerKeys)
+	if f == nil {
+		return c
+	}
+	if v := f.get("failure_threshold"); v != nil {
+		c.FailureThreshold, _ = d.integer(v, what+".failure_threshold", 1)
+	}
+	if v := f.get("success_threshold"); v != nil {
+		c.SuccessThreshold, _ = d.integer(v, what+".success_threshold", 1)
+	}
+	if v := f.get("timeout"); v != nil {
+		c.Timeout, _ = d.positive(v, what+".timeout")
+	}
+	if v := f.get("half_open_requests"); v != nil {
+		c.HalfOpenRequests, _ = d.integer(v, what+".half_open_requests", 1)
+	}
+	return c
+}
+
+// stepBreaker reads a step's circuit_breaker.
+func (d *decoder) stepBreaker(n *yaml.Node) *retryv2.BreakerConfig {
+	c := d.breakerFields(n, "circuit_breaker", retryv2.BreakerConfig{
+		FailureThreshold: 5, SuccessThreshold: 1, Timeout: 30 * time.Second, HalfOpenRequests: 1,
+	})
+	return &c
+}
+
+var repeatKeys = []string{"until", "interval", "backoff", "max_attempts", "timeout"}
+
+// defaultPollInterval is repeat's interval when the file gives none.
+const defaultPollInterval = 5 * time.Second
+
+// repeat reads a repeat block.
+func (d *decoder) repeat(n *yaml.Node) *Repeat {
+	f := d.mapping(n, "repeat", repeatKeys)
+	if f == nil {
+		return nil
+	}
+	r := &Repeat{Interval: defaultPollInterval, Backoff: retryv2.Backoff{Strategy: retryv2.Fixed}}
+	if u := f.get("until"); u != nil {
+		r.Until = d.compileExpr(u, "repeat.until", nil)
+	} else {
+		d.errorf(f.node, "repeat needs until: the condition that ends the polling")
+	}
+	if v := f.get("interval"); v != nil {
+		r.Interval, _ = d.duration(v, "repeat.interval")
+	}
+	if v := f.get("backoff"); v != nil {
+		r.Backoff = d.backoff(v, "repeat.backoff")
+	}
+	if v := f.get("max_attempts"); v != nil {
+		r.MaxAttempts, _ = d.integer(v, "repeat.max_attempts", 1)
+	}
+	if v := f.get("timeout"); v != nil {
+		r.Timeout, _ = d.positive(v, "repeat.timeout")
+	}
+	if !f.has("max_attempts") && !f.has("timeout") {
+		d.errorf(f.node, "repeat needs max_attempts or timeout, so that polling ends")
+	}
+	return r
+}
+
+var onFailureKeys = []string{"shell", "commands", "fail_workflow"}
+
+// stepOnFailure reads the Prodigy step-level on_failure: true, false, a
+// command, a list of commands, or {shell | commands, fail_workflow}.
+func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
+	r := d.resolve(n)
+	switch {
+	case r == nil:
+		return Failure{Action: FailStop}
+	case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool":
+		if cont, _ := d.boolean(r, "on_failure"); cont {
+			return Failure{Action: FailContinue}
+		}
+		return Failure{Action: FailStop}
+	case r.Kind == yaml.ScalarNode, r.Kind == yaml.SequenceNode:
+		return Failure{Action: FailHandler, Commands: d.commands(r, "on_failure")}
+	}
+	f := d.mapping(r, "on_failure", onFailureKeys)
+	if f == nil {
+		return Failure{Action: FailStop}
+	}
+	fl := Failure{Action: FailHandler}
+	switch sh, cmds := f.get("shell"), f.get("commands"); {
+	case sh != nil && cmds != nil:
+		d.errorf(f.key("commands"), "on_failure takes shell or commands, not both")
+	case sh != nil:
+		fl.Commands = d.commands(sh, "on_failure.shell")
+	case cmds != nil:
+		fl.Commands = d.commands(cmds, "on_failure.commands")
+	default:
+		d.errorf(f.node, "on_failure needs shell or commands")
+	}
+	if v := f.get("fail_workflow"); v != nil {
+		fl.FailWorkflow, _ = d.boolean(v, "on_failure.fail_workflow")
+	}
+	return fl
+}
+
+// commands reads one command or a list of them; list entries may also be
+// written {shell: CMD}.
+func (d *decoder) commands(n *yaml.Node, what string) []*interp.Template {
+	r := d.resolve(n)
+	if r == nil {
+		return nil
+	}
+	if r.Kind != yaml.SequenceNode {
+		if text, ok := d.str(r, what); ok && strings.TrimSpace(text) != "" {
+			return []*interp.Template{d.template(r, what, text)}
+		}
+		d.errorf(r, "%s: empty command", what)
+		return nil
+	}
+	if len(r.Content) == 0 {
+		d.errorf(r, "%s: empty list of commands", what)
+	}
+	var out []*interp.Template
+	for i, it := range r.Content {
+		item := fmt.Sprintf("%s[%d]", what, i)
+		if m := d.resolve(it); m != nil && m.Kind == yaml.MappingNode {
+			f := d.mapping(m, item, []string{"shell"})
+			if it = f.get("shell"); it == nil {
+				d.errorf(m, "%s needs shell", item)
+				continue
+			}
+		}
+		if text, ok := d.str(it, item); ok {
+			out = append(out, d.template(it, item, text))
+		}
+	}
+	return out
+}

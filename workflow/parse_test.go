@@ -1,0 +1,376 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/retryv2"
+)
+
+// parseErr parses src and returns its errors as "LINE:COL: message" lines.
+func parseErr(t *testing.T, name, src string) []string {
+	t.Helper()
+	_, err := Parse(name, []byte(src))
+	if err == nil {
+		return nil
+	}
+	var pe ParseErrors
+	if !errors.As(err, &pe) {
+		t.Fatalf("Parse error is %T, not ParseErrors: %v", err, err)
+	}
+	var out []string
+	for _, e := range pe {
+		out = append(out, strings.TrimPrefix(e.Error(), name+":"))
+	}
+	return out
+}
+
+func TestParseErrorsArePositioned(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      string // "LINE:COL: substring of the message"
+	}{
+		{"misspelled key", "- shel: echo\n", `1:3: unknown key "shel" in step commands[0] (did you mean "shell"?)`},
+		{"misspelled nested key", "- shell: x\n  retry_config:\n    atempts: 3\n", `3:5: unknown key "atempts" in retry_config (did you mean "attempts"?)`},
+		{"unknown key lists known", "- shell: x\n  zzzzzz: 1\n", `2:3: unknown key "zzzzzz" in step commands[0] (known keys: shell, name`},
+		{"claude", "- claude: /fix\n", `1:3: Claude commands are not supported`},
+		{"foreach", "- shell: x\n  foreach: [a]\n", `2:3: foreach is not supported; run a command over many items with a MapReduce workflow`},
+		{"goal_seek", "- goal_seek: {}\n", `1:3: goal_seek (Prodigy's iterative refinement`},
+		{"commit_required", "- shell: x\n  commit_required: true\n", `2:3: commit_required (Prodigy's git commit tracking) is not supported`},
+		{"merge at top", "name: x\nmerge: {}\ncommands: [{shell: x}]\n", `2:1: merge (Prodigy's worktree merge workflow) is not supported`},
+		{"write_file", "- write_file: {}\n", `1:3: write_file is not supported`},
+		{"validate", "- shell: x\n  validate: {}\n", `2:3: validate (Prodigy's spec-coverage validation) is not supported`},
+		{"analyze", "- analyze: {}\n", `1:3: analyze (Prodigy's code analysis) is not supported`},
+		{"missing shell", "- name: build\n", `1:3: step commands[0] has no shell command`},
+		{"wrong type", "- shell: [a, b]\n", `1:10: shell must be a string, not a list`},
+		{"bad duration", "- shell: x\n  timeout: 5 parsecs\n", `2:12: timeout: bad duration "5 parsecs": unknown unit "parsecs"`},
+		{"negative duration", "- shell: x\n  timeout: -5s\n", `2:12: timeout: "-5s" is negative`},
+		{"zero timeout", "- shell: x\n  timeout: 0\n", `2:12: timeout must be longer than zero`},
+		{"attempts zero", "- shell: x\n  retry_config: {attempts: 0}\n", `2:28: retry_config.attempts must be at least 1: it counts every run including the first (1 = run once, no retry), not 0`},
+		{"attempts float", "- shell: x\n  retry_config: {attempts: 1.5}\n", `2:28: attempts must be a whole number, not 1.5`},
+		{"bad regex", "- shell: x\n  retry_config:\n    retry_on: [{pattern: 'a('}]\n", `3:26: retry_config.retry_on[0].pattern: invalid regular expression: missing closing )`},
+		{"bad expression", "- shell: x\n  when: 'a ==  '\n", `2:9: when: invalid expression "a ==  ": unexpected token EOF`},
+		{"unknown outcome name", "- shell: x\n  retry_config:\n    retry_on: [{when: 'exit_cod == 1'}]\n", `3:23: retry_config.retry_on[0].when: invalid expression "exit_cod == 1": unknown name exit_cod`},
+		{"unknown matcher", "- shell: x\n  retry_config: {retry_on: [netwrok]}\n", `2:29: retry_config.retry_on[0] must be one of network, timeout, server_error, rate_limit, not "netwrok" (did you mean "network"?)`},
+		{"fallback without command", "- shell: x\n  retry_config:\n    on_failure: {fallback: {}}\n", `3:18: retry_config.on_failure.fallback needs a command`},
+		{"fallback word", "- shell: x\n  retry_config: {on_failure: fallback}\n", `2:30: retry_config.on_failure: fallback needs a command`},
+		{"both on_failure forms", "- shell: x\n  retry_config: {on_failure: continue}\n  on_failure: true\n", `3:3: a step may use retry_config.on_failure or on_failure, not both`},
+		{"retry and retry_config", "- shell: x\n  retry_config: {}\n  retry: {}\n", `3:3: "retry_config" and "retry" mean the same; write only one`},
+		{"jitter factor range", "- shell: x\n  retry_config: {jitter_factor: 2}\n", `2:33: retry_config.jitter_factor must be between 0 and 1, not 2`},
+		{"custom without delays", "- shell: x\n  retry_config: {backoff: custom}\n", `2:27: retry_config.backoff: custom needs its delays`},
+		{"two strategies", "- shell: x\n  retry_config:\n    backoff: {fixed: {}, linear: {}}\n", `3:14: retry_config.backoff must name one strategy`},
+		{"duplicate key", "- shell: x\n  shell: y\n", `2:3: key "shell" appears twice in step commands[0] (first at line 1)`},
+		{"duplicate id", "- {shell: x, id: a}\n- {shell: y, id: a}\n", `2:18: id "a" is already used by the step at line 1`},
+		{"bad id", "- {shell: x, id: 'a b'}\n", `1:18: id "a b" must start with a letter`},
+		{"yaml syntax", "- shell: [x\n", `1:1: invalid YAML: did not find expected ',' or ']'`},
+		{"empty file", "", `file is empty`},
+		{"two documents", "- shell: x\n---\n- shell: y\n", `2:1: a second YAML document`},
+		{"scalar workflow", "hello\n", `1:1: a workflow is a list of steps or a mapping`},
+		{"no commands", "name: x\n", `1:1: a standard workflow needs commands`},
+		{"empty commands", "commands: []\n", `1:11: commands is empty: nothing to run`},
+		{"map without mode", "map: {}\n", `1:1: "map" belongs to MapReduce workflows: add mode: mapreduce`},
+		{"bad mode", "mode: mapreduse\n", `1:7: mode must be one of standard, mapreduce, not "mapreduse" (did you mean "mapreduce"?)`},
+		{"repeat unbounded", "- shell: x\n  repeat: {until: 'output == \"ok\"'}\n", `2:11: repeat needs max_attempts or timeout`},
+		{"capture_format alone", "- shell: x\n  capture_format: json\n", `2:3: capture_format needs capture_output`},
+		{"reserved capture", "- shell: x\n  capture_output: item\n", `2:19: capture_output: "item" is reserved`},
+		{"bad capture format", "- shell: x\n  capture_output: true\n  capture_format: yaml\n", `3:19: capture_format must be one of string, json, lines, number, boolean, not "yaml"`},
+		{"bad placeholder filter", "- shell: echo ${x|upper}\n", `1:10: shell: unknown filter "upper"`},
+		{"env not mapping", "env: [A]\ncommands: [{shell: x}]\n", `1:6: env must be a mapping of NAME: value, not a list`},
+		{"bad env name", "env: {'A-B': x}\ncommands: [{shell: x}]\n", `1:7: env: "A-B" is not a valid variable name`},
+		{"breaker threshold", "- shell: x\n  circuit_breaker: {failure_threshold: 0}\n", `2:40: circuit_breaker.failure_threshold must be at least 1, not 0`},
+		{"alias fan-out", aliasFanOut(), `the file expands to more than 200000 values`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := parseErr(t, "w.yml", tt.src)
+			for _, e := range errs {
+				if strings.Contains(e, tt.want) || strings.HasPrefix(tt.want, "file") && strings.Contains(e, tt.want) {
+					return
+				}
+			}
+			t.Errorf("want an error containing\n  %s\ngot\n  %s", tt.want, strings.Join(errs, "\n  "))
+		})
+	}
+}
+
+// aliasFanOut is a small file whose aliases make the decoder visit
+// hundreds of thousands of values.
+func aliasFanOut() string {
+	var b strings.Builder
+	b.WriteString("x: &s {shell: x, env: {")
+	for i := range 100 {
+		fmt.Fprintf(&b, "A%d: v, ", i)
+	}
+	b.WriteString("}}\ncommands: [")
+	b.WriteString(strings.Repeat("*s, ", 2100))
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// aliasBomb is the "billion laughs" attack in YAML.
+const aliasBomb = `a: &a ["x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+commands: [{shell: x, env: *g}]
+`
+
+func TestParseReportsEveryProblem(t *testing.T) {
+	errs := parseErr(t, "w.yml", "- shel: x\n- shell: y\n  timeout: soon\n- shell: z\n  retry_config: {attempts: 0}\n")
+	if len(errs) != 4 { // shel unknown, no shell, bad timeout, attempts 0
+		t.Errorf("got %d errors, want 4:\n%s", len(errs), strings.Join(errs, "\n"))
+	}
+}
+
+func TestParseJSONErrorPosition(t *testing.T) {
+	errs := parseErr(t, "w.json", "{\n  \"commands\": [\n    {\"shell\": \"x\",}\n  ]\n}\n")
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], "3:19: invalid JSON") {
+		t.Errorf("got %q", errs)
+	}
+	errs = parseErr(t, "w.json", "{\"commands\": [{\"shel\": \"x\"}]}")
+	if len(errs) == 0 || !strings.HasPrefix(errs[0], `1:16: unknown key "shel"`) {
+		t.Errorf("got %q", errs)
+	}
+}
+
+func TestParseStandardFields(t *testing.T) {
+	wf, err := Parse("deploy.yml", []byte(`
+name: deploy
+env: {REGION: eu-west-1, COUNT: 3}
+secrets: [API_TOKEN]
+commands:
+  - name: fetch
+    id: fetch
+    shell: curl ${REGION}
+    timeout: 1m30s
+    env: {A: "${REGION}"}
+    working_dir: /tmp
+    capture_output: data
+    capture_format: json
+    capture_streams: both
+    when: '${REGION} == "eu-west-1"'
+    retry:
+      max_attempts: 5
+      backoff: {exponential: {base: 1.5}}
+      initial_delay: 250ms
+      max_delay: PT10S
+      jitter: full
+      jitter_factor: 0.5
+      retry_on: [network, {exit_codes: 75}, {pattern: 'lock \d+'}, {when: 'attempt < 3'}]
+      retry_budget: 1d
+      retry_after: true
+      on_failure: {fallback: {command: echo cached}}
+    circuit_breaker: {failure_threshold: 3, timeout: 10s}
+  - shell: poll
+    retryable: false
+    retry_config:
+      - {retry_on: [rate_limit], attempts: 10, backoff: {custom: {delays: [1s, 5]}}}
+      - {retry_on: [timeout], backoff: {linear: {increment: 2s}}}
+    repeat: {until: 'output == "ready"', interval: 2s, max_attempts: 60, backoff: fibonacci}
+    on_failure:
+      commands: [echo a, {shell: echo b}]
+      fail_workflow: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf.Name != "deploy" || wf.Mode != Standard || len(wf.Env) != 2 || wf.Secrets[0] != "API_TOKEN" || len(wf.Steps) != 2 {
+		t.Fatalf("workflow %+v", wf)
+	}
+	s := wf.Steps[0]
+	p := s.Retry[0]
+	switch {
+	case s.Key() != "fetch", s.Timeout != 90*time.Second, s.Capture != "data", s.CaptureFormat != CaptureJSON, s.CaptureStreams != StreamBoth:
+		t.Errorf("step 1 %+v", s)
+	case p.Attempts != 5, p.Backoff.Strategy != retryv2.Exponential, p.Backoff.Base != 1.5, p.InitialDelay != 250*time.Millisecond,
+		p.MaxDelay != 10*time.Second, p.Jitter != retryv2.FullJitter, p.JitterFactor != 0.5, len(p.RetryOn) != 4, p.Budget != 24*time.Hour, !p.RetryAfter:
+		t.Errorf("policy %+v", p)
+	case p.RetryOn[1].Source != "exit_codes [75]" || p.RetryOn[2].Source != `pattern "lock \d+"`:
+		t.Errorf("matcher sources %q %q", p.RetryOn[1].Source, p.RetryOn[2].Source)
+	case s.OnFailure.Action != FailFallback || s.OnFailure.Commands[0].String() != "echo cached":
+		t.Errorf("on_failure %+v", s.OnFailure)
+	case *s.Breaker != retryv2.BreakerConfig{FailureThreshold: 3, SuccessThreshold: 1, Timeout: 10 * time.Second, HalfOpenRequests: 1}:
+		t.Errorf("breaker %+v", s.Breaker)
+	}
+	ok, err := evalBool(s.When, map[string]any{"REGION": "eu-west-1"})
+	if err != nil || !ok {
+		t.Errorf("when with ${REGION}: %v %v", ok, err)
+	}
+	s = wf.Steps[1]
+	switch {
+	case s.Key() != "step-2", s.Retryable, len(s.Retry) != 2:
+		t.Errorf("step 2 %+v", s)
+	case s.Retry[0].Backoff.Strategy != retryv2.Custom || s.Retry[0].Backoff.Delays[1] != 5*time.Second:
+		t.Errorf("custom backoff %+v", s.Retry[0].Backoff)
+	case s.Retry[1].Attempts != retryv2.DefaultAttempts || s.Retry[1].Backoff.Increment != 2*time.Second:
+		t.Errorf("linear policy %+v", s.Retry[1])
+	case s.Repeat.MaxAttempts != 60 || s.Repeat.Interval != 2*time.Second || s.Repeat.Backoff.Strategy != retryv2.Fibonacci:
+		t.Errorf("repeat %+v", s.Repeat)
+	case s.OnFailure.Action != FailHandler || len(s.OnFailure.Commands) != 2 || !s.OnFailure.FailWorkflow:
+		t.Errorf("on_failure %+v", s.OnFailure)
+	}
+}
+
+func TestParseMapReduce(t *testing.T) {
+	wf, err := Parse("resize.yml", []byte(`
+name: resize
+mode: mapreduce
+setup: {commands: [{shell: ./list > items.json}]}
+map:
+  input: items.json
+  json_path: "$.items[*]"
+  filter: "item.size > 0"
+  sort_by: "size DESC NULLS FIRST, name"
+  distinct: id
+  offset: 2
+  max_items: 100
+  item_id: "${item.id}"
+  max_parallel: $WORKERS
+  timeout_config: {agent_timeout_secs: 30}
+  agent_template:
+    - shell: convert ${item.path}
+reduce:
+  - shell: echo ${map.successful}
+max_failures: 10
+error_policy:
+  on_item_failure: retry
+  failure_threshold: 0.25
+  error_collection: {batched: {size: 5}}
+  circuit_breaker: {failure_threshold: 2}
+  retry_config: {max_attempts: 4, backoff: fixed}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := wf.Map
+	switch {
+	case wf.Mode != MapReduce || len(wf.Setup) != 1 || len(wf.Reduce) != 1:
+		t.Errorf("workflow %+v", wf)
+	case m.JSONPath != "$.items[*]" || m.Filter == nil || m.Distinct != "id" || m.Offset != 2 || m.MaxItems != 100:
+		t.Errorf("map %+v", m)
+	case len(m.SortBy) != 2 || m.SortBy[0] != (SortKey{Field: "size", Desc: true, NullsFirst: true}) || m.SortBy[1] != (SortKey{Field: "name"}):
+		t.Errorf("sort_by %+v", m.SortBy)
+	case m.MaxParallel != "$WORKERS" || m.AgentTimeout != 30*time.Second || len(m.Template) != 1:
+		t.Errorf("map %+v", m)
+	}
+	ep := wf.ErrorPolicy
+	want := errorpolicy.Policy{
+		OnItemFailure: errorpolicy.Retry, ContinueOnFailure: true, MaxFailures: 10, FailureThreshold: 0.25, MinItems: 10,
+		Collection: errorpolicy.Collection{Mode: "batched", BatchSize: 5},
+		Breaker:    &errorpolicy.Breaker{FailureThreshold: 2, SuccessThreshold: 3, Timeout: 30 * time.Second, HalfOpenRequests: 3},
+	}
+	if ep.Breaker == nil || *ep.Breaker != *want.Breaker {
+		t.Errorf("breaker %+v", ep.Breaker)
+	}
+	ep.Breaker, want.Breaker = nil, nil
+	if ep != want {
+		t.Errorf("error policy\n got %+v\nwant %+v", ep, want)
+	}
+	if wf.ItemRetry == nil || wf.ItemRetry.Attempts != 4 || wf.ItemRetry.Backoff.Strategy != retryv2.Fixed {
+		t.Errorf("item retry %+v", wf.ItemRetry)
+	}
+}
+
+func TestParseMapReduceErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"mode: mapreduce\n", `1:1: a MapReduce workflow needs map`},
+		{"mode: mapreduce\nmap: {agent_template: [{shell: x}]}\n", `2:6: map needs input`},
+		{"mode: mapreduce\nmap: {input: x}\n", `2:6: map needs agent_template`},
+		{"mode: mapreduce\nmap: {input: x, json_path: '$[', agent_template: [{shell: x}]}\n", `2:28: map.json_path: invalid JSONPath "$["`},
+		{"mode: mapreduce\nmap: {input: x, sort_by: 'a SIDEWAYS', agent_template: [{shell: x}]}\n", `2:26: map.sort_by: "a SIDEWAYS" is not FIELD`},
+		{"mode: mapreduce\nmap: {input: x, max_parallel: 0, agent_template: [{shell: x}]}\n", `2:31: map.max_parallel must be at least 1, not 0`},
+		{"mode: mapreduce\nmap: {input: x, max_parallel: many, agent_template: [{shell: x}]}\n", `2:31: map.max_parallel must be a number or a variable`},
+		{"mode: mapreduce\nmap: {input: x, agent_timeout: 5s, agent_timeout_secs: 5, agent_template: [{shell: x}]}\n", `2:36: map.agent_timeout and map.agent_timeout_secs both set`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nmax_failures: 1\nerror_policy: {max_failures: 2}\n", `3:1: max_failures is set both here and in error_policy`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\non_item_failure: requeue\n", `3:18: on_item_failure must be one of dlq, retry, skip, stop`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_policy: {retry_config: {retry_on: [network]}}\n", `3:31: unknown key "retry_on" in error_policy.retry_config`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\ncommands: []\n", `3:1: unknown key "commands" in the workflow`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_collection: batched\n", `3:19: error_collection: batched needs a size`},
+	}
+	for _, tt := range tests {
+		errs := parseErr(t, "m.yml", tt.src)
+		found := false
+		for _, e := range errs {
+			found = found || strings.Contains(e, tt.want)
+		}
+		if !found {
+			t.Errorf("%q:\nwant %s\n got %s", tt.src, tt.want, strings.Join(errs, "\n     "))
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	good := map[string]time.Duration{
+		"250ms": 250 * time.Millisecond, "2s": 2 * time.Second, "1m30s": 90 * time.Second, "1h": time.Hour,
+		"1d": 24 * time.Hour, "2h 30m": 150 * time.Minute, "5 minutes": 5 * time.Minute, "30": 30 * time.Second,
+		"1.5": 1500 * time.Millisecond, "PT30S": 30 * time.Second, "P1DT2H": 26 * time.Hour, "pt0.5s": 500 * time.Millisecond,
+		"0": 0, "1w": 7 * 24 * time.Hour,
+	}
+	for in, want := range good {
+		if got, err := parseDuration(in); err != nil || got != want {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "soon", "5x", "-1s", "P", "PT", "P1Y", "1e400s", "99999999999d", "1.2.3s", "s"} {
+		if got, err := parseDuration(bad); err == nil {
+			t.Errorf("parseDuration(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	for in, want := range map[string]string{"shel": "shell", "retry_confg": "retry_config", "capture": "capture_output", "TIMEOUT": "timeout", "xyzzy": ""} {
+		if got := suggest(in, stepKeys); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Every example and Prodigy compatibility file in the repository parses.
+func TestExamplesParse(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yml")
+	more, _ := filepath.Glob("../testdata/workflows/*.yml")
+	files = append(files, more...)
+	if len(files) == 0 {
+		t.Fatal("no example files found")
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}
+
+// FuzzParse: any input gives a workflow or ParseErrors, never a panic.
+func FuzzParse(f *testing.F) {
+	seeds, _ := filepath.Glob("../examples/*.yml")
+	for _, s := range seeds {
+		data, _ := os.ReadFile(s)
+		f.Add(data)
+	}
+	f.Add([]byte(aliasBomb))
+	f.Add([]byte("- shell: x\n  retry_config: [{attempts: 2, backoff: {custom: {delays: [1s]}}}]\n"))
+	f.Add([]byte("mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\n"))
+	f.Add([]byte("{\"commands\": [{\"shell\": \"x\"}]}"))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("<<: {name: x}\ncommands: [{shell: x}]\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		wf, err := Parse("f.yml", src)
+		if err == nil && wf == nil {
+			t.Fatal("nil workflow without error")
+		}
+		var pe ParseErrors
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("error %T: %v", err, err)
+		}
+	})
+}

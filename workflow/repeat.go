@@ -1,0 +1,63 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/runnerdev/runner/retryv2"
+)
+
+// maxPollGap caps a repeat's growing interval unless the interval itself
+// is longer.
+const maxPollGap = time.Minute
+
+// runRepeated runs the step's attempts once, or, with `repeat`, again and
+// again after each success until the condition holds.
+func (x *Executor) runRepeated(ctx context.Context, step *Step, r Run) (commandResult, error) {
+	rp := step.Repeat
+	if rp == nil {
+		return x.attempts(ctx, step, r)
+	}
+	start := time.Now()
+	gaps := retryv2.Policy{Backoff: rp.Backoff, InitialDelay: rp.Interval, MaxDelay: max(rp.Interval, maxPollGap)}
+	for run := 1; ; run++ {
+		res, err := x.attempts(ctx, step, r)
+		if err != nil {
+			return res, err
+		}
+		vars := maps.Clone(r.Scope.Vars())
+		maps.Copy(vars, retryv2.OutcomeVars(res.Outcome))
+		done, err := evalBool(rp.Until, vars)
+		if err != nil {
+			return res, fmt.Errorf("repeat until: %w", err)
+		}
+		if done {
+			return res, nil
+		}
+		if rp.MaxAttempts > 0 && run >= rp.MaxAttempts {
+			return res, fmt.Errorf("repeat: condition not met after %d runs (until: %s)", run, rp.Until.Source)
+		}
+		gap := gaps.Delay(run, nil)
+		if rp.Timeout > 0 && time.Since(start)+gap >= rp.Timeout {
+			return res, fmt.Errorf("repeat: condition not met within %s (until: %s)", rp.Timeout, rp.Until.Source)
+		}
+		x.emit(r, "step_repeat", map[string]any{"step": step.Key(), "run": run, "delay_ms": ms(gap)})
+		if err := sleep(ctx, gap); err != nil {
+			return res, err
+		}
+	}
+}
+
+// sleep waits d or until ctx ends, returning its cause.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,140 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/runnerdev/runner/workflow/state"
+)
+
+// StepFailedError is a step whose failure stopped the workflow.
+type StepFailedError struct {
+	Phase string
+	Err   error
+}
+
+func (e *StepFailedError) Error() string { return e.Err.Error() }
+func (e *StepFailedError) Unwrap() error { return e.Err }
+
+// PhaseResult counts what a phase's steps did.
+type PhaseResult struct {
+	Succeeded, Failed, Skipped int
+	Handled                    []error // failures that did not stop the workflow
+}
+
+// RunPhase runs steps in order in the job's scope, skipping those the
+// journal records as finished (restoring their variables) and journaling
+// each one that finishes. It stops at the first failure that is not handled.
+func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseResult, error) {
+	var pr PhaseResult
+	done := j.done[phase]
+	for _, step := range steps {
+		if rec, ok := done[step.Index]; ok {
+			j.Scope.Apply(normalizeVars(rec.Vars))
+			pr.count(StepStatus(rec.Status))
+			continue
+		}
+		if cause, ok := canceled(ctx); ok {
+			return pr, cause
+		}
+		res := j.Executor.RunStep(ctx, step, Run{Scope: j.Scope})
+		if err := j.LogErr(); err != nil {
+			return pr, err
+		}
+		if res.Fatal() {
+			pr.Failed++
+			if cause, ok := canceled(ctx); ok {
+				return pr, cause
+			}
+			return pr, &StepFailedError{Phase: phase, Err: res.Err}
+		}
+		pr.count(res.Status)
+		if res.Err != nil {
+			pr.Handled = append(pr.Handled, res.Err)
+		}
+		if err := j.journal.Append(state.StepRecord{
+			Phase: phase, Index: step.Index, Key: step.Key(), Status: string(res.Status),
+			ExitCode: res.Outcome.ExitCode, Vars: res.Vars,
+		}); err != nil {
+			return pr, err
+		}
+		if phase == PhaseCommands {
+			j.State.Meta.StepsDone++
+		}
+	}
+	return pr, nil
+}
+
+func (pr *PhaseResult) count(s StepStatus) {
+	switch s {
+	case StepSucceeded:
+		pr.Succeeded++
+	case StepFailed:
+		pr.Failed++
+	case StepSkipped:
+		pr.Skipped++
+	}
+}
+
+// Phases of a job, as named in the journal.
+const (
+	PhaseCommands = "commands"
+	PhaseSetup    = "setup"
+	PhaseReduce   = "reduce"
+)
+
+// RunStandard runs a standard workflow's steps.
+func (j *Job) RunStandard(ctx context.Context) (PhaseResult, error) {
+	return j.RunPhase(ctx, PhaseCommands, j.Workflow.Steps)
+}
+
+// StatusOf classifies how a job run under ctx ended.
+func StatusOf(ctx context.Context, err error) state.Status {
+	switch {
+	case err == nil:
+		return state.Completed
+	case ctx.Err() != nil:
+		return state.Interrupted
+	}
+	return state.Failed
+}
+
+// Finish records how the job ended (status, exit code, final event) and
+// releases it.
+func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[string]any) error {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	elapsed := time.Since(j.started)
+	fields["status"], fields["exit_code"], fields["duration_ms"] = string(status), exitCode, ms(elapsed)
+	if err != nil {
+		fields["error"] = err.Error()
+		j.State.Meta.Error = err.Error()
+	}
+	typ := map[state.Status]string{
+		state.Completed:   "job_completed",
+		state.Failed:      "job_failed",
+		state.Stopped:     "job_stopped",
+		state.Interrupted: "job_interrupted",
+	}[status]
+	j.emit(typ, fields)
+	j.State.Meta.Status, j.State.Meta.ExitCode = status, exitCode
+	j.State.Meta.Finished, j.State.Meta.PID = time.Now(), 0
+	serr := j.State.Save()
+	j.close()
+	if serr != nil {
+		return fmt.Errorf("job %s: %w", j.State.Meta.ID, serr)
+	}
+	return j.LogErr()
+}
+
+// Elapsed is the time since this process started or resumed the job.
+func (j *Job) Elapsed() time.Duration { return time.Since(j.started) }
+
+func normalizeVars(vars map[string]any) map[string]any {
+	for k, v := range vars {
+		vars[k] = normalizeNumbers(v)
+	}
+	return vars
+}

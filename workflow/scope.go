@@ -1,0 +1,70 @@
+package workflow
+
+import (
+	"maps"
+	"strings"
+
+	"github.com/runnerdev/runner/workflow/interp"
+)
+
+// Scope holds the variables a step can read: workflow env, captures,
+// ${steps.ID.*}, and (in map agents) the item. Values are strings, numbers,
+// booleans, nil, []any and map[string]any.
+type Scope struct {
+	vars    map[string]any
+	environ map[string]string // the process environment, for Plain expansion
+}
+
+// NewScope starts a scope with the given variables and process environment.
+func NewScope(vars map[string]any, environ []string) *Scope {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	return &Scope{vars: vars, environ: env}
+}
+
+// Child returns a copy whose top-level variables can change without
+// touching s (nested maps are shared; set them through Set only).
+func (s *Scope) Child() *Scope {
+	return &Scope{vars: maps.Clone(s.vars), environ: s.environ}
+}
+
+// Set defines a top-level variable.
+func (s *Scope) Set(name string, v any) { s.vars[name] = v }
+
+// SetIn defines key inside the top-level map ns ("steps", "shell", ...),
+// copying that map so that children made earlier are not affected.
+func (s *Scope) SetIn(ns, key string, v any) {
+	old, _ := s.vars[ns].(map[string]any)
+	m := maps.Clone(old)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m[key] = v
+	s.vars[ns] = m
+}
+
+// Vars returns the variables, for expressions. Do not modify it.
+func (s *Scope) Vars() map[string]any { return s.vars }
+
+// Lookup resolves paths for Shell expansion: only runner's own variables.
+func (s *Scope) Lookup() interp.Lookup { return interp.MapLookup(s.vars) }
+
+// PlainLookup also resolves plain names from the process environment, for
+// values that no shell will expand later (env values, working_dir).
+func (s *Scope) PlainLookup() interp.Lookup {
+	own := interp.MapLookup(s.vars)
+	return func(path string) (any, bool) {
+		if v, ok := own(path); ok {
+			return v, true
+		}
+		v, ok := s.environ[path]
+		return v, ok
+	}
+}

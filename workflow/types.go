@@ -1,0 +1,184 @@
+// Package workflow is the workflow file format and its standard executor:
+// types, strict positioned parsing, validation, and running steps in order.
+package workflow
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow/interp"
+)
+
+// Mode selects the kind of workflow.
+type Mode string
+
+// Workflow modes.
+const (
+	Standard  Mode = "standard"
+	MapReduce Mode = "mapreduce"
+)
+
+// Pos is a position in a workflow file (1-based).
+type Pos struct {
+	Line, Col int
+}
+
+// Workflow is a parsed and validated workflow file.
+type Workflow struct {
+	File    string // path as given
+	Name    string
+	Mode    Mode
+	Env     []EnvVar
+	Secrets []string // names of environment variables whose values are masked
+
+	Steps []*Step // standard workflows
+
+	Setup       []*Step // MapReduce workflows
+	Map         *MapPhase
+	Reduce      []*Step
+	ErrorPolicy errorpolicy.Policy
+	ItemRetry   *retryv2.Policy // error_policy.retry_config, for on_item_failure: retry
+}
+
+// EnvVar is one environment entry; Value may hold placeholders.
+type EnvVar struct {
+	Name  string
+	Value *interp.Template
+}
+
+// Step is one command of a workflow.
+type Step struct {
+	Pos   Pos
+	Index int // 0-based position in its list
+
+	Shell      *interp.Template
+	Name       string
+	ID         string
+	Timeout    time.Duration // one attempt; 0 = none
+	Env        []EnvVar
+	WorkingDir *interp.Template
+
+	Capture        string // "" = no capture; "shell" for capture_output: true; otherwise the variable name
+	CaptureFormat  CaptureFormat
+	CaptureStreams CaptureStreams
+
+	When *Expr
+
+	Retry     []retryv2.Policy // nil: run once; one element for the single form
+	Retryable bool             // false turns retries off whatever Retry says
+	Breaker   *retryv2.BreakerConfig
+	Repeat    *Repeat
+	OnFailure Failure
+}
+
+// Key names the step in events and RUNNER_STEP: its id, its name, or
+// "step-N" (1-based position).
+func (s *Step) Key() string {
+	switch {
+	case s.ID != "":
+		return s.ID
+	case s.Name != "":
+		return s.Name
+	}
+	return "step-" + strconv.Itoa(s.Index+1)
+}
+
+// Label is how the step is shown to people: its name, its id, or the first
+// line of its command.
+func (s *Step) Label() string {
+	switch {
+	case s.Name != "":
+		return s.Name
+	case s.ID != "":
+		return s.ID
+	}
+	cmd, _, _ := strings.Cut(strings.TrimSpace(s.Shell.String()), "\n")
+	if len(cmd) > 60 {
+		cmd = cmd[:57] + "..."
+	}
+	return cmd
+}
+
+// CaptureFormat says how captured output is turned into a value.
+type CaptureFormat string
+
+// Capture formats.
+const (
+	CaptureString  CaptureFormat = "string"
+	CaptureJSON    CaptureFormat = "json"
+	CaptureLines   CaptureFormat = "lines"
+	CaptureNumber  CaptureFormat = "number"
+	CaptureBoolean CaptureFormat = "boolean"
+)
+
+// CaptureStreams says which output streams a capture reads.
+type CaptureStreams string
+
+// Capture streams.
+const (
+	StreamStdout CaptureStreams = "stdout"
+	StreamStderr CaptureStreams = "stderr"
+	StreamBoth   CaptureStreams = "both"
+)
+
+// Expr is a compiled expression with its source text.
+type Expr struct {
+	Source  string
+	Program *vm.Program
+}
+
+// Repeat re-runs a successful step until a condition holds.
+type Repeat struct {
+	Until       *Expr
+	Interval    time.Duration
+	Backoff     retryv2.Backoff
+	MaxAttempts int
+	Timeout     time.Duration
+}
+
+// FailureAction is what happens after a step finally failed.
+type FailureAction string
+
+// Failure actions.
+const (
+	FailStop     FailureAction = "stop"     // the workflow fails
+	FailContinue FailureAction = "continue" // recorded; the workflow goes on
+	FailFallback FailureAction = "fallback" // a command whose result becomes the step's result
+	FailHandler  FailureAction = "handler"  // commands run; the workflow goes on unless FailWorkflow
+)
+
+// Failure is a step's failure handling, from retry_config.on_failure or the
+// step-level on_failure.
+type Failure struct {
+	Action       FailureAction
+	Commands     []*interp.Template // fallback (one) or handler commands
+	FailWorkflow bool               // handler: fail the workflow after the handlers ran
+}
+
+// MapPhase is the map section of a MapReduce workflow.
+type MapPhase struct {
+	Pos          Pos
+	Input        *interp.Template
+	JSONPath     string
+	Filter       *Expr
+	SortBy       []SortKey
+	Distinct     string
+	Offset       int
+	MaxItems     int // 0: no limit
+	ItemID       *interp.Template
+	MaxParallel  string // a number or "$VAR", resolved when the job starts
+	AgentTimeout time.Duration
+	Template     []*Step
+}
+
+// SortKey is one key of sort_by.
+type SortKey struct {
+	Field      string
+	Desc       bool
+	NullsFirst bool
+}
