@@ -1,0 +1,46 @@
+# Thin aliases for go commands. `make test` is what the README and CI run.
+GO      ?= go
+BIN     := bin/runner
+PKGS    := ./...
+FUZZTIME ?= 10s
+
+.PHONY: build demo test race unit fmt vet tidy-check bench fuzz chaos ci clean
+
+build:
+	$(GO) build -o $(BIN) .
+
+# Build runner and run a real example workflow (state goes to .runner/).
+demo: build
+	./$(BIN) run examples/release.yml
+
+# The whole suite: formatting, vet, and every test with the race detector.
+test: fmt vet race
+
+race:
+	$(GO) test -race -count=1 $(PKGS)
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+tidy-check:
+	$(GO) mod tidy -diff
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+fuzz:
+	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzExpandShell$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+
+ci: tidy-check test
+
+clean:
+	rm -rf bin .runner

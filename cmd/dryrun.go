@@ -1,0 +1,106 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// dryRun prints what a workflow would run and the retry schedule each
+// step's policies imply, and runs nothing.
+func dryRun(w io.Writer, wf *workflow.Workflow) error {
+	fmt.Fprintf(w, "workflow %q (%s); nothing is run\n", wf.Name, wf.Mode)
+	if wf.Mode == workflow.MapReduce {
+		printSteps(w, "setup", wf.Setup)
+		if wf.Map != nil {
+			fmt.Fprintf(w, "map: input %s, max_parallel %s\n", wf.Map.Input.String(), wf.Map.MaxParallel)
+			printSteps(w, "agent_template", wf.Map.Template)
+		}
+		printSteps(w, "reduce", wf.Reduce)
+		return nil
+	}
+	printSteps(w, "commands", wf.Steps)
+	return nil
+}
+
+func printSteps(w io.Writer, phase string, steps []*workflow.Step) {
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s:\n", phase)
+	for _, s := range steps {
+		fmt.Fprintf(w, "  %d. %s\n", s.Index+1, s.Label())
+		if s.Timeout > 0 {
+			fmt.Fprintf(w, "     timeout: %s per attempt\n", s.Timeout)
+		}
+		switch {
+		case len(s.Retry) == 0:
+			fmt.Fprintln(w, "     retry: none (runs once)")
+		case !s.Retryable:
+			fmt.Fprintln(w, "     retry: disabled by retryable: false (runs once)")
+		default:
+			for i, p := range s.Retry {
+				label := "retry"
+				if len(s.Retry) > 1 {
+					label = fmt.Sprintf("retry policy %d", i+1)
+				}
+				fmt.Fprintf(w, "     %s: %s\n", label, schedule(p))
+			}
+		}
+		if s.Breaker != nil {
+			fmt.Fprintf(w, "     circuit breaker: opens after %d failures for %s\n", s.Breaker.FailureThreshold, s.Breaker.Timeout)
+		}
+		if s.OnFailure.Action != "" && s.OnFailure.Action != workflow.FailStop {
+			fmt.Fprintf(w, "     on failure: %s\n", s.OnFailure.Action)
+		}
+	}
+}
+
+// schedule describes a policy: attempts, the delays before attempts 2..N,
+// their total, and the bounds.
+func schedule(p retryv2.Policy) string {
+	var delays []string
+	var total time.Duration
+	for k := 1; k < p.Attempts; k++ {
+		d := p.Delay(k, func() float64 { return 0.5 }) // the middle of any jitter range
+		total += d
+		delays = append(delays, d.String())
+		if k == 12 && p.Attempts > 14 {
+			delays = append(delays, fmt.Sprintf("... (%d more)", p.Attempts-1-k))
+			for k++; k < p.Attempts; k++ {
+				total += p.Delay(k, func() float64 { return 0.5 })
+			}
+			break
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d attempts, %s backoff", p.Attempts, p.Backoff.Strategy)
+	if len(delays) > 0 {
+		fmt.Fprintf(&b, "; delays %s (total %s)", strings.Join(delays, ", "), total)
+	}
+	fmt.Fprintf(&b, "; max_delay %s", p.MaxDelay)
+	switch p.Jitter {
+	case retryv2.ProportionalJitter:
+		fmt.Fprintf(&b, "; jitter ±%g%%", p.JitterFactor*50)
+	case retryv2.FullJitter:
+		b.WriteString("; full jitter (each delay uniform in [0, delay])")
+	}
+	if p.Budget > 0 {
+		fmt.Fprintf(&b, "; budget %s", p.Budget)
+	}
+	if len(p.RetryOn) > 0 {
+		var on []string
+		for _, m := range p.RetryOn {
+			on = append(on, m.Source)
+		}
+		fmt.Fprintf(&b, "; retry_on %s", strings.Join(on, ", "))
+	}
+	if p.RetryAfter {
+		b.WriteString("; honours Retry-After")
+	}
+	return b.String()
+}

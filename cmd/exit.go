@@ -1,0 +1,71 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/state"
+)
+
+// Exit codes, documented in `runner --help`.
+const (
+	ExitOK         = 0
+	ExitFailed     = 1
+	ExitUsage      = 2
+	ExitItemsInDLQ = 3
+	exitCodesHelp  = `Exit codes:
+  0    success (MapReduce: every item succeeded or was skipped by policy)
+  1    failed: a step failed, setup/reduce failed, or the error policy stopped the job
+  2    usage error or invalid workflow; nothing ran
+  3    MapReduce finished but items are in the dead-letter queue
+  130  interrupted by SIGINT (state saved; runner resume JOB continues)
+  143  interrupted by SIGTERM (state saved; runner resume JOB continues)`
+)
+
+// Interrupted is the cancel cause when the process receives a signal.
+type Interrupted struct{ Signal syscall.Signal }
+
+func (i Interrupted) Error() string { return fmt.Sprintf("interrupted by %s", signalName(i.Signal)) }
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// usageError marks a mistake in how runner was called.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitCode is the one place that maps an error to the process exit code.
+func exitCode(err error) int {
+	var (
+		interrupted Interrupted
+		usage       usageError
+		parse       workflow.ParseErrors
+		parseOne    *workflow.ParseError
+	)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &interrupted):
+		return 128 + int(interrupted.Signal)
+	case errors.Is(err, context.Canceled):
+		return 128 + int(syscall.SIGINT)
+	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
+		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists):
+		return ExitUsage
+	}
+	return ExitFailed
+}

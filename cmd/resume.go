@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runnerdev/runner/workflow"
+)
+
+type resumeOptions struct {
+	Output string
+}
+
+func newResumeCommand(g *globalOptions) *cobra.Command {
+	var o resumeOptions
+	c := &cobra.Command{
+		Use:   "resume JOB",
+		Short: "Continue a stopped, failed or interrupted job",
+		Long: `Continue a job from its checkpoint, using the workflow copy stored with it
+(not the file it was started from). Finished steps are not run again; their
+captured variables are restored.`,
+		Example: `  runner resume deploy-20261122-101500-a1b2c3`,
+		Args:    exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runResume(c.Context(), g, o, args[0])
+		},
+	}
+	c.Flags().StringVar(&o.Output, "output", "text", "summary format: text or json")
+	return c
+}
+
+func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string) error {
+	if o.Output != "text" && o.Output != "json" {
+		return usagef("--output must be text or json, not %q", o.Output)
+	}
+	ui := newTerminal(g, o.Output == "json")
+	j, err := workflow.Resume(id, workflow.Options{
+		Store: g.store(), Stdout: ui.commandStdout(), Stderr: g.stderr, Listener: ui.event,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.State.Meta.ID)
+	return finishStandard(ctx, ui, j)
+}

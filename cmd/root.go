@@ -1,0 +1,133 @@
+// Package cmd is runner's command line: one file per command, each turning
+// flags into an options struct and making one package call; the only place
+// where errors become exit codes and results become text or JSON.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runnerdev/runner/workflow/state"
+)
+
+// globalOptions are the flags every command takes.
+type globalOptions struct {
+	StateDir string
+	Verbose  bool
+	Quiet    bool
+	NoColor  bool
+
+	stdout, stderr io.Writer
+}
+
+func (g *globalOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVar(&g.StateDir, "state-dir", "", "directory holding jobs, logs and the DLQ (env RUNNER_STATE_DIR; default .runner)")
+	f.BoolVarP(&g.Verbose, "verbose", "v", false, "show more: every attempt, retry decision and event")
+	f.BoolVarP(&g.Quiet, "quiet", "q", false, "show only errors and the final summary")
+	f.BoolVar(&g.NoColor, "no-color", false, "no colours in output (also NO_COLOR)")
+}
+
+func (g *globalOptions) store() state.Store {
+	dir := g.StateDir
+	if dir == "" {
+		dir = os.Getenv("RUNNER_STATE_DIR")
+	}
+	if dir == "" {
+		dir = ".runner"
+	}
+	return state.Store{Dir: dir}
+}
+
+// Main runs the command line and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	g := &globalOptions{stdout: stdout, stderr: stderr}
+	root := newRootCommand(g)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !errors.Is(err, errReported) {
+		fmt.Fprintf(stderr, "runner: %s\n", indentContinuation(err.Error()))
+	}
+	return exitCode(err)
+}
+
+// errReported wraps an error whose message was already shown to the user.
+var errReported = errors.New("reported")
+
+type reported struct{ err error }
+
+func (r reported) Error() string         { return r.err.Error() }
+func (r reported) Unwrap() []error       { return []error{r.err, errReported} }
+func alreadyReported(err error) error    { return reported{err} }
+func indentContinuation(s string) string { return strings.ReplaceAll(s, "\n", "\nrunner: ") }
+
+func newRootCommand(g *globalOptions) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "runner",
+		Short: "Run workflow files: shell steps with retries, MapReduce over many items, a dead-letter queue",
+		Long: `runner runs workflow files (YAML or JSON, Prodigy's format): standard
+workflows of shell steps, each with its own retry policy, and MapReduce
+workflows that run one command template over many items in parallel, with
+an error policy and a dead-letter queue for items that still fail.
+
+` + exitCodesHelp,
+		Example: `  runner run deploy.yml
+  runner validate *.yml
+  runner jobs
+  runner resume deploy-20261122-101500-a1b2c3
+  runner dlq retry resize-20261122-101500-a1b2c3`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Unknown commands reach RunE (instead of cobra's untyped error) so
+		// that they exit with the usage code.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return usagef("%s; see runner --help", msg)
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	g.addFlags(root)
+	root.AddCommand(
+		newRunCommand(g),
+		newValidateCommand(g),
+		newResumeCommand(g),
+		newJobsCommand(g),
+		newEventsCommand(g),
+		newVersionCommand(g),
+	)
+	return root
+}
+
+// exactArgs is cobra.ExactArgs with errors that map to the usage exit code.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+func minArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MinimumNArgs(n)(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}

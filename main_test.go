@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets the test binary act as runner and as the helper commands
+// the scripts use.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"runner": main,
+		"flaky":  flaky,
+	})
+}
+
+// TestScripts runs every end-to-end script under testdata/script.
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": waitFile,
+			"pidgone":  pidGone,
+			"exitcode": exitCode,
+		},
+	})
+}
+
+// flaky COUNTFILE N [EXIT [MESSAGE]] fails until its N-th run: runs 1..N-1
+// print MESSAGE on stderr and exit EXIT (default 1); run N and later exit 0.
+func flaky() {
+	args := os.Args[1:]
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: flaky COUNTFILE N [EXIT [MESSAGE]]")
+		os.Exit(2)
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "flaky:", err)
+		os.Exit(2)
+	}
+	code, msg := 1, "flaky failure"
+	if len(args) > 2 {
+		code, _ = strconv.Atoi(args[2])
+	}
+	if len(args) > 3 {
+		msg = strings.Join(args[3:], " ")
+	}
+	data, _ := os.ReadFile(args[0])
+	runs, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	runs++
+	if err := os.WriteFile(args[0], []byte(strconv.Itoa(runs)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "flaky:", err)
+		os.Exit(2)
+	}
+	if runs < n {
+		fmt.Fprintf(os.Stderr, "%s (run %d)\n", msg, runs)
+		os.Exit(code)
+	}
+	fmt.Printf("ok on run %d\n", runs)
+	os.Exit(0)
+}
+
+// exitcode N PROGRAM [ARGS...] runs PROGRAM and checks its exit code is N.
+func exitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: exitcode N PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = exit.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// waitfile FILE waits up to 10 s for FILE to exist.
+func waitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear within 10s", args[0])
+}
+
+// pidgone PIDFILE checks (for up to 5 s) that the process whose pid the file
+// holds no longer exists.
+func pidGone(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: pidgone PIDFILE")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+	if err != nil {
+		ts.Fatalf("pidgone: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	ts.Fatalf("process %d is still running", pid)
+}
