@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/eventlog"
 	"github.com/runnerdev/runner/workflow/state"
@@ -62,7 +63,9 @@ func (t *terminal) event(e eventlog.Event) {
 			t.printf("    attempt %v failed: %s\n", e.Fields["attempt"], e.Str("message"))
 		}
 	case "retry_decision":
-		t.printf("    %s\n", retryLine(e))
+		if e.Str("reason") != retryv2.ReasonCanceled { // the interrupt is reported on its own
+			t.printf("    %s\n", retryLine(e))
+		}
 	case "circuit_opened", "circuit_half_open", "circuit_closed":
 		t.printf("    circuit breaker of %s: %s\n", step, strings.TrimPrefix(e.Type, "circuit_"))
 	default:

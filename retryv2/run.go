@@ -47,7 +47,7 @@ type Spec struct {
 	Breaker  *Breaker       // nil: none
 	Started  func(n int)    // before each attempt that runs
 	Finished func(Outcome)  // after each attempt, also one the breaker refused
-	Decided  func(Decision) // after each failed attempt
+	Decided  func(Decision) // after each failed attempt, when there are policies
 }
 
 // Error is a final failure: why retrying stopped and the last failure.
@@ -95,8 +95,8 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 			return nil
 		}
 		d := spec.decide(ctx, last, failures, time.Since(start), budget)
-		if spec.Decided != nil {
-			spec.Decided(d)
+		if spec.Decided != nil && len(spec.Policies) > 0 {
+			spec.Decided(d) // a step without a policy makes no retry decision
 		}
 		if d.Action == "stop" {
 			final = &Error{Reason: d.Reason, Attempts: n, Last: last}

@@ -81,14 +81,19 @@ func TestRunNotRetryableStopsAtOnce(t *testing.T) {
 func TestRunDisabledAndNoPolicies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var starts []time.Duration
-		_, err := Run(t.Context(), Spec{Policies: []Policy{DefaultPolicy()}, Disabled: true}, script(&starts, time.Now(), fail1))
-		if !strings.Contains(err.Error(), ReasonDisabled) || len(starts) != 1 {
-			t.Errorf("disabled: %v after %d", err, len(starts))
+		var decisions []Decision
+		decided := func(d Decision) { decisions = append(decisions, d) }
+		_, err := Run(t.Context(), Spec{Policies: []Policy{DefaultPolicy()}, Disabled: true, Decided: decided}, script(&starts, time.Now(), fail1))
+		if !strings.Contains(err.Error(), ReasonDisabled) || len(starts) != 1 || len(decisions) != 1 || decisions[0].Reason != ReasonDisabled {
+			t.Errorf("disabled: %v after %d, decisions %+v", err, len(starts), decisions)
 		}
-		starts = nil
-		_, err = Run(t.Context(), Spec{}, script(&starts, time.Now(), fail1))
+		starts, decisions = nil, nil
+		_, err = Run(t.Context(), Spec{Decided: decided}, script(&starts, time.Now(), fail1))
 		if !strings.Contains(err.Error(), "failed after 1 attempt (not retryable)") || len(starts) != 1 {
 			t.Errorf("no policies: %v after %d", err, len(starts))
+		}
+		if len(decisions) != 0 {
+			t.Errorf("no policies made decisions %+v", decisions)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +48,9 @@ func Parse(file string, src []byte) (*Workflow, error) {
 	}
 	wf := d.workflow(root)
 	if len(d.errs) > 0 {
+		slices.SortStableFunc(d.errs, func(a, b *ParseError) int {
+			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+		})
 		return nil, d.errs
 	}
 	return wf, nil

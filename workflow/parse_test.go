@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,8 +138,9 @@ func TestParseJSONErrorPosition(t *testing.T) {
 		t.Errorf("got %q", errs)
 	}
 	errs = parseErr(t, "w.json", "{\"commands\": [{\"shel\": \"x\"}]}")
-	if len(errs) == 0 || !strings.HasPrefix(errs[0], `1:16: unknown key "shel"`) {
-		t.Errorf("got %q", errs)
+	want := []string{`1:15: step commands[0] has no shell command`, `1:16: unknown key "shel" in step commands[0] (did you mean "shell"?)`}
+	if !slices.Equal(errs, want) {
+		t.Errorf("got %q\nwant %q (in file order)", errs, want)
 	}
 }
 

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// allowedImports is the layering: cmd -> mapreduce -> workflow ->
+// {retryv2, errorpolicy, leaves}. dlq, retryv2, errorpolicy and the leaves
+// import nothing of ours; mapreduce reaches the DLQ through an interface of
+// its own, and only cmd wires the two together.
+var allowedImports = map[string][]string{
+	"":                  {"cmd"},
+	"cmd":               {"*"},
+	"mapreduce":         {"workflow", "workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy"},
+	"workflow":          {"workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy"},
+	"dlq":               nil,
+	"retryv2":           nil,
+	"errorpolicy":       nil,
+	"workflow/eventlog": nil,
+	"workflow/interp":   nil,
+	"workflow/proc":     nil,
+	"workflow/state":    nil,
+}
+
+func TestPackageLayering(t *testing.T) {
+	const module = "github.com/runnerdev/runner"
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		allowed, known := allowedImports[pkg]
+		if !known {
+			t.Errorf("package %q is not in the layering table of deps_test.go", pkg)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			own, ok := strings.CutPrefix(imp, module+"/")
+			if !ok || slices.Contains(allowed, "*") || slices.Contains(allowed, own) {
+				continue
+			}
+			t.Errorf("%s imports %s, which the layering does not allow", fields[0], imp)
+		}
+	}
+}
