@@ -43,4 +43,4 @@ fuzz:
 ci: tidy-check test
 
 clean:
-	rm -rf bin .runner
+	rm -rf bin dist .runner
