@@ -48,6 +48,17 @@ type Spec struct {
 	Started  func(n int)    // before each attempt that runs
 	Finished func(Outcome)  // after each attempt, also one the breaker refused
 	Decided  func(Decision) // after each failed attempt, when there are policies
+	Slot     Slot           // nil: none; else given back during delays
+}
+
+// Slot is a place to run attempts in, such as one of a MapReduce job's
+// max_parallel agent slots. The caller holds it when Run starts; Run gives
+// it back while it waits out a delay and takes it again before the next
+// attempt, so a waiting command does not keep others from running. Acquire
+// on a held slot and Release on a free one do nothing.
+type Slot interface {
+	Acquire(ctx context.Context) error
+	Release()
 }
 
 // Error is a final failure: why retrying stopped and the last failure.
@@ -79,13 +90,20 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 
 	failures := make([]int, len(spec.Policies))
 	var (
-		last  Outcome
-		final error
-		next  time.Duration
-		n     int
+		last     Outcome
+		final    error
+		next     time.Duration
+		n        int
+		released bool // the slot was given back for a delay
 	)
 	backoff := retry.BackoffFunc(func() (time.Duration, bool) { return next, false })
 	err := retry.Do(actx, backoff, func(ctx context.Context) error {
+		if released {
+			if err := spec.Slot.Acquire(ctx); err != nil {
+				return err // ctx ended while waiting for a slot: reported below
+			}
+			released = false
+		}
 		n++
 		last = spec.runOnce(ctx, n, attempt)
 		if spec.Finished != nil {
@@ -106,8 +124,15 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 			return final
 		}
 		next = d.Delay
+		if spec.Slot != nil && next > 0 {
+			spec.Slot.Release()
+			released = true
+		}
 		return retry.RetryableError(errors.New(last.Message()))
 	})
+	if released {
+		_ = spec.Slot.Acquire(ctx) // the caller gets back what it held; fails only when ctx ended
+	}
 	switch {
 	case err == nil:
 		return last, nil

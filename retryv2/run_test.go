@@ -291,3 +291,104 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// recordingSlot is a Slot that logs its transitions with the fake time.
+type recordingSlot struct {
+	t0   time.Time
+	held bool
+	busy bool // no slot is free under a budget (a context with a deadline)
+	log  []string
+}
+
+func (s *recordingSlot) Acquire(ctx context.Context) error {
+	if _, budget := ctx.Deadline(); budget && s.busy {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	if !s.held {
+		s.held = true
+		s.log = append(s.log, "acquire@"+time.Since(s.t0).String())
+	}
+	return nil
+}
+
+func (s *recordingSlot) Release() {
+	if s.held {
+		s.held = false
+		s.log = append(s.log, "release@"+time.Since(s.t0).String())
+	}
+}
+
+func TestRunGivesTheSlotBackDuringDelays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slot := &recordingSlot{t0: time.Now(), held: true}
+		held := []bool{}
+		p := DefaultPolicy()
+		_, err := Run(t.Context(), Spec{Policies: []Policy{p}, Slot: slot}, func(ctx context.Context, n int) Outcome {
+			held = append(held, slot.held)
+			return Outcome{Attempt: n, Kind: KindExit, ExitCode: 1, Err: errors.New("exit status 1")}
+		})
+		if err == nil {
+			t.Fatal("want failure")
+		}
+		want := []string{"release@0s", "acquire@1s", "release@1s", "acquire@3s"}
+		if !slices.Equal(slot.log, want) {
+			t.Errorf("slot log %v, want %v", slot.log, want)
+		}
+		if !slices.Equal(held, []bool{true, true, true}) || !slot.held {
+			t.Errorf("held during attempts %v, at the end %v; want all true", held, slot.held)
+		}
+	})
+}
+
+// When the budget ends while the loop waits for a slot, Run reports the
+// budget and the caller holds the slot again afterwards.
+func TestRunTakesTheSlotBackWhenTheBudgetEndsWaitingForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slot := &recordingSlot{t0: time.Now(), held: true, busy: true}
+		p := DefaultPolicy()
+		p.Budget = 10 * time.Second
+		var starts []time.Duration
+		_, err := Run(t.Context(), Spec{Policies: []Policy{p}, Slot: slot}, script(&starts, time.Now(), fail503))
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != ReasonBudget || len(starts) != 1 {
+			t.Errorf("err %v after %d attempts", err, len(starts))
+		}
+		if !slot.held || time.Since(slot.t0) != 10*time.Second {
+			t.Errorf("slot held %v at %v (log %v); want held at the budget's end", slot.held, time.Since(slot.t0), slot.log)
+		}
+	})
+}
+
+// Half-open: at most half_open_requests probes run at once, and
+// success_threshold consecutive successes close the breaker.
+func TestBreakerHalfOpenProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBreaker("x", BreakerConfig{FailureThreshold: 1, SuccessThreshold: 3, Timeout: time.Second, HalfOpenRequests: 2}, nil)
+		done, err := b.allow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(true) // opens
+		time.Sleep(time.Second + time.Millisecond) // gobreaker half-opens strictly after the timeout
+		p1, err1 := b.allow()
+		p2, err2 := b.allow()
+		_, err3 := b.allow()
+		if err1 != nil || err2 != nil || !errors.Is(err3, ErrCircuitOpen) {
+			t.Fatalf("half-open admitted: %v %v %v; want two probes, the third refused", err1, err2, err3)
+		}
+		p1(false)
+		p2(false)
+		if b.State() != "half_open" {
+			t.Fatalf("closed after 2 successes, want 3")
+		}
+		p3, err := b.allow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p3(false)
+		if b.State() != "closed" {
+			t.Errorf("state %s after 3 successes, want closed", b.State())
+		}
+	})
+}

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,6 +30,10 @@ const (
 	// pipeWait bounds how long Run waits for the output pipes to reach EOF
 	// once the shell has exited.
 	pipeWait = time.Second
+	// MaxInlineScript is the longest command passed as sh -c's argument;
+	// a longer one (Linux refuses arguments over 128 KiB) runs from a
+	// temporary file instead.
+	MaxInlineScript = 64 << 10
 )
 
 // Spec describes one run of a shell command.
@@ -126,7 +131,16 @@ func run(ctx context.Context, spec *Spec) Result {
 		limit = DefaultCaptureLimit
 	}
 
-	cmd := exec.CommandContext(runCtx, shellPath, "-c", spec.Command)
+	args := []string{"-c", spec.Command}
+	if len(spec.Command) > MaxInlineScript {
+		script, err := scriptFile(spec.Command)
+		if err != nil {
+			return spawnFailed(err)
+		}
+		defer os.Remove(script)
+		args = []string{script}
+	}
+	cmd := exec.CommandContext(runCtx, shellPath, args...)
 	cmd.Dir = spec.Dir
 	cmd.Env = spec.Env
 	if cmd.Env == nil {
@@ -224,6 +238,21 @@ func run(ctx context.Context, spec *Spec) Result {
 	res.Stdout, res.Stderr = out.buf, errs.buf
 	res.Truncated = out.truncated || errs.truncated
 	return res
+}
+
+// scriptFile writes a long command to a private temporary file for sh to
+// read.
+func scriptFile(command string) (string, error) {
+	f, err := os.CreateTemp("", "runner-script-*.sh")
+	if err != nil {
+		return "", fmt.Errorf("long command: %w", err)
+	}
+	_, werr := f.WriteString(command)
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("long command: %w", err)
+	}
+	return f.Name(), nil
 }
 
 // awaitStreams waits for both stream copiers to finish. If they have not

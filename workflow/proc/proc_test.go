@@ -370,6 +370,19 @@ func (w *notifyWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// A command longer than the kernel's limit for one argument still runs.
+func TestLongCommand(t *testing.T) {
+	long := strings.Repeat("x", 300<<10)
+	res := runT(t, Spec{Command: `v="` + long + `"; echo ${#v} "$1"`, CaptureStdout: true})
+	if res.Kind != KindOK || strings.TrimSpace(string(res.Stdout)) != strconv.Itoa(len(long)) {
+		t.Fatalf("long command: %+v %q", res.Kind, res.Stdout)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(os.TempDir(), "runner-script-*"))
+	if len(leftovers) > 0 {
+		t.Errorf("temporary scripts left behind: %v", leftovers)
+	}
+}
+
 func TestSpawnFailure(t *testing.T) {
 	t.Parallel()
 	res := runT(t, Spec{Command: "true", Dir: filepath.Join(t.TempDir(), "missing")})
