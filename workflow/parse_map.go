@@ -254,7 +254,11 @@ func (d *decoder) errorPolicy(f *fields) (errorpolicy.Policy, *retryv2.Policy) {
 		p.MaxFailures, _ = d.integer(v, "max_failures", 1)
 	}
 	if v := f.get("failure_threshold"); v != nil {
-		p.FailureThreshold, _ = d.number(v, "failure_threshold", 0, 1)
+		if r, ok := d.number(v, "failure_threshold", 0, 1); ok && r == 0 {
+			d.errorf(v, "failure_threshold must be above 0 (a share of processed items, such as 0.25); to stop at the first failure use max_failures: 1")
+		} else {
+			p.FailureThreshold = r
+		}
 	}
 	if v := f.get("min_items"); v != nil {
 		p.MinItems, _ = d.integer(v, "min_items", 1)

@@ -297,6 +297,7 @@ func TestParseMapReduceErrors(t *testing.T) {
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_policy: {retry_config: {retry_on: [network]}}\n", `3:31: unknown key "retry_on" in error_policy.retry_config`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\ncommands: []\n", `3:1: unknown key "commands" in the workflow`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_collection: batched\n", `3:19: error_collection: batched needs a size`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nfailure_threshold: 0\n", `3:20: failure_threshold must be above 0`},
 	}
 	for _, tt := range tests {
 		errs := parseErr(t, "m.yml", tt.src)
