@@ -369,7 +369,7 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done(true) // opens
+		done(true)                                 // opens
 		time.Sleep(time.Second + time.Millisecond) // gobreaker half-opens strictly after the timeout
 		p1, err1 := b.allow()
 		p2, err2 := b.allow()
