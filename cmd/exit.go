@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/state"
 )
@@ -63,8 +64,10 @@ func exitCode(err error) int {
 		return 128 + int(interrupted.Signal)
 	case errors.Is(err, context.Canceled):
 		return 128 + int(syscall.SIGINT)
+	case errors.As(err, new(itemsInDLQ)):
+		return ExitItemsInDLQ
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
-		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists):
+		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, dlq.ErrNotFound):
 		return ExitUsage
 	}
 	return ExitFailed

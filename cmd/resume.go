@@ -10,7 +10,8 @@ import (
 )
 
 type resumeOptions struct {
-	Output string
+	Output      string
+	MaxParallel int
 }
 
 func newResumeCommand(g *globalOptions) *cobra.Command {
@@ -28,6 +29,7 @@ captured variables are restored.`,
 		},
 	}
 	c.Flags().StringVar(&o.Output, "output", "text", "summary format: text or json")
+	c.Flags().IntVar(&o.MaxParallel, "max-parallel", 0, "override map.max_parallel (MapReduce)")
 	return c
 }
 
@@ -35,13 +37,14 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if o.Output != "text" && o.Output != "json" {
 		return usagef("--output must be text or json, not %q", o.Output)
 	}
-	ui := newTerminal(g, o.Output == "json")
+	ui := newTerminal(g, o.Output == "json", nil)
 	j, err := workflow.Resume(id, workflow.Options{
 		Store: g.store(), Stdout: ui.commandStdout(), Stderr: g.stderr, Listener: ui.event,
 	})
 	if err != nil {
 		return err
 	}
+	ui.wf = j.Workflow
 	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.State.Meta.ID)
-	return finishStandard(ctx, ui, j)
+	return finishJob(ctx, ui, j, o.MaxParallel)
 }

@@ -108,6 +108,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newResumeCommand(g),
 		newJobsCommand(g),
 		newEventsCommand(g),
+		newDLQCommand(g),
 		newVersionCommand(g),
 	)
 	return root

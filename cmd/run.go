@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/state"
 )
@@ -96,7 +98,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if o.DryRun {
 		return dryRun(g.stdout, wf)
 	}
-	ui := newTerminal(g, o.Output == "json")
+	ui := newTerminal(g, o.Output == "json", wf)
 	j, err := workflow.Start(wf, source, workflow.Options{
 		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed,
 		Stdout: ui.commandStdout(), Stderr: g.stderr, Listener: ui.event,
@@ -105,28 +107,70 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	fmt.Fprintf(g.stderr, "job: %s\n", j.State.Meta.ID)
-	return finishStandard(ctx, ui, j)
+	return finishJob(ctx, ui, j, o.MaxParallel)
 }
 
-// finishStandard runs a started or resumed standard job to its end and
-// reports it.
-func finishStandard(ctx context.Context, ui *terminal, j *workflow.Job) error {
-	pr, err := j.RunStandard(ctx)
-	status := workflow.StatusOf(ctx, err)
-	code := exitCode(err)
-	if status == state.Interrupted {
-		code = exitCode(context.Cause(ctx))
+// finishJob runs a started or resumed job to its end, records how it
+// ended and reports it.
+func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel int) error {
+	var (
+		res jobResult
+		err error
+	)
+	if j.Workflow.Mode == workflow.MapReduce {
+		var sum mapreduce.Summary
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: maxParallel, DLQ: newJobDLQ(j.State)})
+		res.items = &sum.Items
+		j.State.Meta.Items = res.items
+		if err == nil && sum.Items.DLQ > 0 {
+			err = itemsInDLQ{n: sum.Items.DLQ, job: j.State.Meta.ID}
+		}
+	} else {
+		res.steps, err = j.RunStandard(ctx)
 	}
-	if ferr := j.Finish(status, code, err, map[string]any{"succeeded": pr.Succeeded, "failed": pr.Failed, "skipped": pr.Skipped}); ferr != nil && err == nil {
+	res.status = workflow.StatusOf(ctx, err)
+	res.code = exitCode(err)
+	var stopped *mapreduce.StoppedError
+	switch {
+	case res.status == state.Interrupted:
+		res.code = exitCode(context.Cause(ctx))
+		err = context.Cause(ctx)
+	case errors.As(err, &stopped):
+		res.status = state.Stopped
+	case errors.As(err, new(itemsInDLQ)):
+		res.status = state.Completed
+	}
+	fields := map[string]any{"succeeded": res.steps.Succeeded, "failed": res.steps.Failed, "skipped": res.steps.Skipped}
+	if res.items != nil {
+		fields = map[string]any{"items": res.items}
+	}
+	if ferr := j.Finish(res.status, res.code, err, fields); ferr != nil && err == nil {
 		err = ferr
-		status, code = state.Failed, ExitFailed
+		res.status, res.code = state.Failed, ExitFailed
 	}
-	ui.summary(j, status, code, pr, err)
-	if status == state.Interrupted {
-		return alreadyReported(context.Cause(ctx))
-	}
+	res.err = err
+	ui.summary(j, res)
 	if err != nil {
 		return alreadyReported(err)
 	}
 	return nil
+}
+
+// jobResult is how a job run ended.
+type jobResult struct {
+	status state.Status
+	code   int
+	steps  workflow.PhaseResult // standard workflows
+	items  *state.ItemCounts    // MapReduce workflows
+	err    error
+}
+
+// itemsInDLQ ends a MapReduce job that finished with items in the DLQ.
+type itemsInDLQ struct {
+	n   int
+	job string
+}
+
+func (e itemsInDLQ) Error() string {
+	return fmt.Sprintf("%d item(s) in the dead-letter queue: runner dlq list %s", e.n, e.job)
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/eventlog"
@@ -19,11 +20,15 @@ import (
 type terminal struct {
 	g    *globalOptions
 	json bool
-	mu   sync.Mutex
+	wf   *workflow.Workflow
+
+	mu       sync.Mutex
+	failures []eventlog.Event // item failures not yet shown (error_collection)
+	failed   int              // item failures so far
 }
 
-func newTerminal(g *globalOptions, jsonOutput bool) *terminal {
-	return &terminal{g: g, json: jsonOutput}
+func newTerminal(g *globalOptions, jsonOutput bool, wf *workflow.Workflow) *terminal {
+	return &terminal{g: g, json: jsonOutput, wf: wf}
 }
 
 // commandStdout is where commands' own stdout goes: the terminal's stdout,
@@ -46,8 +51,18 @@ func (t *terminal) event(e eventlog.Event) {
 	if t.g.Quiet {
 		return
 	}
+	if _, agent := e.Fields["item_id"]; agent {
+		t.itemEvent(e)
+		return
+	}
 	step := e.Str("step")
 	switch e.Type {
+	case "items_loaded":
+		t.printf("loaded %v items from %s\n", e.Fields["total"], e.Str("source"))
+	case "map_started":
+		t.printf("==> map: %v items, %v to run, max_parallel %v\n", e.Fields["total"], e.Fields["pending"], e.Fields["max_parallel"])
+	case "threshold_reached":
+		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case "step_started":
 		t.printf("==> %s %s\n", step, e.Str("command"))
 	case "step_skipped":
@@ -67,12 +82,83 @@ func (t *terminal) event(e eventlog.Event) {
 			t.printf("    %s\n", retryLine(e))
 		}
 	case "circuit_opened", "circuit_half_open", "circuit_closed":
-		t.printf("    circuit breaker of %s: %s\n", step, strings.TrimPrefix(e.Type, "circuit_"))
+		what := "of " + step
+		if e.Str("scope") == "workflow" {
+			what = "(workflow)"
+		}
+		t.printf("    circuit breaker %s: %s\n", what, strings.Replace(strings.TrimPrefix(e.Type, "circuit_"), "half_open", "half-open", 1))
 	default:
 		if t.g.Verbose {
 			line, _ := e.MarshalJSON()
 			t.printf("    %s\n", line)
 		}
+	}
+}
+
+// itemEvent renders an event of a map agent: item failures per the
+// workflow's error_collection; the rest only with -v.
+func (t *terminal) itemEvent(e eventlog.Event) {
+	if e.Type != "item_failed" {
+		if t.g.Verbose {
+			line, _ := e.MarshalJSON()
+			t.printf("    %s\n", line)
+		}
+		return
+	}
+	t.mu.Lock()
+	t.failed++
+	t.failures = append(t.failures, e)
+	due := t.wf != nil && t.wf.ErrorPolicy.Collection.Due(t.failed)
+	var show []eventlog.Event
+	if due {
+		show, t.failures = t.failures, nil
+	}
+	t.mu.Unlock()
+	for _, f := range show {
+		t.printf("!!! %s\n", itemFailureLine(f))
+	}
+}
+
+// itemFailureLine renders a final item failure:
+// `item "b" (dlq): step "process" failed: exit status 1: boom`.
+func itemFailureLine(e eventlog.Event) string {
+	return fmt.Sprintf("item %q (%s): %s", e.Str("item_id"), e.Str("action"), e.Str("message"))
+}
+
+// flushFailures shows the item failures not shown yet, grouped by error
+// signature (error_collection: aggregate, or a batch not yet full).
+func (t *terminal) flushFailures() {
+	t.mu.Lock()
+	pending := t.failures
+	t.failures = nil
+	t.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	type group struct {
+		example eventlog.Event
+		items   []string
+	}
+	var order []string
+	groups := map[string]*group{}
+	for _, e := range pending {
+		key := e.Str("step") + "\x00" + dlq.Signature(e.Str("message"))
+		g, ok := groups[key]
+		if !ok {
+			g = &group{example: e}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.items = append(g.items, e.Str("item_id"))
+	}
+	t.printf("item failures:\n")
+	for _, key := range order {
+		g := groups[key]
+		items := strings.Join(g.items, ", ")
+		if len(g.items) > 10 {
+			items = strings.Join(g.items[:10], ", ") + fmt.Sprintf(", ... (%d more)", len(g.items)-10)
+		}
+		t.printf("  %d × %s\n      items: %s\n", len(g.items), g.example.Str("message"), items)
 	}
 }
 
@@ -143,17 +229,19 @@ type stepCounts struct {
 	Skipped   int `json:"skipped"`
 }
 
-// summary reports how a standard job ended.
-func (t *terminal) summary(j *workflow.Job, status state.Status, code int, pr workflow.PhaseResult, err error) {
+// summary reports how a job ended.
+func (t *terminal) summary(j *workflow.Job, res jobResult) {
 	s := runSummary{
-		JobID: j.State.Meta.ID, Workflow: j.Workflow.Name, Status: string(status), ExitCode: code,
-		DurationMS: j.Elapsed().Milliseconds(),
-		Steps:      &stepCounts{Total: len(j.Workflow.Steps), Succeeded: pr.Succeeded, Failed: pr.Failed, Skipped: pr.Skipped},
+		JobID: j.State.Meta.ID, Workflow: j.Workflow.Name, Status: string(res.status), ExitCode: res.code,
+		DurationMS: j.Elapsed().Milliseconds(), Items: res.items,
 	}
-	if err != nil {
-		s.Error = err.Error()
+	if res.items == nil {
+		s.Steps = &stepCounts{Total: len(j.Workflow.Steps), Succeeded: res.steps.Succeeded, Failed: res.steps.Failed, Skipped: res.steps.Skipped}
 	}
-	for _, h := range pr.Handled {
+	if res.err != nil {
+		s.Error = res.err.Error()
+	}
+	for _, h := range res.steps.Handled {
 		s.Handled = append(s.Handled, h.Error())
 	}
 	if t.json {
@@ -162,13 +250,29 @@ func (t *terminal) summary(j *workflow.Job, status state.Status, code int, pr wo
 		_ = enc.Encode(s)
 		return
 	}
-	d := time.Duration(s.DurationMS) * time.Millisecond
-	line := fmt.Sprintf("%s: %s in %s: %d/%d steps succeeded", status, j.State.Meta.ID, d, pr.Succeeded, s.Steps.Total)
-	if pr.Skipped > 0 {
-		line += fmt.Sprintf(", %d skipped", pr.Skipped)
+	if !t.g.Quiet {
+		t.flushFailures()
 	}
-	if pr.Failed > 0 {
-		line += fmt.Sprintf(", %d failed", pr.Failed)
+	d := time.Duration(s.DurationMS) * time.Millisecond
+	line := fmt.Sprintf("%s: %s in %s: ", res.status, j.State.Meta.ID, d)
+	if c := res.items; c != nil {
+		line += fmt.Sprintf("%d/%d items succeeded", c.Succeeded, c.Total)
+		for _, part := range []struct {
+			n    int
+			what string
+		}{{c.Failed, "failed"}, {c.DLQ, "in the DLQ"}, {c.Skipped, "skipped"}, {c.Pending, "pending"}} {
+			if part.n > 0 {
+				line += fmt.Sprintf(", %d %s", part.n, part.what)
+			}
+		}
+	} else {
+		line += fmt.Sprintf("%d/%d steps succeeded", res.steps.Succeeded, s.Steps.Total)
+		if res.steps.Skipped > 0 {
+			line += fmt.Sprintf(", %d skipped", res.steps.Skipped)
+		}
+		if res.steps.Failed > 0 {
+			line += fmt.Sprintf(", %d failed", res.steps.Failed)
+		}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -176,11 +280,13 @@ func (t *terminal) summary(j *workflow.Job, status state.Status, code int, pr wo
 	for _, h := range s.Handled {
 		fmt.Fprintf(t.g.stderr, "  handled failure: %s\n", h)
 	}
-	switch status {
-	case state.Failed:
+	switch {
+	case res.status == state.Failed, res.status == state.Stopped:
 		fmt.Fprintf(t.g.stderr, "runner: %s\n", s.Error)
 		fmt.Fprintf(t.g.stderr, "resume with: runner resume %s\n", s.JobID)
-	case state.Interrupted:
+	case res.status == state.Interrupted:
 		fmt.Fprintf(t.g.stderr, "runner: %s; resume with: runner resume %s\n", s.Error, s.JobID)
+	case res.items != nil && res.items.DLQ > 0:
+		fmt.Fprintf(t.g.stderr, "inspect with: runner dlq list %s; re-run with: runner dlq retry %s\n", s.JobID, s.JobID)
 	}
 }

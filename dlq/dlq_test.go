@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,8 +202,8 @@ func TestPurge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n, err := d.Purge(tt.olderThan); n != tt.removed || err != nil {
-				t.Errorf("Purge = %d, %v; want %d", n, err, tt.removed)
+			if got, err := d.Purge(tt.olderThan); len(got) != tt.removed || err != nil {
+				t.Errorf("Purge = %v, %v; want %d items", got, err, tt.removed)
 			}
 			if got := ids(t, d); !slices.Equal(got, tt.left) {
 				t.Errorf("left %v, want %v", got, tt.left)
@@ -249,4 +250,36 @@ func mustJSON(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Concurrent Writer.Add calls all land, each durable when Add returns, in
+// fewer transactions than calls.
+func TestWriterBatchesConcurrentAdds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dlq.db")
+	w := dlq.NewWriter(path, dlq.Options{})
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- w.Add(dlq.Entry{JobID: "j", ItemID: fmt.Sprintf("item_%d", i), ItemIndex: i, Failure: dlq.Failure{Kind: "exit", Message: "boom"}})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := dlq.Open(path, dlq.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if c, err := d.Count(); err != nil || c != n {
+		t.Errorf("count = %d, %v; want %d", c, err, n)
+	}
 }

@@ -212,34 +212,44 @@ func (d *DB) Count() (int, error) {
 	return n, err
 }
 
+// Purged names an item that Purge removed.
+type Purged struct {
+	ItemID    string `json:"item_id"`
+	ItemIndex int    `json:"item_index"`
+}
+
 // Purge removes the items whose last failure is before olderThan, or every
-// item when olderThan is zero, and reports how many it removed.
-func (d *DB) Purge(olderThan time.Time) (removed int, err error) {
+// item when olderThan is zero, and returns them.
+func (d *DB) Purge(olderThan time.Time) (removed []Purged, err error) {
 	err = d.update("purge", func(tx *bolt.Tx) error {
 		items, _, err := buckets(tx)
 		if err != nil {
 			return err
 		}
-		var doomed []string
+		removed = removed[:0]
 		c := items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			var it struct {
-				ItemID      string    `json:"item_id"`
+				Purged
 				LastFailure time.Time `json:"last_failure"`
 			}
 			if err := json.Unmarshal(v, &it); err != nil {
 				return damagedf("item key %q: %v", k, err)
 			}
 			if olderThan.IsZero() || it.LastFailure.Before(olderThan) {
-				doomed = append(doomed, it.ItemID)
+				removed = append(removed, it.Purged)
 			}
 		}
 		// Deleting behind a bbolt cursor skips keys: delete afterwards.
-		removed, err = removeIDs(tx, doomed)
+		ids := make([]string, len(removed))
+		for i, p := range removed {
+			ids[i] = p.ItemID
+		}
+		_, err = removeIDs(tx, ids)
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	return removed, nil
 }

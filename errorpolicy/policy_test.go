@@ -36,7 +36,10 @@ func TestTrackerStops(t *testing.T) {
 			}
 			tr := NewTracker(pol)
 			for i, o := range tt.outcomes {
-				reason := tr.Record(o == 'f')
+				reason := ""
+				if stop := tr.Record(o == 'f'); stop != nil {
+					reason = stop.Rule + ": " + stop.Reason
+				}
 				switch {
 				case i+1 == tt.stopAt && !strings.Contains(reason, tt.reason):
 					t.Fatalf("outcome %d: stop %q, want %q", i+1, reason, tt.reason)

@@ -38,6 +38,7 @@ type Run struct {
 	Fields map[string]any // extra fields on every event (map agents: item_id)
 	Stdout io.Writer      // overrides the executor's live output when set
 	Stderr io.Writer
+	Slot   retryv2.Slot // map agents: given back while the step waits out a delay
 }
 
 func (r Run) stdout(x *Executor) io.Writer {

@@ -63,13 +63,11 @@ func captureValue(format CaptureFormat, out []byte) (any, error) {
 	text := strings.TrimRight(string(out), "\r\n")
 	switch format {
 	case CaptureJSON:
-		dec := json.NewDecoder(bytes.NewReader(out))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
+		v, err := DecodeValue(out)
+		if err != nil {
 			return nil, fmt.Errorf("output is not JSON: %w", err)
 		}
-		return normalizeNumbers(v), nil
+		return v, nil
 	case CaptureLines:
 		lines := []any{}
 		for _, l := range strings.Split(text, "\n") {
@@ -96,6 +94,18 @@ func captureValue(format CaptureFormat, out []byte) (any, error) {
 		return b, nil
 	}
 	return text, nil
+}
+
+// DecodeValue decodes one JSON value with integers as int64 and other
+// numbers as float64, as expressions and interpolation expect them.
+func DecodeValue(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return normalizeNumbers(v), nil
 }
 
 // normalizeNumbers turns json.Number into int64 or float64 so expressions

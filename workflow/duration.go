@@ -33,10 +33,10 @@ var (
 
 var errDurationSyntax = errors.New("want a duration such as 250ms, 2s, 1m30s, 1h or 1d, a number of seconds, or ISO-8601 such as PT30S")
 
-// parseDuration reads the duration forms of workflow files: Go and
+// ParseDuration reads the duration forms of workflow files: Go and
 // humantime strings ("250ms", "1m30s", "2h 30m", "1d"), a plain number of
 // seconds ("30", "1.5"), or ISO-8601 ("PT30S", "P1DT2H").
-func parseDuration(s string) (time.Duration, error) {
+func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, errDurationSyntax

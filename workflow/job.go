@@ -46,6 +46,8 @@ type Options struct {
 	Stderr   io.Writer
 	Listener func(eventlog.Event) // sees every event as written (for the terminal)
 	Now      func() time.Time
+
+	shared bool // Attach: a shared lock
 }
 
 // Start creates a job for wf (whose file content is source) and records
@@ -112,9 +114,46 @@ func Resume(id string, opts Options) (*Job, error) {
 	return j, nil
 }
 
+// Attach opens a job that is not running to run more of its work from
+// another process (`runner dlq retry`): its lock is shared with other
+// attached processes and excludes a run or resume; its status is left
+// alone; the variables its setup defined are restored. Close releases it.
+func Attach(id string, opts Options) (*Job, error) {
+	st, err := opts.Store.Open(id)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := Load(st.WorkflowCopy())
+	if err != nil {
+		return nil, fmt.Errorf("job %s: stored workflow: %w", id, err)
+	}
+	wf.File = st.Meta.File
+	opts.Vars = st.Meta.Vars
+	opts.shared = true
+	j, err := open(st, wf, opts)
+	if err != nil {
+		return nil, err
+	}
+	done, err := st.ReadJournal()
+	if err != nil {
+		j.close()
+		return nil, err
+	}
+	for _, rec := range done[PhaseSetup] {
+		j.applyVars(PhaseSetup, normalizeVars(rec.Vars))
+	}
+	return j, nil
+}
+
+// Close releases a job opened with Attach.
+func (j *Job) Close() error {
+	j.close()
+	return j.LogErr()
+}
+
 // open takes the job's lock and opens its log and journal.
 func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
-	lock, err := lockJob(st)
+	lock, err := lockJob(st, opts.shared)
 	if err != nil {
 		return nil, err
 	}
@@ -151,15 +190,23 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 	return j, nil
 }
 
-// lockJob holds an exclusive lock on the job for as long as this process
-// runs it; the kernel releases it if the process dies.
-func lockJob(st *state.Job) (*os.File, error) {
+// lockJob holds a lock on the job for as long as this process runs it
+// (exclusive) or runs some of its items (shared); the kernel releases it if
+// the process dies.
+func lockJob(st *state.Job, shared bool) (*os.File, error) {
 	f, err := os.OpenFile(st.Path("job.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", st.Meta.ID, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	how := syscall.LOCK_EX
+	if shared {
+		how = syscall.LOCK_SH
+	}
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
 		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) && shared {
+			return nil, fmt.Errorf("job %s is running (pid %d); wait for it to end or stop it first", st.Meta.ID, st.Meta.PID)
+		}
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("job %s is being run by another process (pid %d)", st.Meta.ID, st.Meta.PID)
 		}

@@ -328,13 +328,13 @@ func (d *decoder) boolean(n *yaml.Node, what string) (bool, bool) {
 	return v, true
 }
 
-// duration reads a duration (see parseDuration); it must not be negative.
+// duration reads a duration (see ParseDuration); it must not be negative.
 func (d *decoder) duration(n *yaml.Node, what string) (time.Duration, bool) {
 	n = d.scalar(n, what, "a duration")
 	if n == nil {
 		return 0, false
 	}
-	v, err := parseDuration(n.Value)
+	v, err := ParseDuration(n.Value)
 	if err != nil {
 		d.errorf(n, "%s: %v", what, err)
 		return 0, false

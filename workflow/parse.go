@@ -107,13 +107,15 @@ func (d *decoder) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	if err == nil || errors.Is(err, io.EOF) {
 		return err
 	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg, line := strings.TrimPrefix(err.Error(), "yaml: "), 1
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		d.errs = append(d.errs, &ParseError{File: d.file, Pos: Pos{Line: line, Col: 1}, Msg: "invalid YAML: " + m[2]})
-		return err
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
 	}
-	d.errorf(nil, "invalid YAML: %s", msg)
+	if strings.Contains(msg, "mapping values are not allowed") {
+		msg += ` (a value that contains ": " must be quoted, or written as a block: shell: |)`
+	}
+	d.errs = append(d.errs, &ParseError{File: d.file, Pos: Pos{Line: line, Col: 1}, Msg: "invalid YAML: " + msg})
 	return err
 }
 

@@ -70,6 +70,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"duplicate id", "- {shell: x, id: a}\n- {shell: y, id: a}\n", `2:18: id "a" is already used by the step at line 1`},
 		{"bad id", "- {shell: x, id: 'a b'}\n", `1:18: id "a b" must start with a letter`},
 		{"yaml syntax", "- shell: [x\n", `1:1: invalid YAML: did not find expected ',' or ']'`},
+		{"colon in a plain value", "- shell: echo \"a: b\"\n", `1:1: invalid YAML: mapping values are not allowed in this context (a value that contains ": " must be quoted, or written as a block: shell: |)`},
 		{"empty file", "", `file is empty`},
 		{"two documents", "- shell: x\n---\n- shell: y\n", `2:1: a second YAML document`},
 		{"scalar workflow", "hello\n", `1:1: a workflow is a list of steps or a mapping`},
@@ -319,13 +320,13 @@ func TestParseDuration(t *testing.T) {
 		"0": 0, "1w": 7 * 24 * time.Hour,
 	}
 	for in, want := range good {
-		if got, err := parseDuration(in); err != nil || got != want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "soon", "5x", "-1s", "P", "PT", "P1Y", "1e400s", "99999999999d", "1.2.3s", "s"} {
-		if got, err := parseDuration(bad); err == nil {
-			t.Errorf("parseDuration(%q) = %v, want an error", bad, got)
+		if got, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, got)
 		}
 	}
 }

@@ -44,14 +44,19 @@ func (x *Executor) runRepeated(ctx context.Context, step *Step, r Run) (commandR
 			return res, fmt.Errorf("repeat: condition not met within %s (until: %s)", rp.Timeout, rp.Until.Source)
 		}
 		x.emit(r, "step_repeat", map[string]any{"step": step.Key(), "run": run, "delay_ms": ms(gap)})
-		if err := sleep(ctx, gap); err != nil {
+		if err := Pause(ctx, gap, r.Slot); err != nil {
 			return res, err
 		}
 	}
 }
 
-// sleep waits d or until ctx ends, returning its cause.
-func sleep(ctx context.Context, d time.Duration) error {
+// Pause waits d or until ctx ends (returning its cause), giving slot (if
+// any) back meanwhile and taking it again afterwards.
+func Pause(ctx context.Context, d time.Duration, slot retryv2.Slot) error {
+	if slot != nil && d > 0 {
+		slot.Release()
+		defer slot.Acquire(ctx) //nolint:errcheck // fails only when ctx ended, reported below
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/runnerdev/runner/workflow/state"
@@ -31,7 +32,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseR
 	done := j.done[phase]
 	for _, step := range steps {
 		if rec, ok := done[step.Index]; ok {
-			j.Scope.Apply(normalizeVars(rec.Vars))
+			j.applyVars(phase, normalizeVars(rec.Vars))
 			pr.count(StepStatus(rec.Status))
 			continue
 		}
@@ -49,6 +50,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseR
 			}
 			return pr, &StepFailedError{Phase: phase, Err: res.Err}
 		}
+		j.applyVars(phase, res.Vars)
 		pr.count(res.Status)
 		if res.Err != nil {
 			pr.Handled = append(pr.Handled, res.Err)
@@ -64,6 +66,20 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseR
 		}
 	}
 	return pr, nil
+}
+
+// applyVars sets the variables a finished step defined; setup captures are
+// also readable as ${setup.NAME}.
+func (j *Job) applyVars(phase string, vars map[string]any) {
+	j.Scope.Apply(vars)
+	if phase != PhaseSetup {
+		return
+	}
+	for name, v := range vars {
+		if !strings.Contains(name, ".") {
+			j.Scope.SetIn("setup", name, v)
+		}
+	}
 }
 
 func (pr *PhaseResult) count(s StepStatus) {

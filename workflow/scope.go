@@ -13,6 +13,7 @@ import (
 type Scope struct {
 	vars    map[string]any
 	environ map[string]string // the process environment, for Plain expansion
+	aliases map[string]string // path -> the path it reads (item.item -> item)
 }
 
 // NewScope starts a scope with the given variables and process environment.
@@ -32,7 +33,16 @@ func NewScope(vars map[string]any, environ []string) *Scope {
 // Child returns a copy whose top-level variables can change without
 // touching s (nested maps are shared; set them through Set only).
 func (s *Scope) Child() *Scope {
-	return &Scope{vars: maps.Clone(s.vars), environ: s.environ}
+	return &Scope{vars: maps.Clone(s.vars), environ: s.environ, aliases: maps.Clone(s.aliases)}
+}
+
+// Alias makes placeholders of path read target instead (Prodigy's
+// ${item.item} for a plain-line item).
+func (s *Scope) Alias(path, target string) {
+	if s.aliases == nil {
+		s.aliases = map[string]string{}
+	}
+	s.aliases[path] = target
 }
 
 // Set defines a top-level variable.
@@ -54,12 +64,23 @@ func (s *Scope) SetIn(ns, key string, v any) {
 func (s *Scope) Vars() map[string]any { return s.vars }
 
 // Lookup resolves paths for Shell expansion: only runner's own variables.
-func (s *Scope) Lookup() interp.Lookup { return interp.MapLookup(s.vars) }
+func (s *Scope) Lookup() interp.Lookup {
+	own := interp.MapLookup(s.vars)
+	if len(s.aliases) == 0 {
+		return own
+	}
+	return func(path string) (any, bool) {
+		if target, ok := s.aliases[path]; ok {
+			path = target
+		}
+		return own(path)
+	}
+}
 
 // PlainLookup also resolves plain names from the process environment, for
 // values that no shell will expand later (env values, working_dir).
 func (s *Scope) PlainLookup() interp.Lookup {
-	own := interp.MapLookup(s.vars)
+	own := s.Lookup()
 	return func(path string) (any, bool) {
 		if v, ok := own(path); ok {
 			return v, true

@@ -87,6 +87,7 @@ func (x *Executor) attempts(ctx context.Context, step *Step, r Run) (commandResu
 		Disabled: !step.Retryable,
 		Rand:     x.jitterSource(step, r),
 		Breaker:  x.breaker(step),
+		Slot:     r.Slot,
 		Started: func(n int) {
 			x.emit(r, "attempt_started", map[string]any{"step": key, "attempt": n})
 		},

@@ -21,7 +21,7 @@
 //
 // Stdout and stderr are read through pipes by two goroutines, concurrently.
 // Each chunk is handed, as soon as it is read, to the live writer (if any),
-// the optional full capture (bounded by [Spec.CaptureLimit]) and a ring
+// the optional full capture (bounded by [Spec.CaptureLimit]) and a Tail
 // buffer that keeps the last [TailSize] bytes of the stream. If the same
 // writer is given for both streams, its Write is never called concurrently.
 // A live writer that returns an error or panics is dropped for the rest of

@@ -26,7 +26,7 @@ type stream struct {
 	buf       []byte // capture, at most limit bytes
 	truncated bool
 
-	tail ring
+	tail Tail
 }
 
 // open creates the pipe and returns the write end for the child.
@@ -72,7 +72,7 @@ func (s *stream) consume(p []byte) {
 			s.buf = append(s.buf, p...)
 		}
 	}
-	s.tail.write(p)
+	s.tail.Write(p)
 }
 
 // writeLive forwards p to the live writer, dropping the writer for the rest
@@ -92,22 +92,25 @@ func (s *stream) writeLive(p []byte) {
 	}
 }
 
-// ring keeps the last TailSize bytes written to it. It grows on demand, so
-// runs with little output never allocate the full TailSize.
+// Tail keeps the last TailSize bytes written to it. It grows on demand, so
+// runs with little output never allocate the full TailSize. It is not safe
+// for concurrent use.
 //
 // While len(b) < TailSize the data is b itself, in order. Once len(b) ==
 // TailSize, b is circular and w is both the next write position and the
 // start of the oldest data.
-type ring struct {
+type Tail struct {
 	b []byte
 	w int
 }
 
-func (r *ring) write(p []byte) {
+// Write keeps the end of p; it never fails.
+func (r *Tail) Write(p []byte) (int, error) {
+	n := len(p)
 	if len(p) >= TailSize {
 		r.b = append(r.b[:0], p[len(p)-TailSize:]...)
 		r.w = 0
-		return
+		return n, nil
 	}
 	if room := TailSize - len(r.b); room > 0 {
 		k := min(room, len(p))
@@ -119,11 +122,12 @@ func (r *ring) write(p []byte) {
 		p = p[k:]
 		r.w = (r.w + k) % TailSize
 	}
+	return n, nil
 }
 
-// bytes returns the tail in order (nil if nothing was written). The ring
+// Bytes returns the tail in order (nil if nothing was written). The Tail
 // must not be written to afterwards.
-func (r *ring) bytes() []byte {
+func (r *Tail) Bytes() []byte {
 	if len(r.b) == 0 {
 		return nil
 	}

@@ -234,7 +234,7 @@ func run(ctx context.Context, spec *Spec) Result {
 		res = interrupted(ctx, runCtx, timeout, res.ExitCode)
 		res.Signal = sig
 	}
-	res.StdoutTail, res.StderrTail = out.tail.bytes(), errs.tail.bytes()
+	res.StdoutTail, res.StderrTail = out.tail.Bytes(), errs.tail.Bytes()
 	res.Stdout, res.Stderr = out.buf, errs.buf
 	res.Truncated = out.truncated || errs.truncated
 	return res

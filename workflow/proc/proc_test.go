@@ -515,10 +515,10 @@ func TestFormatDuration(t *testing.T) {
 	}
 }
 
-func TestRing(t *testing.T) {
+func TestTail(t *testing.T) {
 	// Compare against a naive "keep the last TailSize bytes" model under
 	// writes of many sizes.
-	var r ring
+	var r Tail
 	var all []byte
 	sizes := []int{1, 7, 100, 4096, TailSize - 1, 3, TailSize, 5, TailSize + 9, 65000, 2, 33}
 	for k, n := range sizes {
@@ -526,16 +526,16 @@ func TestRing(t *testing.T) {
 		for i := range p {
 			p[i] += byte(i % 3)
 		}
-		r.write(p)
+		r.Write(p)
 		all = append(all, p...)
 		want := all[max(len(all)-TailSize, 0):]
-		if got := r.bytes(); !bytes.Equal(got, want) {
+		if got := r.Bytes(); !bytes.Equal(got, want) {
 			t.Fatalf("after write %d (%d bytes): tail mismatch (len %d, want %d)", k, n, len(got), len(want))
 		}
 	}
-	var empty ring
-	if empty.bytes() != nil {
-		t.Error("empty ring not nil")
+	var empty Tail
+	if empty.Bytes() != nil {
+		t.Error("empty Tail not nil")
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -179,6 +180,31 @@ func (j *Job) Save() error {
 		return err
 	}
 	return writeAtomic(filepath.Join(j.Dir, "job.json"), append(data, '\n'))
+}
+
+// Update applies fn to the job's current metadata and saves it, under a
+// lock, so that processes attached to one job (several `dlq retry`) do not
+// lose each other's changes.
+func (j *Job) Update(fn func(*Meta)) error {
+	lock, err := os.OpenFile(j.Path("meta.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.Meta.ID, err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("job %s: lock: %w", j.Meta.ID, err)
+	}
+	data, err := os.ReadFile(j.Path("job.json"))
+	if err != nil {
+		return fmt.Errorf("job %s: %w", j.Meta.ID, err)
+	}
+	var m Meta
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("job %s: damaged job.json: %w", j.Meta.ID, err)
+	}
+	fn(&m)
+	j.Meta = m
+	return j.Save()
 }
 
 // Path returns the path of a file in the job directory.

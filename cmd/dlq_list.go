@@ -1,0 +1,129 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runnerdev/runner/dlq"
+)
+
+type dlqListOptions struct {
+	JSON   bool
+	Filter string
+	Limit  int
+}
+
+func newDLQListCommand(g *globalOptions) *cobra.Command {
+	var o dlqListOptions
+	c := &cobra.Command{
+		Use:   "list [JOB]",
+		Short: "List jobs with DLQ items, or a job's DLQ items",
+		Example: `  runner dlq list
+  runner dlq list resize-20261122-101500-a1b2c3
+  runner dlq list resize-20261122-101500-a1b2c3 --filter 'step == "upload"' --json`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("dlq list takes at most one job id")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return runDLQJobs(g, o)
+			}
+			return runDLQList(g, o, args[0])
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&o.JSON, "json", false, "print a JSON array")
+	f.StringVar(&o.Filter, "filter", "", "only items for which this expression is true")
+	f.IntVar(&o.Limit, "limit", 0, "at most this many items (0: all)")
+	return c
+}
+
+// dlqJob is one line of `dlq list` without a job.
+type dlqJob struct {
+	JobID       string    `json:"job_id"`
+	Workflow    string    `json:"workflow"`
+	Items       int       `json:"items"`
+	LastFailure time.Time `json:"last_failure"`
+}
+
+func runDLQJobs(g *globalOptions, o dlqListOptions) error {
+	if o.Filter != "" || o.Limit != 0 {
+		return usagef("--filter and --limit need a job id")
+	}
+	jobs, err := g.store().List()
+	if err != nil {
+		return err
+	}
+	out := []dlqJob{}
+	for _, m := range jobs {
+		j, err := g.store().Open(m.ID)
+		if err != nil {
+			continue // listed as damaged by `runner jobs`
+		}
+		if _, err := os.Stat(j.Path(dlqFile)); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		d, err := dlq.Open(j.Path(dlqFile), dlq.Options{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		row := dlqJob{JobID: m.ID, Workflow: m.Workflow}
+		err = d.List(func(it dlq.Item) bool {
+			row.Items++
+			if it.LastFailure.After(row.LastFailure) {
+				row.LastFailure = it.LastFailure
+			}
+			return true
+		})
+		d.Close()
+		if err != nil {
+			return err
+		}
+		if row.Items > 0 {
+			out = append(out, row)
+		}
+	}
+	if o.JSON {
+		return writeJSON(g.stdout, out)
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(g.stderr, "no job has items in its dead-letter queue")
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tWORKFLOW\tITEMS\tLAST FAILURE")
+	for _, r := range out {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.JobID, r.Workflow, r.Items, r.LastFailure.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+func runDLQList(g *globalOptions, o dlqListOptions, jobID string) error {
+	items, err := dlqItems(g, jobID, o.Filter, o.Limit)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return dlq.WriteJSON(g.stdout, items)
+	}
+	if len(items) == 0 {
+		fmt.Fprintf(g.stderr, "job %s has no items in its dead-letter queue\n", jobID)
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tFAILURES\tLAST FAILURE\tKIND\tSTEP\tERROR")
+	for _, it := range items {
+		last := it.Failures[len(it.Failures)-1]
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", it.ItemID, it.FailureCount, it.LastFailure.Local().Format(time.DateTime),
+			last.Kind, last.Step, firstLine(last.Message, 80))
+	}
+	return tw.Flush()
+}

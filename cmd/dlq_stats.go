@@ -1,0 +1,114 @@
+package cmd
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func newDLQStatsCommand(g *globalOptions) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "stats [JOB]",
+		Short: "Count DLQ items by error signature, step and failure kind",
+		Long: `Count the items in a job's DLQ (or every job's) grouped by error signature
+(the last failure's message with numbers, ids, paths and quoted strings
+normalised away), by the step that failed and by failure kind.`,
+		Example: "  runner dlq stats resize-20261122-101500-a1b2c3\n  runner dlq stats --json",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("dlq stats takes at most one job id")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runDLQStats(g, args, asJSON)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON document")
+	return c
+}
+
+// dlqStats are DLQ item counts by group.
+type dlqStats struct {
+	Items       int          `json:"items"`
+	BySignature []statsGroup `json:"by_signature"`
+	ByStep      []statsGroup `json:"by_step"`
+	ByKind      []statsGroup `json:"by_kind"`
+}
+
+type statsGroup struct {
+	Key     string   `json:"key"`
+	Count   int      `json:"count"`
+	Example string   `json:"example"` // an item id
+	Jobs    []string `json:"jobs,omitempty"`
+}
+
+func runDLQStats(g *globalOptions, args []string, asJSON bool) error {
+	jobs := args
+	if len(jobs) == 0 {
+		rows, err := g.store().List()
+		if err != nil {
+			return err
+		}
+		for _, m := range rows {
+			jobs = append(jobs, m.ID)
+		}
+	}
+	groups := map[string]map[string]*statsGroup{"signature": {}, "step": {}, "kind": {}}
+	st := dlqStats{}
+	for _, job := range jobs {
+		items, err := dlqItems(g, job, "", 0)
+		if err != nil && len(args) > 0 {
+			return err
+		}
+		for _, it := range items {
+			st.Items++
+			last := it.Failures[len(it.Failures)-1]
+			for dim, key := range map[string]string{"signature": it.ErrorSignature, "step": last.Step, "kind": last.Kind} {
+				grp := groups[dim][key]
+				if grp == nil {
+					grp = &statsGroup{Key: key, Example: it.ItemID}
+					groups[dim][key] = grp
+				}
+				grp.Count++
+				if len(args) == 0 && !slices.Contains(grp.Jobs, job) {
+					grp.Jobs = append(grp.Jobs, job)
+				}
+			}
+		}
+	}
+	st.BySignature, st.ByStep, st.ByKind = sortedGroups(groups["signature"]), sortedGroups(groups["step"]), sortedGroups(groups["kind"])
+	if asJSON {
+		return writeJSON(g.stdout, st)
+	}
+	if st.Items == 0 {
+		fmt.Fprintln(g.stderr, "no items in the dead-letter queue")
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%d item(s) in the dead-letter queue\n", st.Items)
+	for _, part := range []struct {
+		title  string
+		groups []statsGroup
+	}{{"ERROR SIGNATURE", st.BySignature}, {"STEP", st.ByStep}, {"KIND", st.ByKind}} {
+		fmt.Fprintf(tw, "\nCOUNT\t%s\tEXAMPLE ITEM\n", part.title)
+		for _, grp := range part.groups {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", grp.Count, firstLine(grp.Key, 100), grp.Example)
+		}
+	}
+	return tw.Flush()
+}
+
+// sortedGroups orders groups by count, largest first, then by key.
+func sortedGroups(m map[string]*statsGroup) []statsGroup {
+	out := make([]statsGroup, 0, len(m))
+	for _, grp := range m {
+		out = append(out, *grp)
+	}
+	slices.SortFunc(out, func(a, b statsGroup) int { return cmp.Or(b.Count-a.Count, cmp.Compare(a.Key, b.Key)) })
+	return out
+}

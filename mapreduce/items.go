@@ -1,0 +1,104 @@
+package mapreduce
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/runnerdev/runner/workflow"
+)
+
+// Item is one work item of a map phase.
+type Item struct {
+	Index int             // position in the final item list, from 0
+	ID    string          // item_id, unique in the job
+	Raw   json.RawMessage // the item as JSON (a JSON string for plain lines)
+	Value any             // Raw decoded: map[string]any, []any, string, int64, float64, bool or nil
+}
+
+// itemRecord is one line of the job's items file.
+type itemRecord struct {
+	Index int             `json:"i"`
+	ID    string          `json:"id"`
+	Item  json.RawMessage `json:"item"`
+}
+
+// itemWriter writes the items file: to a temporary name, renamed into
+// place by commit so that a complete file means a complete load.
+type itemWriter struct {
+	path string
+	f    *os.File
+	w    *bufio.Writer
+	n    int
+}
+
+func createItems(path string) (*itemWriter, error) {
+	f, err := os.OpenFile(path+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("items file: %w", err)
+	}
+	return &itemWriter{path: path, f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
+}
+
+func (iw *itemWriter) write(id string, raw json.RawMessage) error {
+	line, err := json.Marshal(itemRecord{Index: iw.n, ID: id, Item: raw})
+	if err != nil {
+		return fmt.Errorf("item %d: %w", iw.n, err)
+	}
+	iw.n++
+	iw.w.Write(line)
+	return iw.w.WriteByte('\n')
+}
+
+// commit syncs the file and renames it into place.
+func (iw *itemWriter) commit() error {
+	err := errors.Join(iw.w.Flush(), iw.f.Sync(), iw.f.Close())
+	if err == nil {
+		err = os.Rename(iw.path+".tmp", iw.path)
+	}
+	if err != nil {
+		return fmt.Errorf("items file: %w", err)
+	}
+	return nil
+}
+
+func (iw *itemWriter) abort() {
+	iw.f.Close()
+	os.Remove(iw.path + ".tmp")
+}
+
+// readItems calls fn for each item of the items file, in order, until fn
+// returns false or an error.
+func readItems(path string, fn func(*Item) (bool, error)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("items file: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 256<<10)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			return nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("items file: %w", err)
+		}
+		var rec itemRecord
+		if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil {
+			return fmt.Errorf("items file %s:%d: %w", path, n, err)
+		}
+		v, err := workflow.DecodeValue(rec.Item)
+		if err != nil {
+			return fmt.Errorf("items file %s:%d: %w", path, n, err)
+		}
+		more, err := fn(&Item{Index: rec.Index, ID: rec.ID, Raw: rec.Item, Value: v})
+		if err != nil || !more {
+			return err
+		}
+	}
+}

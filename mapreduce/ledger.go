@@ -1,0 +1,217 @@
+package mapreduce
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/state"
+)
+
+// ledger makes every item state transition, in one place and in an order
+// that survives a crash at any point: the DLQ before the item log for a
+// failure, the result before the item log for any end. At every moment each
+// item is exactly one of succeeded, in the DLQ, skipped or pending (no
+// record, or "running" without a DLQ entry: see reconcile).
+type ledger struct {
+	job     *workflow.Job
+	items   *state.ItemLog
+	dlq     DeadLetters
+	results *resultLog // nil: results are not kept (dlq retry)
+	action  errorpolicy.Action
+	tracker *errorpolicy.Tracker // nil: never stops (dlq retry)
+	fromDLQ bool                 // dlq retry: items leave the DLQ on success
+
+	mu     sync.Mutex
+	counts state.ItemCounts
+}
+
+// Outcome is how one run of an item's agent template ended.
+type Outcome struct {
+	Failed   bool
+	Failure  Failure // when Failed
+	Output   string  // the agent's stdout, last 64 KiB
+	Duration time.Duration
+}
+
+// start records that an item begins an attempt.
+func (l *ledger) start(it *Item, attempt int) error {
+	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: attempt}); err != nil {
+		return err
+	}
+	l.job.Emit("item_started", map[string]any{"item_id": it.ID, "item_index": it.Index, "attempt": attempt})
+	return nil
+}
+
+// succeeded records an item that finished without failure.
+func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Verdict, error) {
+	if err := l.result(it, "succeeded", out); err != nil {
+		return nil, err
+	}
+	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemSucceeded, Attempt: attempt, DurationMS: out.Duration.Milliseconds()}); err != nil {
+		return nil, err
+	}
+	if l.fromDLQ {
+		if err := l.dlq.Remove(it.ID); err != nil {
+			return nil, err
+		}
+		l.job.Emit("dlq_removed", map[string]any{"item_id": it.ID})
+	}
+	l.job.Emit("item_succeeded", map[string]any{"item_id": it.ID, "attempt": attempt, "duration_ms": out.Duration.Milliseconds()})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counts.Succeeded++
+	if l.fromDLQ {
+		l.counts.DLQ--
+	}
+	return l.record(false), nil
+}
+
+// retrying records a failed attempt that the item-level retry runs again
+// after delay.
+func (l *ledger) retrying(it *Item, f Failure, delay time.Duration) {
+	fields := failureFields(it, f)
+	fields["delay_ms"] = delay.Milliseconds()
+	l.job.Emit("item_retrying", fields)
+}
+
+// failed records an item's final failure per the error policy: to the DLQ
+// (dlq, retry, stop) or skipped (skip). It returns the verdict of the
+// error policy, if the job must stop.
+func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy.Verdict, error) {
+	last := failures[len(failures)-1]
+	action := l.action
+	if action == errorpolicy.Retry {
+		action = errorpolicy.DLQ // retries are used up
+	}
+	status, st := "failed", state.ItemDLQ
+	if l.fromDLQ {
+		// The DLQ numbers a retried item's failures after its history.
+		failures = slices.Clone(failures)
+		for i := range failures {
+			failures[i].Attempt = 0
+		}
+	}
+	if action == errorpolicy.Skip {
+		status, st = "skipped", state.ItemSkipped
+	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
+		return nil, fmt.Errorf("item %s: dlq: %w", it.ID, err)
+	}
+	if err := l.result(it, status, out); err != nil {
+		return nil, err
+	}
+	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
+		return nil, err
+	}
+	fields := failureFields(it, last)
+	fields["action"] = string(action)
+	l.job.Emit("item_failed", fields)
+	if action == errorpolicy.Skip {
+		l.job.Emit("item_skipped", map[string]any{"item_id": it.ID, "reason": "on_item_failure: skip"})
+	} else if !l.fromDLQ {
+		l.job.Emit("dlq_added", map[string]any{"item_id": it.ID, "failures": len(failures)})
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case action == errorpolicy.Skip:
+		l.counts.Skipped++
+	case l.fromDLQ: // failed again: it stays in the DLQ
+		l.counts.Failed++
+	default:
+		l.counts.Failed++
+		l.counts.DLQ++
+	}
+	return l.record(true), nil
+}
+
+// record counts a finished item for the error policy; l.mu is held.
+func (l *ledger) record(failed bool) *errorpolicy.Verdict {
+	l.counts.Pending--
+	if l.tracker == nil {
+		return nil
+	}
+	return l.tracker.Record(failed)
+}
+
+func (l *ledger) result(it *Item, status string, out Outcome) error {
+	if l.results == nil {
+		return nil
+	}
+	return l.results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: status, Output: out.Output, DurationMS: out.Duration.Milliseconds()})
+}
+
+// Counts returns the item counts so far.
+func (l *ledger) Counts() state.ItemCounts {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.counts
+}
+
+func failureFields(it *Item, f Failure) map[string]any {
+	return map[string]any{
+		"item_id": it.ID, "attempt": f.Attempt, "kind": f.Kind, "exit_code": f.ExitCode,
+		"step": f.Step, "message": f.Message, "duration_ms": f.Duration.Milliseconds(),
+	}
+}
+
+// reconcile turns the item log's last records into the starting state of
+// a (resumed) job: terminal items are skipped by the map phase; an item
+// last seen running that the DLQ holds failed after the DLQ write and
+// before its state was logged, so it is recorded as in the DLQ now.
+func reconcile(job *workflow.Job, log *state.ItemLog, dlq DeadLetters, total int) (done map[int]string, counts state.ItemCounts, err error) {
+	records, err := job.State.ReadItemStates()
+	if err != nil {
+		return nil, counts, err
+	}
+	var running []string
+	byID := map[string]state.ItemRecord{}
+	for _, rec := range records {
+		if rec.State == state.ItemRunning {
+			running = append(running, rec.ID)
+			byID[rec.ID] = rec
+		}
+	}
+	if len(running) > 0 {
+		queued, err := dlq.Queued(running...)
+		if err != nil {
+			return nil, counts, err
+		}
+		for id, in := range queued {
+			if !in {
+				continue
+			}
+			rec := byID[id]
+			rec.State, rec.Error = state.ItemDLQ, "recorded in the DLQ before a crash"
+			if err := log.Append(rec); err != nil {
+				return nil, counts, err
+			}
+			records[rec.Index] = rec
+		}
+	}
+	done = map[int]string{}
+	counts.Total = total
+	for i, rec := range records {
+		switch rec.State {
+		case state.ItemSucceeded:
+			counts.Succeeded++
+		case state.ItemDLQ:
+			counts.Failed++
+			counts.DLQ++
+		case state.ItemSkipped:
+			counts.Skipped++
+		default:
+			continue
+		}
+		done[i] = rec.State
+	}
+	counts.Pending = total - len(done)
+	if counts.Pending < 0 {
+		return nil, counts, errors.New("item log has records for more items than the items file")
+	}
+	return done, counts, nil
+}

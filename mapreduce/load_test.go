@@ -1,0 +1,165 @@
+package mapreduce
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runnerdev/runner/workflow"
+)
+
+// mapPhase parses a MapReduce workflow's map section for tests.
+func mapPhase(t testing.TB, mapYAML string) *workflow.MapPhase {
+	t.Helper()
+	src := "mode: mapreduce\nmap:\n  input: x\n  agent_template: [{shell: 'true'}]\n" + mapYAML
+	wf, err := workflow.Parse("t.yml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf.Map
+}
+
+// load runs the pipeline over input and returns "id=json" per item.
+func load(t testing.TB, m *workflow.MapPhase, input io.Reader) ([]string, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "items.jsonl")
+	n, err := loadItems(input, m, workflow.NewScope(nil, nil), path)
+	if err != nil {
+		return nil, err
+	}
+	var got []string
+	err = readItems(path, func(it *Item) (bool, error) {
+		got = append(got, it.ID+"="+string(it.Raw))
+		return true, nil
+	})
+	if err == nil && len(got) != n {
+		t.Fatalf("loadItems said %d items, file has %d", n, len(got))
+	}
+	return got, err
+}
+
+func TestInputFormats(t *testing.T) {
+	tests := []struct {
+		name, mapYAML, input, want string
+	}{
+		{"array", "", `[1, "two", {"a": 3}]`, `item_0=1 item_1="two" item_2={"a":3}`},
+		{"array $[*]", `  json_path: "$[*]"`, `[1,2]`, `item_0=1 item_1=2`},
+		{"object path streamed", `  json_path: "$.items[*]"`, `{"meta": {"n": [1]}, "items": [{"id": "a"}, {"id": "b"}], "after": 1}`, `item_0={"id":"a"} item_1={"id":"b"}`},
+		{"nested path", `  json_path: "$.data.items[*]"`, `{"data": {"items": ["x"]}}`, `item_0="x"`},
+		{"object members", `  json_path: "$.m.*"`, `{"m": {"k1": 1, "k2": 2}}`, `item_0=1 item_1=2`},
+		{"missing member", `  json_path: "$.nope[*]"`, `{"items": [1]}`, ``},
+		{"filter query", `  json_path: "$.items[?@.size > 1].name"`, `{"items": [{"name": "a", "size": 1}, {"name": "b", "size": 2}]}`, `item_0="b"`},
+		{"json lines", "", "{\"a\": 1}\n\n{\"a\": 2}\n", `item_0={"a":1} item_1={"a":2}`},
+		{"json lines with path", `  json_path: "$.xs[*]"`, "{\"xs\": [1, 2]}\n{\"xs\": [3]}\n", `item_0=1 item_1=2 item_2=3`},
+		{"plain lines", "", "src/a.rs\r\n\nsrc/b c.rs\n", `item_0="src/a.rs" item_1="src/b c.rs"`},
+		{"empty", "", "  \n", ``},
+		{"byte order mark", "", "\xef\xbb\xbf[1]", `item_0=1`},
+		{"big numbers keep their text", "", `[12345678901234567890, 1.50]`, `item_0=12345678901234567890 item_1=1.50`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := load(t, mapPhase(t, tt.mapYAML), strings.NewReader(tt.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := strings.Join(got, " "); s != tt.want {
+				t.Errorf("got  %s\nwant %s", s, tt.want)
+			}
+		})
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	tests := []struct{ name, mapYAML, input, want string }{
+		{"bad json", "", `[1, 2`, "invalid JSON input: it ends in the middle of a value"},
+		{"bad json syntax", "", `[1, }`, "invalid JSON input at byte"},
+		{"object without path", "", `{"items": [1]}`, "set json_path to the array of items"},
+		{"scalar document", `  json_path: "$[*]"`, "[1]\n[2]", "more than one top-level value"},
+		{"path on plain lines", `  json_path: "$.items[*]"`, "a\nb\n", "json_path $.items[*] needs JSON input"},
+		{"duplicate ids", `  item_id: "${item.id}"`, `[{"id": "a"}, {"id": "b"}, {"id": "a"}]`, `duplicate item id "a": items 0 and 2`},
+		{"empty id", `  item_id: "${item.id:-}"`, `[{"x": 1}]`, `item 0: item_id "${item.id:-}" gives an empty id`},
+		{"undefined id path", `  item_id: "${item.id}"`, `[{"x": 1}]`, `item 0: item_id: undefined variable "item.id"`},
+		{"filter not boolean", `  filter: "size"`, `[{"size": 1}]`, `filter "size" on input value 1 gave int64, not a boolean`},
+		{"filter on a missing field", `  filter: "item.size > 0"`, `[{"size": 1}, {"x": 1}]`, `filter "item.size > 0" on input value 2: invalid operation: <nil> > int`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, mapPhase(t, tt.mapYAML), strings.NewReader(tt.input))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPipelineOrder(t *testing.T) {
+	input := `[
+		{"id": "a", "size": 3, "kind": "x"}, {"id": "b", "size": 0, "kind": "y"},
+		{"id": "c", "size": 5, "kind": "x"}, {"id": "d", "kind": "z"},
+		{"id": "e", "size": 4, "kind": "y"}, {"id": "f", "size": 5, "kind": "w"}
+	]`
+	tests := []struct{ name, mapYAML, want string }{
+		{"filter with item. and bare fields", "  filter: \"(item.size ?? 0) > 0 && kind != 'w'\"\n  item_id: ${item.id}", "a c e"},
+		{"sort desc, nulls last by default, stable", "  sort_by: size DESC\n  item_id: ${item.id}", "c f e a b d"},
+		{"sort asc nulls first", "  sort_by: item.size ASC NULLS FIRST\n  item_id: ${item.id}", "d b a e c f"},
+		{"two keys", "  sort_by: kind, size DESC\n  item_id: ${item.id}", "f c a e b d"},
+		{"distinct keeps the first", "  distinct: kind\n  item_id: ${item.id}", "a b d f"},
+		{"sort then distinct", "  sort_by: size DESC\n  distinct: kind\n  item_id: ${item.id}", "c f e d"},
+		{"offset and max_items last", "  sort_by: size\n  offset: 1\n  max_items: 3\n  item_id: ${item.id}", "a e c"},
+		{"all stages", "  filter: (size ?? 0) > 0\n  sort_by: size DESC\n  distinct: kind\n  offset: 1\n  max_items: 1\n  item_id: ${item.id}", "f"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := load(t, mapPhase(t, tt.mapYAML), strings.NewReader(input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, g := range got {
+				id, _, _ := strings.Cut(g, "=")
+				ids = append(ids, id)
+			}
+			if s := strings.Join(ids, " "); s != tt.want {
+				t.Errorf("got %s, want %s", s, tt.want)
+			}
+		})
+	}
+}
+
+// max_items stops reading the input: a stream that would fail after the
+// first items is never read that far.
+func TestMaxItemsStopsReading(t *testing.T) {
+	r := io.MultiReader(strings.NewReader("a\nb\nc\n"), failingReader{})
+	got, err := load(t, mapPhase(t, "  max_items: 2"), r)
+	if err != nil || len(got) != 2 {
+		t.Errorf("got %v, %v", got, err)
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("read past max_items") }
+
+// FuzzReadInput: any input gives items or an error, never a panic, and
+// every item's JSON decodes.
+func FuzzReadInput(f *testing.F) {
+	for _, s := range []string{`[1, {"a": [2]}]`, `{"items": [{"x": 1}]}`, "{\"a\":1}\n{\"a\":2}\n", "line one\nline two\n", "", "\xef\xbb\xbf[]", `{"items": [1, 2`, `[[[[[[[[]]]]]]]]`} {
+		f.Add([]byte(s), "$.items[*]")
+		f.Add([]byte(s), "")
+	}
+	f.Add([]byte(`{"a": {"b": [1]}}`), "$..b[0]")
+	f.Fuzz(func(t *testing.T, input []byte, path string) {
+		if len(path) > 100 {
+			return
+		}
+		_ = readInput(strings.NewReader(string(input)), path, func(raw json.RawMessage, v any) error {
+			if _, err := workflow.DecodeValue(raw); err != nil {
+				t.Fatalf("emitted invalid JSON %q: %v", raw, err)
+			}
+			return nil
+		})
+	})
+}

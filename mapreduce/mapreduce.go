@@ -1,0 +1,349 @@
+// Package mapreduce runs MapReduce workflows: setup, one agent template
+// over many items in up to max_parallel slots under the workflow error
+// policy, then reduce; resumable at any point.
+package mapreduce
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
+	"github.com/runnerdev/runner/workflow/proc"
+	"github.com/runnerdev/runner/workflow/state"
+)
+
+// Options configure a MapReduce run.
+type Options struct {
+	MaxParallel int // overrides map.max_parallel when above 0
+	DLQ         DeadLetters
+	// SaveEvery is how often the item counts are written to the job's
+	// metadata while items run (for `runner jobs`); 0 means every second.
+	SaveEvery time.Duration
+}
+
+// Summary is how a MapReduce job ended.
+type Summary struct {
+	Items   state.ItemCounts
+	Stopped *errorpolicy.Verdict // the error policy stopped the map phase
+}
+
+// StoppedError is returned when the error policy stopped the job; items
+// not yet run stay pending and `runner resume` continues them.
+type StoppedError struct{ errorpolicy.Verdict }
+
+func (e *StoppedError) Error() string { return "stopped by the error policy: " + e.Reason }
+
+// Run runs a started or resumed MapReduce job: setup (steps already done
+// are skipped), the items not yet finished, then reduce.
+func Run(ctx context.Context, j *workflow.Job, opts Options) (Summary, error) {
+	wf := j.Workflow
+	if _, err := j.RunPhase(ctx, workflow.PhaseSetup, wf.Setup); err != nil {
+		return Summary{}, err
+	}
+	sum, err := runMap(ctx, j, opts)
+	if err != nil {
+		return sum, err
+	}
+	if err := setMapVars(j, sum.Items); err != nil {
+		return sum, err
+	}
+	_, err = j.RunPhase(ctx, workflow.PhaseReduce, wf.Reduce)
+	return sum, err
+}
+
+// runMap loads the items (once per job) and runs those not yet finished.
+func runMap(ctx context.Context, j *workflow.Job, opts Options) (Summary, error) {
+	m := j.Workflow.Map
+	parallel, err := maxParallel(m, j.Scope, opts.MaxParallel)
+	if err != nil {
+		return Summary{}, err
+	}
+	itemsPath := j.State.Path("items.jsonl")
+	total, err := ensureItems(ctx, j, itemsPath)
+	if err != nil {
+		return Summary{}, err
+	}
+	logDir := j.State.Path("logs")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return Summary{}, fmt.Errorf("item logs: %w", err)
+	}
+	itemLog, err := j.State.OpenItemLog()
+	if err != nil {
+		return Summary{}, err
+	}
+	defer itemLog.Close()
+	done, counts, err := reconcile(j, itemLog, opts.DLQ, total)
+	if err != nil {
+		return Summary{}, err
+	}
+	results, err := openResults(j.State.Path("results.jsonl"))
+	if err != nil {
+		return Summary{}, err
+	}
+	defer results.close()
+
+	ep := j.Workflow.ErrorPolicy
+	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
+	s := newScheduler(j, l, parallel)
+	if ep.OnItemFailure == errorpolicy.Retry {
+		s.retry = j.Workflow.ItemRetry
+	}
+	if ep.Breaker != nil {
+		s.gate = errorpolicy.NewGate(*ep.Breaker, func(to string) {
+			j.Emit("circuit_"+map[string]string{"open": "opened", "half_open": "half_open", "closed": "closed"}[to],
+				map[string]any{"scope": "workflow"})
+		})
+	}
+	j.Emit("map_started", map[string]any{"total": total, "pending": counts.Pending, "max_parallel": parallel})
+	stopSaving := saveCounts(j, l, opts.SaveEvery)
+	err = readItems(itemsPath, func(it *Item) (bool, error) {
+		if _, finished := done[it.Index]; finished {
+			return true, nil
+		}
+		return s.dispatch(ctx, it), nil
+	})
+	s.wait()
+	stopSaving()
+	sum := Summary{Items: l.Counts(), Stopped: s.stopped}
+	j.State.Meta.Items = &sum.Items
+	j.Emit("map_completed", countFields(sum.Items))
+	switch {
+	case err != nil:
+		return sum, err
+	case s.fatalErr != nil:
+		return sum, s.fatalErr
+	case ctx.Err() != nil:
+		return sum, context.Cause(ctx)
+	case s.stopped != nil:
+		return sum, &StoppedError{*s.stopped}
+	}
+	return sum, nil
+}
+
+func newScheduler(j *workflow.Job, l *ledger, parallel int) *scheduler {
+	m := j.Workflow.Map
+	return &scheduler{
+		agent:  &localAgent{exec: j.Executor, scope: j.Scope, steps: m.Template, timeout: m.AgentTimeout, logDir: j.State.Path("logs")},
+		ledger: l,
+		slots:  make(slots, parallel),
+		seed:   j.Seed,
+		emit:   j.Emit,
+	}
+}
+
+// saveCounts writes the item counts to the job's metadata every interval
+// until the returned function is called.
+func saveCounts(j *workflow.Job, l *ledger, every time.Duration) (stop func()) {
+	if every <= 0 {
+		every = time.Second
+	}
+	quit, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				c := l.Counts()
+				j.State.Meta.Items = &c
+				_ = j.State.Save() // progress only: the item log is the record
+			}
+		}
+	}()
+	return func() { close(quit); <-stopped }
+}
+
+func countFields(c state.ItemCounts) map[string]any {
+	return map[string]any{"total": c.Total, "succeeded": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "dlq": c.DLQ, "pending": c.Pending}
+}
+
+// maxParallel resolves map.max_parallel (a number or $VAR), unless the
+// command line overrides it.
+func maxParallel(m *workflow.MapPhase, sc *workflow.Scope, override int) (int, error) {
+	if override > 0 {
+		return override, nil
+	}
+	text := m.MaxParallel
+	if name, ok := strings.CutPrefix(text, "$"); ok {
+		name = strings.Trim(name, "{}")
+		v, found := sc.PlainLookup()(name)
+		if !found {
+			return 0, fmt.Errorf("map.max_parallel: %s is not set", text)
+		}
+		text = fmt.Sprint(v)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(text))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("map.max_parallel: %s is %q, not a number of at least 1", m.MaxParallel, text)
+	}
+	return n, nil
+}
+
+// ensureItems loads the map input into the job's items file unless an
+// earlier run of the job did, and returns the number of items.
+func ensureItems(ctx context.Context, j *workflow.Job, path string) (int, error) {
+	if n, err := countLines(path); err == nil {
+		return n, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	start := time.Now()
+	in, source, wait, err := openInput(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	n, lerr := loadItems(in, j.Workflow.Map, j.Scope, path)
+	in.Close()
+	if err := errors.Join(lerr, wait()); err != nil {
+		os.Remove(path)
+		return 0, fmt.Errorf("map input: %w", err)
+	}
+	j.Emit("items_loaded", map[string]any{"total": n, "source": source, "duration_ms": time.Since(start).Milliseconds()})
+	return n, nil
+}
+
+func countLines(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewReaderSize(f, 256<<10)
+	for {
+		_, err := sc.ReadSlice('\n')
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			return n, nil
+		default:
+			return 0, err
+		}
+	}
+}
+
+// openInput opens map.input: an existing file is read; anything else runs
+// as a shell command whose stdout is the input (its non-zero exit fails
+// the job). wait reports how the command ended.
+func openInput(ctx context.Context, j *workflow.Job) (in io.ReadCloser, source string, wait func() error, err error) {
+	m := j.Workflow.Map
+	path, err := m.Input.Expand(j.Scope.PlainLookup(), interp.Plain)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("map input: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("map input: %w", err)
+		}
+		return f, "file " + filepath.Clean(path), func() error { return nil }, nil
+	}
+	command, err := m.Input.Expand(j.Scope.Lookup(), interp.Shell)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("map input: %w", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	result := make(chan proc.Result, 1)
+	go func() {
+		res := proc.Run(cctx, proc.Spec{
+			Command: command,
+			Env:     append(slices.Clip(j.Executor.Env), "RUNNER_JOB_ID="+j.State.Meta.ID),
+			Stdout:  pw,
+			Stderr:  j.Executor.Stderr,
+		})
+		pw.Close()
+		result <- res
+	}()
+	reader := &commandReader{PipeReader: pr, cancel: cancel}
+	wait = func() error {
+		res := <-result
+		cancel()
+		if res.Kind == proc.KindOK || reader.closedEarly && ctx.Err() == nil {
+			return nil // stopped early (max_items): its end does not matter
+		}
+		msg := res.Err.Error()
+		if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
+			msg += ": " + lastLine(tail)
+		}
+		return fmt.Errorf("command %q failed: %s", command, msg)
+	}
+	return reader, "command " + command, wait, nil
+}
+
+// commandReader is the input command's stdout; closing it before the end
+// stops the command.
+type commandReader struct {
+	*io.PipeReader
+	cancel      context.CancelFunc
+	closedEarly bool
+}
+
+func (r *commandReader) Close() error {
+	r.closedEarly = true
+	r.cancel()
+	return r.PipeReader.Close()
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// setMapVars defines ${map.*} for reduce: the counts, the results file
+// and, when a reduce step uses it, ${map.results} itself.
+func setMapVars(j *workflow.Job, c state.ItemCounts) error {
+	file := j.State.Path("results.json")
+	if err := writeResultsFile(j.State.Path("results.jsonl"), file); err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(file)
+	j.Scope.SetIn("map", "total", c.Total)
+	j.Scope.SetIn("map", "successful", c.Succeeded)
+	j.Scope.SetIn("map", "failed", c.Failed)
+	j.Scope.SetIn("map", "skipped", c.Skipped)
+	j.Scope.SetIn("map", "results_file", abs)
+	if !usesResults(j.Workflow.Reduce) {
+		return nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	results, err := workflow.DecodeValue(data)
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	j.Scope.SetIn("map", "results", results)
+	return nil
+}
+
+// usesResults reports whether a step refers to ${map.results}.
+func usesResults(steps []*workflow.Step) bool {
+	for _, s := range steps {
+		if slices.ContainsFunc(s.Shell.Refs(), func(p string) bool {
+			return p == "map.results" || strings.HasPrefix(p, "map.results[") || strings.HasPrefix(p, "map.results.")
+		}) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,146 @@
+package mapreduce
+
+import (
+	"context"
+	"hash/fnv"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// scheduler starts items in up to max_parallel slots, behind the workflow
+// circuit breaker, until the items run out, the error policy stops the job
+// or ctx ends.
+type scheduler struct {
+	agent  Agent
+	ledger *ledger
+	slots  slots
+	gate   *errorpolicy.Gate // nil without a workflow circuit breaker
+	retry  *retryv2.Policy   // on_item_failure: retry; nil otherwise
+	seed   uint64
+	emit   func(typ string, fields map[string]any)
+	ended  func(it *Item) // after an item's end is recorded; may be nil
+
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	stopped  *errorpolicy.Verdict // why the error policy stopped the job
+	fatalErr error                // a state write failed: the job cannot go on safely
+}
+
+// dispatch is called with each pending item in order; it returns false
+// once no more items may start.
+func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
+	if !s.running(ctx) {
+		return false
+	}
+	var done func(failed bool)
+	if s.gate != nil {
+		var err error
+		if done, err = s.gate.Admit(ctx); err != nil {
+			return false
+		}
+	}
+	sl := &slot{sem: s.slots}
+	if sl.Acquire(ctx) != nil || !s.running(ctx) {
+		sl.Release()
+		if done != nil {
+			done(false) // not run: says nothing about the items' health
+		}
+		return false
+	}
+	s.wg.Add(1)
+	go s.runItem(ctx, it, sl, done)
+	return true
+}
+
+// wait blocks until every started item has finished.
+func (s *scheduler) wait() { s.wg.Wait() }
+
+// running reports whether new items may start.
+func (s *scheduler) running(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ctx.Err() == nil && s.stopped == nil && s.fatalErr == nil
+}
+
+// runItem runs one item to its end: attempts per the item-level retry
+// policy, then the ledger records how it ended.
+func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, gateDone func(failed bool)) {
+	defer s.wg.Done()
+	defer sl.Release()
+	if s.ended != nil {
+		defer s.ended(it)
+	}
+	var failures []Failure
+	for attempt := 1; ; attempt++ {
+		if err := s.ledger.start(it, attempt); err != nil {
+			s.fail(err)
+			return
+		}
+		out := s.agent.RunItem(ctx, it, attempt, sl)
+		if ctx.Err() != nil {
+			return // interrupted: the item stays pending
+		}
+		var (
+			verdict *errorpolicy.Verdict
+			err     error
+		)
+		switch {
+		case !out.Failed:
+			verdict, err = s.ledger.succeeded(it, attempt, out)
+		case s.retry != nil && attempt < s.retry.Attempts:
+			failures = append(failures, out.Failure)
+			delay := s.retry.Delay(attempt, s.jitter(it))
+			s.ledger.retrying(it, out.Failure, delay)
+			if workflow.Pause(ctx, delay, sl) != nil {
+				return
+			}
+			continue
+		default:
+			verdict, err = s.ledger.failed(it, append(failures, out.Failure), out)
+		}
+		if gateDone != nil {
+			gateDone(out.Failed)
+		}
+		if err != nil {
+			s.fail(err)
+		}
+		if verdict != nil {
+			s.stop(verdict)
+		}
+		return
+	}
+}
+
+// jitter is the random source of an item's item-level retry delays,
+// derived from the job's seed and the item so that a seed reproduces them.
+func (s *scheduler) jitter(it *Item) func() float64 {
+	h := fnv.New64a()
+	h.Write([]byte("item-retry\x00" + it.ID))
+	return rand.New(rand.NewPCG(s.seed, h.Sum64())).Float64
+}
+
+// stop records the first verdict that stops the job.
+func (s *scheduler) stop(v *errorpolicy.Verdict) {
+	s.mu.Lock()
+	first := s.stopped == nil
+	if first {
+		s.stopped = v
+	}
+	s.mu.Unlock()
+	if first {
+		s.emit("threshold_reached", map[string]any{"rule": v.Rule, "reason": v.Reason})
+	}
+}
+
+// fail records a state write that failed; no new item starts.
+func (s *scheduler) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fatalErr == nil {
+		s.fatalErr = err
+	}
+}
