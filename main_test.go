@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/runnerdev/runner/workflow/eventlog"
 )
 
 // TestMain lets the test binary act as runner and as the helper commands
@@ -38,7 +40,8 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitfile": waitFile,
 			"pidgone":  pidGone,
-			"exitcode": exitCode,
+			"exitcode":     exitCode,
+			"breakerpause": breakerPause,
 		},
 	})
 }
@@ -98,6 +101,43 @@ func exitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 	}
+}
+
+// breakerpause JOB MIN checks the job's event log: the workflow circuit
+// breaker opened, every opening lasted at least MIN before it half-opened,
+// and no item started while it was open.
+func breakerPause(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: breakerpause JOB MIN")
+	}
+	min, err := time.ParseDuration(args[1])
+	if err != nil {
+		ts.Fatalf("breakerpause: %v", err)
+	}
+	events, err := eventlog.Read(ts.MkAbs(filepath.Join(".runner", "jobs", args[0], "events.jsonl")), nil)
+	if err != nil {
+		ts.Fatalf("breakerpause: %v", err)
+	}
+	var opened time.Time
+	openings := 0
+	for _, e := range events {
+		switch {
+		case e.Type == "circuit_opened" && e.Str("scope") == "workflow":
+			opened = e.Time
+			openings++
+		case e.Type == "circuit_half_open" && e.Str("scope") == "workflow" && !opened.IsZero():
+			if gap := e.Time.Sub(opened); gap < min {
+				ts.Fatalf("breaker half-opened %v after opening, want at least %v", gap, min)
+			}
+			opened = time.Time{}
+		case e.Type == "item_started" && !opened.IsZero():
+			ts.Fatalf("item %s started at %s while the breaker was open (since %s)", e.Str("item_id"), e.Time, opened)
+		}
+	}
+	if openings == 0 {
+		ts.Fatalf("the workflow breaker never opened")
+	}
+	ts.Logf("breaker opened %d time(s)", openings)
 }
 
 // waitfile FILE waits up to 10 s for FILE to exist.

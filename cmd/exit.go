@@ -67,7 +67,8 @@ func exitCode(err error) int {
 	case errors.As(err, new(itemsInDLQ)):
 		return ExitItemsInDLQ
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
-		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, dlq.ErrNotFound):
+		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, dlq.ErrNotFound),
+		errors.Is(err, workflow.ErrCompleted):
 		return ExitUsage
 	}
 	return ExitFailed

@@ -20,7 +20,8 @@ import (
 type Gate struct {
 	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
 	cfg      Breaker
-	openedAt atomic.Int64 // UnixNano of the last opening (set under gobreaker's lock)
+	openedAt atomic.Int64  // UnixNano of the last opening (set under gobreaker's lock)
+	gen      atomic.Uint64 // state changes so far
 
 	// mu guards probes and changed; it is never held across a call into
 	// gobreaker, whose state-change callback runs under gobreaker's lock.
@@ -41,6 +42,7 @@ func NewGate(cfg Breaker, onChange func(to string)) *Gate {
 		Timeout:     cfg.Timeout,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
 		OnStateChange: func(_ string, _, to gobreaker.State) {
+			g.gen.Add(1)
 			if to == gobreaker.StateOpen {
 				g.openedAt.Store(time.Now().UnixNano())
 			}
@@ -65,13 +67,40 @@ func stateName(s gobreaker.State) string {
 // State is "closed", "open" or "half_open".
 func (g *Gate) State() string { return stateName(g.cb.State()) }
 
+// Pass admits one item. Done must be called once.
+type Pass struct {
+	g      *Gate
+	gen    uint64
+	finish func(error)
+	probe  bool
+	once   sync.Once
+}
+
+// Stale reports that the breaker changed state since the pass was given
+// (an item that waited for a slot meanwhile may no longer start): give it
+// back with Done(false) and ask again.
+func (p *Pass) Stale() bool { return p.g.gen.Load() != p.gen }
+
+// Done records the item's result; a stale pass's result is not counted.
+func (p *Pass) Done(failed bool) {
+	p.once.Do(func() {
+		if failed {
+			p.finish(errItemFailed)
+		} else {
+			p.finish(nil) // gobreaker ignores results from an older state
+		}
+		p.g.endItem(p.probe)
+	})
+}
+
 // Admit waits until an item may start, or ctx ends (its cause is
-// returned). done records the item's result and must be called once.
-func (g *Gate) Admit(ctx context.Context) (done func(failed bool), err error) {
+// returned).
+func (g *Gate) Admit(ctx context.Context) (*Pass, error) {
 	for {
 		g.mu.Lock()
 		wake := g.changed // any item ending after this wakes the wait below
 		g.mu.Unlock()
+		gen := g.gen.Load()
 		var wait <-chan time.Time
 		switch g.cb.State() {
 		case gobreaker.StateOpen:
@@ -81,13 +110,13 @@ func (g *Gate) Admit(ctx context.Context) (done func(failed bool), err error) {
 		case gobreaker.StateHalfOpen:
 			if g.reserveProbe() {
 				if finish, err := g.cb.Allow(); err == nil {
-					return g.doneFunc(finish, true), nil
+					return &Pass{g: g, gen: gen, finish: finish, probe: true}, nil
 				}
 				g.endItem(true)
 			}
 		default:
 			if finish, err := g.cb.Allow(); err == nil {
-				return g.doneFunc(finish, false), nil
+				return &Pass{g: g, gen: gen, finish: finish}, nil
 			}
 		}
 		select {
@@ -119,20 +148,6 @@ func (g *Gate) endItem(probe bool) {
 	}
 	close(g.changed)
 	g.changed = make(chan struct{})
-}
-
-func (g *Gate) doneFunc(finish func(error), probe bool) func(failed bool) {
-	var once sync.Once
-	return func(failed bool) {
-		once.Do(func() {
-			if failed {
-				finish(errItemFailed)
-			} else {
-				finish(nil)
-			}
-			g.endItem(probe)
-		})
-	}
 }
 
 var errItemFailed = errors.New("item failed")

@@ -76,11 +76,11 @@ func TestGatePausesDispatchThenProbes(t *testing.T) {
 		ctx := t.Context()
 		admit := func() func(bool) {
 			t.Helper()
-			done, err := g.Admit(ctx)
+			pass, err := g.Admit(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return done
+			return pass.Done
 		}
 		admit()(true)
 		admit()(true) // the second consecutive failure opens it
@@ -95,8 +95,8 @@ func TestGatePausesDispatchThenProbes(t *testing.T) {
 		// While the one probe runs, nothing else is admitted.
 		admitted := make(chan func(bool))
 		go func() {
-			done, _ := g.Admit(ctx)
-			admitted <- done
+			pass, _ := g.Admit(ctx)
+			admitted <- pass.Done
 		}()
 		synctest.Wait()
 		select {
@@ -120,10 +120,10 @@ func TestGatePausesDispatchThenProbes(t *testing.T) {
 func TestGateProbeFailureReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := NewGate(Breaker{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Second, HalfOpenRequests: 1}, nil)
-		done, _ := g.Admit(t.Context())
-		done(true)
-		done, _ = g.Admit(t.Context()) // after 1s
-		done(true)
+		pass, _ := g.Admit(t.Context())
+		pass.Done(true)
+		pass, _ = g.Admit(t.Context()) // after 1s
+		pass.Done(true)
 		if g.State() != "open" {
 			t.Errorf("state %s after a failed probe, want open", g.State())
 		}
@@ -133,13 +133,34 @@ func TestGateProbeFailureReopens(t *testing.T) {
 func TestGateAdmitEndsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := NewGate(Breaker{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Hour, HalfOpenRequests: 1}, nil)
-		done, _ := g.Admit(t.Context())
-		done(true)
+		pass, _ := g.Admit(t.Context())
+		pass.Done(true)
 		cause := errors.New("stopped")
 		ctx, cancel := context.WithCancelCause(t.Context())
 		time.AfterFunc(time.Second, func() { cancel(cause) })
 		if _, err := g.Admit(ctx); !errors.Is(err, cause) {
 			t.Errorf("Admit = %v, want the cancel cause", err)
+		}
+	})
+}
+
+// A pass given while closed goes stale when the breaker opens before the
+// item could start; its result is then not counted.
+func TestGatePassGoesStale(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(Breaker{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Second, HalfOpenRequests: 1}, nil)
+		running, _ := g.Admit(t.Context())
+		waiting, _ := g.Admit(t.Context()) // admitted while closed, waits for a slot
+		if waiting.Stale() {
+			t.Fatal("fresh pass is stale")
+		}
+		running.Done(true) // opens the breaker
+		if !waiting.Stale() {
+			t.Fatal("pass still valid after the breaker opened")
+		}
+		waiting.Done(false)
+		if g.State() != "open" {
+			t.Errorf("a stale pass's success changed the state to %s", g.State())
 		}
 	})
 }

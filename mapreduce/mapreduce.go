@@ -27,6 +27,7 @@ import (
 type Options struct {
 	MaxParallel int // overrides map.max_parallel when above 0
 	DLQ         DeadLetters
+	Agent       Agent // where items run; nil: local processes
 	// SaveEvery is how often the item counts are written to the job's
 	// metadata while items run (for `runner jobs`); 0 means every second.
 	SaveEvery time.Duration
@@ -96,6 +97,9 @@ func runMap(ctx context.Context, j *workflow.Job, opts Options) (Summary, error)
 	ep := j.Workflow.ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
 	s := newScheduler(j, l, parallel)
+	if opts.Agent != nil {
+		s.agent = opts.Agent
+	}
 	if ep.OnItemFailure == errorpolicy.Retry {
 		s.retry = j.Workflow.ItemRetry
 	}
@@ -292,11 +296,18 @@ func openInput(ctx context.Context, j *workflow.Job) (in io.ReadCloser, source s
 type commandReader struct {
 	*io.PipeReader
 	cancel      context.CancelFunc
-	closedEarly bool
+	eof         bool
+	closedEarly bool // closed before the end (max_items): the command was stopped
+}
+
+func (r *commandReader) Read(p []byte) (int, error) {
+	n, err := r.PipeReader.Read(p)
+	r.eof = r.eof || errors.Is(err, io.EOF)
+	return n, err
 }
 
 func (r *commandReader) Close() error {
-	r.closedEarly = true
+	r.closedEarly = !r.eof
 	r.cancel()
 	return r.PipeReader.Close()
 }

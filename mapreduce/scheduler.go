@@ -36,24 +36,32 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 	if !s.running(ctx) {
 		return false
 	}
-	var done func(failed bool)
-	if s.gate != nil {
-		var err error
-		if done, err = s.gate.Admit(ctx); err != nil {
+	sl := &slot{sem: s.slots}
+	for {
+		var pass *errorpolicy.Pass
+		if s.gate != nil {
+			var err error
+			if pass, err = s.gate.Admit(ctx); err != nil {
+				return false
+			}
+		}
+		if sl.Acquire(ctx) != nil || !s.running(ctx) {
+			sl.Release()
+			if pass != nil {
+				pass.Done(false) // not run: says nothing about the items' health
+			}
 			return false
 		}
-	}
-	sl := &slot{sem: s.slots}
-	if sl.Acquire(ctx) != nil || !s.running(ctx) {
-		sl.Release()
-		if done != nil {
-			done(false) // not run: says nothing about the items' health
+		if pass != nil && pass.Stale() {
+			// The breaker changed while this item waited for a slot.
+			sl.Release()
+			pass.Done(false)
+			continue
 		}
-		return false
+		s.wg.Add(1)
+		go s.runItem(ctx, it, sl, pass)
+		return true
 	}
-	s.wg.Add(1)
-	go s.runItem(ctx, it, sl, done)
-	return true
 }
 
 // wait blocks until every started item has finished.
@@ -68,7 +76,7 @@ func (s *scheduler) running(ctx context.Context) bool {
 
 // runItem runs one item to its end: attempts per the item-level retry
 // policy, then the ledger records how it ended.
-func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, gateDone func(failed bool)) {
+func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *errorpolicy.Pass) {
 	defer s.wg.Done()
 	defer sl.Release()
 	if s.ended != nil {
@@ -102,8 +110,8 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, gateDone fu
 		default:
 			verdict, err = s.ledger.failed(it, append(failures, out.Failure), out)
 		}
-		if gateDone != nil {
-			gateDone(out.Failed)
+		if pass != nil {
+			pass.Done(out.Failed)
 		}
 		if err != nil {
 			s.fail(err)

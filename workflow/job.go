@@ -78,6 +78,9 @@ func Start(wf *Workflow, source []byte, opts Options) (*Job, error) {
 	return j, nil
 }
 
+// ErrCompleted is returned when resuming a job that completed.
+var ErrCompleted = errors.New("already completed")
+
 // Resume reopens a stopped, failed or interrupted job from its stored
 // workflow copy and records job_resumed.
 func Resume(id string, opts Options) (*Job, error) {
@@ -86,7 +89,7 @@ func Resume(id string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	if st.Meta.Status == state.Completed {
-		return nil, fmt.Errorf("job %s already completed; nothing to resume", id)
+		return nil, fmt.Errorf("job %s: %w; nothing to resume", id, ErrCompleted)
 	}
 	wf, err := Load(st.WorkflowCopy())
 	if err != nil {

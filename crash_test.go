@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/cmd"
+	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/workflow/state"
+)
+
+// crashItems and crashParallel shape the job each crash round runs.
+const (
+	crashItems    = 40
+	crashParallel = 4
+)
+
+// crashWorkflow runs 40 items, 4 at a time, with delays of 0-40 ms; the
+// items whose number is a multiple of 7 always fail.
+const crashWorkflow = `name: crash
+mode: mapreduce
+setup:
+  - shell: seq 1 40 > items.txt
+map:
+  input: items.txt
+  max_parallel: 4
+  agent_template:
+    - shell: |
+        echo "${item}" >> runs.log
+        sleep 0.0$(( ${item} % 5 ))
+        [ $(( ${item} % 7 )) -ne 0 ]
+reduce:
+  - shell: echo reduced >> reduce.log
+`
+
+// TestCrashResume kills a running MapReduce job with SIGKILL at random
+// moments, one to three times per round, resuming it after each crash,
+// and checks after every crash and at the end that no item is lost or
+// doubled: each is exactly one of succeeded, in the DLQ, skipped or
+// pending; the DLQ holds exactly the items that always fail; the bbolt
+// file checks clean; and no crash causes more than max_parallel repeated
+// executions. RUNNER_CHAOS_ROUNDS sets the number of rounds (default 20).
+func TestCrashResume(t *testing.T) {
+	rounds := 20
+	if s := os.Getenv("RUNNER_CHAOS_ROUNDS"); s != "" {
+		rounds, _ = strconv.Atoi(s)
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (set RUNNER_CHAOS_SEED to repeat)", seed)
+	if s := os.Getenv("RUNNER_CHAOS_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for r := range rounds {
+		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
+			crashRound(t, rng)
+		})
+	}
+}
+
+func crashRound(t *testing.T, rng *rand.Rand) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "crash.yml"), []byte(crashWorkflow), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	crashes := 1 + rng.IntN(3)
+	for c := range crashes {
+		args := []string{"run", "--job-id", "j", "crash.yml"}
+		if c > 0 {
+			args = []string{"resume", "j"}
+		}
+		run := exec.Command("runner", args...)
+		run.Dir = dir
+		if err := run.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(20+rng.IntN(400)) * time.Millisecond)
+		run.Process.Signal(syscall.SIGKILL)
+		run.Wait()
+		auditCrashJob(t, dir, false)
+	}
+	time.Sleep(100 * time.Millisecond) // agents orphaned by the last crash finish
+	final := exec.Command("runner", "resume", "j")
+	final.Dir = dir
+	out, err := final.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		// every item had already finished, or the reduce just ran
+	case errors.As(err, &exit) && exit.ExitCode() == cmd.ExitItemsInDLQ:
+	case errors.As(err, &exit) && exit.ExitCode() == 2 && strings.Contains(string(out), "already completed"):
+		// the job completed before the last crash
+	default:
+		t.Fatalf("final resume: %v\n%s", err, out)
+	}
+	counts := auditCrashJob(t, dir, true)
+	failing := crashItems / 7
+	if counts[state.ItemDLQ] != failing || counts[state.ItemSucceeded] != crashItems-failing {
+		t.Errorf("end state %v, want %d succeeded and %d in the DLQ", counts, crashItems-failing, failing)
+	}
+	runs := readLines(t, filepath.Join(dir, "runs.log"))
+	if extra := len(runs) - crashItems; extra > crashParallel*crashes || extra < 0 {
+		t.Errorf("%d executions of %d items after %d crashes: more than %d repeated per crash", len(runs), crashItems, crashes, crashParallel)
+	}
+	if reduced := readLines(t, filepath.Join(dir, "reduce.log")); len(reduced) == 0 {
+		t.Error("reduce never ran")
+	}
+}
+
+// auditCrashJob classifies every item of job j in dir from its files and
+// fails on any item that is not exactly one of succeeded, in the DLQ,
+// skipped or pending. With final, no item may be pending. It returns the
+// count per class.
+func auditCrashJob(t *testing.T, dir string, final bool) map[string]int {
+	t.Helper()
+	job, err := state.Store{Dir: filepath.Join(dir, ".runner")}.Open("j")
+	if errors.Is(err, state.ErrNotFound) && !final {
+		return nil // killed before the job was created
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := readLines(t, job.Path("items.jsonl"))
+	if len(ids) == 0 && !final {
+		return nil // killed before the items were loaded: all pending
+	}
+	if len(ids) != crashItems {
+		t.Fatalf("items file has %d items, want %d", len(ids), crashItems)
+	}
+	states, err := job.ReadItemStates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dlq.Open(job.Path("dlq.db"), dlq.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Check(); err != nil {
+		t.Fatalf("dlq check: %v", err)
+	}
+	queued := map[string]bool{}
+	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for i := range crashItems {
+		id := "item_" + strconv.Itoa(i)
+		st, in := states[i].State, queued[id]
+		delete(queued, id)
+		var class string
+		switch {
+		case st == state.ItemSucceeded && !in, st == state.ItemSkipped && !in:
+			class = st
+		case in && (st == state.ItemDLQ || st == state.ItemRunning || st == ""):
+			class = state.ItemDLQ // running + queued: failed just before the crash
+		case !in && (st == state.ItemRunning || st == ""):
+			class = "pending"
+		default:
+			t.Fatalf("item %s is %q in the item log and queued=%v in the DLQ", id, st, in)
+		}
+		counts[class]++
+	}
+	if len(queued) > 0 {
+		t.Fatalf("DLQ holds items that are not the job's: %v", queued)
+	}
+	if final && counts["pending"] > 0 {
+		t.Fatalf("%d items still pending after the final resume", counts["pending"])
+	}
+	return counts
+}
+
+// readLines returns a file's lines (none if it does not exist).
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}

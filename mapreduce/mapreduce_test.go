@@ -1,0 +1,237 @@
+package mapreduce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/state"
+)
+
+// fakeDLQ is a map-backed DeadLetters.
+type fakeDLQ struct {
+	mu    sync.Mutex
+	items map[string]DeadLetter
+	fail  error // returned by Add when set
+}
+
+func newFakeDLQ() *fakeDLQ { return &fakeDLQ{items: map[string]DeadLetter{}} }
+
+func (q *fakeDLQ) Add(items ...DeadLetter) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fail != nil {
+		return q.fail
+	}
+	for _, it := range items {
+		old := q.items[it.ItemID]
+		it.Failures = append(old.Failures, it.Failures...)
+		q.items[it.ItemID] = it
+	}
+	return nil
+}
+
+func (q *fakeDLQ) Remove(ids ...string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, id := range ids {
+		delete(q.items, id)
+	}
+	return nil
+}
+
+func (q *fakeDLQ) Queued(ids ...string) (map[string]bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := map[string]bool{}
+	for _, id := range ids {
+		_, out[id] = q.items[id]
+	}
+	return out, nil
+}
+
+func (q *fakeDLQ) ids() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for id := range q.items {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// agentFunc is an Agent made of a function.
+type agentFunc func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome
+
+func (f agentFunc) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	return f(ctx, it, attempt, slot)
+}
+
+func failed(msg string) Outcome {
+	return Outcome{Failed: true, Failure: Failure{Kind: "exit", ExitCode: 1, Message: msg, At: time.Now()}}
+}
+
+// startJob starts a MapReduce job over n plain-line items "0".."n-1";
+// policy is appended to the workflow.
+func startJob(t *testing.T, n, parallel int, policy string) *workflow.Job {
+	t.Helper()
+	dir := t.TempDir()
+	var lines []byte
+	for i := range n {
+		lines = fmt.Appendf(lines, "%d\n", i)
+	}
+	input := filepath.Join(dir, "items.txt")
+	if err := os.WriteFile(input, lines, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf("mode: mapreduce\nmap:\n  input: %s\n  max_parallel: %d\n  agent_template: [{shell: 'true'}]\n%s", input, parallel, policy)
+	wf, err := workflow.Parse("t.yml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := workflow.Start(wf, []byte(src), workflow.Options{Store: state.Store{Dir: filepath.Join(dir, "state")}, JobID: "t", Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+func TestMapBoundsConcurrency(t *testing.T) {
+	j := startJob(t, 30, 3, "")
+	var running, most atomic.Int32
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		running.Add(-1)
+		return Outcome{}
+	})
+	sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Agent: agent})
+	if err != nil || sum.Items.Succeeded != 30 {
+		t.Fatalf("runMap = %+v, %v", sum, err)
+	}
+	if most.Load() != 3 {
+		t.Errorf("at most %d items ran at once, want 3", most.Load())
+	}
+}
+
+// With on_item_failure: retry, an item waiting out its delay gives its
+// slot back: with one slot the other items run meanwhile.
+func TestItemRetryGivesTheSlotBack(t *testing.T) {
+	j := startJob(t, 4, 1, "error_policy: {on_item_failure: retry, retry_config: {max_attempts: 2, backoff: fixed, initial_delay: 200ms}}\n")
+	var mu sync.Mutex
+	var order []string
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		mu.Lock()
+		order = append(order, fmt.Sprintf("%s/%d", it.ID, attempt))
+		mu.Unlock()
+		if it.Index == 0 && attempt == 1 {
+			return failed("first try fails")
+		}
+		return Outcome{}
+	})
+	sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Agent: agent})
+	if err != nil || sum.Items.Succeeded != 4 {
+		t.Fatalf("runMap = %+v, %v", sum, err)
+	}
+	want := []string{"item_0/1", "item_1/1", "item_2/1", "item_3/1", "item_0/2"}
+	if !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+}
+
+// max_failures stops dispatch; the failed items are in the DLQ and the
+// items never started stay pending.
+func TestStopLeavesItemsPending(t *testing.T) {
+	j := startJob(t, 10, 1, "max_failures: 2\n")
+	q := newFakeDLQ()
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		if it.Index == 2 || it.Index == 4 {
+			return failed("no")
+		}
+		return Outcome{}
+	})
+	sum, err := runMap(t.Context(), j, Options{DLQ: q, Agent: agent})
+	var stopped *StoppedError
+	if !errors.As(err, &stopped) || stopped.Rule != "max_failures" {
+		t.Fatalf("err = %v, want a max_failures stop", err)
+	}
+	want := state.ItemCounts{Total: 10, Succeeded: 3, Failed: 2, DLQ: 2, Pending: 5}
+	if sum.Items != want {
+		t.Errorf("counts %+v, want %+v", sum.Items, want)
+	}
+	if got := q.ids(); !slices.Equal(got, []string{"item_2", "item_4"}) {
+		t.Errorf("DLQ %v", got)
+	}
+}
+
+// A failed item whose DLQ write fails is never recorded as in the DLQ: it
+// stays pending, and the job stops with the error.
+func TestDLQWriteFailureLosesNothing(t *testing.T) {
+	j := startJob(t, 3, 1, "")
+	q := newFakeDLQ()
+	q.fail = errors.New("disk full")
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		if it.Index == 1 {
+			return failed("boom")
+		}
+		return Outcome{}
+	})
+	_, err := runMap(t.Context(), j, Options{DLQ: q, Agent: agent})
+	if err == nil || !errors.Is(err, q.fail) {
+		t.Fatalf("err = %v, want the DLQ's error", err)
+	}
+	states, _ := j.State.ReadItemStates()
+	if states[1].State != state.ItemRunning {
+		t.Errorf("item 1 is %q in the item log, want running (pending on resume)", states[1].State)
+	}
+	if _, ok := states[2]; ok {
+		t.Error("item 2 started after the DLQ failed")
+	}
+}
+
+// An item the item log last saw running, but which the DLQ holds, failed
+// between the DLQ write and its state write: resume counts it as in the
+// DLQ and does not run it again.
+func TestReconcileQueuedRunningItem(t *testing.T) {
+	j := startJob(t, 3, 1, "")
+	q := newFakeDLQ()
+	var ran []string
+	first := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome { return Outcome{} })
+	if _, err := runMap(t.Context(), j, Options{DLQ: q, Agent: first}); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite history: item 1 was running when the DLQ took it.
+	log, _ := j.State.OpenItemLog()
+	log.Append(state.ItemRecord{Index: 1, ID: "item_1", State: state.ItemRunning})
+	log.Close()
+	q.Add(DeadLetter{ItemID: "item_1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
+	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		ran = append(ran, it.ID)
+		return Outcome{}
+	})
+	sum, err := runMap(t.Context(), j, Options{DLQ: q, Agent: again})
+	if err != nil || len(ran) != 0 {
+		t.Fatalf("resume ran %v (%v), want nothing", ran, err)
+	}
+	if sum.Items.DLQ != 1 || sum.Items.Succeeded != 2 || sum.Items.Pending != 0 {
+		t.Errorf("counts %+v", sum.Items)
+	}
+	states, _ := j.State.ReadItemStates()
+	if states[1].State != state.ItemDLQ {
+		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
+	}
+}
