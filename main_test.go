@@ -38,8 +38,8 @@ func TestScripts(t *testing.T) {
 			return os.CopyFS(filepath.Join(env.WorkDir, "examples"), os.DirFS("examples"))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile": waitFile,
-			"pidgone":  pidGone,
+			"waitfile":     waitFile,
+			"pidgone":      pidGone,
 			"exitcode":     exitCode,
 			"breakerpause": breakerPause,
 		},

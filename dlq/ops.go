@@ -2,9 +2,9 @@ package dlq
 
 import (
 	"bytes"
-	"errors"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
