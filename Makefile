@@ -32,13 +32,22 @@ vet:
 tidy-check:
 	$(GO) mod tidy -diff
 
+# Go benchmarks, then runner against xargs -P on 2,000 trivial items.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	scripts/bench-map.sh 2000 2 5
+
+# kill -9 running MapReduce jobs at random moments and audit the state
+# after every crash (the normal test run does 20 rounds).
+CHAOS_ROUNDS ?= 200
+chaos:
+	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestCrashResume$$' -timeout 60m .
 
 fuzz:
 	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzExpandShell$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./mapreduce/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME)
 
 ci: tidy-check test
 

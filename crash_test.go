@@ -74,10 +74,11 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 		t.Fatal(err)
 	}
 	crashes := 1 + rng.IntN(3)
-	for c := range crashes {
-		args := []string{"run", "--job-id", "j", "crash.yml"}
-		if c > 0 {
-			args = []string{"resume", "j"}
+	store := state.Store{Dir: filepath.Join(dir, ".runner")}
+	for range crashes {
+		args := []string{"resume", "j"}
+		if _, err := store.Open("j"); errors.Is(err, state.ErrNotFound) {
+			args = []string{"run", "--job-id", "j", "crash.yml"} // the last kill came before the job existed
 		}
 		run := exec.Command("runner", args...)
 		run.Dir = dir
@@ -91,6 +92,9 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 	}
 	time.Sleep(100 * time.Millisecond) // agents orphaned by the last crash finish
 	final := exec.Command("runner", "resume", "j")
+	if _, err := store.Open("j"); errors.Is(err, state.ErrNotFound) {
+		final = exec.Command("runner", "run", "--job-id", "j", "crash.yml")
+	}
 	final.Dir = dir
 	out, err := final.CombinedOutput()
 	var exit *exec.ExitError

@@ -103,6 +103,8 @@ func ValidID(id string) bool {
 func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
 
 // Create makes a new job directory holding a copy of the workflow source.
+// The directory is filled under a temporary name and renamed into place,
+// so that a crash never leaves a half-made job behind its id.
 func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 	if !ValidID(meta.ID) {
 		return nil, fmt.Errorf("invalid job id %q (use letters, digits, '.', '_' and '-')", meta.ID)
@@ -111,20 +113,32 @@ func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
 	dir := filepath.Join(s.jobsDir(), meta.ID)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		if errors.Is(err, os.ErrExist) {
+	if _, err := os.Stat(dir); err == nil {
+		return nil, fmt.Errorf("job %s: %w", meta.ID, ErrExists)
+	}
+	tmp, err := os.MkdirTemp(s.jobsDir(), ".new-"+meta.ID+"-")
+	if err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	if meta.CopyName == "" {
+		meta.CopyName = "workflow" + filepath.Ext(meta.File)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, meta.CopyName), source, 0o600); err != nil {
+		return nil, fmt.Errorf("job %s: %w", meta.ID, err)
+	}
+	j := &Job{Dir: tmp, Meta: meta}
+	if err := j.Save(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if errors.Is(err, os.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
 			return nil, fmt.Errorf("job %s: %w", meta.ID, ErrExists)
 		}
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	if meta.CopyName == "" {
-		meta.CopyName = "workflow" + filepath.Ext(meta.File)
-	}
-	if err := os.WriteFile(filepath.Join(dir, meta.CopyName), source, 0o600); err != nil {
-		return nil, fmt.Errorf("job %s: %w", meta.ID, err)
-	}
-	j := &Job{Dir: dir, Meta: meta}
-	return j, j.Save()
+	j.Dir = dir
+	return j, nil
 }
 
 // Open loads an existing job.
@@ -159,8 +173,8 @@ func (s Store) List() ([]Meta, error) {
 	}
 	var out []Meta
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue // not a job, or one being created
 		}
 		j, err := s.Open(e.Name())
 		if err != nil {
