@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/workflow/eventlog"
 )
 
@@ -24,16 +21,11 @@ func BenchmarkRetryDelayAccuracy(b *testing.B) {
 	os.WriteFile(file, []byte("- shell: exit 1\n  retry_config: {attempts: 201, backoff: fixed, initial_delay: 20ms}\n"), 0o600)
 	var overshoots []time.Duration
 	for i := range b.N {
-		id := "d" + strconv.Itoa(i)
-		var out bytes.Buffer
-		if code := cmd.Main(context.Background(), []string{"run", "-q", "--state-dir", dir, "--job-id", id, file}, &out, &out); code != 1 {
-			b.Fatalf("exit %d: %s", code, out.String())
-		}
-		events, err := eventlog.Read(filepath.Join(dir, "jobs", id, "events.jsonl"), func(e eventlog.Event) bool {
-			return e.Type == "retry_decision" || e.Type == "attempt_started"
-		})
-		if err != nil {
-			b.Fatal(err)
+		var events []eventlog.Event
+		for _, e := range runJob(b, dir, file, "d"+strconv.Itoa(i), 1) {
+			if e.Type == "retry_decision" || e.Type == "attempt_started" {
+				events = append(events, e)
+			}
 		}
 		for k, e := range events {
 			if e.Type != "retry_decision" || e.Str("action") != "retry" || k+1 == len(events) {

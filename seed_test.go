@@ -12,6 +12,22 @@ import (
 	"github.com/runnerdev/runner/workflow/eventlog"
 )
 
+// runJob runs a workflow file in-process as job id under the state dir,
+// checks the exit code and returns the job's events.
+func runJob(t testing.TB, dir, file, id string, wantCode int, flags ...string) []eventlog.Event {
+	t.Helper()
+	var out bytes.Buffer
+	args := append([]string{"run", "-q", "--state-dir", dir, "--job-id", id}, flags...)
+	if code := cmd.Main(context.Background(), append(args, file), &out, &out); code != wantCode {
+		t.Fatalf("run %s: exit %d, want %d: %s", id, code, wantCode, out.String())
+	}
+	events, err := eventlog.Read(filepath.Join(dir, "jobs", id, "events.jsonl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
 // The same --seed gives byte-identical retry delays; another seed differs.
 func TestSeedReproducesJitteredSchedule(t *testing.T) {
 	dir := t.TempDir()
@@ -28,18 +44,11 @@ func TestSeedReproducesJitteredSchedule(t *testing.T) {
   retry_config: {attempts: 4, initial_delay: 10ms, jitter: true, jitter_factor: 1}
 `), 0o600)
 	delays := func(id, seed string) []string {
-		var out, errOut bytes.Buffer
-		code := cmd.Main(context.Background(), []string{"run", "--state-dir", dir, "--job-id", id, "--seed", seed, file}, &out, &errOut)
-		if code != 1 {
-			t.Fatalf("run %s: exit %d: %s", id, code, errOut.String())
-		}
-		events, err := eventlog.Read(filepath.Join(dir, "jobs", id, "events.jsonl"), func(e eventlog.Event) bool { return e.Type == "retry_decision" })
-		if err != nil {
-			t.Fatal(err)
-		}
 		var ds []string
-		for _, e := range events {
-			ds = append(ds, e.Fields["delay_ms"].(interface{ String() string }).String())
+		for _, e := range runJob(t, dir, file, id, 1, "--seed", seed) {
+			if e.Type == "retry_decision" {
+				ds = append(ds, e.Fields["delay_ms"].(interface{ String() string }).String())
+			}
 		}
 		return ds
 	}
