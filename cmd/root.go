@@ -109,6 +109,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newJobsCommand(g),
 		newEventsCommand(g),
 		newDLQCommand(g),
+		newSchemaCommand(g),
 		newVersionCommand(g),
 	)
 	return root

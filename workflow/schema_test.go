@@ -1,0 +1,151 @@
+package workflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+)
+
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
+	if err != nil {
+		t.Fatalf("schema.json: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatalf("schema.json: %v", err)
+	}
+	return s
+}
+
+// instance turns a YAML or JSON workflow into what the schema validates.
+func instance(t *testing.T, src []byte) any {
+	t.Helper()
+	var v any
+	if err := yaml.Unmarshal(src, &v); err != nil {
+		t.Fatal(err)
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// workflowFiles returns every workflow file under examples/ and testdata/,
+// including the .yml, .yaml and .json files inside txtar scripts.
+func workflowFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, root := range []string{"../examples", "../testdata"} {
+		filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.Contains(path, "fuzz") {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			switch filepath.Ext(path) {
+			case ".yml", ".yaml", ".json":
+				files[path] = data
+			case ".txtar":
+				for _, f := range txtar.Parse(data).Files {
+					if ext := filepath.Ext(f.Name); ext == ".yml" || ext == ".yaml" || ext == ".json" {
+						files[path+"/"+f.Name] = f.Data
+					}
+				}
+			}
+			return nil
+		})
+	}
+	return files
+}
+
+// Every workflow the parser accepts under examples/ and testdata/ is valid
+// against the schema.
+func TestSchemaAcceptsEveryValidWorkflow(t *testing.T) {
+	s := compileSchema(t)
+	n := 0
+	for name, src := range workflowFiles(t) {
+		if _, err := Parse(name, src); err != nil {
+			continue // invalid on purpose (validation scripts, fuzz seeds)
+		}
+		n++
+		if err := s.Validate(instance(t, src)); err != nil {
+			t.Errorf("%s: valid for the parser, invalid for the schema: %v", name, err)
+		}
+	}
+	if n < 50 {
+		t.Errorf("only %d workflow files found", n)
+	}
+	t.Logf("%d workflow files validated", n)
+}
+
+// The schema rejects what the parser rejects for its structure.
+func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
+	s := compileSchema(t)
+	for _, src := range []string{
+		"- shel: x\n",
+		"- shell: x\n  claude: /fix\n",
+		"- shell: x\n  retry_config: {attempts: 0}\n",
+		"- shell: x\n  retry_config: {retry_on: [netwrok]}\n",
+		"- shell: x\n  retry: {}\n  retry_config: {}\n",
+		"- shell: x\n  on_failure: {fail_workflow: true}\n",
+		"- shell: x\n  repeat: {until: 'true'}\n",
+		"name: x\n",
+		"mode: mapreduce\nmap: {input: x}\n",
+		"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\non_item_failure: requeue\n",
+		"mode: mapreduce\nmap: {input: x, max_parallel: 0, agent_template: [{shell: x}]}\n",
+		"map: {input: x, agent_template: [{shell: x}]}\n",
+	} {
+		if _, err := Parse("x.yml", []byte(src)); err == nil {
+			t.Fatalf("the parser accepts %q", src)
+		}
+		if err := s.Validate(instance(t, []byte(src))); err == nil {
+			t.Errorf("the schema accepts %q", src)
+		}
+	}
+}
+
+// The schema names exactly the keys the parser knows, so that a key added
+// to one is added to the other.
+func TestSchemaKeysMatchParser(t *testing.T) {
+	var doc struct {
+		Defs map[string]struct {
+			Properties map[string]any `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for def, keys := range map[string][]string{
+		"standard": standardKeys, "mapreduce": mapKeys, "step": stepKeys, "retryPolicy": policyKeys,
+		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
+		"errorPolicy": errorPolicyKeys,
+	} {
+		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
+		want := slices.Sorted(slices.Values(keys))
+		if !slices.Equal(got, want) {
+			t.Errorf("schema $defs/%s has keys %v, the parser %v", def, got, want)
+		}
+	}
+}
