@@ -72,12 +72,12 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		fmt.Fprintf(g.stderr, "%d item(s) would be retried; nothing was run\n", len(selected))
 		return nil
 	}
-	ui := newTerminal(g, o.Output == "json", nil)
-	j, err := workflow.Attach(jobID, workflow.Options{Store: g.store(), Stdout: ui.commandStdout(), Stderr: g.stderr, Listener: ui.event})
+	ui := newTerminal(g, o.Output == "json", nil, "auto")
+	j, err := workflow.Attach(jobID, workflow.Options{Store: g.store(), Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
 	if err != nil {
 		return err
 	}
-	ui.wf = j.Workflow
+	ui.setWorkflow(j.Workflow)
 	if j.Workflow.Mode != workflow.MapReduce {
 		j.Close()
 		return usagef("job %s is a standard workflow; it has no dead-letter queue", jobID)

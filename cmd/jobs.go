@@ -50,13 +50,13 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tWORKFLOW\tSTATUS\tPROGRESS\tSTARTED\tDURATION")
 	for _, m := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Workflow, m.Status, progress(m),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Workflow, m.Status, jobProgress(m),
 			m.Started.Local().Format("2006-01-02 15:04:05"), duration(m))
 	}
 	return tw.Flush()
 }
 
-func progress(m state.Meta) string {
+func jobProgress(m state.Meta) string {
 	if m.Items != nil {
 		return fmt.Sprintf("%d/%d items", m.Items.Succeeded, m.Items.Total)
 	}

@@ -12,6 +12,7 @@ import (
 type resumeOptions struct {
 	Output      string
 	MaxParallel int
+	Progress    string
 }
 
 func newResumeCommand(g *globalOptions) *cobra.Command {
@@ -30,6 +31,7 @@ captured variables are restored.`,
 	}
 	c.Flags().StringVar(&o.Output, "output", "text", "summary format: text or json")
 	c.Flags().IntVar(&o.MaxParallel, "max-parallel", 0, "override map.max_parallel (MapReduce)")
+	c.Flags().StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
 	return c
 }
 
@@ -37,14 +39,14 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if o.Output != "text" && o.Output != "json" {
 		return usagef("--output must be text or json, not %q", o.Output)
 	}
-	ui := newTerminal(g, o.Output == "json", nil)
+	ui := newTerminal(g, o.Output == "json", nil, o.Progress)
 	j, err := workflow.Resume(id, workflow.Options{
-		Store: g.store(), Stdout: ui.commandStdout(), Stderr: g.stderr, Listener: ui.event,
+		Store: g.store(), Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
 	})
 	if err != nil {
 		return err
 	}
-	ui.wf = j.Workflow
+	ui.setWorkflow(j.Workflow)
 	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.State.Meta.ID)
 	return finishJob(ctx, ui, j, o.MaxParallel)
 }

@@ -98,10 +98,10 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if o.DryRun {
 		return dryRun(g.stdout, wf)
 	}
-	ui := newTerminal(g, o.Output == "json", wf)
+	ui := newTerminal(g, o.Output == "json", wf, o.Progress)
 	j, err := workflow.Start(wf, source, workflow.Options{
 		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed,
-		Stdout: ui.commandStdout(), Stderr: g.stderr, Listener: ui.event,
+		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
 	})
 	if err != nil {
 		return err

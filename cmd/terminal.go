@@ -21,33 +21,59 @@ type terminal struct {
 	g    *globalOptions
 	json bool
 	wf   *workflow.Workflow
+	p    *progress
 
 	mu       sync.Mutex
 	failures []eventlog.Event // item failures not yet shown (error_collection)
 	failed   int              // item failures so far
 }
 
-func newTerminal(g *globalOptions, jsonOutput bool, wf *workflow.Workflow) *terminal {
-	return &terminal{g: g, json: jsonOutput, wf: wf}
+// newTerminal starts showing a job; progressMode is auto, always or never.
+func newTerminal(g *globalOptions, jsonOutput bool, wf *workflow.Workflow, progressMode string) *terminal {
+	t := &terminal{g: g, json: jsonOutput, p: newProgress(g.stderr, progressMode, g.NoColor, g.Quiet)}
+	t.setWorkflow(wf)
+	return t
+}
+
+// setWorkflow names the workflow being run, once known.
+func (t *terminal) setWorkflow(wf *workflow.Workflow) {
+	t.wf = wf
+	if wf != nil {
+		t.p.mu.Lock()
+		t.p.steps = len(wf.Steps)
+		t.p.mu.Unlock()
+	}
 }
 
 // commandStdout is where commands' own stdout goes: the terminal's stdout,
 // or stderr when stdout carries the JSON document.
 func (t *terminal) commandStdout() io.Writer {
 	if t.json {
-		return t.g.stderr
+		return t.p.output(t.g.stderr)
 	}
-	return t.g.stdout
+	return t.p.output(t.g.stdout)
 }
 
+// commandStderr is where commands' own stderr goes.
+func (t *terminal) commandStderr() io.Writer { return t.p.output(t.g.stderr) }
+
+// printf prints a line of runner's own above the progress line; failure
+// lines are red and breaker lines yellow on a colour terminal.
 func (t *terminal) printf(format string, args ...any) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	fmt.Fprintf(t.g.stderr, format, args...)
+	text := strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")
+	color := ""
+	switch {
+	case strings.HasPrefix(text, "!!!"):
+		color = red
+	case strings.HasPrefix(text, "    circuit breaker"):
+		color = yellow
+	}
+	t.p.println(text, color)
 }
 
 // event renders one event as a line, by verbosity.
 func (t *terminal) event(e eventlog.Event) {
+	t.p.observe(e)
 	if t.g.Quiet {
 		return
 	}
@@ -64,7 +90,7 @@ func (t *terminal) event(e eventlog.Event) {
 	case "threshold_reached":
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case "step_started":
-		t.printf("==> %s %s\n", step, e.Str("command"))
+		t.printf("==> %s %s\n", step, firstCommandLine(e.Str("command")))
 	case "step_skipped":
 		t.printf("--- skipped %s (%s)\n", step, e.Str("reason"))
 	case "step_failed":
@@ -93,6 +119,15 @@ func (t *terminal) event(e eventlog.Event) {
 			t.printf("    %s\n", line)
 		}
 	}
+}
+
+// firstCommandLine shows a multi-line command by its first line.
+func firstCommandLine(cmd string) string {
+	cmd = strings.TrimSpace(cmd)
+	if first, _, more := strings.Cut(cmd, "\n"); more {
+		return first + " …"
+	}
+	return cmd
 }
 
 // itemEvent renders an event of a map agent: item failures per the
@@ -244,14 +279,15 @@ func (t *terminal) summary(j *workflow.Job, res jobResult) {
 	for _, h := range res.steps.Handled {
 		s.Handled = append(s.Handled, h.Error())
 	}
+	if !t.g.Quiet && !t.json {
+		t.flushFailures()
+	}
+	t.p.close()
 	if t.json {
 		enc := json.NewEncoder(t.g.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s)
 		return
-	}
-	if !t.g.Quiet {
-		t.flushFailures()
 	}
 	d := time.Duration(s.DurationMS) * time.Millisecond
 	line := fmt.Sprintf("%s: %s in %s: ", res.status, j.State.Meta.ID, d)
@@ -273,6 +309,13 @@ func (t *terminal) summary(j *workflow.Job, res jobResult) {
 		if res.steps.Failed > 0 {
 			line += fmt.Sprintf(", %d failed", res.steps.Failed)
 		}
+	}
+	if t.p.color {
+		color := green
+		if res.code != ExitOK {
+			color = red
+		}
+		line = color + line + "\x1b[0m"
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
