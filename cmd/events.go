@@ -105,16 +105,71 @@ func printEvent(g *globalOptions, asJSON bool, e eventlog.Event) error {
 		_, err = fmt.Fprintf(g.stdout, "%s\n", line)
 		return err
 	}
+	_, err := fmt.Fprintf(g.stdout, "%s  %-18s %s\n", e.Time.Local().Format(time.DateTime+".000"), e.Type, describeEvent(e))
+	return err
+}
+
+// describeEvent says what an event means in a few words; types without a
+// description show their fields as key=value.
+func describeEvent(e eventlog.Event) string {
+	who := e.Str("step")
+	if item := e.Str("item_id"); item != "" {
+		who = "item " + item
+		if step := e.Str("step"); step != "" {
+			who += " " + step
+		}
+	}
+	n := func(name string) int64 { return toInt64(e.Fields[name]) }
+	ms := func(name string) time.Duration { return time.Duration(n(name)) * time.Millisecond }
+	switch e.Type {
+	case "job_started":
+		return fmt.Sprintf("%s (%s) from %s, seed %v", e.Str("workflow"), e.Str("mode"), e.Str("file"), e.Fields["seed"])
+	case "job_completed", "job_failed", "job_stopped", "job_interrupted":
+		s := fmt.Sprintf("%s, exit %d, after %s", e.Str("status"), n("exit_code"), ms("duration_ms"))
+		if err := e.Str("error"); err != "" {
+			s += ": " + err
+		}
+		return s
+	case "step_started":
+		return who + ": " + firstCommandLine(e.Str("command"))
+	case "step_completed":
+		return fmt.Sprintf("%s: exit %d in %s", who, n("exit_code"), ms("duration_ms"))
+	case "step_failed":
+		return who + ": " + e.Str("error")
+	case "step_skipped":
+		return who + ": " + e.Str("reason")
+	case "attempt_started":
+		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
+	case "attempt_succeeded":
+		return fmt.Sprintf("%s: attempt %d succeeded in %s", who, n("attempt"), ms("duration_ms"))
+	case "attempt_failed":
+		return fmt.Sprintf("%s: attempt %d failed (%s) after %s: %s", who, n("attempt"), failureKind(e), ms("duration_ms"), e.Str("message"))
+	case "retry_decision":
+		return who + ": " + retryLine(e)
+	case "item_started":
+		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
+	case "item_succeeded":
+		return fmt.Sprintf("%s in %s", who, ms("duration_ms"))
+	case "item_failed":
+		return fmt.Sprintf("%s (%s): %s", who, e.Str("action"), e.Str("message"))
+	case "item_retrying":
+		return fmt.Sprintf("%s: attempt %d failed, again in %s: %s", who, n("attempt"), ms("delay_ms"), e.Str("message"))
+	case "item_skipped", "dlq_added", "dlq_removed":
+		return strings.TrimSpace(who + " " + e.Str("reason"))
+	case "threshold_reached":
+		return e.Str("rule") + ": " + e.Str("reason")
+	case "circuit_opened", "circuit_half_open", "circuit_closed":
+		return strings.TrimSpace(e.Str("scope") + " " + who)
+	}
 	keys := make([]string, 0, len(e.Fields))
 	for k := range e.Fields {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var b strings.Builder
+	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		v, _ := json.Marshal(e.Fields[k])
-		fmt.Fprintf(&b, " %s=%s", k, v)
+		parts = append(parts, k+"="+string(v))
 	}
-	_, err := fmt.Fprintf(g.stdout, "%s  %-18s%s\n", e.Time.Local().Format(time.DateTime+".000"), e.Type, b.String())
-	return err
+	return strings.Join(parts, " ")
 }

@@ -200,15 +200,7 @@ func (t *terminal) flushFailures() {
 // retryLine renders a retry decision:
 // "attempt 2/5 failed (exit 22, matched rate_limit); retrying in 2.1s".
 func retryLine(e eventlog.Event) string {
-	what := e.Str("kind")
-	switch what {
-	case "exit":
-		what = fmt.Sprintf("exit %v", e.Fields["exit_code"])
-	case "circuit_open":
-		what = "circuit open"
-	case "timeout":
-		what = "timed out"
-	}
+	what := failureKind(e)
 	reason := e.Str("reason")
 	attempt := fmt.Sprint(e.Fields["attempt"])
 	if limit := fmt.Sprint(e.Fields["limit"]); limit != "0" && limit != "<nil>" {
@@ -225,6 +217,20 @@ func retryLine(e eventlog.Event) string {
 		delay = delay.Round(100 * time.Millisecond)
 	}
 	return fmt.Sprintf("attempt %s failed (%s); retrying in %s", attempt, what, delay)
+}
+
+// failureKind words an event's failure kind: "exit 22", "timed out".
+func failureKind(e eventlog.Event) string {
+	switch kind := e.Str("kind"); kind {
+	case "exit":
+		return fmt.Sprintf("exit %v", e.Fields["exit_code"])
+	case "circuit_open":
+		return "circuit open"
+	case "timeout":
+		return "timed out"
+	default:
+		return kind
+	}
 }
 
 // toInt64 reads a number field of an event (int64 when just emitted,
