@@ -110,6 +110,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newEventsCommand(g),
 		newDLQCommand(g),
 		newSchemaCommand(g),
+		newReportCommand(g),
 		newVersionCommand(g),
 	)
 	return root
