@@ -13,6 +13,7 @@ type resumeOptions struct {
 	Output      string
 	MaxParallel int
 	Progress    string
+	JUnit       string
 }
 
 func newResumeCommand(g *globalOptions) *cobra.Command {
@@ -32,6 +33,7 @@ captured variables are restored.`,
 	c.Flags().StringVar(&o.Output, "output", "text", "summary format: text or json")
 	c.Flags().IntVar(&o.MaxParallel, "max-parallel", 0, "override map.max_parallel (MapReduce)")
 	c.Flags().StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
+	c.Flags().StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 	return c
 }
 
@@ -48,5 +50,5 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	}
 	ui.setWorkflow(j.Workflow)
 	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.State.Meta.ID)
-	return finishJob(ctx, ui, j, o.MaxParallel)
+	return finishJob(ctx, ui, j, o.MaxParallel, o.JUnit)
 }

@@ -23,6 +23,7 @@ type runOptions struct {
 	Set         []string
 	Output      string
 	Progress    string
+	JUnit       string
 }
 
 func (o *runOptions) addFlags(cmd *cobra.Command) {
@@ -34,6 +35,7 @@ func (o *runOptions) addFlags(cmd *cobra.Command) {
 	f.StringArrayVar(&o.Set, "set", nil, "set a variable: --set KEY=VALUE (overrides env:)")
 	f.StringVar(&o.Output, "output", "text", "summary format: text or json (json: one document on stdout)")
 	f.StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
+	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -107,12 +109,12 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	fmt.Fprintf(g.stderr, "job: %s\n", j.State.Meta.ID)
-	return finishJob(ctx, ui, j, o.MaxParallel)
+	return finishJob(ctx, ui, j, o.MaxParallel, o.JUnit)
 }
 
 // finishJob runs a started or resumed job to its end, records how it
 // ended and reports it.
-func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel int) error {
+func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel int, junit string) error {
 	var (
 		res jobResult
 		err error
@@ -147,6 +149,11 @@ func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel i
 	if ferr := j.Finish(res.status, res.code, err, fields); ferr != nil && err == nil {
 		err = ferr
 		res.status, res.code = state.Failed, ExitFailed
+	}
+	if junit != "" {
+		if jerr := writeJUnit(junit, j); jerr != nil {
+			fmt.Fprintf(ui.g.stderr, "runner: junit report: %v\n", jerr)
+		}
 	}
 	res.err = err
 	ui.summary(j, res)
