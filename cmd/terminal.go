@@ -203,14 +203,22 @@ func retryLine(e eventlog.Event) string {
 	what := failureKind(e)
 	reason := e.Str("reason")
 	attempt := fmt.Sprint(e.Fields["attempt"])
-	if limit := fmt.Sprint(e.Fields["limit"]); limit != "0" && limit != "<nil>" {
-		attempt += "/" + limit
+	n, count, limit := toInt64(e.Fields["attempt"]), toInt64(e.Fields["count"]), toInt64(e.Fields["limit"])
+	perPolicy := "" // list form: the handling policy's own count
+	switch {
+	case limit > 0 && count == n:
+		attempt += fmt.Sprintf("/%d", limit)
+	case limit > 0:
+		perPolicy = fmt.Sprintf(" %d/%d", count, limit)
 	}
 	if e.Str("action") != "retry" {
+		if m := e.Str("matcher"); perPolicy != "" && m != "" {
+			what += ", matched " + m + perPolicy
+		}
 		return fmt.Sprintf("attempt %s failed (%s); giving up: %s", attempt, what, reason)
 	}
 	if reason != "matched any failure" {
-		what += ", " + reason
+		what += ", " + reason + perPolicy
 	}
 	delay := time.Duration(toInt64(e.Fields["delay_ms"])) * time.Millisecond
 	if delay >= time.Second {

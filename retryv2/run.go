@@ -36,6 +36,7 @@ type Decision struct {
 	Delay   time.Duration // before the next attempt
 	Reason  string        // why: a Reason* constant, or "matched X", "retry-after"
 	Limit   int           // the handling policy's attempts (for "attempt 2/5")
+	Count   int           // failures the handling policy has seen, this one included
 	Failure Outcome       // the failed attempt
 }
 
@@ -192,6 +193,7 @@ func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, bu
 		}
 		d.Policy, d.Matcher, d.Limit = i, matcher, p.Attempts
 		failures[i]++
+		d.Count = failures[i]
 		if failures[i] >= p.Attempts {
 			d.Reason = ReasonExhausted
 			if o.Kind == KindCircuitOpen {

@@ -122,6 +122,7 @@ func decisionFields(key string, d retryv2.Decision) map[string]any {
 		"delay_ms":  ms(d.Delay),
 		"reason":    d.Reason,
 		"limit":     d.Limit,
+		"count":     d.Count,
 		"kind":      d.Failure.Kind,
 		"exit_code": d.Failure.ExitCode,
 	}
