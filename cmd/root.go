@@ -111,6 +111,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newDLQCommand(g),
 		newSchemaCommand(g),
 		newReportCommand(g),
+		newCompletionCommand(g),
 		newVersionCommand(g),
 	)
 	return root

@@ -12,9 +12,10 @@ var Version = ""
 
 func newVersionCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print runner's version",
-		Args:  exactArgs(0),
+		Use:     "version",
+		Short:   "Print runner's version",
+		Example: "  runner version",
+		Args:    exactArgs(0),
 		RunE: func(*cobra.Command, []string) error {
 			fmt.Fprintln(g.stdout, "runner", version())
 			return nil

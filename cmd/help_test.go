@@ -1,0 +1,27 @@
+package cmd
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// Every command's --help has examples, and the root's lists exit codes.
+func TestHelpHasExamples(t *testing.T) {
+	root := newRootCommand(&globalOptions{stdout: io.Discard, stderr: io.Discard})
+	if !strings.Contains(root.Long, "Exit codes:") {
+		t.Error("runner --help does not list the exit codes")
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() != "help" && strings.TrimSpace(c.Example) == "" {
+			t.Errorf("%q has no examples in its --help", c.CommandPath())
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
