@@ -204,6 +204,9 @@ func retryLine(e eventlog.Event) string {
 	reason := e.Str("reason")
 	attempt := fmt.Sprint(e.Fields["attempt"])
 	n, count, limit := toInt64(e.Fields["attempt"]), toInt64(e.Fields["count"]), toInt64(e.Fields["limit"])
+	if count == 0 {
+		count = n // a log written before events carried the count
+	}
 	perPolicy := "" // list form: the handling policy's own count
 	switch {
 	case limit > 0 && count == n:
