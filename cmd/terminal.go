@@ -26,6 +26,7 @@ type terminal struct {
 	mu       sync.Mutex
 	failures []eventlog.Event // item failures not yet shown (error_collection)
 	failed   int              // item failures so far
+	phase    string           // MapReduce: "setup" until the map starts, then "reduce"
 }
 
 // newTerminal starts showing a job; progressMode is auto, always or never.
@@ -38,6 +39,9 @@ func newTerminal(g *globalOptions, jsonOutput bool, wf *workflow.Workflow, progr
 // setWorkflow names the workflow being run, once known.
 func (t *terminal) setWorkflow(wf *workflow.Workflow) {
 	t.wf = wf
+	if wf != nil && wf.Mode == workflow.MapReduce {
+		t.phase = "setup "
+	}
 	if wf != nil {
 		t.p.mu.Lock()
 		t.p.steps = len(wf.Steps)
@@ -86,11 +90,12 @@ func (t *terminal) event(e eventlog.Event) {
 	case "items_loaded":
 		t.printf("loaded %v items from %s\n", e.Fields["total"], e.Str("source"))
 	case "map_started":
+		t.phase = "reduce "
 		t.printf("==> map: %v items, %v to run, max_parallel %v\n", e.Fields["total"], e.Fields["pending"], e.Fields["max_parallel"])
 	case "threshold_reached":
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case "step_started":
-		t.printf("==> %s %s\n", step, firstCommandLine(e.Str("command")))
+		t.printf("==> %s%s %s\n", t.phase, step, firstCommandLine(e.Str("command")))
 	case "step_skipped":
 		t.printf("--- skipped %s (%s)\n", step, e.Str("reason"))
 	case "step_failed":
