@@ -18,11 +18,13 @@ const maxNodes = 200_000
 // decoder turns yaml.Nodes into workflow types, collecting every problem
 // with its position instead of stopping at the first.
 type decoder struct {
-	file   string
-	errs   ParseErrors
-	nodes  int  // nodes visited so far
-	bombed bool // maxNodes was passed
-	ids    map[string]*yaml.Node
+	file    string
+	src     []byte
+	errs    ParseErrors
+	nodes   int  // nodes visited so far
+	bombed  bool // maxNodes was passed
+	ids     map[string]*yaml.Node
+	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
 }
 
 // errorf records a problem at n's position.
@@ -30,9 +32,9 @@ func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 	if len(d.errs) >= maxErrors {
 		return
 	}
-	e := &ParseError{File: d.file, Msg: fmt.Sprintf(format, args...)}
+	e := &ParseError{File: d.file, Pos: Pos{Line: 1, Col: 1}, Msg: fmt.Sprintf(format, args...)} // whole-file problems: 1:1
 	if n != nil {
-		e.Line, e.Col = n.Line, n.Column
+		e.Line, e.Col = max(n.Line, 1), max(n.Column, 1)
 	}
 	d.errs = append(d.errs, e)
 }
@@ -52,7 +54,17 @@ func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 		d.errorf(n, "the file expands to more than %d values (aliases repeated too often?)", maxNodes)
 		return nil
 	}
+	if tag := n.ShortTag(); !standardTags[tag] {
+		d.errorf(n, "YAML tag %s is not supported (a workflow holds plain strings, numbers, booleans, lists and mappings)", tag)
+		return nil
+	}
 	return n
+}
+
+// standardTags are the YAML types a workflow may hold.
+var standardTags = map[string]bool{
+	"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true,
+	"!!map": true, "!!seq": true, "!!merge": true,
 }
 
 // describe names what a node holds, for "must be X, not Y" messages.
@@ -124,68 +136,94 @@ func (d *decoder) oneOf(f *fields, names ...string) *yaml.Node {
 	return f.get(found)
 }
 
-// mapping checks that n is a mapping whose keys are all in known, and
-// returns its fields. Merge keys (<<: *anchor) are expanded; explicit keys
-// win over merged ones.
-func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
+// entry is one key and its value in a mapping.
+type entry struct{ key, val *yaml.Node }
+
+// entries returns a mapping's pairs in order, with merge keys (<<: *anchor,
+// or a list of them) expanded: explicit keys win over merged ones. It
+// reports keys that are not plain names, duplicate keys and merges that
+// include themselves.
+func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
 	if n = d.resolve(n); n == nil {
-		return nil
+		return nil, false
 	}
 	if n.Kind != yaml.MappingNode {
 		d.errorf(n, "%s must be a mapping, not %s", what, describe(n))
-		return nil
+		return nil, false
 	}
-	f := &fields{node: n, vals: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
-	var merged []*yaml.Node
+	if d.merging[n] {
+		d.errorf(n, "%s: a merge key (<<) includes the mapping itself", what)
+		return nil, false
+	}
+	var (
+		out    []entry
+		seen   = map[string]*yaml.Node{}
+		merged []*yaml.Node
+	)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := d.resolve(n.Content[i]), n.Content[i+1]
-		if k == nil {
-			return nil
-		}
-		if k.Kind != yaml.ScalarNode {
+		switch {
+		case k == nil:
+			return nil, false
+		case k.Kind != yaml.ScalarNode:
 			d.errorf(k, "%s: keys must be plain names, not %s", what, describe(k))
-			continue
-		}
-		if k.Value == "<<" && k.ShortTag() == "!!merge" {
+		case k.Value == "<<" && k.ShortTag() == "!!merge":
 			merged = append(merged, v)
-			continue
+		case seen[k.Value] != nil:
+			d.errorf(k, "key %q appears twice in %s (first at line %d)", k.Value, what, seen[k.Value].Line)
+		default:
+			seen[k.Value] = k
+			out = append(out, entry{k, v})
 		}
-		if prev, dup := f.keys[k.Value]; dup {
-			d.errorf(k, "key %q appears twice in %s (first at line %d)", k.Value, what, prev.Line)
-			continue
-		}
-		if !slices.Contains(known, k.Value) {
-			d.unknownKey(k, what, known)
-			continue
-		}
-		f.keys[k.Value], f.vals[k.Value] = k, v
 	}
-	for _, m := range merged {
-		d.merge(f, m, what, known)
+	if len(merged) == 0 {
+		return out, true
 	}
-	return f
+	if d.merging == nil {
+		d.merging = map[*yaml.Node]bool{}
+	}
+	d.merging[n] = true
+	defer delete(d.merging, n)
+	for len(merged) > 0 {
+		m := d.resolve(merged[0])
+		merged = merged[1:]
+		if m == nil {
+			return out, false
+		}
+		if m.Kind == yaml.SequenceNode {
+			merged = append(slices.Clone(m.Content), merged...)
+			continue
+		}
+		sub, ok := d.entries(m, what)
+		if !ok {
+			continue
+		}
+		for _, e := range sub {
+			if seen[e.key.Value] == nil {
+				seen[e.key.Value] = e.key
+				out = append(out, e)
+			}
+		}
+	}
+	return out, true
 }
 
-// merge adds the keys of a merged mapping (or list of them) that f lacks.
-func (d *decoder) merge(f *fields, m *yaml.Node, what string, known []string) {
-	if m = d.resolve(m); m == nil {
-		return
+// mapping checks that n is a mapping whose keys are all in known, and
+// returns its fields (merge keys expanded).
+func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
+	es, ok := d.entries(n, what)
+	if !ok {
+		return nil
 	}
-	if m.Kind == yaml.SequenceNode {
-		for _, e := range m.Content {
-			d.merge(f, e, what, known)
+	f := &fields{node: d.resolve(n), vals: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+	for _, e := range es {
+		if !slices.Contains(known, e.key.Value) {
+			d.unknownKey(e.key, what, known)
+			continue
 		}
-		return
+		f.keys[e.key.Value], f.vals[e.key.Value] = e.key, e.val
 	}
-	sub := d.mapping(m, what, known)
-	if sub == nil {
-		return
-	}
-	for k, v := range sub.vals {
-		if _, ok := f.keys[k]; !ok {
-			f.keys[k], f.vals[k] = sub.keys[k], v
-		}
-	}
+	return f
 }
 
 // unsupported are Prodigy keys runner deliberately does not support.

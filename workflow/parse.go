@@ -41,7 +41,7 @@ func Load(path string) (*Workflow, error) {
 // is reported, as ParseErrors, before anything could run; file names the
 // source in them.
 func Parse(file string, src []byte) (*Workflow, error) {
-	d := &decoder{file: file, ids: map[string]*yaml.Node{}}
+	d := &decoder{file: file, src: src, ids: map[string]*yaml.Node{}}
 	root := d.document(src)
 	if root == nil {
 		return nil, d.errs
@@ -65,7 +65,10 @@ func (d *decoder) document(src []byte) *yaml.Node {
 		d.errorf(nil, "file is larger than %d MiB", MaxFileSize>>20)
 		return nil
 	case bytes.IndexByte(src, 0) >= 0:
-		d.errorf(nil, "file is binary (it has a NUL byte), not YAML or JSON")
+		nul := bytes.IndexByte(src, 0)
+		line := 1 + bytes.Count(src[:nul], []byte("\n"))
+		col := nul - bytes.LastIndexByte(src[:nul], '\n')
+		d.errs = append(d.errs, &ParseError{File: d.file, Pos: Pos{Line: line, Col: col}, Msg: "file is binary (a NUL byte here), not YAML or JSON"})
 		return nil
 	}
 	if strings.EqualFold(filepath.Ext(d.file), ".json") && !d.checkJSON(src) {
@@ -114,6 +117,9 @@ func (d *decoder) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	}
 	if strings.Contains(msg, "mapping values are not allowed") {
 		msg += ` (a value that contains ": " must be quoted, or written as a block: shell: |)`
+	}
+	if strings.Contains(msg, "cannot start any token") && bytes.Contains(d.src, []byte("\n\t")) {
+		msg += " (YAML indents with spaces, not tabs)"
 	}
 	d.errs = append(d.errs, &ParseError{File: d.file, Pos: Pos{Line: line, Col: 1}, Msg: "invalid YAML: " + msg})
 	return err
@@ -221,31 +227,23 @@ func (d *decoder) envVars(n *yaml.Node, what string) []EnvVar {
 	if n == nil {
 		return nil
 	}
-	if n = d.resolve(n); n == nil {
-		return nil
+	if r := n; r.Kind == yaml.AliasNode || r.Kind != yaml.MappingNode {
+		if r = d.resolve(n); r == nil || r.Kind != yaml.MappingNode {
+			if r != nil {
+				d.errorf(r, "%s must be a mapping of NAME: value, not %s", what, describe(r))
+			}
+			return nil
+		}
 	}
-	if n.Kind != yaml.MappingNode {
-		d.errorf(n, "%s must be a mapping of NAME: value, not %s", what, describe(n))
-		return nil
-	}
+	es, _ := d.entries(n, what)
 	var out []EnvVar
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := d.resolve(n.Content[i])
-		if k == nil {
-			return out
-		}
-		name := k.Value
-		switch {
-		case k.Kind != yaml.ScalarNode || !envName.MatchString(name):
-			d.errorf(k, "%s: %s is not a valid variable name (letters, digits and _, not starting with a digit)", what, describe(k))
-			continue
-		case seen[name]:
-			d.errorf(k, "%s: %q appears twice", what, name)
+	for _, e := range es {
+		name := e.key.Value
+		if !envName.MatchString(name) {
+			d.errorf(e.key, "%s: %s is not a valid variable name (letters, digits and _, not starting with a digit)", what, describe(e.key))
 			continue
 		}
-		seen[name] = true
-		v := d.resolve(n.Content[i+1])
+		v := d.resolve(e.val)
 		if v == nil {
 			return out
 		}

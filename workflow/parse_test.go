@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
 )
@@ -376,5 +378,24 @@ func FuzzParse(f *testing.F) {
 		if err != nil && !errors.As(err, &pe) {
 			t.Fatalf("error %T: %v", err, err)
 		}
+	})
+}
+
+// FuzzExprSource: translating and compiling any condition never panics;
+// text without ${ is left as written.
+func FuzzExprSource(f *testing.F) {
+	for _, s := range []string{`${DEPLOY} == "yes"`, `steps.build.exit_code == 0`, `${steps.my-step.output:-none} != ""`,
+		`item.size > 0 && kind in ["a", "b"]`, `${a.b[0]}`, `${`, `$`, `len(${x}) > ${y:-3}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		out := exprSource(src)
+		if !strings.Contains(src, "${") && out != src {
+			t.Fatalf("exprSource(%q) = %q, want it unchanged", src, out)
+		}
+		d := &decoder{file: "f.yml"}
+		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: src, Line: 1, Column: 1}
+		d.compileExpr(n, "when", nil)
+		d.compileExpr(n, "retry_on.when", outcomeEnv)
 	})
 }
