@@ -86,9 +86,13 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(20+rng.IntN(400)) * time.Millisecond)
-		run.Process.Signal(syscall.SIGKILL)
+		sig := syscall.SIGKILL
+		if rng.IntN(4) == 0 {
+			sig = syscall.SIGINT // an interrupt must leave the same guarantees
+		}
+		run.Process.Signal(sig)
 		run.Wait()
-		auditCrashJob(t, dir, false)
+		auditJob(t, store, "j", crashItems, false)
 	}
 	time.Sleep(100 * time.Millisecond) // agents orphaned by the last crash finish
 	final := exec.Command("runner", "resume", "j")
@@ -107,7 +111,7 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 	default:
 		t.Fatalf("final resume: %v\n%s", err, out)
 	}
-	counts := auditCrashJob(t, dir, true)
+	counts := auditJob(t, store, "j", crashItems, true)
 	failing := crashItems / 7
 	if counts[state.ItemDLQ] != failing || counts[state.ItemSucceeded] != crashItems-failing {
 		t.Errorf("end state %v, want %d succeeded and %d in the DLQ", counts, crashItems-failing, failing)
@@ -121,13 +125,13 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 	}
 }
 
-// auditCrashJob classifies every item of job j in dir from its files and
-// fails on any item that is not exactly one of succeeded, in the DLQ,
-// skipped or pending. With final, no item may be pending. It returns the
-// count per class.
-func auditCrashJob(t *testing.T, dir string, final bool) map[string]int {
+// auditJob classifies every item of a job (total items with default ids)
+// from its files and fails on any item that is not exactly one of
+// succeeded, in the DLQ, skipped or pending. With final, no item may be
+// pending. It returns the count per class.
+func auditJob(t *testing.T, store state.Store, jobID string, total int, final bool) map[string]int {
 	t.Helper()
-	job, err := state.Store{Dir: filepath.Join(dir, ".runner")}.Open("j")
+	job, err := store.Open(jobID)
 	if errors.Is(err, state.ErrNotFound) && !final {
 		return nil // killed before the job was created
 	}
@@ -138,8 +142,8 @@ func auditCrashJob(t *testing.T, dir string, final bool) map[string]int {
 	if len(ids) == 0 && !final {
 		return nil // killed before the items were loaded: all pending
 	}
-	if len(ids) != crashItems {
-		t.Fatalf("items file has %d items, want %d", len(ids), crashItems)
+	if len(ids) != total {
+		t.Fatalf("items file has %d items, want %d", len(ids), total)
 	}
 	states, err := job.ReadItemStates()
 	if err != nil {
@@ -158,7 +162,7 @@ func auditCrashJob(t *testing.T, dir string, final bool) map[string]int {
 		t.Fatal(err)
 	}
 	counts := map[string]int{}
-	for i := range crashItems {
+	for i := range total {
 		id := "item_" + strconv.Itoa(i)
 		st, in := states[i].State, queued[id]
 		delete(queued, id)

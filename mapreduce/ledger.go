@@ -99,7 +99,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	if action == errorpolicy.Skip {
 		status, st = "skipped", state.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
-		return nil, fmt.Errorf("item %s: dlq: %w", it.ID, err)
+		return nil, fmt.Errorf("item %s: %w", it.ID, err)
 	}
 	if err := l.result(it, status, out); err != nil {
 		return nil, err
