@@ -114,7 +114,7 @@ func breakerPause(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("breakerpause: %v", err)
 	}
-	events, err := eventlog.Read(ts.MkAbs(filepath.Join(".runner", "jobs", args[0], "events.jsonl")), nil)
+	events, err := eventlog.Read(ts.MkAbs(filepath.Join(".runner", "jobs", args[0], "events.jsonl")), eventlog.Query{})
 	if err != nil {
 		ts.Fatalf("breakerpause: %v", err)
 	}

@@ -21,7 +21,7 @@ func runJob(t testing.TB, dir, file, id string, wantCode int, flags ...string) [
 	if code := cmd.Main(context.Background(), append(args, file), &out, &out); code != wantCode {
 		t.Fatalf("run %s: exit %d, want %d: %s", id, code, wantCode, out.String())
 	}
-	events, err := eventlog.Read(filepath.Join(dir, "jobs", id, "events.jsonl"), nil)
+	events, err := eventlog.Read(filepath.Join(dir, "jobs", id, "events.jsonl"), eventlog.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,22 +41,8 @@ func newEventsCommand(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func (o eventsOptions) filter() eventlog.Filter {
-	return func(e eventlog.Event) bool {
-		if len(o.Type) > 0 && !contains(o.Type, e.Type) {
-			return false
-		}
-		return o.Item == "" || e.Str("item_id") == o.Item
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+func (o eventsOptions) query() eventlog.Query {
+	return eventlog.Query{Types: o.Type, Item: o.Item}
 }
 
 func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string) error {
@@ -72,11 +58,11 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 			}
 			return false
 		}
-		return eventlog.Follow(ctx, j.EventsPath(), o.filter(), func(e eventlog.Event) error {
+		return eventlog.Follow(ctx, j.EventsPath(), o.query(), func(e eventlog.Event) error {
 			return printEvent(g, o.JSON, e)
 		}, end)
 	}
-	events, err := eventlog.Read(j.EventsPath(), o.filter())
+	events, err := eventlog.Read(j.EventsPath(), o.query())
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ type junitSkipped struct {
 // step (standard workflows; steps never reached are skipped) or per item
 // plus the setup and reduce steps (MapReduce), each with its last outcome.
 func writeJUnit(path string, j *workflow.Job) error {
-	events, err := eventlog.Read(j.State.EventsPath(), nil)
+	events, err := eventlog.Read(j.State.EventsPath(), eventlog.Query{})
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func runReport(g *globalOptions, jobID, out string) error {
 	if err != nil {
 		return err
 	}
-	events, err := eventlog.Read(j.EventsPath(), nil)
+	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{})
 	if err != nil {
 		return err
 	}

@@ -42,20 +42,38 @@ func TestReadRoundTripAndFilter(t *testing.T) {
 	l.Emit("b", nil)
 	l.Emit("a", map[string]any{"item_id": "y"})
 	l.Close()
-	all, err := Read(path, nil)
+	all, err := Read(path, Query{})
 	if err != nil || len(all) != 3 {
 		t.Fatalf("Read = %d events, %v", len(all), err)
 	}
-	got, _ := Read(path, func(e Event) bool { return e.Type == "a" && e.Str("item_id") == "y" })
+	got, _ := Read(path, Query{Types: []string{"a"}, Item: "y"})
 	if len(got) != 1 || got[0].JobID != "j" {
 		t.Errorf("filtered = %+v", got)
+	}
+}
+
+// The quick test on raw lines lets through lines that only mention the
+// type or item; the exact test then drops them. Ids with quotes match.
+func TestQueryPrefilterIsOnlyAHint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l, _ := Open(path, "j", Options{})
+	l.Emit("c", map[string]any{"item_id": "y", "message": `"a" happened to "y"`})
+	l.Emit("a", map[string]any{"item_id": `q"uote`})
+	l.Emit("a", map[string]any{"item_id": "other", "message": `"q\"uote"`})
+	l.Close()
+	if got, _ := Read(path, Query{Types: []string{"a"}, Item: "y"}); len(got) != 0 {
+		t.Errorf("a c event mentioning \"a\" was selected: %+v", got)
+	}
+	got, _ := Read(path, Query{Item: `q"uote`})
+	if len(got) != 1 || got[0].Type != "a" {
+		t.Errorf("quoted id: %+v", got)
 	}
 }
 
 func TestReadIgnoresTornLastLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	os.WriteFile(path, []byte(`{"time":"2026-11-22T10:00:00Z","job_id":"j","type":"a"}`+"\n"+`{"time":"2026-11-22T10:00:01Z","jo`), 0o600)
-	got, err := Read(path, nil)
+	got, err := Read(path, Query{})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Read = %v, %v; want the one complete event", got, err)
 	}
@@ -64,7 +82,7 @@ func TestReadIgnoresTornLastLine(t *testing.T) {
 func TestReadReportsDamage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	os.WriteFile(path, []byte("not json\n"), 0o600)
-	if _, err := Read(path, nil); err == nil || !strings.Contains(err.Error(), "damaged entry at byte 0") {
+	if _, err := Read(path, Query{}); err == nil || !strings.Contains(err.Error(), "damaged entry at byte 0") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -95,7 +113,7 @@ func TestConcurrentEmitKeepsLinesWhole(t *testing.T) {
 	}
 	wg.Wait()
 	l.Close()
-	got, err := Read(path, nil)
+	got, err := Read(path, Query{})
 	if err != nil || len(got) != 800 {
 		t.Fatalf("Read = %d, %v", len(got), err)
 	}
@@ -113,7 +131,7 @@ func TestFollowStopsAtEndEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	var seen []string
-	err := Follow(ctx, path, nil, func(e Event) error { seen = append(seen, e.Type); return nil },
+	err := Follow(ctx, path, Query{}, func(e Event) error { seen = append(seen, e.Type); return nil },
 		func(e Event) bool { return e.Type == "end" })
 	if err != nil || strings.Join(seen, ",") != "start,middle,end" {
 		t.Fatalf("seen %v, err %v", seen, err)
