@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,4 +283,20 @@ func TestWriterBatchesConcurrentAdds(t *testing.T) {
 	if c, err := d.Count(); err != nil || c != n {
 		t.Errorf("count = %d, %v; want %d", c, err, n)
 	}
+}
+
+// BenchmarkWriterAdd is the cost of a failed item reaching the DLQ when 8
+// goroutines fail at once (their adds share transactions).
+func BenchmarkWriterAdd(b *testing.B) {
+	w := dlq.NewWriter(filepath.Join(b.TempDir(), "dlq.db"), dlq.Options{})
+	var n atomic.Int64
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			if err := w.Add(dlq.Entry{JobID: "j", ItemID: fmt.Sprintf("item_%d", i), ItemIndex: int(i), Failure: dlq.Failure{Kind: "exit", Message: "boom"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

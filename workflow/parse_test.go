@@ -399,3 +399,17 @@ func FuzzExprSource(f *testing.F) {
 		d.compileExpr(n, "retry_on.when", outcomeEnv)
 	})
 }
+
+// BenchmarkParse parses the release example.
+func BenchmarkParse(b *testing.B) {
+	src, err := os.ReadFile("../examples/release.yml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse("release.yml", src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -137,3 +137,19 @@ func TestFollowStopsAtEndEvent(t *testing.T) {
 		t.Fatalf("seen %v, err %v", seen, err)
 	}
 }
+
+// BenchmarkEmit is the cost of one event: marshal and one write.
+func BenchmarkEmit(b *testing.B) {
+	l, err := Open(filepath.Join(b.TempDir(), "events.jsonl"), "job", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	fields := map[string]any{"item_id": "item_42", "step": "process", "attempt": 1, "duration_ms": int64(12)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Emit("attempt_succeeded", fields); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -90,3 +90,24 @@ func TestNewIDIsValid(t *testing.T) {
 		t.Errorf("NewID(\"\") = %q", id)
 	}
 }
+
+// BenchmarkItemLogAppend is the cost of one item state change.
+func BenchmarkItemLogAppend(b *testing.B) {
+	j, err := Store{Dir: b.TempDir()}.Create(Meta{ID: "bench", File: "w.yml"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := j.OpenItemLog()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if err := l.Append(ItemRecord{Index: i, ID: "item", State: ItemSucceeded, Attempt: 1, DurationMS: 3}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
