@@ -32,10 +32,11 @@ vet:
 tidy-check:
 	$(GO) mod tidy -diff
 
-# Go benchmarks, then runner against xargs -P on 2,000 trivial items.
+# Go benchmarks, then runner against its peers (scripts/bench.sh; about
+# 40 minutes on 2 cores; QUICK=1 make bench for a small run).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
-	scripts/bench-map.sh 2000 2 5
+	scripts/bench.sh
 
 # kill -9 running MapReduce jobs at random moments and audit the state
 # after every crash (the normal test run does 20 rounds).
@@ -43,8 +44,10 @@ CHAOS_ROUNDS ?= 200
 chaos:
 	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestCrashResume$$' -timeout 60m .
 
+# Each fuzz target for FUZZTIME (CI: 5s each; a long run: FUZZTIME=10m).
 fuzz:
 	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzExprSource$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzExpandShell$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./mapreduce/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME)

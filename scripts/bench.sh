@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# runner's speed, scale and memory against real peers, on this machine:
+#   map overhead   N trivial items at max_parallel P: runner vs xargs -P and GNU parallel
+#   chain overhead a K-step workflow vs a shell script running the same K commands
+#   retries        10,000 items, 10% failing twice before they succeed, zero delay
+#   scale          100,000 items: wall time, peak RSS, state-dir bytes, query latency
+#   streaming      a 1,000,000-item input: peak RSS while it loads
+# Alternating runs, medians. QUICK=1 runs a small version (seconds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+go build -o bin/runner .
+runner=$PWD/bin/runner
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+rounds=${ROUNDS:-5}
+map_sizes=${MAP_SIZES:-"2000 10000"}
+map_parallel=${MAP_PARALLEL:-"2 16"}
+chain_steps=${CHAIN_STEPS:-"10 100 500"}
+retry_items=${RETRY_ITEMS:-10000}
+scale_items=${SCALE_ITEMS:-100000}
+stream_items=${STREAM_ITEMS:-1000000}
+if [ "${QUICK:-}" = 1 ]; then
+	rounds=2 map_sizes=300 map_parallel=2 chain_steps="10 50" retry_items=500 scale_items=2000 stream_items=20000
+fi
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.3f\n", b - a}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+# peak_rss CMD... runs CMD and prints its peak resident set in MB.
+peak_rss() { /usr/bin/time -f %M -o rss.txt "$@" >/dev/null 2>&1 || true; tail -1 rss.txt | awk '{printf "%.0f", $1 / 1024}'; }
+
+if ! command -v parallel >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq parallel >/dev/null 2>&1 || true
+fi
+have_parallel=$(command -v parallel >/dev/null 2>&1 && echo 1 || echo 0)
+
+echo "runner benchmarks, $(date -u +%Y-%m-%d), $(nproc) cores, $(go version | awk '{print $3}')"
+echo
+echo "## map overhead (items run 'true'; median of $rounds alternating runs)"
+[ "$have_parallel" = 1 ] || echo "(GNU parallel is not installed: its column is skipped)"
+printf '%-8s %-4s %10s %10s %10s %14s %14s\n' items P runner xargs parallel runner/xargs runner/parallel
+for n in $map_sizes; do
+	seq 1 "$n" > items.txt
+	for p in $map_parallel; do
+		printf 'name: bench\nmode: mapreduce\nmap:\n  input: items.txt\n  max_parallel: %d\n  agent_template:\n    - shell: "true"\n' "$p" > map.yml
+		: > t.runner; : > t.xargs; : > t.parallel
+		for r in $(seq 1 "$rounds"); do
+			t0=$(now); xargs -P "$p" -I{} sh -c true < items.txt; since "$t0" >> t.xargs
+			t0=$(now); "$runner" run -q --progress never --state-dir "s-$n-$p-$r" map.yml >/dev/null 2>&1; since "$t0" >> t.runner
+			if [ "$have_parallel" = 1 ]; then
+				t0=$(now); parallel -j "$p" sh -c true :::: items.txt; since "$t0" >> t.parallel
+			fi
+			rm -rf "s-$n-$p-$r"
+		done
+		m=$(median < t.runner); x=$(median < t.xargs)
+		if [ "$have_parallel" = 1 ]; then g=$(median < t.parallel); gr=$(ratio "$m" "$g"); else g=-; gr=-; fi
+		printf '%-8s %-4s %9ss %9ss %9ss %14s %14s\n' "$n" "$p" "$m" "$x" "$g" "$(ratio "$m" "$x")" "$gr"
+	done
+done
+
+echo
+echo "## chain overhead (each step 'true' under sh -c, as runner runs steps)"
+printf '%-6s %10s %10s %8s %16s %16s\n' steps runner script ratio runner/step script/step
+for k in $chain_steps; do
+	{ echo "name: chain"; echo "commands:"; for i in $(seq 1 "$k"); do echo "  - shell: \"true\""; done; } > chain.yml
+	{ echo "#!/bin/sh"; for i in $(seq 1 "$k"); do echo "sh -c true"; done; } > chain.sh
+	: > t.runner; : > t.script
+	for r in $(seq 1 "$rounds"); do
+		t0=$(now); sh chain.sh; since "$t0" >> t.script
+		t0=$(now); "$runner" run -q --progress never --state-dir "c-$k-$r" chain.yml >/dev/null 2>&1; since "$t0" >> t.runner
+		rm -rf "c-$k-$r"
+	done
+	m=$(median < t.runner); s=$(median < t.script)
+	printf '%-6s %9ss %9ss %8s %14sms %14sms\n' "$k" "$m" "$s" "$(ratio "$m" "$s")" \
+		"$(awk -v t="$m" -v k="$k" 'BEGIN {printf "%.2f", 1000 * t / k}')" "$(awk -v t="$s" -v k="$k" 'BEGIN {printf "%.2f", 1000 * t / k}')"
+done
+
+echo
+attempts=$((retry_items + retry_items / 10 * 2))
+echo "## retries ($retry_items items, 10% failing twice before they succeed, zero delay, max_parallel 2)"
+echo "(every attempt is one sh process using builtins only; compared with $attempts plain items, the same number of processes)"
+seq 1 "$retry_items" > items.txt
+seq 1 "$attempts" > plain-items.txt
+cat > retry.yml <<'YAML'
+name: retries
+mode: mapreduce
+map:
+  input: items.txt
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        [ $(( ${item} % 10 )) -ne 0 ] && exit 0
+        [ -e "tries/${item}.2" ] && exit 0
+        [ -e "tries/${item}.1" ] && { : > "tries/${item}.2"; exit 1; }
+        : > "tries/${item}.1"; exit 1
+      retry_config: {attempts: 3, initial_delay: 0s}
+YAML
+printf 'name: plain\nmode: mapreduce\nmap:\n  input: plain-items.txt\n  max_parallel: 2\n  agent_template:\n    - shell: "true"\n' > plain.yml
+: > t.retry; : > t.plain
+for r in $(seq 1 "$rounds"); do
+	rm -rf tries; mkdir tries
+	t0=$(now); "$runner" run -q --progress never --state-dir "r-$r" retry.yml >/dev/null 2>&1; since "$t0" >> t.retry
+	t0=$(now); "$runner" run -q --progress never --state-dir "p-$r" plain.yml >/dev/null 2>&1; since "$t0" >> t.plain
+	rm -rf "r-$r" "p-$r"
+done
+m=$(median < t.retry); p=$(median < t.plain)
+echo "  $retry_items items with retries ($attempts attempts)  ${m}s"
+echo "  $attempts plain items                        ${p}s"
+echo "  ratio                                    $(ratio "$m" "$p")"
+
+echo
+echo "## scale ($scale_items items of 'true', max_parallel 16)"
+seq 1 "$scale_items" > items.txt
+printf 'name: scale\nmode: mapreduce\nmap:\n  input: items.txt\n  max_parallel: 16\n  agent_template:\n    - shell: "true"\n' > scale.yml
+t0=$(now)
+rss=$(peak_rss "$runner" run -q --progress never --state-dir scale --job-id big scale.yml)
+echo "  wall $(since "$t0")s, peak RSS ${rss} MB, state dir $(du -sb scale | awk '{printf "%.1f", $1 / 1048576}') MB"
+for q in "jobs" "events --type job_completed big" "events --item item_50000 big" "dlq list big" "dlq list"; do
+	: > t.q
+	for r in 1 2 3; do t0=$(now); $runner --state-dir scale $q >/dev/null 2>&1 || true; since "$t0" >> t.q; done
+	printf '  %-36s %6ss\n' "runner $q" "$(median < t.q)"
+done
+
+echo
+echo "## streaming ($stream_items JSON Lines items loaded; the job then stops at its first item)"
+awk -v n="$stream_items" 'BEGIN {for (i = 0; i < n; i++) printf "{\"id\": \"item-%d\", \"path\": \"/data/images/photo-%07d.jpg\", \"size\": %d}\n", i, i, i * 7}' > big.jsonl
+echo "  input $(du -b big.jsonl | awk '{printf "%.0f", $1 / 1048576}') MB"
+for ids in default custom; do
+	extra=""
+	[ "$ids" = custom ] && extra='  item_id: ${item.id}'
+	printf 'name: stream\nmode: mapreduce\nmap:\n  input: big.jsonl\n%s\n  agent_template:\n    - shell: "false"\non_item_failure: stop\n' "$extra" > stream.yml
+	t0=$(now)
+	rss=$(peak_rss "$runner" run -q --progress never --state-dir "st-$ids" stream.yml)
+	echo "  $ids item ids: loaded in $(since "$t0")s, peak RSS ${rss} MB"
+	rm -rf "st-$ids"
+done
