@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -17,14 +18,85 @@ func dryRun(w io.Writer, wf *workflow.Workflow) error {
 	if wf.Mode == workflow.MapReduce {
 		printSteps(w, "setup", wf.Setup)
 		if wf.Map != nil {
-			fmt.Fprintf(w, "map: input %s, max_parallel %s\n", wf.Map.Input.String(), wf.Map.MaxParallel)
+			printMap(w, wf.Map)
 			printSteps(w, "agent_template", wf.Map.Template)
 		}
 		printSteps(w, "reduce", wf.Reduce)
+		printErrorPolicy(w, wf)
 		return nil
 	}
 	printSteps(w, "commands", wf.Steps)
 	return nil
+}
+
+// printMap describes the input pipeline and the agents.
+func printMap(w io.Writer, m *workflow.MapPhase) {
+	parts := []string{"input " + strings.TrimSpace(m.Input.String())}
+	if m.JSONPath != "" {
+		parts = append(parts, "json_path "+m.JSONPath)
+	}
+	if m.Filter != nil {
+		parts = append(parts, "filter "+m.Filter.Source)
+	}
+	if len(m.SortBy) > 0 {
+		var keys []string
+		for _, k := range m.SortBy {
+			key := k.Field
+			if k.Desc {
+				key += " DESC"
+			}
+			if k.NullsFirst {
+				key += " NULLS FIRST"
+			}
+			keys = append(keys, key)
+		}
+		parts = append(parts, "sort_by "+strings.Join(keys, ", "))
+	}
+	if m.Distinct != "" {
+		parts = append(parts, "distinct "+m.Distinct)
+	}
+	if m.Offset > 0 {
+		parts = append(parts, fmt.Sprintf("offset %d", m.Offset))
+	}
+	if m.MaxItems > 0 {
+		parts = append(parts, fmt.Sprintf("max_items %d", m.MaxItems))
+	}
+	if m.ItemID != nil {
+		parts = append(parts, "item_id "+m.ItemID.String())
+	}
+	parts = append(parts, "max_parallel "+m.MaxParallel)
+	if m.AgentTimeout > 0 {
+		parts = append(parts, "agent_timeout "+m.AgentTimeout.String())
+	}
+	fmt.Fprintf(w, "map: %s\n", strings.Join(parts, "; "))
+}
+
+// printErrorPolicy describes what happens to failed items.
+func printErrorPolicy(w io.Writer, wf *workflow.Workflow) {
+	p := wf.ErrorPolicy
+	parts := []string{"on_item_failure " + string(p.OnItemFailure)}
+	if !p.ContinueOnFailure {
+		parts = append(parts, "stop at the first failed item")
+	}
+	if p.MaxFailures > 0 {
+		parts = append(parts, fmt.Sprintf("stop after %d failed items", p.MaxFailures))
+	}
+	if p.FailureThreshold > 0 {
+		parts = append(parts, fmt.Sprintf("stop above %g%% failed once %d items finished", 100*p.FailureThreshold, p.MinItems))
+	}
+	coll := p.Collection.Mode
+	if coll == "batched" {
+		coll = fmt.Sprintf("batched every %d", p.Collection.BatchSize)
+	}
+	parts = append(parts, "failures shown "+coll)
+	fmt.Fprintf(w, "error policy: %s\n", strings.Join(parts, "; "))
+	if p.OnItemFailure == errorpolicy.Retry && wf.ItemRetry != nil {
+		fmt.Fprintf(w, "  item retry: %s\n", schedule(*wf.ItemRetry))
+	}
+	if b := p.Breaker; b != nil {
+		fmt.Fprintf(w, "  workflow circuit breaker: after %d consecutive item failures no item starts for %s; then %d probe(s) at a time, %d success(es) close it\n",
+			b.FailureThreshold, b.Timeout, b.HalfOpenRequests, b.SuccessThreshold)
+	}
 }
 
 func printSteps(w io.Writer, phase string, steps []*workflow.Step) {
