@@ -1,9 +1,11 @@
 package cmd
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -62,17 +64,12 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 			return printEvent(g, o.JSON, e)
 		}, end)
 	}
+	if o.JSON {
+		return printEventsJSON(g.stdout, j.EventsPath(), o.query())
+	}
 	events, err := eventlog.Read(j.EventsPath(), o.query())
 	if err != nil {
 		return err
-	}
-	if o.JSON {
-		if events == nil {
-			events = []eventlog.Event{}
-		}
-		enc := json.NewEncoder(g.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(events)
 	}
 	for _, e := range events {
 		if err := printEvent(g, false, e); err != nil {
@@ -80,6 +77,29 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 		}
 	}
 	return nil
+}
+
+// printEventsJSON writes the selected events as one JSON array, one
+// object per line as the log holds them (nothing is decoded that need not
+// be: a large job's log copies out at disk speed).
+func printEventsJSON(w io.Writer, path string, q eventlog.Query) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	sep := "[\n"
+	err := eventlog.Raw(path, q, func(line []byte) error {
+		bw.WriteString(sep)
+		sep = ",\n"
+		_, err := bw.Write(line)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if sep == "[\n" {
+		bw.WriteString("[]\n")
+	} else {
+		bw.WriteString("\n]\n")
+	}
+	return bw.Flush()
 }
 
 func printEvent(g *globalOptions, asJSON bool, e eventlog.Event) error {

@@ -153,3 +153,26 @@ func BenchmarkEmit(b *testing.B) {
 		}
 	}
 }
+
+// Raw passes lines as written, and still refuses a damaged one.
+func TestRawCopiesLinesAndRefusesDamage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	l, _ := Open(path, "j", Options{})
+	l.Emit("a", map[string]any{"item_id": "x"})
+	l.Emit("b", nil)
+	l.Close()
+	var lines []string
+	if err := Raw(path, Query{}, func(line []byte) error { lines = append(lines, string(line)); return nil }); err != nil || len(lines) != 2 {
+		t.Fatalf("Raw = %v, %v", lines, err)
+	}
+	if !strings.Contains(lines[0], `"type":"a"`) {
+		t.Errorf("line not as written: %s", lines[0])
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("{not json\n")
+	f.Close()
+	err := Raw(path, Query{}, func([]byte) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "damaged entry at byte") {
+		t.Errorf("damaged line: %v", err)
+	}
+}

@@ -102,10 +102,60 @@ func Follow(ctx context.Context, path string, q Query, fn func(Event) error, sto
 	}
 }
 
-// scan reads complete lines from offset and returns the offset after the
-// last complete line.
+// Raw calls fn with each line of the log that q selects, as written: a
+// line is decoded only when q needs to look inside it, so copying a large
+// log out costs little more than reading it.
+func Raw(path string, q Query, fn func(line []byte) error) error {
+	types, item := q.needles()
+	exact := len(q.Types) > 0 || q.Item != ""
+	_, err := scanLines(path, 0, func(line []byte) error {
+		if !mayMatch(line, types, item) {
+			return nil
+		}
+		if exact {
+			var e Event
+			if err := e.UnmarshalJSON(line); err != nil {
+				return damagedLine{err}
+			}
+			if !q.Match(e) {
+				return nil
+			}
+		} else if !json.Valid(line) {
+			return damagedLine{errors.New("not a JSON object")}
+		}
+		return fn(line)
+	})
+	return err
+}
+
+// scan decodes the events after offset that q selects and passes them to
+// fn; it returns the offset after the last complete line.
 func scan(path string, offset int64, q Query, fn func(Event) error) (int64, error) {
 	types, item := q.needles()
+	return scanLines(path, offset, func(line []byte) error {
+		if !mayMatch(line, types, item) {
+			return nil
+		}
+		var e Event
+		if err := e.UnmarshalJSON(line); err != nil {
+			return damagedLine{err}
+		}
+		if !q.Match(e) {
+			return nil
+		}
+		return fn(e)
+	})
+}
+
+// damagedLine is a line of the log that is not an event.
+type damagedLine struct{ err error }
+
+func (d damagedLine) Error() string { return d.err.Error() }
+
+// scanLines calls fn with each complete, non-blank line from offset and
+// returns the offset after the last complete line; a partial last line
+// (a write cut short, or one still being written) waits for its newline.
+func scanLines(path string, offset int64, fn func([]byte) error) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return offset, fmt.Errorf("event log: %w", err)
@@ -114,28 +164,34 @@ func scan(path string, offset int64, q Query, fn func(Event) error) (int64, erro
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return offset, fmt.Errorf("event log: %w", err)
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, 256<<10)
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: collect it whole.
+			long := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if errors.Is(err, io.EOF) {
-			return offset, nil // a partial last line waits for its newline
+			return offset, nil
 		}
 		if err != nil {
 			return offset, fmt.Errorf("event log: %w", err)
 		}
+		start := offset
 		offset += int64(len(line))
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 || !mayMatch(line, types, item) {
+		if line = bytes.TrimSpace(line); len(line) == 0 {
 			continue
 		}
-		var e Event
-		if err := e.UnmarshalJSON(line); err != nil {
-			return offset, fmt.Errorf("event log %s: damaged entry at byte %d: %w", path, offset-int64(len(line))-1, err)
-		}
-		if !q.Match(e) {
-			continue
-		}
-		if err := fn(e); err != nil {
+		if err := fn(line); err != nil {
+			var damaged damagedLine
+			if errors.As(err, &damaged) {
+				return offset, fmt.Errorf("event log %s: damaged entry at byte %d: %w", path, start, damaged.err)
+			}
 			return offset, err
 		}
 	}
