@@ -1,7 +1,6 @@
 package retryv2
 
 import (
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,9 +38,19 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		}
 		return time.Duration(secs * float64(time.Second)), true
 	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
+	for _, layout := range httpDates {
+		if t, err := time.Parse(layout, v); err == nil {
+			return max(t.Sub(now), 0), true
+		}
 	}
-	return max(t.Sub(now), 0), true
+	return 0, false
+}
+
+// httpDates are the date formats HTTP allows (RFC 9110 §5.6.7): IMF-fixdate,
+// and the obsolete RFC 850 and asctime forms. (Parsed here rather than by
+// net/http, which would link an HTTP stack into runner for three layouts.)
+var httpDates = []string{
+	"Mon, 02 Jan 2006 15:04:05 GMT",
+	"Monday, 02-Jan-06 15:04:05 GMT",
+	"Mon Jan _2 15:04:05 2006",
 }

@@ -276,10 +276,12 @@ func TestMatchers(t *testing.T) {
 func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Duration{
-		"5":                             5 * time.Second,
-		"1.5":                           1500 * time.Millisecond,
-		"Sun, 22 Nov 2026 10:00:30 GMT": 30 * time.Second,
-		"Sun, 22 Nov 2026 09:00:00 GMT": 0,
+		"5":                              5 * time.Second,
+		"1.5":                            1500 * time.Millisecond,
+		"Sun, 22 Nov 2026 10:00:30 GMT":  30 * time.Second,
+		"Sun, 22 Nov 2026 09:00:00 GMT":  0,
+		"Sunday, 22-Nov-26 10:00:10 GMT": 10 * time.Second,
+		"Sun Nov 22 10:01:00 2026":       time.Minute,
 	} {
 		if got, ok := ParseRetryAfter(in, now); !ok || got != want {
 			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v", in, got, ok, want)
