@@ -46,11 +46,11 @@ chaos:
 
 # Each fuzz target for FUZZTIME (CI: 5s each; a long run: FUZZTIME=10m).
 fuzz:
-	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzExprSource$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzExpandShell$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./mapreduce/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzExprSource$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzExpandShell$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./mapreduce/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) -timeout 2h
 
 ci: tidy-check test
 
