@@ -29,11 +29,11 @@ type progress struct {
 	ticker sync.WaitGroup
 
 	// MapReduce
-	mapping                                    bool
-	mapStart                                   time.Time
-	total, done, failed, skipped, running, dlq int
-	waiting                                    map[string]bool // items waiting out a retry delay
-	breaker                                    string
+	mapping                               bool
+	mapStart                              time.Time
+	total, done, failed, skipped, running int
+	waiting                               map[string]bool // items waiting out a retry delay
+	breaker                               string
 	// standard
 	step               string
 	stepN, steps       int
@@ -105,8 +105,8 @@ func (p *progress) close() {
 	p.clear()
 }
 
-// println prints a line of runner's above the status line.
-func (p *progress) println(text string, color string) {
+// line prints a line of runner's above the status line.
+func (p *progress) line(text string, color string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
@@ -121,7 +121,7 @@ func (p *progress) println(text string, color string) {
 	p.redraw()
 }
 
-// Colours of println.
+// Colours of line.
 const (
 	red    = "\x1b[31m"
 	green  = "\x1b[32m"

@@ -72,7 +72,7 @@ func (t *terminal) printf(format string, args ...any) {
 	case strings.HasPrefix(text, "    circuit breaker"):
 		color = yellow
 	}
-	t.p.println(text, color)
+	t.p.line(text, color)
 }
 
 // event renders one event as a line, by verbosity.
