@@ -89,13 +89,15 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		action = errorpolicy.DLQ // retries are used up
 	}
 	status, st := "failed", state.ItemDLQ
-	if l.fromDLQ {
-		// The DLQ numbers a retried item's failures after its history.
-		failures = slices.Clone(failures)
-		for i := range failures {
-			failures[i].Attempt = 0
+	failures = slices.Clone(failures)
+	for i := range failures {
+		failures[i].Message = l.job.Mask(failures[i].Message)
+		failures[i].StderrTail = l.job.Mask(failures[i].StderrTail)
+		if l.fromDLQ {
+			failures[i].Attempt = 0 // the DLQ numbers a retried item's failures after its history
 		}
 	}
+	last.Message = failures[len(failures)-1].Message
 	if action == errorpolicy.Skip {
 		status, st = "skipped", state.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {

@@ -92,6 +92,7 @@ func (x *Executor) runCommand(ctx context.Context, step *Step, cmd *interp.Templ
 		CaptureStdout: capture,
 		CaptureStderr: capture && step.CaptureStreams != StreamStdout,
 	})
+	flushOutput(r.stdout(x), r.stderr(x))
 	out := retryv2.Outcome{
 		Attempt:  attempt,
 		ExitCode: res.ExitCode,

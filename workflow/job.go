@@ -31,6 +31,7 @@ type Job struct {
 	done     map[string]map[int]state.StepRecord
 	listener func(eventlog.Event)
 	started  time.Time
+	mask     func(string) string // nil: no secrets
 
 	mu     sync.Mutex
 	logErr error // the first event log write error
@@ -168,7 +169,8 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 		return nil, err
 	}
 	j.Scope = NewScope(vars, environ)
-	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: secretMasker(wf, env, environ)}); err != nil {
+	j.mask = secretMasker(wf, env, environ)
+	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
 		j.close()
 		return nil, err
 	}
@@ -181,8 +183,8 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 		Emit:   j.emit,
 		Env:    append(environ, env...),
 		Now:    opts.Now,
-		Stdout: opts.Stdout,
-		Stderr: opts.Stderr,
+		Stdout: maskOutput(opts.Stdout, j.mask),
+		Stderr: maskOutput(opts.Stderr, j.mask),
 		Seed:   st.Meta.Seed,
 		TmpDir: st.Path("tmp"),
 	}
@@ -263,6 +265,14 @@ func (j *Job) emit(typ string, fields map[string]any) {
 
 // Emit records an event (for the layers that drive a job).
 func (j *Job) Emit(typ string, fields map[string]any) { j.emit(typ, fields) }
+
+// Mask replaces the job's secret values in s with ***.
+func (j *Job) Mask(s string) string {
+	if j.mask == nil {
+		return s
+	}
+	return j.mask(s)
+}
 
 // LogErr returns the first failure to write the event log, if any.
 func (j *Job) LogErr() error {
