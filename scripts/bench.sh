@@ -5,7 +5,8 @@
 #   retries        10,000 items, 10% failing twice before they succeed, zero delay
 #   scale          100,000 items: wall time, peak RSS, state-dir bytes, query latency
 #   streaming      a 1,000,000-item input: peak RSS while it loads
-# Alternating runs, medians. QUICK=1 runs a small version (seconds).
+# Alternating runs, medians. QUICK=1 runs a small version (about a
+# minute); SECTIONS="chain scale" runs only those sections.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/runner .
@@ -15,6 +16,8 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 rounds=${ROUNDS:-5}
+sections=${SECTIONS:-"map chain retries scale streaming"}
+section() { [[ " $sections " == *" $1 "* ]]; }
 map_sizes=${MAP_SIZES:-"2000 10000"}
 map_parallel=${MAP_PARALLEL:-"2 16"}
 chain_steps=${CHAIN_STEPS:-"10 100 500"}
@@ -38,6 +41,7 @@ fi
 have_parallel=$(command -v parallel >/dev/null 2>&1 && echo 1 || echo 0)
 
 echo "runner benchmarks, $(date -u +%Y-%m-%d), $(nproc) cores, $(go version | awk '{print $3}')"
+if section map; then
 echo
 echo "## map overhead (items run 'true'; median of $rounds alternating runs)"
 [ "$have_parallel" = 1 ] || echo "(GNU parallel is not installed: its column is skipped)"
@@ -62,6 +66,9 @@ for n in $map_sizes; do
 	done
 done
 
+fi
+
+if section chain; then
 echo
 echo "## chain overhead (each step 'true' under sh -c, as runner runs steps)"
 printf '%-6s %10s %10s %8s %16s %16s\n' steps runner script ratio runner/step script/step
@@ -79,6 +86,21 @@ for k in $chain_steps; do
 		"$(awk -v t="$m" -v k="$k" 'BEGIN {printf "%.2f", 1000 * t / k}')" "$(awk -v t="$s" -v k="$k" 'BEGIN {printf "%.2f", 1000 * t / k}')"
 done
 
+# The same with steps that do some work: gzip of 1 MB, as a real step would.
+head -c 1000000 "$runner" > work.bin
+{ echo "name: chainw"; echo "commands:"; for i in $(seq 1 100); do echo "  - shell: gzip -c work.bin > /dev/null"; done; } > chainw.yml
+{ for i in $(seq 1 100); do echo "sh -c 'gzip -c work.bin > /dev/null'"; done; } > chainw.sh
+: > t.runner; : > t.script
+for r in $(seq 1 "$rounds"); do
+	t0=$(now); sh chainw.sh; since "$t0" >> t.script
+	t0=$(now); "$runner" run -q --progress never --state-dir "w-$r" chainw.yml >/dev/null 2>&1; since "$t0" >> t.runner
+	rm -rf "w-$r"
+done
+m=$(median < t.runner); s=$(median < t.script)
+printf '%-6s %9ss %9ss %8s   (steps gzip 1 MB each)\n' 100 "$m" "$s" "$(ratio "$m" "$s")"
+fi
+
+if section retries; then
 echo
 attempts=$((retry_items + retry_items / 10 * 2))
 echo "## retries ($retry_items items, 10% failing twice before they succeed, zero delay, max_parallel 2)"
@@ -112,6 +134,9 @@ echo "  $retry_items items with retries ($attempts attempts)  ${m}s"
 echo "  $attempts plain items                        ${p}s"
 echo "  ratio                                    $(ratio "$m" "$p")"
 
+fi
+
+if section scale; then
 echo
 echo "## scale ($scale_items items of 'true', max_parallel 16)"
 seq 1 "$scale_items" > items.txt
@@ -125,6 +150,9 @@ for q in "jobs" "events --type job_completed big" "events --item item_50000 big"
 	printf '  %-36s %6ss\n' "runner $q" "$(median < t.q)"
 done
 
+fi
+
+if section streaming; then
 echo
 echo "## streaming ($stream_items JSON Lines items loaded; the job then stops at its first item)"
 awk -v n="$stream_items" 'BEGIN {for (i = 0; i < n; i++) printf "{\"id\": \"item-%d\", \"path\": \"/data/images/photo-%07d.jpg\", \"size\": %d}\n", i, i, i * 7}' > big.jsonl
@@ -138,3 +166,4 @@ for ids in default custom; do
 	echo "  $ids item ids: loaded in $(since "$t0")s, peak RSS ${rss} MB"
 	rm -rf "st-$ids"
 done
+fi
