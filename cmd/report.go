@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -165,7 +166,7 @@ func buildTimeline(events []eventlog.Event) timeline {
 	}
 	for k, r := range open { // attempts the job never finished
 		b := bar{id: len(agent) + len(tl.bars), start: r.start, end: tl.end, class: "open", title: "still running or interrupted: " + k}
-		if item, _, _ := cutNUL(k); item != "" {
+		if item, _, _ := strings.Cut(k, "\x00"); item != "" {
 			agent = append(agent, b)
 		} else {
 			tl.bars = append(tl.bars, b)
@@ -176,15 +177,6 @@ func buildTimeline(events []eventlog.Event) timeline {
 	}
 	tl.assignLanes(agent)
 	return tl
-}
-
-func cutNUL(s string) (string, string, bool) {
-	for i := range len(s) {
-		if s[i] == 0 {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
 
 // assignLanes puts agent attempts on lanes 1.. in start order, each on the

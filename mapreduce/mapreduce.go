@@ -120,7 +120,6 @@ func runMap(ctx context.Context, j *workflow.Job, opts Options) (Summary, error)
 	s.wait()
 	stopSaving()
 	sum := Summary{Items: l.Counts(), Stopped: s.stopped}
-	j.State.Meta.Items = &sum.Items
 	j.Emit("map_completed", countFields(sum.Items))
 	switch {
 	case err != nil:

@@ -24,7 +24,11 @@ type scheduler struct {
 	emit   func(typ string, fields map[string]any)
 	ended  func(it *Item) // after an item's end is recorded; may be nil
 
-	wg       sync.WaitGroup
+	wg sync.WaitGroup
+	// gateMu orders the breaker's transitions (made in Pass.Done) with
+	// the start of a new item: an item whose start is recorded was
+	// admitted by the breaker's current state.
+	gateMu   sync.Mutex
 	mu       sync.Mutex
 	stopped  *errorpolicy.Verdict // why the error policy stopped the job
 	fatalErr error                // a state write failed: the job cannot go on safely
@@ -52,11 +56,23 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 			}
 			return false
 		}
+		s.gateMu.Lock()
 		if pass != nil && pass.Stale() {
 			// The breaker changed while this item waited for a slot.
+			s.gateMu.Unlock()
 			sl.Release()
 			pass.Done(false)
 			continue
+		}
+		err := s.ledger.start(it, 1)
+		s.gateMu.Unlock()
+		if err != nil {
+			s.fail(err)
+			sl.Release()
+			if pass != nil {
+				pass.Done(false)
+			}
+			return false
 		}
 		s.wg.Add(1)
 		go s.runItem(ctx, it, sl, pass)
@@ -74,8 +90,9 @@ func (s *scheduler) running(ctx context.Context) bool {
 	return ctx.Err() == nil && s.stopped == nil && s.fatalErr == nil
 }
 
-// runItem runs one item to its end: attempts per the item-level retry
-// policy, then the ledger records how it ended.
+// runItem runs one item (whose first start dispatch recorded) to its
+// end: attempts per the item-level retry policy, then the ledger records
+// how it ended.
 func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *errorpolicy.Pass) {
 	defer s.wg.Done()
 	defer sl.Release()
@@ -84,9 +101,11 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 	}
 	var failures []Failure
 	for attempt := 1; ; attempt++ {
-		if err := s.ledger.start(it, attempt); err != nil {
-			s.fail(err)
-			return
+		if attempt > 1 { // dispatch recorded the first start
+			if err := s.ledger.start(it, attempt); err != nil {
+				s.fail(err)
+				return
+			}
 		}
 		out := s.agent.RunItem(ctx, it, attempt, sl)
 		if ctx.Err() != nil {
@@ -111,7 +130,9 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 			verdict, err = s.ledger.failed(it, append(failures, out.Failure), out)
 		}
 		if pass != nil {
+			s.gateMu.Lock()
 			pass.Done(out.Failed)
+			s.gateMu.Unlock()
 		}
 		if err != nil {
 			s.fail(err)
