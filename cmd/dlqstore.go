@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
@@ -14,7 +17,8 @@ import (
 // dlqFile is the name of a job's dead-letter queue in its directory.
 const dlqFile = "dlq.db"
 
-// claimLease is how long a `dlq retry` process holds an item it runs.
+// claimLease is how long a `dlq retry` process holds an item it runs; a
+// lease is free earlier once its process is gone (see ownerGone).
 const claimLease = 24 * time.Hour
 
 // jobDLQ is a job's bbolt dead-letter queue as mapreduce sees it.
@@ -87,7 +91,7 @@ func (q *jobDLQ) Release(itemID string) error {
 
 // update runs fn with the queue open for writing.
 func (q *jobDLQ) update(fn func(*dlq.DB) error) error {
-	d, err := dlq.Open(q.path, dlq.Options{})
+	d, err := dlq.Open(q.path, dlq.Options{Gone: ownerGone})
 	if err != nil {
 		return err
 	}
@@ -98,8 +102,25 @@ func (q *jobDLQ) update(fn func(*dlq.DB) error) error {
 	return err
 }
 
-// claimOwner names this process in DLQ leases.
+// claimOwner names this process in DLQ leases: host:pid:start.
 func claimOwner() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
+}
+
+// ownerGone reports that a lease holder named by claimOwner was a process
+// on this host that no longer exists (a dlq retry killed with -9), so its
+// leases need not wait a day. Holders on other hosts, or whose pid now
+// belongs to another process, keep their leases until they expire.
+func ownerGone(owner string) bool {
+	parts := strings.Split(owner, ":")
+	if len(parts) != 3 {
+		return false
+	}
+	host, _ := os.Hostname()
+	pid, err := strconv.Atoi(parts[1])
+	if parts[0] != host || err != nil || pid <= 0 {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }

@@ -17,7 +17,8 @@ type lease struct {
 // Claim leases items to owner until the given time, in one write
 // transaction, so that two `runner dlq retry` processes never run the same
 // item. It claims each queued item that is unclaimed, whose lease expired
-// (until < Now), or that owner already holds (renewing it), and returns
+// (until < Now) or whose holder is gone (Options.Gone), or that owner
+// already holds (renewing it), and returns
 // those ids in argument order. Items not in the queue are never claimed.
 // Remove and Release end a lease.
 func (d *DB) Claim(owner string, until time.Time, itemIDs ...string) (claimed []string, err error) {
@@ -47,8 +48,9 @@ func (d *DB) Claim(owner string, until time.Time, itemIDs ...string) (claimed []
 			seen[id] = true
 			if v := claims.Get([]byte(id)); v != nil {
 				var l lease
-				// An unreadable lease counts as expired.
-				if json.Unmarshal(v, &l) == nil && l.Owner != owner && !l.Until.Before(now) {
+				// An unreadable lease counts as expired; so does one whose
+				// holder is gone.
+				if json.Unmarshal(v, &l) == nil && l.Owner != owner && !l.Until.Before(now) && (d.gone == nil || !d.gone(l.Owner)) {
 					continue
 				}
 			}

@@ -237,3 +237,32 @@ func claim(d *dlq.DB, owner string, until time.Time, ids ...string) func() ([]st
 func release(d *dlq.DB, owner string, ids ...string) func() ([]string, error) {
 	return func() ([]string, error) { return nil, d.Release(owner, ids...) }
 }
+
+// A lease whose holder is gone (Options.Gone) is free before it expires.
+func TestClaimTakesOverFromAGoneHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dlq.db")
+	gone := map[string]bool{}
+	open := func() *dlq.DB {
+		d, err := dlq.Open(path, dlq.Options{Gone: func(owner string) bool { return gone[owner] }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := open()
+	if err := d.Add(dlq.Entry{ItemID: "a", Failure: dlq.Failure{Message: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(24 * time.Hour)
+	if got, _ := d.Claim("crashed", until, "a"); len(got) != 1 {
+		t.Fatal("first claim failed")
+	}
+	if got, _ := d.Claim("other", until, "a"); len(got) != 0 {
+		t.Fatal("a live holder's lease was taken")
+	}
+	gone["crashed"] = true
+	if got, _ := d.Claim("other", until, "a"); len(got) != 1 {
+		t.Error("the lease of a gone holder was not taken over")
+	}
+	d.Close()
+}

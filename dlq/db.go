@@ -48,6 +48,10 @@ type Options struct {
 	// Now is the clock used for leases and for failures without a time;
 	// nil means time.Now.
 	Now func() time.Time
+	// Gone reports that a lease holder no longer exists (its process
+	// ended), so that its leases are free before they expire; nil: leases
+	// last until they expire.
+	Gone func(owner string) bool
 }
 
 // DB is an open dead-letter queue file. It holds the file lock until Close:
@@ -58,6 +62,7 @@ type DB struct {
 	bolt     *bolt.DB // nil: read-only view of a missing file
 	readOnly bool
 	now      func() time.Time
+	gone     func(owner string) bool
 }
 
 // Open opens the queue at path. Without ReadOnly it creates the file (mode
@@ -72,7 +77,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &DB{path: path, readOnly: opts.ReadOnly, now: opts.Now}
+	d := &DB{path: path, readOnly: opts.ReadOnly, now: opts.Now, gone: opts.Gone}
 	if opts.ReadOnly {
 		fi, err := os.Stat(path)
 		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Mode().IsRegular() && fi.Size() == 0) {
