@@ -19,13 +19,19 @@
 //
 // # Output
 //
-// Stdout and stderr are read through pipes by two goroutines, concurrently.
-// Each chunk is handed, as soon as it is read, to the live writer (if any),
-// the optional full capture (bounded by [Spec.CaptureLimit]) and a Tail
-// buffer that keeps the last [TailSize] bytes of the stream. If the same
-// writer is given for both streams, its Write is never called concurrently.
+// Stdout and stderr are read through pipes by Run's own goroutine, in one
+// poll(2) loop that on Linux also watches a pidfd for the shell's exit
+// (elsewhere, and on kernels without pidfds, it checks with WNOHANG). Run
+// starts no goroutine of its own (one copies a non-file Stdin), so nothing
+// stands between the shell's exit and Run's return but the syscalls. Each
+// chunk is handed, as soon as it is read, to the live writer (if any), the
+// optional full capture (bounded by [Spec.CaptureLimit]) and a Tail buffer
+// that keeps the last [TailSize] bytes of the stream; writers are never
+// called concurrently, even when the same writer is given for both streams.
 // A live writer that returns an error or panics is dropped for the rest of
-// the run; the run itself is unaffected.
+// the run; the run itself is unaffected. A live writer that blocks holds
+// the command (its pipes fill up) and Run with it; a timeout or
+// cancellation still signals the group on time.
 //
 // After the shell has exited (and its group has been signalled), Run waits at
 // most about one second for the pipes to reach EOF. A process that escaped

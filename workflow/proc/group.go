@@ -1,47 +1,98 @@
 package proc
 
 import (
+	"sync"
 	"syscall"
 	"time"
 )
 
-// group signals the process group led by a run's shell.
+// group is a run's shell and the process group it leads.
 //
-// The group id stays reserved by the kernel as long as any member is alive
-// (even after the shell itself has been reaped), so signalling it after the
-// shell exited cannot reach an unrelated process group in practice.
-//
-// terminate may be called from exec's context-watching goroutine (via
-// Cmd.Cancel) and later from Run's goroutine; exec guarantees the former
-// finishes before Cmd.Wait returns, so no locking is needed.
+// The shell's pid is only reused once Run has reaped it, and the group id
+// stays reserved by the kernel as long as any member is alive, so signals
+// sent under mu while the shell is not reaped always reach the right
+// processes; a group signal after the reap can only reach members the shell
+// left behind (or nobody: ESRCH).
 type group struct {
+	pid   int
 	grace time.Duration
-	timer *time.Timer // pending SIGKILL, armed by the first successful terminate
+
+	mu          sync.Mutex
+	reaped      bool
+	interrupted bool        // interrupt signalled the group before the reap
+	killTimer   *time.Timer // pending SIGKILL, armed by the first successful terminate
 }
 
-// terminate sends SIGTERM (then SIGCONT, so stopped members can act on it)
-// to process group pgid and arms a SIGKILL for grace later. It reports
-// whether the group had any member left to signal.
-func (g *group) terminate(pgid int) bool {
-	if pgid <= 0 {
-		return false
+// interrupt terminates the group because the run's context is done (a
+// timeout or a cancellation). It is a no-op once the shell is reaped.
+func (g *group) interrupt() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.reaped && g.terminateLocked() {
+		g.interrupted = true
 	}
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+}
+
+// wasInterrupted reports whether interrupt signalled the group.
+func (g *group) wasInterrupted() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.interrupted
+}
+
+// reap collects the shell's exit status if it has exited (WNOHANG), and
+// reports whether it did.
+func (g *group) reap() (ws syscall.WaitStatus, done bool, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for {
+		pid, err := syscall.Wait4(g.pid, &ws, syscall.WNOHANG, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil: // ECHILD: someone else reaped it; nothing left to wait for
+			g.reaped = true
+			return ws, true, err
+		case pid == g.pid:
+			g.reaped = true
+			return ws, true, nil
+		}
+		return ws, false, nil
+	}
+}
+
+// terminateLeftovers terminates what the shell left in its group after it
+// exited, or forgets the pending SIGKILL if nothing is left.
+func (g *group) terminateLeftovers() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.terminateLocked() && g.killTimer != nil {
+		g.killTimer.Stop()
+	}
+}
+
+// terminateLocked sends SIGTERM (then SIGCONT, so stopped members can act
+// on it) to the group and arms a SIGKILL for grace later. It reports
+// whether the group had any member left to signal.
+func (g *group) terminateLocked() bool {
+	if err := syscall.Kill(-g.pid, syscall.SIGTERM); err != nil {
 		return false // ESRCH: the group is empty
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGCONT)
-	if g.timer == nil {
-		g.timer = time.AfterFunc(g.grace, func() {
-			// ESRCH (everything already exited) is the common, fine case.
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		})
+	_ = syscall.Kill(-g.pid, syscall.SIGCONT)
+	if g.killTimer == nil {
+		g.killTimer = time.AfterFunc(g.grace, g.kill)
 	}
 	return true
 }
 
-// disarm cancels a pending SIGKILL once the group is known to be empty.
-func (g *group) disarm() {
-	if g.timer != nil {
-		g.timer.Stop()
+// kill sends SIGKILL to the group and, should the shell itself have left
+// it, to the shell.
+func (g *group) kill() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// ESRCH (everything already exited) is the common, fine case.
+	_ = syscall.Kill(-g.pid, syscall.SIGKILL)
+	if !g.reaped {
+		_ = syscall.Kill(g.pid, syscall.SIGKILL)
 	}
 }

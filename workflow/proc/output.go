@@ -2,24 +2,23 @@ package proc
 
 import (
 	"io"
-	"os"
 	"sync"
+	"syscall"
 )
 
-// readBufSize is the size of the buffer each stream copier reads into.
+// readBufSize is the size of the buffer a run reads its pipes into.
 const readBufSize = 32 << 10
 
 // readBufs recycles read buffers across runs (sync.Pool is per-P and does
 // not serialise concurrent runs).
 var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 
-// stream copies one output pipe of the child into its consumers: the live
+// stream takes one output pipe of the child to its consumers: the live
 // writer, the optional capture and the tail ring.
 type stream struct {
-	r *os.File // read end of the pipe, owned by the copier (Run may close it early)
+	fd int // read end of the pipe; -1 once closed
 
-	live io.Writer   // nil, or dropped after an error or panic
-	mu   *sync.Mutex // non-nil when live is shared with the other stream
+	live io.Writer // nil, or dropped after an error or panic
 
 	capture   bool
 	limit     int
@@ -30,31 +29,32 @@ type stream struct {
 }
 
 // open creates the pipe and returns the write end for the child.
-func (s *stream) open() (*os.File, error) {
-	r, w, err := os.Pipe()
+func (s *stream) open() (int, error) {
+	r, w, err := pipe()
 	if err != nil {
-		return nil, err
+		s.fd = -1
+		return -1, err
 	}
-	s.r = r
+	s.fd = r
 	return w, nil
 }
 
-// copy reads the pipe until EOF or error (including Run closing it) and
-// signals done.
-func (s *stream) copy(done chan<- struct{}) {
-	defer func() { done <- struct{}{} }()
-	defer s.r.Close()
-	bp := readBufs.Get().(*[]byte)
-	defer readBufs.Put(bp)
-	b := *bp
-	for {
-		n, err := s.r.Read(b)
-		if n > 0 {
-			s.consume(b[:n])
-		}
-		if err != nil {
-			return
-		}
+// read reads once from the pipe, which poll reported ready, into buf and
+// hands what it got to the consumers. It reports false at EOF or on error.
+func (s *stream) read(buf []byte) bool {
+	n, err := syscall.Read(s.fd, buf)
+	if n > 0 {
+		s.consume(buf[:n])
+		return true
+	}
+	return err == syscall.EINTR || err == syscall.EAGAIN
+}
+
+// close closes the pipe if it is still open.
+func (s *stream) close() {
+	if s.fd >= 0 {
+		_ = syscall.Close(s.fd)
+		s.fd = -1
 	}
 }
 
@@ -78,10 +78,6 @@ func (s *stream) consume(p []byte) {
 // writeLive forwards p to the live writer, dropping the writer for the rest
 // of the run if it fails, writes short or panics.
 func (s *stream) writeLive(p []byte) {
-	if s.mu != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-	}
 	defer func() {
 		if recover() != nil {
 			s.live = nil

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -97,6 +96,10 @@ type Result struct {
 // only ever passed to the kernel, never read.
 var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
 
+// usePidFD says whether runs watch the shell's exit through a pidfd where
+// the kernel offers one; tests turn it off to exercise the fallback.
+var usePidFD = true
+
 // Run runs spec.Command under /bin/sh in a new process group and reports how
 // it ended. It never panics and is safe to call from many goroutines.
 func Run(ctx context.Context, spec Spec) Result {
@@ -121,7 +124,6 @@ func run(ctx context.Context, spec *Spec) Result {
 		runCtx, cancel = context.WithTimeoutCause(ctx, spec.Timeout, timeout)
 		defer cancel()
 	}
-
 	grace := spec.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
@@ -131,45 +133,22 @@ func run(ctx context.Context, spec *Spec) Result {
 		limit = DefaultCaptureLimit
 	}
 
-	args := []string{"-c", spec.Command}
+	argv := []string{shellPath, "-c", spec.Command}
 	if len(spec.Command) > MaxInlineScript {
 		script, err := scriptFile(spec.Command)
 		if err != nil {
 			return spawnFailed(err)
 		}
 		defer os.Remove(script)
-		args = []string{script}
-	}
-	cmd := exec.CommandContext(runCtx, shellPath, args...)
-	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	if cmd.Env == nil {
-		cmd.Env = []string{} // non-nil: exec would otherwise inherit os.Environ()
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-
-	var stdinR, stdinW *os.File // pipe for a Stdin that is not an *os.File
-	switch r := spec.Stdin.(type) {
-	case nil:
-		if f, err := devNull(); err == nil {
-			cmd.Stdin = f
-		} // else: leave nil and let exec open /dev/null itself
-	case *os.File:
-		cmd.Stdin = r
-	default:
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			return spawnFailed(err)
-		}
-		cmd.Stdin, stdinR, stdinW = pr, pr, pw
+		argv = []string{shellPath, script}
 	}
 
-	var shared *sync.Mutex
-	if spec.Stdout != nil && sameWriter(spec.Stdout, spec.Stderr) {
-		shared = new(sync.Mutex)
+	stdin, stdinR, stdinW, err := openStdin(spec.Stdin)
+	if err != nil {
+		return spawnFailed(err)
 	}
-	out := stream{live: spec.Stdout, mu: shared, capture: spec.CaptureStdout, limit: limit}
-	errs := stream{live: spec.Stderr, mu: shared, capture: spec.CaptureStderr, limit: limit}
+	out := stream{live: spec.Stdout, capture: spec.CaptureStdout, limit: limit}
+	errs := stream{live: spec.Stderr, capture: spec.CaptureStderr, limit: limit}
 	outW, err := out.open()
 	if err != nil {
 		closeAll(stdinR, stdinW)
@@ -177,59 +156,43 @@ func run(ctx context.Context, spec *Spec) Result {
 	}
 	errW, err := errs.open()
 	if err != nil {
-		closeAll(stdinR, stdinW, out.r, outW)
+		closeAll(stdinR, stdinW)
+		closeFDs(out.fd, outW)
 		return spawnFailed(err)
 	}
-	cmd.Stdout, cmd.Stderr = outW, errW
 
-	// Run reads the pipes itself (so it can kill the group between the
-	// shell's exit and the wait for EOF), hence exec starts no copying
-	// goroutines and WaitDelay only acts as a backstop: should the group
-	// SIGKILL somehow miss the shell, exec kills it directly.
-	cmd.WaitDelay = grace + pipeWait
-
-	g := &group{grace: grace}
-	var killed atomic.Bool
-	cmd.Cancel = func() error {
-		// Called by exec (in its context-watching goroutine) when runCtx is
-		// done, possibly before Start returns (cmd.Process is already set);
-		// it completes before cmd.Wait returns.
-		if g.terminate(cmd.Process.Pid) {
-			killed.Store(true)
-			return nil
-		}
-		return os.ErrProcessDone
+	pidfd := -1
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	if usePidFD {
+		requestPidFD(sys, &pidfd)
 	}
-
-	err = cmd.Start()
-	closeAll(stdinR, outW, errW) // the child has its copies; EOF must come from it alone
+	pid, err := syscall.ForkExec(shellPath, argv, &syscall.ProcAttr{
+		Dir:   spec.Dir,
+		Env:   spec.Env, // nil is an empty environment to ForkExec
+		Files: []uintptr{stdin, uintptr(outW), uintptr(errW)},
+		Sys:   sys,
+	})
+	runtime.KeepAlive(spec.Stdin) // a caller's *os.File must stay open until here
+	closeAll(stdinR)              // the child has its copies; EOF must come from it alone
+	closeFDs(outW, errW)
 	if err != nil {
-		closeAll(stdinW, out.r, errs.r)
-		if runCtx.Err() != nil { // Start refuses an already-done context
-			return interrupted(ctx, runCtx, timeout, -1)
-		}
-		return spawnFailed(err)
+		closeAll(stdinW)
+		closeFDs(out.fd, errs.fd)
+		return spawnFailed(startError(spec.Dir, err))
 	}
-
-	done := make(chan struct{}, 2)
-	go out.copy(done)
-	go errs.copy(done)
 	if stdinW != nil {
 		go copyStdin(stdinW, spec.Stdin)
 	}
 
-	waitErr := cmd.Wait()
-
-	// The shell is gone: terminate whatever it left behind in its group,
-	// then collect the output it (or they) already wrote.
-	if !g.terminate(cmd.Process.Pid) {
-		g.disarm()
-	}
+	g := &group{pid: pid, grace: grace}
+	stop := context.AfterFunc(runCtx, g.interrupt)
+	ws, waitErr := collect(g, pidfd, &out, &errs)
+	stop()
+	closeFDs(pidfd)
 	closeAll(stdinW)
-	awaitStreams(done, out.r, errs.r)
 
-	res := classify(cmd.ProcessState, waitErr)
-	if killed.Load() {
+	res := classify(ws, waitErr)
+	if g.wasInterrupted() {
 		sig := res.Signal
 		res = interrupted(ctx, runCtx, timeout, res.ExitCode)
 		res.Signal = sig
@@ -238,6 +201,39 @@ func run(ctx context.Context, spec *Spec) Result {
 	res.Stdout, res.Stderr = out.buf, errs.buf
 	res.Truncated = out.truncated || errs.truncated
 	return res
+}
+
+// openStdin returns the descriptor the child reads as stdin, the file to
+// close once the child has started (nil if Run does not own it) and, for a
+// Reader that is not a file, the write end of the pipe copyStdin feeds.
+func openStdin(r io.Reader) (fd uintptr, owned, pipeW *os.File, err error) {
+	switch r := r.(type) {
+	case nil:
+		f, err := devNull()
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		return f.Fd(), nil, nil, nil
+	case *os.File:
+		return r.Fd(), nil, nil, nil
+	default:
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		return pr.Fd(), pr, pw, nil
+	}
+}
+
+// startError explains a failed ForkExec like os.StartProcess does: a
+// missing working directory is named as such.
+func startError(dir string, err error) error {
+	if dir != "" {
+		if _, serr := os.Stat(dir); serr != nil {
+			return &os.PathError{Op: "chdir", Path: dir, Err: serr.(*os.PathError).Err}
+		}
+	}
+	return &os.PathError{Op: "fork/exec", Path: shellPath, Err: err}
 }
 
 // scriptFile writes a long command to a private temporary file for sh to
@@ -253,30 +249,6 @@ func scriptFile(command string) (string, error) {
 		return "", fmt.Errorf("long command: %w", err)
 	}
 	return f.Name(), nil
-}
-
-// awaitStreams waits for both stream copiers to finish. If they have not
-// reached EOF within pipeWait (some process outside the group still holds
-// the pipes), the read ends are closed to unblock them.
-func awaitStreams(done <-chan struct{}, files ...*os.File) {
-	var t *time.Timer
-	for range 2 {
-		select {
-		case <-done:
-			continue // fast path: no timer at all
-		default:
-		}
-		if t == nil {
-			t = time.NewTimer(pipeWait)
-			defer t.Stop()
-		}
-		select {
-		case <-done:
-		case <-t.C:
-			closeAll(files...) // readers now fail promptly; t never fires again
-			<-done
-		}
-	}
 }
 
 // copyStdin feeds r to the child's stdin pipe until EOF or until Run closes
@@ -295,16 +267,6 @@ func closeAll(files ...*os.File) {
 			_ = f.Close()
 		}
 	}
-}
-
-// sameWriter reports whether a and b are the same comparable writer.
-func sameWriter(a, b io.Writer) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false // equal dynamic types that are not comparable
-		}
-	}()
-	return a == b
 }
 
 // spawnFailed is the Result of a shell that could not be started.

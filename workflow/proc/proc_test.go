@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -16,6 +17,49 @@ import (
 	"testing"
 	"time"
 )
+
+// noPidFDEnv makes the test binary run without pidfds (see TestWithoutPidFD).
+const noPidFDEnv = "PROC_TEST_NO_PIDFD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(noPidFDEnv) == "1" {
+		usePidFD = false
+	}
+	os.Exit(m.Run())
+}
+
+// TestWithoutPidFD runs the package's tests again with the exit checks
+// used where there is no pidfd (other Unixes, Linux before 5.3).
+func TestWithoutPidFD(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^Test", "-test.skip=^TestWithoutPidFD$|^TestPidFD$", "-test.count=1")
+	cmd.Env = append(os.Environ(), noPidFDEnv+"=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tests without pidfd: %v\n%s", err, out)
+	}
+}
+
+// TestPidFD checks that this kernel gives runs a pidfd, so the tests of
+// this package exercise the path runs take here.
+func TestPidFD(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("pidfds are Linux's")
+	}
+	pidfd := -1
+	sys := &syscall.SysProcAttr{}
+	requestPidFD(sys, &pidfd)
+	pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{Sys: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pidfd < 0 {
+		t.Skip("this kernel has no pidfds: runs check for the exit instead")
+	}
+	closeFDs(pidfd)
+}
 
 // hangLimit is the generous bound that proves a run "did not hang".
 const hangLimit = 10 * time.Second
@@ -397,6 +441,15 @@ func TestSpawnFailure(t *testing.T) {
 	}
 }
 
+// A shell that closes its output early is still waited for.
+func TestOutputClosedBeforeExit(t *testing.T) {
+	t.Parallel()
+	res := runT(t, Spec{Command: "exec >/dev/null 2>&1; sleep 0.2; exit 3"})
+	if res.Kind != KindExit || res.ExitCode != 3 {
+		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+	}
+}
+
 func TestSignalDeath(t *testing.T) {
 	t.Parallel()
 	res := runT(t, Spec{Command: "kill -SEGV $$"})
@@ -555,6 +608,33 @@ func BenchmarkRunTrueTimeoutCapture(b *testing.B) {
 		if res.Kind != KindOK {
 			b.Fatal(res.Err)
 		}
+	}
+}
+
+// TestNoDescriptorLeak is not parallel: other runs would open descriptors.
+func TestNoDescriptorLeak(t *testing.T) {
+	count := func() int {
+		fds, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd here")
+		}
+		return len(fds)
+	}
+	before := count()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	specs := []Spec{
+		{Command: "echo out; echo err >&2", CaptureStdout: true},
+		{Command: "exit 3", Stdin: strings.NewReader("in")},
+		{Command: "sleep 5", Timeout: 10 * time.Millisecond, Grace: 10 * time.Millisecond},
+		{Command: "true", Dir: filepath.Join(t.TempDir(), "missing")},
+		{Command: strings.Repeat(":", MaxInlineScript+1)},
+	}
+	for _, spec := range specs {
+		Run(ctx, spec)
+	}
+	if after := count(); after != before {
+		t.Errorf("descriptors: %d before, %d after", before, after)
 	}
 }
 

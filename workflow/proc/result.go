@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,15 +36,11 @@ func formatDuration(d time.Duration) string {
 }
 
 // classify turns the shell's wait status into a Result.
-func classify(state *os.ProcessState, waitErr error) Result {
-	if state == nil {
-		if waitErr == nil {
-			waitErr = errors.New("no process state")
-		}
+func classify(ws syscall.WaitStatus, waitErr error) Result {
+	if waitErr != nil {
 		return Result{Kind: KindExit, ExitCode: -1, Err: fmt.Errorf("wait: %w", waitErr)}
 	}
-	ws, ok := state.Sys().(syscall.WaitStatus)
-	if ok && ws.Signaled() {
+	if ws.Signaled() {
 		sig := ws.Signal()
 		name := signalName(sig)
 		msg := "killed by signal " + name
@@ -54,7 +49,7 @@ func classify(state *os.ProcessState, waitErr error) Result {
 		}
 		return Result{Kind: KindSignal, ExitCode: 128 + int(sig), Signal: name, Err: errors.New(msg)}
 	}
-	code := state.ExitCode()
+	code := ws.ExitStatus()
 	if code == 0 {
 		return Result{Kind: KindOK}
 	}
