@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/runner .
+repo=$PWD
 runner=$PWD/bin/runner
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -72,6 +73,7 @@ if section chain; then
 echo
 echo "## chain overhead (each step 'true' under sh -c, as runner runs steps)"
 printf '%-6s %10s %10s %8s %16s %16s\n' steps runner script ratio runner/step script/step
+: > chain.sum
 for k in $chain_steps; do
 	{ echo "name: chain"; echo "commands:"; for i in $(seq 1 "$k"); do echo "  - shell: \"true\""; done; } > chain.yml
 	{ echo "#!/bin/sh"; for i in $(seq 1 "$k"); do echo "sh -c true"; done; } > chain.sh
@@ -82,9 +84,27 @@ for k in $chain_steps; do
 		rm -rf "c-$k-$r"
 	done
 	m=$(median < t.runner); s=$(median < t.script)
+	echo "$k $m $s" >> chain.sum
 	printf '%-6s %9ss %9ss %8s %14sms %14sms\n' "$k" "$m" "$s" "$(ratio "$m" "$s")" \
 		"$(awk -v t="$m" -v k="$k" 'BEGIN {printf "%.2f", 1000 * t / k}')" "$(awk -v t="$s" -v k="$k" 'BEGIN {printf "%.2f", 1000 * t / k}')"
 done
+# Each further step, between consecutive chain lengths: the start-up
+# (process, job files, the fsyncs at the end) cancels out, so equal numbers
+# mean no growth with job size.
+awk 'NR > 1 {rm = 1000 * ($2 - m) / ($1 - k); sm = 1000 * ($3 - s)  / ($1 - k)
+	printf "each step from %d to %d: runner %.2f ms, script %.2f ms, ratio %.2f\n", k, $1, rm, sm, rm / sm}
+	{k = $1; m = $2; s = $3}' chain.sum
+# Where a step's time goes: the least a Go program can do to run sh -c true
+# (ForkExec + wait4), runner's process layer, and a whole step, each against
+# a sh loop doing the same (median of $rounds go test -bench runs).
+loop=$(for r in $(seq 1 "$rounds"); do t0=$(now); sh chain.sh; since "$t0"; done | median)
+per_sh=$(awk -v t="$loop" -v k="$k" 'BEGIN {printf "%.3f", 1000 * t / k}')
+(cd "$repo" && go test -run '^$' -bench 'ForkExecFloor|RunTrue$|RunStep$' -count "$rounds" ./workflow/proc ./workflow) > gobench.txt
+gobench() { awk -v n="Benchmark$1-" 'index($1, n) == 1 {print $3 / 1e6}' gobench.txt | median; }
+printf 'per process: sh loop %s ms | Go ForkExec+wait4 %.3f ms (%sx) | proc.Run %.3f ms (%sx) | workflow step %.3f ms (%sx)\n' "$per_sh" \
+	"$(gobench ForkExecFloor)" "$(ratio "$(gobench ForkExecFloor)" "$per_sh")" \
+	"$(gobench RunTrue)" "$(ratio "$(gobench RunTrue)" "$per_sh")" \
+	"$(gobench RunStep)" "$(ratio "$(gobench RunStep)" "$per_sh")"
 
 # The same with steps that do some work: gzip of 1 MB, as a real step would.
 head -c 1000000 "$runner" > work.bin

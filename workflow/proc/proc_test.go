@@ -601,6 +601,23 @@ func BenchmarkRunTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkForkExecFloor is the least a Go program can do to run `sh -c
+// true` and wait for it: the floor under BenchmarkRunTrue, which adds the
+// pipes, the poll loop and the process group handling.
+func BenchmarkForkExecFloor(b *testing.B) {
+	attr := &syscall.ProcAttr{Env: os.Environ()}
+	for b.Loop() {
+		pid, err := syscall.ForkExec(shellPath, []string{shellPath, "-c", "true"}, attr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+			b.Fatal(err, ws)
+		}
+	}
+}
+
 func BenchmarkRunTrueTimeoutCapture(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
