@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // noPidFDEnv makes the test binary run without pidfds (see TestWithoutPidFD).
@@ -624,6 +626,22 @@ func BenchmarkRunTrueTimeoutCapture(b *testing.B) {
 		res := Run(ctx, Spec{Command: "true", Timeout: time.Minute, CaptureStdout: true, CaptureStderr: true})
 		if res.Kind != KindOK {
 			b.Fatal(res.Err)
+		}
+	}
+}
+
+// Pipes are close-on-exec from the start: a concurrent run's child must not
+// inherit them, or their EOF would wait for that child.
+func TestPipeIsCloseOnExec(t *testing.T) {
+	r, w, err := pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFDs(r, w)
+	for _, fd := range []int{r, w} {
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("fd %d: flags %#x, err %v", fd, flags, err)
 		}
 	}
 }
