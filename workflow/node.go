@@ -40,10 +40,16 @@ func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 }
 
 // resolve follows aliases and counts the node against maxNodes; it returns
-// nil once the file has expanded too far.
+// nil once the file has expanded too far, or for a nil node.
 func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 	for n != nil && n.Kind == yaml.AliasNode {
 		n = n.Alias
+	}
+	if n == nil {
+		// A caller passed an absent or null value on: report it rather
+		// than crash (every caller is meant to check for null first).
+		d.errorf(nil, "a value is missing where one is needed")
+		return nil
 	}
 	if d.bombed {
 		return nil

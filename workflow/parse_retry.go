@@ -227,11 +227,24 @@ func (d *decoder) matchers(n *yaml.Node, what string) []retryv2.Matcher {
 			d.errorf(r, "%s must have exactly one of pattern, exit_codes, when", item)
 			continue
 		}
+		if name, empty := onlyKeyIsNull(f); empty {
+			d.errorf(f.key(name), "%s.%s needs a value", item, name)
+			continue
+		}
 		if m, ok := d.matcher(f, item); ok {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// onlyKeyIsNull returns the one key of f and whether its value is null or
+// missing (`{pattern}`, `{when: }`).
+func onlyKeyIsNull(f *fields) (string, bool) {
+	for name := range f.keys {
+		return name, f.get(name) == nil
+	}
+	return "", false
 }
 
 // matcher reads one mapping-form matcher.
@@ -252,10 +265,6 @@ func (d *decoder) matcher(f *fields, what string) (retryv2.Matcher, bool) {
 		v := f.get("exit_codes")
 		if r := d.resolve(v); r != nil && r.Kind == yaml.ScalarNode {
 			v = &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{r}, Line: r.Line, Column: r.Column}
-		}
-		if v == nil {
-			d.errorf(f.key("exit_codes"), "%s.exit_codes must list at least one exit code", what)
-			return retryv2.Matcher{}, false
 		}
 		items, ok := d.list(v, what+".exit_codes")
 		if !ok || len(items) == 0 {

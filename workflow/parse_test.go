@@ -60,6 +60,8 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"bad regex", "- shell: x\n  retry_config:\n    retry_on: [{pattern: 'a('}]\n", `3:26: retry_config.retry_on[0].pattern: invalid regular expression: missing closing )`},
 		{"bad expression", "- shell: x\n  when: 'a ==  '\n", `2:9: when: invalid expression "a ==  ": unexpected token EOF`},
 		{"unknown outcome name", "- shell: x\n  retry_config:\n    retry_on: [{when: 'exit_cod == 1'}]\n", `3:23: retry_config.retry_on[0].when: invalid expression "exit_cod == 1": unknown name exit_cod`},
+		{"matcher without value", "- shell: x\n  retry_config:\n    retry_on: [{pattern}]\n", `3:17: retry_config.retry_on[0].pattern needs a value`},
+		{"matcher with null value", "- shell: x\n  retry_config:\n    retry_on: [{when: }, {exit_codes: ~}]\n", `3:17: retry_config.retry_on[0].when needs a value`},
 		{"unknown matcher", "- shell: x\n  retry_config: {retry_on: [netwrok]}\n", `2:29: retry_config.retry_on[0] must be one of network, timeout, server_error, rate_limit, not "netwrok" (did you mean "network"?)`},
 		{"fallback without command", "- shell: x\n  retry_config:\n    on_failure: {fallback: {}}\n", `3:18: retry_config.on_failure.fallback needs a command`},
 		{"fallback word", "- shell: x\n  retry_config: {on_failure: fallback}\n", `2:30: retry_config.on_failure: fallback needs a command`},
