@@ -16,7 +16,8 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); retur
 // stream takes one output pipe of the child to its consumers: the live
 // writer, the optional capture and the tail ring.
 type stream struct {
-	fd int // read end of the pipe; -1 once closed
+	fd      int // read end of the pipe; -1 once closed
+	childFD int // write end, for the child; -1 once closed (after the start)
 
 	live io.Writer // nil, or dropped after an error or panic
 
@@ -28,15 +29,13 @@ type stream struct {
 	tail Tail
 }
 
-// open creates the pipe and returns the write end for the child.
-func (s *stream) open() (int, error) {
+// newStream is a stream of the given consumers with its pipe open.
+func newStream(live io.Writer, capture bool, limit int) (*stream, error) {
 	r, w, err := pipe()
 	if err != nil {
-		s.fd = -1
-		return -1, err
+		return nil, err
 	}
-	s.fd = r
-	return w, nil
+	return &stream{fd: r, childFD: w, live: live, capture: capture, limit: limit}, nil
 }
 
 // read reads once from the pipe, which poll reported ready, into buf and
@@ -50,12 +49,18 @@ func (s *stream) read(buf []byte) bool {
 	return err == syscall.EINTR || err == syscall.EAGAIN
 }
 
-// close closes the pipe if it is still open.
+// closeChildEnd closes the write end once the child has its copy: EOF
+// must then come from the child alone.
+func (s *stream) closeChildEnd() {
+	closeFDs(s.childFD)
+	s.childFD = -1
+}
+
+// close closes whichever ends of the pipe are still open.
 func (s *stream) close() {
-	if s.fd >= 0 {
-		_ = syscall.Close(s.fd)
-		s.fd = -1
-	}
+	s.closeChildEnd()
+	closeFDs(s.fd)
+	s.fd = -1
 }
 
 // consume hands one chunk to every consumer.

@@ -143,23 +143,21 @@ func run(ctx context.Context, spec *Spec) Result {
 		argv = []string{shellPath, script}
 	}
 
+	out, err := newStream(spec.Stdout, spec.CaptureStdout, limit)
+	if err != nil {
+		return spawnFailed(err)
+	}
+	defer out.close()
+	errs, err := newStream(spec.Stderr, spec.CaptureStderr, limit)
+	if err != nil {
+		return spawnFailed(err)
+	}
+	defer errs.close()
 	stdin, stdinR, stdinW, err := openStdin(spec.Stdin)
 	if err != nil {
 		return spawnFailed(err)
 	}
-	out := stream{live: spec.Stdout, capture: spec.CaptureStdout, limit: limit}
-	errs := stream{live: spec.Stderr, capture: spec.CaptureStderr, limit: limit}
-	outW, err := out.open()
-	if err != nil {
-		closeAll(stdinR, stdinW)
-		return spawnFailed(err)
-	}
-	errW, err := errs.open()
-	if err != nil {
-		closeAll(stdinR, stdinW)
-		closeFDs(out.fd, outW)
-		return spawnFailed(err)
-	}
+	defer closeAll(stdinW)
 
 	pidfd := -1
 	sys := &syscall.SysProcAttr{Setpgid: true}
@@ -169,27 +167,26 @@ func run(ctx context.Context, spec *Spec) Result {
 	pid, err := syscall.ForkExec(shellPath, argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env, // nil is an empty environment to ForkExec
-		Files: []uintptr{stdin, uintptr(outW), uintptr(errW)},
+		Files: []uintptr{stdin, uintptr(out.childFD), uintptr(errs.childFD)},
 		Sys:   sys,
 	})
 	runtime.KeepAlive(spec.Stdin) // a caller's *os.File must stay open until here
-	closeAll(stdinR)              // the child has its copies; EOF must come from it alone
-	closeFDs(outW, errW)
+	// The child has its copies; EOF must come from it alone.
+	closeAll(stdinR)
+	out.closeChildEnd()
+	errs.closeChildEnd()
 	if err != nil {
-		closeAll(stdinW)
-		closeFDs(out.fd, errs.fd)
 		return spawnFailed(startError(spec.Dir, err))
 	}
+	defer closeFDs(pidfd)
 	if stdinW != nil {
 		go copyStdin(stdinW, spec.Stdin)
 	}
 
 	g := &group{pid: pid, grace: grace}
 	stop := context.AfterFunc(runCtx, g.interrupt)
-	ws, waitErr := collect(g, pidfd, &out, &errs)
+	ws, waitErr := collect(g, pidfd, out, errs)
 	stop()
-	closeFDs(pidfd)
-	closeAll(stdinW)
 
 	res := classify(ws, waitErr)
 	if g.wasInterrupted() {
@@ -230,7 +227,7 @@ func openStdin(r io.Reader) (fd uintptr, owned, pipeW *os.File, err error) {
 func startError(dir string, err error) error {
 	if dir != "" {
 		if _, serr := os.Stat(dir); serr != nil {
-			return &os.PathError{Op: "chdir", Path: dir, Err: serr.(*os.PathError).Err}
+			return fmt.Errorf("working directory: %w", serr)
 		}
 	}
 	return &os.PathError{Op: "fork/exec", Path: shellPath, Err: err}
