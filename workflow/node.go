@@ -145,18 +145,22 @@ func (d *decoder) oneOf(f *fields, names ...string) *yaml.Node {
 // entry is one key and its value in a mapping.
 type entry struct{ key, val *yaml.Node }
 
-// entries returns a mapping's pairs in order, with merge keys (<<: *anchor,
-// or a list of them) expanded: explicit keys win over merged ones. It
-// reports keys that are not plain names, duplicate keys and merges that
-// include themselves.
+// mappingNode resolves n and checks that it is a mapping, reporting
+// "WHAT must be SHAPE, not ..." otherwise; it returns nil then.
+func (d *decoder) mappingNode(n *yaml.Node, what, shape string) *yaml.Node {
+	m := d.resolve(n)
+	if m != nil && m.Kind != yaml.MappingNode {
+		d.errorf(m, "%s must be %s, not %s", what, shape, describe(m))
+		return nil
+	}
+	return m
+}
+
+// entries returns the pairs of a (resolved) mapping in order, with merge
+// keys (<<: *anchor, or a list of them) expanded: explicit keys win over
+// merged ones. It reports keys that are not plain names, duplicate keys
+// and merges that include themselves.
 func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
-	if n = d.resolve(n); n == nil {
-		return nil, false
-	}
-	if n.Kind != yaml.MappingNode {
-		d.errorf(n, "%s must be a mapping, not %s", what, describe(n))
-		return nil, false
-	}
 	if d.merging[n] {
 		d.errorf(n, "%s: a merge key (<<) includes the mapping itself", what)
 		return nil, false
@@ -200,6 +204,9 @@ func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
 			merged = append(slices.Clone(m.Content), merged...)
 			continue
 		}
+		if m = d.mappingNode(m, what, "a mapping"); m == nil {
+			continue
+		}
 		sub, ok := d.entries(m, what)
 		if !ok {
 			continue
@@ -217,11 +224,15 @@ func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
 // mapping checks that n is a mapping whose keys are all in known, and
 // returns its fields (merge keys expanded).
 func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
-	es, ok := d.entries(n, what)
+	m := d.mappingNode(n, what, "a mapping")
+	if m == nil {
+		return nil
+	}
+	es, ok := d.entries(m, what)
 	if !ok {
 		return nil
 	}
-	f := &fields{node: d.resolve(n), vals: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+	f := &fields{node: m, vals: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
 	for _, e := range es {
 		if !slices.Contains(known, e.key.Value) {
 			d.unknownKey(e.key, what, known)

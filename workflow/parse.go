@@ -60,12 +60,11 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // document parses src into its one YAML (or JSON) document.
 func (d *decoder) document(src []byte) *yaml.Node {
-	switch {
-	case len(src) > MaxFileSize:
+	if len(src) > MaxFileSize {
 		d.errorf(nil, "file is larger than %d MiB", MaxFileSize>>20)
 		return nil
-	case bytes.IndexByte(src, 0) >= 0:
-		nul := bytes.IndexByte(src, 0)
+	}
+	if nul := bytes.IndexByte(src, 0); nul >= 0 {
 		line := 1 + bytes.Count(src[:nul], []byte("\n"))
 		col := nul - bytes.LastIndexByte(src[:nul], '\n')
 		d.errs = append(d.errs, &ParseError{File: d.file, Pos: Pos{Line: line, Col: col}, Msg: "file is binary (a NUL byte here), not YAML or JSON"})
@@ -227,15 +226,11 @@ func (d *decoder) envVars(n *yaml.Node, what string) []EnvVar {
 	if n == nil {
 		return nil
 	}
-	if r := n; r.Kind == yaml.AliasNode || r.Kind != yaml.MappingNode {
-		if r = d.resolve(n); r == nil || r.Kind != yaml.MappingNode {
-			if r != nil {
-				d.errorf(r, "%s must be a mapping of NAME: value, not %s", what, describe(r))
-			}
-			return nil
-		}
+	m := d.mappingNode(n, what, "a mapping of NAME: value")
+	if m == nil {
+		return nil
 	}
-	es, _ := d.entries(n, what)
+	es, _ := d.entries(m, what)
 	var out []EnvVar
 	for _, e := range es {
 		name := e.key.Value

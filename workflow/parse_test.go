@@ -415,3 +415,12 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// A nil node, which callers are meant never to pass, is reported rather
+// than dereferenced.
+func TestResolveNilIsAnError(t *testing.T) {
+	d := &decoder{file: "f.yml"}
+	if n := d.resolve(nil); n != nil || len(d.errs) != 1 {
+		t.Fatalf("resolve(nil) = %v with errors %v, want nil and one error", n, d.errs)
+	}
+}
