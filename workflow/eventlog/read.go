@@ -21,33 +21,54 @@ type Query struct {
 	Item  string   // only events of this item_id; "": every event
 }
 
-// needles are the JSON strings a matching line must contain.
-func (q Query) needles() (types [][]byte, item []byte) {
+// selector is a Query prepared for raw lines: the JSON strings a matching
+// line must contain.
+type selector struct {
+	q     Query
+	types [][]byte // one of these; none: any type
+	item  []byte   // this one; nil: any item
+}
+
+func (q Query) selector() selector {
+	sel := selector{q: q}
 	for _, t := range q.Types {
 		b, _ := json.Marshal(t)
-		types = append(types, b)
+		sel.types = append(sel.types, b)
 	}
 	if q.Item != "" {
-		item, _ = json.Marshal(q.Item)
+		sel.item, _ = json.Marshal(q.Item)
 	}
-	return types, item
+	return sel
 }
 
 // mayMatch is the cheap test on a raw line: false only when the line
-// cannot hold a matching event.
-func mayMatch(line []byte, types [][]byte, item []byte) bool {
-	if item != nil && !bytes.Contains(line, item) {
+// cannot hold a selected event.
+func (sel selector) mayMatch(line []byte) bool {
+	if sel.item != nil && !bytes.Contains(line, sel.item) {
 		return false
 	}
-	if len(types) == 0 {
+	if len(sel.types) == 0 {
 		return true
 	}
-	for _, t := range types {
+	for _, t := range sel.types {
 		if bytes.Contains(line, t) {
 			return true
 		}
 	}
 	return false
+}
+
+// decode returns the event on line and whether the query selects it; a
+// line that cannot match is not decoded.
+func (sel selector) decode(line []byte) (Event, bool, error) {
+	var e Event
+	if !sel.mayMatch(line) {
+		return e, false, nil
+	}
+	if err := e.UnmarshalJSON(line); err != nil {
+		return e, false, damagedLine{err}
+	}
+	return e, sel.q.Match(e), nil
 }
 
 // Match reports whether a decoded event is selected.
@@ -106,22 +127,15 @@ func Follow(ctx context.Context, path string, q Query, fn func(Event) error, sto
 // line is decoded only when q needs to look inside it, so copying a large
 // log out costs little more than reading it.
 func Raw(path string, q Query, fn func(line []byte) error) error {
-	types, item := q.needles()
-	exact := len(q.Types) > 0 || q.Item != ""
+	sel := q.selector()
+	all := len(q.Types) == 0 && q.Item == ""
 	_, err := scanLines(path, 0, func(line []byte) error {
-		if !mayMatch(line, types, item) {
-			return nil
-		}
-		if exact {
-			var e Event
-			if err := e.UnmarshalJSON(line); err != nil {
-				return damagedLine{err}
+		if all {
+			if !json.Valid(line) {
+				return damagedLine{errors.New("not a JSON object")}
 			}
-			if !q.Match(e) {
-				return nil
-			}
-		} else if !json.Valid(line) {
-			return damagedLine{errors.New("not a JSON object")}
+		} else if _, ok, err := sel.decode(line); !ok {
+			return err
 		}
 		return fn(line)
 	})
@@ -131,17 +145,11 @@ func Raw(path string, q Query, fn func(line []byte) error) error {
 // scan decodes the events after offset that q selects and passes them to
 // fn; it returns the offset after the last complete line.
 func scan(path string, offset int64, q Query, fn func(Event) error) (int64, error) {
-	types, item := q.needles()
+	sel := q.selector()
 	return scanLines(path, offset, func(line []byte) error {
-		if !mayMatch(line, types, item) {
-			return nil
-		}
-		var e Event
-		if err := e.UnmarshalJSON(line); err != nil {
-			return damagedLine{err}
-		}
-		if !q.Match(e) {
-			return nil
+		e, ok, err := sel.decode(line)
+		if !ok {
+			return err
 		}
 		return fn(e)
 	})
