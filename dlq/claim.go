@@ -41,6 +41,15 @@ func (d *DB) Claim(owner string, until time.Time, itemIDs ...string) (claimed []
 		}
 		claims := tx.Bucket(bucketClaims)
 		seen := make(map[string]bool, len(itemIDs))
+		holderGone := map[string]bool{} // asked once per holder, not per item
+		gone := func(holder string) bool {
+			g, ok := holderGone[holder]
+			if !ok {
+				g = d.gone != nil && d.gone(holder)
+				holderGone[holder] = g
+			}
+			return g
+		}
 		for _, id := range itemIDs {
 			if seen[id] || ids.Get([]byte(id)) == nil {
 				continue
@@ -50,7 +59,7 @@ func (d *DB) Claim(owner string, until time.Time, itemIDs ...string) (claimed []
 				var l lease
 				// An unreadable lease counts as expired; so does one whose
 				// holder is gone.
-				if json.Unmarshal(v, &l) == nil && l.Owner != owner && !l.Until.Before(now) && (d.gone == nil || !d.gone(l.Owner)) {
+				if json.Unmarshal(v, &l) == nil && l.Owner != owner && !l.Until.Before(now) && !gone(l.Owner) {
 					continue
 				}
 			}

@@ -238,31 +238,36 @@ func release(d *dlq.DB, owner string, ids ...string) func() ([]string, error) {
 	return func() ([]string, error) { return nil, d.Release(owner, ids...) }
 }
 
-// A lease whose holder is gone (Options.Gone) is free before it expires.
+// A lease whose holder is gone (Options.Gone) is free before it expires;
+// Gone is asked once per holder in a claim, not once per item.
 func TestClaimTakesOverFromAGoneHolder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "dlq.db")
 	gone := map[string]bool{}
-	open := func() *dlq.DB {
-		d, err := dlq.Open(path, dlq.Options{Gone: func(owner string) bool { return gone[owner] }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	d := open()
-	if err := d.Add(dlq.Entry{ItemID: "a", Failure: dlq.Failure{Message: "x"}}); err != nil {
+	asked := 0
+	d, err := dlq.Open(path, dlq.Options{Gone: func(owner string) bool { asked++; return gone[owner] }})
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer d.Close()
+	items := []string{"a", "b", "c"}
+	for _, id := range items {
+		if err := d.Add(dlq.Entry{ItemID: id, Failure: dlq.Failure{Message: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	until := time.Now().Add(24 * time.Hour)
-	if got, _ := d.Claim("crashed", until, "a"); len(got) != 1 {
+	if got, _ := d.Claim("crashed", until, items...); len(got) != 3 {
 		t.Fatal("first claim failed")
 	}
-	if got, _ := d.Claim("other", until, "a"); len(got) != 0 {
-		t.Fatal("a live holder's lease was taken")
+	if got, _ := d.Claim("other", until, items...); len(got) != 0 {
+		t.Fatal("a live holder's leases were taken")
 	}
 	gone["crashed"] = true
-	if got, _ := d.Claim("other", until, "a"); len(got) != 1 {
-		t.Error("the lease of a gone holder was not taken over")
+	asked = 0
+	if got, _ := d.Claim("other", until, items...); len(got) != 3 {
+		t.Errorf("the leases of a gone holder were not taken over: %v", got)
 	}
-	d.Close()
+	if asked != 1 {
+		t.Errorf("Gone asked %d times for one holder of 3 items", asked)
+	}
 }
