@@ -74,16 +74,21 @@ echo
 echo "## chain overhead (each step 'true' under sh -c, as runner runs steps)"
 printf '%-6s %10s %10s %8s %16s %16s\n' steps runner script ratio runner/step script/step
 : > chain.sum
-for k in $chain_steps; do
-	{ echo "name: chain"; echo "commands:"; for i in $(seq 1 "$k"); do echo "  - shell: \"true\""; done; } > chain.yml
-	{ echo "#!/bin/sh"; for i in $(seq 1 "$k"); do echo "sh -c true"; done; } > chain.sh
+# chain CMD K: a K-step workflow and a K-line script, each running CMD
+# under sh -c, timed alternately; sets m (runner) and s (script), medians.
+chain() {
+	{ echo "name: chain"; echo "commands:"; for i in $(seq 1 "$2"); do echo "  - shell: '$1'"; done; } > chain.yml
+	for i in $(seq 1 "$2"); do echo "sh -c '$1'"; done > chain.sh
 	: > t.runner; : > t.script
 	for r in $(seq 1 "$rounds"); do
 		t0=$(now); sh chain.sh; since "$t0" >> t.script
-		t0=$(now); "$runner" run -q --progress never --state-dir "c-$k-$r" chain.yml >/dev/null 2>&1; since "$t0" >> t.runner
-		rm -rf "c-$k-$r"
+		t0=$(now); "$runner" run -q --progress never --state-dir "c-$r" chain.yml >/dev/null 2>&1; since "$t0" >> t.runner
+		rm -rf "c-$r"
 	done
 	m=$(median < t.runner); s=$(median < t.script)
+}
+for k in $chain_steps; do
+	chain true "$k"
 	echo "$k $m $s" >> chain.sum
 	printf '%-6s %9ss %9ss %8s %14sms %14sms\n' "$k" "$m" "$s" "$(ratio "$m" "$s")" \
 		"$(awk -v t="$m" -v k="$k" 'BEGIN {printf "%.2f", 1000 * t / k}')" "$(awk -v t="$s" -v k="$k" 'BEGIN {printf "%.2f", 1000 * t / k}')"
@@ -96,27 +101,19 @@ awk 'NR > 1 {rm = 1000 * ($2 - m) / ($1 - k); sm = 1000 * ($3 - s)  / ($1 - k)
 	{k = $1; m = $2; s = $3}' chain.sum
 # Where a step's time goes: the least a Go program can do to run sh -c true
 # (ForkExec + wait4), runner's process layer, and a whole step, each against
-# a sh loop doing the same (median of $rounds go test -bench runs).
-loop=$(for r in $(seq 1 "$rounds"); do t0=$(now); sh chain.sh; since "$t0"; done | median)
-per_sh=$(awk -v t="$loop" -v k="$k" 'BEGIN {printf "%.3f", 1000 * t / k}')
+# the script of the longest chain above (medians of $rounds go test -bench runs).
+per_sh=$(awk -v t="$s" -v k="$k" 'BEGIN {printf "%.3f", 1000 * t / k}')
 (cd "$repo" && go test -run '^$' -bench 'ForkExecFloor|RunTrue$|RunStep$' -count "$rounds" ./workflow/proc ./workflow) > gobench.txt
-gobench() { awk -v n="Benchmark$1-" 'index($1, n) == 1 {print $3 / 1e6}' gobench.txt | median; }
-printf 'per process: sh loop %s ms | Go ForkExec+wait4 %.3f ms (%sx) | proc.Run %.3f ms (%sx) | workflow step %.3f ms (%sx)\n' "$per_sh" \
-	"$(gobench ForkExecFloor)" "$(ratio "$(gobench ForkExecFloor)" "$per_sh")" \
-	"$(gobench RunTrue)" "$(ratio "$(gobench RunTrue)" "$per_sh")" \
-	"$(gobench RunStep)" "$(ratio "$(gobench RunStep)" "$per_sh")"
+per_process=""
+for b in ForkExecFloor RunTrue RunStep; do
+	ms=$(awk -v n="Benchmark$b-" 'index($1, n) == 1 {print $3 / 1e6}' gobench.txt | median)
+	per_process+=$(printf ' | %s %.3f ms (%sx)' "$b" "$ms" "$(ratio "$ms" "$per_sh")")
+done
+echo "per process: sh -c true from a script $per_sh ms$per_process"
 
 # The same with steps that do some work: gzip of 1 MB, as a real step would.
 head -c 1000000 "$runner" > work.bin
-{ echo "name: chainw"; echo "commands:"; for i in $(seq 1 100); do echo "  - shell: gzip -c work.bin > /dev/null"; done; } > chainw.yml
-{ for i in $(seq 1 100); do echo "sh -c 'gzip -c work.bin > /dev/null'"; done; } > chainw.sh
-: > t.runner; : > t.script
-for r in $(seq 1 "$rounds"); do
-	t0=$(now); sh chainw.sh; since "$t0" >> t.script
-	t0=$(now); "$runner" run -q --progress never --state-dir "w-$r" chainw.yml >/dev/null 2>&1; since "$t0" >> t.runner
-	rm -rf "w-$r"
-done
-m=$(median < t.runner); s=$(median < t.script)
+chain 'gzip -c work.bin > /dev/null' 100
 printf '%-6s %9ss %9ss %8s   (steps gzip 1 MB each)\n' 100 "$m" "$s" "$(ratio "$m" "$s")"
 fi
 
