@@ -76,11 +76,7 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 	crashes := 1 + rng.IntN(3)
 	store := state.Store{Dir: filepath.Join(dir, ".runner")}
 	for range crashes {
-		args := []string{"resume", "j"}
-		if _, err := store.Open("j"); errors.Is(err, state.ErrNotFound) {
-			args = []string{"run", "--job-id", "j", "crash.yml"} // the last kill came before the job existed
-		}
-		run := exec.Command("runner", args...)
+		run := exec.Command("runner", continueJob(store)...)
 		run.Dir = dir
 		if err := run.Start(); err != nil {
 			t.Fatal(err)
@@ -95,21 +91,14 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 		auditJob(t, store, "j", crashItems, false)
 	}
 	time.Sleep(100 * time.Millisecond) // agents orphaned by the last crash finish
-	final := exec.Command("runner", "resume", "j")
-	if _, err := store.Open("j"); errors.Is(err, state.ErrNotFound) {
-		final = exec.Command("runner", "run", "--job-id", "j", "crash.yml")
-	}
-	final.Dir = dir
-	out, err := final.CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
+	switch code, out := runnerIn(t, dir, continueJob(store)...); {
+	case code == 0:
 		// every item had already finished, or the reduce just ran
-	case errors.As(err, &exit) && exit.ExitCode() == cmd.ExitItemsInDLQ:
-	case errors.As(err, &exit) && exit.ExitCode() == 2 && strings.Contains(string(out), "already completed"):
+	case code == cmd.ExitItemsInDLQ:
+	case code == 2 && strings.Contains(out, "already completed"):
 		// the job completed before the last crash
 	default:
-		t.Fatalf("final resume: %v\n%s", err, out)
+		t.Fatalf("final resume: exit %d\n%s", code, out)
 	}
 	counts := auditJob(t, store, "j", crashItems, true)
 	failing := crashItems / 7
@@ -123,6 +112,15 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 	if reduced := readLines(t, filepath.Join(dir, "reduce.log")); len(reduced) == 0 {
 		t.Error("reduce never ran")
 	}
+}
+
+// continueJob is the command line that carries job j of crash.yml on:
+// resume, or run when a kill came before the job existed.
+func continueJob(store state.Store) []string {
+	if _, err := store.Open("j"); errors.Is(err, state.ErrNotFound) {
+		return []string{"run", "--job-id", "j", "crash.yml"}
+	}
+	return []string{"resume", "j"}
 }
 
 // auditJob classifies every item of a job (total items with default ids)
