@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // TestWithoutPidFD runs the package's tests again with the exit checks
 // used where there is no pidfd (other Unixes, Linux before 5.3).
 func TestWithoutPidFD(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^Test", "-test.skip=^TestWithoutPidFD$|^TestPidFD$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^Test", "-test.skip=^TestWithoutPidFD$|^TestPidFD$", "-test.count=1", "-test.timeout=2m")
 	cmd.Env = append(os.Environ(), noPidFDEnv+"=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tests without pidfd: %v\n%s", err, out)
