@@ -1,6 +1,7 @@
 package retryv2
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,7 +172,8 @@ func (s Spec) runOnce(ctx context.Context, n int, attempt AttemptFunc) Outcome {
 	return o
 }
 
-// decide applies the policies to a failed attempt.
+// decide applies the policies to a failed attempt. When no policy accepts
+// it and a retry_on when could not be evaluated, the reason says so.
 func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, budget time.Duration) Decision {
 	d := Decision{Attempt: o.Attempt, Policy: -1, Action: "stop", Failure: o}
 	switch {
@@ -188,9 +190,11 @@ func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, bu
 		d.Reason = ReasonDisabled
 		return d
 	}
+	var matchErr error // the first matcher that could not be evaluated
 	for i, p := range s.Policies {
-		matcher, ok, _ := p.accepts(o)
+		matcher, ok, err := p.accepts(o)
 		if !ok {
+			matchErr = cmp.Or(matchErr, err)
 			continue
 		}
 		d.Policy, d.Matcher, d.Limit = i, matcher, p.Attempts
@@ -219,9 +223,13 @@ func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, bu
 		d.Action = "retry"
 		return d
 	}
-	d.Reason = ReasonNotRetryable
-	if o.Kind == KindCircuitOpen {
+	switch {
+	case o.Kind == KindCircuitOpen:
 		d.Reason = ReasonCircuitOpen
+	case matchErr != nil:
+		d.Reason = ReasonNotRetryable + ": " + matchErr.Error()
+	default:
+		d.Reason = ReasonNotRetryable
 	}
 	return d
 }

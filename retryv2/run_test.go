@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/expr-lang/expr"
+
 	"github.com/runnerdev/runner/breaker"
 )
 
@@ -390,4 +392,26 @@ func TestBreakerCountsKillsNotInterrupts(t *testing.T) {
 			t.Errorf("state %s after an interrupted attempt, want closed", b.State())
 		}
 	})
+}
+
+// A retry_on when that fails at run time does not accept the failure, and
+// the decision and the final error say why, on one line.
+func TestWhenErrorIsTheReason(t *testing.T) {
+	prog, err := expr.Compile("int(output) > 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := DefaultPolicy()
+	p.RetryOn = []Matcher{{Kind: MatchWhen, When: prog, Source: `when "int(output) > 2"`}}
+	var decisions []Decision
+	failed := Outcome{Kind: KindExit, ExitCode: 1, Err: errors.New("exit status 1"), Stdout: "abc\n"}
+	_, err = Run(t.Context(), Spec{Policies: []Policy{p}, Decided: func(d Decision) { decisions = append(decisions, d) }},
+		func(ctx context.Context, n int) Outcome { return failed })
+	want := `not retryable: retry_on when "int(output) > 2": invalid operation: int(abc) (1:1)`
+	if len(decisions) != 1 || decisions[0].Action != "stop" || decisions[0].Reason != want {
+		t.Fatalf("decisions %+v, want one stop with reason %q", decisions, want)
+	}
+	if !strings.Contains(err.Error(), "("+want+")") {
+		t.Errorf("final error %q does not give the reason", err)
+	}
 }
