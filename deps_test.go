@@ -8,17 +8,19 @@ import (
 )
 
 // allowedImports is the layering: cmd -> mapreduce -> workflow ->
-// {retryv2, errorpolicy, leaves}. dlq, retryv2, errorpolicy and the leaves
+// {retryv2, errorpolicy, leaves}. retryv2 and errorpolicy import only
+// breaker, the circuit breaker both build on; dlq, breaker and the leaves
 // import nothing of ours; mapreduce reaches the DLQ through an interface of
 // its own, and only cmd wires the two together.
 var allowedImports = map[string][]string{
 	"":                  {"cmd"},
 	"cmd":               {"*"},
 	"mapreduce":         {"workflow", "workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy"},
-	"workflow":          {"workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy"},
+	"workflow":          {"workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy", "breaker"},
 	"dlq":               nil,
-	"retryv2":           nil,
-	"errorpolicy":       nil,
+	"breaker":           nil,
+	"retryv2":           {"breaker"},
+	"errorpolicy":       {"breaker"},
 	"workflow/eventlog": nil,
 	"workflow/interp":   nil,
 	"workflow/proc":     nil,

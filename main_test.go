@@ -104,15 +104,21 @@ func exitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// breakerpause JOB MIN checks the job's event log: the workflow circuit
-// breaker opened, every opening lasted at least MIN before it half-opened,
-// and no new item started while it was open (an admitted item's own
-// item-level retries are not new items).
+// breakerpause JOB MIN SUCCESSES checks the job's event log: the workflow
+// circuit breaker opened, every opening lasted at least MIN before it
+// half-opened, no new item started while it was open (an admitted item's
+// own item-level retries are not new items), at most SUCCESSES (its
+// success_threshold) items started while it was half-open, and it closed
+// only after SUCCESSES of those probes succeeded.
 func breakerPause(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: breakerpause JOB MIN")
+	if len(args) != 3 {
+		ts.Fatalf("usage: breakerpause JOB MIN SUCCESSES")
 	}
 	min, err := time.ParseDuration(args[1])
+	if err != nil {
+		ts.Fatalf("breakerpause: %v", err)
+	}
+	successes, err := strconv.Atoi(args[2])
 	if err != nil {
 		ts.Fatalf("breakerpause: %v", err)
 	}
@@ -120,20 +126,40 @@ func breakerPause(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("breakerpause: %v", err)
 	}
-	var opened time.Time
-	openings := 0
+	var (
+		opened   time.Time
+		openings int
+		probes   map[string]bool // items started while half-open; nil when not half-open
+		passed   int             // probes that succeeded
+	)
 	for _, e := range events {
+		workflow := e.Str("scope") == "workflow"
 		switch {
-		case e.Type == "circuit_opened" && e.Str("scope") == "workflow":
-			opened = e.Time
+		case e.Type == "circuit_opened" && workflow:
+			opened, probes = e.Time, nil
 			openings++
-		case e.Type == "circuit_half_open" && e.Str("scope") == "workflow" && !opened.IsZero():
+		case e.Type == "circuit_half_open" && workflow && !opened.IsZero():
 			if gap := e.Time.Sub(opened); gap < min {
 				ts.Fatalf("breaker half-opened %v after opening, want at least %v", gap, min)
 			}
-			opened = time.Time{}
-		case e.Type == "item_started" && !opened.IsZero() && e.Fields["attempt"] == json.Number("1"):
-			ts.Fatalf("item %s started at %s while the breaker was open (since %s)", e.Str("item_id"), e.Time, opened)
+			opened, probes, passed = time.Time{}, map[string]bool{}, 0
+		case e.Type == "circuit_closed" && workflow && probes != nil:
+			if passed < successes {
+				ts.Fatalf("breaker closed at %s after %d probe(s) succeeded, want %d", e.Time, passed, successes)
+			}
+			probes = nil
+		case e.Type == "item_started" && e.Fields["attempt"] == json.Number("1"):
+			if !opened.IsZero() {
+				ts.Fatalf("item %s started at %s while the breaker was open (since %s)", e.Str("item_id"), e.Time, opened)
+			}
+			if probes != nil {
+				probes[e.Str("item_id")] = true
+				if len(probes) > successes {
+					ts.Fatalf("item %s is probe %d of one half-open period, want at most %d", e.Str("item_id"), len(probes), successes)
+				}
+			}
+		case e.Type == "item_succeeded" && probes[e.Str("item_id")]:
+			passed++
 		}
 	}
 	if openings == 0 {

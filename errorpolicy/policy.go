@@ -3,7 +3,7 @@
 // workflow circuit breaker that pauses dispatch.
 package errorpolicy
 
-import "time"
+import "github.com/runnerdev/runner/breaker"
 
 // Action is what happens to an item that finally failed.
 type Action string
@@ -22,14 +22,6 @@ type Collection struct {
 	BatchSize int    // batched only
 }
 
-// Breaker configures the workflow circuit breaker.
-type Breaker struct {
-	FailureThreshold int           // consecutive item failures that open it (default 5)
-	SuccessThreshold int           // consecutive probe successes that close it (default 3)
-	Timeout          time.Duration // pause while open (default 30s)
-	HalfOpenRequests int           // probes while half-open (default 3)
-}
-
 // Policy is a workflow's error_policy.
 type Policy struct {
 	OnItemFailure     Action // default DLQ
@@ -38,7 +30,7 @@ type Policy struct {
 	FailureThreshold  float64
 	MinItems          int // default 10
 	Collection        Collection
-	Breaker           *Breaker
+	Breaker           *breaker.Config // the workflow circuit breaker; nil: none
 }
 
 // Default is the policy of a workflow that sets none.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/runnerdev/runner/breaker"
 )
 
 func TestTrackerStops(t *testing.T) {
@@ -71,7 +73,7 @@ func TestCollectionDue(t *testing.T) {
 func TestGatePausesDispatchThenProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var transitions []string
-		g := NewGate(Breaker{FailureThreshold: 2, SuccessThreshold: 2, Timeout: 30 * time.Second, HalfOpenRequests: 1},
+		g := NewGate(breaker.Config{FailureThreshold: 2, SuccessThreshold: 2, Timeout: 30 * time.Second, HalfOpenRequests: 1},
 			func(to string) { transitions = append(transitions, to) })
 		ctx := t.Context()
 		admit := func() func(bool) {
@@ -119,7 +121,7 @@ func TestGatePausesDispatchThenProbes(t *testing.T) {
 
 func TestGateProbeFailureReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := NewGate(Breaker{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Second, HalfOpenRequests: 1}, nil)
+		g := NewGate(breaker.Config{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Second, HalfOpenRequests: 1}, nil)
 		pass, _ := g.Admit(t.Context())
 		pass.Done(true)
 		pass, _ = g.Admit(t.Context()) // after 1s
@@ -132,7 +134,7 @@ func TestGateProbeFailureReopens(t *testing.T) {
 
 func TestGateAdmitEndsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := NewGate(Breaker{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Hour, HalfOpenRequests: 1}, nil)
+		g := NewGate(breaker.Config{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Hour, HalfOpenRequests: 1}, nil)
 		pass, _ := g.Admit(t.Context())
 		pass.Done(true)
 		cause := errors.New("stopped")
@@ -148,7 +150,7 @@ func TestGateAdmitEndsWithContext(t *testing.T) {
 // item could start; its result is then not counted.
 func TestGatePassGoesStale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := NewGate(Breaker{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Second, HalfOpenRequests: 1}, nil)
+		g := NewGate(breaker.Config{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Second, HalfOpenRequests: 1}, nil)
 		running, _ := g.Admit(t.Context())
 		waiting, _ := g.Admit(t.Context()) // admitted while closed, waits for a slot
 		if waiting.Stale() {
@@ -158,9 +160,48 @@ func TestGatePassGoesStale(t *testing.T) {
 		if !waiting.Stale() {
 			t.Fatal("pass still valid after the breaker opened")
 		}
-		waiting.Done(false)
+		waiting.Return()
 		if g.State() != "open" {
-			t.Errorf("a stale pass's success changed the state to %s", g.State())
+			t.Errorf("a stale pass given back changed the state to %s", g.State())
+		}
+	})
+}
+
+// Once the pause is over, the one pass the gate gives is a probe of the
+// half-open breaker: it is not stale, and giving it back (its item could
+// not start) neither closes the breaker nor lets more items in; only the
+// probe's own success closes it.
+func TestGateProbeAfterPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var transitions []string
+		g := NewGate(breaker.Config{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Second, HalfOpenRequests: 1},
+			func(to string) { transitions = append(transitions, to) })
+		pass, _ := g.Admit(t.Context())
+		pass.Done(true)
+		probe, _ := g.Admit(t.Context()) // after 1s
+		if probe.Stale() {
+			t.Fatal("the probe admitted as the breaker half-opened is stale")
+		}
+		probe.Return()
+		if g.State() != "half_open" {
+			t.Fatalf("state %s after a probe was given back, want half_open", g.State())
+		}
+		probe, _ = g.Admit(t.Context())
+		second := make(chan *Pass)
+		go func() {
+			p, _ := g.Admit(t.Context())
+			second <- p
+		}()
+		synctest.Wait()
+		select {
+		case <-second:
+			t.Fatal("a second item was admitted while the probe ran")
+		default:
+		}
+		probe.Done(false)
+		(<-second).Done(false)
+		if got := strings.Join(transitions, ","); got != "open,half_open,closed" {
+			t.Errorf("transitions %s, want open,half_open,closed", got)
 		}
 	})
 }

@@ -52,7 +52,7 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 		if sl.Acquire(ctx) != nil || !s.running(ctx) {
 			sl.Release()
 			if pass != nil {
-				pass.Done(false) // not run: says nothing about the items' health
+				pass.Return() // not run: says nothing about the items' health
 			}
 			return false
 		}
@@ -61,7 +61,7 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 			// The breaker changed while this item waited for a slot.
 			s.gateMu.Unlock()
 			sl.Release()
-			pass.Done(false)
+			pass.Return()
 			continue
 		}
 		err := s.ledger.start(it, 1)
@@ -70,7 +70,7 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 			s.fail(err)
 			sl.Release()
 			if pass != nil {
-				pass.Done(false)
+				pass.Return()
 			}
 			return false
 		}
@@ -98,6 +98,9 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 	defer sl.Release()
 	if s.ended != nil {
 		defer s.ended(it)
+	}
+	if pass != nil {
+		defer pass.Return() // interrupted: the item says nothing about health (no-op after Done)
 	}
 	var failures []Failure
 	for attempt := 1; ; attempt++ {

@@ -36,11 +36,12 @@ func (m Matcher) Match(o Outcome) (bool, error) {
 	case MatchWhen:
 		v, err := expr.Run(m.When, OutcomeVars(o))
 		if err != nil {
-			return false, fmt.Errorf("retry_on when %q: %w", m.Source, err)
+			msg, _, _ := strings.Cut(err.Error(), "\n") // expr adds a snippet of the source on more lines
+			return false, fmt.Errorf("retry_on %s: %s", m.Source, msg)
 		}
 		b, ok := v.(bool)
 		if !ok {
-			return false, fmt.Errorf("retry_on when %q: got %T, not a boolean", m.Source, v)
+			return false, fmt.Errorf("retry_on %s: got %T, not a boolean", m.Source, v)
 		}
 		return b, nil
 	}

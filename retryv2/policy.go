@@ -99,11 +99,3 @@ type Matcher struct {
 	When      *vm.Program    // MatchWhen, compiled at validation
 	Source    string         // as written, for events and messages
 }
-
-// BreakerConfig configures a command-level circuit breaker.
-type BreakerConfig struct {
-	FailureThreshold int           // consecutive failures that open it (default 5)
-	SuccessThreshold int           // consecutive half-open successes that close it (default 1)
-	Timeout          time.Duration // how long it stays open (default 30s)
-	HalfOpenRequests int           // probes allowed while half-open (default 1)
-}

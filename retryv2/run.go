@@ -1,12 +1,15 @@
 package retryv2
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	retry "github.com/sethvargo/go-retry"
+
+	"github.com/runnerdev/runner/breaker"
 )
 
 // Why retrying stopped.
@@ -22,6 +25,10 @@ const (
 // ErrBudgetExhausted is the cause given to an attempt killed because the
 // retry budget ended.
 var ErrBudgetExhausted = errors.New("retry budget exhausted")
+
+// ErrCircuitOpen is the failure of an attempt refused by the step's
+// circuit breaker.
+var ErrCircuitOpen = breaker.ErrOpen
 
 // AttemptFunc runs the command once; n is the 1-based attempt number. Its
 // ctx ends when the retry budget does.
@@ -42,14 +49,14 @@ type Decision struct {
 
 // Spec is one execution's retry setup.
 type Spec struct {
-	Policies []Policy       // empty: one attempt
-	Disabled bool           // retryable: false
-	Rand     func() float64 // jitter source; nil = no jitter randomness (0.5)
-	Breaker  *Breaker       // nil: none
-	Started  func(n int)    // before each attempt that runs
-	Finished func(Outcome)  // after each attempt, also one the breaker refused
-	Decided  func(Decision) // after each failed attempt, when there are policies
-	Slot     Slot           // nil: none; else given back during delays
+	Policies []Policy         // empty: one attempt
+	Disabled bool             // retryable: false
+	Rand     func() float64   // jitter source; nil = no jitter randomness (0.5)
+	Breaker  *breaker.Breaker // nil: none
+	Started  func(n int)      // before each attempt that runs
+	Finished func(Outcome)    // after each attempt, also one the breaker refused
+	Decided  func(Decision)   // after each failed attempt, when there are policies
+	Slot     Slot             // nil: none; else given back during delays
 }
 
 // Slot is a place to run attempts in, such as one of a MapReduce job's
@@ -153,23 +160,20 @@ func (s Spec) runOnce(ctx context.Context, n int, attempt AttemptFunc) Outcome {
 		}
 		return attempt(ctx, n)
 	}
-	done, err := s.Breaker.allow()
+	ticket, err := s.Breaker.Allow()
 	if err != nil {
-		return Outcome{Attempt: n, Kind: KindCircuitOpen, ExitCode: -1, Err: err}
+		return Outcome{Attempt: n, Kind: KindCircuitOpen, ExitCode: -1, Err: ErrCircuitOpen}
 	}
 	if s.Started != nil {
 		s.Started(n)
 	}
 	o := attempt(ctx, n)
-	if o.Kind == KindCanceled {
-		done(false) // an interrupt says nothing about the command's health
-	} else {
-		done(o.Failed())
-	}
+	ticket.Done(breaker.ResultOf(ctx, o.Failed())) // a kill by agent_timeout or retry_budget is a failure
 	return o
 }
 
-// decide applies the policies to a failed attempt.
+// decide applies the policies to a failed attempt. When no policy accepts
+// it and a retry_on when could not be evaluated, the reason says so.
 func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, budget time.Duration) Decision {
 	d := Decision{Attempt: o.Attempt, Policy: -1, Action: "stop", Failure: o}
 	switch {
@@ -186,9 +190,11 @@ func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, bu
 		d.Reason = ReasonDisabled
 		return d
 	}
+	var matchErr error // the first matcher that could not be evaluated
 	for i, p := range s.Policies {
-		matcher, ok, _ := p.accepts(o)
+		matcher, ok, err := p.accepts(o)
 		if !ok {
+			matchErr = cmp.Or(matchErr, err)
 			continue
 		}
 		d.Policy, d.Matcher, d.Limit = i, matcher, p.Attempts
@@ -217,9 +223,13 @@ func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, bu
 		d.Action = "retry"
 		return d
 	}
-	d.Reason = ReasonNotRetryable
-	if o.Kind == KindCircuitOpen {
+	switch {
+	case o.Kind == KindCircuitOpen:
 		d.Reason = ReasonCircuitOpen
+	case matchErr != nil:
+		d.Reason = ReasonNotRetryable + ": " + matchErr.Error()
+	default:
+		d.Reason = ReasonNotRetryable
 	}
 	return d
 }

@@ -9,6 +9,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/expr-lang/expr"
+
+	"github.com/runnerdev/runner/breaker"
 )
 
 // script returns an AttemptFunc whose n-th attempt yields outcomes[n-1]
@@ -206,7 +210,7 @@ func TestRunRetryAfterReplacesDelay(t *testing.T) {
 func TestBreakerOpensAndRefusesWithoutRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var transitions []string
-		b := NewBreaker("fetch", BreakerConfig{FailureThreshold: 2, SuccessThreshold: 1, Timeout: 30 * time.Second, HalfOpenRequests: 1},
+		b := breaker.New("fetch", breaker.Config{FailureThreshold: 2, SuccessThreshold: 1, Timeout: 30 * time.Second, HalfOpenRequests: 1},
 			func(to string) { transitions = append(transitions, to) })
 		p := DefaultPolicy()
 		p.Attempts, p.Backoff = 4, Backoff{Strategy: Fixed}
@@ -362,35 +366,52 @@ func TestRunTakesTheSlotBackWhenTheBudgetEndsWaitingForIt(t *testing.T) {
 	})
 }
 
-// Half-open: at most half_open_requests probes run at once, and
-// success_threshold consecutive successes close the breaker.
-func TestBreakerHalfOpenProbes(t *testing.T) {
+// An attempt killed by a deadline (retry_budget here, agent_timeout in a
+// map agent) counts as a failure in the step's breaker; one stopped by an
+// interrupt of the job counts neither way.
+func TestBreakerCountsKillsNotInterrupts(t *testing.T) {
+	killed := func(ctx context.Context, n int) Outcome {
+		<-ctx.Done()
+		return Outcome{Attempt: n, Kind: KindCanceled, ExitCode: -1, Err: context.Cause(ctx)}
+	}
 	synctest.Test(t, func(t *testing.T) {
-		b := NewBreaker("x", BreakerConfig{FailureThreshold: 1, SuccessThreshold: 3, Timeout: time.Second, HalfOpenRequests: 2}, nil)
-		done, err := b.allow()
-		if err != nil {
-			t.Fatal(err)
-		}
-		done(true)                                 // opens
-		time.Sleep(time.Second + time.Millisecond) // gobreaker half-opens strictly after the timeout
-		p1, err1 := b.allow()
-		p2, err2 := b.allow()
-		_, err3 := b.allow()
-		if err1 != nil || err2 != nil || !errors.Is(err3, ErrCircuitOpen) {
-			t.Fatalf("half-open admitted: %v %v %v; want two probes, the third refused", err1, err2, err3)
-		}
-		p1(false)
-		p2(false)
-		if b.State() != "half_open" {
-			t.Fatalf("closed after 2 successes, want 3")
-		}
-		p3, err := b.allow()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p3(false)
-		if b.State() != "closed" {
-			t.Errorf("state %s after 3 successes, want closed", b.State())
+		b := breaker.New("x", breaker.Config{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Minute, HalfOpenRequests: 1}, nil)
+		p := DefaultPolicy()
+		p.Budget = time.Second
+		Run(t.Context(), Spec{Policies: []Policy{p}, Breaker: b}, killed)
+		if b.State() != "open" {
+			t.Errorf("state %s after an attempt the retry budget killed, want open", b.State())
 		}
 	})
+	synctest.Test(t, func(t *testing.T) {
+		b := breaker.New("x", breaker.Config{FailureThreshold: 1, SuccessThreshold: 1, Timeout: time.Minute, HalfOpenRequests: 1}, nil)
+		ctx, cancel := context.WithCancelCause(t.Context())
+		time.AfterFunc(time.Second, func() { cancel(errors.New("interrupted by SIGINT")) })
+		Run(ctx, Spec{Breaker: b}, killed)
+		if b.State() != "closed" {
+			t.Errorf("state %s after an interrupted attempt, want closed", b.State())
+		}
+	})
+}
+
+// A retry_on when that fails at run time does not accept the failure, and
+// the decision and the final error say why, on one line.
+func TestWhenErrorIsTheReason(t *testing.T) {
+	prog, err := expr.Compile("int(output) > 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := DefaultPolicy()
+	p.RetryOn = []Matcher{{Kind: MatchWhen, When: prog, Source: `when "int(output) > 2"`}}
+	var decisions []Decision
+	failed := Outcome{Kind: KindExit, ExitCode: 1, Err: errors.New("exit status 1"), Stdout: "abc\n"}
+	_, err = Run(t.Context(), Spec{Policies: []Policy{p}, Decided: func(d Decision) { decisions = append(decisions, d) }},
+		func(ctx context.Context, n int) Outcome { return failed })
+	want := `not retryable: retry_on when "int(output) > 2": invalid operation: int(abc) (1:1)`
+	if len(decisions) != 1 || decisions[0].Action != "stop" || decisions[0].Reason != want {
+		t.Fatalf("decisions %+v, want one stop with reason %q", decisions, want)
+	}
+	if !strings.Contains(err.Error(), "("+want+")") {
+		t.Errorf("final error %q does not give the reason", err)
+	}
 }

@@ -5,18 +5,18 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/breaker"
 )
 
 // breakers holds each step's circuit breaker, shared by every execution
 // of the step in the job.
 type breakers struct {
 	mu sync.Mutex
-	m  map[*Step]*retryv2.Breaker
+	m  map[*Step]*breaker.Breaker
 }
 
 // breaker returns the step's breaker, or nil when it has none.
-func (x *Executor) breaker(step *Step) *retryv2.Breaker {
+func (x *Executor) breaker(step *Step) *breaker.Breaker {
 	if step.Breaker == nil {
 		return nil
 	}
@@ -26,10 +26,10 @@ func (x *Executor) breaker(step *Step) *retryv2.Breaker {
 		return b
 	}
 	if x.breakers.m == nil {
-		x.breakers.m = map[*Step]*retryv2.Breaker{}
+		x.breakers.m = map[*Step]*breaker.Breaker{}
 	}
 	key := step.Key()
-	b := retryv2.NewBreaker(key, *step.Breaker, func(to string) {
+	b := breaker.New(key, *step.Breaker, func(to string) {
 		x.emit(Run{}, "circuit_"+map[string]string{"open": "opened", "half_open": "half_open", "closed": "closed"}[to],
 			map[string]any{"step": key, "scope": "step"})
 	})

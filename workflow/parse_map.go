@@ -9,6 +9,7 @@ import (
 	"github.com/theory/jsonpath"
 	"gopkg.in/yaml.v3"
 
+	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
 )
@@ -267,11 +268,10 @@ func (d *decoder) errorPolicy(f *fields) (errorpolicy.Policy, *retryv2.Policy) {
 		p.Collection = d.collection(v)
 	}
 	if v := f.get("circuit_breaker"); v != nil {
-		c := d.breakerFields(v, "circuit_breaker", retryv2.BreakerConfig{
+		c := d.breakerFields(v, "circuit_breaker", breaker.Config{
 			FailureThreshold: 5, SuccessThreshold: 3, Timeout: 30 * time.Second, HalfOpenRequests: 3,
 		})
-		b := errorpolicy.Breaker(c)
-		p.Breaker = &b
+		p.Breaker = &c
 	}
 	var retry *retryv2.Policy
 	if v := f.get("retry_config"); v != nil {

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow/interp"
 )
@@ -162,7 +163,7 @@ func (d *decoder) capture(f *fields, s *Step) {
 var breakerKeys = []string{"failure_threshold", "success_threshold", "timeout", "half_open_requests"}
 
 // breakerFields reads a circuit_breaker mapping over the given defaults.
-func (d *decoder) breakerFields(n *yaml.Node, what string, c retryv2.BreakerConfig) retryv2.BreakerConfig {
+func (d *decoder) breakerFields(n *yaml.Node, what string, c breaker.Config) breaker.Config {
 	f := d.mapping(n, what, breakerKeys)
 	if f == nil {
 		return c
@@ -183,8 +184,8 @@ func (d *decoder) breakerFields(n *yaml.Node, what string, c retryv2.BreakerConf
 }
 
 // stepBreaker reads a step's circuit_breaker.
-func (d *decoder) stepBreaker(n *yaml.Node) *retryv2.BreakerConfig {
-	c := d.breakerFields(n, "circuit_breaker", retryv2.BreakerConfig{
+func (d *decoder) stepBreaker(n *yaml.Node) *breaker.Config {
+	c := d.breakerFields(n, "circuit_breaker", breaker.Config{
 		FailureThreshold: 5, SuccessThreshold: 1, Timeout: 30 * time.Second, HalfOpenRequests: 1,
 	})
 	return &c

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
 )
@@ -205,7 +206,7 @@ commands:
 		t.Errorf("matcher sources %q %q", p.RetryOn[1].Source, p.RetryOn[2].Source)
 	case s.OnFailure.Action != FailFallback || s.OnFailure.Commands[0].String() != "echo cached":
 		t.Errorf("on_failure %+v", s.OnFailure)
-	case *s.Breaker != retryv2.BreakerConfig{FailureThreshold: 3, SuccessThreshold: 1, Timeout: 10 * time.Second, HalfOpenRequests: 1}:
+	case *s.Breaker != breaker.Config{FailureThreshold: 3, SuccessThreshold: 1, Timeout: 10 * time.Second, HalfOpenRequests: 1}:
 		t.Errorf("breaker %+v", s.Breaker)
 	}
 	ok, err := evalBool(s.When, map[string]any{"REGION": "eu-west-1"})
@@ -273,7 +274,7 @@ error_policy:
 	want := errorpolicy.Policy{
 		OnItemFailure: errorpolicy.Retry, ContinueOnFailure: true, MaxFailures: 10, FailureThreshold: 0.25, MinItems: 10,
 		Collection: errorpolicy.Collection{Mode: "batched", BatchSize: 5},
-		Breaker:    &errorpolicy.Breaker{FailureThreshold: 2, SuccessThreshold: 3, Timeout: 30 * time.Second, HalfOpenRequests: 3},
+		Breaker:    &breaker.Config{FailureThreshold: 2, SuccessThreshold: 3, Timeout: 30 * time.Second, HalfOpenRequests: 3},
 	}
 	if ep.Breaker == nil || *ep.Breaker != *want.Breaker {
 		t.Errorf("breaker %+v", ep.Breaker)

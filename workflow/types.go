@@ -9,6 +9,7 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow/interp"
@@ -71,7 +72,7 @@ type Step struct {
 
 	Retry     []retryv2.Policy // nil: run once; one element for the single form
 	Retryable bool             // false turns retries off whatever Retry says
-	Breaker   *retryv2.BreakerConfig
+	Breaker   *breaker.Config
 	Repeat    *Repeat
 	OnFailure Failure
 }
