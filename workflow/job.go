@@ -41,7 +41,7 @@ type Job struct {
 type Options struct {
 	Store    state.Store
 	JobID    string            // run only; "" = generated
-	Vars     map[string]string // --set; run only (resume uses the stored ones)
+	Vars     map[string]string // --set; resume and attach: only the job's secrets
 	Seed     *uint64           // run only; nil = random
 	Stdout   io.Writer         // live command output
 	Stderr   io.Writer
@@ -63,9 +63,13 @@ func Start(wf *Workflow, source []byte, opts Options) (*Job, error) {
 	if id == "" {
 		id = state.NewID(wf.Name, now())
 	}
+	vars, secrets, source, err := withhold(wf, opts.Vars, source, os.Environ())
+	if err != nil {
+		return nil, err
+	}
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
-		Status: state.Running, Seed: seed, Vars: opts.Vars, Started: now(), PID: os.Getpid(),
+		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
 		Steps: len(wf.Steps),
 	}, source)
 	if err != nil {
@@ -92,13 +96,7 @@ func Resume(id string, opts Options) (*Job, error) {
 	if st.Meta.Status == state.Completed {
 		return nil, fmt.Errorf("job %s: %w; nothing to resume", id, ErrCompleted)
 	}
-	wf, err := Load(st.WorkflowCopy())
-	if err != nil {
-		return nil, fmt.Errorf("job %s: stored workflow: %w", id, err)
-	}
-	wf.File = st.Meta.File
-	opts.Vars = st.Meta.Vars
-	j, err := open(st, wf, opts)
+	j, err := reopen(st, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -127,14 +125,8 @@ func Attach(id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	wf, err := Load(st.WorkflowCopy())
-	if err != nil {
-		return nil, fmt.Errorf("job %s: stored workflow: %w", id, err)
-	}
-	wf.File = st.Meta.File
-	opts.Vars = st.Meta.Vars
 	opts.shared = true
-	j, err := open(st, wf, opts)
+	j, err := reopen(st, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +139,20 @@ func Attach(id string, opts Options) (*Job, error) {
 		j.applyVars(PhaseSetup, normalizeVars(rec.Vars))
 	}
 	return j, nil
+}
+
+// reopen opens a stored job from its workflow copy, with its stored
+// variables and its secrets given again (opts.Vars: --set).
+func reopen(st *state.Job, opts Options) (*Job, error) {
+	wf, err := Load(st.WorkflowCopy())
+	if err != nil {
+		return nil, fmt.Errorf("job %s: stored workflow: %w", st.Meta.ID, err)
+	}
+	wf.File = st.Meta.File
+	if opts.Vars, err = restoreVars(st.Meta, opts.Vars); err != nil {
+		return nil, err
+	}
+	return open(st, wf, opts)
 }
 
 // Close releases a job opened with Attach.
@@ -181,6 +187,7 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 	j.Executor = &Executor{
 		JobID:  st.Meta.ID,
 		Emit:   j.emit,
+		Mask:   j.mask,
 		Env:    append(environ, env...),
 		Now:    opts.Now,
 		Stdout: maskOutput(opts.Stdout, j.mask),
@@ -267,11 +274,18 @@ func (j *Job) emit(typ string, fields map[string]any) {
 func (j *Job) Emit(typ string, fields map[string]any) { j.emit(typ, fields) }
 
 // Mask replaces the job's secret values in s with ***.
-func (j *Job) Mask(s string) string {
-	if j.mask == nil {
-		return s
+func (j *Job) Mask(s string) string { return j.Executor.mask(s) }
+
+// MaskError returns err with the job's secret values in its message masked;
+// it unwraps to err.
+func (j *Job) MaskError(err error) error {
+	if err == nil {
+		return err
 	}
-	return j.mask(s)
+	if msg := j.Mask(err.Error()); msg != err.Error() {
+		return &maskedError{err: err, msg: msg}
+	}
+	return err
 }
 
 // LogErr returns the first failure to write the event log, if any.
