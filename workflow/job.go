@@ -32,6 +32,7 @@ type Job struct {
 	listener func(eventlog.Event)
 	started  time.Time
 	mask     func(string) string // nil: no secrets
+	sealer   *varSealer
 
 	mu     sync.Mutex
 	logErr error // the first event log write error
@@ -100,7 +101,7 @@ func Resume(id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.done, err = st.ReadJournal(); err != nil {
+	if j.done, err = j.readJournal(); err != nil {
 		j.close()
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func Attach(id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	done, err := st.ReadJournal()
+	done, err := j.readJournal()
 	if err != nil {
 		j.close()
 		return nil, err
@@ -155,6 +156,19 @@ func reopen(st *state.Job, opts Options) (*Job, error) {
 	return open(st, wf, opts)
 }
 
+// readJournal reads the finished steps with the secret values in their
+// variables put back.
+func (j *Job) readJournal() (map[string]map[int]state.StepRecord, error) {
+	done, err := j.State.ReadJournal()
+	for _, recs := range done {
+		for i, rec := range recs {
+			rec.Vars = j.sealer.Unseal(rec.Vars)
+			recs[i] = rec
+		}
+	}
+	return done, err
+}
+
 // Close releases a job opened with Attach.
 func (j *Job) Close() error {
 	j.close()
@@ -176,6 +190,7 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 	}
 	j.Scope = NewScope(vars, environ)
 	j.mask = secretMasker(wf, env, environ)
+	j.sealer = newVarSealer(wf, env, environ)
 	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
 		j.close()
 		return nil, err

@@ -57,7 +57,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseR
 		}
 		if err := j.journal.Append(state.StepRecord{
 			Phase: phase, Index: step.Index, Key: step.Key(), Status: string(res.Status),
-			ExitCode: res.Outcome.ExitCode, Vars: res.Vars,
+			ExitCode: res.Outcome.ExitCode, Vars: j.sealer.Seal(res.Vars),
 		}); err != nil {
 			return pr, err
 		}

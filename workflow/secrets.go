@@ -35,10 +35,9 @@ func isSecretName(wf *Workflow, name string) bool {
 	return false
 }
 
-// secretMasker returns a function that replaces secret values with ***,
-// or nil when there are none. Entries are KEY=VALUE.
-func secretMasker(wf *Workflow, envs ...[]string) func(string) string {
-	var pairs []string
+// secretValues lists the secret values in KEY=VALUE entries, each once,
+// with the name it was first found under.
+func secretValues(wf *Workflow, envs ...[]string) (names, values []string) {
 	seen := map[string]bool{}
 	for _, env := range envs {
 		for _, kv := range env {
@@ -47,14 +46,82 @@ func secretMasker(wf *Workflow, envs ...[]string) func(string) string {
 				continue
 			}
 			seen[v] = true
-			pairs = append(pairs, v, "***")
+			names, values = append(names, k), append(values, v)
 		}
 	}
-	if len(pairs) == 0 {
+	return names, values
+}
+
+// secretMasker returns a function that replaces secret values with ***,
+// or nil when there are none. Entries are KEY=VALUE.
+func secretMasker(wf *Workflow, envs ...[]string) func(string) string {
+	_, values := secretValues(wf, envs...)
+	if len(values) == 0 {
 		return nil
 	}
-	r := strings.NewReplacer(pairs...)
-	return r.Replace
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range values {
+		pairs = append(pairs, v, "***")
+	}
+	return strings.NewReplacer(pairs...).Replace
+}
+
+// varSealer hides secret values in the variables the journal stores (a
+// capture may hold one) as ***NAME***, and puts back the values a resumed
+// job was given again; nil when there are no secrets.
+type varSealer struct {
+	seal, unseal *strings.Replacer
+}
+
+func newVarSealer(wf *Workflow, envs ...[]string) *varSealer {
+	names, values := secretValues(wf, envs...)
+	if len(values) == 0 {
+		return nil
+	}
+	var seal, unseal []string
+	for i, v := range values {
+		ref := "***" + names[i] + "***"
+		seal, unseal = append(seal, v, ref), append(unseal, ref, v)
+	}
+	return &varSealer{seal: strings.NewReplacer(seal...), unseal: strings.NewReplacer(unseal...)}
+}
+
+// Seal returns vars with secret values hidden, for the journal.
+func (s *varSealer) Seal(vars map[string]any) map[string]any {
+	if s == nil || vars == nil {
+		return vars
+	}
+	return replaceStrings(vars, s.seal).(map[string]any)
+}
+
+// Unseal puts secret values back into vars read from the journal.
+func (s *varSealer) Unseal(vars map[string]any) map[string]any {
+	if s == nil || vars == nil {
+		return vars
+	}
+	return replaceStrings(vars, s.unseal).(map[string]any)
+}
+
+// replaceStrings copies v (a variable's value) with r applied to every
+// string in it.
+func replaceStrings(v any, r *strings.Replacer) any {
+	switch t := v.(type) {
+	case string:
+		return r.Replace(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = replaceStrings(e, r)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = replaceStrings(e, r)
+		}
+		return out
+	}
+	return v
 }
 
 // withheldMark replaces secret values written in the stored workflow copy:
