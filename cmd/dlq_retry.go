@@ -17,6 +17,7 @@ type dlqRetryOptions struct {
 	Filter      string
 	DryRun      bool
 	Output      string
+	Set         []string
 }
 
 func newDLQRetryCommand(g *globalOptions) *cobra.Command {
@@ -43,6 +44,7 @@ items remain.`,
 	f.StringVar(&o.Filter, "filter", "", "only items for which this expression is true")
 	f.BoolVar(&o.DryRun, "dry-run", false, "list the items that would be retried, run nothing")
 	f.StringVar(&o.Output, "output", "text", "summary format: text or json")
+	f.StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
 	return c
 }
 
@@ -61,6 +63,10 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if o.Output != "text" && o.Output != "json" {
 		return usagef("--output must be text or json, not %q", o.Output)
 	}
+	vars, err := parseSet(o.Set)
+	if err != nil {
+		return err
+	}
 	selected, err := dlqItems(g, jobID, o.Filter, 0)
 	if err != nil {
 		return err
@@ -73,7 +79,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return nil
 	}
 	ui := newTerminal(g, o.Output == "json", nil, "auto")
-	j, err := workflow.Attach(jobID, workflow.Options{Store: g.store(), Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
+	j, err := workflow.Attach(jobID, workflow.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
 	if err != nil {
 		return err
 	}

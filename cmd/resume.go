@@ -14,6 +14,7 @@ type resumeOptions struct {
 	MaxParallel int
 	Progress    string
 	JUnit       string
+	Set         []string
 }
 
 func newResumeCommand(g *globalOptions) *cobra.Command {
@@ -23,7 +24,8 @@ func newResumeCommand(g *globalOptions) *cobra.Command {
 		Short: "Continue a stopped, failed or interrupted job",
 		Long: `Continue a job from its checkpoint, using the workflow copy stored with it
 (not the file it was started from). Finished steps are not run again; their
-captured variables are restored.`,
+captured variables are restored. Secrets are not stored with the job: give
+them again in the environment or with --set.`,
 		Example: `  runner resume deploy-20261122-101500-a1b2c3`,
 		Args:    exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -34,6 +36,7 @@ captured variables are restored.`,
 	c.Flags().IntVar(&o.MaxParallel, "max-parallel", 0, "override map.max_parallel (MapReduce)")
 	c.Flags().StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
 	c.Flags().StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
+	c.Flags().StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
 	return c
 }
 
@@ -41,9 +44,13 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if o.Output != "text" && o.Output != "json" {
 		return usagef("--output must be text or json, not %q", o.Output)
 	}
+	vars, err := parseSet(o.Set)
+	if err != nil {
+		return err
+	}
 	ui := newTerminal(g, o.Output == "json", nil, o.Progress)
 	j, err := workflow.Resume(id, workflow.Options{
-		Store: g.store(), Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
+		Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
 	})
 	if err != nil {
 		return err

@@ -73,15 +73,21 @@ func (o runOptions) validate() (vars map[string]string, seed *uint64, err error)
 		}
 		seed = &n
 	}
-	vars = map[string]string{}
-	for _, kv := range o.Set {
+	vars, err = parseSet(o.Set)
+	return vars, seed, err
+}
+
+// parseSet reads --set KEY=VALUE flags.
+func parseSet(set []string) (map[string]string, error) {
+	vars := map[string]string{}
+	for _, kv := range set {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, nil, usagef("--set wants KEY=VALUE, not %q", kv)
+			return nil, usagef("--set wants KEY=VALUE, not %q", kv)
 		}
 		vars[k] = v
 	}
-	return vars, seed, nil
+	return vars, nil
 }
 
 func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) error {
@@ -142,6 +148,7 @@ func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel i
 	case errors.As(err, new(itemsInDLQ)):
 		res.status = state.Completed
 	}
+	err = j.MaskError(err) // the one error recorded and shown
 	fields := map[string]any{"succeeded": res.steps.Succeeded, "failed": res.steps.Failed, "skipped": res.steps.Skipped}
 	if res.items != nil {
 		fields = map[string]any{"items": res.items}

@@ -19,7 +19,8 @@ import (
 type Executor struct {
 	JobID  string
 	Emit   func(typ string, fields map[string]any)
-	Env    []string // base environment of every command: process env + workflow env
+	Mask   func(string) string // replaces secret values in command output; nil: none
+	Env    []string            // base environment of every command: process env + workflow env
 	Now    func() time.Time
 	Grace  time.Duration // TERM -> KILL; 0 = proc.DefaultGrace
 	Stdout io.Writer     // live command output
@@ -81,25 +82,26 @@ func (x *Executor) runCommand(ctx context.Context, step *Step, cmd *interp.Templ
 	if err != nil {
 		return commandResult{Outcome: retryv2.Outcome{Attempt: attempt, Kind: retryv2.KindSpawn, ExitCode: -1, Err: err, Duration: time.Since(start)}}
 	}
+	stdout, stderr := maskOutput(r.stdout(x), x.Mask), maskOutput(r.stderr(x), x.Mask)
 	res := proc.Run(ctx, proc.Spec{
 		Command:       script,
 		Dir:           dir,
 		Env:           env,
-		Stdout:        r.stdout(x),
-		Stderr:        r.stderr(x),
+		Stdout:        stdout,
+		Stderr:        stderr,
 		Timeout:       step.Timeout,
 		Grace:         x.Grace,
 		CaptureStdout: capture,
 		CaptureStderr: capture && step.CaptureStreams != StreamStdout,
 	})
-	flushOutput(r.stdout(x), r.stderr(x))
+	flushOutput(stdout, stderr)
 	out := retryv2.Outcome{
 		Attempt:  attempt,
 		ExitCode: res.ExitCode,
 		Signal:   res.Signal,
 		TimedOut: res.Kind == proc.KindTimeout,
-		Stdout:   string(res.StdoutTail),
-		Stderr:   string(res.StderrTail),
+		Stdout:   x.mask(string(res.StdoutTail)),
+		Stderr:   x.mask(string(res.StderrTail)),
 		Duration: res.Duration,
 		Err:      res.Err,
 	}
@@ -109,6 +111,15 @@ func (x *Executor) runCommand(ctx context.Context, step *Step, cmd *interp.Templ
 	}
 	os.Remove(retryAfter)
 	return commandResult{Outcome: out, stdout: res.Stdout, stderr: res.Stderr}
+}
+
+// mask replaces secret values in command output: the tails that failure
+// messages, DLQ records and retry matchers are made of.
+func (x *Executor) mask(s string) string {
+	if x.Mask == nil {
+		return s
+	}
+	return x.Mask(s)
 }
 
 // prepare expands a command, its environment and working directory.

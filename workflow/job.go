@@ -32,6 +32,7 @@ type Job struct {
 	listener func(eventlog.Event)
 	started  time.Time
 	mask     func(string) string // nil: no secrets
+	sealer   *varSealer
 
 	mu     sync.Mutex
 	logErr error // the first event log write error
@@ -41,7 +42,7 @@ type Job struct {
 type Options struct {
 	Store    state.Store
 	JobID    string            // run only; "" = generated
-	Vars     map[string]string // --set; run only (resume uses the stored ones)
+	Vars     map[string]string // --set; resume and attach: only the job's secrets
 	Seed     *uint64           // run only; nil = random
 	Stdout   io.Writer         // live command output
 	Stderr   io.Writer
@@ -63,9 +64,13 @@ func Start(wf *Workflow, source []byte, opts Options) (*Job, error) {
 	if id == "" {
 		id = state.NewID(wf.Name, now())
 	}
+	vars, secrets, source, err := withhold(wf, opts.Vars, source, os.Environ())
+	if err != nil {
+		return nil, err
+	}
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
-		Status: state.Running, Seed: seed, Vars: opts.Vars, Started: now(), PID: os.Getpid(),
+		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
 		Steps: len(wf.Steps),
 	}, source)
 	if err != nil {
@@ -92,17 +97,11 @@ func Resume(id string, opts Options) (*Job, error) {
 	if st.Meta.Status == state.Completed {
 		return nil, fmt.Errorf("job %s: %w; nothing to resume", id, ErrCompleted)
 	}
-	wf, err := Load(st.WorkflowCopy())
-	if err != nil {
-		return nil, fmt.Errorf("job %s: stored workflow: %w", id, err)
-	}
-	wf.File = st.Meta.File
-	opts.Vars = st.Meta.Vars
-	j, err := open(st, wf, opts)
+	j, err := reopen(st, opts)
 	if err != nil {
 		return nil, err
 	}
-	if j.done, err = st.ReadJournal(); err != nil {
+	if j.done, err = j.readJournal(); err != nil {
 		j.close()
 		return nil, err
 	}
@@ -127,18 +126,12 @@ func Attach(id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	wf, err := Load(st.WorkflowCopy())
-	if err != nil {
-		return nil, fmt.Errorf("job %s: stored workflow: %w", id, err)
-	}
-	wf.File = st.Meta.File
-	opts.Vars = st.Meta.Vars
 	opts.shared = true
-	j, err := open(st, wf, opts)
+	j, err := reopen(st, opts)
 	if err != nil {
 		return nil, err
 	}
-	done, err := st.ReadJournal()
+	done, err := j.readJournal()
 	if err != nil {
 		j.close()
 		return nil, err
@@ -147,6 +140,33 @@ func Attach(id string, opts Options) (*Job, error) {
 		j.applyVars(PhaseSetup, normalizeVars(rec.Vars))
 	}
 	return j, nil
+}
+
+// reopen opens a stored job from its workflow copy, with its stored
+// variables and its secrets given again (opts.Vars: --set).
+func reopen(st *state.Job, opts Options) (*Job, error) {
+	wf, err := Load(st.WorkflowCopy())
+	if err != nil {
+		return nil, fmt.Errorf("job %s: stored workflow: %w", st.Meta.ID, err)
+	}
+	wf.File = st.Meta.File
+	if opts.Vars, err = restoreVars(st.Meta, opts.Vars); err != nil {
+		return nil, err
+	}
+	return open(st, wf, opts)
+}
+
+// readJournal reads the finished steps with the secret values in their
+// variables put back.
+func (j *Job) readJournal() (map[string]map[int]state.StepRecord, error) {
+	done, err := j.State.ReadJournal()
+	for _, recs := range done {
+		for i, rec := range recs {
+			rec.Vars = j.sealer.Unseal(rec.Vars)
+			recs[i] = rec
+		}
+	}
+	return done, err
 }
 
 // Close releases a job opened with Attach.
@@ -170,6 +190,7 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 	}
 	j.Scope = NewScope(vars, environ)
 	j.mask = secretMasker(wf, env, environ)
+	j.sealer = newVarSealer(wf, env, environ)
 	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
 		j.close()
 		return nil, err
@@ -181,6 +202,7 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 	j.Executor = &Executor{
 		JobID:  st.Meta.ID,
 		Emit:   j.emit,
+		Mask:   j.mask,
 		Env:    append(environ, env...),
 		Now:    opts.Now,
 		Stdout: maskOutput(opts.Stdout, j.mask),
@@ -267,11 +289,18 @@ func (j *Job) emit(typ string, fields map[string]any) {
 func (j *Job) Emit(typ string, fields map[string]any) { j.emit(typ, fields) }
 
 // Mask replaces the job's secret values in s with ***.
-func (j *Job) Mask(s string) string {
-	if j.mask == nil {
-		return s
+func (j *Job) Mask(s string) string { return j.Executor.mask(s) }
+
+// MaskError returns err with the job's secret values in its message masked;
+// it unwraps to err.
+func (j *Job) MaskError(err error) error {
+	if err == nil {
+		return err
 	}
-	return j.mask(s)
+	if msg := j.Mask(err.Error()); msg != err.Error() {
+		return &maskedError{err: err, msg: msg}
+	}
+	return err
 }
 
 // LogErr returns the first failure to write the event log, if any.

@@ -53,11 +53,11 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseR
 		j.applyVars(phase, res.Vars)
 		pr.count(res.Status)
 		if res.Err != nil {
-			pr.Handled = append(pr.Handled, res.Err)
+			pr.Handled = append(pr.Handled, j.MaskError(res.Err))
 		}
 		if err := j.journal.Append(state.StepRecord{
 			Phase: phase, Index: step.Index, Key: step.Key(), Status: string(res.Status),
-			ExitCode: res.Outcome.ExitCode, Vars: res.Vars,
+			ExitCode: res.Outcome.ExitCode, Vars: j.sealer.Seal(res.Vars),
 		}); err != nil {
 			return pr, err
 		}

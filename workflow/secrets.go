@@ -2,10 +2,17 @@ package workflow
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
 	"io"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/runnerdev/runner/workflow/state"
 )
 
 // minSecretLen is the shortest value that is masked: shorter values would
@@ -28,10 +35,9 @@ func isSecretName(wf *Workflow, name string) bool {
 	return false
 }
 
-// secretMasker returns a function that replaces secret values with ***,
-// or nil when there are none. Entries are KEY=VALUE.
-func secretMasker(wf *Workflow, envs ...[]string) func(string) string {
-	var pairs []string
+// secretValues lists the secret values in KEY=VALUE entries, each once,
+// with the name it was first found under.
+func secretValues(wf *Workflow, envs ...[]string) (names, values []string) {
 	seen := map[string]bool{}
 	for _, env := range envs {
 		for _, kv := range env {
@@ -40,17 +46,169 @@ func secretMasker(wf *Workflow, envs ...[]string) func(string) string {
 				continue
 			}
 			seen[v] = true
-			pairs = append(pairs, v, "***")
+			names, values = append(names, k), append(values, v)
 		}
 	}
-	if len(pairs) == 0 {
-		return nil
-	}
-	r := strings.NewReplacer(pairs...)
-	return r.Replace
+	return names, values
 }
 
-// maskWriter masks secrets in command output on its way to the terminal.
+// secretMasker returns a function that replaces secret values with ***,
+// or nil when there are none. Entries are KEY=VALUE.
+func secretMasker(wf *Workflow, envs ...[]string) func(string) string {
+	_, values := secretValues(wf, envs...)
+	if len(values) == 0 {
+		return nil
+	}
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range values {
+		pairs = append(pairs, v, "***")
+	}
+	return strings.NewReplacer(pairs...).Replace
+}
+
+// varSealer hides secret values in the variables the journal stores (a
+// capture may hold one) as ***NAME***, and puts back the values a resumed
+// job was given again; nil when there are no secrets.
+type varSealer struct {
+	seal, unseal *strings.Replacer
+}
+
+func newVarSealer(wf *Workflow, envs ...[]string) *varSealer {
+	names, values := secretValues(wf, envs...)
+	if len(values) == 0 {
+		return nil
+	}
+	var seal, unseal []string
+	for i, v := range values {
+		ref := "***" + names[i] + "***"
+		seal, unseal = append(seal, v, ref), append(unseal, ref, v)
+	}
+	return &varSealer{seal: strings.NewReplacer(seal...), unseal: strings.NewReplacer(unseal...)}
+}
+
+// Seal returns vars with secret values hidden, for the journal.
+func (s *varSealer) Seal(vars map[string]any) map[string]any {
+	if s == nil || vars == nil {
+		return vars
+	}
+	return replaceStrings(vars, s.seal).(map[string]any)
+}
+
+// Unseal puts secret values back into vars read from the journal.
+func (s *varSealer) Unseal(vars map[string]any) map[string]any {
+	if s == nil || vars == nil {
+		return vars
+	}
+	return replaceStrings(vars, s.unseal).(map[string]any)
+}
+
+// replaceStrings copies v (a variable's value) with r applied to every
+// string in it.
+func replaceStrings(v any, r *strings.Replacer) any {
+	switch t := v.(type) {
+	case string:
+		return r.Replace(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = replaceStrings(e, r)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = replaceStrings(e, r)
+		}
+		return out
+	}
+	return v
+}
+
+// withheldMark replaces secret values written in the stored workflow copy:
+// a plain word, so that the copy stays valid YAML in any quoting.
+const withheldMark = "WITHHELD"
+
+// withhold splits a new job's variables into those stored with it and the
+// names of the secrets that are not: the secret --set values and the
+// secret env: values written in the workflow file, which it returns with
+// them replaced. Resume takes those again from --set or the environment.
+func withhold(wf *Workflow, set map[string]string, source []byte, environ []string) (stored map[string]string, names []string, copied []byte, err error) {
+	_, env, err := workflowEnv(wf, set, environ)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stored = map[string]string{}
+	for k, v := range set {
+		if isSecretName(wf, k) {
+			names = append(names, k)
+		} else {
+			stored[k] = v
+		}
+	}
+	copied = source
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if len(v) < minSecretLen || !isSecretName(wf, k) || !bytes.Contains(copied, []byte(v)) {
+			continue
+		}
+		copied = bytes.ReplaceAll(copied, []byte(v), []byte(withheldMark))
+		if _, given := set[k]; !given {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return stored, names, copied, nil
+}
+
+// Errors of giving a stored job its secrets again (resume, dlq retry).
+var (
+	ErrMissingSecrets = errors.New("secrets not given")
+	ErrNotSecret      = errors.New("not one of the job's secrets")
+)
+
+// restoreVars returns a stored job's variables with its withheld secrets
+// taken again from set or the environment; set may name nothing else.
+func restoreVars(m state.Meta, set map[string]string) (map[string]string, error) {
+	for k := range set {
+		if !slices.Contains(m.Secrets, k) {
+			return nil, fmt.Errorf("job %s: --set %s: %w (%s); its other variables are stored with it",
+				m.ID, k, ErrNotSecret, cmp.Or(strings.Join(m.Secrets, ", "), "it has none"))
+		}
+	}
+	vars := maps.Clone(m.Vars)
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	var missing []string
+	for _, name := range m.Secrets {
+		v, ok := set[name]
+		if !ok {
+			v, ok = os.LookupEnv(name)
+		}
+		if !ok {
+			missing = append(missing, name)
+		}
+		vars[name] = v
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("job %s: %w: %s (they are not stored: give them with --set NAME=VALUE or in the environment)",
+			m.ID, ErrMissingSecrets, strings.Join(missing, ", "))
+	}
+	return vars, nil
+}
+
+// maskedError is an error whose message has the secrets masked; it still
+// unwraps to the original for errors.Is and errors.As.
+type maskedError struct {
+	err error
+	msg string
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// maskWriter masks secrets in command output on its way to the terminal
+// or an item's log.
 // It passes on whole lines (ended by \n or \r) so that a secret split
 // across writes is still found; Flush passes on the rest when a command
 // ends.
@@ -61,9 +219,10 @@ type maskWriter struct {
 	buf  []byte
 }
 
-// maskOutput wraps w when there are secrets to mask.
+// maskOutput wraps w when there are secrets to mask and it is not masked
+// already.
 func maskOutput(w io.Writer, mask func(string) string) io.Writer {
-	if w == nil || mask == nil {
+	if _, masked := w.(*maskWriter); w == nil || mask == nil || masked {
 		return w
 	}
 	return &maskWriter{w: w, mask: mask}

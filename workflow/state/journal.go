@@ -19,8 +19,8 @@ type StepRecord struct {
 	Vars     map[string]any `json:"vars,omitempty"`
 }
 
-// Journal appends step records to a job's progress.jsonl (unmasked, 0600:
-// it holds captured values that resume needs intact).
+// Journal appends step records to a job's progress.jsonl (0600: it holds
+// captured values that resume needs; workflow hides secrets in them).
 type Journal struct {
 	mu sync.Mutex
 	f  *os.File

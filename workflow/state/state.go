@@ -46,7 +46,8 @@ type Meta struct {
 	Status       Status            `json:"status"`
 	ExitCode     int               `json:"exit_code"`
 	Seed         uint64            `json:"seed"`
-	Vars         map[string]string `json:"vars,omitempty"` // --set values
+	Vars         map[string]string `json:"vars,omitempty"`    // --set values, but secrets
+	Secrets      []string          `json:"secrets,omitempty"` // names of secrets resume must be given again
 	Started      time.Time         `json:"started"`
 	Finished     time.Time         `json:"finished,omitzero"`
 	PID          int               `json:"pid,omitempty"` // the process running it now
