@@ -9,22 +9,24 @@ import (
 
 // allowedImports is the layering: cmd -> mapreduce -> workflow ->
 // {retryv2, errorpolicy, leaves}. retryv2 and errorpolicy import only
-// breaker, the circuit breaker both build on; dlq, breaker and the leaves
-// import nothing of ours; mapreduce reaches the DLQ through an interface of
-// its own, and only cmd wires the two together.
+// breaker, the circuit breaker both build on; eventlog and state import only
+// appendfile, the lowest leaf; dlq, breaker and the other leaves import
+// nothing of ours; mapreduce reaches the DLQ through an interface of its
+// own, and only cmd wires the two together.
 var allowedImports = map[string][]string{
-	"":                  {"cmd"},
-	"cmd":               {"*"},
-	"mapreduce":         {"workflow", "workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy"},
-	"workflow":          {"workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy", "breaker"},
-	"dlq":               nil,
-	"breaker":           nil,
-	"retryv2":           {"breaker"},
-	"errorpolicy":       {"breaker"},
-	"workflow/eventlog": nil,
-	"workflow/interp":   nil,
-	"workflow/proc":     nil,
-	"workflow/state":    nil,
+	"":                    {"cmd"},
+	"cmd":                 {"*"},
+	"mapreduce":           {"workflow", "workflow/appendfile", "workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy"},
+	"workflow":            {"workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy", "breaker"},
+	"dlq":                 nil,
+	"breaker":             nil,
+	"retryv2":             {"breaker"},
+	"errorpolicy":         {"breaker"},
+	"workflow/appendfile": nil,
+	"workflow/eventlog":   {"workflow/appendfile"},
+	"workflow/interp":     nil,
+	"workflow/proc":       nil,
+	"workflow/state":      {"workflow/appendfile"},
 }
 
 func TestPackageLayering(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,31 +50,80 @@ map:
     - shell: printf '%0500d\n' 0; [ $(( ${item} % 10 )) -ne 0 ]
 `
 
+// bigOutputWorkflow is issue 11's full-disk case: each result is a 20 kB
+// line, so the write that meets the full disk tears one.
+const bigOutputWorkflow = `name: big
+mode: mapreduce
+setup:
+  - shell: seq 1 200 > items.txt
+map:
+  input: items.txt
+  max_parallel: 4
+  agent_template:
+    - shell: printf '%020000d' 0
+`
+
 // A state dir that fills up fails the job with a clear error and loses
-// nothing: once there is room again, resume finishes every item.
+// nothing: once there is room again, resume finishes every item, and the
+// results and the event log hold every record whole.
 func TestFullDiskLosesNothing(t *testing.T) {
-	dir := t.TempDir()
-	stateDir := filepath.Join(dir, "state")
-	os.Mkdir(stateDir, 0o700)
-	mount(t, "-t", "tmpfs", "-o", "size=400k", "tmpfs", stateDir)
-	unmountAtCleanup(t, stateDir)
-	os.WriteFile(filepath.Join(dir, "fill.yml"), []byte(fillWorkflow), 0o600)
+	for _, tc := range []struct {
+		name, workflow, size string
+		total, exit, failed  int
+	}{
+		{"short lines", fillWorkflow, "400k", 300, 3, 30},
+		{"20 kB results", bigOutputWorkflow, "2m", 200, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stateDir := filepath.Join(dir, "state")
+			os.Mkdir(stateDir, 0o700)
+			mount(t, "-t", "tmpfs", "-o", "size="+tc.size, "tmpfs", stateDir)
+			unmountAtCleanup(t, stateDir)
+			os.WriteFile(filepath.Join(dir, "fill.yml"), []byte(tc.workflow), 0o600)
 
-	code, out := runnerIn(t, dir, "run", "--state-dir", stateDir, "--job-id", "f", "fill.yml")
-	if code != 1 || !strings.Contains(out, "no space left on device") {
-		t.Fatalf("full disk: exit %d, want 1 with the ENOSPC error:\n%s", code, out)
-	}
-	store := state.Store{Dir: stateDir}
-	auditJob(t, store, "f", 300, false)
+			code, out := runnerIn(t, dir, "run", "--state-dir", stateDir, "--job-id", "f", "fill.yml")
+			if code != 1 || !strings.Contains(out, "no space left on device") {
+				t.Fatalf("full disk: exit %d, want 1 with the ENOSPC error:\n%s", code, out)
+			}
+			store := state.Store{Dir: stateDir}
+			auditJob(t, store, "f", tc.total, false)
 
-	mount(t, "-o", "remount,size=20m", stateDir)
-	code, out = runnerIn(t, dir, "resume", "--state-dir", stateDir, "f")
-	if code != 3 {
-		t.Fatalf("resume with room: exit %d, want 3:\n%s", code, out)
+			mount(t, "-o", "remount,size=20m", stateDir)
+			code, out = runnerIn(t, dir, "resume", "--state-dir", stateDir, "f")
+			if code != tc.exit {
+				t.Fatalf("resume with room: exit %d, want %d:\n%s", code, tc.exit, out)
+			}
+			counts := auditJob(t, store, "f", tc.total, true)
+			if counts[state.ItemSucceeded] != tc.total-tc.failed || counts[state.ItemDLQ] != tc.failed {
+				t.Errorf("end state %v, want %d succeeded and %d in the DLQ", counts, tc.total-tc.failed, tc.failed)
+			}
+			checkLogsWhole(t, dir, stateDir, "f", tc.total)
+		})
 	}
-	counts := auditJob(t, store, "f", 300, true)
-	if counts[state.ItemSucceeded] != 270 || counts[state.ItemDLQ] != 30 {
-		t.Errorf("end state %v, want 270 succeeded and 30 in the DLQ", counts)
+}
+
+// checkLogsWhole checks that a job's results file holds every item and that
+// its event log reads: no record was lost to, or merged with, a line that a
+// full disk tore.
+func checkLogsWhole(t *testing.T, dir, stateDir, jobID string, total int) {
+	t.Helper()
+	job, err := state.Store{Dir: stateDir}.Open(jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(job.Path("results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []json.RawMessage
+	if err := json.Unmarshal(data, &results); err != nil || len(results) != total {
+		t.Errorf("results file has %d results (%v), want %d", len(results), err, total)
+	}
+	for _, args := range [][]string{{"events", jobID}, {"report", jobID}} {
+		if code, out := runnerIn(t, dir, append([]string{"--state-dir", stateDir}, args...)...); code != 0 {
+			t.Errorf("runner %v: exit %d\n%.500s", args, code, out)
+		}
 	}
 }
 

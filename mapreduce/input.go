@@ -308,13 +308,13 @@ func readJSONLines(br *bufio.Reader, path string, emit emitFunc) error {
 	}
 }
 
-// readLines emits each non-empty line as a string item.
+// readLines emits each non-empty line as a string item, byte for byte:
+// bytes outside UTF-8 are kept (see workflow.EncodeString).
 func readLines(br *bufio.Reader, emit emitFunc) error {
 	for {
 		line, err := br.ReadString('\n')
 		if text := strings.TrimRight(line, "\r\n"); text != "" {
-			raw, _ := json.Marshal(text)
-			if err := emit(raw, text); err != nil {
+			if err := emit(workflow.EncodeString(text), text); err != nil {
 				return err
 			}
 		}

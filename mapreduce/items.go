@@ -16,7 +16,7 @@ import (
 type Item struct {
 	Index int             // position in the final item list, from 0
 	ID    string          // item_id, unique in the job
-	Raw   json.RawMessage // the item as JSON (a JSON string for plain lines)
+	Raw   json.RawMessage // the item as JSON (a JSON string for plain lines: see workflow.EncodeString)
 	Value any             // Raw decoded: map[string]any, []any, string, int64, float64, bool or nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 
@@ -112,7 +113,11 @@ func (p *pipeline) matches(v any) (bool, error) {
 // keep applies distinct, offset and max_items, then writes the item.
 func (p *pipeline) keep(raw json.RawMessage, v any) error {
 	if p.seen != nil {
-		key, _ := json.Marshal(field(v, p.m.Distinct))
+		f := field(v, p.m.Distinct)
+		key, _ := json.Marshal(f)
+		if s, ok := f.(string); ok {
+			key = workflow.EncodeString(s) // strings outside UTF-8 stay apart
+		}
 		if _, dup := p.seen[string(key)]; dup {
 			return nil
 		}
@@ -148,6 +153,8 @@ func (p *pipeline) itemID(v any) (string, error) {
 		return "", fmt.Errorf("item %d: item_id: %w", index, err)
 	case id == "":
 		return "", fmt.Errorf("item %d: item_id %q gives an empty id", index, p.m.ItemID.String())
+	case !utf8.ValidString(id): // ids are keys and names in JSON: they must be text
+		return "", fmt.Errorf("item %d: item_id %q gives %q, which is not UTF-8 text", index, p.m.ItemID.String(), id)
 	}
 	if first, dup := p.ids[id]; dup {
 		return "", fmt.Errorf("duplicate item id %q: items %d and %d (item_id %s)", id, first, index, p.m.ItemID.String())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -56,6 +57,8 @@ func TestInputFormats(t *testing.T) {
 		{"json lines", "", "{\"a\": 1}\n\n{\"a\": 2}\n", `item_0={"a":1} item_1={"a":2}`},
 		{"json lines with path", `  json_path: "$.xs[*]"`, "{\"xs\": [1, 2]}\n{\"xs\": [3]}\n", `item_0=1 item_1=2 item_2=3`},
 		{"plain lines", "", "src/a.rs\r\n\nsrc/b c.rs\n", `item_0="src/a.rs" item_1="src/b c.rs"`},
+		{"plain lines outside UTF-8", "", "caf\xe9.txt\nna\xefve \xff\n", `item_0="caf\udce9.txt" item_1="na\udcefve \udcff"`},
+		{"distinct keeps bytes apart", "  distinct: k", `[{"k":"\udce9"},{"k":"\udce8"},{"k":"\udce9"}]`, `item_0={"k":"\udce9"} item_1={"k":"\udce8"}`},
 		{"empty", "", "  \n", ``},
 		{"byte order mark", "", "\xef\xbb\xbf[1]", `item_0=1`},
 		{"big numbers keep their text", "", `[12345678901234567890, 1.50]`, `item_0=12345678901234567890 item_1=1.50`},
@@ -82,6 +85,7 @@ func TestInputErrors(t *testing.T) {
 		{"path on plain lines", `  json_path: "$.items[*]"`, "a\nb\n", "json_path $.items[*] needs JSON input"},
 		{"duplicate ids", `  item_id: "${item.id}"`, `[{"id": "a"}, {"id": "b"}, {"id": "a"}]`, `duplicate item id "a": items 0 and 2`},
 		{"empty id", `  item_id: "${item.id:-}"`, `[{"x": 1}]`, `item 0: item_id "${item.id:-}" gives an empty id`},
+		{"id outside UTF-8", `  item_id: "${item}"`, "ok\ncaf\xe9\n", `item 1: item_id "${item}" gives "caf\xe9", which is not UTF-8 text`},
 		{"undefined id path", `  item_id: "${item.id}"`, `[{"x": 1}]`, `item 0: item_id: undefined variable "item.id"`},
 		{"filter not boolean", `  filter: "size"`, `[{"size": 1}]`, `filter "size" on input value 1 gave int64, not a boolean`},
 		{"filter on a missing field", `  filter: "item.size > 0"`, `[{"size": 1}, {"x": 1}]`, `filter "item.size > 0" on input value 2: invalid operation: <nil> > int`},
@@ -145,9 +149,9 @@ type failingReader struct{}
 func (failingReader) Read([]byte) (int, error) { return 0, errors.New("read past max_items") }
 
 // FuzzReadInput: any input gives items or an error, never a panic, and
-// every item's JSON decodes.
+// every item's JSON decodes to the item's value (plain lines byte for byte).
 func FuzzReadInput(f *testing.F) {
-	for _, s := range []string{`[1, {"a": [2]}]`, `{"items": [{"x": 1}]}`, "{\"a\":1}\n{\"a\":2}\n", "line one\nline two\n", "", "\xef\xbb\xbf[]", `{"items": [1, 2`, `[[[[[[[[]]]]]]]]`} {
+	for _, s := range []string{`[1, {"a": [2]}]`, `{"items": [{"x": 1}]}`, "{\"a\":1}\n{\"a\":2}\n", "line one\nline two\n", "caf\xe9\n\xff\xfe\n", "", "\xef\xbb\xbf[]", `{"items": [1, 2`, `[[[[[[[[]]]]]]]]`} {
 		f.Add([]byte(s), "$.items[*]")
 		f.Add([]byte(s), "")
 	}
@@ -157,8 +161,12 @@ func FuzzReadInput(f *testing.F) {
 			return
 		}
 		_ = readInput(strings.NewReader(string(input)), path, func(raw json.RawMessage, v any) error {
-			if _, err := workflow.DecodeValue(raw); err != nil {
+			back, err := workflow.DecodeValue(raw)
+			if err != nil {
 				t.Fatalf("emitted invalid JSON %q: %v", raw, err)
+			}
+			if !reflect.DeepEqual(back, v) {
+				t.Fatalf("item %q decodes to %#v, not its value %#v", raw, back, v)
 			}
 			return nil
 		})

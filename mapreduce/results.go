@@ -10,6 +10,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"github.com/runnerdev/runner/workflow/appendfile"
 )
 
 // Result is one item's entry in ${map.results}.
@@ -26,12 +28,12 @@ type Result struct {
 // write per item, before the item's state is recorded.
 type resultLog struct {
 	mu  sync.Mutex
-	f   *os.File
+	f   *appendfile.File
 	buf bytes.Buffer
 }
 
 func openResults(path string) (*resultLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := appendfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}

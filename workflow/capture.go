@@ -97,12 +97,20 @@ func captureValue(format CaptureFormat, out []byte) (any, error) {
 }
 
 // DecodeValue decodes one JSON value with integers as int64 and other
-// numbers as float64, as expressions and interpolation expect them.
+// numbers as float64, as expressions and interpolation expect them, and
+// strings with the bytes their \udc80-\udcff escapes stand for (see
+// EncodeString).
 func DecodeValue(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	var err error
+	if hasByteEscape(data) {
+		v, err = nextValue(dec, data)
+	} else {
+		err = dec.Decode(&v)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return normalizeNumbers(v), nil

@@ -7,10 +7,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/runnerdev/runner/workflow/appendfile"
 )
 
 // Event is one entry of the log. Fields holds the type-specific fields; it
@@ -87,7 +88,7 @@ func (e Event) Str(name string) string {
 // Log appends events to a file. It is safe for concurrent use.
 type Log struct {
 	mu     sync.Mutex
-	f      *os.File
+	f      *appendfile.File
 	jobID  string
 	now    func() time.Time
 	redact func(string) string
@@ -100,9 +101,10 @@ type Options struct {
 	Redact func(string) string // applied to every string value; default none
 }
 
-// Open opens (creating if needed, mode 0600) the log at path for appending.
+// Open opens (creating if needed, mode 0600) the log at path for appending,
+// after cutting a torn last line (see appendfile).
 func Open(path, jobID string, opts Options) (*Log, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := appendfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("event log: %w", err)
 	}

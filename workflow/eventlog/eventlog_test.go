@@ -79,6 +79,23 @@ func TestReadIgnoresTornLastLine(t *testing.T) {
 	}
 }
 
+// A log reopened after a write was cut short (a full disk) drops the torn
+// line instead of continuing it: the next event starts a line of its own.
+func TestOpenAfterTornWriteKeepsEventsWhole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	os.WriteFile(path, []byte(`{"time":"2026-11-22T10:00:00Z","job_id":"j","type":"a"}`+"\n"+`{"time":"2026-11-22T10:00:01Z","jo`), 0o600)
+	l, err := Open(path, "j", Options{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Emit("b", nil)
+	l.Close()
+	got, err := Read(path, Query{})
+	if err != nil || len(got) != 2 || got[0].Type != "a" || got[1].Type != "b" {
+		t.Fatalf("Read = %v, %v; want events a and b", got, err)
+	}
+}
+
 func TestReadReportsDamage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	os.WriteFile(path, []byte("not json\n"), 0o600)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/runnerdev/runner/workflow/appendfile"
 )
 
 // Item states of a MapReduce job. An item with no record, or whose last
@@ -37,7 +39,7 @@ type ItemRecord struct {
 // change that the kernel had and per-item cost stays one write.
 type ItemLog struct {
 	mu      sync.Mutex
-	f       *os.File
+	f       *appendfile.File
 	buf     []byte
 	dirty   bool
 	stop    chan struct{}
@@ -50,7 +52,7 @@ const SyncEvery = 200 * time.Millisecond
 
 // OpenItemLog opens the job's item state log for appending.
 func (j *Job) OpenItemLog() (*ItemLog, error) {
-	f, err := os.OpenFile(j.Path("items-state.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := appendfile.Open(j.Path("items-state.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("item log: %w", err)
 	}

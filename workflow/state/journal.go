@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sync"
+
+	"github.com/runnerdev/runner/workflow/appendfile"
 )
 
 // StepRecord is a finished step in the progress journal. Resume skips every
@@ -23,12 +24,12 @@ type StepRecord struct {
 // captured values that resume needs; workflow hides secrets in them).
 type Journal struct {
 	mu sync.Mutex
-	f  *os.File
+	f  *appendfile.File
 }
 
 // OpenJournal opens the job's journal for appending.
 func (j *Job) OpenJournal() (*Journal, error) {
-	f, err := os.OpenFile(j.Path("progress.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := appendfile.Open(j.Path("progress.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}

@@ -81,6 +81,52 @@ func TestJournalRoundTripIgnoresTornLine(t *testing.T) {
 	}
 }
 
+// tear appends the start of a record without its newline, as a write cut
+// short by a full disk leaves it.
+func tear(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"i":7,"id":"item_7","s":"succ`)
+	f.Close()
+}
+
+// Reopened after a torn write, the journal and the item log append whole
+// records on lines of their own: every complete record reads back.
+func TestReopenAfterTornWrite(t *testing.T) {
+	j, _ := Store{Dir: t.TempDir()}.Create(Meta{ID: "j"}, nil)
+	for i := range 2 {
+		jr, err := j.OpenJournal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := jr.Append(StepRecord{Phase: "commands", Index: i, Status: "succeeded"}); err != nil {
+			t.Fatal(err)
+		}
+		jr.Close()
+		l, err := j.OpenItemLog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(ItemRecord{Index: i, ID: "item", State: ItemSucceeded}); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		tear(t, j.Path("progress.jsonl"))
+		tear(t, j.Path("items-state.jsonl"))
+	}
+	steps, err := j.ReadJournal()
+	if err != nil || len(steps["commands"]) != 2 {
+		t.Errorf("journal = %v, %v; want steps 0 and 1", steps, err)
+	}
+	items, err := j.ReadItemStates()
+	if err != nil || len(items) != 2 || items[1].State != ItemSucceeded {
+		t.Errorf("item states = %v, %v; want items 0 and 1", items, err)
+	}
+}
+
 func TestNewIDIsValid(t *testing.T) {
 	id := NewID("My Release: v2/final", time.Date(2026, 11, 22, 10, 15, 0, 0, time.UTC))
 	if !ValidID(id) || !strings.HasPrefix(id, "my-release-v2-final-20261122-101500-") {
