@@ -327,3 +327,23 @@ func overwrite(t *testing.T, path string, off int64, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// A 0-byte file is reported as damaged by readers and writers alike, and
+// left as it is (bbolt would make it a new, empty queue).
+func TestEmptyFileIsDamaged(t *testing.T) {
+	for _, ro := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ReadOnly=%v", ro), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "dlq.db")
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := openWithin(t, path, dlq.Options{ReadOnly: ro})
+			if !errors.Is(err, dlq.ErrDamaged) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Open = %v, want damaged naming %s", err, path)
+			}
+			if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+				t.Errorf("the file was changed: %v, %v", fi, err)
+			}
+		})
+	}
+}
