@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -49,6 +50,12 @@ type Options struct {
 	// Now is the clock used for leases and for failures without a time;
 	// nil means time.Now.
 	Now func() time.Time
+	// Wait, when set, makes Open keep trying while another process holds
+	// the file, each try bounded by Timeout, until Wait ends; Waiting, if
+	// set, is called with the ErrLocked error of each try that timed out.
+	// A job that records failures waits so rather than fail.
+	Wait    context.Context
+	Waiting func(error)
 	// Gone reports that a lease holder no longer exists (its process
 	// ended), so that its leases are free before they expire; nil: leases
 	// last until they expire.
@@ -103,6 +110,12 @@ func Open(path string, opts Options) (*DB, error) {
 // openFile opens d.path with bbolt and checks it (see init).
 func (d *DB) openFile(opts Options) error {
 	b, err := openBolt(d.path, opts)
+	for opts.Wait != nil && errors.Is(err, ErrLocked) && opts.Wait.Err() == nil {
+		if opts.Waiting != nil {
+			opts.Waiting(err)
+		}
+		b, err = openBolt(d.path, opts)
+	}
 	if err != nil {
 		return err
 	}

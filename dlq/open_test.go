@@ -1,6 +1,7 @@
 package dlq_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -345,5 +346,53 @@ func TestEmptyFileIsDamaged(t *testing.T) {
 				t.Errorf("the file was changed: %v, %v", fi, err)
 			}
 		})
+	}
+}
+
+// With Options.Wait, Open waits for another process's lock as long as the
+// context lasts, instead of failing after Timeout.
+func TestOpenWaits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dlq.db")
+	first := open(t, path, dlq.Options{})
+	waited := make(chan struct{}, 1)
+	ch := make(chan error, 1)
+	go func() {
+		d, err := dlq.Open(path, dlq.Options{Timeout: 20 * time.Millisecond, Wait: t.Context(), Waiting: func(err error) {
+			if !errors.Is(err, dlq.ErrLocked) {
+				t.Errorf("Waiting(%v), want ErrLocked", err)
+			}
+			select {
+			case waited <- struct{}{}:
+			default:
+			}
+		}})
+		if err == nil {
+			d.Close()
+		}
+		ch <- err
+	}()
+	select {
+	case <-waited:
+	case err := <-ch:
+		t.Fatalf("Open returned %v while the file was held", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Open neither waited nor returned")
+	}
+	first.Close()
+	select {
+	case err := <-ch:
+		if err != nil {
+			t.Errorf("Open after the holder closed = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Open hung after the holder closed")
+	}
+
+	held := open(t, path, dlq.Options{})
+	defer held.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := openWithin(t, path, dlq.Options{Timeout: 20 * time.Millisecond, Wait: ctx}); !errors.Is(err, dlq.ErrLocked) {
+		t.Errorf("Open with an ended context = %v, want ErrLocked", err)
 	}
 }
