@@ -23,7 +23,8 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"runner": main,
-		"flaky":  flaky,
+		"flaky":   flaky,
+		"dlqhold": dlqHold,
 	})
 }
 
@@ -43,6 +44,7 @@ func TestScripts(t *testing.T) {
 			"pidgone":      pidGone,
 			"exitcode":     exitCode,
 			"breakerpause": breakerPause,
+			"dlqlease":     dlqLease,
 		},
 	})
 }

@@ -47,8 +47,8 @@ func newJobDLQ(ctx context.Context, j *state.Job, stderr io.Writer) *jobDLQ {
 	return q
 }
 
-func (q *jobDLQ) waiting(err error) {
-	q.once.Do(func() { fmt.Fprintf(q.stderr, "runner: %v: waiting for it\n", err) })
+func (q *jobDLQ) waiting(error) {
+	q.once.Do(func() { fmt.Fprintf(q.stderr, "runner: %s: another process holds it; waiting\n", q.path) })
 }
 
 func (q *jobDLQ) Add(items ...mapreduce.DeadLetter) error {
