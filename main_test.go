@@ -22,7 +22,7 @@ import (
 // the scripts use.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"runner": main,
+		"runner":  main,
 		"flaky":   flaky,
 		"dlqhold": dlqHold,
 	})
