@@ -30,8 +30,10 @@ func newDLQRetryCommand(g *globalOptions) *cobra.Command {
 job, with its variables and setup captures) on the items in its DLQ. An item
 that succeeds leaves the DLQ; one that fails again gets the failure added to
 its history and stays. Two retries of one job may run at once: each item is
-claimed by one of them. Exit code 0 when the DLQ is empty afterwards, 3 when
-items remain.`,
+claimed by one of them, and the items another retry holds are skipped and
+named with the process that holds them. Items a killed retry ran to success
+leave the DLQ first, without running again. Exit code 0 when the DLQ is
+empty afterwards, 3 when items remain.`,
 		Example: `  runner dlq retry resize-20261122-101500-a1b2c3
   runner dlq retry resize-20261122-101500-a1b2c3 --filter 'kind == "timeout"' --max-parallel 2
   runner dlq retry resize-20261122-101500-a1b2c3 --dry-run`,
@@ -136,11 +138,11 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *workf
 	}
 	counts, err := mapreduce.RetryDead(ctx, j, items, o.MaxParallel, q)
 	sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
-	for id, l := range q.held {
-		if sum.HeldBy == nil {
-			sum.HeldBy = map[string]string{}
+	if len(q.held) > 0 {
+		sum.HeldBy = map[string]string{}
+		for id, l := range q.held {
+			sum.HeldBy[id] = l.Owner
 		}
-		sum.HeldBy[id] = l.Owner
 	}
 	now, serr := settleJob(j.State, q)
 	sum.Remaining = now.DLQ
