@@ -2,11 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -39,16 +37,7 @@ map:
 // DLQ is empty and the job's counts add up with exit code 0.
 // RUNNER_CHAOS_ROUNDS sets the number of kills (default 8).
 func TestDLQRetryCrash(t *testing.T) {
-	kills := 8
-	if s := os.Getenv("RUNNER_CHAOS_ROUNDS"); s != "" {
-		kills, _ = strconv.Atoi(s)
-	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d (set RUNNER_CHAOS_SEED to repeat)", seed)
-	if s := os.Getenv("RUNNER_CHAOS_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	rng := rand.New(rand.NewPCG(seed, 0))
+	kills, rng := chaos(t, 8)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "crash.yml"), []byte(retryCrashWorkflow), 0o600); err != nil {
 		t.Fatal(err)
