@@ -47,7 +47,7 @@ func newJobDLQ(ctx context.Context, j *state.Job, stderr io.Writer) *jobDLQ {
 	return q
 }
 
-func (q *jobDLQ) waiting(error) {
+func (q *jobDLQ) waiting() {
 	q.once.Do(func() { fmt.Fprintf(q.stderr, "runner: %s: another process holds it; waiting\n", q.path) })
 }
 

@@ -52,10 +52,10 @@ type Options struct {
 	Now func() time.Time
 	// Wait, when set, makes Open keep trying while another process holds
 	// the file, each try bounded by Timeout, until Wait ends; Waiting, if
-	// set, is called with the ErrLocked error of each try that timed out.
+	// set, is called after each try that timed out.
 	// A job that records failures waits so rather than fail.
 	Wait    context.Context
-	Waiting func(error)
+	Waiting func()
 	// Gone reports that a lease holder no longer exists (its process
 	// ended), so that its leases are free before they expire; nil: leases
 	// last until they expire.
@@ -112,7 +112,7 @@ func (d *DB) openFile(opts Options) error {
 	b, err := openBolt(d.path, opts)
 	for opts.Wait != nil && errors.Is(err, ErrLocked) && opts.Wait.Err() == nil {
 		if opts.Waiting != nil {
-			opts.Waiting(err)
+			opts.Waiting()
 		}
 		b, err = openBolt(d.path, opts)
 	}
