@@ -51,7 +51,19 @@ reduce:
 // file checks clean; and no crash causes more than max_parallel repeated
 // executions. RUNNER_CHAOS_ROUNDS sets the number of rounds (default 20).
 func TestCrashResume(t *testing.T) {
-	rounds := 20
+	rounds, rng := chaos(t, 20)
+	for r := range rounds {
+		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
+			crashRound(t, rng)
+		})
+	}
+}
+
+// chaos returns the number of rounds of a kill test (RUNNER_CHAOS_ROUNDS,
+// else def) and its randomness, seeded from RUNNER_CHAOS_SEED or the clock
+// (and logged, to repeat a run).
+func chaos(t *testing.T, def int) (rounds int, rng *rand.Rand) {
+	rounds = def
 	if s := os.Getenv("RUNNER_CHAOS_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
 	}
@@ -60,12 +72,7 @@ func TestCrashResume(t *testing.T) {
 	if s := os.Getenv("RUNNER_CHAOS_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	rng := rand.New(rand.NewPCG(seed, 0))
-	for r := range rounds {
-		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
-			crashRound(t, rng)
-		})
-	}
+	return rounds, rand.New(rand.NewPCG(seed, 0))
 }
 
 func crashRound(t *testing.T, rng *rand.Rand) {

@@ -22,8 +22,9 @@ import (
 // the scripts use.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"runner": main,
-		"flaky":  flaky,
+		"runner":  main,
+		"flaky":   flaky,
+		"dlqhold": dlqHold,
 	})
 }
 
@@ -43,6 +44,7 @@ func TestScripts(t *testing.T) {
 			"pidgone":      pidGone,
 			"exitcode":     exitCode,
 			"breakerpause": breakerPause,
+			"dlqlease":     dlqLease,
 		},
 	})
 }

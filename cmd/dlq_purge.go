@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/state"
 )
@@ -26,12 +28,14 @@ func newDLQPurgeCommand(g *globalOptions) *cobra.Command {
 		Use:   "purge JOB",
 		Short: "Delete items from a job's DLQ",
 		Long: `Delete a job's DLQ items (all, or those whose last failure is older than
---older-than). It asks first on a terminal; elsewhere it needs --yes.`,
+--older-than); they count as skipped afterwards. Items that a running
+` + "`dlq retry`" + ` holds are left alone. It asks first on a terminal; elsewhere
+it needs --yes.`,
 		Example: `  runner dlq purge resize-20261122-101500-a1b2c3
   runner dlq purge resize-20261122-101500-a1b2c3 --older-than 7d --yes`,
 		Args: exactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return runDLQPurge(g, o, args[0])
+		RunE: func(c *cobra.Command, args []string) error {
+			return runDLQPurge(c.Context(), g, o, args[0])
 		},
 	}
 	f := c.Flags()
@@ -40,7 +44,7 @@ func newDLQPurgeCommand(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func runDLQPurge(g *globalOptions, o dlqPurgeOptions, jobID string) error {
+func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID string) error {
 	var before time.Time
 	if o.OlderThan != "" {
 		d, err := workflow.ParseDuration(o.OlderThan)
@@ -68,48 +72,31 @@ func runDLQPurge(g *globalOptions, o dlqPurgeOptions, jobID string) error {
 			return nil
 		}
 	}
-	d, err := dlq.Open(j.Path(dlqFile), dlq.Options{})
+	q := newJobDLQ(ctx, j, g.stderr)
+	d, err := dlq.Open(q.path, dlq.Options{Gone: ownerGone})
 	if err != nil {
 		return err
 	}
-	purged, err := d.Purge(before)
+	purged, held, err := d.Purge(before)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	if err := recordPurged(j, purged); err != nil {
+	recs := make([]state.ItemRecord, len(purged))
+	for i, p := range purged {
+		recs[i] = state.ItemRecord{Index: p.ItemIndex, ID: p.ItemID, State: state.ItemSkipped, Error: mapreduce.PurgedNote}
+	}
+	if err := j.AppendItemRecords(recs...); err != nil {
+		return err
+	}
+	if _, err := settleJob(j, q); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stderr, "deleted %d item(s) from the dead-letter queue of %s\n", len(purged), jobID)
+	if held > 0 {
+		fmt.Fprintf(g.stderr, "%d item(s) left: a running dlq retry holds them\n", held)
+	}
 	return nil
-}
-
-// recordPurged marks purged items as skipped in the job's item states, so
-// that every item stays exactly one of succeeded, in the DLQ, skipped or
-// pending.
-func recordPurged(j *state.Job, purged []dlq.Purged) error {
-	if len(purged) == 0 {
-		return nil
-	}
-	log, err := j.OpenItemLog()
-	if err != nil {
-		return err
-	}
-	for _, p := range purged {
-		if err := log.Append(state.ItemRecord{Index: p.ItemIndex, ID: p.ItemID, State: state.ItemSkipped, Error: "purged from the DLQ"}); err != nil {
-			log.Close()
-			return err
-		}
-	}
-	if err := log.Close(); err != nil {
-		return err
-	}
-	return j.Update(func(m *state.Meta) {
-		if m.Items != nil {
-			m.Items.DLQ = max(m.Items.DLQ-len(purged), 0)
-			m.Items.Skipped += len(purged)
-		}
-	})
 }

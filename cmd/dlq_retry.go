@@ -2,14 +2,16 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 type dlqRetryOptions struct {
@@ -29,8 +31,10 @@ func newDLQRetryCommand(g *globalOptions) *cobra.Command {
 job, with its variables and setup captures) on the items in its DLQ. An item
 that succeeds leaves the DLQ; one that fails again gets the failure added to
 its history and stays. Two retries of one job may run at once: each item is
-claimed by one of them. Exit code 0 when the DLQ is empty afterwards, 3 when
-items remain.`,
+claimed by one of them, and the items another retry holds are skipped and
+named with the process that holds them. Items a killed retry ran to success
+leave the DLQ first, without running again. Exit code 0 when the DLQ is
+empty afterwards, 3 when items remain.`,
 		Example: `  runner dlq retry resize-20261122-101500-a1b2c3
   runner dlq retry resize-20261122-101500-a1b2c3 --filter 'kind == "timeout"' --max-parallel 2
   runner dlq retry resize-20261122-101500-a1b2c3 --dry-run`,
@@ -50,13 +54,14 @@ items remain.`,
 
 // dlqRetrySummary is the machine-readable end of `dlq retry`.
 type dlqRetrySummary struct {
-	JobID     string `json:"job_id"`
-	Selected  int    `json:"selected"`
-	Succeeded int    `json:"succeeded"`
-	Failed    int    `json:"failed"`
-	Skipped   int    `json:"skipped"` // claimed by another retry, or interrupted
-	Remaining int    `json:"remaining"`
-	ExitCode  int    `json:"exit_code"`
+	JobID     string            `json:"job_id"`
+	Selected  int               `json:"selected"`
+	Succeeded int               `json:"succeeded"`
+	Failed    int               `json:"failed"`
+	Skipped   int               `json:"skipped"` // claimed by another retry, or interrupted
+	HeldBy    map[string]string `json:"held_by,omitempty"`
+	Remaining int               `json:"remaining"`
+	ExitCode  int               `json:"exit_code"`
 }
 
 func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID string) error {
@@ -67,11 +72,11 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if err != nil {
 		return err
 	}
-	selected, err := dlqItems(g, jobID, o.Filter, 0)
-	if err != nil {
-		return err
-	}
 	if o.DryRun {
+		selected, err := dlqItems(g, jobID, o.Filter, 0)
+		if err != nil {
+			return err
+		}
 		for _, it := range selected {
 			fmt.Fprintf(g.stdout, "%s\t%s\n", it.ItemID, it.Item)
 		}
@@ -88,57 +93,64 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		j.Close()
 		return usagef("job %s is a standard workflow; it has no dead-letter queue", jobID)
 	}
-	q := newJobDLQ(j.State)
-	q.owner = claimOwner()
+	q := newJobDLQ(ctx, j.State, g.stderr)
+	sum, err := retryDLQ(ctx, g, o, j, q)
+	if cerr := j.Close(); err == nil {
+		err = cerr
+	}
+	sum.ExitCode = exitCode(err)
+	if err == nil && sum.Remaining > 0 {
+		err = itemsInDLQ{n: sum.Remaining, job: jobID}
+		sum.ExitCode = ExitItemsInDLQ
+	}
+	var werr error
+	if o.Output == "json" {
+		werr = writeJSON(g.stdout, sum)
+	} else {
+		ui.flushFailures()
+		for _, id := range slices.Sorted(maps.Keys(q.held)) {
+			l := q.held[id]
+			fmt.Fprintf(g.stderr, "item %s skipped: another dlq retry (%s) holds it until %s\n", id, describeOwner(l.Owner), l.Until.Local().Format(time.DateTime))
+		}
+		_, werr = fmt.Fprintf(g.stderr, "dlq retry %s: %d selected, %d succeeded (removed from the DLQ), %d failed again, %d skipped; %d item(s) remain in the DLQ\n",
+			jobID, sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped, sum.Remaining)
+	}
+	if werr != nil && (err == nil || sum.ExitCode == ExitItemsInDLQ) {
+		return fmt.Errorf("dlq retry %s: summary: %w", jobID, werr)
+	}
+	if errors.As(err, new(itemsInDLQ)) {
+		return alreadyReported(err) // the summary said so
+	}
+	return err
+}
+
+// retryDLQ settles the job's DLQ with its item log (items a killed retry
+// ran to success leave the DLQ instead of running again), runs the
+// selected items and settles again; the summary's Remaining is the DLQ as
+// it is then.
+func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *workflow.Job, q *jobDLQ) (dlqRetrySummary, error) {
+	sum := dlqRetrySummary{JobID: j.State.Meta.ID}
+	if _, err := settleJob(j.State, q); err != nil {
+		return sum, err
+	}
+	selected, err := dlqItems(g, sum.JobID, o.Filter, 0)
+	if err != nil {
+		return sum, err
+	}
 	items := make([]*mapreduce.Item, 0, len(selected))
 	for _, it := range selected {
 		v, _ := workflow.DecodeValue(it.Item)
 		items = append(items, &mapreduce.Item{Index: it.ItemIndex, ID: it.ItemID, Raw: it.Item, Value: v})
 	}
 	counts, err := mapreduce.RetryDead(ctx, j, items, o.MaxParallel, q)
-	remaining := remainingInDLQ(j.State)
-	if uerr := j.State.Update(func(m *state.Meta) {
-		if m.Items != nil {
-			m.Items.Succeeded += counts.Succeeded
-			m.Items.DLQ = remaining
+	sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
+	if len(q.held) > 0 {
+		sum.HeldBy = map[string]string{}
+		for id, l := range q.held {
+			sum.HeldBy[id] = l.Owner
 		}
-	}); err == nil {
-		err = uerr
 	}
-	if cerr := j.Close(); err == nil {
-		err = cerr
-	}
-	sum := dlqRetrySummary{JobID: jobID, Selected: len(items), Succeeded: counts.Succeeded, Failed: counts.Failed, Skipped: counts.Pending, Remaining: remaining}
-	switch {
-	case err != nil:
-		sum.ExitCode = exitCode(err)
-	case remaining > 0:
-		err = itemsInDLQ{n: remaining, job: jobID}
-		sum.ExitCode = ExitItemsInDLQ
-	}
-	if o.Output == "json" {
-		writeJSON(g.stdout, sum)
-	} else {
-		ui.flushFailures()
-		fmt.Fprintf(g.stderr, "dlq retry %s: %d selected, %d succeeded (removed from the DLQ), %d failed again, %d skipped; %d item(s) remain in the DLQ\n",
-			jobID, sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped, remaining)
-	}
-	if err != nil {
-		return alreadyReported(err)
-	}
-	return nil
-}
-
-// remainingInDLQ counts a job's queued items (-1 if the queue cannot be read).
-func remainingInDLQ(j *state.Job) int {
-	d, err := dlq.Open(j.Path(dlqFile), dlq.Options{ReadOnly: true})
-	if err != nil {
-		return -1
-	}
-	defer d.Close()
-	n, err := d.Count()
-	if err != nil {
-		return -1
-	}
-	return n
+	now, serr := settleJob(j.State, q)
+	sum.Remaining = now.DLQ
+	return sum, errors.Join(err, serr)
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"text/tabwriter"
@@ -60,10 +61,15 @@ func runDLQStats(g *globalOptions, args []string, asJSON bool) error {
 	}
 	groups := map[string]map[string]*statsGroup{"signature": {}, "step": {}, "kind": {}}
 	st := dlqStats{}
+	var unreadable []error // the stats of the other jobs are still shown
 	for _, job := range jobs {
 		items, err := dlqItems(g, job, "", 0)
-		if err != nil && len(args) > 0 {
-			return err
+		if err != nil {
+			if len(args) > 0 {
+				return err
+			}
+			unreadable = append(unreadable, err)
+			continue
 		}
 		for _, it := range items {
 			st.Items++
@@ -83,11 +89,13 @@ func runDLQStats(g *globalOptions, args []string, asJSON bool) error {
 	}
 	st.BySignature, st.ByStep, st.ByKind = sortedGroups(groups["signature"]), sortedGroups(groups["step"]), sortedGroups(groups["kind"])
 	if asJSON {
-		return writeJSON(g.stdout, st)
+		return errors.Join(writeJSON(g.stdout, st), errors.Join(unreadable...))
 	}
 	if st.Items == 0 {
-		fmt.Fprintln(g.stderr, "no items in the dead-letter queue")
-		return nil
+		if len(unreadable) == 0 {
+			fmt.Fprintln(g.stderr, "no items in the dead-letter queue")
+		}
+		return errors.Join(unreadable...)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%d item(s) in the dead-letter queue\n", st.Items)
@@ -100,7 +108,7 @@ func runDLQStats(g *globalOptions, args []string, asJSON bool) error {
 			fmt.Fprintf(tw, "%d\t%s\t%s\n", grp.Count, firstLine(grp.Key, 100), grp.Example)
 		}
 	}
-	return tw.Flush()
+	return errors.Join(tw.Flush(), errors.Join(unreadable...))
 }
 
 // sortedGroups orders groups by count, largest first, then by key.

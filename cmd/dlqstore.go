@@ -1,16 +1,20 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/workflow/proc"
 	"github.com/runnerdev/runner/workflow/state"
 )
 
@@ -21,17 +25,30 @@ const dlqFile = "dlq.db"
 // lease is free earlier once its process is gone (see ownerGone).
 const claimLease = 24 * time.Hour
 
-// jobDLQ is a job's bbolt dead-letter queue as mapreduce sees it.
+// jobDLQ is a job's bbolt dead-letter queue as mapreduce sees it. Every
+// open of the file waits for another process's lock as long as ctx lasts
+// (saying so once on stderr), so that a job never fails because someone
+// else holds its DLQ for a while.
 type jobDLQ struct {
-	jobID string
-	path  string
-	w     *dlq.Writer
-	owner string // dlq retry: this process's claim name
+	jobID  string
+	path   string
+	opts   dlq.Options
+	w      *dlq.Writer
+	owner  string               // this process's name in leases (claimOwner)
+	held   map[string]dlq.Lease // items Claim found leased to another process
+	stderr io.Writer
+	once   sync.Once
 }
 
-func newJobDLQ(j *state.Job) *jobDLQ {
-	path := j.Path(dlqFile)
-	return &jobDLQ{jobID: j.Meta.ID, path: path, w: dlq.NewWriter(path, dlq.Options{})}
+func newJobDLQ(ctx context.Context, j *state.Job, stderr io.Writer) *jobDLQ {
+	q := &jobDLQ{jobID: j.Meta.ID, path: j.Path(dlqFile), owner: claimOwner(), held: map[string]dlq.Lease{}, stderr: stderr}
+	q.opts = dlq.Options{Gone: ownerGone, Wait: ctx, Waiting: q.waiting}
+	q.w = dlq.NewWriter(q.path, q.opts)
+	return q
+}
+
+func (q *jobDLQ) waiting() {
+	q.once.Do(func() { fmt.Fprintf(q.stderr, "runner: %s: another process holds it; waiting\n", q.path) })
 }
 
 func (q *jobDLQ) Add(items ...mapreduce.DeadLetter) error {
@@ -59,7 +76,9 @@ func (q *jobDLQ) Remove(itemIDs ...string) error {
 
 func (q *jobDLQ) Queued(itemIDs ...string) (map[string]bool, error) {
 	out := map[string]bool{}
-	d, err := dlq.Open(q.path, dlq.Options{ReadOnly: true})
+	ro := q.opts
+	ro.ReadOnly = true
+	d, err := dlq.Open(q.path, ro)
 	if err != nil {
 		return nil, err
 	}
@@ -76,10 +95,19 @@ func (q *jobDLQ) Queued(itemIDs ...string) (map[string]bool, error) {
 	return out, nil
 }
 
+// Claim leases an item to this process; one that another process holds is
+// noted in q.held. It is called from one goroutine at a time.
 func (q *jobDLQ) Claim(itemID string) (bool, error) {
 	var got []string
 	err := q.update(func(d *dlq.DB) (err error) {
 		got, err = d.Claim(q.owner, time.Now().Add(claimLease), itemID)
+		if err != nil || len(got) == 1 {
+			return err
+		}
+		l, held, err := d.Holder(itemID)
+		if held {
+			q.held[itemID] = l
+		}
 		return err
 	})
 	return len(got) == 1, err
@@ -91,7 +119,7 @@ func (q *jobDLQ) Release(itemID string) error {
 
 // update runs fn with the queue open for writing.
 func (q *jobDLQ) update(fn func(*dlq.DB) error) error {
-	d, err := dlq.Open(q.path, dlq.Options{Gone: ownerGone})
+	d, err := dlq.Open(q.path, q.opts)
 	if err != nil {
 		return err
 	}
@@ -102,25 +130,80 @@ func (q *jobDLQ) update(fn func(*dlq.DB) error) error {
 	return err
 }
 
-// claimOwner names this process in DLQ leases: host:pid:start.
+// claimOwner names this process in DLQ leases: host:pid:start, where
+// start is the process's start time (proc.StartTime; 0 where unknown).
 func claimOwner() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
+	pid := os.Getpid()
+	start, _ := proc.StartTime(pid)
+	return fmt.Sprintf("%s:%d:%d", host, pid, start)
 }
 
 // ownerGone reports that a lease holder named by claimOwner was a process
-// on this host that no longer exists (a dlq retry killed with -9), so its
-// leases need not wait a day. Holders on other hosts, or whose pid now
-// belongs to another process, keep their leases until they expire.
+// on this host that no longer runs (a dlq retry killed with -9), so its
+// leases need not wait a day: its pid is free, or now names a process that
+// started at another time. Holders on other hosts keep their leases until
+// they expire.
 func ownerGone(owner string) bool {
+	host, pid, start, ok := parseOwner(owner)
+	if me, _ := os.Hostname(); !ok || host != me {
+		return false
+	}
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return true
+	}
+	now, known := proc.StartTime(pid)
+	return start != 0 && known && now != start
+}
+
+// parseOwner splits a claimOwner name.
+func parseOwner(owner string) (host string, pid int, start uint64, ok bool) {
 	parts := strings.Split(owner, ":")
 	if len(parts) != 3 {
-		return false
+		return "", 0, 0, false
 	}
-	host, _ := os.Hostname()
 	pid, err := strconv.Atoi(parts[1])
-	if parts[0] != host || err != nil || pid <= 0 {
-		return false
+	if err != nil || pid <= 0 {
+		return "", 0, 0, false
 	}
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	start, _ = strconv.ParseUint(parts[2], 10, 64)
+	return parts[0], pid, start, true
+}
+
+// describeOwner says who holds a lease, for people.
+func describeOwner(owner string) string {
+	if host, pid, _, ok := parseOwner(owner); ok {
+		return fmt.Sprintf("process %d on %s", pid, host)
+	}
+	return fmt.Sprintf("%q", owner)
+}
+
+// settleJob reconciles a MapReduce job's item log with its DLQ (see
+// mapreduce.SettleDLQ) and rewrites the job's counts to match, all under
+// the job's metadata lock, so that processes settling at once do not
+// overwrite newer counts with older ones. A completed job's exit code and
+// message follow its DLQ: 3 and "N item(s) in the dead-letter queue"
+// while items remain, 0 once it is empty. It returns the counts; a job
+// whose map phase never began has none (zero).
+func settleJob(j *state.Job, q *jobDLQ) (state.ItemCounts, error) {
+	var (
+		counts state.ItemCounts
+		serr   error
+	)
+	err := j.Update(func(m *state.Meta) {
+		if m.Items == nil {
+			return
+		}
+		if counts, serr = mapreduce.SettleDLQ(j, q, *m.Items); serr != nil {
+			return
+		}
+		*m.Items = counts
+		if m.Status == state.Completed && (m.ExitCode == ExitOK || m.ExitCode == ExitItemsInDLQ) {
+			m.ExitCode, m.Error = ExitOK, ""
+			if counts.DLQ > 0 {
+				m.ExitCode, m.Error = ExitItemsInDLQ, itemsInDLQ{n: counts.DLQ, job: m.ID}.Error()
+			}
+		}
+	})
+	return counts, errors.Join(serr, err)
 }

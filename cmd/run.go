@@ -127,7 +127,7 @@ func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel i
 	)
 	if j.Workflow.Mode == workflow.MapReduce {
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: maxParallel, DLQ: newJobDLQ(j.State)})
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: maxParallel, DLQ: newJobDLQ(ctx, j.State, ui.g.stderr)})
 		res.items = &sum.Items
 		j.State.Meta.Items = res.items
 		if err == nil && sum.Items.DLQ > 0 {

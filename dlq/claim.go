@@ -8,8 +8,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// lease is the stored claim on one item.
-type lease struct {
+// Lease is the stored claim on one item.
+type Lease struct {
 	Owner string    `json:"owner"`
 	Until time.Time `json:"until"`
 }
@@ -28,8 +28,7 @@ func (d *DB) Claim(owner string, until time.Time, itemIDs ...string) (claimed []
 	if len(itemIDs) == 0 {
 		return nil, nil
 	}
-	now := d.now()
-	mine, err := json.Marshal(lease{Owner: owner, Until: until.Round(0)})
+	mine, err := json.Marshal(Lease{Owner: owner, Until: until.Round(0)})
 	if err != nil {
 		return nil, err
 	}
@@ -39,31 +38,17 @@ func (d *DB) Claim(owner string, until time.Time, itemIDs ...string) (claimed []
 		if err != nil {
 			return err
 		}
-		claims := tx.Bucket(bucketClaims)
+		held := d.leases(tx)
 		seen := make(map[string]bool, len(itemIDs))
-		holderGone := map[string]bool{} // asked once per holder, not per item
-		gone := func(holder string) bool {
-			g, ok := holderGone[holder]
-			if !ok {
-				g = d.gone != nil && d.gone(holder)
-				holderGone[holder] = g
-			}
-			return g
-		}
 		for _, id := range itemIDs {
 			if seen[id] || ids.Get([]byte(id)) == nil {
 				continue
 			}
 			seen[id] = true
-			if v := claims.Get([]byte(id)); v != nil {
-				var l lease
-				// An unreadable lease counts as expired; so does one whose
-				// holder is gone.
-				if json.Unmarshal(v, &l) == nil && l.Owner != owner && !l.Until.Before(now) && !gone(l.Owner) {
-					continue
-				}
+			if l, ok := held(id); ok && l.Owner != owner {
+				continue
 			}
-			if err := claims.Put([]byte(id), mine); err != nil {
+			if err := tx.Bucket(bucketClaims).Put([]byte(id), mine); err != nil {
 				return err
 			}
 			claimed = append(claimed, id)
@@ -74,6 +59,40 @@ func (d *DB) Claim(owner string, until time.Time, itemIDs ...string) (claimed []
 		return nil, err
 	}
 	return claimed, nil
+}
+
+// Holder returns the lease that keeps an item from being claimed by
+// others: one that has not expired and whose holder is not gone. ok is
+// false when the item is free.
+func (d *DB) Holder(itemID string) (l Lease, ok bool, err error) {
+	err = d.view("holder", func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketClaims) != nil {
+			l, ok = d.leases(tx)(itemID)
+		}
+		return nil
+	})
+	return l, ok, err
+}
+
+// leases returns a function that reports the live lease on an item (see
+// Holder). It asks Gone once per holder, not once per item. An unreadable
+// lease counts as expired.
+func (d *DB) leases(tx *bolt.Tx) func(itemID string) (Lease, bool) {
+	claims, now := tx.Bucket(bucketClaims), d.now()
+	holderGone := map[string]bool{}
+	return func(itemID string) (Lease, bool) {
+		v := claims.Get([]byte(itemID))
+		var l Lease
+		if v == nil || json.Unmarshal(v, &l) != nil || l.Until.Before(now) {
+			return Lease{}, false
+		}
+		g, asked := holderGone[l.Owner]
+		if !asked {
+			g = d.gone != nil && d.gone(l.Owner)
+			holderGone[l.Owner] = g
+		}
+		return l, !g
+	}
 }
 
 // Release ends owner's leases on the given items; leases held by others and
@@ -92,7 +111,7 @@ func (d *DB) Release(owner string, itemIDs ...string) error {
 			if v == nil {
 				continue
 			}
-			var l lease
+			var l Lease
 			if json.Unmarshal(v, &l) == nil && l.Owner != owner {
 				continue
 			}

@@ -1,11 +1,13 @@
 package dlq
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -48,6 +50,12 @@ type Options struct {
 	// Now is the clock used for leases and for failures without a time;
 	// nil means time.Now.
 	Now func() time.Time
+	// Wait, when set, makes Open keep trying while another process holds
+	// the file, each try bounded by Timeout, until Wait ends; Waiting, if
+	// set, is called after each try that timed out.
+	// A job that records failures waits so rather than fail.
+	Wait    context.Context
+	Waiting func()
 	// Gone reports that a lease holder no longer exists (its process
 	// ended), so that its leases are free before they expire; nil: leases
 	// last until they expire.
@@ -78,24 +86,89 @@ func Open(path string, opts Options) (*DB, error) {
 		opts.Now = time.Now
 	}
 	d := &DB{path: path, readOnly: opts.ReadOnly, now: opts.Now, gone: opts.Gone}
-	if opts.ReadOnly {
-		fi, err := os.Stat(path)
-		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Mode().IsRegular() && fi.Size() == 0) {
-			return d, nil
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && opts.ReadOnly:
+		return d, nil
+	case errors.Is(err, fs.ErrNotExist):
+		if err := create(path, opts); err != nil {
+			return nil, err
 		}
-	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("dlq: %w", err)
+	case fi.Mode().IsRegular() && fi.Size() == 0:
+		// Never a queue in the making (create fills a file before it
+		// takes the name): bbolt would silently make it a new, empty one.
+		return nil, damaged(path, "empty file (0 bytes)")
 	}
-	b, err := openBolt(path, opts)
-	if err != nil {
+	if err := d.openFile(opts); err != nil {
 		return nil, err
+	}
+	return d, nil
+}
+
+// openFile opens d.path with bbolt and checks it (see init).
+func (d *DB) openFile(opts Options) error {
+	b, err := openBolt(d.path, opts)
+	for opts.Wait != nil && errors.Is(err, ErrLocked) && opts.Wait.Err() == nil {
+		if opts.Waiting != nil {
+			opts.Waiting()
+		}
+		b, err = openBolt(d.path, opts)
+	}
+	if err != nil {
+		return err
 	}
 	d.bolt = b
 	if err := d.init(); err != nil {
 		_ = b.Close()
-		return nil, err
+		return err
 	}
-	return d, nil
+	return nil
+}
+
+// create makes a new queue at path: it is built and synced under a
+// temporary name and then linked into place, so that a file named path is
+// always a whole queue, and a crash or a reader never sees a half-made one.
+// Losing the race to another creator is not an error.
+func create(path string, opts Options) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("dlq: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return fmt.Errorf("dlq: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("dlq: %w", err)
+	}
+	d := &DB{path: tmp, now: opts.Now}
+	if err := d.openFile(opts); err != nil {
+		return err
+	}
+	if err := d.Close(); err != nil {
+		return err
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("dlq: create %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a new name in dir durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("dlq: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("dlq: sync %s: %w", dir, err)
+	}
+	return nil
 }
 
 // openBolt is bolt.Open with bbolt's errors and panics turned into ours.
@@ -112,6 +185,9 @@ func openBolt(path string, opts Options) (db *bolt.DB, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
+			if !fromDamage(r) {
+				panic(r)
+			}
 			if file != nil {
 				// bbolt's mapping of the file is lost, and it keeps the
 				// file (and so its flock) alive: unlock explicitly.
@@ -197,7 +273,8 @@ func (d *DB) Close() error {
 func (d *DB) Path() string { return d.path }
 
 // view runs fn in a read transaction; on a view of a missing file it does
-// nothing. Errors are prefixed with the path and op; panics become ErrDamaged.
+// nothing. Errors are prefixed with the path and op; panics that come from a
+// damaged file become ErrDamaged (see fromDamage), others go on.
 func (d *DB) view(op string, fn func(*bolt.Tx) error) error {
 	if d.bolt == nil {
 		return nil
@@ -216,6 +293,9 @@ func (d *DB) update(op string, fn func(*bolt.Tx) error) error {
 func (d *DB) tx(op string, write bool, fn func(*bolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if !fromDamage(r) {
+				panic(r)
+			}
 			err = damaged(d.path, fmt.Sprintf("%s: %v", op, r))
 		}
 	}()
@@ -248,4 +328,30 @@ func damagedf(format string, args ...any) error {
 
 func damaged(path, detail string) error {
 	return fmt.Errorf("dlq: %s: %w: %s", path, ErrDamaged, detail)
+}
+
+// fromDamage reports whether a panic recovered in a deferred function
+// comes from a damaged file rather than a bug: a memory fault (with
+// SetPanicOnFault: bbolt read past what the file holds) or a panic raised
+// inside bbolt itself (its checks of the pages it reads). It must be called
+// by the deferred function directly, while the panicking stack is below.
+func fromDamage(r any) bool {
+	if _, fault := r.(interface{ Addr() uintptr }); fault {
+		return true
+	}
+	pc := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(3, pc)])
+	panicking := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicking = true
+		case panicking && !strings.HasPrefix(f.Function, "runtime."):
+			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt")
+		}
+		if !more {
+			return false
+		}
+	}
 }

@@ -203,13 +203,41 @@ func TestPurge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := d.Purge(tt.olderThan); len(got) != tt.removed || err != nil {
-				t.Errorf("Purge = %v, %v; want %d items", got, err, tt.removed)
+			if got, held, err := d.Purge(tt.olderThan); len(got) != tt.removed || held != 0 || err != nil {
+				t.Errorf("Purge = %v, %d, %v; want %d items", got, held, err, tt.removed)
 			}
 			if got := ids(t, d); !slices.Equal(got, tt.left) {
 				t.Errorf("left %v, want %v", got, tt.left)
 			}
 		})
+	}
+}
+
+// Purge leaves the items that a running dlq retry holds; those of a gone
+// or expired holder go.
+func TestPurgeLeavesHeldItems(t *testing.T) {
+	now := t0.Add(time.Hour)
+	d := open(t, filepath.Join(t.TempDir(), "dlq.db"), dlq.Options{
+		Now:  func() time.Time { return now },
+		Gone: func(owner string) bool { return owner == "gone" },
+	})
+	if err := d.Add(entry("a", 1, t0, ""), entry("b", 2, t0, ""), entry("c", 3, t0, ""), entry("d", 4, t0, "")); err != nil {
+		t.Fatal(err)
+	}
+	for id, l := range map[string]dlq.Lease{"a": {"live", now.Add(time.Hour)}, "b": {"gone", now.Add(time.Hour)}, "c": {"live", now.Add(-time.Second)}} {
+		if got, err := d.Claim(l.Owner, l.Until, id); len(got) != 1 || err != nil {
+			t.Fatalf("Claim(%s) = %v, %v", id, got, err)
+		}
+	}
+	got, held, err := d.Purge(time.Time{})
+	if len(got) != 3 || held != 1 || err != nil {
+		t.Errorf("Purge = %v, %d, %v; want 3 purged, 1 held", got, held, err)
+	}
+	if left := ids(t, d); !slices.Equal(left, []string{"a"}) {
+		t.Errorf("left %v, want [a]", left)
+	}
+	if l, ok, err := d.Holder("a"); !ok || l.Owner != "live" || err != nil {
+		t.Errorf("Holder(a) = %v, %v, %v", l, ok, err)
 	}
 }
 

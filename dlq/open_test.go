@@ -1,6 +1,7 @@
 package dlq_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -325,5 +326,70 @@ func overwrite(t *testing.T, path string, off int64, b []byte) {
 	defer f.Close()
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A 0-byte file is reported as damaged by readers and writers alike, and
+// left as it is (bbolt would make it a new, empty queue).
+func TestEmptyFileIsDamaged(t *testing.T) {
+	for _, ro := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ReadOnly=%v", ro), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "dlq.db")
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := openWithin(t, path, dlq.Options{ReadOnly: ro})
+			if !errors.Is(err, dlq.ErrDamaged) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Open = %v, want damaged naming %s", err, path)
+			}
+			if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+				t.Errorf("the file was changed: %v, %v", fi, err)
+			}
+		})
+	}
+}
+
+// With Options.Wait, Open waits for another process's lock as long as the
+// context lasts, instead of failing after Timeout.
+func TestOpenWaits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dlq.db")
+	first := open(t, path, dlq.Options{})
+	waited := make(chan struct{}, 1)
+	ch := make(chan error, 1)
+	go func() {
+		d, err := dlq.Open(path, dlq.Options{Timeout: 20 * time.Millisecond, Wait: t.Context(), Waiting: func() {
+			select {
+			case waited <- struct{}{}:
+			default:
+			}
+		}})
+		if err == nil {
+			d.Close()
+		}
+		ch <- err
+	}()
+	select {
+	case <-waited:
+	case err := <-ch:
+		t.Fatalf("Open returned %v while the file was held", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Open neither waited nor returned")
+	}
+	first.Close()
+	select {
+	case err := <-ch:
+		if err != nil {
+			t.Errorf("Open after the holder closed = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Open hung after the holder closed")
+	}
+
+	held := open(t, path, dlq.Options{})
+	defer held.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := openWithin(t, path, dlq.Options{Timeout: 20 * time.Millisecond, Wait: ctx}); !errors.Is(err, dlq.ErrLocked) {
+		t.Errorf("Open with an ended context = %v, want ErrLocked", err)
 	}
 }

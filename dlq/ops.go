@@ -220,14 +220,17 @@ type Purged struct {
 }
 
 // Purge removes the items whose last failure is before olderThan, or every
-// item when olderThan is zero, and returns them.
-func (d *DB) Purge(olderThan time.Time) (removed []Purged, err error) {
+// item when olderThan is zero, and returns them. Items leased to a `dlq
+// retry` that is still running them (see Holder) are left alone: held
+// counts them.
+func (d *DB) Purge(olderThan time.Time) (removed []Purged, held int, err error) {
 	err = d.update("purge", func(tx *bolt.Tx) error {
 		items, _, err := buckets(tx)
 		if err != nil {
 			return err
 		}
-		removed = removed[:0]
+		removed, held = removed[:0], 0
+		leased := d.leases(tx)
 		c := items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			var it struct {
@@ -237,9 +240,14 @@ func (d *DB) Purge(olderThan time.Time) (removed []Purged, err error) {
 			if err := json.Unmarshal(v, &it); err != nil {
 				return damagedf("item key %q: %v", k, err)
 			}
-			if olderThan.IsZero() || it.LastFailure.Before(olderThan) {
-				removed = append(removed, it.Purged)
+			if !olderThan.IsZero() && !it.LastFailure.Before(olderThan) {
+				continue
 			}
+			if _, ok := leased(it.ItemID); ok {
+				held++
+				continue
+			}
+			removed = append(removed, it.Purged)
 		}
 		// Deleting behind a bbolt cursor skips keys: delete afterwards.
 		ids := make([]string, len(removed))
@@ -250,9 +258,9 @@ func (d *DB) Purge(olderThan time.Time) (removed []Purged, err error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return removed, nil
+	return removed, held, nil
 }
 
 // buckets returns the buckets every write needs.

@@ -73,3 +73,73 @@ func RetryDead(ctx context.Context, j *workflow.Job, items []*Item, override int
 	}
 	return counts, releaseErr
 }
+
+// PurgedNote is the error of the skipped record of an item purged from
+// the DLQ.
+const PurgedNote = "purged from the DLQ"
+
+// SettleDLQ brings a job's item log and its DLQ into agreement after a
+// `dlq retry` or `dlq purge` that was killed between its two writes, and
+// returns the job's item counts as they are now (counts gives Total and
+// Failed, which stay: failed counts the items that finally failed in the
+// job's run, whatever became of them since).
+//
+//   - An item logged as succeeded that is still queued: a retry logs the
+//     success before it removes the item, so it is removed now (unless a
+//     running retry holds it), instead of being run again.
+//   - An item logged as in the DLQ that is no longer queued: a purge
+//     removes items before it logs them as skipped, so it is logged now.
+//
+// Then each item is exactly one of: in the DLQ (whatever its last record,
+// e.g. running in a retry), succeeded, skipped, or pending, and these add
+// up to Total.
+func SettleDLQ(j *state.Job, q RetryQueue, counts state.ItemCounts) (state.ItemCounts, error) {
+	records, err := j.ReadItemStates()
+	if err != nil {
+		return counts, err
+	}
+	ids := make([]string, 0, len(records))
+	for _, rec := range records {
+		ids = append(ids, rec.ID)
+	}
+	queued, err := q.Queued(ids...)
+	if err != nil {
+		return counts, err
+	}
+	var purged []state.ItemRecord
+	for i, rec := range records {
+		switch {
+		case rec.State == state.ItemSucceeded && queued[rec.ID]:
+			if ok, err := q.Claim(rec.ID); err != nil || !ok {
+				if err != nil {
+					return counts, err
+				}
+				continue // a running retry has it
+			}
+			if err := q.Remove(rec.ID); err != nil {
+				return counts, err
+			}
+			queued[rec.ID] = false
+		case rec.State == state.ItemDLQ && !queued[rec.ID]:
+			rec.State, rec.Error = state.ItemSkipped, PurgedNote
+			purged = append(purged, rec)
+			records[i] = rec
+		}
+	}
+	if err := j.AppendItemRecords(purged...); err != nil {
+		return counts, err
+	}
+	counts.Succeeded, counts.DLQ, counts.Skipped = 0, 0, 0
+	for _, rec := range records {
+		switch {
+		case queued[rec.ID]:
+			counts.DLQ++
+		case rec.State == state.ItemSucceeded:
+			counts.Succeeded++
+		case rec.State == state.ItemSkipped:
+			counts.Skipped++
+		}
+	}
+	counts.Pending = max(counts.Total-counts.Succeeded-counts.DLQ-counts.Skipped, 0)
+	return counts, nil
+}

@@ -695,3 +695,22 @@ func TestNoGoroutineLeak(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestStartTime(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start times are read from /proc")
+	}
+	self, ok := StartTime(os.Getpid())
+	if !ok || self == 0 {
+		t.Fatalf("StartTime(self) = %d, %v", self, ok)
+	}
+	if again, _ := StartTime(os.Getpid()); again != self {
+		t.Errorf("StartTime changed: %d, then %d", self, again)
+	}
+	if parent, ok := StartTime(os.Getppid()); !ok || parent > self {
+		t.Errorf("StartTime(parent) = %d, %v; want at most %d", parent, ok, self)
+	}
+	if _, ok := StartTime(1 << 30); ok {
+		t.Error("StartTime of a pid that cannot exist is known")
+	}
+}

@@ -118,6 +118,24 @@ func (l *ItemLog) Close() error {
 	return serr
 }
 
+// AppendItemRecords adds records to the item log, synced when it returns.
+func (j *Job) AppendItemRecords(recs ...ItemRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	l, err := j.OpenItemLog()
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := l.Append(rec); err != nil {
+			l.Close()
+			return err
+		}
+	}
+	return l.Close()
+}
+
 // ReadItemStates returns the last recorded state of every item, by index.
 func (j *Job) ReadItemStates() (map[int]ItemRecord, error) {
 	out := map[int]ItemRecord{}

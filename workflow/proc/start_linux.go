@@ -1,0 +1,30 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+)
+
+// StartTime returns when process pid started, in clock ticks after boot
+// (field 22 of /proc/PID/stat): with the pid it names one process, as a
+// later process that reuses the pid starts later. ok is false when it
+// cannot be read (no such process).
+func StartTime(pid int) (ticks uint64, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold anything:
+	// fields 3 onward follow its last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := bytes.Fields(data[i+1:])
+	if len(fields) < 20 {
+		return 0, false
+	}
+	ticks, err = strconv.ParseUint(string(fields[22-3]), 10, 64)
+	return ticks, err == nil
+}

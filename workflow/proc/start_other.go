@@ -1,0 +1,7 @@
+//go:build !linux
+
+package proc
+
+// StartTime is not known on this system: ok is always false, and callers
+// fall back to whether the pid exists.
+func StartTime(pid int) (ticks uint64, ok bool) { return 0, false }
