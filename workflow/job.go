@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/runnerdev/runner/workflow/eventlog"
@@ -27,7 +26,6 @@ type Job struct {
 
 	log      *eventlog.Log
 	journal  *state.Journal
-	lock     *os.File
 	done     map[string]map[int]state.StepRecord
 	listener func(eventlog.Event)
 	started  time.Time
@@ -47,8 +45,6 @@ type Options struct {
 	Stderr   io.Writer
 	Listener func(eventlog.Event) // sees every event as written (for the terminal)
 	Now      func() time.Time
-
-	shared bool // Attach: a shared lock
 }
 
 // Start creates a job for wf (whose file content is source) and records
@@ -71,7 +67,7 @@ func Start(wf *Workflow, source []byte, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := open(st, wf, opts)
+	j, err := open(st, wf, opts) // Create took the lock
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +94,9 @@ func Resume(id string, opts Options) (*Job, error) {
 	}
 	wf.File = st.Meta.File
 	opts.Vars = st.Meta.Vars
+	if err := lockJob(st, false); err != nil {
+		return nil, err
+	}
 	j, err := open(st, wf, opts)
 	if err != nil {
 		return nil, err
@@ -133,7 +132,9 @@ func Attach(id string, opts Options) (*Job, error) {
 	}
 	wf.File = st.Meta.File
 	opts.Vars = st.Meta.Vars
-	opts.shared = true
+	if err := lockJob(st, true); err != nil {
+		return nil, err
+	}
 	j, err := open(st, wf, opts)
 	if err != nil {
 		return nil, err
@@ -155,13 +156,10 @@ func (j *Job) Close() error {
 	return j.LogErr()
 }
 
-// open takes the job's lock and opens its log and journal.
+// open opens the log and journal of a job whose lock st holds; on an
+// error it releases the lock.
 func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
-	lock, err := lockJob(st, opts.shared)
-	if err != nil {
-		return nil, err
-	}
-	j := &Job{State: st, Workflow: wf, Seed: st.Meta.Seed, lock: lock, listener: opts.Listener, started: nowFunc(opts.Now)()}
+	j := &Job{State: st, Workflow: wf, Seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
 	environ := os.Environ()
 	vars, env, err := workflowEnv(wf, opts.Vars, environ)
 	if err != nil {
@@ -196,28 +194,17 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 }
 
 // lockJob holds a lock on the job for as long as this process runs it
-// (exclusive) or runs some of its items (shared); the kernel releases it if
-// the process dies.
-func lockJob(st *state.Job, shared bool) (*os.File, error) {
-	f, err := os.OpenFile(st.Path("job.lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("job %s: %w", st.Meta.ID, err)
+// (exclusive) or runs some of its items (shared); the kernel releases it
+// when the process dies, whatever its children hold.
+func lockJob(st *state.Job, shared bool) error {
+	err := st.Lock(shared)
+	switch {
+	case errors.Is(err, state.ErrLocked) && shared:
+		return fmt.Errorf("job %s is running (pid %d); wait for it to end or stop it first", st.Meta.ID, st.Meta.PID)
+	case errors.Is(err, state.ErrLocked):
+		return fmt.Errorf("job %s is being run by another process (pid %d)", st.Meta.ID, st.Meta.PID)
 	}
-	how := syscall.LOCK_EX
-	if shared {
-		how = syscall.LOCK_SH
-	}
-	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) && shared {
-			return nil, fmt.Errorf("job %s is running (pid %d); wait for it to end or stop it first", st.Meta.ID, st.Meta.PID)
-		}
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("job %s is being run by another process (pid %d)", st.Meta.ID, st.Meta.PID)
-		}
-		return nil, fmt.Errorf("job %s: lock: %w", st.Meta.ID, err)
-	}
-	return f, nil
+	return err
 }
 
 // workflowEnv expands the workflow's env (with --set overrides) into
@@ -295,7 +282,5 @@ func (j *Job) close() {
 	if j.log != nil {
 		j.log.Close()
 	}
-	if j.lock != nil {
-		j.lock.Close()
-	}
+	j.State.Unlock()
 }

@@ -77,6 +77,8 @@ type Store struct {
 type Job struct {
 	Dir  string
 	Meta Meta
+
+	lock *os.File // held by Create or Lock
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -102,9 +104,11 @@ func ValidID(id string) bool {
 
 func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
 
-// Create makes a new job directory holding a copy of the workflow source.
-// The directory is filled under a temporary name and renamed into place,
-// so that a crash never leaves a half-made job behind its id.
+// Create makes a new job directory holding a copy of the workflow source,
+// with its lock taken (exclusive; Unlock releases it). The directory is
+// filled and locked under a temporary name and renamed into place, so that
+// a crash never leaves a half-made job behind its id and a job is never
+// seen running without its owner.
 func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 	if !ValidID(meta.ID) {
 		return nil, fmt.Errorf("invalid job id %q (use letters, digits, '.', '_' and '-')", meta.ID)
@@ -131,7 +135,11 @@ func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 	if err := j.Save(); err != nil {
 		return nil, err
 	}
+	if err := j.Lock(false); err != nil {
+		return nil, err
+	}
 	if err := os.Rename(tmp, dir); err != nil {
+		j.Unlock()
 		if errors.Is(err, os.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
 			return nil, fmt.Errorf("job %s: %w", meta.ID, ErrExists)
 		}
