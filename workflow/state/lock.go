@@ -79,3 +79,33 @@ func (j *Job) Owner() (int, error) {
 	}
 	return int(lk.Pid), nil
 }
+
+// checkOwner turns a job that its metadata says is running but whose lock
+// no process holds into what it is: interrupted, with OwnerDied set and
+// Finished at its last event. A process that runs a job takes its lock
+// before it marks it running and records how the run ended before it lets
+// go, so a free lock with the same running metadata on either side means
+// the process died without a word (kill -9, a crash, a power cut).
+func (j *Job) checkOwner(s Store) error {
+	before := j.Meta
+	if before.Status != Running {
+		return nil
+	}
+	if pid, err := j.Owner(); err != nil || pid != 0 {
+		return err
+	}
+	after, err := s.Open(before.ID)
+	if err != nil {
+		return err
+	}
+	j.Meta = after.Meta
+	if after.Meta.Status != Running || after.Meta.PID != before.PID || after.Meta.ResumedCount != before.ResumedCount {
+		return nil // it ended, or a resume took it on, while we looked
+	}
+	j.Meta.Status, j.Meta.OwnerDied = Interrupted, true
+	j.Meta.Finished = j.Meta.Started
+	if fi, err := os.Stat(j.EventsPath()); err == nil && fi.ModTime().After(j.Meta.Started) {
+		j.Meta.Finished = fi.ModTime()
+	}
+	return nil
+}

@@ -17,7 +17,8 @@ import (
 // child does between fork and exec (a kill -9 that lands while runner
 // starts a step): the lock must end with its process all the same, and
 // the job must then list as interrupted by its owner's death. A flock
-// lasted until the child exec'd, so a resume started at once was refused.
+// lasted until the child exec'd, so a resume started at once was
+// refused.
 func TestLockEndsWithItsProcess(t *testing.T) {
 	s := Store{Dir: t.TempDir()}
 	j, err := s.Create(Meta{ID: "j", Status: Running, Started: time.Now().Add(-time.Hour)}, nil)
@@ -48,6 +49,9 @@ func TestLockEndsWithItsProcess(t *testing.T) {
 	if err := j.Lock(false); !errors.Is(err, ErrLocked) {
 		t.Errorf("Lock while the helper holds it: %v, want ErrLocked", err)
 	}
+	if list, _ := s.List(); len(list) != 1 || list[0].Status != Running || list[0].OwnerDied {
+		t.Errorf("List while the helper runs the job = %+v", list)
+	}
 
 	helper.Process.Signal(syscall.SIGKILL)
 	helper.Wait()
@@ -56,6 +60,10 @@ func TestLockEndsWithItsProcess(t *testing.T) {
 	}
 	if pid, err := j.Owner(); pid != 0 || err != nil {
 		t.Errorf("Owner after the holder died = %d, %v; want 0 (the child holds its descriptor, not its lock)", pid, err)
+	}
+	list, _ := s.List()
+	if len(list) != 1 || list[0].Status != Interrupted || !list[0].OwnerDied || !list[0].Finished.After(list[0].Started) {
+		t.Errorf("List after the holder died = %+v; want interrupted, owner_died, finished", list)
 	}
 	if err := j.Lock(false); err != nil {
 		t.Fatalf("Lock after the holder died: %v", err)

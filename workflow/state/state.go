@@ -56,6 +56,10 @@ type Meta struct {
 	Items        *ItemCounts       `json:"items,omitempty"`
 	MaxParallel  int               `json:"max_parallel,omitempty"`
 	ResumedCount int               `json:"resumed,omitempty"`
+
+	// OwnerDied is set by List, never saved: the job was running and the
+	// process running it is gone without recording how it ended.
+	OwnerDied bool `json:"owner_died,omitempty"`
 }
 
 // ItemCounts are a MapReduce job's item totals.
@@ -170,7 +174,8 @@ func (s Store) Open(id string) (*Job, error) {
 }
 
 // List returns every job, oldest first. Jobs whose metadata cannot be read
-// are returned with only ID set and Status "damaged".
+// are returned with only ID set and Status "damaged"; a running job whose
+// process is gone is returned interrupted, with OwnerDied set.
 func (s Store) List() ([]Meta, error) {
 	entries, err := os.ReadDir(s.jobsDir())
 	if errors.Is(err, os.ErrNotExist) {
@@ -185,6 +190,9 @@ func (s Store) List() ([]Meta, error) {
 			continue // not a job, or one being created
 		}
 		j, err := s.Open(e.Name())
+		if err == nil {
+			err = j.checkOwner(s)
+		}
 		if err != nil {
 			out = append(out, Meta{ID: e.Name(), Status: "damaged", Error: err.Error()})
 			continue
