@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/workflow/eventlog"
+	"github.com/runnerdev/runner/workflow/state"
 )
 
 type eventsOptions struct {
@@ -37,7 +38,7 @@ func newEventsCommand(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.BoolVar(&o.JSON, "json", false, "print one JSON array (with --follow: one object per line)")
-	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing new events until the job ends")
+	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing new events until the job's current run ends or its process is gone")
 	f.StringSliceVar(&o.Type, "type", nil, "only events of these types")
 	f.StringVar(&o.Item, "item", "", "only events of this item")
 	return c
@@ -53,16 +54,14 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 		return err
 	}
 	if o.Follow {
-		end := func(e eventlog.Event) bool {
-			switch e.Type {
-			case "job_completed", "job_failed", "job_stopped", "job_interrupted":
-				return true
-			}
-			return false
-		}
-		return eventlog.Follow(ctx, j.EventsPath(), o.query(), func(e eventlog.Event) error {
+		w := &runWatch{job: j}
+		err := eventlog.Follow(ctx, j.EventsPath(), o.query(), func(e eventlog.Event) error {
 			return printEvent(g, o.JSON, e)
-		}, end)
+		}, eventlog.Until{See: w.see, Done: w.done})
+		if err == nil && w.gone {
+			fmt.Fprintf(g.stderr, "job %s: the process running it is gone; resume with: runner resume %s\n", id, id)
+		}
+		return err
 	}
 	if o.JSON {
 		return printEventsJSON(g.stdout, j.EventsPath(), o.query())
@@ -77,6 +76,42 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 		}
 	}
 	return nil
+}
+
+// runWatch tells `events --follow` when to stop: when the job's current
+// run (from its last job_started or job_resumed) has ended, or when no
+// process holds the job's lock and no event came since a look found it
+// free. A process records a run's end before it lets go of the lock, so
+// that look cannot miss an end that is on its way.
+type runWatch struct {
+	job   *state.Job
+	ended bool // the last run in the log has ended
+	fresh bool // events came since the last look at the lock
+	free  bool // the last look found the lock free
+	gone  bool // stopped because the run's process is gone
+}
+
+func (w *runWatch) see(e eventlog.Event) {
+	switch e.Type {
+	case "job_started", "job_resumed":
+		w.ended = false
+	case "job_completed", "job_failed", "job_stopped", "job_interrupted":
+		w.ended = true
+	}
+	w.fresh = true
+}
+
+func (w *runWatch) done() (bool, error) {
+	if w.ended {
+		return true, nil
+	}
+	if w.free && !w.fresh {
+		w.gone = true
+		return true, nil
+	}
+	pid, err := w.job.Owner()
+	w.free, w.fresh = pid == 0, false
+	return false, err
 }
 
 // printEventsJSON writes the selected events as one JSON array, one

@@ -50,10 +50,19 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tWORKFLOW\tSTATUS\tPROGRESS\tSTARTED\tDURATION")
 	for _, m := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Workflow, m.Status, jobProgress(m),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Workflow, jobStatus(m), jobProgress(m),
 			m.Started.Local().Format("2006-01-02 15:04:05"), duration(m))
 	}
 	return tw.Flush()
+}
+
+// jobStatus is the status column: a job whose process died is said to be
+// resumable, since nothing recorded its end.
+func jobStatus(m state.Meta) string {
+	if m.OwnerDied {
+		return string(m.Status) + " (resumable)"
+	}
+	return string(m.Status)
 }
 
 func jobProgress(m state.Meta) string {

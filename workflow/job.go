@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/runnerdev/runner/workflow/eventlog"
@@ -27,7 +26,6 @@ type Job struct {
 
 	log      *eventlog.Log
 	journal  *state.Journal
-	lock     *os.File
 	done     map[string]map[int]state.StepRecord
 	listener func(eventlog.Event)
 	started  time.Time
@@ -48,8 +46,6 @@ type Options struct {
 	Stderr   io.Writer
 	Listener func(eventlog.Event) // sees every event as written (for the terminal)
 	Now      func() time.Time
-
-	shared bool // Attach: a shared lock
 }
 
 // Start creates a job for wf (whose file content is source) and records
@@ -76,7 +72,7 @@ func Start(wf *Workflow, source []byte, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, err := open(st, wf, opts)
+	j, err := open(st, wf, opts) // Create took the lock
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +93,7 @@ func Resume(id string, opts Options) (*Job, error) {
 	if st.Meta.Status == state.Completed {
 		return nil, fmt.Errorf("job %s: %w; nothing to resume", id, ErrCompleted)
 	}
-	j, err := reopen(st, opts)
+	j, err := reopen(st, opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +122,7 @@ func Attach(id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.shared = true
-	j, err := reopen(st, opts)
+	j, err := reopen(st, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -142,15 +137,19 @@ func Attach(id string, opts Options) (*Job, error) {
 	return j, nil
 }
 
-// reopen opens a stored job from its workflow copy, with its stored
-// variables and its secrets given again (opts.Vars: --set).
-func reopen(st *state.Job, opts Options) (*Job, error) {
+// reopen locks a stored job (shared: for Attach) and opens it from its
+// workflow copy, with its stored variables and its secrets given again
+// (opts.Vars: --set).
+func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
 	wf, err := Load(st.WorkflowCopy())
 	if err != nil {
 		return nil, fmt.Errorf("job %s: stored workflow: %w", st.Meta.ID, err)
 	}
 	wf.File = st.Meta.File
 	if opts.Vars, err = restoreVars(st.Meta, opts.Vars); err != nil {
+		return nil, err
+	}
+	if err := lockJob(st, shared); err != nil {
 		return nil, err
 	}
 	return open(st, wf, opts)
@@ -175,13 +174,10 @@ func (j *Job) Close() error {
 	return j.LogErr()
 }
 
-// open takes the job's lock and opens its log and journal.
+// open opens the log and journal of a job whose lock st holds; on an
+// error it releases the lock.
 func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
-	lock, err := lockJob(st, opts.shared)
-	if err != nil {
-		return nil, err
-	}
-	j := &Job{State: st, Workflow: wf, Seed: st.Meta.Seed, lock: lock, listener: opts.Listener, started: nowFunc(opts.Now)()}
+	j := &Job{State: st, Workflow: wf, Seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
 	environ := os.Environ()
 	vars, env, err := workflowEnv(wf, opts.Vars, environ)
 	if err != nil {
@@ -218,28 +214,17 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 }
 
 // lockJob holds a lock on the job for as long as this process runs it
-// (exclusive) or runs some of its items (shared); the kernel releases it if
-// the process dies.
-func lockJob(st *state.Job, shared bool) (*os.File, error) {
-	f, err := os.OpenFile(st.Path("job.lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("job %s: %w", st.Meta.ID, err)
+// (exclusive) or runs some of its items (shared); the kernel releases it
+// when the process dies, whatever its children hold.
+func lockJob(st *state.Job, shared bool) error {
+	err := st.Lock(shared)
+	switch {
+	case errors.Is(err, state.ErrLocked) && shared:
+		return fmt.Errorf("job %s is running (pid %d); wait for it to end or stop it first", st.Meta.ID, st.Meta.PID)
+	case errors.Is(err, state.ErrLocked):
+		return fmt.Errorf("job %s is being run by another process (pid %d)", st.Meta.ID, st.Meta.PID)
 	}
-	how := syscall.LOCK_EX
-	if shared {
-		how = syscall.LOCK_SH
-	}
-	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) && shared {
-			return nil, fmt.Errorf("job %s is running (pid %d); wait for it to end or stop it first", st.Meta.ID, st.Meta.PID)
-		}
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("job %s is being run by another process (pid %d)", st.Meta.ID, st.Meta.PID)
-		}
-		return nil, fmt.Errorf("job %s: lock: %w", st.Meta.ID, err)
-	}
-	return f, nil
+	return err
 }
 
 // workflowEnv expands the workflow's env (with --set overrides) into
@@ -324,7 +309,5 @@ func (j *Job) close() {
 	if j.log != nil {
 		j.log.Close()
 	}
-	if j.lock != nil {
-		j.lock.Close()
-	}
+	j.State.Unlock()
 }

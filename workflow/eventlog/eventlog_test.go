@@ -148,8 +148,9 @@ func TestFollowStopsAtEndEvent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	var seen []string
+	ended := false
 	err := Follow(ctx, path, Query{}, func(e Event) error { seen = append(seen, e.Type); return nil },
-		func(e Event) bool { return e.Type == "end" })
+		Until{See: func(e Event) { ended = e.Type == "end" }, Done: func() (bool, error) { return ended, nil }})
 	if err != nil || strings.Join(seen, ",") != "start,middle,end" {
 		t.Fatalf("seen %v, err %v", seen, err)
 	}

@@ -87,33 +87,33 @@ func Read(path string, q Query) ([]Event, error) {
 	return out, err
 }
 
+// Until tells Follow when to stop.
+type Until struct {
+	See  func(Event)          // shown every event read, selected or not
+	Done func() (bool, error) // asked each time Follow has read all the log holds
+}
+
 // Follow calls fn for each event that q selects, then for each new one as
-// it is appended, until ctx is done or stop returns true after an event
-// (stop sees every event, selected or not).
-func Follow(ctx context.Context, path string, q Query, fn func(Event) error, stop func(Event) bool) error {
+// it is appended, until ctx is done or until.Done says to stop.
+func Follow(ctx context.Context, path string, q Query, fn func(Event) error, until Until) error {
 	var offset int64
-	done := false
 	emit := func(e Event) error {
+		until.See(e)
 		if q.Match(e) {
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if stop != nil && stop(e) {
-			done = true
+			return fn(e)
 		}
 		return nil
 	}
 	ticker := time.NewTicker(100 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		n, err := scan(path, offset, Query{}, emit) // stop must see every event
+		n, err := scan(path, offset, Query{}, emit) // See must see every event
 		if err != nil {
 			return err
 		}
 		offset = n
-		if done {
-			return nil
+		if stop, err := until.Done(); err != nil || stop {
+			return err
 		}
 		select {
 		case <-ctx.Done():

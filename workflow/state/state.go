@@ -57,6 +57,10 @@ type Meta struct {
 	Items        *ItemCounts       `json:"items,omitempty"`
 	MaxParallel  int               `json:"max_parallel,omitempty"`
 	ResumedCount int               `json:"resumed,omitempty"`
+
+	// OwnerDied is set by List, never saved: the job was running and the
+	// process running it is gone without recording how it ended.
+	OwnerDied bool `json:"owner_died,omitempty"`
 }
 
 // ItemCounts are a MapReduce job's item totals.
@@ -78,6 +82,8 @@ type Store struct {
 type Job struct {
 	Dir  string
 	Meta Meta
+
+	lock *os.File // held by Create or Lock
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -103,9 +109,11 @@ func ValidID(id string) bool {
 
 func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
 
-// Create makes a new job directory holding a copy of the workflow source.
-// The directory is filled under a temporary name and renamed into place,
-// so that a crash never leaves a half-made job behind its id.
+// Create makes a new job directory holding a copy of the workflow source,
+// with its lock taken (exclusive; Unlock releases it). The directory is
+// filled and locked under a temporary name and renamed into place, so that
+// a crash never leaves a half-made job behind its id and a job is never
+// seen running without its owner.
 func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 	if !ValidID(meta.ID) {
 		return nil, fmt.Errorf("invalid job id %q (use letters, digits, '.', '_' and '-')", meta.ID)
@@ -132,7 +140,11 @@ func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 	if err := j.Save(); err != nil {
 		return nil, err
 	}
+	if err := j.Lock(false); err != nil {
+		return nil, err
+	}
 	if err := os.Rename(tmp, dir); err != nil {
+		j.Unlock()
 		if errors.Is(err, os.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
 			return nil, fmt.Errorf("job %s: %w", meta.ID, ErrExists)
 		}
@@ -163,7 +175,8 @@ func (s Store) Open(id string) (*Job, error) {
 }
 
 // List returns every job, oldest first. Jobs whose metadata cannot be read
-// are returned with only ID set and Status "damaged".
+// are returned with only ID set and Status "damaged"; a running job whose
+// process is gone is returned interrupted, with OwnerDied set.
 func (s Store) List() ([]Meta, error) {
 	entries, err := os.ReadDir(s.jobsDir())
 	if errors.Is(err, os.ErrNotExist) {
@@ -178,6 +191,9 @@ func (s Store) List() ([]Meta, error) {
 			continue // not a job, or one being created
 		}
 		j, err := s.Open(e.Name())
+		if err == nil {
+			err = j.checkOwner(s)
+		}
 		if err != nil {
 			out = append(out, Meta{ID: e.Name(), Status: "damaged", Error: err.Error()})
 			continue
