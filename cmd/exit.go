@@ -71,7 +71,7 @@ func exitCode(err error) int {
 		return ExitItemsInDLQ
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
 		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, dlq.ErrNotFound),
-		errors.Is(err, workflow.ErrCompleted):
+		errors.Is(err, workflow.ErrCompleted), errors.Is(err, workflow.ErrNotRegular):
 		return ExitUsage
 	}
 	return ExitFailed

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -89,7 +88,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	source, err := os.ReadFile(file)
+	source, err := workflow.ReadFile(file)
 	if err != nil {
 		return usagef("%v", err)
 	}
