@@ -18,9 +18,10 @@
 //   - Run returns only once the group is empty: members that ignore SIGTERM
 //     cost the Grace period, then die of SIGKILL. A run that leaves nothing
 //     behind pays one kill(2) for the check; one whose leftovers obey
-//     SIGTERM, the few milliseconds they take to exit. (Should a member
-//     survive SIGKILL for another second, in uninterruptible sleep, Run
-//     gives up on it.)
+//     SIGTERM, the few milliseconds they take to exit. Exited members
+//     that pid 1 has not reaped yet do not count on Linux (/proc tells);
+//     elsewhere they do. Should a member survive SIGKILL for another
+//     second (uninterruptible sleep), Run gives up on it.
 //
 // # Output
 //
