@@ -15,12 +15,17 @@ import (
 func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
-		sig := <-signals
-		cancel(cmd.Interrupted{Signal: sig.(syscall.Signal)})
-		sig = <-signals // a second signal abandons the cleanup
-		os.Exit(128 + int(sig.(syscall.Signal)))
+		cancel(cmd.Interrupted{Signal: (<-signals).(syscall.Signal)})
+		// A second signal abandons the cleanup, unless it is a hang-up: a
+		// closed terminal sends two (from the shell, then from the kernel
+		// as the shell exits).
+		for sig := range signals {
+			if sig != syscall.SIGHUP {
+				os.Exit(128 + int(sig.(syscall.Signal)))
+			}
+		}
 	}()
 	os.Exit(cmd.Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -22,6 +22,7 @@ const (
   1    failed: a step failed, setup/reduce failed, or the error policy stopped the job
   2    usage error or invalid workflow; nothing ran
   3    MapReduce finished but items are in the dead-letter queue
+  129  interrupted by SIGHUP (state saved; runner resume JOB continues)
   130  interrupted by SIGINT (state saved; runner resume JOB continues)
   143  interrupted by SIGTERM (state saved; runner resume JOB continues)`
 )
@@ -33,6 +34,8 @@ func (i Interrupted) Error() string { return fmt.Sprintf("interrupted by %s", si
 
 func signalName(s syscall.Signal) string {
 	switch s {
+	case syscall.SIGHUP:
+		return "SIGHUP"
 	case syscall.SIGINT:
 		return "SIGINT"
 	case syscall.SIGTERM:
@@ -69,7 +72,7 @@ func exitCode(err error) int {
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
 		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, dlq.ErrNotFound),
 		errors.Is(err, workflow.ErrCompleted), errors.Is(err, workflow.ErrMissingSecrets),
-		errors.Is(err, workflow.ErrNotSecret):
+		errors.Is(err, workflow.ErrNotSecret), errors.Is(err, workflow.ErrNotRegular):
 		return ExitUsage
 	}
 	return ExitFailed

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -95,7 +94,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	source, err := os.ReadFile(file)
+	source, err := workflow.ReadFile(file)
 	if err != nil {
 		return usagef("%v", err)
 	}

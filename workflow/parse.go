@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 
@@ -23,18 +25,53 @@ import (
 // MaxFileSize is the largest workflow file runner reads.
 const MaxFileSize = 4 << 20
 
+// ErrNotRegular is the error for a workflow path that is not a regular
+// file: reading a named pipe or a device could block or never end.
+var ErrNotRegular = errors.New("not a regular file")
+
 // Load reads and parses a workflow file.
 func Load(path string) (*Workflow, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	src, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(path, src)
+}
+
+// ReadFile reads a workflow file: at most MaxFileSize+1 bytes, so that
+// Parse reports a larger one. Anything but a regular file is refused
+// without blocking: the open is non-blocking (a named pipe's would wait
+// for a writer) and the check is made on the opened file, so nothing can
+// be swapped in between.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fileKind(fi.Mode()))
+	}
+	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+}
+
+// fileKind names what a file that is not regular is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "an irregular file"
 }
 
 // Parse parses and validates a workflow file's content. Every problem found

@@ -22,9 +22,11 @@ const (
 // The exit is seen through pidfd when there is one (Linux); otherwise the
 // loop checks with WNOHANG, at once when the pipes close and at growing
 // intervals while something holds them open. Once the shell is reaped,
-// whatever it left in its group is terminated, and the pipes get pipeWait
-// more to reach EOF before they are closed: a process that escaped the
-// group while holding them cannot hang the run.
+// whatever it left in its group is terminated and the loop goes on, checking
+// at growing intervals, until the group is empty (SIGKILL after the grace;
+// see group.settled); then the pipes get pipeWait more to reach EOF before
+// they are closed: a process that escaped the group while holding them
+// cannot hang the run.
 func collect(g *group, pidfd int, out, errs *stream) (ws syscall.WaitStatus, waitErr error) {
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
@@ -34,16 +36,16 @@ func collect(g *group, pidfd int, out, errs *stream) (ws syscall.WaitStatus, wai
 		{Fd: int32(errs.fd), Events: unix.POLLIN},
 		{Fd: int32(pidfd), Events: unix.POLLIN}, // ignored by poll when -1
 	}
-	exited := false
+	exited, empty := false, false // the shell was reaped; so was its group
 	var pipeDeadline time.Time
 	check := firstExitCheck
 	for {
 		pipesOpen := fds[0].Fd >= 0 || fds[1].Fd >= 0
 		timeout := -1
 		switch {
-		case exited && !pipesOpen:
+		case empty && !pipesOpen:
 			return ws, waitErr
-		case exited:
+		case empty:
 			left := time.Until(pipeDeadline)
 			if left <= 0 {
 				out.close()
@@ -51,7 +53,7 @@ func collect(g *group, pidfd int, out, errs *stream) (ws syscall.WaitStatus, wai
 				return ws, waitErr
 			}
 			timeout = ceilMillis(left)
-		case pidfd < 0:
+		case exited || pidfd < 0:
 			timeout = ceilMillis(check)
 			check = min(2*check, maxExitCheck)
 		}
@@ -67,14 +69,20 @@ func collect(g *group, pidfd int, out, errs *stream) (ws syscall.WaitStatus, wai
 		if fds[2].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
 			pidfd, fds[2].Fd = -1, -1 // a pidfd poll cannot use: check as without one
 		}
-		if exited || pidfd >= 0 && fds[2].Revents == 0 {
+		switch {
+		case exited:
+			empty = empty || g.settled()
+		case pidfd >= 0 && fds[2].Revents == 0:
 			continue
+		default:
+			var done bool
+			if ws, done, waitErr = g.reap(); done {
+				exited, empty = true, !g.terminateLeftovers()
+				fds[2].Fd = -1
+				check = firstExitCheck
+			}
 		}
-		var done bool
-		if ws, done, waitErr = g.reap(); done {
-			exited = true
-			fds[2].Fd = -1
-			g.terminateLeftovers()
+		if empty && pipeDeadline.IsZero() {
 			pipeDeadline = time.Now().Add(pipeWait)
 		}
 	}

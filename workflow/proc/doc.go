@@ -14,8 +14,14 @@
 //     after [Spec.Grace] if any member is still alive.
 //   - When the shell exits on its own, whatever is left in its group is
 //     terminated the same way: a step owns its processes and nothing it
-//     backgrounded outlives it. Run does not wait for the Grace period here;
-//     the SIGKILL, if still needed, is delivered by a timer after Run returns.
+//     backgrounded outlives it.
+//   - Run returns only once the group is empty: members that ignore SIGTERM
+//     cost the Grace period, then die of SIGKILL. A run that leaves nothing
+//     behind pays one kill(2) for the check; one whose leftovers obey
+//     SIGTERM, the few milliseconds they take to exit. Exited members
+//     that pid 1 has not reaped yet do not count on Linux (/proc tells);
+//     elsewhere they do. Should a member survive SIGKILL for another
+//     second (uninterruptible sleep), Run gives up on it.
 //
 // # Output
 //
@@ -33,8 +39,8 @@
 // the command (its pipes fill up) and Run with it; a timeout or
 // cancellation still signals the group on time.
 //
-// After the shell has exited (and its group has been signalled), Run waits at
-// most about one second for the pipes to reach EOF. A process that escaped
+// After the shell has exited and its group is gone, Run waits at most about
+// one second for the pipes to reach EOF. A process that escaped
 // the group while holding the pipes open therefore cannot hang Run: the pipes
 // are closed and the result reflects the shell's own exit status.
 //

@@ -6,13 +6,19 @@ import (
 	"time"
 )
 
+// reapWait bounds how long Run waits, after the group's SIGKILL, for its
+// last members to disappear (a process in uninterruptible sleep dies only
+// when its system call returns).
+const reapWait = time.Second
+
 // group is a run's shell and the process group it leads.
 //
 // The shell's pid is only reused once Run has reaped it, and the group id
 // stays reserved by the kernel as long as any member is alive, so signals
 // sent under mu while the shell is not reaped always reach the right
 // processes; a group signal after the reap can only reach members the shell
-// left behind (or nobody: ESRCH).
+// left behind (or nobody: ESRCH). Once Run returns the group is empty (or
+// given up on) and nothing signals it any more.
 type group struct {
 	pid   int
 	grace time.Duration
@@ -20,6 +26,8 @@ type group struct {
 	mu          sync.Mutex
 	reaped      bool
 	interrupted bool        // interrupt signalled the group before the reap
+	done        bool        // Run is returning: no more signals
+	termAt      time.Time   // when the group first got SIGTERM
 	killTimer   *time.Timer // pending SIGKILL, armed by the first successful terminate
 }
 
@@ -62,11 +70,36 @@ func (g *group) reap() (ws syscall.WaitStatus, done bool, err error) {
 }
 
 // terminateLeftovers terminates what the shell left in its group after it
-// exited, or forgets the pending SIGKILL if nothing is left.
-func (g *group) terminateLeftovers() {
+// exited. It reports whether anything was left.
+func (g *group) terminateLeftovers() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.terminateLocked() && g.killTimer != nil {
+	return g.terminateLocked()
+}
+
+// settled reports whether Run may stop waiting for the shell's leftovers:
+// no member of the group runs any more, or one outlived its SIGKILL by
+// reapWait. Members still there after the grace get SIGKILL (again: the
+// timer's may have missed one forked since).
+func (g *group) settled() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !groupAlive(g.pid) {
+		return true
+	}
+	since := time.Since(g.termAt)
+	if since >= g.grace {
+		g.killLocked()
+	}
+	return since >= g.grace+reapWait
+}
+
+// finish stops every signal still pending for the group: Run is returning.
+func (g *group) finish() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done = true
+	if g.killTimer != nil {
 		g.killTimer.Stop()
 	}
 }
@@ -80,16 +113,25 @@ func (g *group) terminateLocked() bool {
 	}
 	_ = syscall.Kill(-g.pid, syscall.SIGCONT)
 	if g.killTimer == nil {
+		g.termAt = time.Now()
 		g.killTimer = time.AfterFunc(g.grace, g.kill)
 	}
 	return true
 }
 
-// kill sends SIGKILL to the group and, should the shell itself have left
-// it, to the shell.
+// kill is the timer's SIGKILL: it reaches a shell that ignores SIGTERM
+// while Run is still waiting for it to exit.
 func (g *group) kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.done {
+		g.killLocked()
+	}
+}
+
+// killLocked sends SIGKILL to the group and, should the shell itself have
+// left it, to the shell.
+func (g *group) killLocked() {
 	// ESRCH (everything already exited) is the common, fine case.
 	_ = syscall.Kill(-g.pid, syscall.SIGKILL)
 	if !g.reaped {

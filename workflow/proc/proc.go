@@ -187,6 +187,7 @@ func run(ctx context.Context, spec *Spec) Result {
 	stop := context.AfterFunc(runCtx, g.interrupt)
 	ws, waitErr := collect(g, pidfd, out, errs)
 	stop()
+	g.finish()
 
 	res := classify(ws, waitErr)
 	if g.wasInterrupted() {

@@ -316,6 +316,81 @@ func TestTimeoutIgnoringTERMGetsKILL(t *testing.T) {
 	}
 }
 
+// TestStubbornLeftoversAreGoneOnReturn: a grandchild that ignores SIGTERM
+// gets SIGKILL after the grace, and is gone when Run returns, however the
+// run ended. It does not hold the output pipes, so nothing else keeps Run
+// waiting for it.
+func TestStubbornLeftoversAreGoneOnReturn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		end     string // how the shell goes on once the grandchild runs
+		timeout time.Duration
+		cancel  bool
+		kind    Kind
+	}{
+		{name: "exit", end: "exit 3", kind: KindExit},
+		{name: "timeout", end: "sleep 300", timeout: time.Second, kind: KindTimeout},
+		{name: "cancel", end: "sleep 300", cancel: true, kind: KindCanceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pidfile := filepath.Join(t.TempDir(), "pid")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w := &notifyWriter{want: "ready", seen: make(chan struct{})}
+			if tc.cancel {
+				w.hook = cancel
+			}
+			res := runCtx(t, ctx, Spec{
+				Command: fmt.Sprintf(`sh -c 'trap "" TERM; echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; while :; do sleep 0.05; done' >/dev/null 2>&1 &
+while [ ! -s %[1]s ]; do sleep 0.01; done
+echo ready; %[2]s`, pidfile, tc.end),
+				Stdout:  w,
+				Timeout: tc.timeout,
+				Grace:   200 * time.Millisecond,
+			})
+			if res.Kind != tc.kind {
+				t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
+			}
+			pid := readPid(t, pidfile)
+			killOnCleanup(t, pid)
+			if !gone(pid) {
+				t.Errorf("grandchild %d ignoring SIGTERM outlived Run", pid)
+			}
+		})
+	}
+}
+
+// TestGroupAliveIgnoresZombies: a group whose only member has exited but
+// is not reaped yet (pid 1 may take a second to reap orphans) counts as
+// gone; one with a running member does not.
+func TestGroupAliveIgnoresZombies(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("zombies are told apart through Linux's /proc")
+	}
+	pid, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "300"}, &syscall.ProcAttr{Sys: &syscall.SysProcAttr{Setpgid: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	killOnCleanup(t, pid)
+	if !groupAlive(pid) {
+		t.Error("a group with a running member counts as gone")
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	waitGone(t, pid) // a zombie now: this test has not reaped it
+	if err := syscall.Kill(-pid, 0); err != nil {
+		t.Fatalf("the zombie's group cannot be signalled (%v): the test does not exercise a zombie", err)
+	}
+	if groupAlive(pid) {
+		t.Error("a group of zombies counts as alive")
+	}
+	if _, err := syscall.Wait4(pid, nil, 0, nil); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestNormalExitKillsBackgroundChild(t *testing.T) {
 	t.Parallel()
 	pidfile := filepath.Join(t.TempDir(), "pid")
