@@ -71,10 +71,10 @@ func (q *fakeDLQ) ids() []string {
 	return out
 }
 
-// agentFunc is an Agent made of a function.
+// agentFunc is an Agent made of a function; it keeps no checkpoints.
 type agentFunc func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome
 
-func (f agentFunc) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+func (f agentFunc) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot, _ Checkpoints) Outcome {
 	return f(ctx, it, attempt, slot)
 }
 

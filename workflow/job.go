@@ -144,7 +144,7 @@ func Attach(id string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	for _, rec := range done[PhaseSetup] {
-		j.applyVars(PhaseSetup, normalizeVars(rec.Vars))
+		j.applyVars(PhaseSetup, RecordedVars(rec))
 	}
 	return j, nil
 }
