@@ -46,6 +46,7 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 	}
 	sl := &slot{sem: s.slots}
 	from, resumed := s.resumed[it.Index]
+	from.Attempt = max(from.Attempt, 1)
 	for {
 		var pass *errorpolicy.Pass
 		if s.gate != nil {
@@ -119,7 +120,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 		return
 	}
 	saved := from.Steps
-	for attempt := max(from.Attempt, 1); ; attempt++ {
+	for attempt := from.Attempt; ; attempt++ {
 		cp := Checkpoints{Saved: saved, Save: func(rec state.StepRecord) error { return s.ledger.step(it, attempt, rec) }}
 		saved = nil
 		out := s.agent.RunItem(ctx, it, attempt, sl, cp)
