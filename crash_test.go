@@ -169,7 +169,9 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 			}
 		}
 	}
-	if repeated := len(runs) - len(seen); len(seen) != crashExecutions || repeated > crashParallel*crashes {
+	repeated := len(runs) - len(seen)
+	t.Logf("%d crash(es), %d step execution(s) repeated", crashes, repeated)
+	if len(seen) != crashExecutions || repeated > crashParallel*crashes {
 		t.Errorf("%d step executions, %d distinct (want %d), after %d crashes: more than %d repeated per crash", len(runs), len(seen), crashExecutions, crashes, crashParallel)
 	}
 	if reduced := readLines(t, filepath.Join(dir, "reduce.log")); len(reduced) == 0 {
