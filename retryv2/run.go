@@ -123,7 +123,11 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 	err := retry.Do(actx, backoff, func(ctx context.Context) error {
 		if resumed { // the delay the ended process was waiting out
 			resumed = false
-			if err := Pause(ctx, next, spec.Slot); err != nil {
+			if spec.Slot != nil && next > 0 {
+				spec.Slot.Release()
+				released = true // taken again below, or at the end if ctx ends
+			}
+			if err := Pause(ctx, next, nil); err != nil {
 				return err
 			}
 		}

@@ -436,13 +436,17 @@ func TestRunContinuesFromProgress(t *testing.T) {
 		if got := saved[1]; got.Attempts != want.Attempts || !slices.Equal(got.Failures, want.Failures) || got.Elapsed != want.Elapsed || got.Delay != want.Delay {
 			t.Fatalf("progress %+v, want %+v", got, want)
 		}
-		spec.From, spec.Waiting = &saved[1], nil
+		slot := &recordingSlot{t0: time.Now(), held: true}
+		spec.From, spec.Waiting, spec.Slot = &saved[1], nil, slot
 		last, err := Run(t.Context(), spec, script(&starts, t0, fail503, fail503, fail503, ok))
 		if err != nil || last.Attempt != 4 {
 			t.Fatalf("continued run = %+v, %v", last, err)
 		}
 		if want := []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second}; !slices.Equal(starts, want) {
 			t.Errorf("attempt starts %v, want %v", starts, want)
+		}
+		if want := []string{"release@0s", "acquire@2s", "release@2s", "acquire@6s"}; !slices.Equal(slot.log, want) || !slot.held {
+			t.Errorf("slot log %v, held %v; want %v, held (given back during the resumed delay too)", slot.log, slot.held, want)
 		}
 	})
 }
