@@ -17,28 +17,49 @@ import (
 // bottom redrawn in place (everything else is printed above it); without
 // one, a plain timestamped line every PlainEvery while items run.
 type progress struct {
-	w     io.Writer
-	live  bool // redraw a status line (a terminal, or --progress always)
+	err   *stream // runner's lines and the status line (stderr)
+	out   *stream // stdout; err itself when both are the same file
+	live  bool    // redraw a status line (a terminal, or --progress always)
 	color bool
 	every time.Duration // plain mode: interval of progress lines
 
 	mu     sync.Mutex
 	shown  bool // the status line is on screen
-	midLn  bool // command output left the cursor mid-line
 	stop   chan struct{}
 	ticker sync.WaitGroup
 
 	// MapReduce
-	mapping                               bool
-	mapStart                              time.Time
-	total, done, failed, skipped, running int
-	waiting                               map[string]bool // items waiting out a retry delay
-	breaker                               string
+	mapping                      bool
+	mapStart                     time.Time
+	total, done, failed, skipped int
+	items                        map[string]itemState // started items not finished
+	inState                      [itemStates]int      // how many items are in each state
+	breaker                      string               // "": no workflow circuit breaker
 	// standard
 	step               string
 	stepN, steps       int
 	attempt, limit     int
 	stepStart, started time.Time
+}
+
+// itemState is what a started item of the map phase is doing. An item
+// waiting out a delay has given its max_parallel slot back, so only items
+// in itemRunning hold one.
+type itemState int
+
+const (
+	itemRunning  itemState = iota
+	itemRetrying           // waiting out a command-level or item-level retry delay
+	itemPolling            // waiting out a repeat interval
+	itemStates
+)
+
+// stream is a file that commands' output and runner's own lines share; it
+// remembers whether the last byte written to it ended a line, so that
+// runner's next line starts on a line of its own.
+type stream struct {
+	w     io.Writer
+	midLn bool // guarded by progress.mu
 }
 
 // plainEvery is how often plain progress lines are printed;
@@ -50,12 +71,16 @@ func plainEvery() time.Duration {
 	return 10 * time.Second
 }
 
-// newProgress decides how progress is shown on w: mode is auto, always or
-// never.
-func newProgress(w io.Writer, mode string, noColor, quiet bool) *progress {
-	p := &progress{w: w, every: plainEvery(), waiting: map[string]bool{}, breaker: "closed", started: time.Now()}
+// newProgress decides how progress is shown on stderr: mode is auto,
+// always or never.
+func newProgress(stdout, stderr io.Writer, mode string, noColor, quiet bool) *progress {
+	p := &progress{err: &stream{w: stderr}, every: plainEvery(), items: map[string]itemState{}, started: time.Now()}
+	p.out = p.err
+	if !sameFile(stdout, stderr) {
+		p.out = &stream{w: stdout}
+	}
 	tty := false
-	if f, ok := w.(*os.File); ok {
+	if f, ok := stderr.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	p.live = !quiet && (mode == "always" || mode == "auto" && tty)
@@ -66,6 +91,19 @@ func newProgress(w io.Writer, mode string, noColor, quiet bool) *progress {
 		go p.tick()
 	}
 	return p
+}
+
+// sameFile reports whether two output files are one (`2>&1`, or both the
+// terminal).
+func sameFile(a, b io.Writer) bool {
+	fa, ok := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok || !ok2 {
+		return false
+	}
+	sa, err := fa.Stat()
+	sb, err2 := fb.Stat()
+	return err == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 func (p *progress) tick() {
@@ -85,7 +123,7 @@ func (p *progress) tick() {
 			if p.live {
 				p.redraw()
 			} else if p.mapping {
-				fmt.Fprintf(p.w, "%s progress: %s\n", time.Now().UTC().Format(time.RFC3339), p.status())
+				p.writeLine(time.Now().UTC().Format(time.RFC3339) + " progress: " + p.status())
 			}
 			p.mu.Unlock()
 		}
@@ -94,31 +132,52 @@ func (p *progress) tick() {
 
 // close removes the status line and stops redrawing.
 func (p *progress) close() {
-	if p.stop == nil {
-		return
+	if p.stop != nil {
+		close(p.stop)
+		p.ticker.Wait()
+		p.stop = nil
 	}
-	close(p.stop)
-	p.ticker.Wait()
-	p.stop = nil
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
+	p.live = false
 }
 
 // line prints a line of runner's above the status line.
 func (p *progress) line(text string, color string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.clear()
-	if p.midLn {
-		io.WriteString(p.w, "\n")
-		p.midLn = false
-	}
 	if p.color && color != "" {
 		text = color + text + "\x1b[0m"
 	}
-	io.WriteString(p.w, text+"\n")
+	p.writeLine(text)
 	p.redraw()
+}
+
+// writeLine writes text as a line of its own on stderr, after ending a
+// line that commands' output left open; p.mu is held.
+func (p *progress) writeLine(text string) {
+	p.clear()
+	p.newLine(p.err)
+	io.WriteString(p.err.w, text+"\n")
+}
+
+// newLine ends the line that commands' output left open on s; p.mu is
+// held.
+func (p *progress) newLine(s *stream) {
+	if s.midLn {
+		io.WriteString(s.w, "\n")
+		s.midLn = false
+	}
+}
+
+// document writes runner's machine-readable output to stdout, on a line
+// of its own.
+func (p *progress) document(write func(io.Writer)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.newLine(p.out)
+	write(p.out.w)
 }
 
 // Colours of line.
@@ -131,14 +190,14 @@ const (
 // clear erases the status line; p.mu is held.
 func (p *progress) clear() {
 	if p.shown {
-		io.WriteString(p.w, "\r\x1b[K")
+		io.WriteString(p.err.w, "\r\x1b[K")
 		p.shown = false
 	}
 }
 
 // redraw shows the status line; p.mu is held.
 func (p *progress) redraw() {
-	if !p.live || p.midLn {
+	if !p.live || p.err.midLn {
 		return
 	}
 	s := p.status()
@@ -149,7 +208,7 @@ func (p *progress) redraw() {
 	if p.color {
 		s = "\x1b[2m" + s + "\x1b[0m"
 	}
-	io.WriteString(p.w, "\r\x1b[K"+s)
+	io.WriteString(p.err.w, "\r\x1b[K"+s)
 	p.shown = true
 }
 
@@ -161,8 +220,16 @@ func (p *progress) status() string {
 		if p.failed > 0 {
 			parts = append(parts, fmt.Sprintf("%d failed", p.failed))
 		}
-		pending := p.total - finished - p.running
-		parts = append(parts, fmt.Sprintf("%d running", p.running), fmt.Sprintf("%d pending", max(pending, 0)))
+		parts = append(parts, fmt.Sprintf("%d running", p.inState[itemRunning]))
+		for _, w := range []struct {
+			state itemState
+			what  string
+		}{{itemRetrying, "retrying"}, {itemPolling, "polling"}} {
+			if n := p.inState[w.state]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, w.what))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d pending", max(p.total-finished-len(p.items), 0)))
 		if elapsed := time.Since(p.mapStart); elapsed > time.Second && finished > 0 {
 			rate := float64(finished) / elapsed.Seconds()
 			parts = append(parts, fmt.Sprintf("%.1f/s", rate))
@@ -170,9 +237,8 @@ func (p *progress) status() string {
 				parts = append(parts, "ETA "+time.Duration(float64(left)/rate*float64(time.Second)).Round(time.Second).String())
 			}
 		}
-		parts = append(parts, "breaker "+strings.ReplaceAll(p.breaker, "_", "-"))
-		if n := len(p.waiting); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d retrying", n))
+		if p.breaker != "" {
+			parts = append(parts, "breaker "+strings.ReplaceAll(p.breaker, "_", "-"))
 		}
 		return strings.Join(parts, " · ")
 	}
@@ -202,30 +268,34 @@ func (p *progress) observe(e eventlog.Event) {
 	case "map_completed":
 		p.mapping = false
 		p.clear()
-	case "item_started":
-		if toInt64(e.Fields["attempt"]) == 1 {
-			p.running++
-		}
+	case "item_started": // every attempt of the item, once it holds a slot
+		p.move(item, itemRunning)
 	case "item_succeeded":
-		p.running--
+		p.finish(item)
 		p.done++
 	case "item_failed":
-		p.running--
+		p.finish(item)
 		p.failed++
 	case "attempt_started":
-		delete(p.waiting, item)
+		if _, started := p.items[item]; started {
+			p.move(item, itemRunning) // it took a slot again
+		}
 		if item == "" {
 			p.attempt = int(toInt64(e.Fields["attempt"]))
 		}
 	case "retry_decision":
-		if e.Str("action") == "retry" && item != "" {
-			p.waiting[item] = true
+		if _, started := p.items[item]; started && e.Str("action") == "retry" {
+			p.move(item, itemRetrying)
 		}
 		if item == "" {
 			p.limit = int(toInt64(e.Fields["limit"]))
 		}
 	case "item_retrying":
-		p.waiting[item] = true
+		p.move(item, itemRetrying)
+	case "step_repeat":
+		if _, started := p.items[item]; started {
+			p.move(item, itemPolling)
+		}
 	case "circuit_opened", "circuit_half_open", "circuit_closed":
 		if e.Str("scope") == "workflow" {
 			p.breaker = strings.TrimPrefix(e.Type, "circuit_")
@@ -245,30 +315,42 @@ func (p *progress) observe(e eventlog.Event) {
 	}
 }
 
-// output wraps a writer of commands' own output (a terminal shared with
-// the status line): the line is cleared before the output and redrawn
-// once the output ends a line.
-func (p *progress) output(w io.Writer) io.Writer {
-	if !p.live {
-		return w
-	}
-	return outputWriter{p: p, w: w}
+// move records that a started item is now in state to; p.mu is held.
+func (p *progress) move(item string, to itemState) {
+	p.finish(item)
+	p.items[item] = to
+	p.inState[to]++
 }
+
+// finish forgets a started item; p.mu is held.
+func (p *progress) finish(item string) {
+	if from, ok := p.items[item]; ok {
+		p.inState[from]--
+		delete(p.items, item)
+	}
+}
+
+// output is a writer of commands' own output to s. It keeps track of
+// whether the output left a line open; on stderr it clears the status
+// line before the output and redraws it once the output ends a line.
+func (p *progress) output(s *stream) io.Writer { return outputWriter{p: p, s: s} }
 
 type outputWriter struct {
 	p *progress
-	w io.Writer
+	s *stream
 }
 
 func (o outputWriter) Write(b []byte) (int, error) {
 	p := o.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.clear()
-	n, err := o.w.Write(b)
-	if len(b) > 0 {
-		p.midLn = b[len(b)-1] != '\n'
+	if o.s == p.err {
+		p.clear()
+		defer p.redraw()
 	}
-	p.redraw()
+	n, err := o.s.w.Write(b)
+	if n > 0 {
+		o.s.midLn = b[n-1] != '\n'
+	}
 	return n, err
 }

@@ -31,7 +31,7 @@ type terminal struct {
 
 // newTerminal starts showing a job; progressMode is auto, always or never.
 func newTerminal(g *globalOptions, jsonOutput bool, wf *workflow.Workflow, progressMode string) *terminal {
-	t := &terminal{g: g, json: jsonOutput, p: newProgress(g.stderr, progressMode, g.NoColor, g.Quiet)}
+	t := &terminal{g: g, json: jsonOutput, p: newProgress(g.stdout, g.stderr, progressMode, g.NoColor, g.Quiet)}
 	t.setWorkflow(wf)
 	return t
 }
@@ -45,6 +45,9 @@ func (t *terminal) setWorkflow(wf *workflow.Workflow) {
 	if wf != nil {
 		t.p.mu.Lock()
 		t.p.steps = len(wf.Steps)
+		if wf.ErrorPolicy.Breaker != nil {
+			t.p.breaker = "closed"
+		}
 		t.p.mu.Unlock()
 	}
 }
@@ -53,13 +56,13 @@ func (t *terminal) setWorkflow(wf *workflow.Workflow) {
 // or stderr when stdout carries the JSON document.
 func (t *terminal) commandStdout() io.Writer {
 	if t.json {
-		return t.p.output(t.g.stderr)
+		return t.p.output(t.p.err)
 	}
-	return t.p.output(t.g.stdout)
+	return t.p.output(t.p.out)
 }
 
 // commandStderr is where commands' own stderr goes.
-func (t *terminal) commandStderr() io.Writer { return t.p.output(t.g.stderr) }
+func (t *terminal) commandStderr() io.Writer { return t.p.output(t.p.err) }
 
 // printf prints a line of runner's own above the progress line; failure
 // lines are red and breaker lines yellow on a colour terminal.
@@ -306,9 +309,11 @@ func (t *terminal) summary(j *workflow.Job, res jobResult) {
 	}
 	t.p.close()
 	if t.json {
-		enc := json.NewEncoder(t.g.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(s)
+		t.p.document(func(w io.Writer) {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(s)
+		})
 		return
 	}
 	d := time.Duration(s.DurationMS) * time.Millisecond
@@ -332,26 +337,21 @@ func (t *terminal) summary(j *workflow.Job, res jobResult) {
 			line += fmt.Sprintf(", %d failed", res.steps.Failed)
 		}
 	}
-	if t.p.color {
-		color := green
-		if res.code != ExitOK {
-			color = red
-		}
-		line = color + line + "\x1b[0m"
+	color := green
+	if res.code != ExitOK {
+		color = red
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	fmt.Fprintln(t.g.stderr, line)
+	t.p.line(line, color)
 	for _, h := range s.Handled {
-		fmt.Fprintf(t.g.stderr, "  handled failure: %s\n", h)
+		t.p.line("  handled failure: "+h, "")
 	}
 	switch {
 	case res.status == state.Failed, res.status == state.Stopped:
-		fmt.Fprintf(t.g.stderr, "runner: %s\n", s.Error)
-		fmt.Fprintf(t.g.stderr, "resume with: runner resume %s\n", s.JobID)
+		t.p.line("runner: "+s.Error, "")
+		t.p.line("resume with: runner resume "+s.JobID, "")
 	case res.status == state.Interrupted:
-		fmt.Fprintf(t.g.stderr, "runner: %s; resume with: runner resume %s\n", s.Error, s.JobID)
+		t.p.line(fmt.Sprintf("runner: %s; resume with: runner resume %s", s.Error, s.JobID), "")
 	case res.items != nil && res.items.DLQ > 0:
-		fmt.Fprintf(t.g.stderr, "inspect with: runner dlq list %s; re-run with: runner dlq retry %s\n", s.JobID, s.JobID)
+		t.p.line(fmt.Sprintf("inspect with: runner dlq list %s; re-run with: runner dlq retry %s", s.JobID, s.JobID), "")
 	}
 }
