@@ -31,8 +31,8 @@ error_signature, and the last failure's kind, exit_code, step, message.`,
   runner dlq show resize-20261122-101500-a1b2c3 item_42
   runner dlq retry resize-20261122-101500-a1b2c3 --max-parallel 2
   runner dlq stats --json`,
-		Args: exactArgs(0),
-		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+		Args: cobra.ArbitraryArgs,
+		RunE: commandGroup,
 	}
 	c.AddCommand(
 		newDLQListCommand(g),

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/eventlog"
 	"github.com/runnerdev/runner/workflow/state"
 )
 
@@ -91,6 +93,9 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 	if err := j.AppendItemRecords(recs...); err != nil {
 		return err
 	}
+	if err := recordPurged(j, purged); err != nil {
+		return err
+	}
 	if _, err := settleJob(j, q); err != nil {
 		return err
 	}
@@ -99,4 +104,22 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		fmt.Fprintf(g.stderr, "%d item(s) left: a running dlq retry holds them\n", held)
 	}
 	return nil
+}
+
+// recordPurged adds a dlq_removed event per purged item to the job's event
+// log, as dlq retry does for each item it fixes.
+func recordPurged(j *state.Job, purged []dlq.Purged) error {
+	if len(purged) == 0 {
+		return nil
+	}
+	log, err := eventlog.Open(j.EventsPath(), j.Meta.ID, eventlog.Options{})
+	if err != nil {
+		return err
+	}
+	for _, p := range purged {
+		if _, err = log.Emit("dlq_removed", map[string]any{"item_id": p.ItemID, "reason": "purged"}); err != nil {
+			break
+		}
+	}
+	return errors.Join(err, log.Close())
 }

@@ -15,11 +15,20 @@ import (
 )
 
 type dlqRetryOptions struct {
-	MaxParallel int
-	Filter      string
-	DryRun      bool
-	Output      string
-	Set         []string
+	outputOptions
+	parallelOptions
+	Filter string
+	DryRun bool
+	Set    []string
+}
+
+func (o *dlqRetryOptions) AddFlags(c *cobra.Command) {
+	o.outputOptions.AddFlags(c)
+	o.parallelOptions.AddFlags(c)
+	f := c.Flags()
+	f.StringVar(&o.Filter, "filter", "", "only items for which this expression is true")
+	f.BoolVar(&o.DryRun, "dry-run", false, "list the items that would be retried, run nothing")
+	f.StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
 }
 
 func newDLQRetryCommand(g *globalOptions) *cobra.Command {
@@ -43,12 +52,7 @@ empty afterwards, 3 when items remain.`,
 			return runDLQRetry(c.Context(), g, o, args[0])
 		},
 	}
-	f := c.Flags()
-	f.IntVar(&o.MaxParallel, "max-parallel", 0, "items at once (default: the workflow's max_parallel)")
-	f.StringVar(&o.Filter, "filter", "", "only items for which this expression is true")
-	f.BoolVar(&o.DryRun, "dry-run", false, "list the items that would be retried, run nothing")
-	f.StringVar(&o.Output, "output", "text", "summary format: text or json")
-	f.StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
+	o.AddFlags(c)
 	return c
 }
 
@@ -65,8 +69,8 @@ type dlqRetrySummary struct {
 }
 
 func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID string) error {
-	if o.Output != "text" && o.Output != "json" {
-		return usagef("--output must be text or json, not %q", o.Output)
+	if err := o.outputOptions.validate(); err != nil {
+		return err
 	}
 	vars, err := parseSet(o.Set)
 	if err != nil {
@@ -83,7 +87,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		fmt.Fprintf(g.stderr, "%d item(s) would be retried; nothing was run\n", len(selected))
 		return nil
 	}
-	ui := newTerminal(g, o.Output == "json", nil, "auto")
+	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
 	j, err := workflow.Attach(jobID, workflow.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
 	if err != nil {
 		return err
@@ -104,7 +108,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		sum.ExitCode = ExitItemsInDLQ
 	}
 	var werr error
-	if o.Output == "json" {
+	if o.asJSON() {
 		werr = writeJSON(g.stdout, sum)
 	} else {
 		ui.flushFailures()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -48,7 +49,19 @@ func (o eventsOptions) query() eventlog.Query {
 	return eventlog.Query{Types: o.Type, Item: o.Item}
 }
 
+func (o eventsOptions) validate() error {
+	for _, t := range o.Type {
+		if !slices.Contains(eventlog.Types, t) {
+			return usagef("--type %q: no such event type; the types are %s", t, strings.Join(eventlog.Types, ", "))
+		}
+	}
+	return nil
+}
+
 func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
 	j, err := g.store().Open(id)
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ func exitCode(err error) int {
 	case errors.As(err, new(itemsInDLQ)):
 		return ExitItemsInDLQ
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
-		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, dlq.ErrNotFound),
+		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),
 		errors.Is(err, workflow.ErrCompleted), errors.Is(err, workflow.ErrMissingSecrets),
 		errors.Is(err, workflow.ErrNotSecret), errors.Is(err, workflow.ErrNotRegular):
 		return ExitUsage

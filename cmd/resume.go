@@ -10,11 +10,17 @@ import (
 )
 
 type resumeOptions struct {
-	Output      string
-	MaxParallel int
-	Progress    string
-	JUnit       string
-	Set         []string
+	outputOptions
+	parallelOptions
+	JUnit string
+	Set   []string
+}
+
+func (o *resumeOptions) AddFlags(c *cobra.Command) {
+	o.outputOptions.AddFlags(c)
+	o.parallelOptions.AddFlags(c)
+	c.Flags().StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
+	c.Flags().StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
 }
 
 func newResumeCommand(g *globalOptions) *cobra.Command {
@@ -32,23 +38,19 @@ them again in the environment or with --set.`,
 			return runResume(c.Context(), g, o, args[0])
 		},
 	}
-	c.Flags().StringVar(&o.Output, "output", "text", "summary format: text or json")
-	c.Flags().IntVar(&o.MaxParallel, "max-parallel", 0, "override map.max_parallel (MapReduce)")
-	c.Flags().StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
-	c.Flags().StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
-	c.Flags().StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
+	o.AddFlags(c)
 	return c
 }
 
 func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string) error {
-	if o.Output != "text" && o.Output != "json" {
-		return usagef("--output must be text or json, not %q", o.Output)
+	if err := o.outputOptions.validate(); err != nil {
+		return err
 	}
 	vars, err := parseSet(o.Set)
 	if err != nil {
 		return err
 	}
-	ui := newTerminal(g, o.Output == "json", nil, o.Progress)
+	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
 	j, err := workflow.Resume(id, workflow.Options{
 		Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
 	})

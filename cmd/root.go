@@ -54,7 +54,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err != nil && !errors.Is(err, errReported) {
-		fmt.Fprintf(stderr, "runner: %s\n", indentContinuation(err.Error()))
+		printError(stderr, err)
 	}
 	return exitCode(err)
 }
@@ -64,10 +64,14 @@ var errReported = errors.New("reported")
 
 type reported struct{ err error }
 
-func (r reported) Error() string         { return r.err.Error() }
-func (r reported) Unwrap() []error       { return []error{r.err, errReported} }
-func alreadyReported(err error) error    { return reported{err} }
-func indentContinuation(s string) string { return strings.ReplaceAll(s, "\n", "\nrunner: ") }
+func (r reported) Error() string      { return r.err.Error() }
+func (r reported) Unwrap() []error    { return []error{r.err, errReported} }
+func alreadyReported(err error) error { return reported{err} }
+
+// printError shows an error as runner: MESSAGE, each line prefixed.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "runner: %s\n", strings.ReplaceAll(err.Error(), "\n", "\nrunner: "))
+}
 
 func newRootCommand(g *globalOptions) *cobra.Command {
 	root := &cobra.Command{
@@ -86,19 +90,8 @@ an error policy and a dead-letter queue for items that still fail.
   runner dlq retry resize-20261122-101500-a1b2c3`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// Unknown commands reach RunE (instead of cobra's untyped error) so
-		// that they exit with the usage code.
-		Args: cobra.ArbitraryArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return c.Help()
-			}
-			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
-			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
-			}
-			return usagef("%s; see runner --help", msg)
-		},
+		Args:          cobra.ArbitraryArgs,
+		RunE:          commandGroup,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	g.addFlags(root)
@@ -115,6 +108,24 @@ an error policy and a dead-letter queue for items that still fail.
 		newVersionCommand(g),
 	)
 	return root
+}
+
+// commandGroup is the RunE of a command that only groups subcommands:
+// alone it shows its help; an unknown subcommand reaches it (with
+// cobra.ArbitraryArgs, instead of cobra's untyped error) and is named, with
+// the usage exit code.
+func commandGroup(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return c.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on its own path
+	}
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return usagef("%s; see %s --help", msg, c.CommandPath())
 }
 
 // exactArgs is cobra.ExactArgs with errors that map to the usage exit code.

@@ -15,25 +15,23 @@ import (
 )
 
 type runOptions struct {
-	JobID       string
-	MaxParallel int
-	Seed        string
-	DryRun      bool
-	Set         []string
-	Output      string
-	Progress    string
-	JUnit       string
+	outputOptions
+	parallelOptions
+	JobID  string
+	Seed   string
+	DryRun bool
+	Set    []string
+	JUnit  string
 }
 
-func (o *runOptions) addFlags(cmd *cobra.Command) {
+func (o *runOptions) AddFlags(cmd *cobra.Command) {
+	o.outputOptions.AddFlags(cmd)
+	o.parallelOptions.AddFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.JobID, "job-id", "", "id for the new job (default: NAME-DATE-TIME-RANDOM)")
-	f.IntVar(&o.MaxParallel, "max-parallel", 0, "override map.max_parallel (MapReduce)")
 	f.StringVar(&o.Seed, "seed", "", "seed for retry jitter, to reproduce a schedule exactly")
 	f.BoolVar(&o.DryRun, "dry-run", false, "validate and show what would run, run nothing")
 	f.StringArrayVar(&o.Set, "set", nil, "set a variable: --set KEY=VALUE (overrides env:)")
-	f.StringVar(&o.Output, "output", "text", "summary format: text or json (json: one document on stdout)")
-	f.StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
 	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 }
 
@@ -52,18 +50,13 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 			return runRun(c.Context(), g, o, args[0])
 		},
 	}
-	o.addFlags(c)
+	o.AddFlags(c)
 	return c
 }
 
 func (o runOptions) validate() (vars map[string]string, seed *uint64, err error) {
-	if o.Output != "text" && o.Output != "json" {
-		return nil, nil, usagef("--output must be text or json, not %q", o.Output)
-	}
-	switch o.Progress {
-	case "auto", "always", "never":
-	default:
-		return nil, nil, usagef("--progress must be auto, always or never, not %q", o.Progress)
+	if err := o.outputOptions.validate(); err != nil {
+		return nil, nil, err
 	}
 	if o.Seed != "" {
 		n, err := strconv.ParseUint(o.Seed, 10, 64)
@@ -94,18 +87,14 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	source, err := workflow.ReadFile(file)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	wf, err := workflow.Parse(file, source)
+	wf, source, err := loadWorkflow(file)
 	if err != nil {
 		return err
 	}
 	if o.DryRun {
 		return dryRun(g.stdout, wf)
 	}
-	ui := newTerminal(g, o.Output == "json", wf, o.Progress)
+	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := workflow.Start(wf, source, workflow.Options{
 		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
@@ -115,6 +104,17 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	}
 	fmt.Fprintf(g.stderr, "job: %s\n", j.State.Meta.ID)
 	return finishJob(ctx, ui, j, o.MaxParallel, o.JUnit)
+}
+
+// loadWorkflow reads and parses a workflow file named on the command line;
+// a file it cannot read is a usage error.
+func loadWorkflow(file string) (*workflow.Workflow, []byte, error) {
+	source, err := workflow.ReadFile(file)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	wf, err := workflow.Parse(file, source)
+	return wf, source, err
 }
 
 // finishJob runs a started or resumed job to its end, records how it

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/runnerdev/runner/workflow"
 )
 
 func newValidateCommand(g *globalOptions) *cobra.Command {
@@ -26,9 +24,14 @@ func newValidateCommand(g *globalOptions) *cobra.Command {
 func runValidate(g *globalOptions, files []string) error {
 	var errs []error
 	for _, f := range files {
-		wf, err := workflow.Load(f)
+		wf, _, err := loadWorkflow(f)
 		if err != nil {
-			fmt.Fprintf(g.stderr, "%s\n", err)
+			if errors.As(err, new(usageError)) {
+				// a file it cannot read, said as run says it
+				printError(g.stderr, err)
+			} else {
+				fmt.Fprintf(g.stderr, "%s\n", err) // FILE:LINE:COL: message, one a line
+			}
 			errs = append(errs, err)
 			continue
 		}

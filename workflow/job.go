@@ -145,7 +145,9 @@ func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job %s: stored workflow: %w", st.Meta.ID, err)
 	}
-	wf.File = st.Meta.File
+	// The copy's file name is not the workflow's: a nameless workflow keeps
+	// the name it was run under (its file's), as recorded at the start.
+	wf.File, wf.Name = st.Meta.File, st.Meta.Workflow
 	if opts.Vars, err = restoreVars(st.Meta, opts.Vars); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,10 @@ const (
 // ErrNotFound is returned for a job id that has no job directory.
 var ErrNotFound = errors.New("no such job")
 
+// ErrInvalidID is returned when creating a job whose id cannot name a
+// directory.
+var ErrInvalidID = errors.New("invalid job id")
+
 // ErrExists is returned when creating a job whose id is taken.
 var ErrExists = errors.New("job already exists")
 
@@ -116,7 +120,7 @@ func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
 // seen running without its owner.
 func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 	if !ValidID(meta.ID) {
-		return nil, fmt.Errorf("invalid job id %q (use letters, digits, '.', '_' and '-')", meta.ID)
+		return nil, fmt.Errorf("%w %q (use letters, digits, '.', '_' and '-')", ErrInvalidID, meta.ID)
 	}
 	if err := os.MkdirAll(s.jobsDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)

@@ -1,0 +1,63 @@
+package cmd
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/spf13/cobra"
+)
+
+// outputOptions are the flags of the commands that run items and report a
+// summary (run, resume, dlq retry).
+type outputOptions struct {
+	Output   string
+	Progress string
+}
+
+func (o *outputOptions) AddFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&o.Output, "output", "text", "summary format: text or json (json: one document on stdout)")
+	f.StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
+}
+
+func (o outputOptions) validate() error {
+	if o.Output != "text" && o.Output != "json" {
+		return usagef("--output must be text or json, not %q", o.Output)
+	}
+	switch o.Progress {
+	case "auto", "always", "never":
+		return nil
+	}
+	return usagef("--progress must be auto, always or never, not %q", o.Progress)
+}
+
+func (o outputOptions) asJSON() bool { return o.Output == "json" }
+
+// parallelOptions are the flags of the commands that run MapReduce items
+// (run, resume, dlq retry).
+type parallelOptions struct {
+	MaxParallel int // 0: the workflow's map.max_parallel
+}
+
+func (o *parallelOptions) AddFlags(c *cobra.Command) {
+	c.Flags().Var((*positiveInt)(&o.MaxParallel), "max-parallel", "items at once (default: the workflow's map.max_parallel)")
+}
+
+// positiveInt is an int flag that refuses values below 1 when it is parsed,
+// so that a refused value is a flag error like any other.
+type positiveInt int
+
+func (p *positiveInt) String() string { return strconv.Itoa(int(*p)) }
+func (p *positiveInt) Type() string   { return "int" }
+
+func (p *positiveInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return errors.New("not an integer")
+	case n < 1:
+		return errors.New("must be at least 1")
+	}
+	*p = positiveInt(n)
+	return nil
+}
