@@ -68,6 +68,9 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if o.Output != "text" && o.Output != "json" {
 		return usagef("--output must be text or json, not %q", o.Output)
 	}
+	if _, err := compileItemFilter(o.Filter); err != nil {
+		return err // before the job is attached
+	}
 	vars, err := parseSet(o.Set)
 	if err != nil {
 		return err
