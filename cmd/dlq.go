@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/expr-lang/expr"
@@ -93,20 +94,25 @@ func dlqItems(g *globalOptions, jobID, filter string, limit int) ([]dlq.Item, er
 }
 
 // compileItemFilter compiles a --filter expression; "" matches every item.
+// A name that is not a field of filterItem is an error at once, not a
+// filter that matches nothing.
 func compileItemFilter(src string) (func(dlq.Item) (bool, error), error) {
 	if strings.TrimSpace(src) == "" {
 		return func(dlq.Item) (bool, error) { return true, nil }, nil
 	}
-	prog, err := expr.Compile(src, expr.AsBool())
+	prog, err := expr.Compile(src, expr.Env(filterItem{}), expr.AsBool())
 	if err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
+		if strings.HasPrefix(msg, "unknown name ") {
+			msg += "; a DLQ item has the fields " + strings.Join(filterFields(), ", ")
+		}
 		return nil, usagef("--filter %q: %s", src, msg)
 	}
 	return func(it dlq.Item) (bool, error) { return runItemFilter(prog, src, it) }, nil
 }
 
 func runItemFilter(prog *vm.Program, src string, it dlq.Item) (bool, error) {
-	v, err := expr.Run(prog, itemFilterEnv(it))
+	v, err := expr.Run(prog, newFilterItem(it))
 	if err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		return false, fmt.Errorf("--filter %q on item %s: %s", src, it.ItemID, msg)
@@ -114,18 +120,38 @@ func runItemFilter(prog *vm.Program, src string, it dlq.Item) (bool, error) {
 	return v.(bool), nil
 }
 
-// itemFilterEnv is what a --filter expression sees of a DLQ item.
-func itemFilterEnv(it dlq.Item) map[string]any {
+// filterItem is what a --filter expression sees of a DLQ item: the item,
+// its queue fields and its last failure's.
+type filterItem struct {
+	Item           any    `expr:"item"`
+	ItemID         string `expr:"item_id"`
+	ItemIndex      int    `expr:"item_index"`
+	FailureCount   int    `expr:"failure_count"`
+	ErrorSignature string `expr:"error_signature"`
+	Kind           string `expr:"kind"`
+	ExitCode       int    `expr:"exit_code"`
+	Step           string `expr:"step"`
+	Message        string `expr:"message"`
+}
+
+func newFilterItem(it dlq.Item) filterItem {
 	item, _ := workflow.DecodeValue(it.Item)
-	env := map[string]any{
-		"item": item, "item_id": it.ItemID, "item_index": it.ItemIndex, "failure_count": it.FailureCount,
-		"error_signature": it.ErrorSignature, "kind": "", "exit_code": 0, "step": "", "message": "",
-	}
+	f := filterItem{Item: item, ItemID: it.ItemID, ItemIndex: it.ItemIndex, FailureCount: it.FailureCount, ErrorSignature: it.ErrorSignature}
 	if n := len(it.Failures); n > 0 {
 		last := it.Failures[n-1]
-		env["kind"], env["exit_code"], env["step"], env["message"] = last.Kind, last.ExitCode, last.Step, last.Message
+		f.Kind, f.ExitCode, f.Step, f.Message = last.Kind, last.ExitCode, last.Step, last.Message
 	}
-	return env
+	return f
+}
+
+// filterFields names the fields of filterItem, in order.
+func filterFields() []string {
+	t := reflect.TypeFor[filterItem]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = t.Field(i).Tag.Get("expr")
+	}
+	return names
 }
 
 // writeJSON writes v as one indented JSON document.

@@ -115,8 +115,7 @@ func runDLQList(g *globalOptions, o dlqListOptions, jobID string) error {
 		return dlq.WriteJSON(g.stdout, items)
 	}
 	if len(items) == 0 {
-		fmt.Fprintf(g.stderr, "job %s has no items in its dead-letter queue\n", jobID)
-		return nil
+		return reportNoItems(g, jobID, o.Filter)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ITEM\tFAILURES\tLAST FAILURE\tKIND\tSTEP\tERROR")
@@ -126,4 +125,24 @@ func runDLQList(g *globalOptions, o dlqListOptions, jobID string) error {
 			last.Kind, last.Step, firstLine(last.Message, 80))
 	}
 	return tw.Flush()
+}
+
+// reportNoItems says why `dlq list JOB` shows nothing: the queue is
+// empty, or none of its items match the filter.
+func reportNoItems(g *globalOptions, jobID, filter string) error {
+	_, d, err := openDLQ(g, jobID)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	n, err := d.Count()
+	if err != nil {
+		return err
+	}
+	if n > 0 && filter != "" {
+		fmt.Fprintf(g.stderr, "none of the %d item(s) in job %s's dead-letter queue match --filter %q\n", n, jobID, filter)
+	} else {
+		fmt.Fprintf(g.stderr, "job %s has no items in its dead-letter queue\n", jobID)
+	}
+	return nil
 }

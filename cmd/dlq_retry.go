@@ -72,6 +72,9 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if err := o.outputOptions.validate(); err != nil {
 		return err
 	}
+	if _, err := compileItemFilter(o.Filter); err != nil {
+		return err // before the job is attached
+	}
 	vars, err := parseSet(o.Set)
 	if err != nil {
 		return err

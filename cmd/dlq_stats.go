@@ -16,8 +16,9 @@ func newDLQStatsCommand(g *globalOptions) *cobra.Command {
 		Use:   "stats [JOB]",
 		Short: "Count DLQ items by error signature, step and failure kind",
 		Long: `Count the items in a job's DLQ (or every job's) grouped by error signature
-(the last failure's message with numbers, ids, paths and quoted strings
-normalised away), by the step that failed and by failure kind.`,
+(the last failure's message with the item's own id and value, numbers, ids,
+paths and quoted strings normalised away), by the step that failed and by
+failure kind.`,
 		Example: "  runner dlq stats resize-20261122-101500-a1b2c3\n  runner dlq stats --json",
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {

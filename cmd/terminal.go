@@ -185,7 +185,7 @@ func (t *terminal) flushFailures() {
 	var order []string
 	groups := map[string]*group{}
 	for _, e := range pending {
-		key := e.Str("step") + "\x00" + dlq.Signature(e.Str("message"))
+		key := e.Str("step") + "\x00" + dlq.Signature(e.Str("message"), dlq.ItemStrings(e.Str("item_id"), e.Fields["item"])...)
 		g, ok := groups[key]
 		if !ok {
 			g = &group{example: e}

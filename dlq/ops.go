@@ -93,7 +93,9 @@ func appendFailure(it Item, e Entry, now time.Time) Item {
 		it.FirstFailure = f.At
 	}
 	it.LastFailure = f.At
-	it.ErrorSignature = Signature(f.Message)
+	var item any
+	_ = json.Unmarshal(it.Item, &item) // an item that does not decode has only its id
+	it.ErrorSignature = Signature(f.Message, ItemStrings(it.ItemID, item)...)
 	if it.ErrorSignature == "" {
 		it.ErrorSignature = f.Kind
 	}

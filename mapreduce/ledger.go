@@ -139,6 +139,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	}
 	fields := failureFields(it, last)
 	fields["action"] = string(action)
+	fields["item"] = it.Value // so that a failure summary can group by signature as the DLQ does
 	l.job.Emit("item_failed", fields)
 	if action == errorpolicy.Skip {
 		l.job.Emit("item_skipped", map[string]any{"item_id": it.ID, "reason": "on_item_failure: skip"})
