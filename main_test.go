@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,7 @@ func TestScripts(t *testing.T) {
 			"exitcode":     exitCode,
 			"breakerpause": breakerPause,
 			"dlqlease":     dlqLease,
+			"jsondoc":      jsonDoc,
 		},
 	})
 }
@@ -103,6 +105,22 @@ func exitCode(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// jsondoc checks that the last command's stdout is one JSON document and
+// nothing else, as --json and --output json promise.
+func jsonDoc(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 0 || neg {
+		ts.Fatalf("usage: jsondoc")
+	}
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile("stdout")))
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		ts.Fatalf("stdout is not a JSON document: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		ts.Fatalf("stdout has more after its JSON document (at byte %d)", dec.InputOffset())
 	}
 }
 

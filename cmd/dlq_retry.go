@@ -80,15 +80,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return err
 	}
 	if o.DryRun {
-		selected, err := dlqItems(g, jobID, o.Filter, 0)
-		if err != nil {
-			return err
-		}
-		for _, it := range selected {
-			fmt.Fprintf(g.stdout, "%s\t%s\n", it.ItemID, it.Item)
-		}
-		fmt.Fprintf(g.stderr, "%d item(s) would be retried; nothing was run\n", len(selected))
-		return nil
+		return dlqRetryDryRun(g, jobID, o.Filter, o.Output == "json")
 	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
 	j, err := workflow.Attach(jobID, workflow.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})

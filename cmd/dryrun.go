@@ -3,176 +3,302 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/breaker"
+	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
 
 // dryRun prints what a workflow would run and the retry schedule each
-// step's policies imply, and runs nothing.
-func dryRun(w io.Writer, wf *workflow.Workflow) error {
-	fmt.Fprintf(w, "workflow %q (%s); nothing is run\n", wf.Name, wf.Mode)
-	if wf.Mode == workflow.MapReduce {
-		printSteps(w, "setup", wf.Setup)
-		if wf.Map != nil {
-			printMap(w, wf.Map)
-			printSteps(w, "agent_template", wf.Map.Template)
-		}
-		printSteps(w, "reduce", wf.Reduce)
-		printErrorPolicy(w, wf)
+// step's policies imply, as text or as one JSON document, and runs
+// nothing. With a seed, jittered delays are those the run with that seed
+// waits; without one, they are ranges.
+func dryRun(w io.Writer, wf *workflow.Workflow, seed *uint64, asJSON bool) error {
+	p := newPlan(wf, seed)
+	if asJSON {
+		return writeJSON(w, p)
+	}
+	return p.writeText(w)
+}
+
+// plan is the dry run's document (`run --dry-run --output json`).
+type plan struct {
+	Workflow    string           `json:"workflow"`
+	Mode        workflow.Mode    `json:"mode"`
+	Seed        *uint64          `json:"seed,omitempty"`
+	Phases      []planPhase      `json:"phases"`
+	Map         *planMap         `json:"map,omitempty"`
+	ErrorPolicy *planErrorPolicy `json:"error_policy,omitempty"`
+}
+
+type planPhase struct {
+	Phase string     `json:"phase"` // commands, setup, agent_template or reduce
+	Steps []planStep `json:"steps"`
+}
+
+type planStep struct {
+	Index          int          `json:"index"` // 1-based, in its phase
+	Step           string       `json:"step"`  // the name events and messages use
+	Label          string       `json:"label"`
+	Timeout        *millis      `json:"timeout_ms,omitempty"` // per attempt
+	Retry          []planPolicy `json:"retry"`                // empty: runs once
+	RetryDisabled  bool         `json:"retry_disabled,omitempty"`
+	CircuitBreaker *planBreaker `json:"circuit_breaker,omitempty"`
+	OnFailure      string       `json:"on_failure,omitempty"`
+}
+
+// planPolicy is one retry policy and the delays it implies, each
+// assuming this policy handles every failure of the step.
+type planPolicy struct {
+	Attempts     int         `json:"attempts"`
+	Backoff      string      `json:"backoff"`
+	MaxDelay     millis      `json:"max_delay_ms"`
+	Jitter       string      `json:"jitter"`                  // none, proportional or full
+	JitterFactor float64     `json:"jitter_factor,omitempty"` // proportional
+	DelaysAre    string      `json:"delays_are"`              // see the delays* constants
+	Delays       []planDelay `json:"delays"`                  // the first maxListedDelays
+	MoreDelays   int         `json:"more_delays,omitempty"`   // not listed
+	Total        millis      `json:"total_ms"`
+	MinTotal     millis      `json:"min_total_ms"`
+	MaxTotal     millis      `json:"max_total_ms"`
+	Budget       millis      `json:"budget_ms,omitempty"`
+	RetryOn      []string    `json:"retry_on,omitempty"`
+	RetryAfter   bool        `json:"retry_after,omitempty"`
+}
+
+// What a plan's delay_ms are.
+const (
+	delaysFixed    = "fixed"    // no jitter: the delays
+	delaysSeeded   = "seeded"   // drawn from --seed as the run draws them: the delays that run waits
+	delaysJittered = "jittered" // no --seed: each in [min_ms, max_ms]; delay_ms is the midpoint
+	delaysPerItem  = "per_item" // drawn for each item (from the seed and its id): each waits its own, in [min_ms, max_ms]; delay_ms is the midpoint
+)
+
+// maxListedDelays bounds the delays a plan lists per policy.
+const maxListedDelays = 12
+
+type planDelay struct {
+	AfterFailure int    `json:"after_failure"` // the policy's k-th failure
+	Delay        millis `json:"delay_ms"`
+	Min          millis `json:"min_ms"`
+	Max          millis `json:"max_ms"`
+}
+
+type planBreaker struct {
+	FailureThreshold int    `json:"failure_threshold"`
+	SuccessThreshold int    `json:"success_threshold"`
+	HalfOpenRequests int    `json:"half_open_requests"`
+	Timeout          millis `json:"timeout_ms"`
+}
+
+type planMap struct {
+	Input        string   `json:"input"`
+	JSONPath     string   `json:"json_path,omitempty"`
+	Filter       string   `json:"filter,omitempty"`
+	SortBy       []string `json:"sort_by,omitempty"` // "field [DESC] [NULLS FIRST]"
+	Distinct     string   `json:"distinct,omitempty"`
+	Offset       int      `json:"offset,omitempty"`
+	MaxItems     int      `json:"max_items,omitempty"`
+	ItemID       string   `json:"item_id,omitempty"`
+	MaxParallel  string   `json:"max_parallel"` // a number or $VAR
+	AgentTimeout *millis  `json:"agent_timeout_ms,omitempty"`
+}
+
+type planErrorPolicy struct {
+	OnItemFailure     errorpolicy.Action `json:"on_item_failure"`
+	ContinueOnFailure bool               `json:"continue_on_failure"`
+	MaxFailures       int                `json:"max_failures,omitempty"`
+	FailureThreshold  float64            `json:"failure_threshold,omitempty"`
+	MinItems          int                `json:"min_items"`
+	ErrorCollection   string             `json:"error_collection"`
+	BatchSize         int                `json:"batch_size,omitempty"`
+	ItemRetry         *planPolicy        `json:"item_retry,omitempty"` // on_item_failure: retry
+	CircuitBreaker    *planBreaker       `json:"circuit_breaker,omitempty"`
+}
+
+// millis is a duration written in JSON as whole milliseconds, as events
+// write delay_ms, and shown truncated to them.
+type millis time.Duration
+
+func (m millis) MarshalJSON() ([]byte, error) {
+	return strconv.AppendInt(nil, time.Duration(m).Milliseconds(), 10), nil
+}
+
+func (m millis) String() string { return time.Duration(m).Truncate(time.Millisecond).String() }
+
+func optMillis(d time.Duration) *millis {
+	if d <= 0 {
 		return nil
 	}
-	printSteps(w, "commands", wf.Steps)
-	return nil
+	m := millis(d)
+	return &m
 }
 
-// printMap describes the input pipeline and the agents.
-func printMap(w io.Writer, m *workflow.MapPhase) {
-	parts := []string{"input " + strings.TrimSpace(m.Input.String())}
-	if m.JSONPath != "" {
-		parts = append(parts, "json_path "+m.JSONPath)
-	}
-	if m.Filter != nil {
-		parts = append(parts, "filter "+m.Filter.Source)
-	}
-	if len(m.SortBy) > 0 {
-		var keys []string
-		for _, k := range m.SortBy {
-			key := k.Field
-			if k.Desc {
-				key += " DESC"
-			}
-			if k.NullsFirst {
-				key += " NULLS FIRST"
-			}
-			keys = append(keys, key)
+func newPlan(wf *workflow.Workflow, seed *uint64) plan {
+	p := plan{Workflow: wf.Name, Mode: wf.Mode, Seed: seed, Phases: []planPhase{}}
+	phase := func(name string, steps []*workflow.Step, perItem bool) {
+		if len(steps) == 0 {
+			return
 		}
-		parts = append(parts, "sort_by "+strings.Join(keys, ", "))
+		ph := planPhase{Phase: name}
+		for _, s := range steps {
+			ph.Steps = append(ph.Steps, newPlanStep(s, seed, perItem))
+		}
+		p.Phases = append(p.Phases, ph)
 	}
-	if m.Distinct != "" {
-		parts = append(parts, "distinct "+m.Distinct)
+	if wf.Mode != workflow.MapReduce {
+		phase(workflow.PhaseCommands, wf.Steps, false)
+		return p
 	}
-	if m.Offset > 0 {
-		parts = append(parts, fmt.Sprintf("offset %d", m.Offset))
+	phase(workflow.PhaseSetup, wf.Setup, false)
+	if wf.Map != nil {
+		p.Map = newPlanMap(wf.Map)
+		phase("agent_template", wf.Map.Template, true)
 	}
-	if m.MaxItems > 0 {
-		parts = append(parts, fmt.Sprintf("max_items %d", m.MaxItems))
-	}
-	if m.ItemID != nil {
-		parts = append(parts, "item_id "+m.ItemID.String())
-	}
-	parts = append(parts, "max_parallel "+m.MaxParallel)
-	if m.AgentTimeout > 0 {
-		parts = append(parts, "agent_timeout "+m.AgentTimeout.String())
-	}
-	fmt.Fprintf(w, "map: %s\n", strings.Join(parts, "; "))
+	phase(workflow.PhaseReduce, wf.Reduce, false)
+	p.ErrorPolicy = newPlanErrorPolicy(wf)
+	return p
 }
 
-// printErrorPolicy describes what happens to failed items.
-func printErrorPolicy(w io.Writer, wf *workflow.Workflow) {
-	p := wf.ErrorPolicy
-	parts := []string{"on_item_failure " + string(p.OnItemFailure)}
-	if !p.ContinueOnFailure {
-		parts = append(parts, "stop at the first failed item")
+// newPlanStep describes a step. Its jittered delays come from the random
+// source the run gives the step with that seed; for agent_template steps
+// (perItem) that source depends on the item too, so they are ranges.
+func newPlanStep(s *workflow.Step, seed *uint64, perItem bool) planStep {
+	ps := planStep{Index: s.Index + 1, Step: s.Key(), Label: s.Label(), Timeout: optMillis(s.Timeout), Retry: []planPolicy{}, RetryDisabled: len(s.Retry) > 0 && !s.Retryable}
+	if !ps.RetryDisabled {
+		for _, p := range s.Retry {
+			var rnd func() float64
+			if seed != nil && !perItem {
+				rnd = workflow.JitterSource(*seed, s, "") // each policy as if it handled every failure
+			}
+			ps.Retry = append(ps.Retry, newPlanPolicy(p, rnd, perItem))
+		}
 	}
-	if p.MaxFailures > 0 {
-		parts = append(parts, fmt.Sprintf("stop after %d failed items", p.MaxFailures))
+	if s.Breaker != nil {
+		ps.CircuitBreaker = newPlanBreaker(*s.Breaker)
 	}
-	if p.FailureThreshold > 0 {
-		parts = append(parts, fmt.Sprintf("stop above %g%% failed once %d items finished", 100*p.FailureThreshold, p.MinItems))
+	if a := s.OnFailure.Action; a != "" && a != workflow.FailStop {
+		ps.OnFailure = string(a)
 	}
-	coll := p.Collection.Mode
-	if coll == "batched" {
-		coll = fmt.Sprintf("batched every %d", p.Collection.BatchSize)
-	}
-	parts = append(parts, "failures shown "+coll)
-	fmt.Fprintf(w, "error policy: %s\n", strings.Join(parts, "; "))
-	if p.OnItemFailure == errorpolicy.Retry && wf.ItemRetry != nil {
-		fmt.Fprintf(w, "  item retry: %s\n", schedule(*wf.ItemRetry))
-	}
-	if b := p.Breaker; b != nil {
-		fmt.Fprintf(w, "  workflow circuit breaker: after %d consecutive item failures no item starts for %s; then %d probe(s) at a time, %d success(es) close it\n",
-			b.FailureThreshold, b.Timeout, b.HalfOpenRequests, b.SuccessThreshold)
-	}
+	return ps
 }
 
-func printSteps(w io.Writer, phase string, steps []*workflow.Step) {
-	if len(steps) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "%s:\n", phase)
-	for _, s := range steps {
-		fmt.Fprintf(w, "  %d. %s\n", s.Index+1, s.Label())
-		if s.Timeout > 0 {
-			fmt.Fprintf(w, "     timeout: %s per attempt\n", s.Timeout)
-		}
-		switch {
-		case len(s.Retry) == 0:
-			fmt.Fprintln(w, "     retry: none (runs once)")
-		case !s.Retryable:
-			fmt.Fprintln(w, "     retry: disabled by retryable: false (runs once)")
-		default:
-			for i, p := range s.Retry {
-				label := "retry"
-				if len(s.Retry) > 1 {
-					label = fmt.Sprintf("retry policy %d", i+1)
-				}
-				fmt.Fprintf(w, "     %s: %s\n", label, schedule(p))
-			}
-		}
-		if s.Breaker != nil {
-			fmt.Fprintf(w, "     circuit breaker: opens after %d failures for %s\n", s.Breaker.FailureThreshold, s.Breaker.Timeout)
-		}
-		if s.OnFailure.Action != "" && s.OnFailure.Action != workflow.FailStop {
-			fmt.Fprintf(w, "     on failure: %s\n", s.OnFailure.Action)
-		}
-	}
-}
-
-// schedule describes a policy: attempts, the delays before attempts 2..N,
-// their total, and the bounds.
-func schedule(p retryv2.Policy) string {
-	var delays []string
-	var total time.Duration
-	for k := 1; k < p.Attempts; k++ {
-		d := p.Delay(k, func() float64 { return 0.5 }) // the middle of any jitter range
-		total += d
-		delays = append(delays, d.String())
-		if k == 12 && p.Attempts > 14 {
-			delays = append(delays, fmt.Sprintf("... (%d more)", p.Attempts-1-k))
-			for k++; k < p.Attempts; k++ {
-				total += p.Delay(k, func() float64 { return 0.5 })
-			}
-			break
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d attempts, %s backoff", p.Attempts, p.Backoff.Strategy)
-	if len(delays) > 0 {
-		fmt.Fprintf(&b, "; delays %s (total %s)", strings.Join(delays, ", "), total)
-	}
-	fmt.Fprintf(&b, "; max_delay %s", p.MaxDelay)
+// newPlanPolicy computes a policy's delays: drawn from rnd, as the run's
+// retry loop draws them (once per delay of a jittered policy), or, when
+// rnd is nil, the midpoints of their ranges.
+func newPlanPolicy(p retryv2.Policy, rnd func() float64, perItem bool) planPolicy {
+	pp := planPolicy{Attempts: p.Attempts, Backoff: string(p.Backoff.Strategy), MaxDelay: millis(p.MaxDelay), Jitter: "none",
+		DelaysAre: delaysFixed, Delays: []planDelay{}, Budget: millis(p.Budget), RetryAfter: p.RetryAfter}
 	switch p.Jitter {
 	case retryv2.ProportionalJitter:
-		fmt.Fprintf(&b, "; jitter ±%g%%", p.JitterFactor*50)
+		pp.Jitter, pp.JitterFactor = "proportional", p.JitterFactor
 	case retryv2.FullJitter:
-		b.WriteString("; full jitter (each delay uniform in [0, delay])")
+		pp.Jitter = "full"
 	}
-	if p.Budget > 0 {
-		fmt.Fprintf(&b, "; budget %s", p.Budget)
-	}
-	if len(p.RetryOn) > 0 {
-		var on []string
-		for _, m := range p.RetryOn {
-			on = append(on, m.Source)
+	if p.Jitter != retryv2.NoJitter {
+		switch {
+		case rnd != nil:
+			pp.DelaysAre = delaysSeeded
+		case perItem:
+			pp.DelaysAre = delaysPerItem
+		default:
+			pp.DelaysAre = delaysJittered
 		}
-		fmt.Fprintf(&b, "; retry_on %s", strings.Join(on, ", "))
 	}
-	if p.RetryAfter {
-		b.WriteString("; honours Retry-After")
+	if rnd == nil {
+		rnd = func() float64 { return 0.5 }
 	}
-	return b.String()
+	for k := 1; k < p.Attempts; k++ {
+		d := planDelay{AfterFailure: k, Delay: millis(p.Delay(k, rnd)),
+			Min: millis(p.Delay(k, func() float64 { return 0 })), Max: millis(p.Delay(k, func() float64 { return 1 }))}
+		pp.Total += d.Delay
+		pp.MinTotal += d.Min
+		pp.MaxTotal += d.Max
+		if len(pp.Delays) < maxListedDelays {
+			pp.Delays = append(pp.Delays, d)
+		} else {
+			pp.MoreDelays++
+		}
+	}
+	for _, m := range p.RetryOn {
+		pp.RetryOn = append(pp.RetryOn, m.Source)
+	}
+	return pp
+}
+
+func newPlanBreaker(c breaker.Config) *planBreaker {
+	return &planBreaker{FailureThreshold: c.FailureThreshold, SuccessThreshold: c.SuccessThreshold, HalfOpenRequests: c.HalfOpenRequests, Timeout: millis(c.Timeout)}
+}
+
+func newPlanMap(m *workflow.MapPhase) *planMap {
+	pm := &planMap{Input: strings.TrimSpace(m.Input.String()), JSONPath: m.JSONPath, Distinct: m.Distinct, Offset: m.Offset,
+		MaxItems: m.MaxItems, MaxParallel: m.MaxParallel, AgentTimeout: optMillis(m.AgentTimeout)}
+	if m.Filter != nil {
+		pm.Filter = m.Filter.Source
+	}
+	for _, k := range m.SortBy {
+		key := k.Field
+		if k.Desc {
+			key += " DESC"
+		}
+		if k.NullsFirst {
+			key += " NULLS FIRST"
+		}
+		pm.SortBy = append(pm.SortBy, key)
+	}
+	if m.ItemID != nil {
+		pm.ItemID = m.ItemID.String()
+	}
+	return pm
+}
+
+// newPlanErrorPolicy describes what happens to failed items. Item retry
+// delays are drawn per item, so they are ranges.
+func newPlanErrorPolicy(wf *workflow.Workflow) *planErrorPolicy {
+	p := wf.ErrorPolicy
+	pe := &planErrorPolicy{OnItemFailure: p.OnItemFailure, ContinueOnFailure: p.ContinueOnFailure, MaxFailures: p.MaxFailures,
+		FailureThreshold: p.FailureThreshold, MinItems: p.MinItems, ErrorCollection: p.Collection.Mode, BatchSize: p.Collection.BatchSize}
+	if p.OnItemFailure == errorpolicy.Retry && wf.ItemRetry != nil {
+		r := newPlanPolicy(*wf.ItemRetry, nil, true)
+		pe.ItemRetry = &r
+	}
+	if p.Breaker != nil {
+		pe.CircuitBreaker = newPlanBreaker(*p.Breaker)
+	}
+	return pe
+}
+
+// dlqRetryPlan is the document of `dlq retry --dry-run --output json`.
+type dlqRetryPlan struct {
+	JobID    string     `json:"job_id"`
+	Selected int        `json:"selected"`
+	Items    []dlq.Item `json:"items"`
+}
+
+// dlqRetryDryRun lists the DLQ items `dlq retry` would run, as lines of
+// item id and item or as one JSON document, and runs nothing.
+func dlqRetryDryRun(g *globalOptions, jobID, filter string, asJSON bool) error {
+	selected, err := dlqItems(g, jobID, filter, 0)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		err = writeJSON(g.stdout, dlqRetryPlan{JobID: jobID, Selected: len(selected), Items: append([]dlq.Item{}, selected...)})
+	} else {
+		w := &errWriter{w: g.stdout}
+		for _, it := range selected {
+			w.printf("%s\t%s\n", it.ItemID, it.Item)
+		}
+		err = w.err
+	}
+	if err != nil {
+		return fmt.Errorf("dlq retry %s: %w", jobID, err)
+	}
+	fmt.Fprintf(g.stderr, "%d item(s) would be retried; nothing was run\n", len(selected))
+	return nil
 }

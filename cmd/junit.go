@@ -58,6 +58,9 @@ type junitSkipped struct {
 // writeJUnit writes a JUnit report of a finished job: one test case per
 // step (standard workflows; steps never reached are skipped) or per item
 // plus the setup and reduce steps (MapReduce), each with its last outcome.
+// A failure on_failure handled is a failure too (the summary counts it as
+// failed) whose message says how it was handled; a fallback that
+// succeeded makes the step pass, as it does in the summary.
 func writeJUnit(path string, j *workflow.Job) error {
 	events, err := eventlog.Read(j.State.EventsPath(), eventlog.Query{})
 	if err != nil {
@@ -103,8 +106,12 @@ func writeJUnit(path string, j *workflow.Job) error {
 			switch {
 			case e.Type == "step_skipped":
 				c.Skipped = &junitSkipped{Message: e.Str("reason")}
-			case e.Type == "step_failed" && e.Str("handled") == "":
-				c.Failure = &junitFailure{Message: e.Str("error"), Type: "step_failed", Text: e.Str("error")}
+			case e.Type == "step_failed":
+				msg := e.Str("error")
+				if h := e.Str("handled"); h != "" {
+					msg += " (handled by on_failure: " + h + ")"
+				}
+				c.Failure = &junitFailure{Message: msg, Type: "step_failed", Text: msg}
 			}
 		case e.Type == "item_started" && toInt64(e.Fields["attempt"]) == 1:
 			started["item"+item] = e.Time

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
+	"slices"
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
@@ -17,23 +19,26 @@ const (
 	barHeight   = 14
 	axisHeight  = 24
 	minBarWidth = 2
+	barGap      = 2 // between consecutive bars on a lane
 )
 
 // reportView is what the report template shows.
 type reportView struct {
-	Job      state.Meta
-	Duration string
-	Counts   [][2]string
-	Width    int
-	Height   int
-	AxisY    int
-	Lanes    []laneView
-	Ticks    []tickView
-	Bars     []rectView
-	Gaps     []lineView
-	Pauses   []rectView
-	Dropped  int
-	DLQ      []dlqRow
+	Job       state.Meta
+	Status    string // the job's status; a completed job's says what is in its DLQ
+	StatusCSS string
+	Duration  string
+	Counts    [][2]string
+	Width     int
+	Height    int
+	AxisY     int
+	Lanes     []laneView
+	Ticks     []tickView
+	Bars      []rectView
+	Gaps      []lineView
+	Pauses    []rectView
+	Dropped   int
+	DLQ       []dlqRow
 }
 
 type laneView struct {
@@ -72,7 +77,10 @@ func newReportView(m state.Meta, tl timeline, dead []dlq.Item) reportView {
 		return labelWidth + int(float64(t.Sub(tl.start))/float64(total)*float64(chartWidth-labelWidth-10))
 	}
 	y := func(lane int) int { return lane * laneHeight }
-	v := reportView{Job: m, Duration: total.Round(time.Millisecond).String(), Width: chartWidth, Dropped: tl.dropped}
+	v := reportView{Job: m, Status: string(m.Status), StatusCSS: "status-" + string(m.Status), Duration: total.Round(time.Millisecond).String(), Width: chartWidth, Dropped: tl.dropped}
+	if c := m.Items; m.Status == state.Completed && c != nil && c.DLQ > 0 {
+		v.Status, v.StatusCSS = fmt.Sprintf("completed with %d item(s) in the DLQ", c.DLQ), "status-dlq"
+	}
 	v.AxisY = tl.lanes * laneHeight
 	v.Height = v.AxisY + axisHeight
 	if c := m.Items; c != nil {
@@ -96,8 +104,13 @@ func newReportView(m state.Meta, tl timeline, dead []dlq.Item) reportView {
 		}
 		v.Ticks = append(v.Ticks, tickView{X: x(at), Label: at.Sub(tl.start).Round(time.Millisecond).String(), Anchor: anchor})
 	}
-	for _, b := range tl.bars {
-		v.Bars = append(v.Bars, rectView{X: x(b.start), Y: y(b.lane) + (laneHeight-barHeight)/2, W: max(x(b.end)-x(b.start), minBarWidth), H: barHeight, Class: b.class, Title: b.title})
+	next := nextOnLane(tl.bars)
+	for i, b := range tl.bars {
+		r := rectView{X: x(b.start), Y: y(b.lane) + (laneHeight-barHeight)/2, W: max(x(b.end)-x(b.start), minBarWidth), H: barHeight, Class: b.class, Title: b.title}
+		if n := next[i]; n >= 0 { // end barGap before the next bar, so that the two do not merge
+			r.W = max(min(r.W, x(tl.bars[n].start)-r.X-barGap), 1)
+		}
+		v.Bars = append(v.Bars, r)
 	}
 	for _, g := range tl.gaps {
 		v.Gaps = append(v.Gaps, lineView{X1: x(g.start), X2: x(g.end), Y: y(g.lane) + laneHeight/2, Title: g.title})
@@ -113,6 +126,25 @@ func newReportView(m state.Meta, tl timeline, dead []dlq.Item) reportView {
 	return v
 }
 
+// nextOnLane returns, for each bar, the index of the bar that starts next
+// on its lane, or -1 for the last one.
+func nextOnLane(bars []bar) []int {
+	order := make([]int, len(bars))
+	next := make([]int, len(bars))
+	for i := range bars {
+		order[i], next[i] = i, -1
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(bars[a].lane, bars[b].lane), bars[a].start.Compare(bars[b].start))
+	})
+	for k := 1; k < len(order); k++ {
+		if bars[order[k]].lane == bars[order[k-1]].lane {
+			next[order[k-1]] = order[k]
+		}
+	}
+	return next
+}
+
 var reportPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -122,7 +154,7 @@ var reportPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 20px; margin: 0 0 4px; }
 .meta { color: #555; margin-bottom: 16px; }
-.status-completed { color: #2e7d32; } .status-failed, .status-stopped, .status-interrupted { color: #c62828; }
+.status-completed { color: #2e7d32; } .status-dlq { color: #b35c00; } .status-failed, .status-stopped, .status-interrupted { color: #c62828; }
 table { border-collapse: collapse; margin: 8px 0 20px; }
 th, td { text-align: left; padding: 3px 12px 3px 0; border-bottom: 1px solid #eee; vertical-align: top; }
 th { color: #555; font-weight: 600; }
@@ -138,7 +170,7 @@ code { font-size: 12px; }
 </style>
 </head>
 <body>
-<h1>{{.Job.Workflow}} <span class="status-{{.Job.Status}}">{{.Job.Status}}</span></h1>
+<h1>{{.Job.Workflow}} <span class="{{.StatusCSS}}">{{.Status}}</span></h1>
 <div class="meta">job <code>{{.Job.ID}}</code> · exit code {{.Job.ExitCode}} · started {{.Job.Started.UTC.Format "2006-01-02 15:04:05 UTC"}} · {{.Duration}} · seed {{.Job.Seed}}</div>
 <table class="counts"><tr>{{range .Counts}}<th>{{index . 0}}</th>{{end}}</tr><tr>{{range .Counts}}<td>{{index . 1}}</td>{{end}}</tr></table>
 {{with .Job.Error}}<p><strong>Error:</strong> <code>{{.}}</code></p>{{end}}

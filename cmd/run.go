@@ -92,7 +92,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	if o.DryRun {
-		return dryRun(g.stdout, wf)
+		return dryRun(g.stdout, wf, seed, o.Output == "json")
 	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := workflow.Start(wf, source, workflow.Options{

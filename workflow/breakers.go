@@ -37,15 +37,21 @@ func (x *Executor) breaker(step *Step) *breaker.Breaker {
 	return b
 }
 
-// jitterSource returns the random source of one step execution: derived
-// from the job's seed, the step and the item, so that the same seed gives
-// the same schedule whatever order parallel executions run in.
+// jitterSource returns the random source of one step execution.
 func (x *Executor) jitterSource(step *Step, r Run) func() float64 {
+	id, _ := r.Fields["item_id"].(string)
+	return JitterSource(x.Seed, step, id)
+}
+
+// JitterSource returns the random source of the retry jitter of one
+// execution of step in a job with seed, for the map item itemID ("" for
+// other steps): derived from the seed, the step and the item, so that the
+// same seed gives the same schedule whatever order parallel executions
+// run in, and `run --dry-run --seed` shows the delays a run waits.
+func JitterSource(seed uint64, step *Step, itemID string) func() float64 {
 	h := fnv.New64a()
 	h.Write([]byte(step.Key()))
 	h.Write([]byte{0})
-	if id, ok := r.Fields["item_id"].(string); ok {
-		h.Write([]byte(id))
-	}
-	return rand.New(rand.NewPCG(x.Seed, h.Sum64())).Float64
+	h.Write([]byte(itemID))
+	return rand.New(rand.NewPCG(seed, h.Sum64())).Float64
 }

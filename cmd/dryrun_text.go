@@ -1,0 +1,157 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// writeText prints the plan for people.
+func (p plan) writeText(w io.Writer) error {
+	tw := &errWriter{w: w}
+	tw.printf("workflow %q (%s); nothing is run\n", p.Workflow, p.Mode)
+	for _, ph := range p.Phases {
+		if ph.Phase == "agent_template" && p.Map != nil {
+			p.Map.writeText(tw)
+		}
+		tw.printf("%s:\n", ph.Phase)
+		for _, s := range ph.Steps {
+			s.writeText(tw, p.Seed)
+		}
+	}
+	if p.ErrorPolicy != nil {
+		p.ErrorPolicy.writeText(tw)
+	}
+	return tw.err
+}
+
+func (m *planMap) writeText(w *errWriter) {
+	parts := []string{"input " + m.Input}
+	add := func(cond bool, format string, args ...any) {
+		if cond {
+			parts = append(parts, fmt.Sprintf(format, args...))
+		}
+	}
+	add(m.JSONPath != "", "json_path %s", m.JSONPath)
+	add(m.Filter != "", "filter %s", m.Filter)
+	add(len(m.SortBy) > 0, "sort_by %s", strings.Join(m.SortBy, ", "))
+	add(m.Distinct != "", "distinct %s", m.Distinct)
+	add(m.Offset > 0, "offset %d", m.Offset)
+	add(m.MaxItems > 0, "max_items %d", m.MaxItems)
+	add(m.ItemID != "", "item_id %s", m.ItemID)
+	add(true, "max_parallel %s", m.MaxParallel)
+	add(m.AgentTimeout != nil, "agent_timeout %v", m.AgentTimeout)
+	w.printf("map: %s\n", strings.Join(parts, "; "))
+}
+
+func (pe *planErrorPolicy) writeText(w *errWriter) {
+	parts := []string{"on_item_failure " + string(pe.OnItemFailure)}
+	if !pe.ContinueOnFailure {
+		parts = append(parts, "stop at the first failed item")
+	}
+	if pe.MaxFailures > 0 {
+		parts = append(parts, fmt.Sprintf("stop after %d failed items", pe.MaxFailures))
+	}
+	if pe.FailureThreshold > 0 {
+		parts = append(parts, fmt.Sprintf("stop above %g%% failed once %d items finished", 100*pe.FailureThreshold, pe.MinItems))
+	}
+	coll := pe.ErrorCollection
+	if coll == "batched" {
+		coll = fmt.Sprintf("batched every %d", pe.BatchSize)
+	}
+	parts = append(parts, "failures shown "+coll)
+	w.printf("error policy: %s\n", strings.Join(parts, "; "))
+	if pe.ItemRetry != nil {
+		w.printf("  item retry: %s\n", pe.ItemRetry.text(nil))
+	}
+	if b := pe.CircuitBreaker; b != nil {
+		w.printf("  workflow circuit breaker: after %d consecutive item failures no item starts for %s; then %d probe(s) at a time, %d success(es) close it\n",
+			b.FailureThreshold, b.Timeout, b.HalfOpenRequests, b.SuccessThreshold)
+	}
+}
+
+func (s planStep) writeText(w *errWriter, seed *uint64) {
+	w.printf("  %d. %s\n", s.Index, s.Label)
+	if s.Timeout != nil {
+		w.printf("     timeout: %s per attempt\n", s.Timeout)
+	}
+	switch {
+	case s.RetryDisabled:
+		w.printf("     retry: disabled by retryable: false (runs once)\n")
+	case len(s.Retry) == 0:
+		w.printf("     retry: none (runs once)\n")
+	}
+	for i, p := range s.Retry {
+		label := "retry"
+		if len(s.Retry) > 1 {
+			label = fmt.Sprintf("retry policy %d", i+1)
+		}
+		w.printf("     %s: %s\n", label, p.text(seed))
+	}
+	if s.CircuitBreaker != nil {
+		w.printf("     circuit breaker: opens after %d failures for %s\n", s.CircuitBreaker.FailureThreshold, s.CircuitBreaker.Timeout)
+	}
+	if s.OnFailure != "" {
+		w.printf("     on failure: %s\n", s.OnFailure)
+	}
+}
+
+// text describes a policy: attempts, the delays before attempts 2..N and
+// their total, labelled with what they are, and the bounds.
+func (p planPolicy) text(seed *uint64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d attempts, %s backoff", p.Attempts, p.Backoff)
+	if len(p.Delays) > 0 {
+		var delays []string
+		for _, d := range p.Delays {
+			if p.DelaysAre == delaysJittered || p.DelaysAre == delaysPerItem {
+				delays = append(delays, fmt.Sprintf("%s-%s", d.Min, d.Max))
+			} else {
+				delays = append(delays, d.Delay.String())
+			}
+		}
+		if p.MoreDelays > 0 {
+			delays = append(delays, fmt.Sprintf("... (%d more)", p.MoreDelays))
+		}
+		list := strings.Join(delays, ", ")
+		switch p.DelaysAre {
+		case delaysFixed:
+			fmt.Fprintf(&b, "; delays %s (total %s)", list, p.Total)
+		case delaysSeeded:
+			fmt.Fprintf(&b, "; delays with seed %d: %s (total %s)", *seed, list, p.Total)
+		case delaysJittered:
+			fmt.Fprintf(&b, "; delays jittered in %s (total %s-%s; --seed N shows a run's exact delays)", list, p.MinTotal, p.MaxTotal)
+		case delaysPerItem:
+			fmt.Fprintf(&b, "; delays jittered per item in %s (total %s-%s)", list, p.MinTotal, p.MaxTotal)
+		}
+	}
+	fmt.Fprintf(&b, "; max_delay %s", p.MaxDelay)
+	switch p.Jitter {
+	case "proportional":
+		fmt.Fprintf(&b, "; jitter ±%g%%", p.JitterFactor*50)
+	case "full":
+		b.WriteString("; full jitter (each delay uniform in [0, delay])")
+	}
+	if p.Budget > 0 {
+		fmt.Fprintf(&b, "; budget %s", p.Budget)
+	}
+	if len(p.RetryOn) > 0 {
+		fmt.Fprintf(&b, "; retry_on %s", strings.Join(p.RetryOn, ", "))
+	}
+	if p.RetryAfter {
+		b.WriteString("; honours Retry-After")
+	}
+	return b.String()
+}
+
+// errWriter keeps the first write error of a series of prints.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
