@@ -147,7 +147,7 @@ func TestItemRetryGivesTheSlotBack(t *testing.T) {
 	if err != nil || sum.Items.Succeeded != 4 {
 		t.Fatalf("runMap = %+v, %v", sum, err)
 	}
-	want := []string{"item_0/1", "item_1/1", "item_2/1", "item_3/1", "item_0/2"}
+	want := []string{"0/1", "1/1", "2/1", "3/1", "0/2"} // the items are 0..3, their default ids too
 	if !slices.Equal(order, want) {
 		t.Errorf("order %v, want %v", order, want)
 	}
@@ -173,7 +173,7 @@ func TestStopLeavesItemsPending(t *testing.T) {
 	if sum.Items != want {
 		t.Errorf("counts %+v, want %+v", sum.Items, want)
 	}
-	if got := q.ids(); !slices.Equal(got, []string{"item_2", "item_4"}) {
+	if got := q.ids(); !slices.Equal(got, []string{"2", "4"}) {
 		t.Errorf("DLQ %v", got)
 	}
 }
