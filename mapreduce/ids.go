@@ -60,7 +60,7 @@ func (p *pipeline) defaultID(raw json.RawMessage, v any, index int) string {
 
 // valueID returns the id a string or number item may take by default: the
 // string, or the number as the input writes it, when it is at most
-// maxValueID bytes of letters, digits and ._-+,:@/%= (printable, no white
+// maxValueID bytes of letters (accents too), digits and ._-+,:@/%= (no white
 // space, nothing a shell would expand), does not start with '-' (it would
 // read as an option) or '=' (zsh expands =word) and is not item_<digits>.
 func valueID(raw json.RawMessage, v any) (string, bool) {
@@ -76,8 +76,9 @@ func valueID(raw json.RawMessage, v any) (string, bool) {
 	if id == "" || len(id) > maxValueID || id[0] == '-' || id[0] == '=' || !utf8.ValidString(id) || isIndexID(id) {
 		return "", false
 	}
-	for _, r := range id {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("._-+,:@/%=", r) {
+	for i, r := range id {
+		mark := i > 0 && unicode.IsMark(r) // a decomposed accent
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !mark && !strings.ContainsRune("._-+,:@/%=", r) {
 			return "", false
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/runnerdev/runner/workflow"
 )
@@ -96,7 +98,8 @@ func TestDefaultIDs(t *testing.T) {
 	tests := []struct{ name, mapYAML, input, want string }{
 		{"seq", "", "1\n2\n7\n", "1 2 7"},
 		{"numbers as written", "", `[7, 1.50, 1e3, 12345678901234567890]`, "7 1.50 1e3 12345678901234567890"},
-		{"file names", "", "src/a.go\n./b_c-d.txt\n/abs/x@v1.2+3,y:z=%20\n.hidden\ncafé.txt\n", "src/a.go ./b_c-d.txt /abs/x@v1.2+3,y:z=%20 .hidden café.txt"},
+		{"file names", "", "src/a.go\n./b_c-d.txt\n/abs/x@v1.2+3,y:z=%20\n.hidden\ncafé.txt\ncafe\u0301\n", "src/a.go ./b_c-d.txt /abs/x@v1.2+3,y:z=%20 .hidden café.txt cafe\u0301"},
+		{"a mark first", "", "\u0301a\n", "item_0"},
 		{"repeated values: the later ones", "", "a\nb\na\na\n", "a b item_2 item_3"},
 		{"a number and its string", "", `[7, "7"]`, "7 item_1"},
 		{"index-like values never", "", "item_1\nitem_01\nitem_x\nitem_\nx\n", "item_0 item_1 item_x item_ x"},
@@ -231,4 +234,34 @@ func BenchmarkLoadItems(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/item")
+}
+
+// FuzzDefaultIDs: default ids are unique, and each is item_<index> or
+// 1-64 bytes of UTF-8 without white space or control characters.
+func FuzzDefaultIDs(f *testing.F) {
+	for _, s := range []string{"1\n2\n1\n", "a\nitem_1\nb c\n", `[7, "7", -1, {"a": 1}, "x"]`, "caf\xe9\n-n\n=ls\n\u0301a\n"} {
+		f.Add([]byte(s))
+	}
+	m := mapPhase(f, "")
+	f.Fuzz(func(t *testing.T, input []byte) {
+		items, err := load(t, m, strings.NewReader(string(input)))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, it := range items {
+			if seen[it.ID] {
+				t.Fatalf("duplicate id %q", it.ID)
+			}
+			seen[it.ID] = true
+			if it.ID == fmt.Sprintf("item_%d", it.Index) {
+				continue
+			}
+			if len(it.ID) > maxValueID || !utf8.ValidString(it.ID) || strings.ContainsFunc(it.ID, func(r rune) bool {
+				return unicode.IsSpace(r) || unicode.IsControl(r)
+			}) {
+				t.Fatalf("item %d has id %q", it.Index, it.ID)
+			}
+		}
+	})
 }
