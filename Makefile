@@ -39,11 +39,12 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	scripts/bench.sh
 
-# kill -9 running MapReduce jobs at random moments and audit the state
-# after every crash (the normal test run does 20 rounds).
+# kill -9 running MapReduce jobs and dlq retries at random moments and
+# audit the state after every crash (the normal test run does 20 rounds of
+# the first, 8 of the second).
 CHAOS_ROUNDS ?= 200
 chaos:
-	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestCrashResume$$' -timeout 60m .
+	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestDLQRetryCrash)$$' -timeout 90m .
 
 # Each fuzz target for FUZZTIME; FuzzExpandShell, which starts dozens of
 # shells per input (~5 inputs/s), for FUZZTIME_SHELL. CI uses execution

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,37 +21,57 @@ import (
 	"github.com/runnerdev/runner/workflow/state"
 )
 
-// crashItems and crashParallel shape the job each crash round runs.
+// crashItems and crashParallel shape the job each crash round runs;
+// crashExecutions is the number of step executions without a crash.
 const (
-	crashItems    = 40
-	crashParallel = 4
+	crashItems      = 28
+	crashParallel   = 4
+	crashExecutions = crashItems * 7 / 2
 )
 
-// crashWorkflow runs 40 items, 4 at a time, with delays of 0-40 ms; the
-// items whose number is a multiple of 7 always fail.
+// crashWorkflow runs 28 items, 4 at a time, through three steps: a with a
+// delay of 0-40 ms and a capture, b whose first attempt fails for even
+// items and is retried after 200 ms (the item gives its slot back
+// meanwhile, so more than 4 items are running), c that uses a's capture and
+// fails for the multiples of 7. Each step logs one line per execution,
+// unique in a run without crashes ("N a", "N b ATTEMPT", "N c receipt-N").
 const crashWorkflow = `name: crash
 mode: mapreduce
 setup:
-  - shell: seq 1 40 > items.txt
+  - shell: seq 1 28 > items.txt
 map:
   input: items.txt
   max_parallel: 4
   agent_template:
     - shell: |
-        echo "${item}" >> runs.log
+        echo "${item} a" >> runs.log
         sleep 0.0$(( ${item} % 5 ))
+        echo "receipt-${item}"
+      capture_output: receipt
+    - shell: |
+        echo "${item} b ${RUNNER_ATTEMPT}" >> runs.log
+        [ "${RUNNER_ATTEMPT}" -ge 2 ] || [ $(( ${item} % 2 )) -ne 0 ]
+      retry_config: {attempts: 2, backoff: fixed, initial_delay: 200ms}
+    - shell: |
+        echo "${item} c ${receipt}" >> runs.log
         [ $(( ${item} % 7 )) -ne 0 ]
 reduce:
   - shell: echo reduced >> reduce.log
 `
 
-// TestCrashResume kills a running MapReduce job with SIGKILL at random
-// moments, one to three times per round, resuming it after each crash,
-// and checks after every crash and at the end that no item is lost or
-// doubled: each is exactly one of succeeded, in the DLQ, skipped or
+// crashSteps are the template's steps as runs.log names them.
+const crashSteps = "abc"
+
+// TestCrashResume kills a running MapReduce job with SIGKILL (or SIGINT)
+// at random moments, one to three times per round, resuming it after each
+// crash, and checks after every crash and at the end that no item is lost
+// or doubled: each is exactly one of succeeded, in the DLQ, skipped or
 // pending; the DLQ holds exactly the items that always fail; the bbolt
-// file checks clean; and no crash causes more than max_parallel repeated
-// executions. RUNNER_CHAOS_ROUNDS sets the number of rounds (default 20).
+// file checks clean. It also checks that resume continues items from the
+// step that was running: no step that had completed before a crash runs
+// again, captures are restored, and no crash causes more than max_parallel
+// repeated step executions. RUNNER_CHAOS_ROUNDS sets the number of rounds
+// (default 20).
 func TestCrashResume(t *testing.T) {
 	rounds, rng := chaos(t, 20)
 	for r := range rounds {
@@ -83,20 +104,34 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 	}
 	crashes := 1 + rng.IntN(3)
 	store := state.Store{Dir: filepath.Join(dir, ".runner")}
+	runsLog := filepath.Join(dir, "runs.log")
+	type crash struct {
+		mark      int             // lines of runs.log when it happened
+		completed map[string]bool // steps completed by then ("N a")
+	}
+	var past []crash
 	for range crashes {
 		run := exec.Command("runner", continueJob(store)...)
 		run.Dir = dir
+		before := len(readLines(t, runsLog))
 		if err := run.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(20+rng.IntN(400)) * time.Millisecond)
+		exited := make(chan struct{})
+		go func() { run.Wait(); close(exited) }()
+		if rng.IntN(8) == 0 { // during setup or loading, most likely
+			time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
+		} else { // at a random point of the job's progress, however fast the machine
+			waitForLines(runsLog, before+1+rng.IntN(max(crashExecutions-before, 1)), exited)
+		}
 		sig := syscall.SIGKILL
 		if rng.IntN(4) == 0 {
 			sig = syscall.SIGINT // an interrupt must leave the same guarantees
 		}
 		run.Process.Signal(sig)
-		run.Wait()
+		<-exited
 		auditJob(t, store, "j", crashItems, false)
+		past = append(past, crash{len(readLines(t, runsLog)), completedSteps(t, store, "j")})
 	}
 	time.Sleep(100 * time.Millisecond) // agents orphaned by the last crash finish
 	switch code, out := runnerIn(t, dir, continueJob(store)...); {
@@ -113,9 +148,39 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 	if counts[state.ItemDLQ] != failing || counts[state.ItemSucceeded] != crashItems-failing {
 		t.Errorf("end state %v, want %d succeeded and %d in the DLQ", counts, crashItems-failing, failing)
 	}
-	runs := readLines(t, filepath.Join(dir, "runs.log"))
-	if extra := len(runs) - crashItems; extra > crashParallel*crashes || extra < 0 {
-		t.Errorf("%d executions of %d items after %d crashes: more than %d repeated per crash", len(runs), crashItems, crashes, crashParallel)
+	runs := readLines(t, runsLog)
+	for k, c := range past {
+		reached := map[string]int{} // item -> the furthest execution it had started
+		for _, line := range runs[:c.mark] {
+			item, rank := crashRank(line)
+			reached[item] = max(reached[item], rank)
+		}
+		for _, line := range runs[c.mark:] {
+			item, rank := crashRank(line)
+			if step := item + " " + strings.Fields(line + " ?")[1]; c.completed[step] || rank < reached[item] {
+				t.Errorf("%q ran again after crash %d, after the step had completed", line, k+1)
+			}
+		}
+	}
+	seen := map[string]int{}
+	for _, line := range runs {
+		seen[line]++
+	}
+	for i := 1; i <= crashItems; i++ {
+		want := []string{fmt.Sprintf("%d a", i), fmt.Sprintf("%d b 1", i), fmt.Sprintf("%d c receipt-%d", i, i)}
+		if i%2 == 0 {
+			want = append(want, fmt.Sprintf("%d b 2", i))
+		}
+		for _, w := range want {
+			if seen[w] == 0 {
+				t.Errorf("runs.log lacks %q", w)
+			}
+		}
+	}
+	repeated := len(runs) - len(seen)
+	t.Logf("%d crash(es), %d step execution(s) repeated", crashes, repeated)
+	if len(seen) != crashExecutions || repeated > crashParallel*crashes {
+		t.Errorf("%d step executions, %d distinct (want %d), after %d crashes: more than %d repeated per crash", len(runs), len(seen), crashExecutions, crashes, crashParallel)
 	}
 	if reduced := readLines(t, filepath.Join(dir, "reduce.log")); len(reduced) == 0 {
 		t.Error("reduce never ran")
@@ -195,6 +260,68 @@ func auditJob(t *testing.T, store state.Store, jobID string, total int, final bo
 		t.Fatalf("%d items still pending after the final resume", counts["pending"])
 	}
 	return counts
+}
+
+// crashRank splits a runs.log line into its item and the place of the
+// execution in the item's order: a 0, b's attempts 1 and 2, c 3. An item
+// that started one execution had completed those before it.
+func crashRank(line string) (item string, rank int) {
+	f := append(strings.Fields(line), "", "", "")
+	switch f[1] {
+	case "a":
+		return f[0], 0
+	case "b":
+		n, _ := strconv.Atoi(f[2])
+		return f[0], n
+	}
+	return f[0], 3
+}
+
+// waitForLines waits (at most 10 s) until the file has n lines or exited
+// is closed.
+func waitForLines(path string, n int, exited <-chan struct{}) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if data, _ := os.ReadFile(path); bytes.Count(data, []byte("\n")) >= n {
+			return
+		}
+		select {
+		case <-exited:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// completedSteps returns the steps of the job's template ("N a" for item N
+// and step a) that must never run again: every step of the items that
+// ended and those a running item checkpointed as finished.
+func completedSteps(t *testing.T, store state.Store, jobID string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	job, err := store.Open(jobID)
+	if errors.Is(err, state.ErrNotFound) {
+		return out
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, err := job.ReadItemStates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range states {
+		for _, name := range crashSteps {
+			if rec.State != state.ItemRunning {
+				out[fmt.Sprintf("%d %c", i+1, name)] = true
+			}
+		}
+		for _, st := range rec.Steps {
+			if st.Status != "retrying" {
+				out[fmt.Sprintf("%d %c", i+1, crashSteps[st.Index])] = true
+			}
+		}
+	}
+	return out
 }
 
 // readLines returns a file's lines (none if it does not exist).

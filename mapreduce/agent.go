@@ -13,15 +13,26 @@ import (
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/proc"
+	"github.com/runnerdev/runner/workflow/state"
 )
 
 // Agent runs one item's agent template. Where items run is behind this
 // interface: a local process slot today.
 type Agent interface {
-	// RunItem runs the template once for it. The caller holds slot; the
-	// agent gives it back while the item waits out a delay. When ctx ends
-	// the outcome does not count: the item stays pending.
-	RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome
+	// RunItem runs the template once for it, from where cp says an ended
+	// process left this attempt. The caller holds slot; the agent gives it
+	// back while the item waits out a delay. When ctx ends the outcome
+	// does not count: the item stays pending.
+	RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot, cp Checkpoints) Outcome
+}
+
+// Checkpoints are an item attempt's progress through the template: each
+// step that finishes or waits to retry is saved before the next one
+// starts or the slot is given back, so that after a crash the attempt goes
+// on from the step that was running and no finished step runs again.
+type Checkpoints struct {
+	Saved []state.StepRecord           // by an ended process, in order
+	Save  func(state.StepRecord) error // an error stops the item: Outcome.Err
 }
 
 // maxItemJSONEnv is the largest item passed in $RUNNER_ITEM_JSON; a larger
@@ -42,7 +53,7 @@ type agentTimeout struct{ d time.Duration }
 
 func (e *agentTimeout) Error() string { return "agent timed out after " + e.d.String() }
 
-func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot, cp Checkpoints) Outcome {
 	start := time.Now()
 	sc := a.scope.Child()
 	sc.Set("item", it.Value)
@@ -62,13 +73,25 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 		fmt.Fprintf(logFile, "--- attempt %d ---\n", attempt)
 	}
 	var stdout proc.Tail
+	var saveErr error
+	save := func(rec state.StepRecord) error {
+		if err := cp.Save(rec); err != nil {
+			saveErr = err
+		}
+		return saveErr
+	}
 	run := workflow.Run{
-		Scope:  sc,
-		Env:    env,
-		Fields: map[string]any{"item_id": it.ID},
-		Stdout: &teeWriter{tail: &stdout, file: logFile},
-		Stderr: logFile,
-		Slot:   slot,
+		Scope:   sc,
+		Env:     env,
+		Fields:  map[string]any{"item_id": it.ID},
+		Stdout:  &teeWriter{tail: &stdout, file: logFile},
+		Stderr:  logFile,
+		Slot:    slot,
+		Waiting: save,
+	}
+	saved := map[int]state.StepRecord{}
+	for _, rec := range cp.Saved {
+		saved[rec.Index] = rec
 	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if a.timeout > 0 {
@@ -76,8 +99,26 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 	}
 	defer cancel()
 	for _, step := range a.steps {
+		run.From = nil
+		if rec, ok := saved[step.Index]; ok && rec.Status == string(workflow.StepRetrying) {
+			run.From = &rec
+		} else if ok {
+			sc.Apply(workflow.RecordedVars(rec))
+			stdout.Write([]byte(rec.Output))
+			continue
+		}
 		res := a.exec.RunStep(actx, step, run)
-		if !res.Fatal() {
+		switch {
+		case ctx.Err() != nil:
+			return Outcome{} // interrupted: does not count
+		case saveErr != nil:
+			return Outcome{Err: saveErr}
+		case !res.Fatal():
+			rec := res.Record(step)
+			rec.Output = res.Outcome.Stdout
+			if err := save(rec); err != nil {
+				return Outcome{Err: err}
+			}
 			continue
 		}
 		f := Failure{

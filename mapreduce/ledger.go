@@ -1,6 +1,7 @@
 package mapreduce
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -32,19 +33,36 @@ type ledger struct {
 
 // Outcome is how one run of an item's agent template ended.
 type Outcome struct {
+	Err      error // a checkpoint could not be saved: the job cannot go on safely
 	Failed   bool
 	Failure  Failure // when Failed
 	Output   string  // the agent's stdout, last 64 KiB
 	Duration time.Duration
 }
 
-// start records that an item begins an attempt.
-func (l *ledger) start(it *Item, attempt int) error {
-	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: attempt}); err != nil {
+// start records that an item begins its first attempt.
+func (l *ledger) start(it *Item) error {
+	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: 1}); err != nil {
 		return err
 	}
-	l.job.Emit("item_started", map[string]any{"item_id": it.ID, "item_index": it.Index, "attempt": attempt})
+	l.started(it, 1, false)
 	return nil
+}
+
+// started tells that an attempt already recorded as running begins, or
+// (resumed) goes on from its checkpoints after a crash.
+func (l *ledger) started(it *Item, attempt int, resumed bool) {
+	fields := map[string]any{"item_id": it.ID, "item_index": it.Index, "attempt": attempt}
+	if resumed {
+		fields["resumed"] = true
+	}
+	l.job.Emit("item_started", fields)
+}
+
+// step checkpoints a template step of an item's attempt.
+func (l *ledger) step(it *Item, attempt int, rec state.StepRecord) error {
+	rec.Vars = l.job.SealVars(rec.Vars)
+	return l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, Attempt: attempt, Step: &rec})
 }
 
 // succeeded records an item that finished without failure.
@@ -72,11 +90,23 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 }
 
 // retrying records a failed attempt that the item-level retry runs again
-// after delay.
-func (l *ledger) retrying(it *Item, f Failure, delay time.Duration) {
+// after delay: the next attempt is recorded as running from the end of the
+// delay on, so that a crash meanwhile neither continues the failed attempt
+// nor starts the item's attempts over.
+func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) error {
+	f := failures[len(failures)-1]
+	history, err := json.Marshal(l.masked(failures))
+	if err != nil {
+		return fmt.Errorf("item %s: %w", it.ID, err)
+	}
+	rec := state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: f.Attempt + 1, Due: time.Now().Add(delay), Failures: history}
+	if err := l.items.Append(rec); err != nil {
+		return err
+	}
 	fields := failureFields(it, f)
 	fields["delay_ms"] = delay.Milliseconds()
 	l.job.Emit("item_retrying", fields)
+	return nil
 }
 
 // failed records an item's final failure per the error policy: to the DLQ
@@ -89,11 +119,9 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		action = errorpolicy.DLQ // retries are used up
 	}
 	status, st := "failed", state.ItemDLQ
-	failures = slices.Clone(failures)
-	for i := range failures {
-		failures[i].Message = l.job.Mask(failures[i].Message)
-		failures[i].StderrTail = l.job.Mask(failures[i].StderrTail)
-		if l.fromDLQ {
+	failures = l.masked(failures)
+	if l.fromDLQ {
+		for i := range failures {
 			failures[i].Attempt = 0 // the DLQ numbers a retried item's failures after its history
 		}
 	}
@@ -131,6 +159,29 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	return l.record(true), nil
 }
 
+// masked returns a copy of failures without the job's secrets.
+func (l *ledger) masked(failures []Failure) []Failure {
+	failures = slices.Clone(failures)
+	for i := range failures {
+		failures[i].Message = l.job.Mask(failures[i].Message)
+		failures[i].StderrTail = l.job.Mask(failures[i].StderrTail)
+	}
+	return failures
+}
+
+// earlierFailures returns the failures of the earlier attempts of an item
+// that an ended process left waiting to retry.
+func earlierFailures(rec state.ItemRecord) ([]Failure, error) {
+	if len(rec.Failures) == 0 {
+		return nil, nil
+	}
+	var failures []Failure
+	if err := json.Unmarshal(rec.Failures, &failures); err != nil {
+		return nil, fmt.Errorf("item %s: recorded failures: %w", rec.ID, err)
+	}
+	return failures, nil
+}
+
 // record counts a finished item for the error policy; l.mu is held.
 func (l *ledger) record(failed bool) *errorpolicy.Verdict {
 	l.counts.Pending--
@@ -164,24 +215,25 @@ func failureFields(it *Item, f Failure) map[string]any {
 // reconcile turns the item log's last records into the starting state of
 // a (resumed) job: terminal items are skipped by the map phase; an item
 // last seen running that the DLQ holds failed after the DLQ write and
-// before its state was logged, so it is recorded as in the DLQ now.
-func reconcile(job *workflow.Job, log *state.ItemLog, dlq DeadLetters, total int) (done map[int]string, counts state.ItemCounts, err error) {
+// before its state was logged, so it is recorded as in the DLQ now; the
+// other items last seen running are returned with their checkpoints.
+func reconcile(job *workflow.Job, log *state.ItemLog, dlq DeadLetters, total int) (done map[int]string, running map[int]state.ItemRecord, counts state.ItemCounts, err error) {
 	records, err := job.State.ReadItemStates()
 	if err != nil {
-		return nil, counts, err
+		return nil, nil, counts, err
 	}
-	var running []string
+	var runningIDs []string
 	byID := map[string]state.ItemRecord{}
 	for _, rec := range records {
 		if rec.State == state.ItemRunning {
-			running = append(running, rec.ID)
+			runningIDs = append(runningIDs, rec.ID)
 			byID[rec.ID] = rec
 		}
 	}
-	if len(running) > 0 {
-		queued, err := dlq.Queued(running...)
+	if len(runningIDs) > 0 {
+		queued, err := dlq.Queued(runningIDs...)
 		if err != nil {
-			return nil, counts, err
+			return nil, nil, counts, err
 		}
 		for id, in := range queued {
 			if !in {
@@ -190,15 +242,21 @@ func reconcile(job *workflow.Job, log *state.ItemLog, dlq DeadLetters, total int
 			rec := byID[id]
 			rec.State, rec.Error = state.ItemDLQ, "recorded in the DLQ before a crash"
 			if err := log.Append(rec); err != nil {
-				return nil, counts, err
+				return nil, nil, counts, err
 			}
 			records[rec.Index] = rec
 		}
 	}
-	done = map[int]string{}
+	done, running = map[int]string{}, map[int]state.ItemRecord{}
 	counts.Total = total
 	for i, rec := range records {
 		switch rec.State {
+		case state.ItemRunning:
+			for k := range rec.Steps {
+				rec.Steps[k].Vars = job.UnsealVars(rec.Steps[k].Vars)
+			}
+			running[i] = rec
+			continue
 		case state.ItemSucceeded:
 			counts.Succeeded++
 		case state.ItemDLQ:
@@ -213,7 +271,7 @@ func reconcile(job *workflow.Job, log *state.ItemLog, dlq DeadLetters, total int
 	}
 	counts.Pending = total - len(done)
 	if counts.Pending < 0 {
-		return nil, counts, errors.New("item log has records for more items than the items file")
+		return nil, nil, counts, errors.New("item log has records for more items than the items file")
 	}
-	return done, counts, nil
+	return done, running, counts, nil
 }

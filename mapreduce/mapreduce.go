@@ -84,7 +84,7 @@ func runMap(ctx context.Context, j *workflow.Job, opts Options) (Summary, error)
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	done, counts, err := reconcile(j, itemLog, opts.DLQ, total)
+	done, running, counts, err := reconcile(j, itemLog, opts.DLQ, total)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -97,6 +97,7 @@ func runMap(ctx context.Context, j *workflow.Job, opts Options) (Summary, error)
 	ep := j.Workflow.ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
 	s := newScheduler(j, l, parallel)
+	s.resumed = running
 	if opts.Agent != nil {
 		s.agent = opts.Agent
 	}

@@ -71,10 +71,10 @@ func (q *fakeDLQ) ids() []string {
 	return out
 }
 
-// agentFunc is an Agent made of a function.
+// agentFunc is an Agent made of a function; it keeps no checkpoints.
 type agentFunc func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome
 
-func (f agentFunc) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+func (f agentFunc) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot, _ Checkpoints) Outcome {
 	return f(ctx, it, attempt, slot)
 }
 
@@ -216,9 +216,9 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	}
 	// Rewrite history: item 1 was running when the DLQ took it.
 	log, _ := j.State.OpenItemLog()
-	log.Append(state.ItemRecord{Index: 1, ID: "item_1", State: state.ItemRunning})
+	log.Append(state.ItemRecord{Index: 1, ID: "1", State: state.ItemRunning})
 	log.Close()
-	q.Add(DeadLetter{ItemID: "item_1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
+	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
 	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
 		ran = append(ran, it.ID)
 		return Outcome{}
@@ -233,5 +233,64 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	states, _ := j.State.ReadItemStates()
 	if states[1].State != state.ItemDLQ {
 		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
+	}
+}
+
+// The local agent goes on from an attempt's checkpoints: a finished step
+// is skipped and its capture and output restored, a step that waited to
+// retry runs its next attempt, and each step that finishes is saved; when
+// a save fails the item stops there.
+func TestAgentContinuesFromCheckpoints(t *testing.T) {
+	j := startJob(t, 1, 1, "")
+	dir := t.TempDir()
+	src := fmt.Sprintf(`mode: mapreduce
+map:
+  input: x
+  agent_template:
+    - shell: echo one >> %[1]s/ran; echo hello
+      capture_output: greeting
+    - shell: echo "two ${greeting} $RUNNER_ATTEMPT" >> %[1]s/ran
+      retry_config: {attempts: 3, initial_delay: 1h}
+    - shell: echo three >> %[1]s/ran
+`, dir)
+	wf, err := workflow.Parse("t.yml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &localAgent{exec: j.Executor, scope: j.Scope, steps: wf.Map.Template, logDir: dir}
+	it := &Item{ID: "item_0", Raw: []byte(`"x"`), Value: "x"}
+	saved := []state.StepRecord{
+		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
+		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},
+	}
+	for _, tc := range []struct {
+		name    string
+		failing int // the save that fails, from 1; 0 = none
+		ran     string
+	}{
+		{"saves", 0, "two hello 2\nthree\n"},
+		{"save fails", 1, "two hello 2\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(filepath.Join(dir, "ran"))
+			var got []string
+			out := a.RunItem(t.Context(), it, 1, nil, Checkpoints{Saved: saved, Save: func(rec state.StepRecord) error {
+				got = append(got, fmt.Sprintf("%d %s", rec.Index, rec.Status))
+				if len(got) == tc.failing {
+					return errors.New("disk full")
+				}
+				return nil
+			}})
+			ran, _ := os.ReadFile(filepath.Join(dir, "ran"))
+			if string(ran) != tc.ran {
+				t.Errorf("ran %q, want %q", ran, tc.ran)
+			}
+			switch {
+			case tc.failing == 0 && (out.Err != nil || out.Failed || out.Output != "hello\n" || !slices.Equal(got, []string{"1 succeeded", "2 succeeded"})):
+				t.Errorf("outcome %+v, saved %v", out, got)
+			case tc.failing > 0 && out.Err == nil:
+				t.Errorf("outcome %+v after a failed save", out)
+			}
+		})
 	}
 }

@@ -5,10 +5,11 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/state"
 )
 
 // scheduler starts items in up to max_parallel slots, behind the workflow
@@ -23,6 +24,9 @@ type scheduler struct {
 	seed   uint64
 	emit   func(typ string, fields map[string]any)
 	ended  func(it *Item) // after an item's end is recorded; may be nil
+	// resumed are the items an ended process left running, by index,
+	// with their checkpoints: they go on from there.
+	resumed map[int]state.ItemRecord
 
 	wg sync.WaitGroup
 	// gateMu orders the breaker's transitions (made in Pass.Done) with
@@ -41,6 +45,8 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 		return false
 	}
 	sl := &slot{sem: s.slots}
+	from, resumed := s.resumed[it.Index]
+	from.Attempt = max(from.Attempt, 1)
 	for {
 		var pass *errorpolicy.Pass
 		if s.gate != nil {
@@ -64,7 +70,12 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 			pass.Return()
 			continue
 		}
-		err := s.ledger.start(it, 1)
+		var err error
+		if resumed {
+			s.ledger.started(it, from.Attempt, true)
+		} else {
+			err = s.ledger.start(it)
+		}
 		s.gateMu.Unlock()
 		if err != nil {
 			s.fail(err)
@@ -75,7 +86,7 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 			return false
 		}
 		s.wg.Add(1)
-		go s.runItem(ctx, it, sl, pass)
+		go s.runItem(ctx, it, sl, pass, from)
 		return true
 	}
 }
@@ -90,10 +101,11 @@ func (s *scheduler) running(ctx context.Context) bool {
 	return ctx.Err() == nil && s.stopped == nil && s.fatalErr == nil
 }
 
-// runItem runs one item (whose first start dispatch recorded) to its
-// end: attempts per the item-level retry policy, then the ledger records
-// how it ended.
-func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *errorpolicy.Pass) {
+// runItem runs one item (whose start dispatch recorded) to its end:
+// attempts per the item-level retry policy, from where from (the item's
+// running record, if an ended process left one) says, then the ledger
+// records how it ended.
+func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *errorpolicy.Pass, from state.ItemRecord) {
 	defer s.wg.Done()
 	defer sl.Release()
 	if s.ended != nil {
@@ -102,17 +114,25 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 	if pass != nil {
 		defer pass.Return() // interrupted: the item says nothing about health (no-op after Done)
 	}
-	var failures []Failure
-	for attempt := 1; ; attempt++ {
-		if attempt > 1 { // dispatch recorded the first start
-			if err := s.ledger.start(it, attempt); err != nil {
-				s.fail(err)
-				return
-			}
-		}
-		out := s.agent.RunItem(ctx, it, attempt, sl)
+	if wait := time.Until(from.Due); wait > 0 && retryv2.Pause(ctx, wait, sl) != nil {
+		return // interrupted in the item-level retry delay it was resumed in
+	}
+	failures, err := earlierFailures(from)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	saved := from.Steps
+	for attempt := from.Attempt; ; attempt++ {
+		cp := Checkpoints{Saved: saved, Save: func(rec state.StepRecord) error { return s.ledger.step(it, attempt, rec) }}
+		saved = nil
+		out := s.agent.RunItem(ctx, it, attempt, sl, cp)
 		if ctx.Err() != nil {
 			return // interrupted: the item stays pending
+		}
+		if out.Err != nil {
+			s.fail(out.Err)
+			return
 		}
 		var (
 			verdict *errorpolicy.Verdict
@@ -124,10 +144,14 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 		case s.retry != nil && attempt < s.retry.Attempts:
 			failures = append(failures, out.Failure)
 			delay := s.retry.Delay(attempt, s.jitter(it))
-			s.ledger.retrying(it, out.Failure, delay)
-			if workflow.Pause(ctx, delay, sl) != nil {
+			if err := s.ledger.retrying(it, failures, delay); err != nil {
+				s.fail(err)
 				return
 			}
+			if retryv2.Pause(ctx, delay, sl) != nil {
+				return
+			}
+			s.ledger.started(it, attempt+1, false)
 			continue
 		default:
 			verdict, err = s.ledger.failed(it, append(failures, out.Failure), out)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	retry "github.com/sethvargo/go-retry"
@@ -57,6 +58,21 @@ type Spec struct {
 	Finished func(Outcome)    // after each attempt, also one the breaker refused
 	Decided  func(Decision)   // after each failed attempt, when there are policies
 	Slot     Slot             // nil: none; else given back during delays
+	// Waiting, when set, is told where the loop stands before it waits
+	// out a delay; an error stops the loop with that error.
+	Waiting func(Progress) error
+	// From continues a loop that was waiting when its process ended: the
+	// next attempt runs after From.Delay and is numbered after From.Attempts.
+	From *Progress
+}
+
+// Progress is where a retry loop stands while it waits for its next
+// attempt: enough to continue it in another process.
+type Progress struct {
+	Attempts int           // attempts run
+	Failures []int         // failures each policy has handled
+	Elapsed  time.Duration // of the retry budget when the next attempt starts
+	Delay    time.Duration // before the next attempt
 }
 
 // Slot is a place to run attempts in, such as one of a MapReduce job's
@@ -89,13 +105,6 @@ func (e *Error) Error() string {
 // ctx ended.
 func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 	start := time.Now()
-	budget := spec.budget()
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	if budget > 0 {
-		actx, cancel = context.WithDeadlineCause(ctx, start.Add(budget), ErrBudgetExhausted)
-	}
-	defer cancel()
-
 	failures := make([]int, len(spec.Policies))
 	var (
 		last     Outcome
@@ -104,8 +113,31 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 		n        int
 		released bool // the slot was given back for a delay
 	)
+	if p := spec.From; p != nil {
+		n, next = p.Attempts, max(p.Delay, 0)
+		copy(failures, p.Failures)
+		start = start.Add(next - p.Elapsed)
+	}
+	budget := spec.budget()
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if budget > 0 {
+		actx, cancel = context.WithDeadlineCause(ctx, start.Add(budget), ErrBudgetExhausted)
+	}
+	defer cancel()
+
 	backoff := retry.BackoffFunc(func() (time.Duration, bool) { return next, false })
+	resumed := spec.From != nil
 	err := retry.Do(actx, backoff, func(ctx context.Context) error {
+		if resumed { // the delay the ended process was waiting out
+			resumed = false
+			if spec.Slot != nil && next > 0 {
+				spec.Slot.Release()
+				released = true // taken again below, or at the end if ctx ends
+			}
+			if err := Pause(ctx, next, nil); err != nil {
+				return err
+			}
+		}
 		if released {
 			if err := spec.Slot.Acquire(ctx); err != nil {
 				return err // ctx ended while waiting for a slot: reported below
@@ -132,6 +164,13 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 			return final
 		}
 		next = d.Delay
+		if spec.Waiting != nil {
+			p := Progress{Attempts: n, Failures: slices.Clone(failures), Elapsed: time.Since(start) + next, Delay: next}
+			if err := spec.Waiting(p); err != nil {
+				final = err
+				return err
+			}
+		}
 		if spec.Slot != nil && next > 0 {
 			spec.Slot.Release()
 			released = true
@@ -150,6 +189,23 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 		return last, &Error{Reason: ReasonBudget, Attempts: n, Last: last}
 	}
 	return last, final
+}
+
+// Pause waits d or until ctx ends (returning its cause), giving slot (if
+// any) back meanwhile and taking it again afterwards.
+func Pause(ctx context.Context, d time.Duration, slot Slot) error {
+	if slot != nil && d > 0 {
+		slot.Release()
+		defer slot.Acquire(ctx) //nolint:errcheck // fails only when ctx ended, reported below
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // runOnce runs one attempt through the breaker.

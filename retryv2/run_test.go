@@ -325,6 +325,23 @@ func (s *recordingSlot) Release() {
 	}
 }
 
+// Pause (repeat intervals, item-level retry delays) gives the slot back
+// while it waits and holds it again afterwards; a zero pause keeps it.
+func TestPauseGivesTheSlotBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slot := &recordingSlot{t0: time.Now(), held: true}
+		if err := Pause(t.Context(), time.Second, slot); err != nil {
+			t.Fatal(err)
+		}
+		if err := Pause(t.Context(), 0, slot); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"release@0s", "acquire@1s"}; !slices.Equal(slot.log, want) || !slot.held {
+			t.Errorf("slot log %v, held %v; want %v, held", slot.log, slot.held, want)
+		}
+	})
+}
+
 func TestRunGivesTheSlotBackDuringDelays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slot := &recordingSlot{t0: time.Now(), held: true}
@@ -414,4 +431,43 @@ func TestWhenErrorIsTheReason(t *testing.T) {
 	if !strings.Contains(err.Error(), "("+want+")") {
 		t.Errorf("final error %q does not give the reason", err)
 	}
+}
+
+// A loop continued from the Progress it reported before a delay runs the
+// same attempts at the same times as one that was never interrupted.
+func TestRunContinuesFromProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := DefaultPolicy()
+		p.Attempts = 4
+		ctx, stop := context.WithCancel(t.Context())
+		var saved []Progress
+		spec := Spec{Policies: []Policy{p}, Waiting: func(pr Progress) error {
+			saved = append(saved, pr)
+			if len(saved) == 2 {
+				stop() // the process ends while attempt 3 waits
+			}
+			return nil
+		}}
+		var starts []time.Duration
+		t0 := time.Now()
+		if _, err := Run(ctx, spec, script(&starts, t0, fail503)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("first run: %v", err)
+		}
+		want := Progress{Attempts: 2, Failures: []int{2}, Elapsed: 3 * time.Second, Delay: 2 * time.Second}
+		if got := saved[1]; got.Attempts != want.Attempts || !slices.Equal(got.Failures, want.Failures) || got.Elapsed != want.Elapsed || got.Delay != want.Delay {
+			t.Fatalf("progress %+v, want %+v", got, want)
+		}
+		slot := &recordingSlot{t0: time.Now(), held: true}
+		spec.From, spec.Waiting, spec.Slot = &saved[1], nil, slot
+		last, err := Run(t.Context(), spec, script(&starts, t0, fail503, fail503, fail503, ok))
+		if err != nil || last.Attempt != 4 {
+			t.Fatalf("continued run = %+v, %v", last, err)
+		}
+		if want := []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second}; !slices.Equal(starts, want) {
+			t.Errorf("attempt starts %v, want %v", starts, want)
+		}
+		if want := []string{"release@0s", "acquire@2s", "release@2s", "acquire@6s"}; !slices.Equal(slot.log, want) || !slot.held {
+			t.Errorf("slot log %v, held %v; want %v, held (given back during the resumed delay too)", slot.log, slot.held, want)
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow/interp"
 	"github.com/runnerdev/runner/workflow/proc"
+	"github.com/runnerdev/runner/workflow/state"
 )
 
 // Executor runs steps: it owns what every step of a job shares.
@@ -40,6 +41,11 @@ type Run struct {
 	Stdout io.Writer      // overrides the executor's live output when set
 	Stderr io.Writer
 	Slot   retryv2.Slot // map agents: given back while the step waits out a delay
+	// Map agents: Waiting checkpoints a step (not a repeat) before it waits
+	// out a retry delay; From is such a checkpoint from a process that
+	// ended, whose retry loop the step continues.
+	Waiting func(state.StepRecord) error
+	From    *state.StepRecord
 }
 
 func (r Run) stdout(x *Executor) io.Writer {

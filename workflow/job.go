@@ -132,7 +132,7 @@ func Attach(id string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	for _, rec := range done[PhaseSetup] {
-		j.applyVars(PhaseSetup, normalizeVars(rec.Vars))
+		j.applyVars(PhaseSetup, RecordedVars(rec))
 	}
 	return j, nil
 }
@@ -161,12 +161,20 @@ func (j *Job) readJournal() (map[string]map[int]state.StepRecord, error) {
 	done, err := j.State.ReadJournal()
 	for _, recs := range done {
 		for i, rec := range recs {
-			rec.Vars = j.sealer.Unseal(rec.Vars)
+			rec.Vars = j.UnsealVars(rec.Vars)
 			recs[i] = rec
 		}
 	}
 	return done, err
 }
+
+// SealVars returns vars with the job's secret values hidden, for a record
+// under the state dir (a capture may hold a secret).
+func (j *Job) SealVars(vars map[string]any) map[string]any { return j.sealer.Seal(vars) }
+
+// UnsealVars puts the job's secret values back into vars read from a
+// record that SealVars wrote.
+func (j *Job) UnsealVars(vars map[string]any) map[string]any { return j.sealer.Unseal(vars) }
 
 // Close releases a job opened with Attach.
 func (j *Job) Close() error {

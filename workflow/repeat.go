@@ -20,6 +20,7 @@ func (x *Executor) runRepeated(ctx context.Context, step *Step, r Run) (commandR
 	if rp == nil {
 		return x.attempts(ctx, step, r)
 	}
+	r.Waiting, r.From = nil, nil // a repeat's runs are not checkpointed: it starts over
 	start := time.Now()
 	gaps := retryv2.Policy{Backoff: rp.Backoff, InitialDelay: rp.Interval, MaxDelay: max(rp.Interval, maxPollGap)}
 	for run := 1; ; run++ {
@@ -44,25 +45,8 @@ func (x *Executor) runRepeated(ctx context.Context, step *Step, r Run) (commandR
 			return res, fmt.Errorf("repeat: condition not met within %s (until: %s)", rp.Timeout, rp.Until.Source)
 		}
 		x.emit(r, "step_repeat", map[string]any{"step": step.Key(), "run": run, "delay_ms": ms(gap)})
-		if err := Pause(ctx, gap, r.Slot); err != nil {
+		if err := retryv2.Pause(ctx, gap, r.Slot); err != nil {
 			return res, err
 		}
-	}
-}
-
-// Pause waits d or until ctx ends (returning its cause), giving slot (if
-// any) back meanwhile and taking it again afterwards.
-func Pause(ctx context.Context, d time.Duration, slot retryv2.Slot) error {
-	if slot != nil && d > 0 {
-		slot.Release()
-		defer slot.Acquire(ctx) //nolint:errcheck // fails only when ctx ended, reported below
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
 	}
 }

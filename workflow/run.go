@@ -32,7 +32,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseR
 	done := j.done[phase]
 	for _, step := range steps {
 		if rec, ok := done[step.Index]; ok {
-			j.applyVars(phase, normalizeVars(rec.Vars))
+			j.applyVars(phase, RecordedVars(rec))
 			pr.count(StepStatus(rec.Status))
 			continue
 		}
@@ -55,10 +55,9 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseR
 		if res.Err != nil {
 			pr.Handled = append(pr.Handled, j.MaskError(res.Err))
 		}
-		if err := j.journal.Append(state.StepRecord{
-			Phase: phase, Index: step.Index, Key: step.Key(), Status: string(res.Status),
-			ExitCode: res.Outcome.ExitCode, Vars: j.sealer.Seal(res.Vars),
-		}); err != nil {
+		rec := res.Record(step)
+		rec.Phase, rec.Vars = phase, j.SealVars(rec.Vars)
+		if err := j.journal.Append(rec); err != nil {
 			return pr, err
 		}
 		if phase == PhaseCommands {

@@ -99,6 +99,10 @@ func (x *Executor) attempts(ctx context.Context, step *Step, r Run) (commandResu
 			}
 		},
 		Decided: func(d retryv2.Decision) { x.emit(r, "retry_decision", decisionFields(key, d)) },
+		From:    retryProgress(r.From),
+	}
+	if r.Waiting != nil {
+		spec.Waiting = func(p retryv2.Progress) error { return r.Waiting(retryingRecord(step, p)) }
 	}
 	last, err := retryv2.Run(ctx, spec, func(ctx context.Context, n int) retryv2.Outcome {
 		ran = x.runCommand(ctx, step, step.Shell, r, n, capture)

@@ -23,14 +23,25 @@ const (
 	ItemSkipped   = "skipped"
 )
 
-// ItemRecord is one item state change in items-state.jsonl.
+// ItemRecord is one line of items-state.jsonl: an item state change or,
+// with Step set and no State, a checkpoint of a running item's attempt: a
+// template step that finished or waits to retry.
 type ItemRecord struct {
 	Index      int    `json:"i"`
 	ID         string `json:"id"`
-	State      string `json:"s"`
+	State      string `json:"s,omitempty"`
 	Attempt    int    `json:"a,omitempty"`  // item-level attempt
 	DurationMS int64  `json:"ms,omitempty"` // finished states
 	Error      string `json:"e,omitempty"`  // the final failure, for dlq/skipped
+	// Running after an item-level retry decision: the attempt starts no
+	// earlier, and the failures of the earlier attempts (a JSON list).
+	Due      time.Time       `json:"due,omitzero"`
+	Failures json.RawMessage `json:"f,omitempty"`
+	Step     *StepRecord     `json:"step,omitempty"` // a checkpoint
+
+	// Steps are, for an item last seen running, the checkpoints of its
+	// current attempt in order (filled by ReadItemStates).
+	Steps []StepRecord `json:"-"`
 }
 
 // ItemLog appends item state changes with one write each (the change
@@ -136,15 +147,25 @@ func (j *Job) AppendItemRecords(recs ...ItemRecord) error {
 	return l.Close()
 }
 
-// ReadItemStates returns the last recorded state of every item, by index.
+// ReadItemStates returns the last recorded state of every item, by index,
+// with the checkpoints of the items last seen running.
 func (j *Job) ReadItemStates() (map[int]ItemRecord, error) {
 	out := map[int]ItemRecord{}
 	err := readLines(j.Path("items-state.jsonl"), func(line []byte) error {
 		var rec ItemRecord
-		if err := json.Unmarshal(line, &rec); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber() // captured values come back as they were journaled
+		if err := dec.Decode(&rec); err != nil {
 			return err
 		}
-		out[rec.Index] = rec
+		if rec.Step == nil {
+			out[rec.Index] = rec
+			return nil
+		}
+		if cur := out[rec.Index]; cur.State == ItemRunning && cur.Attempt == rec.Attempt {
+			cur.Steps = append(cur.Steps, *rec.Step)
+			out[rec.Index] = cur
+		}
 		return nil
 	})
 	return out, err

@@ -5,19 +5,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/runnerdev/runner/workflow/appendfile"
 )
 
-// StepRecord is a finished step in the progress journal. Resume skips every
-// step that has one and restores the variables it set.
+// StepRecord is a finished step in the progress journal, or a map agent's
+// step in its item's checkpoints. Resume skips every step that has one and
+// restores the variables it set; a map agent's step that was waiting to
+// retry (status "retrying") continues its retry loop instead.
 type StepRecord struct {
-	Phase    string         `json:"phase"` // "commands", "setup", "reduce"
-	Index    int            `json:"index"` // 0-based within the phase
+	Phase    string         `json:"phase,omitempty"` // "commands", "setup", "reduce"; "" in item checkpoints
+	Index    int            `json:"index"`           // 0-based within the phase or template
 	Key      string         `json:"step"`
-	Status   string         `json:"status"` // succeeded, failed (handled), skipped
+	Status   string         `json:"status"` // succeeded, failed (handled), skipped, retrying
 	ExitCode int            `json:"exit_code"`
 	Vars     map[string]any `json:"vars,omitempty"`
+	Output   string         `json:"output,omitempty"` // item checkpoints: the step's stdout tail
+
+	// A step waiting to retry: its retry loop's progress.
+	Attempts  int       `json:"attempts,omitempty"`   // attempts run
+	Failures  []int     `json:"failures,omitempty"`   // per retry policy
+	ElapsedMS int64     `json:"elapsed_ms,omitempty"` // of the retry budget at the next attempt
+	Due       time.Time `json:"due,omitzero"`         // the next attempt starts no earlier
 }
 
 // Journal appends step records to a job's progress.jsonl (0600: it holds

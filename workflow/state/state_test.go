@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -155,5 +156,51 @@ func BenchmarkItemLogAppend(b *testing.B) {
 		if err := l.Append(ItemRecord{Index: i, ID: "item", State: ItemSucceeded, Attempt: 1, DurationMS: 3}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// ReadItemStates gives an item last seen running the checkpoints of its
+// current attempt only; records written before checkpoints existed read
+// as before.
+func TestReadItemStatesCheckpoints(t *testing.T) {
+	j, err := Store{Dir: t.TempDir()}.Create(Meta{ID: "c", File: "w.yml"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := `{"i":0,"id":"item_0","s":"running","a":1}` + "\n" + `{"i":1,"id":"item_1","s":"running","a":1}` + "\n"
+	if err := os.WriteFile(j.Path("items-state.jsonl"), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := j.OpenItemLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(i, attempt, index int, status string) ItemRecord {
+		return ItemRecord{Index: i, ID: "item", Attempt: attempt, Step: &StepRecord{Index: index, Status: status, Vars: map[string]any{"n": 7}}}
+	}
+	for _, rec := range []ItemRecord{
+		step(0, 1, 0, "succeeded"),
+		step(0, 1, 1, "retrying"),
+		{Index: 0, ID: "item_0", State: ItemRunning, Attempt: 2}, // item-level retry: attempt 1's steps are over
+		step(0, 2, 0, "succeeded"),
+		step(1, 1, 0, "succeeded"),
+		{Index: 1, ID: "item_1", State: ItemSucceeded, Attempt: 1},
+	} {
+		if err := l.Append(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	states, err := j.ReadItemStates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := states[0]; got.State != ItemRunning || got.Attempt != 2 || len(got.Steps) != 1 || got.Steps[0].Vars["n"] != json.Number("7") {
+		t.Errorf("item 0: %+v, want running attempt 2 with its one checkpoint", got)
+	}
+	if got := states[1]; got.State != ItemSucceeded || got.Steps != nil {
+		t.Errorf("item 1: %+v, want succeeded without checkpoints", got)
 	}
 }

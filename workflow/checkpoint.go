@@ -1,0 +1,45 @@
+package workflow
+
+import (
+	"time"
+
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow/state"
+)
+
+// StepRetrying is the status of a checkpoint of a step that waits to run
+// its next attempt.
+const StepRetrying StepStatus = "retrying"
+
+// Record is the checkpoint of a step that finished with r: resume skips
+// the step and restores its variables (RecordedVars).
+func (r StepResult) Record(step *Step) state.StepRecord {
+	return state.StepRecord{
+		Index: step.Index, Key: step.Key(), Status: string(r.Status),
+		ExitCode: r.Outcome.ExitCode, Vars: r.Vars,
+	}
+}
+
+// RecordedVars returns the variables a checkpointed step set, with their
+// numbers as they were.
+func RecordedVars(rec state.StepRecord) map[string]any { return normalizeVars(rec.Vars) }
+
+// retryingRecord is the checkpoint of a step whose retry loop waits.
+func retryingRecord(step *Step, p retryv2.Progress) state.StepRecord {
+	return state.StepRecord{
+		Index: step.Index, Key: step.Key(), Status: string(StepRetrying),
+		Attempts: p.Attempts, Failures: p.Failures, ElapsedMS: p.Elapsed.Milliseconds(),
+		Due: time.Now().Add(p.Delay),
+	}
+}
+
+// retryProgress continues the retry loop a retrying checkpoint saved.
+func retryProgress(rec *state.StepRecord) *retryv2.Progress {
+	if rec == nil {
+		return nil
+	}
+	return &retryv2.Progress{
+		Attempts: rec.Attempts, Failures: rec.Failures,
+		Elapsed: time.Duration(rec.ElapsedMS) * time.Millisecond, Delay: time.Until(rec.Due),
+	}
+}
