@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -195,8 +196,7 @@ func continueJob(store state.Store) []string {
 	return []string{"resume", "j"}
 }
 
-// auditJob classifies every item of a job (total items with default ids)
-// from its files and fails on any item that is not exactly one of
+// auditJob classifies every item of a job (total items) from its files and fails on any item that is not exactly one of
 // succeeded, in the DLQ, skipped or pending. With final, no item may be
 // pending. It returns the count per class.
 func auditJob(t *testing.T, store state.Store, jobID string, total int, final bool) map[string]int {
@@ -208,12 +208,12 @@ func auditJob(t *testing.T, store state.Store, jobID string, total int, final bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := readLines(t, job.Path("items.jsonl"))
-	if len(ids) == 0 && !final {
+	items := readLines(t, job.Path("items.jsonl"))
+	if len(items) == 0 && !final {
 		return nil // killed before the items were loaded: all pending
 	}
-	if len(ids) != total {
-		t.Fatalf("items file has %d items, want %d", len(ids), total)
+	if len(items) != total {
+		t.Fatalf("items file has %d items, want %d", len(items), total)
 	}
 	states, err := job.ReadItemStates()
 	if err != nil {
@@ -232,8 +232,12 @@ func auditJob(t *testing.T, store state.Store, jobID string, total int, final bo
 		t.Fatal(err)
 	}
 	counts := map[string]int{}
-	for i := range total {
-		id := "item_" + strconv.Itoa(i)
+	for i, line := range items {
+		var item struct{ ID string }
+		if err := json.Unmarshal([]byte(line), &item); err != nil {
+			t.Fatalf("items file line %d: %v", i+1, err)
+		}
+		id := item.ID
 		st, in := states[i].State, queued[id]
 		delete(queued, id)
 		var class string

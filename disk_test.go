@@ -140,7 +140,7 @@ func TestReadOnlyStateDir(t *testing.T) {
 	unmountAtCleanup(t, stateDir)
 	mount(t, "-o", "remount,bind,ro", stateDir)
 
-	for _, args := range [][]string{{"jobs"}, {"events", "f"}, {"dlq", "list", "f"}, {"dlq", "show", "f", "item_9"}, {"dlq", "stats", "f"}, {"report", "f"}} {
+	for _, args := range [][]string{{"jobs"}, {"events", "f"}, {"dlq", "list", "f"}, {"dlq", "show", "f", "10"}, {"dlq", "stats", "f"}, {"report", "f"}} {
 		if code, out := runnerIn(t, dir, append([]string{"--state-dir", stateDir}, args...)...); code != 0 {
 			t.Errorf("runner %v on a read-only state dir: exit %d\n%s", args, code, out)
 		}

@@ -26,7 +26,7 @@ map:
   agent_template:
     - shell: |
         [ -f fixed ] || exit 1
-        echo "item_$(( ${item} - 1 ))" >> runs.log
+        echo "${item_id}" >> runs.log
         sleep 0.0$(( ${item} % 5 ))
 `
 

@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 
@@ -29,6 +28,8 @@ type pipeline struct {
 	read   int                 // values read from the input
 	seen   map[string]struct{} // distinct values
 	ids    map[string]int      // custom item ids -> index, for the duplicate check
+	valIDs map[uint64]struct{} // hashes of the value ids given (default ids)
+	seed   maphash.Seed        // for valIDs
 	kept   int                 // items past filter and distinct, before offset
 	spool  *os.File            // sort_by: filtered items wait here
 	sorted []spooled
@@ -53,6 +54,8 @@ func loadItems(r io.Reader, m *workflow.MapPhase, scope *workflow.Scope, path st
 	}
 	if m.ItemID != nil {
 		p.ids = map[string]int{}
+	} else {
+		p.valIDs, p.seed = map[uint64]struct{}{}, maphash.MakeSeed()
 	}
 	if len(m.SortBy) > 0 {
 		if p.spool, err = os.CreateTemp("", "runner-spool-*"); err != nil {
@@ -130,37 +133,11 @@ func (p *pipeline) keep(raw json.RawMessage, v any) error {
 	if p.m.MaxItems > 0 && p.out.n >= p.m.MaxItems {
 		return errStop
 	}
-	id, err := p.itemID(v)
+	id, err := p.itemID(raw, v)
 	if err != nil {
 		return err
 	}
 	return p.out.write(id, raw)
-}
-
-// itemID expands item_id for the item about to be written (default
-// item_<index>) and checks that it is new.
-func (p *pipeline) itemID(v any) (string, error) {
-	index := p.out.n
-	if p.m.ItemID == nil {
-		return "item_" + strconv.Itoa(index), nil
-	}
-	sc := p.scope.Child()
-	sc.Set("item", v)
-	sc.Set("item_index", index)
-	id, err := p.m.ItemID.Expand(sc.Lookup(), interp.Plain)
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("item %d: item_id: %w", index, err)
-	case id == "":
-		return "", fmt.Errorf("item %d: item_id %q gives an empty id", index, p.m.ItemID.String())
-	case !utf8.ValidString(id): // ids are keys and names in JSON: they must be text
-		return "", fmt.Errorf("item %d: item_id %q gives %q, which is not UTF-8 text", index, p.m.ItemID.String(), id)
-	}
-	if first, dup := p.ids[id]; dup {
-		return "", fmt.Errorf("duplicate item id %q: items %d and %d (item_id %s)", id, first, index, p.m.ItemID.String())
-	}
-	p.ids[id] = index
-	return id, nil
 }
 
 // spoolItem stores a filtered item and its sort keys until the input ends.

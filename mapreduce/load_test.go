@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/runnerdev/runner/workflow"
 )
@@ -24,17 +26,17 @@ func mapPhase(t testing.TB, mapYAML string) *workflow.MapPhase {
 	return wf.Map
 }
 
-// load runs the pipeline over input and returns "id=json" per item.
-func load(t testing.TB, m *workflow.MapPhase, input io.Reader) ([]string, error) {
+// load runs the pipeline over input and returns the items file's items.
+func load(t testing.TB, m *workflow.MapPhase, input io.Reader) ([]*Item, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "items.jsonl")
 	n, err := loadItems(input, m, workflow.NewScope(nil, nil), path)
 	if err != nil {
 		return nil, err
 	}
-	var got []string
+	var got []*Item
 	err = readItems(path, func(it *Item) (bool, error) {
-		got = append(got, it.ID+"="+string(it.Raw))
+		got = append(got, it)
 		return true, nil
 	})
 	if err == nil && len(got) != n {
@@ -43,25 +45,34 @@ func load(t testing.TB, m *workflow.MapPhase, input io.Reader) ([]string, error)
 	return got, err
 }
 
+// ids returns the items' ids separated by spaces.
+func ids(items []*Item) string {
+	var s []string
+	for _, it := range items {
+		s = append(s, it.ID)
+	}
+	return strings.Join(s, " ")
+}
+
 func TestInputFormats(t *testing.T) {
 	tests := []struct {
 		name, mapYAML, input, want string
 	}{
-		{"array", "", `[1, "two", {"a": 3}]`, `item_0=1 item_1="two" item_2={"a":3}`},
-		{"array $[*]", `  json_path: "$[*]"`, `[1,2]`, `item_0=1 item_1=2`},
+		{"array", "", `[1, "two", {"a": 3}]`, `1=1 two="two" item_2={"a":3}`},
+		{"array $[*]", `  json_path: "$[*]"`, `[1,2]`, `1=1 2=2`},
 		{"object path streamed", `  json_path: "$.items[*]"`, `{"meta": {"n": [1]}, "items": [{"id": "a"}, {"id": "b"}], "after": 1}`, `item_0={"id":"a"} item_1={"id":"b"}`},
-		{"nested path", `  json_path: "$.data.items[*]"`, `{"data": {"items": ["x"]}}`, `item_0="x"`},
-		{"object members", `  json_path: "$.m.*"`, `{"m": {"k1": 1, "k2": 2}}`, `item_0=1 item_1=2`},
+		{"nested path", `  json_path: "$.data.items[*]"`, `{"data": {"items": ["x"]}}`, `x="x"`},
+		{"object members", `  json_path: "$.m.*"`, `{"m": {"k1": 1, "k2": 2}}`, `1=1 2=2`},
 		{"missing member", `  json_path: "$.nope[*]"`, `{"items": [1]}`, ``},
-		{"filter query", `  json_path: "$.items[?@.size > 1].name"`, `{"items": [{"name": "a", "size": 1}, {"name": "b", "size": 2}]}`, `item_0="b"`},
+		{"filter query", `  json_path: "$.items[?@.size > 1].name"`, `{"items": [{"name": "a", "size": 1}, {"name": "b", "size": 2}]}`, `b="b"`},
 		{"json lines", "", "{\"a\": 1}\n\n{\"a\": 2}\n", `item_0={"a":1} item_1={"a":2}`},
-		{"json lines with path", `  json_path: "$.xs[*]"`, "{\"xs\": [1, 2]}\n{\"xs\": [3]}\n", `item_0=1 item_1=2 item_2=3`},
-		{"plain lines", "", "src/a.rs\r\n\nsrc/b c.rs\n", `item_0="src/a.rs" item_1="src/b c.rs"`},
+		{"json lines with path", `  json_path: "$.xs[*]"`, "{\"xs\": [1, 2]}\n{\"xs\": [3]}\n", `1=1 2=2 3=3`},
+		{"plain lines", "", "src/a.rs\r\n\nsrc/b c.rs\n", `src/a.rs="src/a.rs" item_1="src/b c.rs"`},
 		{"plain lines outside UTF-8", "", "caf\xe9.txt\nna\xefve \xff\n", `item_0="caf\udce9.txt" item_1="na\udcefve \udcff"`},
 		{"distinct keeps bytes apart", "  distinct: k", `[{"k":"\udce9"},{"k":"\udce8"},{"k":"\udce9"}]`, `item_0={"k":"\udce9"} item_1={"k":"\udce8"}`},
 		{"empty", "", "  \n", ``},
-		{"byte order mark", "", "\xef\xbb\xbf[1]", `item_0=1`},
-		{"big numbers keep their text", "", `[12345678901234567890, 1.50]`, `item_0=12345678901234567890 item_1=1.50`},
+		{"byte order mark", "", "\xef\xbb\xbf[1]", `1=1`},
+		{"big numbers keep their text", "", `[12345678901234567890, 1.50]`, `12345678901234567890=12345678901234567890 1.50=1.50`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +80,47 @@ func TestInputFormats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s := strings.Join(got, " "); s != tt.want {
+			var pairs []string
+			for _, it := range got {
+				pairs = append(pairs, it.ID+"="+string(it.Raw))
+			}
+			if s := strings.Join(pairs, " "); s != tt.want {
+				t.Errorf("got  %s\nwant %s", s, tt.want)
+			}
+		})
+	}
+}
+
+// Without item_id a string or number item's id is its value when that is
+// short, printable, quoting-free and not taken; else item_<index>.
+func TestDefaultIDs(t *testing.T) {
+	long := strings.Repeat("x", maxValueID)
+	tests := []struct{ name, mapYAML, input, want string }{
+		{"seq", "", "1\n2\n7\n", "1 2 7"},
+		{"numbers as written", "", `[7, 1.50, 1e3, 12345678901234567890]`, "7 1.50 1e3 12345678901234567890"},
+		{"file names", "", "src/a.go\n./b_c-d.txt\n/abs/x@v1.2+3,y:z=%20\n.hidden\ncafé.txt\ncafe\u0301\n", "src/a.go ./b_c-d.txt /abs/x@v1.2+3,y:z=%20 .hidden café.txt cafe\u0301"},
+		{"a mark first", "", "\u0301a\n", "item_0"},
+		{"repeated values: the later ones", "", "a\nb\na\na\n", "a b item_2 item_3"},
+		{"a number and its string", "", `[7, "7"]`, "7 item_1"},
+		{"index-like values never", "", "item_1\nitem_01\nitem_x\nitem_\nx\n", "item_0 item_1 item_x item_ x"},
+		{"index-like value would meet an index id", "", "b c\nitem_0\n", "item_0 item_1"},
+		{"white space", "", "a b\n a\nc\td\n", "item_0 item_1 item_2"},
+		{"options and shell syntax", "", "-3\n-x\n=ls\n~/a\n$HOME\na;b\n'q'\n*\n#c\na=b\n", "item_0 item_1 item_2 item_3 item_4 item_5 item_6 item_7 item_8 a=b"},
+		{"negative number", "", `[-1, 2]`, "item_0 2"},
+		{"control characters", "", "[\"a\\u001b[31m\", \"b\\u0000\", \"c\\u200e\"]", "item_0 item_1 item_2"},
+		{"not UTF-8", "", "caf\xe9\nok\n", "item_0 ok"},
+		{"length bound", "", long + "\n" + long + "y\n", long + " item_1"},
+		{"objects, arrays, booleans, null", "", `[{"a": 1}, [1], true, null, "s"]`, "item_0 item_1 item_2 item_3 s"},
+		{"of the items kept", "  filter: item > 1\n  offset: 1\n  max_items: 2", `[3, 1, 5, 2, 4]`, "5 2"},
+		{"item_id still wins", "  item_id: id-${item}", "a\nb\n", "id-a id-b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := load(t, mapPhase(t, tt.mapYAML), strings.NewReader(tt.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := ids(got); s != tt.want {
 				t.Errorf("got  %s\nwant %s", s, tt.want)
 			}
 		})
@@ -122,12 +173,7 @@ func TestPipelineOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []string
-			for _, g := range got {
-				id, _, _ := strings.Cut(g, "=")
-				ids = append(ids, id)
-			}
-			if s := strings.Join(ids, " "); s != tt.want {
+			if s := ids(got); s != tt.want {
 				t.Errorf("got %s, want %s", s, tt.want)
 			}
 		})
@@ -188,4 +234,34 @@ func BenchmarkLoadItems(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/item")
+}
+
+// FuzzDefaultIDs: default ids are unique, and each is item_<index> or
+// 1-64 bytes of UTF-8 without white space or control characters.
+func FuzzDefaultIDs(f *testing.F) {
+	for _, s := range []string{"1\n2\n1\n", "a\nitem_1\nb c\n", `[7, "7", -1, {"a": 1}, "x"]`, "caf\xe9\n-n\n=ls\n\u0301a\n"} {
+		f.Add([]byte(s))
+	}
+	m := mapPhase(f, "")
+	f.Fuzz(func(t *testing.T, input []byte) {
+		items, err := load(t, m, strings.NewReader(string(input)))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, it := range items {
+			if seen[it.ID] {
+				t.Fatalf("duplicate id %q", it.ID)
+			}
+			seen[it.ID] = true
+			if it.ID == fmt.Sprintf("item_%d", it.Index) {
+				continue
+			}
+			if len(it.ID) > maxValueID || !utf8.ValidString(it.ID) || strings.ContainsFunc(it.ID, func(r rune) bool {
+				return unicode.IsSpace(r) || unicode.IsControl(r)
+			}) {
+				t.Fatalf("item %d has id %q", it.Index, it.ID)
+			}
+		}
+	})
 }

@@ -147,7 +147,7 @@ func TestItemRetryGivesTheSlotBack(t *testing.T) {
 	if err != nil || sum.Items.Succeeded != 4 {
 		t.Fatalf("runMap = %+v, %v", sum, err)
 	}
-	want := []string{"item_0/1", "item_1/1", "item_2/1", "item_3/1", "item_0/2"}
+	want := []string{"0/1", "1/1", "2/1", "3/1", "0/2"} // the items are 0..3, their default ids too
 	if !slices.Equal(order, want) {
 		t.Errorf("order %v, want %v", order, want)
 	}
@@ -173,7 +173,7 @@ func TestStopLeavesItemsPending(t *testing.T) {
 	if sum.Items != want {
 		t.Errorf("counts %+v, want %+v", sum.Items, want)
 	}
-	if got := q.ids(); !slices.Equal(got, []string{"item_2", "item_4"}) {
+	if got := q.ids(); !slices.Equal(got, []string{"2", "4"}) {
 		t.Errorf("DLQ %v", got)
 	}
 }
@@ -216,9 +216,9 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	}
 	// Rewrite history: item 1 was running when the DLQ took it.
 	log, _ := j.State.OpenItemLog()
-	log.Append(state.ItemRecord{Index: 1, ID: "item_1", State: state.ItemRunning})
+	log.Append(state.ItemRecord{Index: 1, ID: "1", State: state.ItemRunning})
 	log.Close()
-	q.Add(DeadLetter{ItemID: "item_1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
+	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
 	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
 		ran = append(ran, it.ID)
 		return Outcome{}

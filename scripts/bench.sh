@@ -161,7 +161,7 @@ printf 'name: scale\nmode: mapreduce\nmap:\n  input: items.txt\n  max_parallel: 
 t0=$(now)
 rss=$(peak_rss "$runner" run -q --progress never --state-dir scale --job-id big scale.yml)
 echo "  wall $(since "$t0")s, peak RSS ${rss} MB, state dir $(du -sb scale | awk '{printf "%.1f", $1 / 1048576}') MB"
-for q in "jobs" "events --type job_completed big" "events --item item_50000 big" "dlq list big" "dlq list"; do
+for q in "jobs" "events --type job_completed big" "events --item 50000 big" "dlq list big" "dlq list"; do
 	: > t.q
 	for r in 1 2 3; do t0=$(now); $runner --state-dir scale $q >/dev/null 2>&1 || true; since "$t0" >> t.q; done
 	printf '  %-36s %6ss\n' "runner $q" "$(median < t.q)"
