@@ -425,3 +425,34 @@ func TestResolveNilIsAnError(t *testing.T) {
 		t.Fatalf("resolve(nil) = %v with errors %v, want nil and one error", n, d.errs)
 	}
 }
+
+// A placeholder inside a quoted string in a condition reads the variable,
+// as in the shell, instead of staying the literal text "${VAR}".
+func TestExprQuotedPlaceholder(t *testing.T) {
+	vars := map[string]any{"VAR": "yes", "N": 7, "steps": map[string]any{"my-step": map[string]any{"output": "ok"}}}
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{`"${VAR}" == "yes"`, true},
+		{`'${VAR}' == 'yes'`, true},
+		{`"x-${VAR}-${N}" == "x-yes-7"`, true},
+		{`"${NOPE}" == ""`, true},
+		{`"${NOPE}" == "yes"`, false},
+		{`"${NOPE:-d}" == "d"`, true},
+		{`"${steps.my-step.output}" == "ok"`, true},
+		{`"say \"${VAR}\"" == 'say "yes"'`, true},
+		{`"${VAR}" == "${VAR}"`, true},
+		{`"$" + '{VAR}' == "${" + "VAR}"`, true},
+	} {
+		d := &decoder{file: "f.yml"}
+		e := d.compileExpr(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: tc.src, Line: 1, Column: 1}, "when", nil)
+		if e == nil {
+			t.Fatalf("%s: %v", tc.src, d.errs)
+		}
+		got, err := evalBool(e, vars)
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, exprSource(tc.src))
+		}
+	}
+}
