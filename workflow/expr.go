@@ -118,6 +118,7 @@ func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any) *Ex
 		d.errorf(n, "%s: invalid expression %q: %s", what, src, msg)
 		return nil
 	}
+	d.noteExprRefs(n, what, prog)
 	return &Expr{Source: src, Program: prog}
 }
 

@@ -36,11 +36,14 @@ func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
 		d.errorf(n, "%s is empty: nothing to run", what)
 	}
 	steps := make([]*Step, 0, len(items))
+	outer := d.at
 	for i, it := range items {
+		d.at = stepAt{phase: strings.TrimSuffix(what, ".commands"), index: i}
 		if s := d.step(it, fmt.Sprintf("%s[%d]", what, i), i); s != nil {
 			steps = append(steps, s)
 		}
 	}
+	d.at = outer
 	return steps
 }
 
@@ -117,7 +120,7 @@ func (d *decoder) stepID(n *yaml.Node) string {
 		d.errorf(n, "id %q is already used by the step at line %d", id, prev.Line)
 		return ""
 	}
-	d.ids[id] = n
+	d.ids[id], d.stepsAt[id] = n, d.at
 	return id
 }
 

@@ -82,6 +82,8 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"no commands", "name: x\n", `1:1: a standard workflow needs commands`},
 		{"empty commands", "commands: []\n", `1:11: commands is empty: nothing to run`},
 		{"map without mode", "map: {}\n", `1:1: "map" belongs to MapReduce workflows: add mode: mapreduce`},
+		{"unknown step in a condition", "- id: my-step\n  shell: x\n- shell: y\n  when: '${steps.my-stpe.success}'\n", `4:9: when: no step has id "my-stpe" (did you mean "my-step"?)`},
+		{"later step", "- shell: echo ${steps.b.output}\n- {id: b, shell: y}\n", `1:10: shell: steps.b is not set here: that step runs later (line 2)`},
 		{"bad mode", "mode: mapreduse\n", `1:7: mode must be one of standard, mapreduce, not "mapreduse" (did you mean "mapreduce"?)`},
 		{"repeat unbounded", "- shell: x\n  repeat: {until: 'output == \"ok\"'}\n", `2:11: repeat needs max_attempts or timeout`},
 		{"capture_format alone", "- shell: x\n  capture_format: json\n", `2:3: capture_format needs capture_output`},
