@@ -118,8 +118,17 @@ func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any) *Ex
 		d.errorf(n, "%s: invalid expression %q: %s", what, src, msg)
 		return nil
 	}
-	d.noteExprRefs(n, what, prog)
 	return &Expr{Source: src, Program: prog}
+}
+
+// condition compiles a step's when or repeat.until, which read the
+// step's scope, and records the steps.ID it reads.
+func (d *decoder) condition(n *yaml.Node, what string) *Expr {
+	e := d.compileExpr(n, what, nil)
+	if e != nil {
+		d.noteExprRefs(n, what, e.Program)
+	}
+	return e
 }
 
 // outcomeEnv is what retry_on.when and repeat.until see of an attempt, for

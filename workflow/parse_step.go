@@ -78,7 +78,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	}
 	d.capture(f, s)
 	if n := f.get("when"); n != nil {
-		s.When = d.compileExpr(n, "when", nil)
+		s.When = d.condition(n, "when")
 	}
 	retryNode := d.oneOf(f, "retry_config", "retry")
 	var retryFailure *Failure
@@ -207,7 +207,7 @@ func (d *decoder) repeat(n *yaml.Node) *Repeat {
 	}
 	r := &Repeat{Interval: defaultPollInterval, Backoff: retryv2.Backoff{Strategy: retryv2.Fixed}}
 	if u := f.get("until"); u != nil {
-		r.Until = d.compileExpr(u, "repeat.until", nil)
+		r.Until = d.condition(u, "repeat.until")
 	} else {
 		d.errorf(f.node, "repeat needs until: the condition that ends the polling")
 	}
