@@ -55,7 +55,7 @@ func quotedLen(s string) int {
 // concatenation: "v${x}" becomes ("v" + string(x ?? "")).
 func quotedSource(lit string) string {
 	q, body := lit[:1], lit[1:]
-	if !strings.HasSuffix(body, q) || len(body) == 0 {
+	if !strings.HasSuffix(body, q) {
 		return lit // unterminated: expr reports it
 	}
 	body = body[:len(body)-1]

@@ -32,7 +32,10 @@ func (d *decoder) noteRefs(n *yaml.Node, what string, paths []string) {
 		if !ok {
 			continue
 		}
-		id := rest[:len(rest)-len(strings.TrimLeft(rest, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"))]
+		id := rest
+		if i := strings.IndexAny(rest, ".["); i >= 0 {
+			id = rest[:i]
+		}
 		d.refs = append(d.refs, stepRef{n: n, what: what, id: id, at: d.at})
 	}
 }
