@@ -24,6 +24,9 @@ type decoder struct {
 	nodes   int  // nodes visited so far
 	bombed  bool // maxNodes was passed
 	ids     map[string]*yaml.Node
+	stepsAt map[string]stepAt // where each id's step stands
+	at      stepAt            // where the values being read are
+	refs    []stepRef
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
 }
 

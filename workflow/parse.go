@@ -78,12 +78,13 @@ func fileKind(m fs.FileMode) string {
 // is reported, as ParseErrors, before anything could run; file names the
 // source in them.
 func Parse(file string, src []byte) (*Workflow, error) {
-	d := &decoder{file: file, src: src, ids: map[string]*yaml.Node{}}
+	d := &decoder{file: file, src: src, ids: map[string]*yaml.Node{}, stepsAt: map[string]stepAt{}, at: stepAt{phase: "env"}}
 	root := d.document(src)
 	if root == nil {
 		return nil, d.errs
 	}
 	wf := d.workflow(root)
+	d.checkRefs()
 	if len(d.errs) > 0 {
 		slices.SortStableFunc(d.errs, func(a, b *ParseError) int {
 			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
@@ -331,5 +332,6 @@ func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 		d.errorf(n, "%s: %v", what, err)
 		return nil
 	}
+	d.noteRefs(n, what, t.Refs())
 	return t
 }

@@ -79,6 +79,7 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 		return nil
 	}
 	m := &MapPhase{Pos: pos(f.node), MaxParallel: strconv.Itoa(DefaultMaxParallel)}
+	d.at = stepAt{phase: "map"}
 	if v := f.get("input"); v != nil {
 		if text, ok := d.str(v, "map.input"); ok && strings.TrimSpace(text) != "" {
 			m.Input = d.template(v, "map.input", text)

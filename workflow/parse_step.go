@@ -36,11 +36,14 @@ func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
 		d.errorf(n, "%s is empty: nothing to run", what)
 	}
 	steps := make([]*Step, 0, len(items))
+	outer := d.at
 	for i, it := range items {
+		d.at = stepAt{phase: strings.TrimSuffix(what, ".commands"), index: i}
 		if s := d.step(it, fmt.Sprintf("%s[%d]", what, i), i); s != nil {
 			steps = append(steps, s)
 		}
 	}
+	d.at = outer
 	return steps
 }
 
@@ -75,7 +78,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	}
 	d.capture(f, s)
 	if n := f.get("when"); n != nil {
-		s.When = d.compileExpr(n, "when", nil)
+		s.When = d.condition(n, "when")
 	}
 	retryNode := d.oneOf(f, "retry_config", "retry")
 	var retryFailure *Failure
@@ -117,7 +120,7 @@ func (d *decoder) stepID(n *yaml.Node) string {
 		d.errorf(n, "id %q is already used by the step at line %d", id, prev.Line)
 		return ""
 	}
-	d.ids[id] = n
+	d.ids[id], d.stepsAt[id] = n, d.at
 	return id
 }
 
@@ -204,7 +207,7 @@ func (d *decoder) repeat(n *yaml.Node) *Repeat {
 	}
 	r := &Repeat{Interval: defaultPollInterval, Backoff: retryv2.Backoff{Strategy: retryv2.Fixed}}
 	if u := f.get("until"); u != nil {
-		r.Until = d.compileExpr(u, "repeat.until", nil)
+		r.Until = d.condition(u, "repeat.until")
 	} else {
 		d.errorf(f.node, "repeat needs until: the condition that ends the polling")
 	}

@@ -82,6 +82,8 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"no commands", "name: x\n", `1:1: a standard workflow needs commands`},
 		{"empty commands", "commands: []\n", `1:11: commands is empty: nothing to run`},
 		{"map without mode", "map: {}\n", `1:1: "map" belongs to MapReduce workflows: add mode: mapreduce`},
+		{"unknown step in a condition", "- id: my-step\n  shell: x\n- shell: y\n  when: '${steps.my-stpe.success}'\n", `4:9: when: no step has id "my-stpe" (did you mean "my-step"?)`},
+		{"later step", "- shell: echo ${steps.b.output}\n- {id: b, shell: y}\n", `1:10: shell: steps.b is not set here: that step runs later (line 2)`},
 		{"bad mode", "mode: mapreduse\n", `1:7: mode must be one of standard, mapreduce, not "mapreduse" (did you mean "mapreduce"?)`},
 		{"repeat unbounded", "- shell: x\n  repeat: {until: 'output == \"ok\"'}\n", `2:11: repeat needs max_attempts or timeout`},
 		{"capture_format alone", "- shell: x\n  capture_format: json\n", `2:3: capture_format needs capture_output`},
@@ -423,5 +425,36 @@ func TestResolveNilIsAnError(t *testing.T) {
 	d := &decoder{file: "f.yml"}
 	if n := d.resolve(nil); n != nil || len(d.errs) != 1 {
 		t.Fatalf("resolve(nil) = %v with errors %v, want nil and one error", n, d.errs)
+	}
+}
+
+// A placeholder inside a quoted string in a condition reads the variable,
+// as in the shell, instead of staying the literal text "${VAR}".
+func TestExprQuotedPlaceholder(t *testing.T) {
+	vars := map[string]any{"VAR": "yes", "N": 7, "steps": map[string]any{"my-step": map[string]any{"output": "ok"}}}
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{`"${VAR}" == "yes"`, true},
+		{`'${VAR}' == 'yes'`, true},
+		{`"x-${VAR}-${N}" == "x-yes-7"`, true},
+		{`"${NOPE}" == ""`, true},
+		{`"${NOPE}" == "yes"`, false},
+		{`"${NOPE:-d}" == "d"`, true},
+		{`"${steps.my-step.output}" == "ok"`, true},
+		{`"say \"${VAR}\"" == 'say "yes"'`, true},
+		{`"${VAR}" == "${VAR}"`, true},
+		{`"$" + '{VAR}' == "${" + "VAR}"`, true},
+	} {
+		d := &decoder{file: "f.yml"}
+		e := d.compileExpr(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: tc.src, Line: 1, Column: 1}, "when", nil)
+		if e == nil {
+			t.Fatalf("%s: %v", tc.src, d.errs)
+		}
+		got, err := evalBool(e, vars)
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, exprSource(tc.src))
+		}
 	}
 }

@@ -75,6 +75,18 @@ var expandTests = []struct {
 	{name: "escaped dollar", tmpl: `echo \${REGION} \$REGION "\$REGION"`, want: `echo \${REGION} \$REGION "\$REGION"`},
 	{name: "pid then brace", tmpl: `echo $${REGION}`, want: `echo $${REGION}`},
 	{name: "shell default with expansion", tmpl: `echo ${FOO:-$HOME}`, want: `echo ${FOO:-$HOME}`},
+	{name: "shell default with a nested plain name", tmpl: `echo "${FOO:-x/${HOME}}"`, want: `echo "${FOO:-x/${HOME}}"`},
+
+	// placeholders nested in defaults: runner picks, the whole text is escaped
+	{name: "nested default in double quotes", tmpl: `mkdir "${OUT_DIR:-out/${item.special}}"`, want: "mkdir \"out/\\$a \\\"b\\\" \\\\c \\`d\\`\""},
+	{name: "nested default unquoted", tmpl: `mkdir ${OUT_DIR:-out/${item.name}}`, want: `mkdir 'out/it'\''s'`},
+	{name: "nested default unused", tmpl: `mkdir "${REGION:-out/${item.name}}"`, want: `mkdir "eu west"`},
+	{name: "nested default for an empty value", tmpl: `echo ${EMPTY:-${REGION}/${item.tags[1]}}`, want: `echo 'eu west/b c'`},
+	{name: "nested default twice", tmpl: `echo ${A:-${B:-${item.a.b}}-x}`, want: `echo 'deep-x'`},
+	{name: "nested default with a filter", tmpl: `echo ${A:-${item.tags|json}}`, want: `echo '["a","b c"]'`},
+	{name: "nested undefined namespaced path", tmpl: `echo ${A:-${item.nope}}`, err: `undefined variable "item.nope"`},
+	{name: "nested shell name in a runner default", tmpl: `echo ${item.nope:-${HOME}/x}`, err: "${HOME} in the default is not a runner variable"},
+	{name: "nested too deep", tmpl: `echo ${A:-${A:-${A:-${A:-${A:-${A:-${A:-${A:-${A:-${item.a}}}}}}}}}}`, err: "nested more than 8 deep"},
 	{name: "bare name inside single quotes", tmpl: `awk '{print $REGION}'`, want: `awk '{print $REGION}'`},
 	{name: "bare name in a comment", tmpl: `echo # $REGION`, want: `echo # $REGION`},
 	{name: "unterminated ${ inside single quotes", tmpl: `echo '${x'`, want: `echo '${x'`},
@@ -105,7 +117,7 @@ var expandTests = []struct {
 
 	// refused contexts
 	{name: "ANSI-C quotes", tmpl: `echo $'${item.name}'`, err: "$'...'"},
-	{name: "inside a shell ${...}", tmpl: `echo ${FOO:-${item.name}}`, err: "shell ${...} expansion"},
+	{name: "inside a shell ${...}", tmpl: `echo ${FOO%${item.name}}`, err: "shell ${...} expansion"},
 	{name: "arithmetic needs an integer", tmpl: `echo $(( ${item.half} ))`, err: "base-10 integer"},
 	{name: "command substitution in arithmetic", tmpl: `echo $(( $(echo ${item.name}) ))`, err: "base-10 integer"},
 	{name: "case inside $(...)", tmpl: `x=$(case a in a) echo;; esac); echo ${item.name}`, err: "case inside $(...)"},
@@ -130,6 +142,7 @@ var expandTests = []struct {
 
 	// Plain mode
 	{name: "plain", tmpl: `it's ${item.name} $REGION ${HOME} ${item.special}`, mode: Plain, want: "it's it's eu west ${HOME} $a \"b\" \\c `d`"},
+	{name: "plain nested default", tmpl: `${OUT_DIR:-out/${item.name}} ${REGION:-${item.name}}`, mode: Plain, want: "out/it's eu west"},
 	{name: "plain NUL", tmpl: `${item.nul}`, mode: Plain, want: "a\x00b"},
 	{name: "plain ignores contexts", tmpl: `$'${item.name}' $(( ${item.half} ))`, mode: Plain, want: `$'it's' $(( 2.5 ))`},
 }
@@ -197,9 +210,9 @@ func TestPassThrough(t *testing.T) {
 }
 
 func TestRefsAndString(t *testing.T) {
-	const src = `echo ${item.a.b} "$REGION" '$X' ${x%%y} ${steps.s.output:-none} # ${item.tags[0]|json}`
+	const src = `echo ${item.a.b} "$REGION" '$X' ${x%%y} ${steps.s.output:-${A:-${item.b}}} # ${item.tags[0]|json}`
 	tp := MustParse(t, src)
-	want := []string{"item.a.b", "REGION", "X", "steps.s.output", "item.tags[0]"}
+	want := []string{"item.a.b", "REGION", "X", "steps.s.output", "A", "item.b", "item.tags[0]"}
 	if got := tp.Refs(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("Refs() = %q, want %q", got, want)
 	}

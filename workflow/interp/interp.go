@@ -69,10 +69,9 @@ type placeholder struct {
 	src    string // source text, written back when the shell should expand it
 	off    int    // byte offset in the template
 	path   string
-	def    string // text after ":-"
-	hasDef bool
-	filter string // "", "raw" or "json"
-	inert  bool   // $NAME where sh would not expand it (single quotes, comments...)
+	def    []segment // the default after ":-": text and nested placeholders; nil without one
+	filter string    // "", "raw" or "json"
+	inert  bool      // $NAME where sh would not expand it (single quotes, comments...)
 	ctx    context
 }
 
@@ -100,13 +99,17 @@ func (t *Template) String() string { return t.src }
 // Refs returns the paths referenced by placeholders, in order, including
 // bare $NAME forms that Shell mode leaves alone.
 func (t *Template) Refs() []string {
-	var refs []string
-	for _, s := range t.segs {
+	return refs(nil, t.segs)
+}
+
+// refs appends the paths of the placeholders in segs and in their defaults.
+func refs(out []string, segs []segment) []string {
+	for _, s := range segs {
 		if s.ph != nil {
-			refs = append(refs, s.ph.path)
+			out = refs(append(out, s.ph.path), s.ph.def)
 		}
 	}
-	return refs
+	return out
 }
 
 // Expand substitutes the placeholders whose paths lookup defines. Undefined
@@ -159,34 +162,73 @@ func (p *placeholder) expand(lookup Lookup, mode Mode) (string, error) {
 	if p.inert && mode == Shell {
 		return p.src, nil
 	}
-	var (
-		v  any
-		ok bool
-	)
-	if lookup != nil {
-		v, ok = lookup(p.path)
-	}
-	var text string
+	text, ok, err := p.text(lookup)
 	switch {
-	case ok:
-		var err error
-		if text, err = toText(v, p.filter == "json"); err != nil {
-			return "", err
-		}
-		if text == "" && p.hasDef {
-			text = p.def
-		}
-	case !namespaced(p.path):
+	case err != nil:
+		return "", err
+	case !ok:
 		return p.src, nil
-	case p.hasDef:
-		text = p.def
-	default:
-		return "", &UndefinedError{Path: p.path}
-	}
-	if mode == Plain {
+	case mode == Plain:
 		return text, nil
 	}
 	return p.ctx.escape(text, p.filter == "raw")
+}
+
+// text returns p's value, or its default, as unescaped text; ok=false when
+// runner leaves p to the shell: a plain name it does not define, whose
+// default holds none of its variables either.
+func (p *placeholder) text(lookup Lookup) (text string, ok bool, err error) {
+	var v any
+	if lookup != nil {
+		v, ok = lookup(p.path)
+	}
+	switch {
+	case ok:
+		text, err = toText(v, p.filter == "json")
+		if err != nil || text != "" || p.def == nil {
+			return text, true, err
+		}
+	case !namespaced(p.path) && !p.defaultUses(lookup):
+		return "", false, nil
+	case p.def == nil:
+		return "", false, &UndefinedError{Path: p.path}
+	}
+	var b strings.Builder
+	for _, s := range p.def {
+		if s.ph == nil {
+			b.WriteString(s.lit)
+			continue
+		}
+		t, ok, err := s.ph.text(lookup)
+		if err != nil {
+			return "", false, err
+		}
+		if !ok {
+			return "", false, fmt.Errorf("%s in the default is not a runner variable, so runner cannot write the default: define it in env", s.ph.src)
+		}
+		b.WriteString(t)
+	}
+	return b.String(), true, nil
+}
+
+// defaultUses reports whether p's default holds a placeholder that runner
+// resolves (namespaced or defined), so that runner, not the shell, must
+// pick between the value and the default.
+func (p *placeholder) defaultUses(lookup Lookup) bool {
+	for _, s := range p.def {
+		if s.ph == nil {
+			continue
+		}
+		if namespaced(s.ph.path) || s.ph.defaultUses(lookup) {
+			return true
+		}
+		if lookup != nil {
+			if _, ok := lookup(s.ph.path); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // namespaced reports whether path starts with one of Namespaces.

@@ -5,15 +5,22 @@ import (
 	"strings"
 )
 
-// defaultStop are the bytes that may not appear in a ":-" default. With one
-// of them the text is a shell expansion such as ${A:-$B} or ${A:-'x}'},
-// whose end only the shell's own quoting rules decide.
+// defaultStop are the bytes that end the literal text of a ":-" default.
+// Apart from "}" and a nested placeholder, one of them makes the text a
+// shell expansion such as ${A:-$B} or ${A:-'x}'}, whose end only the
+// shell's own quoting rules decide.
 const defaultStop = "}'\"`$\\{"
+
+// maxNesting bounds placeholders nested in defaults.
+const maxNesting = 8
 
 // parseBraced reads ${path}, ${path:-default} or ${path|filter} at src[i:].
 // It returns nil and no error when the text is not placeholder syntax, such
 // as the shell expansions ${var%%.*} or ${#arr}.
-func parseBraced(src string, i int) (*placeholder, error) {
+func parseBraced(src string, i int) (*placeholder, error) { return parseNested(src, i, 0) }
+
+// parseNested is parseBraced for a placeholder nested depth defaults deep.
+func parseNested(src string, i, depth int) (*placeholder, error) {
 	j := i + 2
 	n := scanPath(src[j:])
 	if n == 0 {
@@ -26,12 +33,12 @@ func parseBraced(src string, i int) (*placeholder, error) {
 	case strings.HasPrefix(rest, "}"):
 		j++
 	case strings.HasPrefix(rest, ":-"):
-		k := strings.IndexAny(rest[2:], defaultStop)
-		if k < 0 || rest[2+k] != '}' {
-			return nil, nil
+		def, n, err := parseDefault(src, j+2, depth)
+		if def == nil || err != nil {
+			return nil, err
 		}
-		p.def, p.hasDef = rest[2:2+k], true
-		j += 2 + k + 1
+		p.def = def
+		j += 2 + n + 1
 	case strings.HasPrefix(rest, "|"):
 		k := 1
 		for k < len(rest) && isLetter(rest[k]) {
@@ -51,6 +58,38 @@ func parseBraced(src string, i int) (*placeholder, error) {
 	}
 	p.src = src[i:j]
 	return p, nil
+}
+
+// parseDefault reads the default that starts at src[i:] up to its closing
+// brace: literal text and nested placeholders, such as out/${item}. It
+// returns the parts and their length, or nil when the text is a shell
+// expansion rather than a default.
+func parseDefault(src string, i, depth int) ([]segment, int, error) {
+	def := []segment{}
+	for j := i; ; {
+		k := strings.IndexAny(src[j:], defaultStop)
+		if k < 0 {
+			return nil, 0, nil
+		}
+		if k > 0 {
+			def = append(def, segment{lit: src[j : j+k]})
+		}
+		j += k
+		switch {
+		case src[j] == '}':
+			return def, j - i, nil
+		case !strings.HasPrefix(src[j:], "${"):
+			return nil, 0, nil
+		case depth == maxNesting:
+			return nil, 0, fmt.Errorf("placeholders nested more than %d deep at %s", maxNesting, where(src, j))
+		}
+		p, err := parseNested(src, j, depth+1)
+		if p == nil || err != nil {
+			return nil, 0, err
+		}
+		def = append(def, segment{ph: p})
+		j += len(p.src)
+	}
 }
 
 // parseName reads $NAME at src[i:]; it returns nil when no name follows.

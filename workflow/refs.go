@@ -1,0 +1,126 @@
+package workflow
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+	"gopkg.in/yaml.v3"
+)
+
+// stepAt is where a step stands, or where a value that reads
+// ${steps.ID...} is: a phase and the index of the step in it.
+type stepAt struct {
+	phase string // commands, setup, agent_template, reduce; env and map.* outside steps
+	index int
+}
+
+// stepRef is a read of a step's variables, checked once every id is known.
+type stepRef struct {
+	n    *yaml.Node
+	what string
+	id   string
+	at   stepAt
+}
+
+// noteRefs records the step ids that paths (as Template.Refs gives them)
+// read through steps.ID.
+func (d *decoder) noteRefs(n *yaml.Node, what string, paths []string) {
+	for _, p := range paths {
+		rest, ok := strings.CutPrefix(p, "steps.")
+		if !ok {
+			continue
+		}
+		id := rest
+		if i := strings.IndexAny(rest, ".["); i >= 0 {
+			id = rest[:i]
+		}
+		d.refs = append(d.refs, stepRef{n: n, what: what, id: id, at: d.at})
+	}
+}
+
+// noteExprRefs records the steps.ID (or steps["ID"]) reads of a condition.
+func (d *decoder) noteExprRefs(n *yaml.Node, what string, prog *vm.Program) {
+	root := prog.Node()
+	ast.Walk(&root, refVisitor(func(id string) {
+		d.refs = append(d.refs, stepRef{n: n, what: what, id: id, at: d.at})
+	}))
+}
+
+type refVisitor func(id string)
+
+func (v refVisitor) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	if ns, ok := m.Node.(*ast.IdentifierNode); ok && ns.Value == "steps" {
+		if id, ok := m.Property.(*ast.StringNode); ok {
+			v(id.Value)
+		}
+	}
+}
+
+// checkRefs reports reads of steps that do not exist, or whose variables
+// are not set where they are read: a later step, the step itself (set when
+// it succeeds), or a phase the reader cannot see.
+func (d *decoder) checkRefs() {
+	for _, r := range d.refs {
+		to, ok := d.stepsAt[r.id]
+		if !ok {
+			msg := fmt.Sprintf("%s: no step has id %q", r.what, r.id)
+			var visible []string
+			for id, at := range d.stepsAt {
+				if why := canRead(r.at, at); why == "" {
+					visible = append(visible, id)
+				}
+			}
+			if s := nearest(r.id, visible); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			d.errorf(r.n, "%s", msg)
+			continue
+		}
+		if why := canRead(r.at, to); why != "" {
+			d.errorf(r.n, "%s: steps.%s is not set here: %s (line %d)", r.what, r.id, why, d.ids[r.id].Line)
+		}
+	}
+}
+
+// canRead returns why a value at from cannot read the variables of the
+// step at to, or "".
+func canRead(from, to stepAt) string {
+	switch {
+	case from.phase == to.phase && to.index < from.index:
+		return ""
+	case from.phase == to.phase && to.index == from.index:
+		return "a step's own steps.ID is set only once it has succeeded"
+	case from.phase == to.phase:
+		return "that step runs later"
+	case to.phase == "setup" && from.phase != "env":
+		return "" // map and reduce run after setup, in its scope
+	case from.phase == "env":
+		return "the workflow env is read before any step runs"
+	case to.phase == "agent_template" && from.phase == "reduce":
+		return "agent_template steps run once per item, in the item's own scope (reduce reads them through ${map.results})"
+	case to.phase == "agent_template":
+		return "agent_template steps run once per item, in the item's own scope"
+	}
+	return fmt.Sprintf("%s runs after %s", to.phase, from.phase)
+}
+
+// nearest returns the id closest to id within two edits (one for ids
+// shorter than 5), or "".
+func nearest(id string, ids []string) string {
+	best, bestDist := "", 2
+	if len(id) >= 5 {
+		bestDist = 3
+	}
+	for _, k := range ids {
+		if dist := editDistance(id, k); dist < bestDist || dist == bestDist && k < best {
+			best, bestDist = k, dist
+		}
+	}
+	return best
+}
