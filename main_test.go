@@ -49,6 +49,26 @@ func TestScripts(t *testing.T) {
 	})
 }
 
+// The hostile-input tests (interpolation_hostile, mapreduce_hostile,
+// interp's TestShellDelivery) run in temporary directories and assert
+// their PWNED* marker files are absent; none may ever land in the checkout.
+func TestNoHostileMarkersInCheckout(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == ".git":
+			return filepath.SkipDir
+		case strings.HasPrefix(d.Name(), "PWNED"):
+			t.Errorf("%s: a hostile value ran a command in the checkout", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // flaky COUNTFILE N [EXIT [MESSAGE]] fails until its N-th run: runs 1..N-1
 // print MESSAGE on stderr and exit EXIT (default 1); run N and later exit 0.
 func flaky() {
