@@ -1,11 +1,12 @@
-# Thin aliases for go commands. `make test` is what the README and CI run.
+# Thin aliases for go commands. `make test` is what the README runs and
+# `make ci` (tidy-check, then test) what CI runs.
 GO      ?= go
 BIN     := bin/runner
 PKGS    := ./...
 FUZZTIME ?= 10s
 FUZZTIME_SHELL ?= $(FUZZTIME)
 
-.PHONY: build demo test race unit fmt vet tidy-check bench fuzz chaos ci clean
+.PHONY: build demo test short race unit fmt vet tidy-check bench fuzz chaos ci clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -19,6 +20,11 @@ test: fmt vet race
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
+
+# The inner loop: every package, without the race detector, the slow
+# shell-spawning property tests and most kill -9 rounds (-short).
+short:
+	$(GO) test -short -count=1 $(PKGS)
 
 unit:
 	$(GO) test -count=1 $(PKGS)

@@ -49,7 +49,8 @@ reduce:
 // doubled: each is exactly one of succeeded, in the DLQ, skipped or
 // pending; the DLQ holds exactly the items that always fail; the bbolt
 // file checks clean; and no crash causes more than max_parallel repeated
-// executions. RUNNER_CHAOS_ROUNDS sets the number of rounds (default 20).
+// executions. RUNNER_CHAOS_ROUNDS sets the number of rounds (default 20;
+// 2 with -short).
 func TestCrashResume(t *testing.T) {
 	rounds, rng := chaos(t, 20)
 	for r := range rounds {
@@ -60,10 +61,13 @@ func TestCrashResume(t *testing.T) {
 }
 
 // chaos returns the number of rounds of a kill test (RUNNER_CHAOS_ROUNDS,
-// else def) and its randomness, seeded from RUNNER_CHAOS_SEED or the clock
-// (and logged, to repeat a run).
+// else def, at most 2 with -short) and its randomness, seeded from
+// RUNNER_CHAOS_SEED or the clock (and logged, to repeat a run).
 func chaos(t *testing.T, def int) (rounds int, rng *rand.Rand) {
 	rounds = def
+	if testing.Short() {
+		rounds = min(def, 2)
+	}
 	if s := os.Getenv("RUNNER_CHAOS_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
 	}

@@ -34,6 +34,9 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		// UPDATE=1 rewrites the golden files inside the scripts: the file
+		// a `cmp stdout FILE` compares with gets what the command printed.
+		UpdateScripts: os.Getenv("UPDATE") != "",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
 			// Scripts can run the repository's examples as a user would.
