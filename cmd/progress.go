@@ -15,7 +15,7 @@ import (
 
 // progress is the status of a running job: on a terminal, one line at the
 // bottom redrawn in place (everything else is printed above it); without
-// one, a plain timestamped line every PlainEvery while items run.
+// one, a plain timestamped line every plainEvery() while items run.
 type progress struct {
 	w     io.Writer
 	live  bool // redraw a status line (a terminal, or --progress always)
