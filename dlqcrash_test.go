@@ -35,7 +35,7 @@ map:
 // succeeded (a kill between logging the success and removing the item
 // from the DLQ left it in both), and that after a last full retry the
 // DLQ is empty and the job's counts add up with exit code 0.
-// RUNNER_CHAOS_ROUNDS sets the number of kills (default 8).
+// RUNNER_CHAOS_ROUNDS sets the number of kills (default 8; 2 with -short).
 func TestDLQRetryCrash(t *testing.T) {
 	kills, rng := chaos(t, 8)
 	dir := t.TempDir()

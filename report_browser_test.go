@@ -37,7 +37,11 @@ error_policy:
 // TestReportInChromium writes a job's report and loads it in a real
 // headless Chromium: the page logs nothing to the console, and its
 // screenshot shows the timeline's succeeded (green) and failed (red) bars.
+// Starting Chromium takes tens of seconds of CPU: not with -short.
 func TestReportInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: Chromium is slow to start")
+	}
 	browser := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {

@@ -15,7 +15,7 @@ import (
 
 // progress is the status of a running job: on a terminal, one line at the
 // bottom redrawn in place (everything else is printed above it); without
-// one, a plain timestamped line every PlainEvery while items run.
+// one, a plain timestamped line every plainEvery() while items run.
 type progress struct {
 	err   *stream // runner's lines and the status line (stderr)
 	out   *stream // stdout; err itself when both are the same file

@@ -269,9 +269,6 @@ func (d *DB) Close() error {
 	return nil
 }
 
-// Path returns the file name the DB was opened with.
-func (d *DB) Path() string { return d.path }
-
 // view runs fn in a read transaction; on a view of a missing file it does
 // nothing. Errors are prefixed with the path and op; panics that come from a
 // damaged file become ErrDamaged (see fromDamage), others go on.

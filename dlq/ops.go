@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -313,30 +312,4 @@ func tail(s string, n int) string {
 		i++
 	}
 	return s[i:]
-}
-
-// Check verifies the file's page structure (bbolt's consistency check)
-// and that every stored item decodes; it returns the first problems found.
-func (d *DB) Check() error {
-	return d.view("check", func(tx *bolt.Tx) error {
-		var problems []error
-		for err := range tx.Check() {
-			if len(problems) < 10 {
-				problems = append(problems, err)
-			}
-		}
-		if items := tx.Bucket(bucketItems); items != nil {
-			c := items.Cursor()
-			for k, v := c.First(); k != nil && len(problems) < 10; k, v = c.Next() {
-				var it Item
-				if err := decode(v, &it); err != nil {
-					problems = append(problems, err)
-				}
-			}
-		}
-		if len(problems) > 0 {
-			return damagedf("%v", errors.Join(problems...))
-		}
-		return nil
-	})
 }

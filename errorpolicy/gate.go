@@ -40,9 +40,6 @@ func NewGate(cfg breaker.Config, onChange func(to string)) *Gate {
 	return g
 }
 
-// State is "closed", "open" or "half_open".
-func (g *Gate) State() string { return g.b.State() }
-
 // Pass admits one item. Done or Return must be called; calls after the
 // first do nothing.
 type Pass struct {

@@ -12,6 +12,9 @@ import (
 	"github.com/runnerdev/runner/breaker"
 )
 
+// State is "closed", "open" or "half_open".
+func (g *Gate) State() string { return g.b.State() }
+
 func TestTrackerStops(t *testing.T) {
 	p := Default()
 	tests := []struct {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/runnerdev/runner/retryv2"
@@ -108,14 +109,27 @@ func startJob(t *testing.T, n, parallel int, policy string) *workflow.Job {
 	return j
 }
 
+// max_parallel items run at once and never more: the first three items
+// wait for each other (a handshake, not a sleep), so the bound is reached
+// whatever the machine's load.
 func TestMapBoundsConcurrency(t *testing.T) {
 	j := startJob(t, 30, 3, "")
 	var running, most atomic.Int32
+	full := make(chan struct{})
 	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
 		n := running.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
-		time.Sleep(5 * time.Millisecond)
+		if n == 3 && it.Index < 3 {
+			close(full)
+		}
+		if it.Index < 3 {
+			select {
+			case <-full:
+			case <-time.After(10 * time.Second):
+				t.Errorf("item %d: three items never ran at once", it.Index)
+			}
+		}
 		running.Add(-1)
 		return Outcome{}
 	})
@@ -129,28 +143,32 @@ func TestMapBoundsConcurrency(t *testing.T) {
 }
 
 // With on_item_failure: retry, an item waiting out its delay gives its
-// slot back: with one slot the other items run meanwhile.
+// slot back: with one slot the other items run meanwhile. The delay runs on
+// synctest's clock, which moves only when every goroutine of the job is
+// blocked, so the other items finish first however slow the machine is.
 func TestItemRetryGivesTheSlotBack(t *testing.T) {
-	j := startJob(t, 4, 1, "error_policy: {on_item_failure: retry, retry_config: {max_attempts: 2, backoff: fixed, initial_delay: 200ms}}\n")
-	var mu sync.Mutex
-	var order []string
-	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
-		mu.Lock()
-		order = append(order, fmt.Sprintf("%s/%d", it.ID, attempt))
-		mu.Unlock()
-		if it.Index == 0 && attempt == 1 {
-			return failed("first try fails")
+	synctest.Test(t, func(t *testing.T) {
+		j := startJob(t, 4, 1, "error_policy: {on_item_failure: retry, retry_config: {max_attempts: 2, backoff: fixed, initial_delay: 200ms}}\n")
+		var mu sync.Mutex
+		var order []string
+		agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+			mu.Lock()
+			order = append(order, fmt.Sprintf("%s/%d", it.ID, attempt))
+			mu.Unlock()
+			if it.Index == 0 && attempt == 1 {
+				return failed("first try fails")
+			}
+			return Outcome{}
+		})
+		sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Agent: agent})
+		if err != nil || sum.Items.Succeeded != 4 {
+			t.Fatalf("runMap = %+v, %v", sum, err)
 		}
-		return Outcome{}
+		want := []string{"0/1", "1/1", "2/1", "3/1", "0/2"} // the items are 0..3, their default ids too
+		if !slices.Equal(order, want) {
+			t.Errorf("order %v, want %v", order, want)
+		}
 	})
-	sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Agent: agent})
-	if err != nil || sum.Items.Succeeded != 4 {
-		t.Fatalf("runMap = %+v, %v", sum, err)
-	}
-	want := []string{"0/1", "1/1", "2/1", "3/1", "0/2"} // the items are 0..3, their default ids too
-	if !slices.Equal(order, want) {
-		t.Errorf("order %v, want %v", order, want)
-	}
 }
 
 // max_failures stops dispatch; the failed items are in the DLQ and the

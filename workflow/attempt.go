@@ -22,9 +22,8 @@ type Executor struct {
 	Emit   func(typ string, fields map[string]any)
 	Mask   func(string) string // replaces secret values in command output; nil: none
 	Env    []string            // base environment of every command: process env + workflow env
-	Now    func() time.Time
-	Grace  time.Duration // TERM -> KILL; 0 = proc.DefaultGrace
-	Stdout io.Writer     // live command output
+	Grace  time.Duration       // TERM -> KILL; 0 = proc.DefaultGrace
+	Stdout io.Writer           // live command output
 	Stderr io.Writer
 	Seed   uint64 // the job's seed for retry jitter
 	TmpDir string // where Retry-After files are made

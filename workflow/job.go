@@ -210,7 +210,6 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 		Emit:   j.emit,
 		Mask:   j.mask,
 		Env:    append(environ, env...),
-		Now:    opts.Now,
 		Stdout: maskOutput(opts.Stdout, j.mask),
 		Stderr: maskOutput(opts.Stderr, j.mask),
 		Seed:   st.Meta.Seed,

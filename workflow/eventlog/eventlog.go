@@ -134,13 +134,6 @@ func (l *Log) Emit(typ string, fields map[string]any) (Event, error) {
 	return e, nil
 }
 
-// Sync flushes the log to stable storage.
-func (l *Log) Sync() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.f.Sync()
-}
-
 // Close syncs and closes the log.
 func (l *Log) Close() error {
 	l.mu.Lock()

@@ -28,6 +28,13 @@ var hostile = []string{
 	"x'$(touch PWNED)'", "a[$(touch PWNED)]", "$(touch PWNED)\nEOF\n$(touch PWNED)",
 }
 
+// hostileShort is what -short delivers: one value of each kind of hostile
+// (a quick inner loop; the full run delivers every value).
+var hostileShort = []string{
+	`a b; rm -rf ~ $(x) "q" 'q'`, "`touch PWNED`", "${HOME}", "*", "a\nb", `\`, "'", `"`, "",
+	"\x01\x7f", "\xff\xfe", "EOF(touch PWNED)", "EOF\ntouch PWNED\nEOF", "$(touch PWNED)\nEOF\n$(touch PWNED)",
+}
+
 // shellCase is a context in which a value is delivered to printf or cat.
 type shellCase struct {
 	name, tmpl string
@@ -178,17 +185,27 @@ func run(dir, sh, script string, env ...string) error {
 }
 
 // TestShellDelivery checks that every hostile value reaches the command
-// intact, in every context and shell, without running anything.
+// intact, in every context and shell, without running anything. With
+// -short it delivers hostileShort.
 func TestShellDelivery(t *testing.T) {
+	values := hostile
+	if testing.Short() {
+		values = hostileShort
+	}
 	for _, sc := range shellCases {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
-			deliver(t, []shellCase{sc}, hostile)
+			deliver(t, []shellCase{sc}, values)
 		})
 	}
 }
 
+// FuzzExpandShell delivers a value in every context and shell. Its seeds,
+// which start hundreds of shells, do not run with -short.
 func FuzzExpandShell(f *testing.F) {
+	if testing.Short() {
+		f.Skip("-short: the seeds start hundreds of shells")
+	}
 	for _, v := range hostile {
 		f.Add(v)
 	}
