@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,11 +23,31 @@ import (
 // TestMain lets the test binary act as runner and as the helper commands
 // the scripts use.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	commands := map[string]func(){
 		"runner":  main,
 		"flaky":   flaky,
 		"dlqhold": dlqHold,
-	})
+	}
+	if _, ok := commands[filepath.Base(os.Args[0])]; !ok {
+		shortParallel() // go test itself, not one of the commands
+	}
+	testscript.Main(m, commands)
+}
+
+// shortParallel lets -short run 8 scripts at once unless -parallel says
+// otherwise: the scripts mostly wait on their child processes, so go
+// test's default of GOMAXPROCS (2 here) leaves the cores idle. A full run
+// keeps the default, which the timing of its scripts was tuned on.
+func shortParallel() {
+	flag.Parse()
+	if !testing.Short() {
+		return
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", "8")
+	}
 }
 
 // TestScripts runs every end-to-end script under testdata/script.
