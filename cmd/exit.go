@@ -8,6 +8,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/proc"
 	"github.com/runnerdev/runner/workflow/state"
 )
 
@@ -30,18 +31,8 @@ const (
 // Interrupted is the cancel cause when the process receives a signal.
 type Interrupted struct{ Signal syscall.Signal }
 
-func (i Interrupted) Error() string { return fmt.Sprintf("interrupted by %s", signalName(i.Signal)) }
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	}
-	return s.String()
+func (i Interrupted) Error() string {
+	return fmt.Sprintf("interrupted by %s", proc.SignalName(i.Signal))
 }
 
 // usageError marks a mistake in how runner was called.

@@ -42,7 +42,7 @@ func classify(ws syscall.WaitStatus, waitErr error) Result {
 	}
 	if ws.Signaled() {
 		sig := ws.Signal()
-		name := signalName(sig)
+		name := SignalName(sig)
 		msg := "killed by signal " + name
 		if !strings.HasPrefix(name, "SIG") {
 			msg = "killed by " + name
@@ -74,8 +74,8 @@ func canceled(ctx context.Context, exitCode int) Result {
 	return Result{Kind: KindCanceled, ExitCode: exitCode, Err: fmt.Errorf("canceled: %w", cause)}
 }
 
-// signalName returns "SIGxxx" for common signals and "signal N" otherwise.
-func signalName(sig syscall.Signal) string {
+// SignalName returns "SIGxxx" for common signals and "signal N" otherwise.
+func SignalName(sig syscall.Signal) string {
 	switch sig {
 	case syscall.SIGHUP:
 		return "SIGHUP"
