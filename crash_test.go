@@ -19,7 +19,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/runnerdev/runner/cmd"
-	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/workflow/state"
 )
 
@@ -225,15 +224,7 @@ func auditJob(t *testing.T, store state.Store, jobID string, total int, final bo
 		t.Fatal(err)
 	}
 	checkBolt(t, job.Path("dlq.db"))
-	d, err := dlq.Open(job.Path("dlq.db"), dlq.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	queued := map[string]bool{}
-	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
-		t.Fatal(err)
-	}
+	queued := queuedItems(t, job)
 	counts := map[string]int{}
 	for i, line := range items {
 		var item struct{ ID string }
