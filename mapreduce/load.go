@@ -116,10 +116,12 @@ func (p *pipeline) matches(v any) (bool, error) {
 // keep applies distinct, offset and max_items, then writes the item.
 func (p *pipeline) keep(raw json.RawMessage, v any) error {
 	if p.seen != nil {
-		f := field(v, p.m.Distinct)
-		key, _ := json.Marshal(f)
-		if s, ok := f.(string); ok {
-			key = workflow.EncodeString(s) // strings outside UTF-8 stay apart
+		var key []byte
+		switch f := field(v, p.m.Distinct).(type) {
+		case string:
+			key = workflow.EncodeString(f) // strings outside UTF-8 stay apart
+		default:
+			key, _ = json.Marshal(f)
 		}
 		if _, dup := p.seen[string(key)]; dup {
 			return nil

@@ -27,10 +27,6 @@ const (
 // retry budget ended.
 var ErrBudgetExhausted = errors.New("retry budget exhausted")
 
-// ErrCircuitOpen is the failure of an attempt refused by the step's
-// circuit breaker.
-var ErrCircuitOpen = breaker.ErrOpen
-
 // AttemptFunc runs the command once; n is the 1-based attempt number. Its
 // ctx ends when the retry budget does.
 type AttemptFunc func(ctx context.Context, n int) Outcome
@@ -126,14 +122,19 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 	defer cancel()
 
 	backoff := retry.BackoffFunc(func() (time.Duration, bool) { return next, false })
+	// giveSlotBack frees the slot for the delay before the next attempt; it
+	// is taken again before that attempt, or at the end if ctx ends.
+	giveSlotBack := func() {
+		if spec.Slot != nil && next > 0 {
+			spec.Slot.Release()
+			released = true
+		}
+	}
 	resumed := spec.From != nil
 	err := retry.Do(actx, backoff, func(ctx context.Context) error {
 		if resumed { // the delay the ended process was waiting out
 			resumed = false
-			if spec.Slot != nil && next > 0 {
-				spec.Slot.Release()
-				released = true // taken again below, or at the end if ctx ends
-			}
+			giveSlotBack()
 			if err := Pause(ctx, next, nil); err != nil {
 				return err
 			}
@@ -171,10 +172,7 @@ func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
 				return err
 			}
 		}
-		if spec.Slot != nil && next > 0 {
-			spec.Slot.Release()
-			released = true
-		}
+		giveSlotBack()
 		return retry.RetryableError(errors.New(last.Message()))
 	})
 	if released {
@@ -218,7 +216,7 @@ func (s Spec) runOnce(ctx context.Context, n int, attempt AttemptFunc) Outcome {
 	}
 	ticket, err := s.Breaker.Allow()
 	if err != nil {
-		return Outcome{Attempt: n, Kind: KindCircuitOpen, ExitCode: -1, Err: ErrCircuitOpen}
+		return Outcome{Attempt: n, Kind: KindCircuitOpen, ExitCode: -1, Err: err} // breaker.ErrOpen
 	}
 	if s.Started != nil {
 		s.Started(n)
