@@ -95,7 +95,7 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 // nor starts the item's attempts over.
 func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) error {
 	f := failures[len(failures)-1]
-	history, err := json.Marshal(l.masked(failures))
+	history, err := json.Marshal(failures) // masked as they joined
 	if err != nil {
 		return fmt.Errorf("item %s: %w", it.ID, err)
 	}
@@ -119,13 +119,12 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		action = errorpolicy.DLQ // retries are used up
 	}
 	status, st := "failed", state.ItemDLQ
-	failures = l.masked(failures)
 	if l.fromDLQ {
+		failures = slices.Clone(failures)
 		for i := range failures {
 			failures[i].Attempt = 0 // the DLQ numbers a retried item's failures after its history
 		}
 	}
-	last.Message = failures[len(failures)-1].Message
 	if action == errorpolicy.Skip {
 		status, st = "skipped", state.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
@@ -160,14 +159,13 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	return l.record(true), nil
 }
 
-// masked returns a copy of failures without the job's secrets.
-func (l *ledger) masked(failures []Failure) []Failure {
-	failures = slices.Clone(failures)
-	for i := range failures {
-		failures[i].Message = l.job.Mask(failures[i].Message)
-		failures[i].StderrTail = l.job.Mask(failures[i].StderrTail)
-	}
-	return failures
+// mask returns f without the job's secrets. A failure is masked once, as
+// it joins its item's history: everything the ledger writes of it (the
+// DLQ, the item log, events) then holds no secret.
+func (l *ledger) mask(f Failure) Failure {
+	f.Message = l.job.Mask(f.Message)
+	f.StderrTail = l.job.Mask(f.StderrTail)
+	return f
 }
 
 // earlierFailures returns the failures of the earlier attempts of an item

@@ -134,6 +134,9 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 			s.fail(out.Err)
 			return
 		}
+		if out.Failed {
+			out.Failure = s.ledger.mask(out.Failure)
+		}
 		var (
 			verdict *errorpolicy.Verdict
 			err     error
