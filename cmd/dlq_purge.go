@@ -74,16 +74,15 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 			return nil
 		}
 	}
+	var (
+		purged []dlq.Purged
+		held   int
+	)
 	q := newJobDLQ(ctx, j, g.stderr)
-	d, err := dlq.Open(q.path, dlq.Options{Gone: ownerGone})
-	if err != nil {
+	if err := q.update(func(d *dlq.DB) (err error) {
+		purged, held, err = d.Purge(before)
 		return err
-	}
-	purged, held, err := d.Purge(before)
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	recs := make([]state.ItemRecord, len(purged))
