@@ -37,7 +37,7 @@ func collect(g *group, pidfd int, out, errs *stream) (ws syscall.WaitStatus, wai
 		{Fd: int32(pidfd), Events: unix.POLLIN}, // ignored by poll when -1
 	}
 	exited, empty := false, false // the shell was reaped; so was its group
-	var pipeDeadline time.Time
+	var pipeDeadline, settleAt time.Time
 	check := firstExitCheck
 	for {
 		pipesOpen := fds[0].Fd >= 0 || fds[1].Fd >= 0
@@ -71,7 +71,11 @@ func collect(g *group, pidfd int, out, errs *stream) (ws syscall.WaitStatus, wai
 		}
 		switch {
 		case exited:
-			empty = empty || g.settled()
+			// A leftover that keeps writing wakes the loop often: look at
+			// the group (a scan of /proc) only at the check intervals.
+			if now := time.Now(); !empty && !now.Before(settleAt) {
+				empty, settleAt = g.settled(), now.Add(check)
+			}
 		case pidfd >= 0 && fds[2].Revents == 0:
 			continue
 		default:
