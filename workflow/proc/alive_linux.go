@@ -24,11 +24,12 @@ func groupAlive(pgid int) bool {
 	if err != nil {
 		return true
 	}
+	group := strconv.Itoa(pgid)
 	for _, name := range names {
 		if name[0] < '1' || name[0] > '9' {
 			continue // not a process
 		}
-		if stat, err := os.ReadFile("/proc/" + name + "/stat"); err == nil && runningIn(stat, pgid) {
+		if stat, err := os.ReadFile("/proc/" + name + "/stat"); err == nil && runningIn(stat, group) {
 			return true
 		}
 	}
@@ -37,11 +38,18 @@ func groupAlive(pgid int) bool {
 
 // runningIn reports whether a /proc/PID/stat line ("pid (comm) state ppid
 // pgrp ...") describes a process of group pgid that is not a zombie.
-func runningIn(stat []byte, pgid int) bool {
+func runningIn(stat []byte, pgid string) bool {
+	f := statFields(stat)
+	return len(f) >= 3 && string(f[0]) != "Z" && string(f[0]) != "X" && string(f[2]) == pgid
+}
+
+// statFields returns the fields of a /proc/PID/stat line from field 3 on:
+// the command name (field 2) is in parentheses and may hold anything, so
+// they follow its last ')'. f[0] is field 3.
+func statFields(stat []byte) [][]byte {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return false
+		return nil
 	}
-	f := bytes.Fields(stat[i+1:])
-	return len(f) >= 3 && string(f[0]) != "Z" && string(f[0]) != "X" && string(f[2]) == strconv.Itoa(pgid)
+	return bytes.Fields(stat[i+1:])
 }

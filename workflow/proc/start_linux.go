@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 )
@@ -15,13 +14,7 @@ func StartTime(pid int) (ticks uint64, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	// The command name (field 2) is in parentheses and may hold anything:
-	// fields 3 onward follow its last ')'.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := bytes.Fields(data[i+1:])
+	fields := statFields(data)
 	if len(fields) < 20 {
 		return 0, false
 	}
