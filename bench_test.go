@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/workflow/eventlog"
+	"github.com/runnerdev/runner/eventlog"
 )
 
 // BenchmarkRetryDelayAccuracy measures how much later than scheduled the

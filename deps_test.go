@@ -14,19 +14,19 @@ import (
 // nothing of ours; mapreduce reaches the DLQ through an interface of its
 // own, and only cmd wires the two together.
 var allowedImports = map[string][]string{
-	"":                    {"cmd"},
-	"cmd":                 {"*"},
-	"mapreduce":           {"workflow", "workflow/appendfile", "workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy"},
-	"workflow":            {"workflow/eventlog", "workflow/interp", "workflow/proc", "workflow/state", "retryv2", "errorpolicy", "breaker"},
-	"dlq":                 nil,
-	"breaker":             nil,
-	"retryv2":             {"breaker"},
-	"errorpolicy":         {"breaker"},
-	"workflow/appendfile": nil,
-	"workflow/eventlog":   {"workflow/appendfile"},
-	"workflow/interp":     nil,
-	"workflow/proc":       nil,
-	"workflow/state":      {"workflow/appendfile"},
+	"":                {"cmd"},
+	"cmd":             {"*"},
+	"mapreduce":       {"workflow", "appendfile", "eventlog", "workflow/interp", "proc", "state", "retryv2", "errorpolicy"},
+	"workflow":        {"eventlog", "workflow/interp", "proc", "state", "retryv2", "errorpolicy", "breaker"},
+	"dlq":             nil,
+	"breaker":         nil,
+	"retryv2":         {"breaker"},
+	"errorpolicy":     {"breaker"},
+	"appendfile":      nil,
+	"eventlog":        {"appendfile"},
+	"workflow/interp": nil,
+	"proc":            nil,
+	"state":           {"appendfile"},
 }
 
 func TestPackageLayering(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 // retryCrashWorkflow fails its 40 items until the file "fixed" exists,

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerdev/runner/workflow/eventlog"
+	"github.com/runnerdev/runner/eventlog"
 )
 
 // emitCall finds the event type of an emit or Emit call that names it with

@@ -17,7 +17,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/runnerdev/runner/workflow/eventlog"
+	"github.com/runnerdev/runner/eventlog"
 )
 
 // TestMain lets the test binary act as runner and as the helper commands

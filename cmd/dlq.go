@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 func newDLQCommand(g *globalOptions) *cobra.Command {

@@ -13,10 +13,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/eventlog"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 type dlqPurgeOptions struct {

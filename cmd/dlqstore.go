@@ -14,8 +14,8 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/workflow/proc"
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/proc"
+	"github.com/runnerdev/runner/state"
 )
 
 // dlqFile is the name of a job's dead-letter queue in its directory.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/workflow/eventlog"
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/state"
 )
 
 type eventsOptions struct {

@@ -7,9 +7,9 @@ import (
 	"syscall"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/proc"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/proc"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // Exit codes, documented in `runner --help`.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 type jobsOptions struct {

@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/eventlog"
 )
 
 // JUnit XML, as CI systems read it.

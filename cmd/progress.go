@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/runnerdev/runner/workflow/eventlog"
+	"github.com/runnerdev/runner/eventlog"
 )
 
 // progress is the status of a running job: on a terminal, one line at the

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 // Timeline geometry, in pixels.

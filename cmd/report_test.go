@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/workflow/eventlog"
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/state"
 )
 
 func ev(ms int, typ string, fields map[string]any) eventlog.Event {

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/eventlog"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // terminal shows a running job to a person (text on stderr) or to a

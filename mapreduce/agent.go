@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/proc"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // Agent runs one item's agent template. Where items run is behind this

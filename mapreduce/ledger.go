@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // ledger makes every item state transition, in one place and in an order

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/proc"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
-	"github.com/runnerdev/runner/workflow/proc"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // Options configure a MapReduce run.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // fakeDLQ is a map-backed DeadLetters.

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/runnerdev/runner/workflow/appendfile"
+	"github.com/runnerdev/runner/appendfile"
 )
 
 // Result is one item's entry in ${map.results}.

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // RetryQueue is a job's DLQ as `dlq retry` uses it.

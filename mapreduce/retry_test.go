@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 // heldDLQ is a fakeDLQ whose items in held are leased to a running retry.

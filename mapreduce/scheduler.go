@@ -9,7 +9,7 @@ import (
 
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 // scheduler starts items in up to max_parallel slots, behind the workflow

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow/interp"
-	"github.com/runnerdev/runner/workflow/proc"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // Executor runs steps: it owns what every step of a job shares.

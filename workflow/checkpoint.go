@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 // StepRetrying is the status of a checkpoint of a step that waits to run

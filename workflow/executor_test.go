@@ -4,7 +4,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 // BenchmarkRunStep is one step of `true` with everything runner does

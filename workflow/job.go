@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runnerdev/runner/workflow/eventlog"
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow/interp"
-	"github.com/runnerdev/runner/workflow/state"
 )
 
 // Job is a job being run (started or resumed) by this process: its durable

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 // StepFailedError is a step whose failure stopped the workflow.

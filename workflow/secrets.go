@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/runnerdev/runner/workflow/state"
+	"github.com/runnerdev/runner/state"
 )
 
 // minSecretLen is the shortest value that is masked: shorter values would

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runnerdev/runner/workflow/appendfile"
+	"github.com/runnerdev/runner/appendfile"
 )
 
 // Item states of a MapReduce job. An item with no record, or whose last

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runnerdev/runner/workflow/appendfile"
+	"github.com/runnerdev/runner/appendfile"
 )
 
 // StepRecord is a finished step in the progress journal, or a map agent's

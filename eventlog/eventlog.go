@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runnerdev/runner/workflow/appendfile"
+	"github.com/runnerdev/runner/appendfile"
 )
 
 // Event is one entry of the log. Fields holds the type-specific fields; it
