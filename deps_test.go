@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// allowedImports is the layering: cmd -> mapreduce -> workflow ->
+// allowedImports is the layering: cmd -> mapreduce -> job (the job
+// runtime) -> executor (steps) -> workflow (the file format) ->
 // {retryv2, errorpolicy, leaves}. retryv2 and errorpolicy import only
 // breaker, the circuit breaker both build on; eventlog and state import only
 // appendfile, the lowest leaf; dlq, breaker and the other leaves import
@@ -16,8 +17,10 @@ import (
 var allowedImports = map[string][]string{
 	"":                {"cmd"},
 	"cmd":             {"*"},
-	"mapreduce":       {"workflow", "appendfile", "eventlog", "workflow/interp", "proc", "state", "retryv2", "errorpolicy"},
-	"workflow":        {"eventlog", "workflow/interp", "proc", "state", "retryv2", "errorpolicy", "breaker"},
+	"mapreduce":       {"job", "executor", "workflow", "workflow/interp", "appendfile", "proc", "state", "retryv2", "errorpolicy"},
+	"job":             {"executor", "workflow", "workflow/interp", "eventlog", "state"},
+	"executor":        {"workflow", "workflow/interp", "proc", "state", "retryv2", "breaker"},
+	"workflow":        {"workflow/interp", "retryv2", "errorpolicy", "breaker"},
 	"dlq":             nil,
 	"breaker":         nil,
 	"retryv2":         {"breaker"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -83,7 +84,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return dlqRetryDryRun(g, jobID, o.Filter, o.Output == "json")
 	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
-	j, err := workflow.Attach(jobID, workflow.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
+	j, err := job.Attach(jobID, job.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 // ran to success leave the DLQ instead of running again), runs the
 // selected items and settles again; the summary's Remaining is the DLQ as
 // it is then.
-func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *workflow.Job, q *jobDLQ) (dlqRetrySummary, error) {
+func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobDLQ) (dlqRetrySummary, error) {
 	sum := dlqRetrySummary{JobID: j.State.Meta.ID}
 	if _, err := settleJob(j.State, q); err != nil {
 		return sum, err

@@ -10,6 +10,8 @@ import (
 	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/executor"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -152,15 +154,15 @@ func newPlan(wf *workflow.Workflow, seed *uint64) plan {
 		p.Phases = append(p.Phases, ph)
 	}
 	if wf.Mode != workflow.MapReduce {
-		phase(workflow.PhaseCommands, wf.Steps, false)
+		phase(job.PhaseCommands, wf.Steps, false)
 		return p
 	}
-	phase(workflow.PhaseSetup, wf.Setup, false)
+	phase(job.PhaseSetup, wf.Setup, false)
 	if wf.Map != nil {
 		p.Map = newPlanMap(wf.Map)
 		phase("agent_template", wf.Map.Template, true)
 	}
-	phase(workflow.PhaseReduce, wf.Reduce, false)
+	phase(job.PhaseReduce, wf.Reduce, false)
 	p.ErrorPolicy = newPlanErrorPolicy(wf)
 	return p
 }
@@ -174,7 +176,7 @@ func newPlanStep(s *workflow.Step, seed *uint64, perItem bool) planStep {
 		for _, p := range s.Retry {
 			var rnd func() float64
 			if seed != nil && !perItem {
-				rnd = workflow.JitterSource(*seed, s, "") // each policy as if it handled every failure
+				rnd = executor.JitterSource(*seed, s, "") // each policy as if it handled every failure
 			}
 			ps.Retry = append(ps.Retry, newPlanPolicy(p, rnd, perItem))
 		}

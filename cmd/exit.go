@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -62,8 +63,8 @@ func exitCode(err error) int {
 		return ExitItemsInDLQ
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
 		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),
-		errors.Is(err, workflow.ErrCompleted), errors.Is(err, workflow.ErrMissingSecrets),
-		errors.Is(err, workflow.ErrNotSecret), errors.Is(err, workflow.ErrNotRegular):
+		errors.Is(err, job.ErrCompleted), errors.Is(err, job.ErrMissingSecrets),
+		errors.Is(err, job.ErrNotSecret), errors.Is(err, workflow.ErrNotRegular):
 		return ExitUsage
 	}
 	return ExitFailed

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -61,7 +62,7 @@ type junitSkipped struct {
 // A failure on_failure handled is a failure too (the summary counts it as
 // failed) whose message says how it was handled; a fallback that
 // succeeded makes the step pass, as it does in the summary.
-func writeJUnit(path string, j *workflow.Job) error {
+func writeJUnit(path string, j *job.Job) error {
 	events, err := eventlog.Read(j.State.EventsPath(), eventlog.Query{})
 	if err != nil {
 		return err

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/job"
 )
 
 type resumeOptions struct {
@@ -51,7 +51,7 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 		return err
 	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
-	j, err := workflow.Resume(id, workflow.Options{
+	j, err := job.Resume(id, job.Options{
 		Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -95,7 +96,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return dryRun(g.stdout, wf, seed, o.Output == "json")
 	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
-	j, err := workflow.Start(wf, source, workflow.Options{
+	j, err := job.Start(wf, source, job.Options{
 		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
 	})
@@ -119,7 +120,7 @@ func loadWorkflow(file string) (*workflow.Workflow, []byte, error) {
 
 // finishJob runs a started or resumed job to its end, records how it
 // ended and reports it.
-func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel int, junit string) error {
+func finishJob(ctx context.Context, ui *terminal, j *job.Job, maxParallel int, junit string) error {
 	var (
 		res jobResult
 		err error
@@ -135,7 +136,7 @@ func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel i
 	} else {
 		res.steps, err = j.RunStandard(ctx)
 	}
-	res.status = workflow.StatusOf(ctx, err)
+	res.status = job.StatusOf(ctx, err)
 	res.code = exitCode(err)
 	var stopped *mapreduce.StoppedError
 	switch {
@@ -173,8 +174,8 @@ func finishJob(ctx context.Context, ui *terminal, j *workflow.Job, maxParallel i
 type jobResult struct {
 	status state.Status
 	code   int
-	steps  workflow.PhaseResult // standard workflows
-	items  *state.ItemCounts    // MapReduce workflows
+	steps  job.PhaseResult   // standard workflows
+	items  *state.ItemCounts // MapReduce workflows
 	err    error
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -290,7 +291,7 @@ type stepCounts struct {
 }
 
 // summary reports how a job ended.
-func (t *terminal) summary(j *workflow.Job, res jobResult) {
+func (t *terminal) summary(j *job.Job, res jobResult) {
 	s := runSummary{
 		JobID: j.State.Meta.ID, Workflow: j.Workflow.Name, Status: string(res.status), ExitCode: res.code,
 		DurationMS: j.Elapsed().Milliseconds(), Items: res.items,

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
@@ -41,8 +42,8 @@ const maxItemJSONEnv = 64 << 10
 
 // localAgent runs the template's steps as local processes.
 type localAgent struct {
-	exec    *workflow.Executor
-	scope   *workflow.Scope // the job's, after setup
+	exec    *executor.Executor
+	scope   *executor.Scope // the job's, after setup
 	steps   []*workflow.Step
 	timeout time.Duration // agent_timeout; 0 = none
 	logDir  string
@@ -80,7 +81,7 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 		}
 		return saveErr
 	}
-	run := workflow.Run{
+	run := executor.Run{
 		Scope:   sc,
 		Env:     env,
 		Fields:  map[string]any{"item_id": it.ID},
@@ -100,10 +101,10 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 	defer cancel()
 	for _, step := range a.steps {
 		run.From = nil
-		if rec, ok := saved[step.Index]; ok && rec.Status == string(workflow.StepRetrying) {
+		if rec, ok := saved[step.Index]; ok && rec.Status == string(executor.StepRetrying) {
 			run.From = &rec
 		} else if ok {
-			sc.Apply(workflow.RecordedVars(rec))
+			sc.Apply(executor.RecordedVars(rec))
 			stdout.Write([]byte(rec.Output))
 			continue
 		}

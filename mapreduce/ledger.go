@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/state"
-	"github.com/runnerdev/runner/workflow"
 )
 
 // ledger makes every item state transition, in one place and in an order
@@ -19,7 +19,7 @@ import (
 // item is exactly one of succeeded, in the DLQ, skipped or pending (no
 // record, or "running" without a DLQ entry: see reconcile).
 type ledger struct {
-	job     *workflow.Job
+	job     *job.Job
 	items   *state.ItemLog
 	dlq     DeadLetters
 	results *resultLog // nil: results are not kept (dlq retry)
@@ -216,8 +216,8 @@ func failureFields(it *Item, f Failure) map[string]any {
 // last seen running that the DLQ holds failed after the DLQ write and
 // before its state was logged, so it is recorded as in the DLQ now; the
 // other items last seen running are returned with their checkpoints.
-func reconcile(job *workflow.Job, log *state.ItemLog, dlq DeadLetters, total int) (done map[int]string, running map[int]state.ItemRecord, counts state.ItemCounts, err error) {
-	records, err := job.State.ReadItemStates()
+func reconcile(j *job.Job, log *state.ItemLog, dlq DeadLetters, total int) (done map[int]string, running map[int]state.ItemRecord, counts state.ItemCounts, err error) {
+	records, err := j.State.ReadItemStates()
 	if err != nil {
 		return nil, nil, counts, err
 	}
@@ -252,7 +252,7 @@ func reconcile(job *workflow.Job, log *state.ItemLog, dlq DeadLetters, total int
 		switch rec.State {
 		case state.ItemRunning:
 			for k := range rec.Steps {
-				rec.Steps[k].Vars = job.UnsealVars(rec.Steps[k].Vars)
+				rec.Steps[k].Vars = j.UnsealVars(rec.Steps[k].Vars)
 			}
 			running[i] = rec
 			continue

@@ -14,6 +14,7 @@ import (
 
 	"github.com/expr-lang/expr"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
@@ -23,7 +24,7 @@ import (
 // ids, to the items file.
 type pipeline struct {
 	m      *workflow.MapPhase
-	scope  *workflow.Scope // for item_id templates
+	scope  *executor.Scope // for item_id templates
 	out    *itemWriter
 	read   int                 // values read from the input
 	seen   map[string]struct{} // distinct values
@@ -43,7 +44,7 @@ type spooled struct {
 
 // loadItems reads the map input from r through the pipeline into the
 // items file at path and returns the number of items.
-func loadItems(r io.Reader, m *workflow.MapPhase, scope *workflow.Scope, path string) (int, error) {
+func loadItems(r io.Reader, m *workflow.MapPhase, scope *executor.Scope, path string) (int, error) {
 	out, err := createItems(path)
 	if err != nil {
 		return 0, err

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -30,7 +31,7 @@ func mapPhase(t testing.TB, mapYAML string) *workflow.MapPhase {
 func load(t testing.TB, m *workflow.MapPhase, input io.Reader) ([]*Item, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "items.jsonl")
-	n, err := loadItems(input, m, workflow.NewScope(nil, nil), path)
+	n, err := loadItems(input, m, executor.NewScope(nil, nil), path)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +230,7 @@ func BenchmarkLoadItems(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "items.jsonl")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := loadItems(strings.NewReader(input.String()), m, workflow.NewScope(nil, nil), path); err != nil {
+		if _, err := loadItems(strings.NewReader(input.String()), m, executor.NewScope(nil, nil), path); err != nil {
 			b.Fatal(err)
 		}
 	}

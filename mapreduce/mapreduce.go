@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/executor"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -47,9 +49,9 @@ func (e *StoppedError) Error() string { return "stopped by the error policy: " +
 
 // Run runs a started or resumed MapReduce job: setup (steps already done
 // are skipped), the items not yet finished, then reduce.
-func Run(ctx context.Context, j *workflow.Job, opts Options) (Summary, error) {
+func Run(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	wf := j.Workflow
-	if _, err := j.RunPhase(ctx, workflow.PhaseSetup, wf.Setup); err != nil {
+	if _, err := j.RunPhase(ctx, job.PhaseSetup, wf.Setup); err != nil {
 		return Summary{}, err
 	}
 	sum, err := runMap(ctx, j, opts)
@@ -59,12 +61,12 @@ func Run(ctx context.Context, j *workflow.Job, opts Options) (Summary, error) {
 	if err := setMapVars(j, sum.Items); err != nil {
 		return sum, err
 	}
-	_, err = j.RunPhase(ctx, workflow.PhaseReduce, wf.Reduce)
+	_, err = j.RunPhase(ctx, job.PhaseReduce, wf.Reduce)
 	return sum, err
 }
 
 // runMap loads the items (once per job) and runs those not yet finished.
-func runMap(ctx context.Context, j *workflow.Job, opts Options) (Summary, error) {
+func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	m := j.Workflow.Map
 	parallel, err := maxParallel(m, j.Scope, opts.MaxParallel)
 	if err != nil {
@@ -135,7 +137,7 @@ func runMap(ctx context.Context, j *workflow.Job, opts Options) (Summary, error)
 	return sum, nil
 }
 
-func newScheduler(j *workflow.Job, l *ledger, parallel int) *scheduler {
+func newScheduler(j *job.Job, l *ledger, parallel int) *scheduler {
 	m := j.Workflow.Map
 	return &scheduler{
 		agent:  &localAgent{exec: j.Executor, scope: j.Scope, steps: m.Template, timeout: m.AgentTimeout, logDir: j.State.Path("logs")},
@@ -148,7 +150,7 @@ func newScheduler(j *workflow.Job, l *ledger, parallel int) *scheduler {
 
 // saveCounts writes the item counts to the job's metadata every interval
 // until the returned function is called.
-func saveCounts(j *workflow.Job, l *ledger, every time.Duration) (stop func()) {
+func saveCounts(j *job.Job, l *ledger, every time.Duration) (stop func()) {
 	if every <= 0 {
 		every = time.Second
 	}
@@ -177,7 +179,7 @@ func countFields(c state.ItemCounts) map[string]any {
 
 // maxParallel resolves map.max_parallel (a number or $VAR), unless the
 // command line overrides it.
-func maxParallel(m *workflow.MapPhase, sc *workflow.Scope, override int) (int, error) {
+func maxParallel(m *workflow.MapPhase, sc *executor.Scope, override int) (int, error) {
 	if override > 0 {
 		return override, nil
 	}
@@ -199,7 +201,7 @@ func maxParallel(m *workflow.MapPhase, sc *workflow.Scope, override int) (int, e
 
 // ensureItems loads the map input into the job's items file unless an
 // earlier run of the job did, and returns the number of items.
-func ensureItems(ctx context.Context, j *workflow.Job, path string) (int, error) {
+func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 	if n, err := countLines(path); err == nil {
 		return n, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -245,7 +247,7 @@ func countLines(path string) (int, error) {
 // openInput opens map.input: an existing file is read; anything else runs
 // as a shell command whose stdout is the input (its non-zero exit fails
 // the job). wait reports how the command ended.
-func openInput(ctx context.Context, j *workflow.Job) (in io.ReadCloser, source string, wait func() error, err error) {
+func openInput(ctx context.Context, j *job.Job) (in io.ReadCloser, source string, wait func() error, err error) {
 	m := j.Workflow.Map
 	path, err := m.Input.Expand(j.Scope.PlainLookup(), interp.Plain)
 	if err != nil {
@@ -321,7 +323,7 @@ func lastLine(s string) string {
 
 // setMapVars defines ${map.*} for reduce: the counts, the results file
 // and, when a reduce step uses it, ${map.results} itself.
-func setMapVars(j *workflow.Job, c state.ItemCounts) error {
+func setMapVars(j *job.Job, c state.ItemCounts) error {
 	file := j.State.Path("results.json")
 	if err := writeResultsFile(j.State.Path("results.jsonl"), file); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -85,7 +86,7 @@ func failed(msg string) Outcome {
 
 // startJob starts a MapReduce job over n plain-line items "0".."n-1";
 // policy is appended to the workflow.
-func startJob(t *testing.T, n, parallel int, policy string) *workflow.Job {
+func startJob(t *testing.T, n, parallel int, policy string) *job.Job {
 	t.Helper()
 	dir := t.TempDir()
 	var lines []byte
@@ -101,7 +102,7 @@ func startJob(t *testing.T, n, parallel int, policy string) *workflow.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := workflow.Start(wf, []byte(src), workflow.Options{Store: state.Store{Dir: filepath.Join(dir, "state")}, JobID: "t", Stdout: io.Discard, Stderr: io.Discard})
+	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(dir, "state")}, JobID: "t", Stdout: io.Discard, Stderr: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

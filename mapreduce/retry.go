@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/state"
-	"github.com/runnerdev/runner/workflow"
 )
 
 // RetryQueue is a job's DLQ as `dlq retry` uses it.
@@ -17,12 +17,12 @@ type RetryQueue interface {
 }
 
 // RetryDead runs the job's agent template again on items taken from its
-// DLQ (a job opened with workflow.Attach): an item that succeeds leaves the
+// DLQ (a job opened with job.Attach): an item that succeeds leaves the
 // DLQ; one that fails again gets the failure appended to its history and
 // stays. An item that another process has claimed is left alone. It
 // returns the counts of this retry (Total: items asked for; Pending: those
 // claimed elsewhere or not run because ctx ended).
-func RetryDead(ctx context.Context, j *workflow.Job, items []*Item, override int, q RetryQueue) (state.ItemCounts, error) {
+func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, q RetryQueue) (state.ItemCounts, error) {
 	parallel, err := maxParallel(j.Workflow.Map, j.Scope, override)
 	if err != nil {
 		return state.ItemCounts{}, err

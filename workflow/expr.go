@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -136,4 +137,17 @@ func (d *decoder) condition(n *yaml.Node, what string) *Expr {
 var outcomeEnv = map[string]any{
 	"exit_code": 0, "signal": "", "timed_out": false, "kind": "",
 	"stdout": "", "stderr": "", "output": "", "duration": 0.0, "attempt": 0,
+}
+
+// Bool runs the expression, which must yield a boolean.
+func (e *Expr) Bool(vars map[string]any) (bool, error) {
+	v, err := expr.Run(e.Program, vars)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%q is %T, not a boolean", e.Source, v)
+	}
+	return b, nil
 }

@@ -88,7 +88,7 @@ func describe(n *yaml.Node) string {
 		case "!!null":
 			return "null"
 		case "!!str":
-			return strconv.Quote(abbreviate(n.Value))
+			return strconv.Quote(Abbreviate(n.Value))
 		}
 		return n.Value
 	}

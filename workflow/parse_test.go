@@ -211,7 +211,7 @@ commands:
 	case *s.Breaker != breaker.Config{FailureThreshold: 3, SuccessThreshold: 1, Timeout: 10 * time.Second, HalfOpenRequests: 1}:
 		t.Errorf("breaker %+v", s.Breaker)
 	}
-	ok, err := evalBool(s.When, map[string]any{"REGION": "eu-west-1"})
+	ok, err := s.When.Bool(map[string]any{"REGION": "eu-west-1"})
 	if err != nil || !ok {
 		t.Errorf("when with ${REGION}: %v %v", ok, err)
 	}
@@ -452,7 +452,7 @@ func TestExprQuotedPlaceholder(t *testing.T) {
 		if e == nil {
 			t.Fatalf("%s: %v", tc.src, d.errs)
 		}
-		got, err := evalBool(e, vars)
+		got, err := e.Bool(vars)
 		if err != nil || got != tc.want {
 			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, exprSource(tc.src))
 		}

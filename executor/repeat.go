@@ -1,4 +1,4 @@
-package workflow
+package executor
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // maxPollGap caps a repeat's growing interval unless the interval itself
@@ -15,7 +16,7 @@ const maxPollGap = time.Minute
 
 // runRepeated runs the step's attempts once, or, with `repeat`, again and
 // again after each success until the condition holds.
-func (x *Executor) runRepeated(ctx context.Context, step *Step, r Run) (commandResult, error) {
+func (x *Executor) runRepeated(ctx context.Context, step *workflow.Step, r Run) (commandResult, error) {
 	rp := step.Repeat
 	if rp == nil {
 		return x.attempts(ctx, step, r)
@@ -30,7 +31,7 @@ func (x *Executor) runRepeated(ctx context.Context, step *Step, r Run) (commandR
 		}
 		vars := maps.Clone(r.Scope.Vars())
 		maps.Copy(vars, retryv2.OutcomeVars(res.Outcome))
-		done, err := evalBool(rp.Until, vars)
+		done, err := rp.Until.Bool(vars)
 		if err != nil {
 			return res, fmt.Errorf("repeat until: %w", err)
 		}

@@ -1,14 +1,16 @@
-package workflow
+package job
 
 import (
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/runnerdev/runner/workflow"
 )
 
 func TestVarSealerRoundTrip(t *testing.T) {
-	wf := &Workflow{Secrets: []string{"DB"}}
+	wf := &workflow.Workflow{Secrets: []string{"DB"}}
 	s := newVarSealer(wf, []string{"DB=pass-1234", "PIN=123", "PLAIN=visible"}, []string{"API_TOKEN=tok-5678"})
 	vars := map[string]any{
 		"out":  "Bearer pass-1234",

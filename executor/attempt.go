@@ -1,4 +1,4 @@
-package workflow
+package executor
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
 
@@ -79,7 +80,7 @@ type commandResult struct {
 }
 
 // runCommand expands and runs one command once.
-func (x *Executor) runCommand(ctx context.Context, step *Step, cmd *interp.Template, r Run, attempt int, capture bool) commandResult {
+func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd *interp.Template, r Run, attempt int, capture bool) commandResult {
 	start := time.Now()
 	script, env, dir, err := x.prepare(step, cmd, r, attempt)
 	retryAfter := x.retryAfterFile()
@@ -87,7 +88,7 @@ func (x *Executor) runCommand(ctx context.Context, step *Step, cmd *interp.Templ
 	if err != nil {
 		return commandResult{Outcome: retryv2.Outcome{Attempt: attempt, Kind: retryv2.KindSpawn, ExitCode: -1, Err: err, Duration: time.Since(start)}}
 	}
-	stdout, stderr := maskOutput(r.stdout(x), x.Mask), maskOutput(r.stderr(x), x.Mask)
+	stdout, stderr := MaskOutput(r.stdout(x), x.Mask), MaskOutput(r.stderr(x), x.Mask)
 	res := proc.Run(ctx, proc.Spec{
 		Command:       script,
 		Dir:           dir,
@@ -97,7 +98,7 @@ func (x *Executor) runCommand(ctx context.Context, step *Step, cmd *interp.Templ
 		Timeout:       step.Timeout,
 		Grace:         x.Grace,
 		CaptureStdout: capture,
-		CaptureStderr: capture && step.CaptureStreams != StreamStdout,
+		CaptureStderr: capture && step.CaptureStreams != workflow.StreamStdout,
 	})
 	flushOutput(stdout, stderr)
 	out := retryv2.Outcome{
@@ -128,7 +129,7 @@ func (x *Executor) mask(s string) string {
 }
 
 // prepare expands a command, its environment and working directory.
-func (x *Executor) prepare(step *Step, cmd *interp.Template, r Run, attempt int) (script string, env []string, dir string, err error) {
+func (x *Executor) prepare(step *workflow.Step, cmd *interp.Template, r Run, attempt int) (script string, env []string, dir string, err error) {
 	script, err = cmd.Expand(r.Scope.Lookup(), interp.Shell)
 	if err != nil {
 		return "", nil, "", fmt.Errorf("interpolation: %w", err)
@@ -175,16 +176,4 @@ func readRetryAfter(path string) *time.Duration {
 		return nil
 	}
 	return &d
-}
-
-// canceled reports whether ctx ended, with the cause to report.
-func canceled(ctx context.Context) (error, bool) {
-	if ctx.Err() == nil {
-		return nil, false
-	}
-	cause := context.Cause(ctx)
-	if cause == nil {
-		cause = ctx.Err()
-	}
-	return cause, true
 }

@@ -1,4 +1,4 @@
-package workflow
+package executor
 
 import (
 	"hash/fnv"
@@ -6,17 +6,18 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/breaker"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // breakers holds each step's circuit breaker, shared by every execution
 // of the step in the job.
 type breakers struct {
 	mu sync.Mutex
-	m  map[*Step]*breaker.Breaker
+	m  map[*workflow.Step]*breaker.Breaker
 }
 
 // breaker returns the step's breaker, or nil when it has none.
-func (x *Executor) breaker(step *Step) *breaker.Breaker {
+func (x *Executor) breaker(step *workflow.Step) *breaker.Breaker {
 	if step.Breaker == nil {
 		return nil
 	}
@@ -26,7 +27,7 @@ func (x *Executor) breaker(step *Step) *breaker.Breaker {
 		return b
 	}
 	if x.breakers.m == nil {
-		x.breakers.m = map[*Step]*breaker.Breaker{}
+		x.breakers.m = map[*workflow.Step]*breaker.Breaker{}
 	}
 	key := step.Key()
 	b := breaker.New(key, *step.Breaker, func(to string) {
@@ -38,7 +39,7 @@ func (x *Executor) breaker(step *Step) *breaker.Breaker {
 }
 
 // jitterSource returns the random source of one step execution.
-func (x *Executor) jitterSource(step *Step, r Run) func() float64 {
+func (x *Executor) jitterSource(step *workflow.Step, r Run) func() float64 {
 	id, _ := r.Fields["item_id"].(string)
 	return JitterSource(x.Seed, step, id)
 }
@@ -48,7 +49,7 @@ func (x *Executor) jitterSource(step *Step, r Run) func() float64 {
 // other steps): derived from the seed, the step and the item, so that the
 // same seed gives the same schedule whatever order parallel executions
 // run in, and `run --dry-run --seed` shows the delays a run waits.
-func JitterSource(seed uint64, step *Step, itemID string) func() float64 {
+func JitterSource(seed uint64, step *workflow.Step, itemID string) func() float64 {
 	h := fnv.New64a()
 	h.Write([]byte(step.Key()))
 	h.Write([]byte{0})

@@ -1,18 +1,17 @@
-package workflow
+package job
 
 import (
 	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // minSecretLen is the shortest value that is masked: shorter values would
@@ -22,7 +21,7 @@ const minSecretLen = 4
 var secretNameParts = []string{"TOKEN", "SECRET", "PASSWORD", "KEY"}
 
 // isSecretName reports whether an environment variable's value is masked.
-func isSecretName(wf *Workflow, name string) bool {
+func isSecretName(wf *workflow.Workflow, name string) bool {
 	if slices.Contains(wf.Secrets, name) {
 		return true
 	}
@@ -37,7 +36,7 @@ func isSecretName(wf *Workflow, name string) bool {
 
 // secretValues lists the secret values in KEY=VALUE entries, each once,
 // with the name it was first found under.
-func secretValues(wf *Workflow, envs ...[]string) (names, values []string) {
+func secretValues(wf *workflow.Workflow, envs ...[]string) (names, values []string) {
 	seen := map[string]bool{}
 	for _, env := range envs {
 		for _, kv := range env {
@@ -54,7 +53,7 @@ func secretValues(wf *Workflow, envs ...[]string) (names, values []string) {
 
 // secretMasker returns a function that replaces secret values with ***,
 // or nil when there are none. Entries are KEY=VALUE.
-func secretMasker(wf *Workflow, envs ...[]string) func(string) string {
+func secretMasker(wf *workflow.Workflow, envs ...[]string) func(string) string {
 	_, values := secretValues(wf, envs...)
 	if len(values) == 0 {
 		return nil
@@ -73,7 +72,7 @@ type varSealer struct {
 	seal, unseal *strings.Replacer
 }
 
-func newVarSealer(wf *Workflow, envs ...[]string) *varSealer {
+func newVarSealer(wf *workflow.Workflow, envs ...[]string) *varSealer {
 	names, values := secretValues(wf, envs...)
 	if len(values) == 0 {
 		return nil
@@ -132,7 +131,7 @@ const withheldMark = "WITHHELD"
 // names of the secrets that are not: the secret --set values and the
 // secret env: values written in the workflow file, which it returns with
 // them replaced. Resume takes those again from --set or the environment.
-func withhold(wf *Workflow, set map[string]string, source []byte, environ []string) (stored map[string]string, names []string, copied []byte, err error) {
+func withhold(wf *workflow.Workflow, set map[string]string, source []byte, environ []string) (stored map[string]string, names []string, copied []byte, err error) {
 	_, env, err := workflowEnv(wf, set, environ)
 	if err != nil {
 		return nil, nil, nil, err
@@ -206,56 +205,3 @@ type maskedError struct {
 
 func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Unwrap() error { return e.err }
-
-// maskWriter masks secrets in command output on its way to the terminal
-// or an item's log.
-// It passes on whole lines (ended by \n or \r) so that a secret split
-// across writes is still found; Flush passes on the rest when a command
-// ends.
-type maskWriter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	mask func(string) string
-	buf  []byte
-}
-
-// maskOutput wraps w when there are secrets to mask and it is not masked
-// already.
-func maskOutput(w io.Writer, mask func(string) string) io.Writer {
-	if _, masked := w.(*maskWriter); w == nil || mask == nil || masked {
-		return w
-	}
-	return &maskWriter{w: w, mask: mask}
-}
-
-func (m *maskWriter) Write(p []byte) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.buf = append(m.buf, p...)
-	end := bytes.LastIndexAny(m.buf, "\n\r") + 1
-	if end == 0 {
-		return len(p), nil
-	}
-	_, err := io.WriteString(m.w, m.mask(string(m.buf[:end])))
-	m.buf = append(m.buf[:0], m.buf[end:]...)
-	return len(p), err
-}
-
-// Flush passes on a last line without its newline.
-func (m *maskWriter) Flush() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.buf) > 0 {
-		io.WriteString(m.w, m.mask(string(m.buf)))
-		m.buf = m.buf[:0]
-	}
-}
-
-// flushOutput passes on what a command left unfinished in a masked writer.
-func flushOutput(ws ...io.Writer) {
-	for _, w := range ws {
-		if f, ok := w.(interface{ Flush() }); ok {
-			f.Flush()
-		}
-	}
-}

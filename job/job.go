@@ -1,4 +1,4 @@
-package workflow
+package job
 
 import (
 	"errors"
@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
 
@@ -18,9 +20,9 @@ import (
 // state, event log, journal, variables and executor.
 type Job struct {
 	State    *state.Job
-	Workflow *Workflow
-	Scope    *Scope
-	Executor *Executor
+	Workflow *workflow.Workflow
+	Scope    *executor.Scope
+	Executor *executor.Executor
 	Seed     uint64
 	Resumed  bool
 
@@ -50,7 +52,7 @@ type Options struct {
 
 // Start creates a job for wf (whose file content is source) and records
 // job_started.
-func Start(wf *Workflow, source []byte, opts Options) (*Job, error) {
+func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	now := nowFunc(opts.Now)
 	seed := rand.Uint64()
 	if opts.Seed != nil {
@@ -132,7 +134,7 @@ func Attach(id string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	for _, rec := range done[PhaseSetup] {
-		j.applyVars(PhaseSetup, RecordedVars(rec))
+		j.applyVars(PhaseSetup, executor.RecordedVars(rec))
 	}
 	return j, nil
 }
@@ -141,7 +143,7 @@ func Attach(id string, opts Options) (*Job, error) {
 // workflow copy, with its stored variables and its secrets given again
 // (opts.Vars: --set).
 func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
-	wf, err := Load(st.WorkflowCopy())
+	wf, err := workflow.Load(st.WorkflowCopy())
 	if err != nil {
 		return nil, fmt.Errorf("job %s: stored workflow: %w", st.Meta.ID, err)
 	}
@@ -186,7 +188,7 @@ func (j *Job) Close() error {
 
 // open opens the log and journal of a job whose lock st holds; on an
 // error it releases the lock.
-func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
+func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 	j := &Job{State: st, Workflow: wf, Seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
 	environ := os.Environ()
 	vars, env, err := workflowEnv(wf, opts.Vars, environ)
@@ -194,7 +196,7 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 		j.close()
 		return nil, err
 	}
-	j.Scope = NewScope(vars, environ)
+	j.Scope = executor.NewScope(vars, environ)
 	j.mask = secretMasker(wf, env, environ)
 	j.sealer = newVarSealer(wf, env, environ)
 	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
@@ -205,13 +207,13 @@ func open(st *state.Job, wf *Workflow, opts Options) (*Job, error) {
 		j.close()
 		return nil, err
 	}
-	j.Executor = &Executor{
+	j.Executor = &executor.Executor{
 		JobID:  st.Meta.ID,
 		Emit:   j.emit,
 		Mask:   j.mask,
 		Env:    append(environ, env...),
-		Stdout: maskOutput(opts.Stdout, j.mask),
-		Stderr: maskOutput(opts.Stderr, j.mask),
+		Stdout: executor.MaskOutput(opts.Stdout, j.mask),
+		Stderr: executor.MaskOutput(opts.Stderr, j.mask),
 		Seed:   st.Meta.Seed,
 		TmpDir: st.Path("tmp"),
 	}
@@ -238,11 +240,11 @@ func lockJob(st *state.Job, shared bool) error {
 
 // workflowEnv expands the workflow's env (with --set overrides) into
 // variables for interpolation and KEY=VALUE entries for commands.
-func workflowEnv(wf *Workflow, set map[string]string, environ []string) (map[string]any, []string, error) {
+func workflowEnv(wf *workflow.Workflow, set map[string]string, environ []string) (map[string]any, []string, error) {
 	vars := map[string]any{}
 	envMap := map[string]any{}
 	var env []string
-	sc := NewScope(vars, environ)
+	sc := executor.NewScope(vars, environ)
 	for _, e := range wf.Env {
 		v, ok := set[e.Name]
 		if !ok {
@@ -283,7 +285,12 @@ func (j *Job) emit(typ string, fields map[string]any) {
 func (j *Job) Emit(typ string, fields map[string]any) { j.emit(typ, fields) }
 
 // Mask replaces the job's secret values in s with ***.
-func (j *Job) Mask(s string) string { return j.Executor.mask(s) }
+func (j *Job) Mask(s string) string {
+	if j.mask == nil {
+		return s
+	}
+	return j.mask(s)
+}
 
 // MaskError returns err with the job's secret values in its message masked;
 // it unwraps to err.

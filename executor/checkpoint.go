@@ -1,10 +1,11 @@
-package workflow
+package executor
 
 import (
 	"time"
 
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // StepRetrying is the status of a checkpoint of a step that waits to run
@@ -13,7 +14,7 @@ const StepRetrying StepStatus = "retrying"
 
 // Record is the checkpoint of a step that finished with r: resume skips
 // the step and restores its variables (RecordedVars).
-func (r StepResult) Record(step *Step) state.StepRecord {
+func (r StepResult) Record(step *workflow.Step) state.StepRecord {
 	return state.StepRecord{
 		Index: step.Index, Key: step.Key(), Status: string(r.Status),
 		ExitCode: r.Outcome.ExitCode, Vars: r.Vars,
@@ -25,7 +26,7 @@ func (r StepResult) Record(step *Step) state.StepRecord {
 func RecordedVars(rec state.StepRecord) map[string]any { return normalizeVars(rec.Vars) }
 
 // retryingRecord is the checkpoint of a step whose retry loop waits.
-func retryingRecord(step *Step, p retryv2.Progress) state.StepRecord {
+func retryingRecord(step *workflow.Step, p retryv2.Progress) state.StepRecord {
 	return state.StepRecord{
 		Index: step.Index, Key: step.Key(), Status: string(StepRetrying),
 		Attempts: p.Attempts, Failures: p.Failures, ElapsedMS: p.Elapsed.Milliseconds(),
@@ -42,4 +43,11 @@ func retryProgress(rec *state.StepRecord) *retryv2.Progress {
 		Attempts: rec.Attempts, Failures: rec.Failures,
 		Elapsed: time.Duration(rec.ElapsedMS) * time.Millisecond, Delay: time.Until(rec.Due),
 	}
+}
+
+func normalizeVars(vars map[string]any) map[string]any {
+	for k, v := range vars {
+		vars[k] = workflow.NormalizeNumbers(v)
+	}
+	return vars
 }

@@ -1,4 +1,4 @@
-package workflow
+package executor
 
 import (
 	"context"
@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/expr-lang/expr"
-
 	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // StepStatus is how a step ended.
 type StepStatus string
 
-// Step statuses.
+// workflow.Step statuses.
 const (
 	StepSucceeded StepStatus = "succeeded"
 	StepFailed    StepStatus = "failed"
@@ -24,7 +23,7 @@ const (
 // StepResult is the end of one step execution.
 type StepResult struct {
 	Status   StepStatus
-	Handled  FailureAction // how a failure was handled; "" for none
+	Handled  workflow.FailureAction // how a failure was handled; "" for none
 	Outcome  retryv2.Outcome
 	Attempts int
 	Err      error          // the failure, also when handled
@@ -33,15 +32,15 @@ type StepResult struct {
 
 // Fatal reports whether the result stops the workflow (or fails the item).
 func (r StepResult) Fatal() bool {
-	return r.Status == StepFailed && (r.Handled == "" || r.Handled == FailStop)
+	return r.Status == StepFailed && (r.Handled == "" || r.Handled == workflow.FailStop)
 }
 
 // RunStep runs one step in r's scope: its condition, its attempts, its
 // capture and its failure handling. Variables it sets land in r.Scope.
-func (x *Executor) RunStep(ctx context.Context, step *Step, r Run) StepResult {
+func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) StepResult {
 	key := step.Key()
 	if step.When != nil {
-		ok, err := evalBool(step.When, r.Scope.Vars())
+		ok, err := step.When.Bool(r.Scope.Vars())
 		if err != nil {
 			err = fmt.Errorf("step %q: when: %w", step.Key(), err)
 			x.emit(r, "step_failed", map[string]any{"step": key, "error": err.Error()})
@@ -68,7 +67,7 @@ func (x *Executor) RunStep(ctx context.Context, step *Step, r Run) StepResult {
 
 // stepError names the step in its final error: "step "x" failed after 3
 // attempts (attempts exhausted): ..." or "step "x" failed: ...".
-func stepError(step *Step, err error) error {
+func stepError(step *workflow.Step, err error) error {
 	var final *retryv2.Error
 	if errors.As(err, &final) {
 		return fmt.Errorf("step %q %w", step.Key(), err)
@@ -78,7 +77,7 @@ func stepError(step *Step, err error) error {
 
 // attempts runs the command under the step's retry policies and returns
 // the last attempt with the final error.
-func (x *Executor) attempts(ctx context.Context, step *Step, r Run) (commandResult, error) {
+func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (commandResult, error) {
 	capture := step.Capture != "" || step.ID != ""
 	key := step.Key()
 	var ran commandResult // the last attempt that really ran
@@ -141,19 +140,6 @@ func attemptFailedFields(key string, o retryv2.Outcome) map[string]any {
 		"duration_ms": ms(o.Duration),
 		"message":     o.Message(),
 	}
-}
-
-// evalBool runs a compiled expression that must yield a boolean.
-func evalBool(e *Expr, vars map[string]any) (bool, error) {
-	v, err := expr.Run(e.Program, vars)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.(bool)
-	if !ok {
-		return false, fmt.Errorf("%q is %T, not a boolean", e.Source, v)
-	}
-	return b, nil
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }

@@ -1,23 +1,25 @@
-package workflow
+package executor
 
 import (
 	"context"
 	"errors"
+
+	"github.com/runnerdev/runner/workflow"
 )
 
 // handleFailure applies the step's failure handling to a final failure
 // cause; handlers see the cause as ${error.message}.
-func (x *Executor) handleFailure(ctx context.Context, step *Step, r Run, last commandResult, cause error) StepResult {
+func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run, last commandResult, cause error) StepResult {
 	key := step.Key()
 	err := stepError(step, cause)
 	res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
-	if _, ok := canceled(ctx); ok {
+	if ctx.Err() != nil {
 		x.emit(r, "step_failed", map[string]any{"step": key, "error": err.Error(), "exit_code": last.ExitCode})
 		return res // an interrupt is never "handled"
 	}
 	action := step.OnFailure.Action
 	fields := map[string]any{"step": key, "error": err.Error(), "exit_code": last.ExitCode}
-	if action != FailStop && action != "" {
+	if action != workflow.FailStop && action != "" {
 		fields["handled"] = string(action)
 	}
 	x.emit(r, "step_failed", fields)
@@ -27,40 +29,40 @@ func (x *Executor) handleFailure(ctx context.Context, step *Step, r Run, last co
 	hr.Scope.Set("error", map[string]any{"message": cause.Error(), "exit_code": last.ExitCode, "step": step.Key()})
 	res.Handled = action
 	switch action {
-	case FailContinue:
+	case workflow.FailContinue:
 		return res
-	case FailFallback:
+	case workflow.FailFallback:
 		fb := x.runCommand(ctx, step, step.OnFailure.Commands[0], hr, 1, step.Capture != "" || step.ID != "")
 		if fb.Failed() {
-			res.Handled = FailStop
+			res.Handled = workflow.FailStop
 			res.Err = errors.Join(err, handlerError("fallback", fb))
 			x.emit(r, "fallback_failed", map[string]any{"step": key, "error": fb.Message()})
 			return res
 		}
 		vars, cerr := x.capture(step, fb, r.Scope)
 		if cerr != nil {
-			res.Handled = FailStop
+			res.Handled = workflow.FailStop
 			res.Err = errors.Join(err, cerr)
 			return res
 		}
 		x.emit(r, "step_completed", map[string]any{"step": key, "fallback": true, "exit_code": 0})
-		return StepResult{Status: StepSucceeded, Handled: FailFallback, Outcome: fb.Outcome, Attempts: last.Attempt, Err: err, Vars: vars}
-	case FailHandler:
+		return StepResult{Status: StepSucceeded, Handled: workflow.FailFallback, Outcome: fb.Outcome, Attempts: last.Attempt, Err: err, Vars: vars}
+	case workflow.FailHandler:
 		for i, cmd := range step.OnFailure.Commands {
 			h := x.runCommand(ctx, step, cmd, hr, 1, false)
 			x.emit(r, "handler_completed", map[string]any{"step": key, "handler": i + 1, "exit_code": h.ExitCode})
 			if h.Failed() {
-				res.Handled = FailStop
+				res.Handled = workflow.FailStop
 				res.Err = errors.Join(err, handlerError("on_failure handler", h))
 				return res
 			}
 		}
 		if step.OnFailure.FailWorkflow {
-			res.Handled = FailStop
+			res.Handled = workflow.FailStop
 		}
 		return res
 	}
-	res.Handled = FailStop
+	res.Handled = workflow.FailStop
 	return res
 }
 

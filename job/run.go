@@ -1,4 +1,4 @@
-package workflow
+package job
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // StepFailedError is a step whose failure stopped the workflow.
@@ -27,26 +29,26 @@ type PhaseResult struct {
 // RunPhase runs steps in order in the job's scope, skipping those the
 // journal records as finished (restoring their variables) and journaling
 // each one that finishes. It stops at the first failure that is not handled.
-func (j *Job) RunPhase(ctx context.Context, phase string, steps []*Step) (PhaseResult, error) {
+func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step) (PhaseResult, error) {
 	var pr PhaseResult
 	done := j.done[phase]
 	for _, step := range steps {
 		if rec, ok := done[step.Index]; ok {
-			j.applyVars(phase, RecordedVars(rec))
-			pr.count(StepStatus(rec.Status))
+			j.applyVars(phase, executor.RecordedVars(rec))
+			pr.count(executor.StepStatus(rec.Status))
 			continue
 		}
-		if cause, ok := canceled(ctx); ok {
-			return pr, cause
+		if ctx.Err() != nil {
+			return pr, context.Cause(ctx)
 		}
-		res := j.Executor.RunStep(ctx, step, Run{Scope: j.Scope})
+		res := j.Executor.RunStep(ctx, step, executor.Run{Scope: j.Scope})
 		if err := j.LogErr(); err != nil {
 			return pr, err
 		}
 		if res.Fatal() {
 			pr.Failed++
-			if cause, ok := canceled(ctx); ok {
-				return pr, cause
+			if ctx.Err() != nil {
+				return pr, context.Cause(ctx)
 			}
 			return pr, &StepFailedError{Phase: phase, Err: res.Err}
 		}
@@ -81,13 +83,13 @@ func (j *Job) applyVars(phase string, vars map[string]any) {
 	}
 }
 
-func (pr *PhaseResult) count(s StepStatus) {
+func (pr *PhaseResult) count(s executor.StepStatus) {
 	switch s {
-	case StepSucceeded:
+	case executor.StepSucceeded:
 		pr.Succeeded++
-	case StepFailed:
+	case executor.StepFailed:
 		pr.Failed++
-	case StepSkipped:
+	case executor.StepSkipped:
 		pr.Skipped++
 	}
 }
@@ -122,7 +124,7 @@ func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[st
 		fields = map[string]any{}
 	}
 	elapsed := time.Since(j.started)
-	fields["status"], fields["exit_code"], fields["duration_ms"] = string(status), exitCode, ms(elapsed)
+	fields["status"], fields["exit_code"], fields["duration_ms"] = string(status), exitCode, elapsed.Milliseconds()
 	if err != nil {
 		fields["error"] = err.Error()
 		j.State.Meta.Error = err.Error()
@@ -146,10 +148,3 @@ func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[st
 
 // Elapsed is the time since this process started or resumed the job.
 func (j *Job) Elapsed() time.Duration { return time.Since(j.started) }
-
-func normalizeVars(vars map[string]any) map[string]any {
-	for k, v := range vars {
-		vars[k] = normalizeNumbers(v)
-	}
-	return vars
-}

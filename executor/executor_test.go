@@ -1,0 +1,41 @@
+package executor
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// BenchmarkRunStep is one step of `true` with everything runner does
+// around it (events, interpolation, environment, the retry loop), to set
+// against proc's BenchmarkRunTrue, the process alone.
+func BenchmarkRunStep(b *testing.B) {
+	src := []byte("- shell: \"true\"\n")
+	wf, err := workflow.Parse("b.yml", src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	log, err := eventlog.Open(filepath.Join(b.TempDir(), "events.jsonl"), "b", eventlog.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer log.Close()
+	x := &Executor{
+		JobID:  "b",
+		Emit:   func(typ string, fields map[string]any) { log.Emit(typ, fields) },
+		Env:    os.Environ(),
+		Stdout: io.Discard,
+		Stderr: io.Discard,
+		TmpDir: b.TempDir(),
+	}
+	sc := NewScope(nil, os.Environ())
+	for b.Loop() {
+		if res := x.RunStep(b.Context(), wf.Steps[0], Run{Scope: sc}); res.Status != StepSucceeded {
+			b.Fatal(res.Err)
+		}
+	}
+}
