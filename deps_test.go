@@ -17,7 +17,7 @@ import (
 var allowedImports = map[string][]string{
 	"":                {"cmd"},
 	"cmd":             {"*"},
-	"mapreduce":       {"job", "executor", "workflow", "workflow/interp", "appendfile", "proc", "state", "retryv2", "errorpolicy"},
+	"mapreduce":       {"job", "executor", "workflow", "workflow/interp", "appendfile", "retryv2", "errorpolicy"},
 	"job":             {"executor", "workflow", "workflow/interp", "eventlog", "state"},
 	"executor":        {"workflow", "workflow/interp", "proc", "state", "retryv2", "breaker"},
 	"workflow":        {"workflow/interp", "retryv2", "errorpolicy", "breaker"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -78,16 +79,16 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		purged []dlq.Purged
 		held   int
 	)
-	q := newJobDLQ(ctx, j, g.stderr)
+	q := newJobDLQ(ctx, j.Meta.ID, j.Path(dlqFile), g.stderr)
 	if err := q.update(func(d *dlq.DB) (err error) {
 		purged, held, err = d.Purge(before)
 		return err
 	}); err != nil {
 		return err
 	}
-	recs := make([]state.ItemRecord, len(purged))
+	recs := make([]job.ItemRecord, len(purged))
 	for i, p := range purged {
-		recs[i] = state.ItemRecord{Index: p.ItemIndex, ID: p.ItemID, State: state.ItemSkipped, Error: mapreduce.PurgedNote}
+		recs[i] = job.ItemRecord{Index: p.ItemIndex, ID: p.ItemID, State: job.ItemSkipped, Error: mapreduce.PurgedNote}
 	}
 	if err := j.AppendItemRecords(recs...); err != nil {
 		return err
@@ -95,7 +96,7 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 	if err := recordPurged(j, purged); err != nil {
 		return err
 	}
-	if _, err := settleJob(j, q); err != nil {
+	if _, err := mapreduce.Settle(job.Stored{Job: j}, q); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stderr, "deleted %d item(s) from the dead-letter queue of %s\n", len(purged), jobID)

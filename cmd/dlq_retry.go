@@ -88,19 +88,19 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if err != nil {
 		return err
 	}
-	ui.setWorkflow(j.Workflow)
-	if j.Workflow.Mode != workflow.MapReduce {
+	ui.setWorkflow(j.Workflow())
+	if j.Workflow().Mode != workflow.MapReduce {
 		j.Close()
 		return usagef("job %s is a standard workflow; it has no dead-letter queue", jobID)
 	}
-	q := newJobDLQ(ctx, j.State, g.stderr)
+	q := newJobDLQ(ctx, j.ID(), j.Path(dlqFile), g.stderr)
 	sum, err := retryDLQ(ctx, g, o, j, q)
 	if cerr := j.Close(); err == nil {
 		err = cerr
 	}
 	sum.ExitCode = exitCode(err)
 	if err == nil && sum.Remaining > 0 {
-		err = itemsInDLQ{n: sum.Remaining, job: jobID}
+		err = job.ItemsInDLQ{N: sum.Remaining, Job: jobID}
 		sum.ExitCode = ExitItemsInDLQ
 	}
 	var werr error
@@ -118,7 +118,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if werr != nil && (err == nil || sum.ExitCode == ExitItemsInDLQ) {
 		return fmt.Errorf("dlq retry %s: summary: %w", jobID, werr)
 	}
-	if errors.As(err, new(itemsInDLQ)) {
+	if errors.As(err, new(job.ItemsInDLQ)) {
 		return alreadyReported(err) // the summary said so
 	}
 	return err
@@ -129,8 +129,8 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 // selected items and settles again; the summary's Remaining is the DLQ as
 // it is then.
 func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobDLQ) (dlqRetrySummary, error) {
-	sum := dlqRetrySummary{JobID: j.State.Meta.ID}
-	if _, err := settleJob(j.State, q); err != nil {
+	sum := dlqRetrySummary{JobID: j.ID()}
+	if _, err := mapreduce.Settle(j, q); err != nil {
 		return sum, err
 	}
 	selected, err := dlqItems(g, sum.JobID, o.Filter, 0)
@@ -150,7 +150,7 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 			sum.HeldBy[id] = l.Owner
 		}
 	}
-	now, serr := settleJob(j.State, q)
+	now, serr := mapreduce.Settle(j, q)
 	sum.Remaining = now.DLQ
 	return sum, errors.Join(err, serr)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/proc"
-	"github.com/runnerdev/runner/state"
 )
 
 // dlqFile is the name of a job's dead-letter queue in its directory.
@@ -40,8 +39,8 @@ type jobDLQ struct {
 	once   sync.Once
 }
 
-func newJobDLQ(ctx context.Context, j *state.Job, stderr io.Writer) *jobDLQ {
-	q := &jobDLQ{jobID: j.Meta.ID, path: j.Path(dlqFile), owner: claimOwner(), held: map[string]dlq.Lease{}, stderr: stderr}
+func newJobDLQ(ctx context.Context, jobID, path string, stderr io.Writer) *jobDLQ {
+	q := &jobDLQ{jobID: jobID, path: path, owner: claimOwner(), held: map[string]dlq.Lease{}, stderr: stderr}
 	q.opts = dlq.Options{Gone: ownerGone, Wait: ctx, Waiting: q.waiting}
 	q.w = dlq.NewWriter(q.path, q.opts)
 	return q
@@ -176,34 +175,4 @@ func describeOwner(owner string) string {
 		return fmt.Sprintf("process %d on %s", pid, host)
 	}
 	return fmt.Sprintf("%q", owner)
-}
-
-// settleJob reconciles a MapReduce job's item log with its DLQ (see
-// mapreduce.SettleDLQ) and rewrites the job's counts to match, all under
-// the job's metadata lock, so that processes settling at once do not
-// overwrite newer counts with older ones. A completed job's exit code and
-// message follow its DLQ: 3 and "N item(s) in the dead-letter queue"
-// while items remain, 0 once it is empty. It returns the counts; a job
-// whose map phase never began has none (zero).
-func settleJob(j *state.Job, q *jobDLQ) (state.ItemCounts, error) {
-	var (
-		counts state.ItemCounts
-		serr   error
-	)
-	err := j.Update(func(m *state.Meta) {
-		if m.Items == nil {
-			return
-		}
-		if counts, serr = mapreduce.SettleDLQ(j, q, *m.Items); serr != nil {
-			return
-		}
-		*m.Items = counts
-		if m.Status == state.Completed && (m.ExitCode == ExitOK || m.ExitCode == ExitItemsInDLQ) {
-			m.ExitCode, m.Error = ExitOK, ""
-			if counts.DLQ > 0 {
-				m.ExitCode, m.Error = ExitItemsInDLQ, itemsInDLQ{n: counts.DLQ, job: m.ID}.Error()
-			}
-		}
-	})
-	return counts, errors.Join(serr, err)
 }

@@ -18,7 +18,7 @@ const (
 	ExitOK         = 0
 	ExitFailed     = 1
 	ExitUsage      = 2
-	ExitItemsInDLQ = 3
+	ExitItemsInDLQ = job.ExitItemsInDLQ
 	exitCodesHelp  = `Exit codes:
   0    success (MapReduce: every item succeeded or was skipped by policy)
   1    failed: a step failed, setup/reduce failed, or the error policy stopped the job
@@ -59,7 +59,7 @@ func exitCode(err error) int {
 		return 128 + int(interrupted.Signal)
 	case errors.Is(err, context.Canceled):
 		return 128 + int(syscall.SIGINT)
-	case errors.As(err, new(itemsInDLQ)):
+	case errors.As(err, new(job.ItemsInDLQ)):
 		return ExitItemsInDLQ
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
 		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),

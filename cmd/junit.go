@@ -63,24 +63,25 @@ type junitSkipped struct {
 // failed) whose message says how it was handled; a fallback that
 // succeeded makes the step pass, as it does in the summary.
 func writeJUnit(path string, j *job.Job) error {
-	events, err := eventlog.Read(j.State.EventsPath(), eventlog.Query{})
+	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{})
 	if err != nil {
 		return err
 	}
-	suite := junitSuite{Name: j.Workflow.Name, Timestamp: j.State.Meta.Started.UTC().Format(time.RFC3339),
-		Properties: []junitProperty{{"job_id", j.State.Meta.ID}, {"status", string(j.State.Meta.Status)}, {"seed", fmt.Sprint(j.State.Meta.Seed)}}}
+	m := j.Meta()
+	suite := junitSuite{Name: j.Workflow().Name, Timestamp: m.Started.UTC().Format(time.RFC3339),
+		Properties: []junitProperty{{"job_id", j.ID()}, {"status", string(m.Status)}, {"seed", fmt.Sprint(m.Seed)}}}
 	cases := map[string]*junitCase{}
 	var order []string
 	started := map[string]time.Time{}
 	phase := "commands"
-	if j.Workflow.Mode == workflow.MapReduce {
+	if j.Workflow().Mode == workflow.MapReduce {
 		phase = "setup"
 	}
 	caseFor := func(class, name string) *junitCase {
 		key := class + "\x00" + name
 		c, ok := cases[key]
 		if !ok {
-			c = &junitCase{Class: j.Workflow.Name + "." + class, Name: name, Time: "0"}
+			c = &junitCase{Class: j.Workflow().Name + "." + class, Name: name, Time: "0"}
 			cases[key] = c
 			order = append(order, key)
 		}
@@ -127,8 +128,8 @@ func writeJUnit(path string, j *job.Job) error {
 			}
 		}
 	}
-	if j.Workflow.Mode == workflow.Standard {
-		for _, s := range j.Workflow.Steps {
+	if j.Workflow().Mode == workflow.Standard {
+		for _, s := range j.Workflow().Steps {
 			if _, ran := cases["commands\x00"+s.Key()]; !ran {
 				caseFor("commands", s.Key()).Skipped = &junitSkipped{Message: "not run"}
 			}

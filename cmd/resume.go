@@ -57,7 +57,7 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if err != nil {
 		return err
 	}
-	ui.setWorkflow(j.Workflow)
-	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.State.Meta.ID)
+	ui.setWorkflow(j.Workflow())
+	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.ID())
 	return finishJob(ctx, ui, j, o.MaxParallel, o.JUnit)
 }

@@ -103,7 +103,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stderr, "job: %s\n", j.State.Meta.ID)
+	fmt.Fprintf(g.stderr, "job: %s\n", j.ID())
 	return finishJob(ctx, ui, j, o.MaxParallel, o.JUnit)
 }
 
@@ -125,13 +125,12 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, maxParallel int, j
 		res jobResult
 		err error
 	)
-	if j.Workflow.Mode == workflow.MapReduce {
+	if j.Workflow().Mode == workflow.MapReduce {
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: maxParallel, DLQ: newJobDLQ(ctx, j.State, ui.g.stderr)})
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: maxParallel, DLQ: newJobDLQ(ctx, j.ID(), j.Path(dlqFile), ui.g.stderr)})
 		res.items = &sum.Items
-		j.State.Meta.Items = res.items
 		if err == nil && sum.Items.DLQ > 0 {
-			err = itemsInDLQ{n: sum.Items.DLQ, job: j.State.Meta.ID}
+			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
 	} else {
 		res.steps, err = j.RunStandard(ctx)
@@ -145,7 +144,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, maxParallel int, j
 		err = context.Cause(ctx)
 	case errors.As(err, &stopped):
 		res.status = state.Stopped
-	case errors.As(err, new(itemsInDLQ)):
+	case errors.As(err, new(job.ItemsInDLQ)):
 		res.status = state.Completed
 	}
 	err = j.MaskError(err) // the one error recorded and shown
@@ -177,14 +176,4 @@ type jobResult struct {
 	steps  job.PhaseResult   // standard workflows
 	items  *state.ItemCounts // MapReduce workflows
 	err    error
-}
-
-// itemsInDLQ ends a MapReduce job that finished with items in the DLQ.
-type itemsInDLQ struct {
-	n   int
-	job string
-}
-
-func (e itemsInDLQ) Error() string {
-	return fmt.Sprintf("%d item(s) in the dead-letter queue: runner dlq list %s", e.n, e.job)
 }

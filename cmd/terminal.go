@@ -293,11 +293,11 @@ type stepCounts struct {
 // summary reports how a job ended.
 func (t *terminal) summary(j *job.Job, res jobResult) {
 	s := runSummary{
-		JobID: j.State.Meta.ID, Workflow: j.Workflow.Name, Status: string(res.status), ExitCode: res.code,
+		JobID: j.ID(), Workflow: j.Workflow().Name, Status: string(res.status), ExitCode: res.code,
 		DurationMS: j.Elapsed().Milliseconds(), Items: res.items,
 	}
 	if res.items == nil {
-		s.Steps = &stepCounts{Total: len(j.Workflow.Steps), Succeeded: res.steps.Succeeded, Failed: res.steps.Failed, Skipped: res.steps.Skipped}
+		s.Steps = &stepCounts{Total: len(j.Workflow().Steps), Succeeded: res.steps.Succeeded, Failed: res.steps.Failed, Skipped: res.steps.Skipped}
 	}
 	if res.err != nil {
 		s.Error = res.err.Error()
@@ -318,7 +318,7 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 		return
 	}
 	d := time.Duration(s.DurationMS) * time.Millisecond
-	line := fmt.Sprintf("%s: %s in %s: ", res.status, j.State.Meta.ID, d)
+	line := fmt.Sprintf("%s: %s in %s: ", res.status, j.ID(), d)
 	if c := res.items; c != nil {
 		line += fmt.Sprintf("%d/%d items succeeded", c.Succeeded, c.Total)
 		for _, part := range []struct {

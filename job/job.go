@@ -19,13 +19,13 @@ import (
 // Job is a job being run (started or resumed) by this process: its durable
 // state, event log, journal, variables and executor.
 type Job struct {
-	State    *state.Job
-	Workflow *workflow.Workflow
-	Scope    *executor.Scope
-	Executor *executor.Executor
-	Seed     uint64
-	Resumed  bool
-
+	st       *state.Job // its Meta is guarded by mu
+	id       string
+	wf       *workflow.Workflow
+	scope    *executor.Scope // the job's variables; changed only between phases
+	exec     *executor.Executor
+	seed     uint64
+	resumed  bool
 	log      *eventlog.Log
 	journal  *state.Journal
 	done     map[string]map[int]state.StepRecord
@@ -34,8 +34,8 @@ type Job struct {
 	mask     func(string) string // nil: no secrets
 	sealer   *varSealer
 
-	mu     sync.Mutex
-	logErr error // the first event log write error
+	mu     sync.Mutex // guards st.Meta and logErr
+	logErr error      // the first event log write error
 }
 
 // Options configure starting or resuming a job.
@@ -103,7 +103,7 @@ func Resume(id string, opts Options) (*Job, error) {
 		j.close()
 		return nil, err
 	}
-	j.Resumed = true
+	j.resumed = true
 	st.Meta.Status, st.Meta.PID, st.Meta.Error = state.Running, os.Getpid(), ""
 	st.Meta.Finished = time.Time{}
 	st.Meta.ResumedCount++
@@ -162,23 +162,15 @@ func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
 // readJournal reads the finished steps with the secret values in their
 // variables put back.
 func (j *Job) readJournal() (map[string]map[int]state.StepRecord, error) {
-	done, err := j.State.ReadJournal()
+	done, err := j.st.ReadJournal()
 	for _, recs := range done {
 		for i, rec := range recs {
-			rec.Vars = j.UnsealVars(rec.Vars)
+			rec.Vars = j.sealer.Unseal(rec.Vars)
 			recs[i] = rec
 		}
 	}
 	return done, err
 }
-
-// SealVars returns vars with the job's secret values hidden, for a record
-// under the state dir (a capture may hold a secret).
-func (j *Job) SealVars(vars map[string]any) map[string]any { return j.sealer.Seal(vars) }
-
-// UnsealVars puts the job's secret values back into vars read from a
-// record that SealVars wrote.
-func (j *Job) UnsealVars(vars map[string]any) map[string]any { return j.sealer.Unseal(vars) }
 
 // Close releases a job opened with Attach.
 func (j *Job) Close() error {
@@ -189,14 +181,14 @@ func (j *Job) Close() error {
 // open opens the log and journal of a job whose lock st holds; on an
 // error it releases the lock.
 func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
-	j := &Job{State: st, Workflow: wf, Seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
+	j := &Job{st: st, id: st.Meta.ID, wf: wf, seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
 	environ := os.Environ()
 	vars, env, err := workflowEnv(wf, opts.Vars, environ)
 	if err != nil {
 		j.close()
 		return nil, err
 	}
-	j.Scope = executor.NewScope(vars, environ)
+	j.scope = executor.NewScope(vars, environ)
 	j.mask = secretMasker(wf, env, environ)
 	j.sealer = newVarSealer(wf, env, environ)
 	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
@@ -207,7 +199,7 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 		j.close()
 		return nil, err
 	}
-	j.Executor = &executor.Executor{
+	j.exec = &executor.Executor{
 		JobID:  st.Meta.ID,
 		Emit:   j.emit,
 		Mask:   j.mask,
@@ -217,7 +209,7 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 		Seed:   st.Meta.Seed,
 		TmpDir: st.Path("tmp"),
 	}
-	if err := os.MkdirAll(j.Executor.TmpDir, 0o700); err != nil {
+	if err := os.MkdirAll(j.exec.TmpDir, 0o700); err != nil {
 		j.close()
 		return nil, fmt.Errorf("job %s: %w", st.Meta.ID, err)
 	}
@@ -325,5 +317,5 @@ func (j *Job) close() {
 	if j.log != nil {
 		j.log.Close()
 	}
-	j.State.Unlock()
+	j.st.Unlock()
 }

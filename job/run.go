@@ -41,7 +41,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 		if ctx.Err() != nil {
 			return pr, context.Cause(ctx)
 		}
-		res := j.Executor.RunStep(ctx, step, executor.Run{Scope: j.Scope})
+		res := j.exec.RunStep(ctx, step, executor.Run{Scope: j.scope})
 		if err := j.LogErr(); err != nil {
 			return pr, err
 		}
@@ -58,12 +58,14 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 			pr.Handled = append(pr.Handled, j.MaskError(res.Err))
 		}
 		rec := res.Record(step)
-		rec.Phase, rec.Vars = phase, j.SealVars(rec.Vars)
+		rec.Phase, rec.Vars = phase, j.sealer.Seal(rec.Vars)
 		if err := j.journal.Append(rec); err != nil {
 			return pr, err
 		}
 		if phase == PhaseCommands {
-			j.State.Meta.StepsDone++
+			j.mu.Lock()
+			j.st.Meta.StepsDone++
+			j.mu.Unlock()
 		}
 	}
 	return pr, nil
@@ -72,13 +74,13 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 // applyVars sets the variables a finished step defined; setup captures are
 // also readable as ${setup.NAME}.
 func (j *Job) applyVars(phase string, vars map[string]any) {
-	j.Scope.Apply(vars)
+	j.scope.Apply(vars)
 	if phase != PhaseSetup {
 		return
 	}
 	for name, v := range vars {
 		if !strings.Contains(name, ".") {
-			j.Scope.SetIn("setup", name, v)
+			j.scope.SetIn("setup", name, v)
 		}
 	}
 }
@@ -103,7 +105,7 @@ const (
 
 // RunStandard runs a standard workflow's steps.
 func (j *Job) RunStandard(ctx context.Context) (PhaseResult, error) {
-	return j.RunPhase(ctx, PhaseCommands, j.Workflow.Steps)
+	return j.RunPhase(ctx, PhaseCommands, j.wf.Steps)
 }
 
 // StatusOf classifies how a job run under ctx ended.
@@ -127,7 +129,6 @@ func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[st
 	fields["status"], fields["exit_code"], fields["duration_ms"] = string(status), exitCode, elapsed.Milliseconds()
 	if err != nil {
 		fields["error"] = err.Error()
-		j.State.Meta.Error = err.Error()
 	}
 	typ := map[state.Status]string{
 		state.Completed:   "job_completed",
@@ -136,12 +137,18 @@ func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[st
 		state.Interrupted: "job_interrupted",
 	}[status]
 	j.emit(typ, fields)
-	j.State.Meta.Status, j.State.Meta.ExitCode = status, exitCode
-	j.State.Meta.Finished, j.State.Meta.PID = time.Now(), 0
-	serr := j.State.Save()
+	j.mu.Lock()
+	m := &j.st.Meta
+	m.Status, m.ExitCode = status, exitCode
+	m.Finished, m.PID = time.Now(), 0
+	if err != nil {
+		m.Error = err.Error()
+	}
+	serr := j.st.Save()
+	j.mu.Unlock()
 	j.close()
 	if serr != nil {
-		return fmt.Errorf("job %s: %w", j.State.Meta.ID, serr)
+		return fmt.Errorf("job %s: %w", j.ID(), serr)
 	}
 	return j.LogErr()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,9 +12,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/executor"
-	"github.com/runnerdev/runner/proc"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -32,8 +32,8 @@ type Agent interface {
 // starts or the slot is given back, so that after a crash the attempt goes
 // on from the step that was running and no finished step runs again.
 type Checkpoints struct {
-	Saved []state.StepRecord           // by an ended process, in order
-	Save  func(state.StepRecord) error // an error stops the item: Outcome.Err
+	Saved []job.StepRecord           // by an ended process, in order
+	Save  func(job.StepRecord) error // an error stops the item: Outcome.Err
 }
 
 // maxItemJSONEnv is the largest item passed in $RUNNER_ITEM_JSON; a larger
@@ -73,9 +73,9 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 	if attempt > 1 {
 		fmt.Fprintf(logFile, "--- attempt %d ---\n", attempt)
 	}
-	var stdout proc.Tail
+	var stdout executor.OutputTail
 	var saveErr error
-	save := func(rec state.StepRecord) error {
+	save := func(rec job.StepRecord) error {
 		if err := cp.Save(rec); err != nil {
 			saveErr = err
 		}
@@ -85,12 +85,12 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 		Scope:   sc,
 		Env:     env,
 		Fields:  map[string]any{"item_id": it.ID},
-		Stdout:  &teeWriter{tail: &stdout, file: logFile},
+		Stdout:  io.MultiWriter(&stdout, logFile),
 		Stderr:  logFile,
 		Slot:    slot,
 		Waiting: save,
 	}
-	saved := map[int]state.StepRecord{}
+	saved := map[int]job.StepRecord{}
 	for _, rec := range cp.Saved {
 		saved[rec.Index] = rec
 	}
@@ -133,23 +133,9 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 		if f.Kind == "" {
 			f.Kind = "failed" // e.g. a capture or condition that could not be evaluated
 		}
-		return Outcome{Failed: true, Failure: f, Output: string(stdout.Bytes()), Duration: time.Since(start)}
+		return Outcome{Failed: true, Failure: f, Output: stdout.String(), Duration: time.Since(start)}
 	}
-	return Outcome{Output: string(stdout.Bytes()), Duration: time.Since(start)}
-}
-
-// teeWriter copies an item's stdout to its log and keeps the tail.
-type teeWriter struct {
-	mu   sync.Mutex
-	tail *proc.Tail
-	file *lazyFile
-}
-
-func (w *teeWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	w.tail.Write(p)
-	w.mu.Unlock()
-	return w.file.Write(p)
+	return Outcome{Output: stdout.String(), Duration: time.Since(start)}
 }
 
 // lazyFile is an item's log, created on its first write: items that print

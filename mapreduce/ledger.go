@@ -10,7 +10,6 @@ import (
 
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/state"
 )
 
 // ledger makes every item state transition, in one place and in an order
@@ -20,7 +19,7 @@ import (
 // record, or "running" without a DLQ entry: see reconcile).
 type ledger struct {
 	job     *job.Job
-	items   *state.ItemLog
+	items   *job.ItemLog
 	dlq     DeadLetters
 	results *resultLog // nil: results are not kept (dlq retry)
 	action  errorpolicy.Action
@@ -28,7 +27,7 @@ type ledger struct {
 	fromDLQ bool                 // dlq retry: items leave the DLQ on success
 
 	mu     sync.Mutex
-	counts state.ItemCounts
+	counts job.ItemCounts
 }
 
 // Outcome is how one run of an item's agent template ended.
@@ -42,7 +41,7 @@ type Outcome struct {
 
 // start records that an item begins its first attempt.
 func (l *ledger) start(it *Item) error {
-	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: 1}); err != nil {
+	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemRunning, Attempt: 1}); err != nil {
 		return err
 	}
 	l.started(it, 1, false)
@@ -60,9 +59,8 @@ func (l *ledger) started(it *Item, attempt int, resumed bool) {
 }
 
 // step checkpoints a template step of an item's attempt.
-func (l *ledger) step(it *Item, attempt int, rec state.StepRecord) error {
-	rec.Vars = l.job.SealVars(rec.Vars)
-	return l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, Attempt: attempt, Step: &rec})
+func (l *ledger) step(it *Item, attempt int, rec job.StepRecord) error {
+	return l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, Attempt: attempt, Step: &rec})
 }
 
 // succeeded records an item that finished without failure.
@@ -70,7 +68,7 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 	if err := l.result(it, "succeeded", out); err != nil {
 		return nil, err
 	}
-	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemSucceeded, Attempt: attempt, DurationMS: out.Duration.Milliseconds()}); err != nil {
+	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt, DurationMS: out.Duration.Milliseconds()}); err != nil {
 		return nil, err
 	}
 	if l.fromDLQ {
@@ -99,7 +97,7 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 	if err != nil {
 		return fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	rec := state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: f.Attempt + 1, Due: time.Now().Add(delay), Failures: history}
+	rec := job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemRunning, Attempt: f.Attempt + 1, Due: time.Now().Add(delay), Failures: history}
 	if err := l.items.Append(rec); err != nil {
 		return err
 	}
@@ -118,7 +116,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	if action == errorpolicy.Retry {
 		action = errorpolicy.DLQ // retries are used up
 	}
-	status, st := "failed", state.ItemDLQ
+	status, st := "failed", job.ItemDLQ
 	if l.fromDLQ {
 		failures = slices.Clone(failures)
 		for i := range failures {
@@ -126,14 +124,14 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		}
 	}
 	if action == errorpolicy.Skip {
-		status, st = "skipped", state.ItemSkipped
+		status, st = "skipped", job.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
 		return nil, fmt.Errorf("item %s: %w", it.ID, err)
 	}
 	if err := l.result(it, status, out); err != nil {
 		return nil, err
 	}
-	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
+	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
 		return nil, err
 	}
 	fields := failureFields(it, last)
@@ -170,7 +168,7 @@ func (l *ledger) mask(f Failure) Failure {
 
 // earlierFailures returns the failures of the earlier attempts of an item
 // that an ended process left waiting to retry.
-func earlierFailures(rec state.ItemRecord) ([]Failure, error) {
+func earlierFailures(rec job.ItemRecord) ([]Failure, error) {
 	if len(rec.Failures) == 0 {
 		return nil, nil
 	}
@@ -198,7 +196,7 @@ func (l *ledger) result(it *Item, status string, out Outcome) error {
 }
 
 // Counts returns the item counts so far.
-func (l *ledger) Counts() state.ItemCounts {
+func (l *ledger) Counts() job.ItemCounts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.counts
@@ -216,15 +214,15 @@ func failureFields(it *Item, f Failure) map[string]any {
 // last seen running that the DLQ holds failed after the DLQ write and
 // before its state was logged, so it is recorded as in the DLQ now; the
 // other items last seen running are returned with their checkpoints.
-func reconcile(j *job.Job, log *state.ItemLog, dlq DeadLetters, total int) (done map[int]string, running map[int]state.ItemRecord, counts state.ItemCounts, err error) {
-	records, err := j.State.ReadItemStates()
+func reconcile(j *job.Job, log *job.ItemLog, dlq DeadLetters, total int) (done map[int]string, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
+	records, err := j.ReadItemStates()
 	if err != nil {
 		return nil, nil, counts, err
 	}
 	var runningIDs []string
-	byID := map[string]state.ItemRecord{}
+	byID := map[string]job.ItemRecord{}
 	for _, rec := range records {
-		if rec.State == state.ItemRunning {
+		if rec.State == job.ItemRunning {
 			runningIDs = append(runningIDs, rec.ID)
 			byID[rec.ID] = rec
 		}
@@ -239,29 +237,26 @@ func reconcile(j *job.Job, log *state.ItemLog, dlq DeadLetters, total int) (done
 				continue
 			}
 			rec := byID[id]
-			rec.State, rec.Error = state.ItemDLQ, "recorded in the DLQ before a crash"
+			rec.State, rec.Error = job.ItemDLQ, "recorded in the DLQ before a crash"
 			if err := log.Append(rec); err != nil {
 				return nil, nil, counts, err
 			}
 			records[rec.Index] = rec
 		}
 	}
-	done, running = map[int]string{}, map[int]state.ItemRecord{}
+	done, running = map[int]string{}, map[int]job.ItemRecord{}
 	counts.Total = total
 	for i, rec := range records {
 		switch rec.State {
-		case state.ItemRunning:
-			for k := range rec.Steps {
-				rec.Steps[k].Vars = j.UnsealVars(rec.Steps[k].Vars)
-			}
+		case job.ItemRunning:
 			running[i] = rec
 			continue
-		case state.ItemSucceeded:
+		case job.ItemSucceeded:
 			counts.Succeeded++
-		case state.ItemDLQ:
+		case job.ItemDLQ:
 			counts.Failed++
 			counts.DLQ++
-		case state.ItemSkipped:
+		case job.ItemSkipped:
 			counts.Skipped++
 		default:
 			continue

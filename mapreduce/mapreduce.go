@@ -19,8 +19,6 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/proc"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
@@ -37,7 +35,7 @@ type Options struct {
 
 // Summary is how a MapReduce job ended.
 type Summary struct {
-	Items   state.ItemCounts
+	Items   job.ItemCounts
 	Stopped *errorpolicy.Verdict // the error policy stopped the map phase
 }
 
@@ -50,7 +48,7 @@ func (e *StoppedError) Error() string { return "stopped by the error policy: " +
 // Run runs a started or resumed MapReduce job: setup (steps already done
 // are skipped), the items not yet finished, then reduce.
 func Run(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
-	wf := j.Workflow
+	wf := j.Workflow()
 	if _, err := j.RunPhase(ctx, job.PhaseSetup, wf.Setup); err != nil {
 		return Summary{}, err
 	}
@@ -67,21 +65,21 @@ func Run(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 
 // runMap loads the items (once per job) and runs those not yet finished.
 func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
-	m := j.Workflow.Map
-	parallel, err := maxParallel(m, j.Scope, opts.MaxParallel)
+	m := j.Workflow().Map
+	parallel, err := maxParallel(m, j.Scope(), opts.MaxParallel)
 	if err != nil {
 		return Summary{}, err
 	}
-	itemsPath := j.State.Path("items.jsonl")
+	itemsPath := j.Path("items.jsonl")
 	total, err := ensureItems(ctx, j, itemsPath)
 	if err != nil {
 		return Summary{}, err
 	}
-	logDir := j.State.Path("logs")
+	logDir := j.Path("logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return Summary{}, fmt.Errorf("item logs: %w", err)
 	}
-	itemLog, err := j.State.OpenItemLog()
+	itemLog, err := j.OpenItemLog()
 	if err != nil {
 		return Summary{}, err
 	}
@@ -90,13 +88,13 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	results, err := openResults(j.State.Path("results.jsonl"))
+	results, err := openResults(j.Path("results.jsonl"))
 	if err != nil {
 		return Summary{}, err
 	}
 	defer results.close()
 
-	ep := j.Workflow.ErrorPolicy
+	ep := j.Workflow().ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
 	s := newScheduler(j, l, parallel)
 	s.resumed = running
@@ -104,7 +102,7 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 		s.agent = opts.Agent
 	}
 	if ep.OnItemFailure == errorpolicy.Retry {
-		s.retry = j.Workflow.ItemRetry
+		s.retry = j.Workflow().ItemRetry
 	}
 	if ep.Breaker != nil {
 		s.gate = errorpolicy.NewGate(*ep.Breaker, func(to string) {
@@ -123,6 +121,9 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	s.wait()
 	stopSaving()
 	sum := Summary{Items: l.Counts(), Stopped: s.stopped}
+	if serr := j.SetItemCounts(sum.Items); err == nil {
+		err = serr
+	}
 	j.Emit("map_completed", countFields(sum.Items))
 	switch {
 	case err != nil:
@@ -138,12 +139,12 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 }
 
 func newScheduler(j *job.Job, l *ledger, parallel int) *scheduler {
-	m := j.Workflow.Map
+	m := j.Workflow().Map
 	return &scheduler{
-		agent:  &localAgent{exec: j.Executor, scope: j.Scope, steps: m.Template, timeout: m.AgentTimeout, logDir: j.State.Path("logs")},
+		agent:  &localAgent{exec: j.Executor(), scope: j.Scope(), steps: m.Template, timeout: m.AgentTimeout, logDir: j.Path("logs")},
 		ledger: l,
 		slots:  make(slots, parallel),
-		seed:   j.Seed,
+		seed:   j.Seed(),
 		emit:   j.Emit,
 	}
 }
@@ -164,16 +165,14 @@ func saveCounts(j *job.Job, l *ledger, every time.Duration) (stop func()) {
 			case <-quit:
 				return
 			case <-t.C:
-				c := l.Counts()
-				j.State.Meta.Items = &c
-				_ = j.State.Save() // progress only: the item log is the record
+				_ = j.SetItemCounts(l.Counts()) // progress only: the item log is the record
 			}
 		}
 	}()
 	return func() { close(quit); <-stopped }
 }
 
-func countFields(c state.ItemCounts) map[string]any {
+func countFields(c job.ItemCounts) map[string]any {
 	return map[string]any{"total": c.Total, "succeeded": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "dlq": c.DLQ, "pending": c.Pending}
 }
 
@@ -212,7 +211,7 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, lerr := loadItems(in, j.Workflow.Map, j.Scope, path)
+	n, lerr := loadItems(in, j.Workflow().Map, j.Scope(), path)
 	in.Close()
 	if err := errors.Join(lerr, wait()); err != nil {
 		os.Remove(path)
@@ -248,8 +247,8 @@ func countLines(path string) (int, error) {
 // as a shell command whose stdout is the input (its non-zero exit fails
 // the job). wait reports how the command ended.
 func openInput(ctx context.Context, j *job.Job) (in io.ReadCloser, source string, wait func() error, err error) {
-	m := j.Workflow.Map
-	path, err := m.Input.Expand(j.Scope.PlainLookup(), interp.Plain)
+	m, sc := j.Workflow().Map, j.Scope()
+	path, err := m.Input.Expand(sc.PlainLookup(), interp.Plain)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("map input: %w", err)
 	}
@@ -260,35 +259,26 @@ func openInput(ctx context.Context, j *job.Job) (in io.ReadCloser, source string
 		}
 		return f, "file " + filepath.Clean(path), func() error { return nil }, nil
 	}
-	command, err := m.Input.Expand(j.Scope.Lookup(), interp.Shell)
+	command, err := m.Input.Expand(sc.Lookup(), interp.Shell)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("map input: %w", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
-	result := make(chan proc.Result, 1)
+	result := make(chan error, 1)
 	go func() {
-		res := proc.Run(cctx, proc.Spec{
-			Command: command,
-			Env:     append(slices.Clip(j.Executor.Env), "RUNNER_JOB_ID="+j.State.Meta.ID),
-			Stdout:  pw,
-			Stderr:  j.Executor.Stderr,
-		})
+		err := j.Executor().Stream(cctx, command, pw)
 		pw.Close()
-		result <- res
+		result <- err
 	}()
 	reader := &commandReader{PipeReader: pr, cancel: cancel}
 	wait = func() error {
-		res := <-result
+		err := <-result
 		cancel()
-		if res.Kind == proc.KindOK || reader.closedEarly && ctx.Err() == nil {
+		if err == nil || reader.closedEarly && ctx.Err() == nil {
 			return nil // stopped early (max_items): its end does not matter
 		}
-		msg := res.Err.Error()
-		if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
-			msg += ": " + lastLine(tail)
-		}
-		return fmt.Errorf("command %q failed: %s", command, msg)
+		return err
 	}
 	return reader, "command " + command, wait, nil
 }
@@ -314,38 +304,25 @@ func (r *commandReader) Close() error {
 	return r.PipeReader.Close()
 }
 
-func lastLine(s string) string {
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
 // setMapVars defines ${map.*} for reduce: the counts, the results file
 // and, when a reduce step uses it, ${map.results} itself.
-func setMapVars(j *job.Job, c state.ItemCounts) error {
-	file := j.State.Path("results.json")
-	if err := writeResultsFile(j.State.Path("results.jsonl"), file); err != nil {
+func setMapVars(j *job.Job, c job.ItemCounts) error {
+	file := j.Path("results.json")
+	if err := writeResultsFile(j.Path("results.jsonl"), file); err != nil {
 		return err
 	}
 	abs, _ := filepath.Abs(file)
-	j.Scope.SetIn("map", "total", c.Total)
-	j.Scope.SetIn("map", "successful", c.Succeeded)
-	j.Scope.SetIn("map", "failed", c.Failed)
-	j.Scope.SetIn("map", "skipped", c.Skipped)
-	j.Scope.SetIn("map", "results_file", abs)
-	if !usesResults(j.Workflow.Reduce) {
-		return nil
+	vars := map[string]any{"total": c.Total, "successful": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "results_file": abs}
+	if usesResults(j.Workflow().Reduce) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+		if vars["results"], err = workflow.DecodeValue(data); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("results: %w", err)
-	}
-	results, err := workflow.DecodeValue(data)
-	if err != nil {
-		return fmt.Errorf("results: %w", err)
-	}
-	j.Scope.SetIn("map", "results", results)
+	j.Define("map", vars)
 	return nil
 }
 

@@ -188,7 +188,7 @@ func TestStopLeavesItemsPending(t *testing.T) {
 	if !errors.As(err, &stopped) || stopped.Rule != "max_failures" {
 		t.Fatalf("err = %v, want a max_failures stop", err)
 	}
-	want := state.ItemCounts{Total: 10, Succeeded: 3, Failed: 2, DLQ: 2, Pending: 5}
+	want := job.ItemCounts{Total: 10, Succeeded: 3, Failed: 2, DLQ: 2, Pending: 5}
 	if sum.Items != want {
 		t.Errorf("counts %+v, want %+v", sum.Items, want)
 	}
@@ -213,8 +213,8 @@ func TestDLQWriteFailureLosesNothing(t *testing.T) {
 	if err == nil || !errors.Is(err, q.fail) {
 		t.Fatalf("err = %v, want the DLQ's error", err)
 	}
-	states, _ := j.State.ReadItemStates()
-	if states[1].State != state.ItemRunning {
+	states, _ := j.ReadItemStates()
+	if states[1].State != job.ItemRunning {
 		t.Errorf("item 1 is %q in the item log, want running (pending on resume)", states[1].State)
 	}
 	if _, ok := states[2]; ok {
@@ -234,8 +234,8 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rewrite history: item 1 was running when the DLQ took it.
-	log, _ := j.State.OpenItemLog()
-	log.Append(state.ItemRecord{Index: 1, ID: "1", State: state.ItemRunning})
+	log, _ := j.OpenItemLog()
+	log.Append(job.ItemRecord{Index: 1, ID: "1", State: job.ItemRunning})
 	log.Close()
 	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
 	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
@@ -249,8 +249,8 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	if sum.Items.DLQ != 1 || sum.Items.Succeeded != 2 || sum.Items.Pending != 0 {
 		t.Errorf("counts %+v", sum.Items)
 	}
-	states, _ := j.State.ReadItemStates()
-	if states[1].State != state.ItemDLQ {
+	states, _ := j.ReadItemStates()
+	if states[1].State != job.ItemDLQ {
 		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
 	}
 }
@@ -276,9 +276,9 @@ map:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &localAgent{exec: j.Executor, scope: j.Scope, steps: wf.Map.Template, logDir: dir}
+	a := &localAgent{exec: j.Executor(), scope: j.Scope(), steps: wf.Map.Template, logDir: dir}
 	it := &Item{ID: "item_0", Raw: []byte(`"x"`), Value: "x"}
-	saved := []state.StepRecord{
+	saved := []job.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},
 	}
@@ -293,7 +293,7 @@ map:
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(filepath.Join(dir, "ran"))
 			var got []string
-			out := a.RunItem(t.Context(), it, 1, nil, Checkpoints{Saved: saved, Save: func(rec state.StepRecord) error {
+			out := a.RunItem(t.Context(), it, 1, nil, Checkpoints{Saved: saved, Save: func(rec job.StepRecord) error {
 				got = append(got, fmt.Sprintf("%d %s", rec.Index, rec.Status))
 				if len(got) == tc.failing {
 					return errors.New("disk full")

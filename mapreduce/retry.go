@@ -7,7 +7,6 @@ import (
 
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/state"
 )
 
 // RetryQueue is a job's DLQ as `dlq retry` uses it.
@@ -22,18 +21,18 @@ type RetryQueue interface {
 // stays. An item that another process has claimed is left alone. It
 // returns the counts of this retry (Total: items asked for; Pending: those
 // claimed elsewhere or not run because ctx ended).
-func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, q RetryQueue) (state.ItemCounts, error) {
-	parallel, err := maxParallel(j.Workflow.Map, j.Scope, override)
+func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, q RetryQueue) (job.ItemCounts, error) {
+	parallel, err := maxParallel(j.Workflow().Map, j.Scope(), override)
 	if err != nil {
-		return state.ItemCounts{}, err
+		return job.ItemCounts{}, err
 	}
-	itemLog, err := j.State.OpenItemLog()
+	itemLog, err := j.OpenItemLog()
 	if err != nil {
-		return state.ItemCounts{}, err
+		return job.ItemCounts{}, err
 	}
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
-		counts: state.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
+		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
 	s := newScheduler(j, l, parallel)
 	var (
 		mu         sync.Mutex
@@ -74,6 +73,27 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, q R
 	return counts, releaseErr
 }
 
+// ItemStates is a job's item log as SettleDLQ reads and amends it: a
+// *job.Job, or a *state.Job that no process runs.
+type ItemStates interface {
+	ReadItemStates() (map[int]job.ItemRecord, error)
+	AppendItemRecords(recs ...job.ItemRecord) error
+}
+
+// Settleable is a job whose item log and counts Settle brings up to date
+// with its DLQ: a *job.Job or a job.Stored.
+type Settleable interface {
+	ItemStates
+	UpdateItemCounts(settle func(job.ItemCounts) (job.ItemCounts, error)) (job.ItemCounts, error)
+}
+
+// Settle reconciles a MapReduce job's item log with its DLQ (SettleDLQ)
+// and rewrites the job's counts to match (see UpdateItemCounts). It
+// returns the counts.
+func Settle(j Settleable, q RetryQueue) (job.ItemCounts, error) {
+	return j.UpdateItemCounts(func(c job.ItemCounts) (job.ItemCounts, error) { return SettleDLQ(j, q, c) })
+}
+
 // PurgedNote is the error of the skipped record of an item purged from
 // the DLQ.
 const PurgedNote = "purged from the DLQ"
@@ -93,7 +113,7 @@ const PurgedNote = "purged from the DLQ"
 // Then each item is exactly one of: in the DLQ (whatever its last record,
 // e.g. running in a retry), succeeded, skipped, or pending, and these add
 // up to Total.
-func SettleDLQ(j *state.Job, q RetryQueue, counts state.ItemCounts) (state.ItemCounts, error) {
+func SettleDLQ(j ItemStates, q RetryQueue, counts job.ItemCounts) (job.ItemCounts, error) {
 	records, err := j.ReadItemStates()
 	if err != nil {
 		return counts, err
@@ -106,10 +126,10 @@ func SettleDLQ(j *state.Job, q RetryQueue, counts state.ItemCounts) (state.ItemC
 	if err != nil {
 		return counts, err
 	}
-	var purged []state.ItemRecord
+	var purged []job.ItemRecord
 	for i, rec := range records {
 		switch {
-		case rec.State == state.ItemSucceeded && queued[rec.ID]:
+		case rec.State == job.ItemSucceeded && queued[rec.ID]:
 			if ok, err := q.Claim(rec.ID); err != nil || !ok {
 				if err != nil {
 					return counts, err
@@ -120,8 +140,8 @@ func SettleDLQ(j *state.Job, q RetryQueue, counts state.ItemCounts) (state.ItemC
 				return counts, err
 			}
 			queued[rec.ID] = false
-		case rec.State == state.ItemDLQ && !queued[rec.ID]:
-			rec.State, rec.Error = state.ItemSkipped, PurgedNote
+		case rec.State == job.ItemDLQ && !queued[rec.ID]:
+			rec.State, rec.Error = job.ItemSkipped, PurgedNote
 			purged = append(purged, rec)
 			records[i] = rec
 		}
@@ -134,9 +154,9 @@ func SettleDLQ(j *state.Job, q RetryQueue, counts state.ItemCounts) (state.ItemC
 		switch {
 		case queued[rec.ID]:
 			counts.DLQ++
-		case rec.State == state.ItemSucceeded:
+		case rec.State == job.ItemSucceeded:
 			counts.Succeeded++
-		case rec.State == state.ItemSkipped:
+		case rec.State == job.ItemSkipped:
 			counts.Skipped++
 		}
 	}

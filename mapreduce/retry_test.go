@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -29,19 +30,19 @@ func TestSettleDLQ(t *testing.T) {
 		st     string
 		queued bool
 	}{
-		{state.ItemSucceeded, true}, // a retry killed before the removal
-		{state.ItemSucceeded, true}, // the same, but a running retry holds it
-		{state.ItemDLQ, false},      // a purge killed before the log
-		{state.ItemDLQ, true},
-		{state.ItemRunning, true},  // in a retry now, or killed in one
-		{state.ItemRunning, false}, // a job's pending item
-		{state.ItemSkipped, false},
+		{job.ItemSucceeded, true}, // a retry killed before the removal
+		{job.ItemSucceeded, true}, // the same, but a running retry holds it
+		{job.ItemDLQ, false},      // a purge killed before the log
+		{job.ItemDLQ, true},
+		{job.ItemRunning, true},  // in a retry now, or killed in one
+		{job.ItemRunning, false}, // a job's pending item
+		{job.ItemSkipped, false},
 		{"", false}, // never started
 	}
 	for i, r := range recs {
 		id := "item_" + strconv.Itoa(i)
 		if r.st != "" {
-			if err := j.AppendItemRecords(state.ItemRecord{Index: i, ID: id, State: r.st}); err != nil {
+			if err := j.AppendItemRecords(job.ItemRecord{Index: i, ID: id, State: r.st}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -49,11 +50,11 @@ func TestSettleDLQ(t *testing.T) {
 			q.Add(DeadLetter{ItemID: id, ItemIndex: i})
 		}
 	}
-	got, err := SettleDLQ(j, q, state.ItemCounts{Total: len(recs), Failed: 5})
+	got, err := SettleDLQ(j, q, job.ItemCounts{Total: len(recs), Failed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := state.ItemCounts{Total: 8, Succeeded: 1, Failed: 5, Skipped: 2, DLQ: 3, Pending: 2}
+	want := job.ItemCounts{Total: 8, Succeeded: 1, Failed: 5, Skipped: 2, DLQ: 3, Pending: 2}
 	if got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
@@ -64,7 +65,7 @@ func TestSettleDLQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := states[2]; rec.State != state.ItemSkipped || rec.Error != PurgedNote {
+	if rec := states[2]; rec.State != job.ItemSkipped || rec.Error != PurgedNote {
 		t.Errorf("purged item's record %+v", rec)
 	}
 }

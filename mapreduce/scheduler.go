@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/state"
 )
 
 // scheduler starts items in up to max_parallel slots, behind the workflow
@@ -26,7 +26,7 @@ type scheduler struct {
 	ended  func(it *Item) // after an item's end is recorded; may be nil
 	// resumed are the items an ended process left running, by index,
 	// with their checkpoints: they go on from there.
-	resumed map[int]state.ItemRecord
+	resumed map[int]job.ItemRecord
 
 	wg sync.WaitGroup
 	// gateMu orders the breaker's transitions (made in Pass.Done) with
@@ -105,7 +105,7 @@ func (s *scheduler) running(ctx context.Context) bool {
 // attempts per the item-level retry policy, from where from (the item's
 // running record, if an ended process left one) says, then the ledger
 // records how it ended.
-func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *errorpolicy.Pass, from state.ItemRecord) {
+func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *errorpolicy.Pass, from job.ItemRecord) {
 	defer s.wg.Done()
 	defer sl.Release()
 	if s.ended != nil {
@@ -124,7 +124,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 	}
 	saved := from.Steps
 	for attempt := from.Attempt; ; attempt++ {
-		cp := Checkpoints{Saved: saved, Save: func(rec state.StepRecord) error { return s.ledger.step(it, attempt, rec) }}
+		cp := Checkpoints{Saved: saved, Save: func(rec job.StepRecord) error { return s.ledger.step(it, attempt, rec) }}
 		saved = nil
 		out := s.agent.RunItem(ctx, it, attempt, sl, cp)
 		if ctx.Err() != nil {
