@@ -12,13 +12,16 @@ import (
 // breaker, the circuit breaker both build on; eventlog and state import only
 // appendfile, the lowest leaf; dlq, breaker and the other leaves import
 // nothing of ours; mapreduce reaches the DLQ through an interface of its
-// own, and only cmd wires the two together.
+// own, and only cmd wires the two together. report pictures a job from its
+// meta, events and DLQ items alone, so it needs neither the job runtime nor
+// mapreduce.
 var allowedImports = map[string][]string{
 	"":                {"cmd"},
 	"cmd":             {"*"},
 	"mapreduce":       {"workflow", "appendfile", "eventlog", "workflow/interp", "proc", "state", "retryv2", "errorpolicy"},
 	"workflow":        {"eventlog", "workflow/interp", "proc", "state", "retryv2", "errorpolicy", "breaker"},
 	"dlq":             nil,
+	"report":          {"dlq", "eventlog", "state"},
 	"breaker":         nil,
 	"retryv2":         {"breaker"},
 	"errorpolicy":     {"breaker"},
