@@ -1,9 +1,12 @@
 package report
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/state"
 )
@@ -62,5 +65,52 @@ func TestReportBarsOnALaneDoNotTouch(t *testing.T) {
 		if prev.W < 1 {
 			t.Errorf("bar %d has width %d", i-1, prev.W)
 		}
+	}
+}
+
+// A job without events has nothing to picture: no page, an error.
+func TestWriteHTMLWithoutEvents(t *testing.T) {
+	var page strings.Builder
+	if err := WriteHTML(&page, state.Meta{ID: "j"}, nil, nil); !errors.Is(err, errNoEvents) || page.Len() > 0 {
+		t.Errorf("WriteHTML without events: %v, %d bytes written", err, page.Len())
+	}
+}
+
+// The summary counts a MapReduce job's items and a standard job's steps;
+// the DLQ table has a row per item with its last failure, and says
+// "Empty." without items.
+func TestWriteHTMLCountsAndDLQ(t *testing.T) {
+	events := []eventlog.Event{ev(0, "job_started", nil), ev(10, "job_completed", nil)}
+	last := time.Date(2026, 11, 22, 10, 15, 0, 0, time.UTC)
+	dead := []dlq.Item{{ItemID: "item-7", FailureCount: 3, LastFailure: last, Failures: []dlq.Failure{
+		{Kind: "timeout", Step: "fetch", Message: "first"},
+		{Kind: "exit", Step: "resize", Message: "exit status 2"},
+	}}}
+	for _, tc := range []struct {
+		name string
+		meta state.Meta
+		dead []dlq.Item
+		want []string
+	}{
+		{"mapreduce", state.Meta{Items: &state.ItemCounts{Total: 9, Succeeded: 5, Failed: 1, DLQ: 1, Skipped: 2, Pending: 1}}, dead, []string{
+			"<tr><th>items</th><th>succeeded</th><th>failed</th><th>in the DLQ</th><th>skipped</th><th>pending</th></tr><tr><td>9</td><td>5</td><td>1</td><td>1</td><td>2</td><td>1</td></tr>",
+			"<tr><td><code>item-7</code></td><td>3</td><td>2026-11-22T10:15:00Z</td><td>exit</td><td>resize</td><td><code>exit status 2</code></td></tr>",
+		}},
+		{"standard", state.Meta{Steps: 4, StepsDone: 3}, nil, []string{
+			"<tr><th>steps</th><th>finished</th></tr><tr><td>4</td><td>3</td></tr>",
+			"<h2>Dead-letter queue</h2>\n<p>Empty.</p>",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var page strings.Builder
+			if err := WriteHTML(&page, tc.meta, events, tc.dead); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(page.String(), want) {
+					t.Errorf("the page has no %s", want)
+				}
+			}
+		})
 	}
 }
