@@ -14,7 +14,7 @@ import (
 // A job that completed with items in the DLQ is not titled a plain
 // success: the heading says how many items are in the DLQ, out of the
 // success colour.
-func TestReportTitleWithDLQ(t *testing.T) {
+func TestPageTitleWithDLQ(t *testing.T) {
 	events := []eventlog.Event{ev(0, "job_started", nil), ev(10, "job_completed", nil)}
 	for _, tc := range []struct {
 		items       *state.ItemCounts
@@ -40,7 +40,7 @@ func TestReportTitleWithDLQ(t *testing.T) {
 // Consecutive attempts on one lane, the next starting the moment the
 // last one ends, are drawn apart: each bar ends a visible gap before the
 // next one on its lane starts.
-func TestReportBarsOnALaneDoNotTouch(t *testing.T) {
+func TestBarsOnALaneDoNotTouch(t *testing.T) {
 	a := func(item string) map[string]any {
 		return map[string]any{"item_id": item, "step": "work", "attempt": int64(1)}
 	}

@@ -1,5 +1,4 @@
-// Package report pictures a job from its events: a self-contained HTML page
-// with its timeline and dead-letter queue, and a JUnit XML report for CI.
+// Package report pictures a job from its events: an HTML page of its timeline and DLQ, and a JUnit XML report.
 package report
 
 import (
@@ -26,7 +25,9 @@ func WriteHTML(w io.Writer, m state.Meta, events []eventlog.Event, dead []dlq.It
 }
 
 // attempt is an event's attempt number: an int64 when the event was just
-// emitted, a json.Number when it was read back from the log.
+// emitted, a json.Number when it was read back from the log (as both
+// reports read them). It is cmd's toInt64 for the one field the reports
+// read; an accessor of eventlog.Event could serve both.
 func attempt(e eventlog.Event) int64 {
 	switch n := e.Fields["attempt"].(type) {
 	case int64:
