@@ -13,7 +13,9 @@ import (
 // breaker, the circuit breaker both build on; eventlog and state import only
 // appendfile, the lowest leaf; dlq, breaker and the other leaves import
 // nothing of ours; mapreduce reaches the DLQ through an interface of its
-// own, and only cmd wires the two together.
+// own, and only cmd wires the two together. report pictures a job from its
+// meta, events and DLQ items alone, so it needs neither the job runtime nor
+// mapreduce.
 var allowedImports = map[string][]string{
 	"":                {"cmd"},
 	"cmd":             {"*"},
@@ -22,6 +24,7 @@ var allowedImports = map[string][]string{
 	"executor":        {"workflow", "workflow/interp", "proc", "state", "retryv2", "breaker"},
 	"workflow":        {"workflow/interp", "retryv2", "errorpolicy", "breaker"},
 	"dlq":             nil,
+	"report":          {"dlq", "eventlog", "state"},
 	"breaker":         nil,
 	"retryv2":         {"breaker"},
 	"errorpolicy":     {"breaker"},

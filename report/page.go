@@ -1,4 +1,4 @@
-package cmd
+package report
 
 import (
 	"cmp"
@@ -22,8 +22,8 @@ const (
 	barGap      = 2 // between consecutive bars on a lane
 )
 
-// reportView is what the report template shows.
-type reportView struct {
+// view is what the report template shows.
+type view struct {
 	Job       state.Meta
 	Status    string // the job's status; a completed job's says what is in its DLQ
 	StatusCSS string
@@ -68,7 +68,7 @@ type dlqRow struct {
 	Failures                      int
 }
 
-func newReportView(m state.Meta, tl timeline, dead []dlq.Item) reportView {
+func newView(m state.Meta, tl timeline, dead []dlq.Item) view {
 	total := tl.end.Sub(tl.start)
 	if total <= 0 {
 		total = time.Millisecond
@@ -77,7 +77,7 @@ func newReportView(m state.Meta, tl timeline, dead []dlq.Item) reportView {
 		return labelWidth + int(float64(t.Sub(tl.start))/float64(total)*float64(chartWidth-labelWidth-10))
 	}
 	y := func(lane int) int { return lane * laneHeight }
-	v := reportView{Job: m, Status: string(m.Status), StatusCSS: "status-" + string(m.Status), Duration: total.Round(time.Millisecond).String(), Width: chartWidth, Dropped: tl.dropped}
+	v := view{Job: m, Status: string(m.Status), StatusCSS: "status-" + string(m.Status), Duration: total.Round(time.Millisecond).String(), Width: chartWidth, Dropped: tl.dropped}
 	if c := m.Items; m.Status == state.Completed && c != nil && c.DLQ > 0 {
 		v.Status, v.StatusCSS = fmt.Sprintf("completed with %d item(s) in the DLQ", c.DLQ), "status-dlq"
 	}
@@ -145,7 +145,7 @@ func nextOnLane(bars []bar) []int {
 	return next
 }
 
-var reportPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">

@@ -1,0 +1,40 @@
+// Package report pictures a job from its events: an HTML page of its timeline and DLQ, and a JUnit XML report.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/state"
+)
+
+// errNoEvents is returned for a job whose event log is empty.
+var errNoEvents = errors.New("the job has no events to report")
+
+// WriteHTML writes the page of a job: its summary from m, the timeline of
+// its events, and the items of its dead-letter queue.
+func WriteHTML(w io.Writer, m state.Meta, events []eventlog.Event, dead []dlq.Item) error {
+	tl := buildTimeline(events)
+	if tl.start.IsZero() {
+		return errNoEvents
+	}
+	return page.Execute(w, newView(m, tl, dead))
+}
+
+// attempt is an event's attempt number: an int64 when the event was just
+// emitted, a json.Number when it was read back from the log (as both
+// reports read them). It is cmd's toInt64 for the one field the reports
+// read; an accessor of eventlog.Event could serve both.
+func attempt(e eventlog.Event) int64 {
+	switch n := e.Fields["attempt"].(type) {
+	case int64:
+		return n
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	}
+	return 0
+}
