@@ -142,7 +142,7 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 		v, _ := workflow.DecodeValue(it.Item)
 		items = append(items, &mapreduce.Item{Index: it.ItemIndex, ID: it.ItemID, Raw: it.Item, Value: v})
 	}
-	counts, err := mapreduce.RetryDead(ctx, j, items, o.MaxParallel, q)
+	counts, err := mapreduce.RetryDead(ctx, j, items, o.MaxParallel, nil, q)
 	sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
 	if len(q.held) > 0 {
 		sum.HeldBy = map[string]string{}

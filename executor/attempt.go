@@ -33,12 +33,12 @@ type Executor struct {
 }
 
 // Run is the context of one execution of a step: whose variables, which
-// output, which extra environment and event fields.
+// output and extra environment, for which map item.
 type Run struct {
 	Scope  *Scope
-	Env    []string       // extra environment (map agents: RUNNER_ITEM_*)
-	Fields map[string]any // extra fields on every event (map agents: item_id)
-	Stdout io.Writer      // overrides the executor's live output when set
+	Env    []string  // extra environment (map agents: RUNNER_ITEM_*)
+	ItemID string    // map agents: the item, named on every event and seeding retry jitter
+	Stdout io.Writer // overrides the executor's live output when set
 	Stderr io.Writer
 	Slot   retryv2.Slot // map agents: given back while the step waits out a delay
 	// Map agents: Waiting checkpoints a step (not a repeat) before it waits
@@ -62,13 +62,13 @@ func (r Run) stderr(x *Executor) io.Writer {
 	return x.Stderr
 }
 
-// emit sends an event with the run's extra fields added.
+// emit sends an event, naming the run's item if it has one.
 func (x *Executor) emit(r Run, typ string, fields map[string]any) {
 	if x.Emit == nil {
 		return
 	}
-	for k, v := range r.Fields {
-		fields[k] = v
+	if r.ItemID != "" {
+		fields["item_id"] = r.ItemID
 	}
 	x.Emit(typ, fields)
 }

@@ -40,8 +40,7 @@ func (x *Executor) breaker(step *workflow.Step) *breaker.Breaker {
 
 // jitterSource returns the random source of one step execution.
 func (x *Executor) jitterSource(step *workflow.Step, r Run) func() float64 {
-	id, _ := r.Fields["item_id"].(string)
-	return JitterSource(x.Seed, step, id)
+	return JitterSource(x.Seed, step, r.ItemID)
 }
 
 // JitterSource returns the random source of the retry jitter of one

@@ -30,15 +30,6 @@ type ledger struct {
 	counts job.ItemCounts
 }
 
-// Outcome is how one run of an item's agent template ended.
-type Outcome struct {
-	Err      error // a checkpoint could not be saved: the job cannot go on safely
-	Failed   bool
-	Failure  Failure // when Failed
-	Output   string  // the agent's stdout, last 64 KiB
-	Duration time.Duration
-}
-
 // start records that an item begins its first attempt.
 func (l *ledger) start(it *Item) error {
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemRunning, Attempt: 1}); err != nil {

@@ -27,7 +27,7 @@ import (
 type Options struct {
 	MaxParallel int // overrides map.max_parallel when above 0
 	DLQ         DeadLetters
-	Agent       Agent // where items run; nil: local processes
+	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
 	// SaveEvery is how often the item counts are written to the job's
 	// metadata while items run (for `runner jobs`); 0 means every second.
 	SaveEvery time.Duration
@@ -96,11 +96,12 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 
 	ep := j.Workflow().ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
-	s := newScheduler(j, l, parallel)
-	s.resumed = running
-	if opts.Agent != nil {
-		s.agent = opts.Agent
+	s, err := newScheduler(j, l, parallel, opts.Dispatcher)
+	if err != nil {
+		return Summary{}, err
 	}
+	defer s.close()
+	s.resumed = running
 	if ep.OnItemFailure == errorpolicy.Retry {
 		s.retry = j.Workflow().ItemRetry
 	}
@@ -138,15 +139,21 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	return sum, nil
 }
 
-func newScheduler(j *job.Job, l *ledger, parallel int) *scheduler {
-	m := j.Workflow().Map
-	return &scheduler{
-		agent:  &localAgent{exec: j.Executor(), scope: j.Scope(), steps: m.Template, timeout: m.AgentTimeout, logDir: j.Path("logs")},
+func newScheduler(j *job.Job, l *ledger, parallel int, dispatcher NewDispatcher) (*scheduler, error) {
+	s := &scheduler{
 		ledger: l,
 		slots:  make(slots, parallel),
+		jobID:  j.ID(),
 		seed:   j.Seed(),
 		emit:   j.Emit,
+		active: map[string]*dispatch{},
 	}
+	if dispatcher == nil {
+		dispatcher = Local(j)
+	}
+	var err error
+	s.dispatcher, err = dispatcher(s)
+	return s, err
 }
 
 // saveCounts writes the item counts to the job's metadata every interval

@@ -73,11 +73,29 @@ func (q *fakeDLQ) ids() []string {
 	return out
 }
 
-// agentFunc is an Agent made of a function; it keeps no checkpoints.
+// agentFunc runs items in a function instead of the agent template; it
+// keeps no checkpoints.
 type agentFunc func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome
 
-func (f agentFunc) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot, _ Checkpoints) Outcome {
-	return f(ctx, it, attempt, slot)
+// dispatcher is the agentFunc as the map phase's dispatcher.
+func (f agentFunc) dispatcher(h Host) (Dispatcher, error) { return funcDispatcher{f, h}, nil }
+
+type funcDispatcher struct {
+	f agentFunc
+	h Host
+}
+
+func (d funcDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
+	it, err := itemOf(t)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := d.f(ctx, it, t.Attempt, d.h.Slot(t.DispatchID))
+	if ctx.Err() != nil {
+		return Outcome{}, context.Cause(ctx)
+	}
+	out.DispatchID = t.DispatchID
+	return out, nil
 }
 
 func failed(msg string) Outcome {
@@ -134,7 +152,7 @@ func TestMapBoundsConcurrency(t *testing.T) {
 		running.Add(-1)
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Agent: agent})
+	sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Dispatcher: agent.dispatcher})
 	if err != nil || sum.Items.Succeeded != 30 {
 		t.Fatalf("runMap = %+v, %v", sum, err)
 	}
@@ -161,7 +179,7 @@ func TestItemRetryGivesTheSlotBack(t *testing.T) {
 			}
 			return Outcome{}
 		})
-		sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Agent: agent})
+		sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Dispatcher: agent.dispatcher})
 		if err != nil || sum.Items.Succeeded != 4 {
 			t.Fatalf("runMap = %+v, %v", sum, err)
 		}
@@ -183,7 +201,7 @@ func TestStopLeavesItemsPending(t *testing.T) {
 		}
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, Options{DLQ: q, Agent: agent})
+	sum, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: agent.dispatcher})
 	var stopped *StoppedError
 	if !errors.As(err, &stopped) || stopped.Rule != "max_failures" {
 		t.Fatalf("err = %v, want a max_failures stop", err)
@@ -209,7 +227,7 @@ func TestDLQWriteFailureLosesNothing(t *testing.T) {
 		}
 		return Outcome{}
 	})
-	_, err := runMap(t.Context(), j, Options{DLQ: q, Agent: agent})
+	_, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: agent.dispatcher})
 	if err == nil || !errors.Is(err, q.fail) {
 		t.Fatalf("err = %v, want the DLQ's error", err)
 	}
@@ -230,7 +248,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	q := newFakeDLQ()
 	var ran []string
 	first := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome { return Outcome{} })
-	if _, err := runMap(t.Context(), j, Options{DLQ: q, Agent: first}); err != nil {
+	if _, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: first.dispatcher}); err != nil {
 		t.Fatal(err)
 	}
 	// Rewrite history: item 1 was running when the DLQ took it.
@@ -242,7 +260,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 		ran = append(ran, it.ID)
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, Options{DLQ: q, Agent: again})
+	sum, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: again.dispatcher})
 	if err != nil || len(ran) != 0 {
 		t.Fatalf("resume ran %v (%v), want nothing", ran, err)
 	}
@@ -276,12 +294,12 @@ map:
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &localAgent{exec: j.Executor(), scope: j.Scope(), steps: wf.Map.Template, logDir: dir}
-	it := &Item{ID: "item_0", Raw: []byte(`"x"`), Value: "x"}
+	r := NewRunner(j.Executor(), j.Scope(), wf.Map, dir)
 	saved := []job.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},
 	}
+	task := Task{ItemID: "item_0", Item: []byte(`"x"`), Attempt: 1, DispatchID: "d", Checkpoints: saved}
 	for _, tc := range []struct {
 		name    string
 		failing int // the save that fails, from 1; 0 = none
@@ -293,21 +311,21 @@ map:
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(filepath.Join(dir, "ran"))
 			var got []string
-			out := a.RunItem(t.Context(), it, 1, nil, Checkpoints{Saved: saved, Save: func(rec job.StepRecord) error {
+			out, err := r.Run(t.Context(), task, nil, func(rec job.StepRecord) error {
 				got = append(got, fmt.Sprintf("%d %s", rec.Index, rec.Status))
 				if len(got) == tc.failing {
 					return errors.New("disk full")
 				}
 				return nil
-			}})
+			})
 			ran, _ := os.ReadFile(filepath.Join(dir, "ran"))
 			if string(ran) != tc.ran {
 				t.Errorf("ran %q, want %q", ran, tc.ran)
 			}
 			switch {
-			case tc.failing == 0 && (out.Err != nil || out.Failed || out.Output != "hello\n" || !slices.Equal(got, []string{"1 succeeded", "2 succeeded"})):
+			case tc.failing == 0 && (err != nil || out.Failed || out.Output != "hello\n" || !slices.Equal(got, []string{"1 succeeded", "2 succeeded"})):
 				t.Errorf("outcome %+v, saved %v", out, got)
-			case tc.failing > 0 && out.Err == nil:
+			case tc.failing > 0 && err == nil:
 				t.Errorf("outcome %+v after a failed save", out)
 			}
 		})

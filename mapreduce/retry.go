@@ -21,7 +21,7 @@ type RetryQueue interface {
 // stays. An item that another process has claimed is left alone. It
 // returns the counts of this retry (Total: items asked for; Pending: those
 // claimed elsewhere or not run because ctx ended).
-func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, q RetryQueue) (job.ItemCounts, error) {
+func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dispatcher NewDispatcher, q RetryQueue) (job.ItemCounts, error) {
 	parallel, err := maxParallel(j.Workflow().Map, j.Scope(), override)
 	if err != nil {
 		return job.ItemCounts{}, err
@@ -33,7 +33,11 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, q R
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s := newScheduler(j, l, parallel)
+	s, err := newScheduler(j, l, parallel, dispatcher)
+	if err != nil {
+		return job.ItemCounts{}, err
+	}
+	defer s.close()
 	var (
 		mu         sync.Mutex
 		releaseErr error

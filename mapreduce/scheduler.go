@@ -2,8 +2,11 @@ package mapreduce
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,14 +19,15 @@ import (
 // circuit breaker, until the items run out, the error policy stops the job
 // or ctx ends.
 type scheduler struct {
-	agent  Agent
-	ledger *ledger
-	slots  slots
-	gate   *errorpolicy.Gate // nil without a workflow circuit breaker
-	retry  *retryv2.Policy   // on_item_failure: retry; nil otherwise
-	seed   uint64
-	emit   func(typ string, fields map[string]any)
-	ended  func(it *Item) // after an item's end is recorded; may be nil
+	dispatcher Dispatcher
+	ledger     *ledger
+	slots      slots
+	gate       *errorpolicy.Gate // nil without a workflow circuit breaker
+	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
+	jobID      string
+	seed       uint64
+	emit       func(typ string, fields map[string]any)
+	ended      func(it *Item) // after an item's end is recorded; may be nil
 	// resumed are the items an ended process left running, by index,
 	// with their checkpoints: they go on from there.
 	resumed map[int]job.ItemRecord
@@ -36,6 +40,17 @@ type scheduler struct {
 	mu       sync.Mutex
 	stopped  *errorpolicy.Verdict // why the error policy stopped the job
 	fatalErr error                // a state write failed: the job cannot go on safely
+	active   map[string]*dispatch // by dispatch id: the tasks out now
+}
+
+// dispatch is a task that is out: its item, attempt and slot, and the
+// checkpoints of its attempt so far (for sending it again if its runner
+// is lost).
+type dispatch struct {
+	it      *Item
+	attempt int
+	slot    *slot
+	steps   []job.StepRecord
 }
 
 // dispatch is called with each pending item in order; it returns false
@@ -94,6 +109,15 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 // wait blocks until every started item has finished.
 func (s *scheduler) wait() { s.wg.Wait() }
 
+// close closes the dispatcher if it holds anything (processes,
+// connections).
+func (s *scheduler) close() error {
+	if c, ok := s.dispatcher.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // running reports whether new items may start.
 func (s *scheduler) running(ctx context.Context) bool {
 	s.mu.Lock()
@@ -122,25 +146,32 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 		s.fail(err)
 		return
 	}
-	saved := from.Steps
+	saved, lost := from.Steps, 0
 	for attempt := from.Attempt; ; attempt++ {
-		cp := Checkpoints{Saved: saved, Save: func(rec job.StepRecord) error { return s.ledger.step(it, attempt, rec) }}
-		saved = nil
-		out := s.agent.RunItem(ctx, it, attempt, sl, cp)
-		if ctx.Err() != nil {
-			return // interrupted: the item stays pending
+		out, steps, err := s.send(ctx, it, attempt, sl, saved)
+		if ctx.Err() != nil || s.failed() {
+			return // interrupted, or a checkpoint could not be saved: the item stays pending
 		}
-		if out.Err != nil {
-			s.fail(out.Err)
-			return
+		if err != nil {
+			if lost++; lost < maxLost {
+				// Its runner was lost: the attempt goes out again, after
+				// the steps it saved, once the slot is free again.
+				saved = steps
+				s.ledger.started(it, attempt, true)
+				if retryv2.Pause(ctx, time.Duration(lost)*lostPause, sl) != nil {
+					return
+				}
+				attempt--
+				continue
+			}
+			out = Outcome{Failed: true, Failure: Failure{Attempt: attempt, At: time.Now(), Kind: KindLost, ExitCode: -1,
+				Message: fmt.Sprintf("its runner was lost %d times, the last: %v", lost, err)}}
 		}
+		saved, lost = nil, 0
 		if out.Failed {
 			out.Failure = s.ledger.mask(out.Failure)
 		}
-		var (
-			verdict *errorpolicy.Verdict
-			err     error
-		)
+		var verdict *errorpolicy.Verdict
 		switch {
 		case !out.Failed:
 			verdict, err = s.ledger.succeeded(it, attempt, out)
@@ -172,6 +203,84 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 		}
 		return
 	}
+}
+
+// lostPause is how long an item whose runner was lost waits (times the
+// losses so far) before it is sent again.
+const lostPause = 100 * time.Millisecond
+
+// send dispatches one attempt of an item, after the checkpoints saved,
+// and returns its outcome. When the dispatch ends without an outcome (or
+// with another dispatch's) it returns an error and the checkpoints of the
+// attempt so far.
+func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *slot, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
+	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Checkpoints: saved}
+	d := &dispatch{it: it, attempt: attempt, slot: sl, steps: slices.Clone(saved)}
+	s.mu.Lock()
+	s.active[t.DispatchID] = d
+	s.mu.Unlock()
+	out, err := s.dispatcher.Dispatch(ctx, t)
+	s.mu.Lock()
+	delete(s.active, t.DispatchID)
+	steps := d.steps
+	s.mu.Unlock()
+	if err == nil && out.DispatchID != t.DispatchID {
+		err = fmt.Errorf("%w: the outcome of dispatch %q came back for %q", ErrStale, out.DispatchID, t.DispatchID)
+	}
+	return out, steps, err
+}
+
+// current returns the dispatch of id if it is out.
+func (s *scheduler) current(id string) (*dispatch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.active[id]; ok {
+		return d, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrStale, id)
+}
+
+// Checkpoint saves a step of a dispatched attempt (Host).
+func (s *scheduler) Checkpoint(id string, rec job.StepRecord) error {
+	d, err := s.current(id)
+	if err != nil {
+		return err
+	}
+	if err := s.ledger.step(d.it, d.attempt, rec); err != nil {
+		s.fail(err)
+		return err
+	}
+	s.mu.Lock()
+	d.steps = append(d.steps, rec)
+	s.mu.Unlock()
+	return nil
+}
+
+// Emit records an event of a dispatched task's run (Host).
+func (s *scheduler) Emit(id, typ string, fields map[string]any) error {
+	d, err := s.current(id)
+	if err != nil {
+		return err
+	}
+	fields["item_id"] = d.it.ID
+	s.emit(typ, fields)
+	return nil
+}
+
+// Slot is a dispatched task's hold on a place to run (Host).
+func (s *scheduler) Slot(id string) retryv2.Slot {
+	d, err := s.current(id)
+	if err != nil {
+		return nil
+	}
+	return d.slot
+}
+
+// failed reports whether a state write failed.
+func (s *scheduler) failed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fatalErr != nil
 }
 
 // jitter is the random source of an item's item-level retry delays,

@@ -17,31 +17,9 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// Agent runs one item's agent template. Where items run is behind this
-// interface: a local process slot today.
-type Agent interface {
-	// RunItem runs the template once for it, from where cp says an ended
-	// process left this attempt. The caller holds slot; the agent gives it
-	// back while the item waits out a delay. When ctx ends the outcome
-	// does not count: the item stays pending.
-	RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot, cp Checkpoints) Outcome
-}
-
-// Checkpoints are an item attempt's progress through the template: each
-// step that finishes or waits to retry is saved before the next one
-// starts or the slot is given back, so that after a crash the attempt goes
-// on from the step that was running and no finished step runs again.
-type Checkpoints struct {
-	Saved []job.StepRecord           // by an ended process, in order
-	Save  func(job.StepRecord) error // an error stops the item: Outcome.Err
-}
-
-// maxItemJSONEnv is the largest item passed in $RUNNER_ITEM_JSON; a larger
-// one would risk the kernel's limit on one environment string.
-const maxItemJSONEnv = 64 << 10
-
-// localAgent runs the template's steps as local processes.
-type localAgent struct {
+// Runner runs the tasks of one job's agent template in this process: for
+// the job itself (Local) and for `runner agent` processes.
+type Runner struct {
 	exec    *executor.Executor
 	scope   *executor.Scope // the job's, after setup
 	steps   []*workflow.Step
@@ -49,14 +27,49 @@ type localAgent struct {
 	logDir  string
 }
 
+// NewRunner returns a runner of m's template with x in scope (the job's
+// variables after setup), writing item logs to logDir.
+func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logDir string) *Runner {
+	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logDir: logDir}
+}
+
+// Local runs a job's tasks in this process, with its executor.
+func Local(j *job.Job) NewDispatcher {
+	return func(h Host) (Dispatcher, error) {
+		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.Path("logs")), host: h}, nil
+	}
+}
+
+type localDispatcher struct {
+	runner *Runner
+	host   Host
+}
+
+func (d *localDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
+	return d.runner.Run(ctx, t, d.host.Slot(t.DispatchID), func(rec job.StepRecord) error { return d.host.Checkpoint(t.DispatchID, rec) })
+}
+
+// maxItemJSONEnv is the largest item passed in $RUNNER_ITEM_JSON; a larger
+// one would risk the kernel's limit on one environment string.
+const maxItemJSONEnv = 64 << 10
+
 // agentTimeout is the cause of an agent that ran out of agent_timeout.
 type agentTimeout struct{ d time.Duration }
 
 func (e *agentTimeout) Error() string { return "agent timed out after " + e.d.String() }
 
-func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot retryv2.Slot, cp Checkpoints) Outcome {
+// Run runs the template once for t, after the steps t.Checkpoints says
+// are done; it gives slot back while a step waits out a delay, and saves
+// each step that finishes or waits to retry with save before the next one
+// starts. It returns an error, and no outcome, when ctx ended or a save
+// failed.
+func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(job.StepRecord) error) (Outcome, error) {
 	start := time.Now()
-	sc := a.scope.Child()
+	it, err := itemOf(t)
+	if err != nil {
+		return Outcome{}, err
+	}
+	sc := r.scope.Child()
 	sc.Set("item", it.Value)
 	sc.Set("item_id", it.ID)
 	sc.Set("item_index", it.Index)
@@ -68,15 +81,15 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 	if len(it.Raw) <= maxItemJSONEnv {
 		env = append(env, "RUNNER_ITEM_JSON="+string(it.Raw))
 	}
-	logFile := &lazyFile{path: filepath.Join(a.logDir, "item-"+strconv.Itoa(it.Index)+".log")}
+	logFile := &lazyFile{path: filepath.Join(r.logDir, "item-"+strconv.Itoa(it.Index)+".log")}
 	defer logFile.Close()
-	if attempt > 1 {
-		fmt.Fprintf(logFile, "--- attempt %d ---\n", attempt)
+	if t.Attempt > 1 {
+		fmt.Fprintf(logFile, "--- attempt %d ---\n", t.Attempt)
 	}
 	var stdout executor.OutputTail
 	var saveErr error
-	save := func(rec job.StepRecord) error {
-		if err := cp.Save(rec); err != nil {
+	checkpoint := func(rec job.StepRecord) error {
+		if err := save(rec); err != nil {
 			saveErr = err
 		}
 		return saveErr
@@ -84,22 +97,25 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 	run := executor.Run{
 		Scope:   sc,
 		Env:     env,
-		Fields:  map[string]any{"item_id": it.ID},
+		ItemID:  it.ID,
 		Stdout:  io.MultiWriter(&stdout, logFile),
 		Stderr:  logFile,
 		Slot:    slot,
-		Waiting: save,
+		Waiting: checkpoint,
 	}
 	saved := map[int]job.StepRecord{}
-	for _, rec := range cp.Saved {
+	for _, rec := range t.Checkpoints {
 		saved[rec.Index] = rec
 	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
-	if a.timeout > 0 {
-		actx, cancel = context.WithTimeoutCause(ctx, a.timeout, &agentTimeout{a.timeout})
+	if r.timeout > 0 {
+		actx, cancel = context.WithTimeoutCause(ctx, r.timeout, &agentTimeout{r.timeout})
 	}
 	defer cancel()
-	for _, step := range a.steps {
+	outcome := func() Outcome {
+		return Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start)}
+	}
+	for _, step := range r.steps {
 		run.From = nil
 		if rec, ok := saved[step.Index]; ok && rec.Status == string(executor.StepRetrying) {
 			run.From = &rec
@@ -108,22 +124,22 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 			stdout.Write([]byte(rec.Output))
 			continue
 		}
-		res := a.exec.RunStep(actx, step, run)
+		res := r.exec.RunStep(actx, step, run)
 		switch {
 		case ctx.Err() != nil:
-			return Outcome{} // interrupted: does not count
+			return Outcome{}, context.Cause(ctx) // interrupted: does not count
 		case saveErr != nil:
-			return Outcome{Err: saveErr}
+			return Outcome{}, saveErr
 		case !res.Fatal():
 			rec := res.Record(step)
 			rec.Output = res.Outcome.Stdout
-			if err := save(rec); err != nil {
-				return Outcome{Err: err}
+			if err := checkpoint(rec); err != nil {
+				return Outcome{}, err
 			}
 			continue
 		}
 		f := Failure{
-			Attempt: attempt, At: time.Now(), Kind: res.Outcome.Kind, ExitCode: res.Outcome.ExitCode,
+			Attempt: t.Attempt, At: time.Now(), Kind: res.Outcome.Kind, ExitCode: res.Outcome.ExitCode,
 			Message: res.Err.Error(), StderrTail: res.Outcome.Stderr, Step: step.Key(), Duration: time.Since(start),
 		}
 		var timeout *agentTimeout
@@ -133,9 +149,11 @@ func (a *localAgent) RunItem(ctx context.Context, it *Item, attempt int, slot re
 		if f.Kind == "" {
 			f.Kind = "failed" // e.g. a capture or condition that could not be evaluated
 		}
-		return Outcome{Failed: true, Failure: f, Output: stdout.String(), Duration: time.Since(start)}
+		out := outcome()
+		out.Failed, out.Failure = true, f
+		return out, nil
 	}
-	return Outcome{Output: stdout.String(), Duration: time.Since(start)}
+	return outcome(), nil
 }
 
 // lazyFile is an item's log, created on its first write: items that print

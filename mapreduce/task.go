@@ -1,0 +1,106 @@
+package mapreduce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// Task is one attempt of one item as it is sent to where items run. It is
+// plain data (it travels as JSON to `runner agent` processes): with the
+// job's stored workflow copy and its setup variables, it is all a runner
+// needs.
+type Task struct {
+	JobID      string          `json:"job_id"`
+	Index      int             `json:"index"`
+	ItemID     string          `json:"item_id"`
+	Item       json.RawMessage `json:"item"`
+	Attempt    int             `json:"attempt"`
+	DispatchID string          `json:"dispatch_id"`
+	Seed       uint64          `json:"seed"` // the job's: retry jitter derives from it
+	// Checkpoints are the steps of this attempt saved by a run that
+	// ended before the attempt did (a crash, a lost runner): the attempt
+	// goes on after them.
+	Checkpoints []job.StepRecord `json:"checkpoints,omitempty"`
+}
+
+// Outcome is how a task's run ended.
+type Outcome struct {
+	DispatchID string        `json:"dispatch_id"`
+	Failed     bool          `json:"failed,omitempty"`
+	Failure    Failure       `json:"failure,omitzero"` // when Failed
+	Output     string        `json:"output,omitempty"` // the agent's stdout, last 64 KiB
+	Duration   time.Duration `json:"duration_ns"`
+}
+
+// Dispatcher sends tasks to where items run: this process (Local),
+// `runner agent` subprocesses, other machines.
+type Dispatcher interface {
+	// Dispatch runs t to its end and returns how it ended. An error means
+	// that it did not run to an end (its runner was lost, or ctx ended):
+	// nothing is recorded of it, and the item stays pending.
+	Dispatch(ctx context.Context, t Task) (Outcome, error)
+}
+
+// Host is the side of a job that dispatches its tasks, which a dispatcher
+// reports to while a task runs. What comes from a dispatch that is not its
+// item's current one (a late or repeated message) is refused with
+// ErrStale and changes nothing.
+type Host interface {
+	// Checkpoint saves a step of the task's attempt; when it fails the
+	// task must stop.
+	Checkpoint(dispatchID string, rec job.StepRecord) error
+	// Emit records an event of the task's run.
+	Emit(dispatchID, typ string, fields map[string]any) error
+	// Slot is the job's hold on a place to run the task, for a dispatcher
+	// that gives it back while the task waits out a delay (and takes it
+	// again before the task goes on). Dispatchers whose capacity lives
+	// elsewhere keep it for the whole task.
+	Slot(dispatchID string) retryv2.Slot
+}
+
+// NewDispatcher makes the dispatcher of a job's map phase (or of a `dlq
+// retry`), reporting to host. It is called after setup, once per run; a
+// dispatcher that is also an io.Closer is closed when the items are done.
+type NewDispatcher func(host Host) (Dispatcher, error)
+
+// ErrStale refuses what comes from a dispatch that is no longer its item's
+// current one.
+var ErrStale = errors.New("stale dispatch")
+
+// maxLost is how many times in a row an item's runner may be lost (the
+// dispatch fails without an outcome) before the attempt counts as failed,
+// so that an item that kills every runner it is given cannot loop for ever.
+const maxLost = 3
+
+// KindLost is the failure kind of an attempt whose runners were lost.
+const KindLost = "lost"
+
+// dispatchSeq numbers this process's dispatches; dispatchNonce tells them
+// from another process's.
+var (
+	dispatchSeq   atomic.Uint64
+	dispatchNonce = rand.Uint32()
+)
+
+// newDispatchID returns an id no other dispatch of any process has.
+func newDispatchID(it *Item, attempt int) string {
+	return fmt.Sprintf("%d.%d.%08x.%d", it.Index, attempt, dispatchNonce, dispatchSeq.Add(1))
+}
+
+// itemOf is the item a task is about.
+func itemOf(t Task) (*Item, error) {
+	v, err := workflow.DecodeValue(t.Item)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: item: %w", t.DispatchID, err)
+	}
+	return &Item{Index: t.Index, ID: t.ItemID, Raw: t.Item, Value: v}, nil
+}

@@ -1,0 +1,164 @@
+package mapreduce
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/runnerdev/runner/job"
+)
+
+// scriptedDispatcher answers each dispatch with the next of its replies
+// for the item; it records the tasks it was sent.
+type scriptedDispatcher struct {
+	host    Host
+	replies map[string][]func(t Task) (Outcome, error)
+	mu      sync.Mutex
+	tasks   []Task
+}
+
+func (d *scriptedDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
+	d.mu.Lock()
+	d.tasks = append(d.tasks, t)
+	var reply func(Task) (Outcome, error)
+	if r := d.replies[t.ItemID]; len(r) > 0 {
+		reply, d.replies[t.ItemID] = r[0], r[1:]
+	}
+	d.mu.Unlock()
+	if reply == nil {
+		return Outcome{DispatchID: t.DispatchID}, nil
+	}
+	return reply(t)
+}
+
+func (d *scriptedDispatcher) sentFor(itemID string) []Task {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Task
+	for _, t := range d.tasks {
+		if t.ItemID == itemID {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (d *scriptedDispatcher) run(t *testing.T, j *job.Job, q *fakeDLQ) (Summary, error) {
+	return runMap(t.Context(), j, Options{DLQ: q, Dispatcher: func(h Host) (Dispatcher, error) {
+		d.host = h
+		return d, nil
+	}})
+}
+
+var errRunnerLost = errors.New("agent process killed")
+
+// A task is plain data: it goes through JSON unchanged.
+func TestTaskIsSerializable(t *testing.T) {
+	in := Task{JobID: "j", Index: 3, ItemID: "c", Item: json.RawMessage(`{"a":[1,"\udc80"]}`), Attempt: 2, DispatchID: "3.2.x.9", Seed: 42,
+		Checkpoints: []job.StepRecord{{Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"v": "x"}, Output: "hi\n"}}}
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Task
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(out)
+	if string(again) != string(data) {
+		t.Errorf("round trip:\n%s\n%s", data, again)
+	}
+}
+
+// A runner lost in the middle of an attempt (Dispatch returns an error)
+// leaves the item pending: the attempt goes out again under a new dispatch
+// id, after the steps the lost run had saved, and its end is recorded
+// once.
+func TestLostRunnerSendsTheAttemptAgain(t *testing.T) {
+	j := startJob(t, 3, 2, "")
+	q := newFakeDLQ()
+	d := &scriptedDispatcher{}
+	lose := func(t Task) (Outcome, error) {
+		if err := d.host.Checkpoint(t.DispatchID, job.StepRecord{Index: 0, Status: "succeeded"}); err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{}, errRunnerLost
+	}
+	d.replies = map[string][]func(Task) (Outcome, error){"1": {lose}}
+	sum, err := d.run(t, j, q)
+	if err != nil || sum.Items.Succeeded != 3 {
+		t.Fatalf("runMap = %+v, %v", sum, err)
+	}
+	sent := d.sentFor("1")
+	if len(sent) != 2 || sent[0].DispatchID == sent[1].DispatchID || sent[1].Attempt != 1 {
+		t.Fatalf("item 1 was sent %+v, want attempt 1 twice under two dispatch ids", sent)
+	}
+	if len(sent[1].Checkpoints) != 1 || sent[1].Checkpoints[0].Index != 0 {
+		t.Errorf("second dispatch checkpoints %+v, want the step the lost run saved", sent[1].Checkpoints)
+	}
+	states, _ := j.ReadItemStates()
+	if states[1].State != job.ItemSucceeded {
+		t.Errorf("item 1 is %q", states[1].State)
+	}
+}
+
+// An item whose runners keep getting lost fails as kind "lost" after
+// maxLost tries, through the error policy: one DLQ record, not one per
+// lost runner.
+func TestRunnerLostEveryTimeFailsTheItem(t *testing.T) {
+	j := startJob(t, 2, 1, "")
+	q := newFakeDLQ()
+	lose := func(Task) (Outcome, error) { return Outcome{}, errRunnerLost }
+	d := &scriptedDispatcher{replies: map[string][]func(Task) (Outcome, error){"0": {lose, lose, lose, lose}}}
+	sum, err := d.run(t, j, q)
+	if err != nil || sum.Items.DLQ != 1 || sum.Items.Succeeded != 1 {
+		t.Fatalf("runMap = %+v, %v", sum, err)
+	}
+	if n := len(d.sentFor("0")); n != maxLost {
+		t.Errorf("item 0 was sent %d times, want %d", n, maxLost)
+	}
+	f := q.items["0"].Failures
+	if len(f) != 1 || f[0].Kind != KindLost || !strings.Contains(f[0].Message, "agent process killed") {
+		t.Errorf("DLQ failures %+v, want one of kind lost naming the cause", f)
+	}
+}
+
+// What comes from a dispatch that is over changes nothing: a checkpoint
+// or event sent after its outcome is refused, and an outcome that names
+// another dispatch is not recorded (the attempt goes out again).
+func TestStaleDispatchChangesNothing(t *testing.T) {
+	j := startJob(t, 2, 1, "")
+	q := newFakeDLQ()
+	var first Task
+	failFirst := func(t Task) (Outcome, error) {
+		first = t
+		return Outcome{DispatchID: t.DispatchID, Failed: true, Failure: Failure{Attempt: 1, Kind: "exit", ExitCode: 1, Message: "boom"}}, nil
+	}
+	repeatOld := func(t Task) (Outcome, error) {
+		// A late, repeated result of the first dispatch.
+		return Outcome{DispatchID: first.DispatchID, Failed: true, Failure: Failure{Attempt: 1, Kind: "exit", ExitCode: 1, Message: "boom"}}, nil
+	}
+	d := &scriptedDispatcher{replies: map[string][]func(Task) (Outcome, error){"0": {failFirst}, "1": {repeatOld}}}
+	sum, err := d.run(t, j, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Items.DLQ != 1 || sum.Items.Succeeded != 1 {
+		t.Errorf("counts %+v, want item 0 in the DLQ and item 1 succeeded", sum.Items)
+	}
+	if f := q.items["0"].Failures; len(f) != 1 {
+		t.Errorf("item 0 has %d DLQ failures, want 1", len(f))
+	}
+	if _, in := q.items["1"]; in {
+		t.Error("the stale outcome put item 1 in the DLQ")
+	}
+	if err := d.host.Checkpoint(first.DispatchID, job.StepRecord{Index: 0}); !errors.Is(err, ErrStale) {
+		t.Errorf("checkpoint of an ended dispatch: %v, want ErrStale", err)
+	}
+	if err := d.host.Emit(first.DispatchID, "step_started", map[string]any{}); !errors.Is(err, ErrStale) {
+		t.Errorf("event of an ended dispatch: %v, want ErrStale", err)
+	}
+}
