@@ -19,8 +19,9 @@ func (p Policy) Delay(k int, rnd func() float64) time.Duration {
 	case FullJitter:
 		d = capped(rnd()*float64(d), p.MaxDelay)
 	case NoJitter:
+		// The delay as computed.
 	default:
-		// A mode Validate refuses does not jitter either.
+		// Validate refuses any other mode; it does not jitter either.
 	}
 	return d
 }

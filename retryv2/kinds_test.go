@@ -65,24 +65,15 @@ func declaredConstants(t *testing.T, typeName string) []string {
 }
 
 func TestEveryKindConstantIsListed(t *testing.T) {
-	for typeName, listed := range map[string][]string{
-		"Strategy":    names(Strategies),
-		"JitterMode":  names(JitterModes),
-		"MatcherKind": names(MatcherKinds),
+	for typeName, listed := range map[string]string{
+		"Strategy":    oneOf(slices.Sorted(slices.Values(Strategies))),
+		"JitterMode":  oneOf(slices.Sorted(slices.Values(JitterModes))),
+		"MatcherKind": oneOf(slices.Sorted(slices.Values(MatcherKinds))),
 	} {
-		declared := declaredConstants(t, typeName)
-		if !slices.Equal(slices.Sorted(slices.Values(declared)), slices.Sorted(slices.Values(listed))) {
-			t.Errorf("%s constants %q, but its list holds %q", typeName, declared, listed)
+		if declared := oneOf(slices.Sorted(slices.Values(declaredConstants(t, typeName)))); declared != listed {
+			t.Errorf("%s constants %s, but its list holds %s", typeName, declared, listed)
 		}
 	}
-}
-
-func names[S ~string](kinds []S) []string {
-	out := make([]string, len(kinds))
-	for i, k := range kinds {
-		out[i] = string(k)
-	}
-	return out
 }
 
 // Every strategy has its own case in Delay: an unknown one waits MaxDelay
