@@ -9,7 +9,7 @@ import (
 // strategy's base delay capped at MaxDelay, then jittered and clamped to
 // [0, MaxDelay]. rnd returns uniform values in [0, 1); it is called once
 // when the policy jitters and never otherwise. No arithmetic overflows for
-// any k.
+// any k. A strategy that Validate refuses waits MaxDelay.
 func (p Policy) Delay(k int, rnd func() float64) time.Duration {
 	d := p.baseDelay(k)
 	switch p.Jitter {
@@ -18,6 +18,10 @@ func (p Policy) Delay(k int, rnd func() float64) time.Duration {
 		d = capped(float64(d)+(rnd()-0.5)*r, p.MaxDelay)
 	case FullJitter:
 		d = capped(rnd()*float64(d), p.MaxDelay)
+	case NoJitter:
+		// The delay as computed.
+	default:
+		// Validate refuses any other mode; it does not jitter either.
 	}
 	return d
 }
@@ -44,12 +48,17 @@ func (p Policy) baseDelay(k int) time.Duration {
 			return capped(float64(p.Backoff.Delays[k-1]), limit)
 		}
 		return limit
+	case Exponential:
+		base := p.Backoff.Base
+		if base == 0 {
+			base = DefaultBase
+		}
+		return capped(initial*math.Pow(base, float64(k-1)), limit)
 	}
-	base := p.Backoff.Base
-	if base == 0 {
-		base = DefaultBase
-	}
-	return capped(initial*math.Pow(base, float64(k-1)), limit)
+	// Validate refuses any other strategy. Delay still answers one, with
+	// the longest pause the policy allows, rather than borrow the curve of
+	// a strategy nobody wrote.
+	return limit
 }
 
 // fibonacci returns fib(k) with fib(1) = fib(2) = 1, stopping early once it

@@ -46,7 +46,7 @@ func TestDelayTable(t *testing.T) {
 }
 
 func TestDelayNeverOverflows(t *testing.T) {
-	for _, s := range []Strategy{Fixed, Linear, Exponential, Fibonacci, Custom} {
+	for _, s := range Strategies {
 		p := policy(s, func(p *Policy) { p.MaxDelay = time.Duration(math.MaxInt64); p.InitialDelay = time.Hour })
 		for _, k := range []int{1, 60, 93, 1000, 10_000, math.MaxInt32, math.MaxInt} {
 			if d := p.Delay(k, nil); d < 0 {
@@ -60,7 +60,7 @@ func TestDelayNeverOverflows(t *testing.T) {
 // documented band around the capped delay, for k up to 10,000.
 func TestJitterBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, s := range []Strategy{Fixed, Linear, Exponential, Fibonacci, Custom} {
+	for _, s := range Strategies {
 		for _, mode := range []JitterMode{ProportionalJitter, FullJitter} {
 			for _, factor := range []float64{0, 0.3, 1} {
 				p := policy(s, func(p *Policy) {

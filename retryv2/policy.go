@@ -7,7 +7,10 @@
 package retryv2
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
@@ -24,6 +27,11 @@ const (
 	Fibonacci   Strategy = "fibonacci"
 	Custom      Strategy = "custom"
 )
+
+// Strategies lists every Strategy, in the order the documentation gives
+// them. The parser accepts exactly these names, the schema lists them, and
+// Delay has a case for each: tests hold all three to this list.
+var Strategies = []Strategy{Fixed, Linear, Exponential, Fibonacci, Custom}
 
 // Backoff is a strategy with its parameters.
 type Backoff struct {
@@ -42,6 +50,9 @@ const (
 	ProportionalJitter JitterMode = "proportional"
 	FullJitter         JitterMode = "full"
 )
+
+// JitterModes lists every JitterMode.
+var JitterModes = []JitterMode{NoJitter, ProportionalJitter, FullJitter}
 
 // Defaults of a retry_config that leaves a field out.
 const (
@@ -91,6 +102,13 @@ const (
 	MatchWhen        MatcherKind = "when"
 )
 
+// BuiltinMatchers are the matcher kinds written as a bare name in retry_on;
+// the others take a value ({pattern: RE}, {exit_codes: [..]}, {when: EXPR}).
+var BuiltinMatchers = []MatcherKind{MatchNetwork, MatchTimeout, MatchServerError, MatchRateLimit}
+
+// MatcherKinds lists every MatcherKind.
+var MatcherKinds = append(slices.Clip(BuiltinMatchers), MatchPattern, MatchExitCodes, MatchWhen)
+
 // Matcher accepts or rejects a failure for retrying.
 type Matcher struct {
 	Kind      MatcherKind
@@ -98,4 +116,32 @@ type Matcher struct {
 	ExitCodes []int          // MatchExitCodes
 	When      *vm.Program    // MatchWhen, compiled at validation
 	Source    string         // as written, for events and messages
+}
+
+// Validate reports a policy whose strategy, jitter mode or matcher kind is
+// not one of this package's. The parser builds only valid policies; Run
+// checks the ones built in code, so that a misspelt kind is an error
+// instead of a quiet fallback to some other schedule.
+func (p Policy) Validate() error {
+	if !slices.Contains(Strategies, p.Backoff.Strategy) {
+		return fmt.Errorf("unknown backoff strategy %q (want one of %s)", p.Backoff.Strategy, oneOf(Strategies))
+	}
+	if !slices.Contains(JitterModes, p.Jitter) {
+		return fmt.Errorf("unknown jitter mode %q (want one of %s)", p.Jitter, oneOf(JitterModes))
+	}
+	for _, m := range p.RetryOn {
+		if !slices.Contains(MatcherKinds, m.Kind) {
+			return fmt.Errorf("unknown matcher kind %q (want one of %s)", m.Kind, oneOf(MatcherKinds))
+		}
+	}
+	return nil
+}
+
+// oneOf lists names for an error message: `"fixed", "linear", "custom"`.
+func oneOf[S ~string](names []S) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(quoted, ", ")
 }

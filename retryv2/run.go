@@ -98,8 +98,13 @@ func (e *Error) Error() string {
 
 // Run drives attempts until one succeeds or the policies stop it. It
 // returns the last outcome and nil, an *Error, or the context's cause when
-// ctx ended.
+// ctx ended; a policy that Validate refuses is an error before any attempt.
 func Run(ctx context.Context, spec Spec, attempt AttemptFunc) (Outcome, error) {
+	for i, p := range spec.Policies {
+		if err := p.Validate(); err != nil {
+			return Outcome{}, fmt.Errorf("retry policy %d: %w", i+1, err)
+		}
+	}
 	start := time.Now()
 	failures := make([]int, len(spec.Policies))
 	var (

@@ -110,14 +110,13 @@ func (d *decoder) scalarInt(n *yaml.Node) (int, bool) {
 // backoff reads a strategy name or its map form ({exponential: {base: 1.5}},
 // {linear: {increment: 2s}}, {custom: {delays: [1s, 5s]}}).
 func (d *decoder) backoff(n *yaml.Node, what string) retryv2.Backoff {
-	strategies := []string{string(retryv2.Fixed), string(retryv2.Linear), string(retryv2.Exponential), string(retryv2.Fibonacci), string(retryv2.Custom)}
 	b := retryv2.Backoff{Strategy: retryv2.Exponential, Base: retryv2.DefaultBase}
 	r := d.resolve(n)
 	if r == nil {
 		return b
 	}
 	if r.Kind == yaml.ScalarNode {
-		s, ok := d.enum(r, what, strategies...)
+		s, ok := d.enum(r, what, strategyNames...)
 		if ok && s == string(retryv2.Custom) {
 			d.errorf(r, "%s: custom needs its delays: {custom: {delays: [1s, 5s, 30s]}}", what)
 		} else if ok {
@@ -125,7 +124,7 @@ func (d *decoder) backoff(n *yaml.Node, what string) retryv2.Backoff {
 		}
 		return b
 	}
-	f := d.mapping(r, what, strategies)
+	f := d.mapping(r, what, strategyNames)
 	if f == nil {
 		return b
 	}
@@ -161,8 +160,8 @@ func (d *decoder) backoff(n *yaml.Node, what string) retryv2.Backoff {
 					b.Delays = append(b.Delays, dl)
 				}
 			}
-		default:
-			d.mapping(orEmpty(params), sub, nil)
+		case retryv2.Fixed, retryv2.Fibonacci:
+			d.mapping(orEmpty(params), sub, nil) // no parameters
 		}
 	}
 	return b
@@ -194,7 +193,21 @@ func (d *decoder) jitter(n *yaml.Node, what string) retryv2.JitterMode {
 	return retryv2.NoJitter
 }
 
-var builtinMatchers = []string{string(retryv2.MatchNetwork), string(retryv2.MatchTimeout), string(retryv2.MatchServerError), string(retryv2.MatchRateLimit)}
+var (
+	// strategyNames are the backoff names, written once in retryv2.Strategies.
+	strategyNames = names(retryv2.Strategies)
+	// builtinMatchers are the retry_on names, written once in retryv2.BuiltinMatchers.
+	builtinMatchers = names(retryv2.BuiltinMatchers)
+)
+
+// names converts a list of kinds to the strings the parser accepts.
+func names[S ~string](kinds []S) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
+}
 
 // matchers reads retry_on: built-in names and {pattern}, {exit_codes},
 // {when} forms.

@@ -13,6 +13,8 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
+
+	"github.com/runnerdev/runner/retryv2"
 )
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
@@ -146,6 +148,37 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		want := slices.Sorted(slices.Values(keys))
 		if !slices.Equal(got, want) {
 			t.Errorf("schema $defs/%s has keys %v, the parser %v", def, got, want)
+		}
+	}
+}
+
+// The schema lists the backoff strategies and built-in matchers that
+// retryv2 defines, so that one added there is added here.
+func TestSchemaListsRetryKinds(t *testing.T) {
+	var doc struct {
+		Defs map[string]struct {
+			OneOf []struct {
+				Enum       []string       `json:"enum"`
+				Properties map[string]any `json:"properties"`
+			} `json:"oneOf"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema, &doc); err != nil {
+		t.Fatal(err)
+	}
+	backoff, matcher := doc.Defs["backoff"].OneOf, doc.Defs["matcher"].OneOf
+	if len(backoff) != 2 || len(matcher) == 0 {
+		t.Fatalf("schema $defs/backoff or $defs/matcher changed shape: %+v %+v", backoff, matcher)
+	}
+	// custom is written only in its map form: it needs its delays.
+	bareStrategies := slices.DeleteFunc(slices.Clone(strategyNames), func(s string) bool { return s == string(retryv2.Custom) })
+	for what, pair := range map[string][2][]string{
+		"backoff names":     {backoff[0].Enum, bareStrategies},
+		"backoff map keys":  {slices.Sorted(maps.Keys(backoff[1].Properties)), slices.Sorted(slices.Values(strategyNames))},
+		"built-in matchers": {matcher[0].Enum, builtinMatchers},
+	} {
+		if got, want := pair[0], pair[1]; !slices.Equal(got, want) {
+			t.Errorf("schema %s %q, retryv2 %q", what, got, want)
 		}
 	}
 }
