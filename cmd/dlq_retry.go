@@ -124,33 +124,27 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	return err
 }
 
-// retryDLQ settles the job's DLQ with its item log (items a killed retry
-// ran to success leave the DLQ instead of running again), runs the
-// selected items and settles again; the summary's Remaining is the DLQ as
-// it is then.
+// retryDLQ runs `dlq retry` on an attached job (mapreduce.RetryDLQ) and
+// sums it up, naming the items another retry holds.
 func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobDLQ) (dlqRetrySummary, error) {
-	sum := dlqRetrySummary{JobID: j.ID()}
-	if _, err := mapreduce.Settle(j, q); err != nil {
-		return sum, err
-	}
-	selected, err := dlqItems(g, sum.JobID, o.Filter, 0)
-	if err != nil {
-		return sum, err
-	}
-	items := make([]*mapreduce.Item, 0, len(selected))
-	for _, it := range selected {
-		v, _ := workflow.DecodeValue(it.Item)
-		items = append(items, &mapreduce.Item{Index: it.ItemIndex, ID: it.ItemID, Raw: it.Item, Value: v})
-	}
-	counts, err := mapreduce.RetryDead(ctx, j, items, o.MaxParallel, nil, q)
-	sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
+	res, err := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
+		MaxParallel: o.MaxParallel,
+		Select: func() ([]*mapreduce.Item, error) {
+			selected, err := dlqItems(g, j.ID(), o.Filter, 0)
+			items := make([]*mapreduce.Item, 0, len(selected))
+			for _, it := range selected {
+				v, _ := workflow.DecodeValue(it.Item)
+				items = append(items, &mapreduce.Item{Index: it.ItemIndex, ID: it.ItemID, Raw: it.Item, Value: v})
+			}
+			return items, err
+		},
+	})
+	sum := dlqRetrySummary{JobID: j.ID(), Selected: res.Selected, Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Remaining: res.Remaining}
 	if len(q.held) > 0 {
 		sum.HeldBy = map[string]string{}
 		for id, l := range q.held {
 			sum.HeldBy[id] = l.Owner
 		}
 	}
-	now, serr := mapreduce.Settle(j, q)
-	sum.Remaining = now.DLQ
-	return sum, errors.Join(err, serr)
+	return sum, err
 }

@@ -15,6 +15,44 @@ type RetryQueue interface {
 	Claimer
 }
 
+// RetryOptions configure a `dlq retry`.
+type RetryOptions struct {
+	MaxParallel int           // overrides map.max_parallel when above 0
+	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
+	// Select returns the items to retry; it is called once the DLQ is
+	// settled with the item log.
+	Select func() ([]*Item, error)
+}
+
+// RetryResult is what a `dlq retry` did.
+type RetryResult struct {
+	Selected  int // items selected
+	Succeeded int // ran and left the DLQ
+	Failed    int // ran and failed again
+	Skipped   int // claimed by another retry, or not run because ctx ended
+	Remaining int // items in the DLQ afterwards
+}
+
+// RetryDLQ is `dlq retry` on a job opened with job.Attach: it settles the
+// job's DLQ with its item log (items that a killed retry ran to success
+// leave the DLQ instead of running again), runs the selected items
+// (RetryDead) and settles again; Remaining is the DLQ as it is then.
+func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) (RetryResult, error) {
+	var res RetryResult
+	if _, err := Settle(j, q); err != nil {
+		return res, err
+	}
+	items, err := opts.Select()
+	if err != nil {
+		return res, err
+	}
+	counts, err := RetryDead(ctx, j, items, opts.MaxParallel, opts.Dispatcher, q)
+	res.Selected, res.Succeeded, res.Failed, res.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
+	now, serr := Settle(j, q)
+	res.Remaining = now.DLQ
+	return res, errors.Join(err, serr)
+}
+
 // RetryDead runs the job's agent template again on items taken from its
 // DLQ (a job opened with job.Attach): an item that succeeds leaves the
 // DLQ; one that fails again gets the failure appended to its history and

@@ -1,11 +1,14 @@
 package mapreduce
 
 import (
+	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -67,5 +70,62 @@ func TestSettleDLQ(t *testing.T) {
 	}
 	if rec := states[2]; rec.State != job.ItemSkipped || rec.Error != PurgedNote {
 		t.Errorf("purged item's record %+v", rec)
+	}
+}
+
+// dlq retry: an item a killed retry ran to success leaves the DLQ without
+// running again; of the selected items, one that succeeds leaves the DLQ
+// and one that fails again stays, with the failure added to its history.
+func TestRetryDLQ(t *testing.T) {
+	j := startJob(t, 4, 2, "")
+	q := heldDLQ{newFakeDLQ(), nil}
+	failAll := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		if it.Index == 0 {
+			return Outcome{}
+		}
+		return failed("first run")
+	})
+	if _, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: failAll.dispatcher}); err != nil {
+		t.Fatal(err)
+	}
+	// A retry killed after it logged item 3's success, before it removed
+	// the item from the DLQ.
+	if err := j.AppendItemRecords(job.ItemRecord{Index: 3, ID: "3", State: job.ItemSucceeded}); err != nil {
+		t.Fatal(err)
+	}
+	var ran []string
+	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		ran = append(ran, it.ID)
+		if it.ID == "2" {
+			return failed("second run")
+		}
+		return Outcome{}
+	})
+	res, err := RetryDLQ(t.Context(), j, q, RetryOptions{
+		MaxParallel: 1,
+		Dispatcher:  again.dispatcher,
+		Select: func() ([]*Item, error) {
+			var items []*Item
+			for _, id := range q.ids() {
+				dl := q.items[id]
+				items = append(items, &Item{Index: dl.ItemIndex, ID: id, Raw: []byte(`"` + id + `"`), Value: id})
+			}
+			return items, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (RetryResult{Selected: 2, Succeeded: 1, Failed: 1, Remaining: 1}); res != want {
+		t.Errorf("result %+v, want %+v", res, want)
+	}
+	if !slices.Equal(ran, []string{"1", "2"}) {
+		t.Errorf("ran %v, want items 1 and 2 (3 had succeeded already)", ran)
+	}
+	if f := q.items["2"].Failures; len(f) != 2 || f[1].Message != "second run" {
+		t.Errorf("item 2's failures %+v", f)
+	}
+	if m := j.Meta(); m.Items == nil || m.Items.DLQ != 1 || m.Items.Succeeded != 3 {
+		t.Errorf("job counts %+v", m.Items)
 	}
 }
