@@ -1,41 +1,55 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// allowedImports is the layering: cmd -> mapreduce -> job (the job
-// runtime) -> executor (steps) -> workflow (the file format) ->
-// {retryv2, errorpolicy, leaves}. retryv2 and errorpolicy import only
-// breaker, the circuit breaker both build on; eventlog and state import only
-// appendfile, the lowest leaf; dlq, breaker and the other leaves import
-// nothing of ours; mapreduce reaches the DLQ through an interface of its
-// own, and only cmd wires the two together. report pictures a job from its
-// meta, events and DLQ items alone, so it needs neither the job runtime nor
-// mapreduce.
-var allowedImports = map[string][]string{
-	"":                {"cmd"},
-	"cmd":             {"*"},
-	"mapreduce":       {"job", "executor", "workflow", "workflow/interp", "appendfile", "retryv2", "errorpolicy"},
-	"job":             {"executor", "workflow", "workflow/interp", "eventlog", "state"},
-	"executor":        {"workflow", "workflow/interp", "proc", "state", "retryv2", "breaker"},
-	"workflow":        {"workflow/interp", "retryv2", "errorpolicy", "breaker"},
-	"dlq":             nil,
-	"report":          {"dlq", "eventlog", "state"},
-	"breaker":         nil,
-	"retryv2":         {"breaker"},
-	"errorpolicy":     {"breaker"},
-	"appendfile":      nil,
-	"eventlog":        {"appendfile"},
-	"workflow/interp": nil,
-	"proc":            nil,
-	"state":           {"appendfile"},
+// allowedImports reads the package map of ARCHITECTURE.md: for each
+// package (by path in the module, "" for main), the packages of ours it
+// may import ("*": any).
+func allowedImports(t *testing.T) map[string][]string {
+	data, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(data), "## Package map")
+	table, _, _ = strings.Cut(table, "\n## ")
+	allowed := map[string][]string{}
+	for line := range strings.Lines(table) {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		pkg, _, _ := strings.Cut(strings.Trim(strings.TrimSpace(cells[1]), "`"), "`")
+		if pkg == "." {
+			pkg = ""
+		}
+		var imports []string
+		switch deps := strings.TrimSpace(cells[2]); deps {
+		case "all":
+			imports = []string{"*"}
+		case "—":
+		default:
+			for d := range strings.SplitSeq(deps, ",") {
+				imports = append(imports, strings.Trim(strings.TrimSpace(d), "`"))
+			}
+		}
+		allowed[pkg] = imports
+	}
+	if len(allowed) < 10 {
+		t.Fatalf("ARCHITECTURE.md: found %d packages in its package map; is the table still there?", len(allowed))
+	}
+	return allowed
 }
 
+// TestPackageLayering checks the imports of every package against the
+// package map of ARCHITECTURE.md.
 func TestPackageLayering(t *testing.T) {
+	allowedImports := allowedImports(t)
 	const module = "github.com/runnerdev/runner"
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...").Output()
 	if err != nil {
@@ -46,7 +60,7 @@ func TestPackageLayering(t *testing.T) {
 		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
 		allowed, known := allowedImports[pkg]
 		if !known {
-			t.Errorf("package %q is not in the layering table of deps_test.go", pkg)
+			t.Errorf("package %q is not in the package map of ARCHITECTURE.md", pkg)
 			continue
 		}
 		for _, imp := range fields[1:] {

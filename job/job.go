@@ -1,3 +1,6 @@
+// Package job is the job runtime: a job started, resumed or attached by this
+// process, with its state, event log, journal, lock and secrets, and the
+// phases of steps it runs.
 package job
 
 import (

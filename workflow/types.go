@@ -1,5 +1,5 @@
-// Package workflow is the workflow file format and its standard executor:
-// types, strict positioned parsing, validation, and running steps in order.
+// Package workflow is the workflow file format: its types, strict positioned
+// parsing and validation, the JSON schema, and compiled expressions.
 package workflow
 
 import (
