@@ -77,8 +77,8 @@ fuzz:
 	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzExprSource$$' -fuzztime $(FUZZTIME) -timeout 2h
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzExpandShell$$' -fuzztime $(FUZZTIME_SHELL) -timeout 2h
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout 2h
-	$(GO) test ./mapreduce/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) -timeout 2h
-	$(GO) test ./mapreduce/ -run '^$$' -fuzz '^FuzzDefaultIDs$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./mapreduce/items/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./mapreduce/items/ -run '^$$' -fuzz '^FuzzDefaultIDs$$' -fuzztime $(FUZZTIME) -timeout 2h
 
 ci: tidy-check test
 

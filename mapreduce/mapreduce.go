@@ -4,7 +4,6 @@
 package mapreduce
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
@@ -113,7 +113,7 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	}
 	j.Emit("map_started", map[string]any{"total": total, "pending": counts.Pending, "max_parallel": parallel})
 	stopSaving := saveCounts(j, l, opts.SaveEvery)
-	err = readItems(itemsPath, func(it *Item) (bool, error) {
+	err = items.Read(itemsPath, func(it *Item) (bool, error) {
 		if _, finished := done[it.Index]; finished {
 			return true, nil
 		}
@@ -208,7 +208,7 @@ func maxParallel(m *workflow.MapPhase, sc *executor.Scope, override int) (int, e
 // ensureItems loads the map input into the job's items file unless an
 // earlier run of the job did, and returns the number of items.
 func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
-	if n, err := countLines(path); err == nil {
+	if n, err := items.Count(path); err == nil {
 		return n, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return 0, err
@@ -218,7 +218,7 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, lerr := loadItems(in, j.Workflow().Map, j.Scope(), path)
+	n, lerr := items.Load(in, j.Workflow().Map, j.Scope(), path)
 	in.Close()
 	if err := errors.Join(lerr, wait()); err != nil {
 		os.Remove(path)
@@ -226,28 +226,6 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 	}
 	j.Emit("items_loaded", map[string]any{"total": n, "source": source, "duration_ms": time.Since(start).Milliseconds()})
 	return n, nil
-}
-
-func countLines(path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	n := 0
-	sc := bufio.NewReaderSize(f, 256<<10)
-	for {
-		_, err := sc.ReadSlice('\n')
-		switch {
-		case err == nil:
-			n++
-		case errors.Is(err, bufio.ErrBufferFull):
-		case errors.Is(err, io.EOF):
-			return n, nil
-		default:
-			return 0, err
-		}
-	}
 }
 
 // openInput opens map.input: an existing file is read; anything else runs

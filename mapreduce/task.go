@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -104,3 +105,6 @@ func itemOf(t Task) (*Item, error) {
 	}
 	return &Item{Index: t.Index, ID: t.ItemID, Raw: t.Item, Value: v}, nil
 }
+
+// Item is one work item of a map phase.
+type Item = items.Item

@@ -1,4 +1,4 @@
-package mapreduce
+package items
 
 import (
 	"encoding/json"
@@ -31,12 +31,12 @@ func mapPhase(t testing.TB, mapYAML string) *workflow.MapPhase {
 func load(t testing.TB, m *workflow.MapPhase, input io.Reader) ([]*Item, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "items.jsonl")
-	n, err := loadItems(input, m, executor.NewScope(nil, nil), path)
+	n, err := Load(input, m, executor.NewScope(nil, nil), path)
 	if err != nil {
 		return nil, err
 	}
 	var got []*Item
-	err = readItems(path, func(it *Item) (bool, error) {
+	err = Read(path, func(it *Item) (bool, error) {
 		got = append(got, it)
 		return true, nil
 	})
@@ -230,7 +230,7 @@ func BenchmarkLoadItems(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "items.jsonl")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := loadItems(strings.NewReader(input.String()), m, executor.NewScope(nil, nil), path); err != nil {
+		if _, err := Load(strings.NewReader(input.String()), m, executor.NewScope(nil, nil), path); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package mapreduce
+package items
 
 import (
 	"cmp"
@@ -42,9 +42,9 @@ type spooled struct {
 	off, len int64
 }
 
-// loadItems reads the map input from r through the pipeline into the
+// Load reads the map input from r through the pipeline into the
 // items file at path and returns the number of items.
-func loadItems(r io.Reader, m *workflow.MapPhase, scope *executor.Scope, path string) (int, error) {
+func Load(r io.Reader, m *workflow.MapPhase, scope *executor.Scope, path string) (int, error) {
 	out, err := createItems(path)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package mapreduce
+package items
 
 import (
 	"encoding/json"

@@ -1,4 +1,8 @@
-package mapreduce
+// Package items turns a map phase's input into its items: the input
+// formats (a JSON document or array, JSON Lines, plain lines), filter,
+// sort_by, distinct, offset, max_items and item ids, written once per job to
+// its items file and read back from there.
+package items
 
 import (
 	"bufio"
@@ -71,9 +75,9 @@ func (iw *itemWriter) abort() {
 	os.Remove(iw.path + ".tmp")
 }
 
-// readItems calls fn for each item of the items file, in order, until fn
+// Read calls fn for each item of the items file, in order, until fn
 // returns false or an error.
-func readItems(path string, fn func(*Item) (bool, error)) error {
+func Read(path string, fn func(*Item) (bool, error)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("items file: %w", err)
@@ -99,6 +103,29 @@ func readItems(path string, fn func(*Item) (bool, error)) error {
 		more, err := fn(&Item{Index: rec.Index, ID: rec.ID, Raw: rec.Item, Value: v})
 		if err != nil || !more {
 			return err
+		}
+	}
+}
+
+// Count returns the number of items in the items file at path.
+func Count(path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewReaderSize(f, 256<<10)
+	for {
+		_, err := sc.ReadSlice('\n')
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			return n, nil
+		default:
+			return 0, err
 		}
 	}
 }
