@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
@@ -147,4 +149,34 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 		}
 	}
 	return sum, err
+}
+
+// dlqRetryPlan is the document of `dlq retry --dry-run --output json`.
+type dlqRetryPlan struct {
+	JobID    string     `json:"job_id"`
+	Selected int        `json:"selected"`
+	Items    []dlq.Item `json:"items"`
+}
+
+// dlqRetryDryRun lists the DLQ items `dlq retry` would run, as lines of
+// item id and item or as one JSON document, and runs nothing.
+func dlqRetryDryRun(g *globalOptions, jobID, filter string, asJSON bool) error {
+	selected, err := dlqItems(g, jobID, filter, 0)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		err = writeJSON(g.stdout, dlqRetryPlan{JobID: jobID, Selected: len(selected), Items: append([]dlq.Item{}, selected...)})
+	} else {
+		var b bytes.Buffer
+		for _, it := range selected {
+			fmt.Fprintf(&b, "%s\t%s\n", it.ItemID, it.Item)
+		}
+		_, err = g.stdout.Write(b.Bytes())
+	}
+	if err != nil {
+		return fmt.Errorf("dlq retry %s: %w", jobID, err)
+	}
+	fmt.Fprintf(g.stderr, "%d item(s) would be retried; nothing was run\n", len(selected))
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/plan"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -93,7 +94,11 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	if o.DryRun {
-		return dryRun(g.stdout, wf, seed, o.Output == "json")
+		p := plan.New(wf, seed)
+		if o.Output == "json" {
+			return writeJSON(g.stdout, p)
+		}
+		return p.WriteText(g.stdout)
 	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{

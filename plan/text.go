@@ -1,4 +1,4 @@
-package cmd
+package plan
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 )
 
 // writeText prints the plan for people.
-func (p plan) writeText(w io.Writer) error {
+func (p Plan) WriteText(w io.Writer) error {
 	tw := &errWriter{w: w}
 	tw.printf("workflow %q (%s); nothing is run\n", p.Workflow, p.Mode)
 	for _, ph := range p.Phases {
@@ -25,7 +25,7 @@ func (p plan) writeText(w io.Writer) error {
 	return tw.err
 }
 
-func (m *planMap) writeText(w *errWriter) {
+func (m *Map) writeText(w *errWriter) {
 	parts := []string{"input " + m.Input}
 	add := func(cond bool, format string, args ...any) {
 		if cond {
@@ -44,7 +44,7 @@ func (m *planMap) writeText(w *errWriter) {
 	w.printf("map: %s\n", strings.Join(parts, "; "))
 }
 
-func (pe *planErrorPolicy) writeText(w *errWriter) {
+func (pe *ErrorPolicy) writeText(w *errWriter) {
 	parts := []string{"on_item_failure " + string(pe.OnItemFailure)}
 	if !pe.ContinueOnFailure {
 		parts = append(parts, "stop at the first failed item")
@@ -70,7 +70,7 @@ func (pe *planErrorPolicy) writeText(w *errWriter) {
 	}
 }
 
-func (s planStep) writeText(w *errWriter, seed *uint64) {
+func (s Step) writeText(w *errWriter, seed *uint64) {
 	w.printf("  %d. %s\n", s.Index, s.Label)
 	if s.Timeout != nil {
 		w.printf("     timeout: %s per attempt\n", s.Timeout)
@@ -98,7 +98,7 @@ func (s planStep) writeText(w *errWriter, seed *uint64) {
 
 // text describes a policy: attempts, the delays before attempts 2..N and
 // their total, labelled with what they are, and the bounds.
-func (p planPolicy) text(seed *uint64) string {
+func (p Policy) text(seed *uint64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d attempts, %s backoff", p.Attempts, p.Backoff)
 	if len(p.Delays) > 0 {

@@ -1,0 +1,74 @@
+package plan
+
+import (
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/workflow"
+)
+
+func parse(t *testing.T, src string) *workflow.Workflow {
+	t.Helper()
+	wf, err := workflow.Parse("t.yml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+
+// A policy without jitter lists its delays exactly; with jitter and no
+// seed they are ranges around a midpoint; with a seed, the delays drawn
+// are those of the run, the same for the same seed.
+func TestPolicyDelays(t *testing.T) {
+	wf := parse(t, `- shell: "true"
+  retry_config: {attempts: 3, backoff: {linear: {increment: 2s}}, initial_delay: 1s}
+- shell: "true"
+  retry_config: {attempts: 2, backoff: fixed, initial_delay: 10s, jitter: true}
+`)
+	fixed := New(wf, nil).Phases[0].Steps[0].Retry[0]
+	if fixed.DelaysAre != delaysFixed || len(fixed.Delays) != 2 ||
+		time.Duration(fixed.Delays[0].Delay) != time.Second || time.Duration(fixed.Delays[1].Delay) != 3*time.Second ||
+		time.Duration(fixed.Total) != 4*time.Second {
+		t.Errorf("linear policy %+v", fixed)
+	}
+	ranged := New(wf, nil).Phases[0].Steps[1].Retry[0]
+	if d := ranged.Delays[0]; ranged.DelaysAre != delaysJittered || d.Min >= d.Max || d.Delay < d.Min || d.Delay > d.Max {
+		t.Errorf("jittered policy without a seed %+v", ranged)
+	}
+	seed := uint64(42)
+	a, b := New(wf, &seed).Phases[0].Steps[1].Retry[0], New(wf, &seed).Phases[0].Steps[1].Retry[0]
+	if a.DelaysAre != delaysSeeded || a.Delays[0] != b.Delays[0] {
+		t.Errorf("seeded policy %+v, again %+v", a, b)
+	}
+}
+
+// A MapReduce plan has setup, the agent template (whose jitter depends on
+// each item, so it stays a range even with a seed) and reduce, and the
+// error policy.
+func TestMapReducePlan(t *testing.T) {
+	wf := parse(t, `mode: mapreduce
+setup: [{shell: "true"}]
+map:
+  input: items.json
+  agent_template:
+    - shell: "true"
+      retry_config: {attempts: 2, initial_delay: 1s, jitter: true}
+reduce: [{shell: "true"}]
+error_policy: {on_item_failure: skip, max_failures: 3}
+`)
+	seed := uint64(7)
+	p := New(wf, &seed)
+	var phases []string
+	for _, ph := range p.Phases {
+		phases = append(phases, ph.Phase)
+	}
+	if len(phases) != 3 || phases[0] != "setup" || phases[1] != "agent_template" || phases[2] != "reduce" {
+		t.Errorf("phases %v", phases)
+	}
+	if got := p.Phases[1].Steps[0].Retry[0].DelaysAre; got != delaysPerItem {
+		t.Errorf("agent_template delays are %q, want %q", got, delaysPerItem)
+	}
+	if p.Map == nil || p.ErrorPolicy == nil {
+		t.Errorf("map %+v, error policy %+v", p.Map, p.ErrorPolicy)
+	}
+}
