@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/state"
-	"github.com/runnerdev/runner/workflow"
 )
 
 func newDLQCommand(g *globalOptions) *cobra.Command {
@@ -135,7 +135,7 @@ type filterItem struct {
 }
 
 func newFilterItem(it dlq.Item) filterItem {
-	item, _ := workflow.DecodeValue(it.Item)
+	item, _ := jsonvalue.Decode(it.Item)
 	f := filterItem{Item: item, ItemID: it.ItemID, ItemIndex: it.ItemIndex, FailureCount: it.FailureCount, ErrorSignature: it.ErrorSignature}
 	if n := len(it.Failures); n > 0 {
 		last := it.Failures[n-1]

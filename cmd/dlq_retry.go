@@ -13,6 +13,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -135,7 +136,7 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 			selected, err := dlqItems(g, j.ID(), o.Filter, 0)
 			items := make([]*mapreduce.Item, 0, len(selected))
 			for _, it := range selected {
-				v, _ := workflow.DecodeValue(it.Item)
+				v, _ := jsonvalue.Decode(it.Item)
 				items = append(items, &mapreduce.Item{Index: it.ItemIndex, ID: it.ItemID, Raw: it.Item, Value: v})
 			}
 			return items, err

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -63,7 +64,7 @@ func captureValue(format workflow.CaptureFormat, out []byte) (any, error) {
 	text := strings.TrimRight(string(out), "\r\n")
 	switch format {
 	case workflow.CaptureJSON:
-		v, err := workflow.DecodeValue(out)
+		v, err := jsonvalue.Decode(out)
 		if err != nil {
 			return nil, fmt.Errorf("output is not JSON: %w", err)
 		}

@@ -3,6 +3,7 @@ package executor
 import (
 	"time"
 
+	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -47,7 +48,7 @@ func retryProgress(rec *state.StepRecord) *retryv2.Progress {
 
 func normalizeVars(vars map[string]any) map[string]any {
 	for k, v := range vars {
-		vars[k] = workflow.NormalizeNumbers(v)
+		vars[k] = jsonvalue.NormalizeNumbers(v)
 	}
 	return vars
 }

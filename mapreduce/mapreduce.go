@@ -18,6 +18,7 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
@@ -303,7 +304,7 @@ func setMapVars(j *job.Job, c job.ItemCounts) error {
 		if err != nil {
 			return fmt.Errorf("results: %w", err)
 		}
-		if vars["results"], err = workflow.DecodeValue(data); err != nil {
+		if vars["results"], err = jsonvalue.Decode(data); err != nil {
 			return fmt.Errorf("results: %w", err)
 		}
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/workflow"
 )
 
 // Task is one attempt of one item as it is sent to where items run. It is
@@ -99,7 +99,7 @@ func newDispatchID(it *Item, attempt int) string {
 
 // itemOf is the item a task is about.
 func itemOf(t Task) (*Item, error) {
-	v, err := workflow.DecodeValue(t.Item)
+	v, err := jsonvalue.Decode(t.Item)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: item: %w", t.DispatchID, err)
 	}

@@ -441,3 +441,11 @@ func (d *decoder) list(n *yaml.Node, what string) ([]*yaml.Node, bool) {
 
 // pos is n's position.
 func pos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
+
+// Abbreviate shortens s to at most 40 bytes, for messages.
+func Abbreviate(s string) string {
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
+}

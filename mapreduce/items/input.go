@@ -12,7 +12,7 @@ import (
 
 	"github.com/theory/jsonpath"
 
-	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/jsonvalue"
 )
 
 // errStop ends reading the input early (max_items reached).
@@ -229,7 +229,7 @@ func emitNext(dec *json.Decoder, emit emitFunc) error {
 	if err := dec.Decode(&raw); err != nil {
 		return syntaxError(err)
 	}
-	v, err := workflow.DecodeValue(raw)
+	v, err := jsonvalue.Decode(raw)
 	if err != nil {
 		return syntaxError(err)
 	}
@@ -258,7 +258,7 @@ func emitValues(values []any, emit emitFunc) error {
 		if err != nil {
 			return err
 		}
-		nv, err := workflow.DecodeValue(raw)
+		nv, err := jsonvalue.Decode(raw)
 		if err != nil {
 			return err
 		}
@@ -276,7 +276,7 @@ func readJSONLines(br *bufio.Reader, path string, emit emitFunc) error {
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			if path == "" {
-				v, derr := workflow.DecodeValue(line)
+				v, derr := jsonvalue.Decode(line)
 				if derr != nil {
 					return fmt.Errorf("invalid JSON Lines input, line %d: %w", n, derr)
 				}
@@ -309,12 +309,12 @@ func readJSONLines(br *bufio.Reader, path string, emit emitFunc) error {
 }
 
 // readLines emits each non-empty line as a string item, byte for byte:
-// bytes outside UTF-8 are kept (see workflow.EncodeString).
+// bytes outside UTF-8 are kept (see jsonvalue.EncodeString).
 func readLines(br *bufio.Reader, emit emitFunc) error {
 	for {
 		line, err := br.ReadString('\n')
 		if text := strings.TrimRight(line, "\r\n"); text != "" {
-			if err := emit(workflow.EncodeString(text), text); err != nil {
+			if err := emit(jsonvalue.EncodeString(text), text); err != nil {
 				return err
 			}
 		}

@@ -13,14 +13,14 @@ import (
 	"io"
 	"os"
 
-	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/jsonvalue"
 )
 
 // Item is one work item of a map phase.
 type Item struct {
 	Index int             // position in the final item list, from 0
 	ID    string          // item_id, unique in the job
-	Raw   json.RawMessage // the item as JSON (a JSON string for plain lines: see workflow.EncodeString)
+	Raw   json.RawMessage // the item as JSON (a JSON string for plain lines: see jsonvalue.EncodeString)
 	Value any             // Raw decoded: map[string]any, []any, string, int64, float64, bool or nil
 }
 
@@ -96,7 +96,7 @@ func Read(path string, fn func(*Item) (bool, error)) error {
 		if err := json.Unmarshal(bytes.TrimSpace(line), &rec); err != nil {
 			return fmt.Errorf("items file %s:%d: %w", path, n, err)
 		}
-		v, err := workflow.DecodeValue(rec.Item)
+		v, err := jsonvalue.Decode(rec.Item)
 		if err != nil {
 			return fmt.Errorf("items file %s:%d: %w", path, n, err)
 		}

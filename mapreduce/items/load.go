@@ -15,6 +15,7 @@ import (
 	"github.com/expr-lang/expr"
 
 	"github.com/runnerdev/runner/executor"
+	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
@@ -120,7 +121,7 @@ func (p *pipeline) keep(raw json.RawMessage, v any) error {
 		var key []byte
 		switch f := field(v, p.m.Distinct).(type) {
 		case string:
-			key = workflow.EncodeString(f) // strings outside UTF-8 stay apart
+			key = jsonvalue.EncodeString(f) // strings outside UTF-8 stay apart
 		default:
 			key, _ = json.Marshal(f)
 		}
@@ -175,7 +176,7 @@ func (p *pipeline) flushSorted() error {
 		if _, err := p.spool.ReadAt(raw, s.off); err != nil {
 			return fmt.Errorf("sort_by: %w", err)
 		}
-		v, err := workflow.DecodeValue(raw)
+		v, err := jsonvalue.Decode(raw)
 		if err != nil {
 			return err
 		}

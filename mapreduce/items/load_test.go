@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/runnerdev/runner/executor"
+	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -208,7 +209,7 @@ func FuzzReadInput(f *testing.F) {
 			return
 		}
 		_ = readInput(strings.NewReader(string(input)), path, func(raw json.RawMessage, v any) error {
-			back, err := workflow.DecodeValue(raw)
+			back, err := jsonvalue.Decode(raw)
 			if err != nil {
 				t.Fatalf("emitted invalid JSON %q: %v", raw, err)
 			}

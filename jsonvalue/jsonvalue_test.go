@@ -1,4 +1,4 @@
-package workflow
+package jsonvalue
 
 import (
 	"encoding/json"
@@ -26,16 +26,16 @@ func TestEncodeStringRoundTrip(t *testing.T) {
 		if !json.Valid(got) {
 			t.Errorf("EncodeString(%q) = %s is not valid JSON", tc.in, got)
 		}
-		back, err := DecodeValue(got)
+		back, err := Decode(got)
 		if err != nil || back != tc.in {
-			t.Errorf("DecodeValue(%s) = %q, %v; want %q", got, back, err, tc.in)
+			t.Errorf("Decode(%s) = %q, %v; want %q", got, back, err, tc.in)
 		}
 	}
 }
 
 // Byte escapes decode anywhere in a value; everything else decodes as
 // encoding/json does it.
-func TestDecodeValueByteEscapes(t *testing.T) {
+func TestDecodeByteEscapes(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want any
@@ -48,12 +48,12 @@ func TestDecodeValueByteEscapes(t *testing.T) {
 		{`"\udce9\/\t\u00e9"`, "\xe9/\té"},
 		{`["\udce9"] trailing`, []any{"\xe9"}},
 	} {
-		got, err := DecodeValue([]byte(tc.in))
+		got, err := Decode([]byte(tc.in))
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("DecodeValue(%s) = %#v, %v; want %#v", tc.in, got, err, tc.want)
+			t.Errorf("Decode(%s) = %#v, %v; want %#v", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := DecodeValue([]byte(`{"a":"\udce9"`)); err == nil {
-		t.Error("DecodeValue of a cut document: no error")
+	if _, err := Decode([]byte(`{"a":"\udce9"`)); err == nil {
+		t.Error("Decode of a cut document: no error")
 	}
 }

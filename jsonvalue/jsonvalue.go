@@ -1,4 +1,7 @@
-package workflow
+// Package jsonvalue reads and writes the JSON values runner keeps (items,
+// captures, results): integers stay integers, and bytes that are not UTF-8
+// survive the trip as \udc80-\udcff escapes.
+package jsonvalue
 
 import (
 	"bytes"
@@ -13,7 +16,7 @@ import (
 // Latin-1) keeps its bytes in JSON the way Python's "surrogateescape" does
 // (PEP 383): each byte 0x80-0xff that is not part of a valid UTF-8 sequence
 // is written as the escape of a lone low surrogate, \udc80-\udcff, which no
-// valid text contains. DecodeValue turns such an escape back into the byte.
+// valid text contains. Decode turns such an escape back into the byte.
 
 // EncodeString returns s as a JSON string. Valid UTF-8 encodes as
 // json.Marshal does; any other byte becomes \udc80-\udcff.
@@ -49,7 +52,7 @@ func validPrefix(s string) int {
 }
 
 // hasByteEscape reports whether data may hold a \udc.. escape: only then
-// does DecodeValue read its strings itself (see nextValue).
+// does Decode read its strings itself (see nextValue).
 func hasByteEscape(data []byte) bool {
 	for rest := data; ; {
 		i := bytes.Index(rest, []byte(`\u`))
@@ -166,4 +169,46 @@ func hex4(lit []byte, i int) (rune, bool) {
 	}
 	n, err := strconv.ParseUint(string(lit[i+2:i+6]), 16, 32)
 	return rune(n), err == nil
+}
+
+// Decode decodes one JSON value with integers as int64 and other
+// numbers as float64, as expressions and interpolation expect them, and
+// strings with the bytes their \udc80-\udcff escapes stand for (see
+// EncodeString).
+func Decode(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	var err error
+	if hasByteEscape(data) {
+		v, err = nextValue(dec, data)
+	} else {
+		err = dec.Decode(&v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return NormalizeNumbers(v), nil
+}
+
+// NormalizeNumbers turns json.Number into int64 or float64 so expressions
+// compare them naturally.
+func NormalizeNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return n
+		}
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		for k, e := range v {
+			v[k] = NormalizeNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = NormalizeNumbers(e)
+		}
+	}
+	return v
 }
