@@ -4,15 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/vm"
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -93,65 +89,20 @@ func dlqItems(g *globalOptions, jobID, filter string, limit int) ([]dlq.Item, er
 	return items, err
 }
 
-// compileItemFilter compiles a --filter expression; "" matches every item.
-// A name that is not a field of filterItem is an error at once, not a
-// filter that matches nothing.
-func compileItemFilter(src string) (func(dlq.Item) (bool, error), error) {
-	if strings.TrimSpace(src) == "" {
-		return func(dlq.Item) (bool, error) { return true, nil }, nil
-	}
-	prog, err := expr.Compile(src, expr.Env(filterItem{}), expr.AsBool())
+// compileItemFilter compiles a --filter expression (dlq.CompileFilter);
+// its errors name the flag.
+func compileItemFilter(src string) (dlq.Filter, error) {
+	f, err := dlq.CompileFilter(src)
 	if err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		if strings.HasPrefix(msg, "unknown name ") {
-			msg += "; a DLQ item has the fields " + strings.Join(filterFields(), ", ")
+		return nil, usagef("--filter %q: %v", src, err)
+	}
+	return func(it dlq.Item) (bool, error) {
+		ok, err := f(it)
+		if err != nil {
+			return false, fmt.Errorf("--filter %q on item %s: %v", src, it.ItemID, err)
 		}
-		return nil, usagef("--filter %q: %s", src, msg)
-	}
-	return func(it dlq.Item) (bool, error) { return runItemFilter(prog, src, it) }, nil
-}
-
-func runItemFilter(prog *vm.Program, src string, it dlq.Item) (bool, error) {
-	v, err := expr.Run(prog, newFilterItem(it))
-	if err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return false, fmt.Errorf("--filter %q on item %s: %s", src, it.ItemID, msg)
-	}
-	return v.(bool), nil
-}
-
-// filterItem is what a --filter expression sees of a DLQ item: the item,
-// its queue fields and its last failure's.
-type filterItem struct {
-	Item           any    `expr:"item"`
-	ItemID         string `expr:"item_id"`
-	ItemIndex      int    `expr:"item_index"`
-	FailureCount   int    `expr:"failure_count"`
-	ErrorSignature string `expr:"error_signature"`
-	Kind           string `expr:"kind"`
-	ExitCode       int    `expr:"exit_code"`
-	Step           string `expr:"step"`
-	Message        string `expr:"message"`
-}
-
-func newFilterItem(it dlq.Item) filterItem {
-	item, _ := jsonvalue.Decode(it.Item)
-	f := filterItem{Item: item, ItemID: it.ItemID, ItemIndex: it.ItemIndex, FailureCount: it.FailureCount, ErrorSignature: it.ErrorSignature}
-	if n := len(it.Failures); n > 0 {
-		last := it.Failures[n-1]
-		f.Kind, f.ExitCode, f.Step, f.Message = last.Kind, last.ExitCode, last.Step, last.Message
-	}
-	return f
-}
-
-// filterFields names the fields of filterItem, in order.
-func filterFields() []string {
-	t := reflect.TypeFor[filterItem]()
-	names := make([]string, t.NumField())
-	for i := range names {
-		names[i] = t.Field(i).Tag.Get("expr")
-	}
-	return names
+		return ok, nil
+	}, nil
 }
 
 // writeJSON writes v as one indented JSON document.
