@@ -13,25 +13,33 @@ import (
 // reflection and with each field name allocated once per decoder: reading
 // a large job's log is most of the cost of `runner events` and reports.
 type decoder struct {
-	names map[string]string // field names seen so far, to share one copy; nil: none
+	names  map[string]string // field names seen so far, to share one copy; nil: none
+	values map[string]any    // short values seen so far (step names, kinds, small numbers), by their JSON
 }
 
-// maxNames bounds decoder.names: a log holds few distinct field names, and
-// a damaged one must not grow the table without end.
-const maxNames = 1024
+// maxNames bounds decoder.names, and maxValues decoder.values: a log
+// holds few distinct field names and short values (most of its item ids
+// are seen once), and a damaged one must not grow the tables without end.
+const (
+	maxNames      = 1024
+	maxValues     = 4096
+	maxValueBytes = 24
+)
 
 // maxDepth is the nesting encoding/json allows too.
 const maxDepth = 10000
 
-func newDecoder() *decoder { return &decoder{names: map[string]string{}} }
+func newDecoder() *decoder {
+	return &decoder{names: map[string]string{}, values: map[string]any{}}
+}
 
 // event decodes one line: a JSON object with "time" (RFC 3339), "job_id"
 // and "type", and the event's fields. Anything after the object is an
 // error, as it is for json.Valid.
 func (d *decoder) event(line []byte) (Event, error) {
-	p := parser{data: line, names: d.names}
+	p := parser{data: line, names: d.names, values: d.values}
 	var e Event
-	var ts string
+	var ts []byte // the time's string token; nil: the time is not a string
 	p.space()
 	if !p.next('{') {
 		return e, p.errorf("not a JSON object")
@@ -41,7 +49,7 @@ func (d *decoder) event(line []byte) (Event, error) {
 		var err error
 		switch name {
 		case "time":
-			ts, err = p.headerString()
+			ts, err = p.timeToken()
 		case "job_id":
 			e.JobID, err = p.headerString()
 		case "type":
@@ -57,8 +65,8 @@ func (d *decoder) event(line []byte) (Event, error) {
 	if p.space(); p.pos < len(p.data) {
 		return e, p.errorf("data after the event")
 	}
-	if e.Time, err = parseTime(ts); err != nil {
-		return e, fmt.Errorf("event time %q: %w", ts, err)
+	if e.Time, err = eventTime(ts); err != nil {
+		return e, err
 	}
 	e.ItemID, _ = e.Fields["item_id"].(string)
 	return e, nil
@@ -66,10 +74,11 @@ func (d *decoder) event(line []byte) (Event, error) {
 
 // parser reads one line of JSON from pos on.
 type parser struct {
-	data  []byte
-	pos   int
-	depth int
-	names map[string]string
+	data   []byte
+	pos    int
+	depth  int
+	names  map[string]string
+	values map[string]any
 }
 
 func (p *parser) space() {
@@ -157,14 +166,23 @@ func (p *parser) name() (string, error) {
 	return s, nil
 }
 
-// headerString reads the value of time, job_id or type: a string, or ""
-// for any other value (as a type assertion on the decoded value gives).
+// headerString reads the value of job_id or type: a string, or "" for
+// any other value (as a type assertion on the decoded value gives).
 func (p *parser) headerString() (string, error) {
+	v, err := p.value()
+	s, _ := v.(string)
+	return s, err
+}
+
+// timeToken reads the value of time: its string token, quotes and all,
+// left for eventTime to read without a copy; nil for any other value.
+func (p *parser) timeToken() ([]byte, error) {
 	if p.pos < len(p.data) && p.data[p.pos] == '"' {
-		return p.string()
+		raw, _, err := p.rawString()
+		return raw, err
 	}
 	_, err := p.value()
-	return "", err
+	return nil, err
 }
 
 func (p *parser) value() (any, error) {
@@ -172,8 +190,8 @@ func (p *parser) value() (any, error) {
 		return nil, p.errorf("")
 	}
 	switch c := p.data[p.pos]; {
-	case c == '"':
-		return p.string()
+	case c == '"', c == '-' || '0' <= c && c <= '9':
+		return p.scalar()
 	case c == '{':
 		p.pos++
 		m := map[string]any{}
@@ -185,8 +203,6 @@ func (p *parser) value() (any, error) {
 		return m, err
 	case c == '[':
 		return p.array()
-	case c == '-' || '0' <= c && c <= '9':
-		return p.number()
 	case c == 't':
 		return true, p.literal("true")
 	case c == 'f':
@@ -195,6 +211,44 @@ func (p *parser) value() (any, error) {
 		return nil, p.literal("null")
 	}
 	return nil, p.errorf("looking for a value")
+}
+
+// scalar reads a string or a number. Short ones come from the values
+// seen before: a new string boxed anew into an interface value for each
+// would be most of the allocations of a line.
+func (p *parser) scalar() (any, error) {
+	start := p.pos
+	plain := true
+	var err error
+	if p.data[p.pos] == '"' {
+		_, plain, err = p.rawString()
+	} else {
+		err = p.number()
+	}
+	if err != nil {
+		return nil, err
+	}
+	token := p.data[start:p.pos]
+	if v, ok := p.values[string(token)]; ok {
+		return v, nil
+	}
+	var v any
+	switch {
+	case token[0] != '"':
+		v = json.Number(token)
+	case plain:
+		v = string(token[1 : len(token)-1])
+	default:
+		s, err := unquote(token)
+		if err != nil {
+			return nil, err
+		}
+		v = s
+	}
+	if p.values != nil && plain && len(token) <= maxValueBytes && len(p.values) < maxValues {
+		p.values[string(token)] = v
+	}
+	return v, nil
 }
 
 func (p *parser) array() (any, error) {
@@ -234,25 +288,25 @@ func (p *parser) literal(word string) error {
 	return nil
 }
 
-// number reads a number as JSON spells it, into a json.Number.
-func (p *parser) number() (any, error) {
-	start := p.pos
+// number reads past a number, which must be spelled as JSON spells
+// numbers.
+func (p *parser) number() error {
 	p.next('-')
 	if !p.next('0') && !p.digits() {
-		return nil, p.errorf("in a number")
+		return p.errorf("in a number")
 	}
 	if p.next('.') && !p.digits() {
-		return nil, p.errorf("after a decimal point")
+		return p.errorf("after a decimal point")
 	}
 	if p.next('e') || p.next('E') {
 		if !p.next('+') {
 			p.next('-')
 		}
 		if !p.digits() {
-			return nil, p.errorf("in an exponent")
+			return p.errorf("in an exponent")
 		}
 	}
-	return json.Number(p.data[start:p.pos]), nil
+	return nil
 }
 
 // digits consumes a run of digits and reports whether there was one.
@@ -262,17 +316,6 @@ func (p *parser) digits() bool {
 		p.pos++
 	}
 	return p.pos > start
-}
-
-func (p *parser) string() (string, error) {
-	raw, plain, err := p.rawString()
-	if err != nil {
-		return "", err
-	}
-	if plain {
-		return string(raw[1 : len(raw)-1]), nil
-	}
-	return unquote(raw)
 }
 
 // rawString reads a string with its quotes. plain: it holds printable
@@ -304,20 +347,34 @@ func unquote(raw []byte) (string, error) {
 	return s, err
 }
 
-// parseTime reads an event's time. The form MarshalJSON writes (UTC, up
-// to nine fractional digits) is read directly, at a small part of the cost
-// of time.Parse; any other form goes to time.Parse.
-func parseTime(s string) (time.Time, error) {
-	if t, ok := parseUTC(s); ok {
-		return t, nil
+// eventTime reads an event's time from its string token (nil: the time
+// is not a string). The form MarshalJSON writes (UTC, up to nine
+// fractional digits) is read directly, at a small part of the cost of
+// time.Parse; any other form goes to time.Parse.
+func eventTime(token []byte) (time.Time, error) {
+	if len(token) >= 2 {
+		if t, ok := parseUTC(token[1 : len(token)-1]); ok {
+			return t, nil
+		}
 	}
-	return time.Parse(time.RFC3339Nano, s)
+	var s string
+	if token != nil {
+		var err error
+		if s, err = unquote(token); err != nil {
+			return time.Time{}, err
+		}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return t, fmt.Errorf("event time %q: %w", s, err)
+	}
+	return t, nil
 }
 
 // parseUTC reads "2006-01-02T15:04:05.999999999Z". It declines (ok false)
 // anything it is not sure of, days after the 28th included: time.Parse
 // then decides.
-func parseUTC(s string) (t time.Time, ok bool) {
+func parseUTC(s []byte) (t time.Time, ok bool) {
 	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
 		return t, false
 	}
@@ -331,7 +388,7 @@ func parseUTC(s string) (t time.Time, ok bool) {
 		return t, false
 	}
 	nsec := 0
-	if frac := s[19 : len(s)-1]; frac != "" {
+	if frac := s[19 : len(s)-1]; len(frac) > 0 {
 		n, ok := atoi(frac[1:])
 		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 || !ok {
 			return t, false
@@ -345,7 +402,7 @@ func parseUTC(s string) (t time.Time, ok bool) {
 }
 
 // atoi reads decimal digits only (no sign).
-func atoi(s string) (int, bool) {
+func atoi(s []byte) (int, bool) {
 	n := 0
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {

@@ -151,13 +151,13 @@ func TestParseTimeLikeTimeParse(t *testing.T) {
 	for i := range 20000 {
 		at := start.Add(time.Duration(i) * 37 * time.Hour).Add(time.Duration(i*7919%1000000007) * time.Nanosecond)
 		s := at.Format(time.RFC3339Nano)
-		got, err := parseTime(s)
+		got, err := eventTime([]byte(`"` + s + `"`))
 		want, werr := time.Parse(time.RFC3339Nano, s)
 		if err != nil || werr != nil || got != want {
 			t.Fatalf("%s: %v, %v; want %v, %v", s, got, err, want, werr)
 		}
 	}
-	if _, ok := parseUTC("2026-11-22T10:00:00.123Z"); !ok {
+	if _, ok := parseUTC([]byte("2026-11-22T10:00:00.123Z")); !ok {
 		t.Error("the form MarshalJSON writes went to time.Parse")
 	}
 }
