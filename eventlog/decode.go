@@ -10,11 +10,12 @@ import (
 // decoder reads lines of the log into events. It gives what encoding/json
 // gives for a line decoded into a map[string]any with UseNumber (numbers
 // as json.Number, objects as map[string]any, arrays as []any), without its
-// reflection and with each field name allocated once per decoder: reading
-// a large job's log is most of the cost of `runner events` and reports.
+// reflection, and with field names and short values shared by the lines
+// of one decoder: reading a large job's log is most of the cost of
+// `runner events` and reports.
 type decoder struct {
 	names  map[string]string // field names seen so far, to share one copy; nil: none
-	values map[string]any    // short values seen so far (step names, kinds, small numbers), by their JSON
+	values map[string]any    // short values seen so far (step names, kinds, small numbers), by their JSON; nil: none
 }
 
 // maxNames bounds decoder.names, and maxValues decoder.values: a log
@@ -42,7 +43,7 @@ func (d *decoder) event(line []byte) (Event, error) {
 	var ts []byte // the time's string token; nil: the time is not a string
 	p.space()
 	if !p.next('{') {
-		return e, p.errorf("not a JSON object")
+		return e, p.syntaxError("where an event (a JSON object) should begin")
 	}
 	e.Fields = map[string]any{}
 	err := p.members(func(name string) error {
@@ -63,7 +64,7 @@ func (d *decoder) event(line []byte) (Event, error) {
 		return e, err
 	}
 	if p.space(); p.pos < len(p.data) {
-		return e, p.errorf("data after the event")
+		return e, p.syntaxError("after the event")
 	}
 	if e.Time, err = eventTime(ts); err != nil {
 		return e, err
@@ -101,11 +102,12 @@ func (p *parser) next(c byte) bool {
 	return false
 }
 
-func (p *parser) errorf(format string, args ...any) error {
+// syntaxError says what is wrong at pos, where in the JSON.
+func (p *parser) syntaxError(where string) error {
 	if p.pos >= len(p.data) {
 		return errors.New("unexpected end of JSON input")
 	}
-	return fmt.Errorf("invalid character %q at byte %d: %s", p.data[p.pos], p.pos, fmt.Sprintf(format, args...))
+	return fmt.Errorf("invalid character %q %s", p.data[p.pos], where)
 }
 
 // members reads the members of an object whose '{' has been consumed,
@@ -123,14 +125,14 @@ func (p *parser) members(member func(name string) error) error {
 	for {
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return p.errorf("looking for a field name")
+			return p.syntaxError("where a field name should be")
 		}
 		name, err := p.name()
 		if err != nil {
 			return err
 		}
 		if p.space(); !p.next(':') {
-			return p.errorf("after a field name")
+			return p.syntaxError("after a field name")
 		}
 		p.space()
 		if err := member(name); err != nil {
@@ -142,7 +144,7 @@ func (p *parser) members(member func(name string) error) error {
 			return nil
 		}
 		if !p.next(',') {
-			return p.errorf("after a field value")
+			return p.syntaxError("after a field value")
 		}
 	}
 }
@@ -187,7 +189,7 @@ func (p *parser) timeToken() ([]byte, error) {
 
 func (p *parser) value() (any, error) {
 	if p.pos >= len(p.data) {
-		return nil, p.errorf("")
+		return nil, p.syntaxError("at the end")
 	}
 	switch c := p.data[p.pos]; {
 	case c == '"', c == '-' || '0' <= c && c <= '9':
@@ -210,7 +212,7 @@ func (p *parser) value() (any, error) {
 	case c == 'n':
 		return nil, p.literal("null")
 	}
-	return nil, p.errorf("looking for a value")
+	return nil, p.syntaxError("where a value should be")
 }
 
 // scalar reads a string or a number. Short ones come from the values
@@ -275,14 +277,14 @@ func (p *parser) array() (any, error) {
 			return a, nil
 		}
 		if !p.next(',') {
-			return nil, p.errorf("after an array element")
+			return nil, p.syntaxError("after an array element")
 		}
 	}
 }
 
 func (p *parser) literal(word string) error {
 	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
-		return p.errorf("in literal %s", word)
+		return p.syntaxError("in literal " + word)
 	}
 	p.pos += len(word)
 	return nil
@@ -293,17 +295,17 @@ func (p *parser) literal(word string) error {
 func (p *parser) number() error {
 	p.next('-')
 	if !p.next('0') && !p.digits() {
-		return p.errorf("in a number")
+		return p.syntaxError("in a number")
 	}
 	if p.next('.') && !p.digits() {
-		return p.errorf("after a decimal point")
+		return p.syntaxError("after a decimal point")
 	}
 	if p.next('e') || p.next('E') {
 		if !p.next('+') {
 			p.next('-')
 		}
 		if !p.digits() {
-			return p.errorf("in an exponent")
+			return p.syntaxError("in an exponent")
 		}
 	}
 	return nil
@@ -338,7 +340,7 @@ func (p *parser) rawString() (raw []byte, plain bool, err error) {
 		}
 	}
 	p.pos = len(p.data)
-	return nil, false, p.errorf("")
+	return nil, false, p.syntaxError("at the end")
 }
 
 func unquote(raw []byte) (string, error) {
