@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -149,8 +150,11 @@ func printEventsJSON(w io.Writer, path string, q eventlog.Query) error {
 // read: a large job's log is never held whole.
 func printEventsText(w io.Writer, path string, q eventlog.Query) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
+	var line []byte
 	err := eventlog.Scan(path, q, func(e eventlog.Event) error {
-		return writeEventLine(bw, e)
+		line = appendEventLine(line[:0], e)
+		_, err := bw.Write(line)
+		return err
 	})
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
@@ -167,14 +171,20 @@ func printEvent(g *globalOptions, asJSON bool, e eventlog.Event) error {
 		_, err = fmt.Fprintf(g.stdout, "%s\n", line)
 		return err
 	}
-	return writeEventLine(g.stdout, e)
+	_, err := g.stdout.Write(appendEventLine(nil, e))
+	return err
 }
 
-// writeEventLine writes an event as a line of text: its local time, its
-// type and what it means.
-func writeEventLine(w io.Writer, e eventlog.Event) error {
-	_, err := fmt.Fprintf(w, "%s  %-18s %s\n", e.Time.Local().Format(time.DateTime+".000"), e.Type, describeEvent(e))
-	return err
+// appendEventLine appends an event as a line of text: its local time, its
+// type (padded to 18 characters) and what it means.
+func appendEventLine(b []byte, e eventlog.Event) []byte {
+	b = e.Time.Local().AppendFormat(b, time.DateTime+".000")
+	b = append(append(b, "  "...), e.Type...)
+	for n := utf8.RuneCountInString(e.Type); n < 18; n++ {
+		b = append(b, ' ')
+	}
+	b = append(append(b, ' '), describeEvent(e)...)
+	return append(b, '\n')
 }
 
 // describeEvent says what an event means in a few words; types without a
