@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/state"
 )
 
 // BenchmarkRetryDelayAccuracy measures how much later than scheduled the
@@ -41,4 +45,88 @@ func BenchmarkRetryDelayAccuracy(b *testing.B) {
 	b.ReportMetric(float64(overshoots[len(overshoots)/2].Microseconds()), "median-overshoot-µs")
 	b.ReportMetric(float64(overshoots[len(overshoots)-1].Microseconds()), "worst-overshoot-µs")
 	b.ReportMetric(float64(overshoots[0].Microseconds()), "best-overshoot-µs")
+}
+
+// BenchmarkEventsCommand times `runner events` on a map job's log of
+// 600,000 events (100,000 items of one step, one in ten retried once):
+// the text listing, the --json copy, and the two filters.
+func BenchmarkEventsCommand(b *testing.B) {
+	dir := b.TempDir()
+	file := filepath.Join(dir, "one.yml")
+	os.WriteFile(file, []byte("- shell: 'true'\n"), 0o600)
+	runJob(b, dir, file, "big", 0)
+	writeMapJobLog(b, filepath.Join(dir, "jobs", "big", "events.jsonl"), 600_000)
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devNull.Close()
+	for _, args := range [][]string{
+		{"events", "big"},
+		{"events", "--json", "big"},
+		{"events", "--type", "attempt_failed", "big"},
+		{"events", "--item", "50000", "big"},
+	} {
+		name := strings.Join(args[1:len(args)-1], "=")
+		if name == "" {
+			name = "text"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				var stderr bytes.Buffer
+				if code := cmd.Main(b.Context(), append([]string{"--state-dir", dir}, args...), devNull, &stderr); code != 0 {
+					b.Fatalf("runner %v: exit %d: %s", args, code, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// writeMapJobLog writes n events as a map job of one-step items writes
+// them, with the constructors its writers use.
+func writeMapJobLog(b *testing.B, path string, n int) {
+	os.Remove(path)
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	l, err := eventlog.Open(path, "big", eventlog.Options{Now: func() time.Time {
+		at = at.Add(37913 * time.Nanosecond) // every fraction of a second, as events come
+		return at
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	written := 0
+	emit := func(e eventlog.Event) {
+		if _, err := l.Emit(e.Type, e.Fields); err != nil {
+			b.Fatal(err)
+		}
+		written++
+	}
+	items := n / 6
+	emit(eventlog.JobStarted(14382549562809376382, "bench", "map.yml", "mapreduce", 4242))
+	emit(eventlog.ItemsLoaded(items, "file items.txt", 120*time.Millisecond))
+	emit(eventlog.MapStarted(items, items, 16))
+	for i := 0; written < n-2; i++ {
+		id, d := strconv.Itoa(i+1), time.Duration(i%97)*time.Millisecond
+		emit(eventlog.ItemStarted(id, i, 1, false))
+		emit(eventlog.StepStarted("step-1", 1, "./process.sh ${item}").WithItem(id))
+		emit(eventlog.AttemptStarted("step-1", 1).WithItem(id))
+		attempt := 1
+		if i%10 == 0 {
+			f := eventlog.Failure{Step: "step-1", Attempt: 1, Kind: "exit", ExitCode: 22, Duration: d,
+				Message: "exit status 22: curl: (22) The requested URL returned error: 503"}
+			emit(eventlog.AttemptFailed(f).WithItem(id))
+			emit(eventlog.RetryDecision("step-1", eventlog.Decision{Attempt: 1, Matcher: "exit_codes 22", Action: "retry",
+				Delay: time.Second, Reason: "matched exit_codes 22", Limit: 3, Count: 1, Kind: "exit", ExitCode: 22}).WithItem(id))
+			attempt = 2
+			emit(eventlog.AttemptStarted("step-1", attempt).WithItem(id))
+		}
+		emit(eventlog.AttemptSucceeded("step-1", attempt, d).WithItem(id))
+		emit(eventlog.StepCompleted("step-1", 0, d).WithItem(id))
+		emit(eventlog.ItemSucceeded(id, 1, d))
+	}
+	emit(eventlog.MapCompleted(eventlog.ItemCounts{Total: items, Succeeded: items}))
+	emit(eventlog.JobFinished("completed", 0, 22*time.Second, nil, map[string]any{"items": &state.ItemCounts{Total: items, Succeeded: items}}))
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
 }

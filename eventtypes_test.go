@@ -1,16 +1,134 @@
 package main
 
 import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runnerdev/runner/eventlog"
 )
+
+// specEvents are the event types SPEC §8 requires, each with the fields
+// it names for that type and one event built by the constructor runner
+// writes it with.
+var specEvents = []struct {
+	event  eventlog.Event
+	fields []string
+}{
+	{eventlog.JobStarted(7, "w", "w.yml", "standard", 1), []string{"seed"}},
+	{eventlog.JobFinished("completed", 0, time.Second, nil, nil), nil},
+	{eventlog.JobFinished("failed", 1, time.Second, errors.New("boom"), nil), nil},
+	{eventlog.JobFinished("stopped", 1, time.Second, nil, nil), nil},
+	{eventlog.JobFinished("interrupted", 130, time.Second, nil, nil), nil},
+	{eventlog.JobResumed(1, 1), nil},
+	{eventlog.StepStarted("build", 1, "make"), []string{"step"}},
+	{eventlog.StepCompleted("build", 0, time.Second), []string{"step"}},
+	{eventlog.StepFailed("build", "boom"), []string{"step"}},
+	{eventlog.StepCommandFailed("build", "boom", 2, ""), []string{"step"}},
+	{eventlog.StepSkipped("build", "when: false"), []string{"step"}},
+	{eventlog.AttemptStarted("build", 1), []string{"step", "attempt"}},
+	{eventlog.AttemptSucceeded("build", 1, time.Second), []string{"step", "attempt"}},
+	{eventlog.AttemptFailed(eventlog.Failure{Step: "build", Attempt: 1, Kind: "exit", ExitCode: 2}), []string{"step", "attempt", "kind", "exit_code", "duration_ms"}},
+	{eventlog.RetryDecision("build", eventlog.Decision{Attempt: 1, Action: "retry"}), []string{"step", "attempt", "policy", "matcher", "action", "delay_ms", "reason"}},
+	{eventlog.ItemStarted("a", 0, 1, false), []string{"item_id"}},
+	{eventlog.ItemSucceeded("a", 1, time.Second), []string{"item_id"}},
+	{eventlog.ItemFailed("a", eventlog.Failure{}, "dlq", "a"), []string{"item_id"}},
+	{eventlog.ItemSkipped("a", "on_item_failure: skip"), []string{"item_id"}},
+	{eventlog.DLQAdded("a", 1), nil},
+	{eventlog.DLQRemoved("a", ""), nil},
+	{eventlog.CircuitChanged("open", "workflow", ""), nil},
+	{eventlog.CircuitChanged("half_open", "step", "build"), nil},
+	{eventlog.CircuitChanged("closed", "step", "build"), nil},
+	{eventlog.ThresholdReached("max_failures", "3 items failed"), nil},
+}
+
+// specTypes is SPEC §8's list of event types, as the spec spells it.
+var specTypes = []eventlog.Type{
+	"job_started", "job_completed", "job_failed", "job_stopped", "job_interrupted", "job_resumed",
+	"step_started", "step_completed", "step_failed", "step_skipped",
+	"attempt_started", "attempt_succeeded", "attempt_failed", "retry_decision",
+	"item_started", "item_succeeded", "item_failed", "item_skipped", "dlq_added", "dlq_removed",
+	"circuit_opened", "circuit_half_open", "circuit_closed", "threshold_reached",
+}
+
+// Every type SPEC §8 names is an eventlog constant, in eventlog.Types, and
+// written by a constructor with the fields the spec names for it.
+func TestEventTypesCoverSpec(t *testing.T) {
+	consts := eventTypeConstants(t)
+	built := map[eventlog.Type]bool{}
+	for _, s := range specEvents {
+		typ := eventlog.Type(s.event.Type)
+		built[typ] = true
+		for _, f := range s.fields {
+			if _, ok := s.event.Fields[f]; !ok {
+				t.Errorf("%s has no field %s; SPEC §8 requires it", typ, f)
+			}
+		}
+	}
+	for _, typ := range specTypes {
+		if !slices.Contains(consts, typ) {
+			t.Errorf("SPEC §8 event type %s is not an eventlog constant", typ)
+		}
+		if !built[typ] {
+			t.Errorf("SPEC §8 event type %s is built by no constructor listed here", typ)
+		}
+	}
+	listed := map[eventlog.Type]int{}
+	for _, typ := range eventlog.Types {
+		listed[typ]++
+		if !slices.Contains(consts, typ) {
+			t.Errorf("eventlog.Types holds %q, which is not a constant", typ)
+		}
+	}
+	for _, typ := range consts {
+		if listed[typ] != 1 {
+			t.Errorf("eventlog.Types holds %s %d times, want once", typ, listed[typ])
+		}
+	}
+}
+
+// eventTypeConstants returns the values of the constants of type Type
+// that eventlog declares.
+func eventTypeConstants(t *testing.T) []eventlog.Type {
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("eventlog", "types.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var consts []eventlog.Type
+	for _, decl := range f.Decls {
+		gen, ok := decl.(*ast.GenDecl)
+		if !ok || gen.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gen.Specs {
+			v := spec.(*ast.ValueSpec)
+			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "Type" {
+				continue
+			}
+			for _, value := range v.Values {
+				s, err := strconv.Unquote(value.(*ast.BasicLit).Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				consts = append(consts, eventlog.Type(s))
+			}
+		}
+	}
+	if len(consts) < len(specTypes) {
+		t.Fatalf("found %d Type constants in eventlog/types.go: the parse no longer matches the code", len(consts))
+	}
+	return consts
+}
 
 // emitCall finds the event type of an emit or Emit call that names it with
 // a string literal (the types built from parts are listed by hand).
@@ -30,7 +148,7 @@ func TestEventTypesAreListed(t *testing.T) {
 		}
 		for _, m := range emitCall.FindAllStringSubmatch(string(src), -1) {
 			found++
-			if !slices.Contains(eventlog.Types, m[1]) {
+			if !slices.Contains(eventlog.Types, eventlog.Type(m[1])) {
 				t.Errorf("%s emits %q, which is not in eventlog.Types", path, m[1])
 			}
 		}

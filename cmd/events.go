@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -51,8 +52,12 @@ func (o eventsOptions) query() eventlog.Query {
 
 func (o eventsOptions) validate() error {
 	for _, t := range o.Type {
-		if !slices.Contains(eventlog.Types, t) {
-			return usagef("--type %q: no such event type; the types are %s", t, strings.Join(eventlog.Types, ", "))
+		if !slices.Contains(eventlog.Types, eventlog.Type(t)) {
+			names := make([]string, len(eventlog.Types))
+			for i, known := range eventlog.Types {
+				names[i] = string(known)
+			}
+			return usagef("--type %q: no such event type; the types are %s", t, strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -79,16 +84,7 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 	if o.JSON {
 		return printEventsJSON(g.stdout, j.EventsPath(), o.query())
 	}
-	events, err := eventlog.Read(j.EventsPath(), o.query())
-	if err != nil {
-		return err
-	}
-	for _, e := range events {
-		if err := printEvent(g, false, e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return printEventsText(g.stdout, j.EventsPath(), o.query())
 }
 
 // runWatch tells `events --follow` when to stop: when the job's current
@@ -105,10 +101,10 @@ type runWatch struct {
 }
 
 func (w *runWatch) see(e eventlog.Event) {
-	switch e.Type {
-	case "job_started", "job_resumed":
+	switch t := eventlog.Type(e.Type); {
+	case t == eventlog.TypeJobStarted || t == eventlog.TypeJobResumed:
 		w.ended = false
-	case "job_completed", "job_failed", "job_stopped", "job_interrupted":
+	case eventlog.JobEnded(t):
 		w.ended = true
 	}
 	w.fresh = true
@@ -150,6 +146,22 @@ func printEventsJSON(w io.Writer, path string, q eventlog.Query) error {
 	return bw.Flush()
 }
 
+// printEventsText writes the selected events one line each, as they are
+// read: a large job's log is never held whole.
+func printEventsText(w io.Writer, path string, q eventlog.Query) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var line []byte
+	err := eventlog.Scan(path, q, func(e eventlog.Event) error {
+		line = appendEventLine(line[:0], e)
+		_, err := bw.Write(line)
+		return err
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
 func printEvent(g *globalOptions, asJSON bool, e eventlog.Event) error {
 	if asJSON {
 		line, err := e.MarshalJSON()
@@ -159,60 +171,74 @@ func printEvent(g *globalOptions, asJSON bool, e eventlog.Event) error {
 		_, err = fmt.Fprintf(g.stdout, "%s\n", line)
 		return err
 	}
-	_, err := fmt.Fprintf(g.stdout, "%s  %-18s %s\n", e.Time.Local().Format(time.DateTime+".000"), e.Type, describeEvent(e))
+	_, err := g.stdout.Write(appendEventLine(nil, e))
 	return err
+}
+
+// appendEventLine appends an event as a line of text: its local time, its
+// type (padded to 18 characters) and what it means.
+func appendEventLine(b []byte, e eventlog.Event) []byte {
+	b = e.Time.Local().AppendFormat(b, time.DateTime+".000")
+	b = append(append(b, "  "...), e.Type...)
+	for n := utf8.RuneCountInString(e.Type); n < 18; n++ {
+		b = append(b, ' ')
+	}
+	b = append(append(b, ' '), describeEvent(e)...)
+	return append(b, '\n')
 }
 
 // describeEvent says what an event means in a few words; types without a
 // description show their fields as key=value.
 func describeEvent(e eventlog.Event) string {
 	who := e.Str("step")
-	if item := e.Str("item_id"); item != "" {
-		who = "item " + item
+	if e.ItemID != "" {
+		who = "item " + e.ItemID
 		if step := e.Str("step"); step != "" {
 			who += " " + step
 		}
 	}
 	n := func(name string) int64 { return toInt64(e.Fields[name]) }
 	ms := func(name string) time.Duration { return time.Duration(n(name)) * time.Millisecond }
-	switch e.Type {
-	case "job_started":
-		return fmt.Sprintf("%s (%s) from %s, seed %v", e.Str("workflow"), e.Str("mode"), e.Str("file"), e.Fields["seed"])
-	case "job_completed", "job_failed", "job_stopped", "job_interrupted":
+	t := eventlog.Type(e.Type)
+	if eventlog.JobEnded(t) {
 		s := fmt.Sprintf("%s, exit %d, after %s", e.Str("status"), n("exit_code"), ms("duration_ms"))
 		if err := e.Str("error"); err != "" {
 			s += ": " + err
 		}
 		return s
-	case "step_started":
+	}
+	switch t {
+	case eventlog.TypeJobStarted:
+		return fmt.Sprintf("%s (%s) from %s, seed %v", e.Str("workflow"), e.Str("mode"), e.Str("file"), e.Fields["seed"])
+	case eventlog.TypeStepStarted:
 		return who + ": " + firstCommandLine(e.Str("command"))
-	case "step_completed":
+	case eventlog.TypeStepCompleted:
 		return fmt.Sprintf("%s: exit %d in %s", who, n("exit_code"), ms("duration_ms"))
-	case "step_failed":
+	case eventlog.TypeStepFailed:
 		return who + ": " + e.Str("error")
-	case "step_skipped":
+	case eventlog.TypeStepSkipped:
 		return who + ": " + e.Str("reason")
-	case "attempt_started":
+	case eventlog.TypeAttemptStarted:
 		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
-	case "attempt_succeeded":
+	case eventlog.TypeAttemptSucceeded:
 		return fmt.Sprintf("%s: attempt %d succeeded in %s", who, n("attempt"), ms("duration_ms"))
-	case "attempt_failed":
+	case eventlog.TypeAttemptFailed:
 		return fmt.Sprintf("%s: attempt %d failed (%s) after %s: %s", who, n("attempt"), failureKind(e), ms("duration_ms"), e.Str("message"))
-	case "retry_decision":
+	case eventlog.TypeRetryDecision:
 		return who + ": " + retryLine(e)
-	case "item_started":
+	case eventlog.TypeItemStarted:
 		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
-	case "item_succeeded":
+	case eventlog.TypeItemSucceeded:
 		return fmt.Sprintf("%s in %s", who, ms("duration_ms"))
-	case "item_failed":
+	case eventlog.TypeItemFailed:
 		return fmt.Sprintf("%s (%s): %s", who, e.Str("action"), e.Str("message"))
-	case "item_retrying":
+	case eventlog.TypeItemRetrying:
 		return fmt.Sprintf("%s: attempt %d failed, again in %s: %s", who, n("attempt"), ms("delay_ms"), e.Str("message"))
-	case "item_skipped", "dlq_added", "dlq_removed":
+	case eventlog.TypeItemSkipped, eventlog.TypeDLQAdded, eventlog.TypeDLQRemoved:
 		return strings.TrimSpace(who + " " + e.Str("reason"))
-	case "threshold_reached":
+	case eventlog.TypeThresholdReached:
 		return e.Str("rule") + ": " + e.Str("reason")
-	case "circuit_opened", "circuit_half_open", "circuit_closed":
+	case eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen, eventlog.TypeCircuitClosed:
 		return strings.TrimSpace(e.Str("scope") + " " + who)
 	}
 	keys := make([]string, 0, len(e.Fields))

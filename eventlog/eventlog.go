@@ -15,11 +15,15 @@ import (
 )
 
 // Event is one entry of the log. Fields holds the type-specific fields; it
-// never contains "time", "job_id" or "type".
+// never contains "time", "job_id" or "type". ItemID is the "item_id" field
+// when it is a string (the events of a map item carry one): the readers of
+// the log, the constructors and Emit set it from Fields, which keeps the
+// field too for the code that looks it up by name.
 type Event struct {
 	Time   time.Time
 	JobID  string
 	Type   string
+	ItemID string
 	Fields map[string]any
 }
 
@@ -56,26 +60,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// UnmarshalJSON reads the flat form written by MarshalJSON.
+// UnmarshalJSON reads the flat form written by MarshalJSON: numbers
+// become json.Number, objects map[string]any and arrays []any.
 func (e *Event) UnmarshalJSON(data []byte) error {
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
+	ev, err := new(decoder).event(data)
+	if err != nil {
 		return err
 	}
-	ts, _ := m["time"].(string)
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return fmt.Errorf("event time %q: %w", ts, err)
-	}
-	e.Time = t
-	e.JobID, _ = m["job_id"].(string)
-	e.Type, _ = m["type"].(string)
-	delete(m, "time")
-	delete(m, "job_id")
-	delete(m, "type")
-	e.Fields = m
+	*e = ev
 	return nil
 }
 
@@ -122,7 +114,8 @@ func (l *Log) Emit(typ string, fields map[string]any) (Event, error) {
 	if l.redact != nil {
 		fields = redactFields(fields, l.redact)
 	}
-	e := Event{Time: l.now(), JobID: l.jobID, Type: typ, Fields: fields}
+	e := newEvent(Type(typ), fields)
+	e.Time, e.JobID = l.now(), l.jobID
 	line, err := e.MarshalJSON()
 	if err != nil {
 		return e, err

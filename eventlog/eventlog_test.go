@@ -47,7 +47,7 @@ func TestReadRoundTripAndFilter(t *testing.T) {
 		t.Fatalf("Read = %d events, %v", len(all), err)
 	}
 	got, _ := Read(path, Query{Types: []string{"a"}, Item: "y"})
-	if len(got) != 1 || got[0].JobID != "j" {
+	if len(got) != 1 || got[0].JobID != "j" || got[0].ItemID != "y" {
 		t.Errorf("filtered = %+v", got)
 	}
 }
@@ -107,11 +107,11 @@ func TestReadReportsDamage(t *testing.T) {
 func TestRedact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	l, _ := Open(path, "j", Options{Redact: strings.NewReplacer("hunter2", "***").Replace})
-	e, _ := l.Emit("a", map[string]any{"msg": "pw hunter2", "nested": map[string]any{"l": []any{"hunter2"}}, "n": 3})
+	e, _ := l.Emit("a", map[string]any{"msg": "pw hunter2", "nested": map[string]any{"l": []any{"hunter2"}}, "n": 3, "item_id": "hunter2"})
 	l.Close()
 	data, _ := os.ReadFile(path)
-	if strings.Contains(string(data), "hunter2") || e.Str("msg") != "pw ***" {
-		t.Errorf("secret leaked: %s", data)
+	if strings.Contains(string(data), "hunter2") || e.Str("msg") != "pw ***" || e.ItemID != "***" {
+		t.Errorf("secret leaked: %s, %+v", data, e)
 	}
 }
 

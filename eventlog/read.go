@@ -27,10 +27,11 @@ type selector struct {
 	q     Query
 	types [][]byte // one of these; none: any type
 	item  []byte   // this one; nil: any item
+	dec   *decoder
 }
 
 func (q Query) selector() selector {
-	sel := selector{q: q}
+	sel := selector{q: q, dec: newDecoder()}
 	for _, t := range q.Types {
 		b, _ := json.Marshal(t)
 		sel.types = append(sel.types, b)
@@ -65,7 +66,8 @@ func (sel selector) decode(line []byte) (Event, bool, error) {
 	if !sel.mayMatch(line) {
 		return e, false, nil
 	}
-	if err := e.UnmarshalJSON(line); err != nil {
+	e, err := sel.dec.event(line)
+	if err != nil {
 		return e, false, damagedLine{err}
 	}
 	return e, sel.q.Match(e), nil
@@ -73,18 +75,25 @@ func (sel selector) decode(line []byte) (Event, bool, error) {
 
 // Match reports whether a decoded event is selected.
 func (q Query) Match(e Event) bool {
-	return (len(q.Types) == 0 || slices.Contains(q.Types, e.Type)) && (q.Item == "" || e.Str("item_id") == q.Item)
+	return (len(q.Types) == 0 || slices.Contains(q.Types, e.Type)) && (q.Item == "" || e.ItemID == q.Item)
 }
 
 // Read returns the events of the log at path that q selects. A final line
 // without its newline (a write cut short by a crash) is ignored.
 func Read(path string, q Query) ([]Event, error) {
 	var out []Event
-	_, err := scan(path, 0, q, func(e Event) error {
+	err := Scan(path, q, func(e Event) error {
 		out = append(out, e)
 		return nil
 	})
 	return out, err
+}
+
+// Scan calls fn with each event of the log at path that q selects, in
+// order, as Read would return them, without holding them all at once.
+func Scan(path string, q Query, fn func(Event) error) error {
+	_, err := scan(path, 0, q, fn)
+	return err
 }
 
 // Until tells Follow when to stop.

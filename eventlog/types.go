@@ -1,14 +1,89 @@
 package eventlog
 
+// Type is the type of an event: the "type" of its line in the log.
+type Type string
+
+// The event types runner writes (SPEC §8 names the ones a user can rely
+// on; the others say more of what a job did).
+const (
+	TypeJobStarted     Type = "job_started"
+	TypeJobResumed     Type = "job_resumed"
+	TypeJobCompleted   Type = "job_completed"
+	TypeJobFailed      Type = "job_failed"
+	TypeJobStopped     Type = "job_stopped"
+	TypeJobInterrupted Type = "job_interrupted"
+
+	TypeStepStarted   Type = "step_started"
+	TypeStepCompleted Type = "step_completed"
+	TypeStepFailed    Type = "step_failed"
+	TypeStepSkipped   Type = "step_skipped"
+	TypeStepRepeat    Type = "step_repeat"
+
+	TypeAttemptStarted   Type = "attempt_started"
+	TypeAttemptSucceeded Type = "attempt_succeeded"
+	TypeAttemptFailed    Type = "attempt_failed"
+	TypeRetryDecision    Type = "retry_decision"
+
+	TypeFallbackFailed   Type = "fallback_failed"
+	TypeHandlerCompleted Type = "handler_completed"
+
+	TypeItemsLoaded  Type = "items_loaded"
+	TypeMapStarted   Type = "map_started"
+	TypeMapCompleted Type = "map_completed"
+
+	TypeItemStarted   Type = "item_started"
+	TypeItemSucceeded Type = "item_succeeded"
+	TypeItemFailed    Type = "item_failed"
+	TypeItemRetrying  Type = "item_retrying"
+	TypeItemSkipped   Type = "item_skipped"
+
+	TypeDLQAdded         Type = "dlq_added"
+	TypeDLQRemoved       Type = "dlq_removed"
+	TypeDLQRetryStarted  Type = "dlq_retry_started"
+	TypeDLQRetryFinished Type = "dlq_retry_finished"
+
+	TypeCircuitOpened    Type = "circuit_opened"
+	TypeCircuitHalfOpen  Type = "circuit_half_open"
+	TypeCircuitClosed    Type = "circuit_closed"
+	TypeThresholdReached Type = "threshold_reached"
+)
+
 // Types are the event types runner writes, grouped as a job meets them
 // (`runner events --type` takes these).
-var Types = []string{
-	"job_started", "job_resumed", "job_completed", "job_failed", "job_stopped", "job_interrupted",
-	"step_started", "step_completed", "step_failed", "step_skipped", "step_repeat",
-	"attempt_started", "attempt_succeeded", "attempt_failed", "retry_decision",
-	"fallback_failed", "handler_completed",
-	"items_loaded", "map_started", "map_completed",
-	"item_started", "item_succeeded", "item_failed", "item_retrying", "item_skipped",
-	"dlq_added", "dlq_removed", "dlq_retry_started", "dlq_retry_finished",
-	"circuit_opened", "circuit_half_open", "circuit_closed", "threshold_reached",
+var Types = []Type{
+	TypeJobStarted, TypeJobResumed, TypeJobCompleted, TypeJobFailed, TypeJobStopped, TypeJobInterrupted,
+	TypeStepStarted, TypeStepCompleted, TypeStepFailed, TypeStepSkipped, TypeStepRepeat,
+	TypeAttemptStarted, TypeAttemptSucceeded, TypeAttemptFailed, TypeRetryDecision,
+	TypeFallbackFailed, TypeHandlerCompleted,
+	TypeItemsLoaded, TypeMapStarted, TypeMapCompleted,
+	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped,
+	TypeDLQAdded, TypeDLQRemoved, TypeDLQRetryStarted, TypeDLQRetryFinished,
+	TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed, TypeThresholdReached,
+}
+
+// jobEnds are the types that end a run of a job, by the job status each
+// records.
+var jobEnds = map[string]Type{
+	"completed":   TypeJobCompleted,
+	"failed":      TypeJobFailed,
+	"stopped":     TypeJobStopped,
+	"interrupted": TypeJobInterrupted,
+}
+
+// JobEnded reports whether an event of type t ends a run of its job.
+func JobEnded(t Type) bool {
+	for _, end := range jobEnds {
+		if t == end {
+			return true
+		}
+	}
+	return false
+}
+
+// circuitTypes are the event types of a circuit breaker's transitions, by
+// the state it goes to (as the breaker package names them).
+var circuitTypes = map[string]Type{
+	"open":      TypeCircuitOpened,
+	"half_open": TypeCircuitHalfOpen,
+	"closed":    TypeCircuitClosed,
 }

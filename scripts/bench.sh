@@ -4,6 +4,7 @@
 #   chain overhead a K-step workflow vs a shell script running the same K commands
 #   retries        10,000 items, 10% failing twice before they succeed, zero delay
 #   scale          100,000 items: wall time, peak RSS, state-dir bytes, query latency
+#                  (runner events lists the job's ~600,000 events)
 #   streaming      a 1,000,000-item input: peak RSS while it loads
 # Alternating runs, medians. QUICK=1 runs a small version (about a
 # minute); SECTIONS="chain scale" runs only those sections.
@@ -161,7 +162,8 @@ printf 'name: scale\nmode: mapreduce\nmap:\n  input: items.txt\n  max_parallel: 
 t0=$(now)
 rss=$(peak_rss "$runner" run -q --progress never --state-dir scale --job-id big scale.yml)
 echo "  wall $(since "$t0")s, peak RSS ${rss} MB, state dir $(du -sb scale | awk '{printf "%.1f", $1 / 1048576}') MB"
-for q in "jobs" "events --type job_completed big" "events --item 50000 big" "dlq list big" "dlq list"; do
+echo "  event log: $(wc -l < scale/jobs/big/events.jsonl) events, $(du -b scale/jobs/big/events.jsonl | awk '{printf "%.0f", $1 / 1048576}') MB"
+for q in "jobs" "events big" "events --json big" "events --type job_completed big" "events --item 50000 big" "dlq list big" "dlq list"; do
 	: > t.q
 	for r in 1 2 3; do t0=$(now); $runner --state-dir scale $q >/dev/null 2>&1 || true; since "$t0" >> t.q; done
 	printf '  %-36s %6ss\n' "runner $q" "$(median < t.q)"

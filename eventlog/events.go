@@ -1,0 +1,264 @@
+package eventlog
+
+import "time"
+
+// The constructors below are the one place each event's fields are named:
+// the events a job writes are built here, so that every writer of a type
+// writes the same fields with the same value types.
+
+// newEvent is an event of type t with the given fields; ItemID mirrors
+// the "item_id" field.
+func newEvent(t Type, fields map[string]any) Event {
+	id, _ := fields["item_id"].(string)
+	return Event{Type: string(t), ItemID: id, Fields: fields}
+}
+
+// WithItem returns e told of item id, as the step events of a map agent
+// are.
+func (e Event) WithItem(id string) Event {
+	fields := make(map[string]any, len(e.Fields)+1)
+	for k, v := range e.Fields {
+		fields[k] = v
+	}
+	fields["item_id"] = id
+	e.Fields, e.ItemID = fields, id
+	return e
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// JobStarted is the first event of a job.
+func JobStarted(seed uint64, workflow, file, mode string, pid int) Event {
+	return newEvent(TypeJobStarted, map[string]any{"seed": seed, "workflow": workflow, "file": file, "mode": mode, "pid": pid})
+}
+
+// JobResumed starts a further run of a job; resumed counts the runs after
+// the first.
+func JobResumed(pid, resumed int) Event {
+	return newEvent(TypeJobResumed, map[string]any{"pid": pid, "resumed": resumed})
+}
+
+// JobFinished ends a run of a job with status ("completed", "failed",
+// "stopped" or "interrupted"), which picks its type; extra holds the
+// summary fields of the job's kind.
+func JobFinished(status string, exitCode int, d time.Duration, err error, extra map[string]any) Event {
+	fields := make(map[string]any, len(extra)+4)
+	for k, v := range extra {
+		fields[k] = v
+	}
+	fields["status"], fields["exit_code"], fields["duration_ms"] = status, exitCode, ms(d)
+	if err != nil {
+		fields["error"] = err.Error()
+	}
+	return newEvent(jobEnds[status], fields)
+}
+
+// StepStarted: step (numbered from 1 by index) runs command.
+func StepStarted(step string, index int, command string) Event {
+	return newEvent(TypeStepStarted, map[string]any{"step": step, "index": index, "command": command})
+}
+
+// StepCompleted: step succeeded with exitCode after d.
+func StepCompleted(step string, exitCode int, d time.Duration) Event {
+	return newEvent(TypeStepCompleted, map[string]any{"step": step, "exit_code": exitCode, "duration_ms": ms(d)})
+}
+
+// StepCompletedByFallback: step failed and its on_failure fallback
+// succeeded in its place.
+func StepCompletedByFallback(step string) Event {
+	return newEvent(TypeStepCompleted, map[string]any{"step": step, "fallback": true, "exit_code": 0})
+}
+
+// StepFailed: step failed before its command ran (its when: condition
+// could not be evaluated).
+func StepFailed(step, message string) Event {
+	return newEvent(TypeStepFailed, map[string]any{"step": step, "error": message})
+}
+
+// StepCommandFailed: step's command failed for good with exitCode;
+// handled names the on_failure action that takes over ("" for none).
+func StepCommandFailed(step, message string, exitCode int, handled string) Event {
+	fields := map[string]any{"step": step, "error": message, "exit_code": exitCode}
+	if handled != "" {
+		fields["handled"] = handled
+	}
+	return newEvent(TypeStepFailed, fields)
+}
+
+// StepSkipped: step did not run, for reason.
+func StepSkipped(step, reason string) Event {
+	return newEvent(TypeStepSkipped, map[string]any{"step": step, "reason": reason})
+}
+
+// StepRepeat: step's repeat condition is not met after run runs; the next
+// run starts after delay.
+func StepRepeat(step string, run int, delay time.Duration) Event {
+	return newEvent(TypeStepRepeat, map[string]any{"step": step, "run": run, "delay_ms": ms(delay)})
+}
+
+// AttemptStarted: attempt (from 1) of step's command starts.
+func AttemptStarted(step string, attempt int) Event {
+	return newEvent(TypeAttemptStarted, map[string]any{"step": step, "attempt": attempt})
+}
+
+// AttemptSucceeded: attempt of step's command succeeded after d.
+func AttemptSucceeded(step string, attempt int, d time.Duration) Event {
+	return newEvent(TypeAttemptSucceeded, map[string]any{"step": step, "attempt": attempt, "duration_ms": ms(d)})
+}
+
+// Failure is a failed attempt as events tell it.
+type Failure struct {
+	Step     string
+	Attempt  int
+	Kind     string // exit, signal, timeout, spawn, circuit_open
+	ExitCode int
+	Message  string
+	Duration time.Duration
+}
+
+func (f Failure) fields() map[string]any {
+	return map[string]any{
+		"step": f.Step, "attempt": f.Attempt, "kind": f.Kind, "exit_code": f.ExitCode,
+		"message": f.Message, "duration_ms": ms(f.Duration),
+	}
+}
+
+// AttemptFailed: an attempt of f.Step's command failed.
+func AttemptFailed(f Failure) Event { return newEvent(TypeAttemptFailed, f.fields()) }
+
+// Decision is what the retry policies decided after a failed attempt.
+type Decision struct {
+	Attempt  int    // the attempt that failed
+	Policy   int    // index of the policy that handled it; -1 for none
+	Matcher  string // the matcher that accepted it ("" = no retry_on)
+	Action   string // "retry" or "stop"
+	Delay    time.Duration
+	Reason   string
+	Limit    int // the handling policy's attempts
+	Count    int // failures the handling policy has seen, this one included
+	Kind     string
+	ExitCode int
+}
+
+// RetryDecision: the retry policies decided d after a failed attempt of
+// step.
+func RetryDecision(step string, d Decision) Event {
+	return newEvent(TypeRetryDecision, map[string]any{
+		"step": step, "attempt": d.Attempt, "policy": d.Policy, "matcher": d.Matcher, "action": d.Action,
+		"delay_ms": ms(d.Delay), "reason": d.Reason, "limit": d.Limit, "count": d.Count,
+		"kind": d.Kind, "exit_code": d.ExitCode,
+	})
+}
+
+// FallbackFailed: the on_failure fallback of step failed too.
+func FallbackFailed(step, message string) Event {
+	return newEvent(TypeFallbackFailed, map[string]any{"step": step, "error": message})
+}
+
+// HandlerCompleted: on_failure handler number handler (from 1) of step
+// ran and exited with exitCode.
+func HandlerCompleted(step string, handler, exitCode int) Event {
+	return newEvent(TypeHandlerCompleted, map[string]any{"step": step, "handler": handler, "exit_code": exitCode})
+}
+
+// CircuitChanged: a circuit breaker went to state to ("open", "half_open"
+// or "closed"); scope is "step" (then step names it) or "workflow".
+func CircuitChanged(to, scope, step string) Event {
+	fields := map[string]any{"scope": scope}
+	if step != "" {
+		fields["step"] = step
+	}
+	return newEvent(circuitTypes[to], fields)
+}
+
+// ThresholdReached: an error-policy rule stops the job, for reason.
+func ThresholdReached(rule, reason string) Event {
+	return newEvent(TypeThresholdReached, map[string]any{"rule": rule, "reason": reason})
+}
+
+// ItemsLoaded: the map input gave total items from source in d.
+func ItemsLoaded(total int, source string, d time.Duration) Event {
+	return newEvent(TypeItemsLoaded, map[string]any{"total": total, "source": source, "duration_ms": ms(d)})
+}
+
+// MapStarted: the map phase starts with pending of total items left.
+func MapStarted(total, pending, maxParallel int) Event {
+	return newEvent(TypeMapStarted, map[string]any{"total": total, "pending": pending, "max_parallel": maxParallel})
+}
+
+// ItemCounts are a map phase's items by state; the fields are those of
+// state.ItemCounts, which converts to this type.
+type ItemCounts struct {
+	Total     int
+	Succeeded int
+	Failed    int
+	Skipped   int
+	DLQ       int
+	Pending   int
+}
+
+func (c ItemCounts) fields() map[string]any {
+	return map[string]any{"total": c.Total, "succeeded": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "dlq": c.DLQ, "pending": c.Pending}
+}
+
+// MapCompleted: the map phase ended with items counted c.
+func MapCompleted(c ItemCounts) Event { return newEvent(TypeMapCompleted, c.fields()) }
+
+// ItemStarted: attempt of item id (index in the input) starts, or after a
+// crash goes on from its checkpoints (resumed).
+func ItemStarted(id string, index, attempt int, resumed bool) Event {
+	fields := map[string]any{"item_id": id, "item_index": index, "attempt": attempt}
+	if resumed {
+		fields["resumed"] = true
+	}
+	return newEvent(TypeItemStarted, fields)
+}
+
+// ItemSucceeded: attempt of item id succeeded after d.
+func ItemSucceeded(id string, attempt int, d time.Duration) Event {
+	return newEvent(TypeItemSucceeded, map[string]any{"item_id": id, "attempt": attempt, "duration_ms": ms(d)})
+}
+
+// ItemRetrying: attempt f.Attempt of item id failed; the next starts after
+// delay.
+func ItemRetrying(id string, f Failure, delay time.Duration) Event {
+	fields := f.fields()
+	fields["item_id"], fields["delay_ms"] = id, ms(delay)
+	return newEvent(TypeItemRetrying, fields)
+}
+
+// ItemFailed: item id (whose input value is item) failed for good with f;
+// action is what the error policy does with it.
+func ItemFailed(id string, f Failure, action string, item any) Event {
+	fields := f.fields()
+	fields["item_id"], fields["action"], fields["item"] = id, action, item
+	return newEvent(TypeItemFailed, fields)
+}
+
+// ItemSkipped: item id did not run, or is not retried, for reason.
+func ItemSkipped(id, reason string) Event {
+	return newEvent(TypeItemSkipped, map[string]any{"item_id": id, "reason": reason})
+}
+
+// DLQAdded: item id went to the DLQ with its failures.
+func DLQAdded(id string, failures int) Event {
+	return newEvent(TypeDLQAdded, map[string]any{"item_id": id, "failures": failures})
+}
+
+// DLQRemoved: item id left the DLQ, for reason ("" when a retry of it
+// succeeded).
+func DLQRemoved(id, reason string) Event {
+	fields := map[string]any{"item_id": id}
+	if reason != "" {
+		fields["reason"] = reason
+	}
+	return newEvent(TypeDLQRemoved, fields)
+}
+
+// DLQRetryStarted: a dlq retry of items starts.
+func DLQRetryStarted(items, maxParallel int) Event {
+	return newEvent(TypeDLQRetryStarted, map[string]any{"items": items, "max_parallel": maxParallel})
+}
+
+// DLQRetryFinished: a dlq retry ended with its items counted c.
+func DLQRetryFinished(c ItemCounts) Event { return newEvent(TypeDLQRetryFinished, c.fields()) }

@@ -1,0 +1,119 @@
+package eventlog
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// constructed pairs each constructor with the type and fields its event
+// had when the writers built the map themselves: the same keys, values and
+// Go value types, so that both the log and the in-process listeners see
+// what they saw before.
+var constructed = []struct {
+	got    Event
+	typ    string
+	fields map[string]any
+}{
+	{JobStarted(18446744073709551615, "deploy", "deploy.yml", "standard", 42), "job_started",
+		map[string]any{"seed": uint64(18446744073709551615), "workflow": "deploy", "file": "deploy.yml", "mode": "standard", "pid": 42}},
+	{JobResumed(42, 2), "job_resumed", map[string]any{"pid": 42, "resumed": 2}},
+	{JobFinished("completed", 0, 1500*time.Millisecond, nil, map[string]any{"succeeded": 2, "failed": 0, "skipped": 1}), "job_completed",
+		map[string]any{"succeeded": 2, "failed": 0, "skipped": 1, "status": "completed", "exit_code": 0, "duration_ms": int64(1500)}},
+	{JobFinished("failed", 1, time.Second, errors.New("step build failed"), nil), "job_failed",
+		map[string]any{"status": "failed", "exit_code": 1, "duration_ms": int64(1000), "error": "step build failed"}},
+	{JobFinished("stopped", 2, 0, nil, nil), "job_stopped", map[string]any{"status": "stopped", "exit_code": 2, "duration_ms": int64(0)}},
+	{JobFinished("interrupted", 130, 0, nil, nil), "job_interrupted", map[string]any{"status": "interrupted", "exit_code": 130, "duration_ms": int64(0)}},
+	{StepStarted("build", 3, "make\nmake test"), "step_started", map[string]any{"step": "build", "index": 3, "command": "make\nmake test"}},
+	{StepCompleted("build", 0, 2*time.Second), "step_completed", map[string]any{"step": "build", "exit_code": 0, "duration_ms": int64(2000)}},
+	{StepCompletedByFallback("build"), "step_completed", map[string]any{"step": "build", "fallback": true, "exit_code": 0}},
+	{StepFailed("build", "when: bad"), "step_failed", map[string]any{"step": "build", "error": "when: bad"}},
+	{StepCommandFailed("build", "exit status 2", 2, ""), "step_failed", map[string]any{"step": "build", "error": "exit status 2", "exit_code": 2}},
+	{StepCommandFailed("build", "exit status 2", 2, "continue"), "step_failed",
+		map[string]any{"step": "build", "error": "exit status 2", "exit_code": 2, "handled": "continue"}},
+	{StepSkipped("build", "when: false"), "step_skipped", map[string]any{"step": "build", "reason": "when: false"}},
+	{StepRepeat("poll", 3, 250*time.Millisecond), "step_repeat", map[string]any{"step": "poll", "run": 3, "delay_ms": int64(250)}},
+	{AttemptStarted("build", 2), "attempt_started", map[string]any{"step": "build", "attempt": 2}},
+	{AttemptSucceeded("build", 2, 40*time.Millisecond), "attempt_succeeded", map[string]any{"step": "build", "attempt": 2, "duration_ms": int64(40)}},
+	{AttemptFailed(Failure{Step: "build", Attempt: 1, Kind: "exit", ExitCode: 22, Message: "exit status 22", Duration: 5 * time.Millisecond}), "attempt_failed",
+		map[string]any{"step": "build", "attempt": 1, "kind": "exit", "exit_code": 22, "duration_ms": int64(5), "message": "exit status 22"}},
+	{RetryDecision("build", Decision{Attempt: 1, Policy: 0, Matcher: "rate_limit", Action: "retry", Delay: 2100 * time.Millisecond,
+		Reason: "matched rate_limit", Limit: 5, Count: 1, Kind: "exit", ExitCode: 22}), "retry_decision",
+		map[string]any{"step": "build", "attempt": 1, "policy": 0, "matcher": "rate_limit", "action": "retry", "delay_ms": int64(2100),
+			"reason": "matched rate_limit", "limit": 5, "count": 1, "kind": "exit", "exit_code": 22}},
+	{FallbackFailed("build", "exit status 1"), "fallback_failed", map[string]any{"step": "build", "error": "exit status 1"}},
+	{HandlerCompleted("build", 2, 0), "handler_completed", map[string]any{"step": "build", "handler": 2, "exit_code": 0}},
+	{CircuitChanged("open", "step", "build"), "circuit_opened", map[string]any{"step": "build", "scope": "step"}},
+	{CircuitChanged("half_open", "step", "build"), "circuit_half_open", map[string]any{"step": "build", "scope": "step"}},
+	{CircuitChanged("closed", "workflow", ""), "circuit_closed", map[string]any{"scope": "workflow"}},
+	{ThresholdReached("max_failures", "3 items failed"), "threshold_reached", map[string]any{"rule": "max_failures", "reason": "3 items failed"}},
+	{ItemsLoaded(3, "file items.txt", 10*time.Millisecond), "items_loaded", map[string]any{"total": 3, "source": "file items.txt", "duration_ms": int64(10)}},
+	{MapStarted(3, 2, 16), "map_started", map[string]any{"total": 3, "pending": 2, "max_parallel": 16}},
+	{MapCompleted(ItemCounts{Total: 6, Succeeded: 1, Failed: 1, Skipped: 1, DLQ: 2, Pending: 1}), "map_completed",
+		map[string]any{"total": 6, "succeeded": 1, "failed": 1, "skipped": 1, "dlq": 2, "pending": 1}},
+	{ItemStarted("a", 0, 1, false), "item_started", map[string]any{"item_id": "a", "item_index": 0, "attempt": 1}},
+	{ItemStarted("a", 0, 2, true), "item_started", map[string]any{"item_id": "a", "item_index": 0, "attempt": 2, "resumed": true}},
+	{ItemSucceeded("a", 1, 35*time.Millisecond), "item_succeeded", map[string]any{"item_id": "a", "attempt": 1, "duration_ms": int64(35)}},
+	{ItemRetrying("a", Failure{Step: "process", Attempt: 1, Kind: "timeout", ExitCode: -1, Message: "timed out", Duration: time.Second}, 500*time.Millisecond),
+		"item_retrying", map[string]any{"item_id": "a", "attempt": 1, "kind": "timeout", "exit_code": -1, "step": "process",
+			"message": "timed out", "duration_ms": int64(1000), "delay_ms": int64(500)}},
+	{ItemFailed("a", Failure{Step: "process", Attempt: 3, Kind: "exit", ExitCode: 1, Message: "boom"}, "dlq", map[string]any{"n": int64(1)}),
+		"item_failed", map[string]any{"item_id": "a", "attempt": 3, "kind": "exit", "exit_code": 1, "step": "process", "message": "boom",
+			"duration_ms": int64(0), "action": "dlq", "item": map[string]any{"n": int64(1)}}},
+	{ItemSkipped("a", "on_item_failure: skip"), "item_skipped", map[string]any{"item_id": "a", "reason": "on_item_failure: skip"}},
+	{DLQAdded("a", 3), "dlq_added", map[string]any{"item_id": "a", "failures": 3}},
+	{DLQRemoved("a", ""), "dlq_removed", map[string]any{"item_id": "a"}},
+	{DLQRemoved("a", "purged"), "dlq_removed", map[string]any{"item_id": "a", "reason": "purged"}},
+	{DLQRetryStarted(4, 2), "dlq_retry_started", map[string]any{"items": 4, "max_parallel": 2}},
+	{DLQRetryFinished(ItemCounts{Total: 4, Succeeded: 3, DLQ: 1}), "dlq_retry_finished",
+		map[string]any{"total": 4, "succeeded": 3, "failed": 0, "skipped": 0, "dlq": 1, "pending": 0}},
+	{AttemptStarted("process", 1).WithItem("a"), "attempt_started", map[string]any{"step": "process", "attempt": 1, "item_id": "a"}},
+}
+
+func TestConstructorsBuildTheFieldsWritersBuilt(t *testing.T) {
+	for _, c := range constructed {
+		if c.got.Type != c.typ || !reflect.DeepEqual(c.got.Fields, c.fields) {
+			t.Errorf("got %s %#v\nwant %s %#v", c.got.Type, c.got.Fields, c.typ, c.fields)
+		}
+		want, _ := c.fields["item_id"].(string)
+		if c.got.ItemID != want {
+			t.Errorf("%s: ItemID %q, want %q", c.typ, c.got.ItemID, want)
+		}
+	}
+}
+
+// Every type has a constructor.
+func TestEveryTypeIsConstructed(t *testing.T) {
+	built := map[string]bool{}
+	for _, c := range constructed {
+		built[c.got.Type] = true
+	}
+	for _, typ := range Types {
+		if !built[string(typ)] {
+			t.Errorf("no constructor in the table builds %s", typ)
+		}
+	}
+}
+
+// WithItem adds the item to a copy: the event it was called on keeps its
+// fields.
+func TestWithItemCopies(t *testing.T) {
+	e := StepStarted("build", 1, "make")
+	withItem := e.WithItem("a")
+	if _, ok := e.Fields["item_id"]; ok || e.ItemID != "" {
+		t.Errorf("WithItem changed its receiver: %+v", e)
+	}
+	if withItem.ItemID != "a" || withItem.Str("item_id") != "a" || withItem.Str("step") != "build" {
+		t.Errorf("WithItem = %+v", withItem)
+	}
+}
+
+func TestJobEnded(t *testing.T) {
+	for _, typ := range Types {
+		want := typ == TypeJobCompleted || typ == TypeJobFailed || typ == TypeJobStopped || typ == TypeJobInterrupted
+		if JobEnded(typ) != want {
+			t.Errorf("JobEnded(%s) = %v", typ, !want)
+		}
+	}
+}
