@@ -61,9 +61,38 @@ var specTypes = []eventlog.Type{
 	"circuit_opened", "circuit_half_open", "circuit_closed", "threshold_reached",
 }
 
+// specSection8Types reads the event types SPEC §8 lists (../shared/SPEC.md,
+// beside the checkout as in CI), in order; nil when the spec is not there.
+func specSection8Types(t *testing.T) []eventlog.Type {
+	data, err := os.ReadFile(filepath.Join("..", "shared", "SPEC.md"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(data), "## 8. State, events, concurrency")
+	_, list, ok := strings.Cut(sec, "At least these types")
+	list, _, _ = strings.Cut(list, "Map-agent step")
+	if !ok {
+		t.Fatal("SPEC.md: no list of event types in §8")
+	}
+	var types []eventlog.Type
+	for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(list, -1) {
+		if strings.Contains(m[1], "_") && !slices.Contains([]string{"item_id", "exit_code", "duration_ms", "delay_ms"}, m[1]) {
+			types = append(types, eventlog.Type(m[1]))
+		}
+	}
+	return types
+}
+
 // Every type SPEC §8 names is an eventlog constant, in eventlog.Types, and
-// written by a constructor with the fields the spec names for it.
+// written by a constructor with the fields the spec names for it; the list
+// here is the spec's, read from SPEC.md when it is beside the checkout.
 func TestEventTypesCoverSpec(t *testing.T) {
+	if spec := specSection8Types(t); spec != nil && !slices.Equal(spec, specTypes) {
+		t.Errorf("SPEC §8 lists %v; specTypes here is %v", spec, specTypes)
+	}
 	consts := eventTypeConstants(t)
 	built := map[eventlog.Type]bool{}
 	for _, s := range specEvents {
