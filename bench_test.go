@@ -96,7 +96,7 @@ func writeMapJobLog(b *testing.B, path string, n int) {
 	}
 	written := 0
 	emit := func(e eventlog.Event) {
-		if _, err := l.Emit(e.Type, e.Fields); err != nil {
+		if _, err := l.Emit(e); err != nil {
 			b.Fatal(err)
 		}
 		written++

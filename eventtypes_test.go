@@ -159,34 +159,58 @@ func eventTypeConstants(t *testing.T) []eventlog.Type {
 	return consts
 }
 
-// emitCall finds the event type of an emit or Emit call that names it with
-// a string literal (the types built from parts are listed by hand).
-var emitCall = regexp.MustCompile(`[eE]mit\((?:[A-Za-z]+(?:\{\})?, )?"([a-z_]+)",`)
-
-// Every event type the code writes is in eventlog.Types, the vocabulary
-// that `runner events --type` checks names against.
-func TestEventTypesAreListed(t *testing.T) {
-	found := 0
+// Events are written only as the eventlog constructors build them: no
+// code outside eventlog makes an Event of its own or a Type from a string
+// literal, so that every type written is one of eventlog's constants.
+func TestEventsComeFromConstructors(t *testing.T) {
+	checked := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			filepath.Dir(path) == "eventlog" {
 			return err
 		}
-		src, err := os.ReadFile(path)
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 		if err != nil {
 			return err
 		}
-		for _, m := range emitCall.FindAllStringSubmatch(string(src), -1) {
-			found++
-			if !slices.Contains(eventlog.Types, eventlog.Type(m[1])) {
-				t.Errorf("%s emits %q, which is not in eventlog.Types", path, m[1])
+		checked++
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CompositeLit:
+				if isEventlog(n.Type, "Event") {
+					t.Errorf("%s makes an eventlog.Event itself; use a constructor", path)
+				}
+			case *ast.CallExpr:
+				if _, lit := unparen(n.Args).(*ast.BasicLit); lit && isEventlog(n.Fun, "Type") {
+					t.Errorf("%s makes an event type from a string literal; use its constant", path)
+				}
 			}
-		}
+			return true
+		})
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found < 20 {
-		t.Fatalf("found only %d emit calls: the pattern no longer matches the code", found)
+	if checked < 50 {
+		t.Fatalf("checked only %d files: the walk no longer sees the code", checked)
 	}
+}
+
+// isEventlog reports whether e is eventlog.name.
+func isEventlog(e ast.Expr, name string) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != name {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "eventlog"
+}
+
+// unparen returns the only argument of a call, or nil.
+func unparen(args []ast.Expr) ast.Expr {
+	if len(args) != 1 {
+		return nil
+	}
+	return args[0]
 }

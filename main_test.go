@@ -216,15 +216,15 @@ func breakerPause(ts *testscript.TestScript, neg bool, args []string) {
 			probes = nil
 		case e.Type == "item_started" && e.Fields["attempt"] == json.Number("1"):
 			if !opened.IsZero() {
-				ts.Fatalf("item %s started at %s while the breaker was open (since %s)", e.Str("item_id"), e.Time, opened)
+				ts.Fatalf("item %s started at %s while the breaker was open (since %s)", e.ItemID, e.Time, opened)
 			}
 			if probes != nil {
-				probes[e.Str("item_id")] = true
+				probes[e.ItemID] = true
 				if len(probes) > successes {
-					ts.Fatalf("item %s is probe %d of one half-open period, want at most %d", e.Str("item_id"), len(probes), successes)
+					ts.Fatalf("item %s is probe %d of one half-open period, want at most %d", e.ItemID, len(probes), successes)
 				}
 			}
-		case e.Type == "item_succeeded" && probes[e.Str("item_id")]:
+		case e.Type == eventlog.TypeItemSucceeded && probes[e.ItemID]:
 			passed++
 		}
 	}

@@ -117,7 +117,7 @@ func recordPurged(j *state.Job, purged []dlq.Purged) error {
 		return err
 	}
 	for _, p := range purged {
-		if _, err = log.Emit("dlq_removed", map[string]any{"item_id": p.ItemID, "reason": "purged"}); err != nil {
+		if _, err = log.Emit(eventlog.DLQRemoved(p.ItemID, "purged")); err != nil {
 			break
 		}
 	}

@@ -47,7 +47,11 @@ func newEventsCommand(g *globalOptions) *cobra.Command {
 }
 
 func (o eventsOptions) query() eventlog.Query {
-	return eventlog.Query{Types: o.Type, Item: o.Item}
+	q := eventlog.Query{Item: o.Item}
+	for _, t := range o.Type {
+		q.Types = append(q.Types, eventlog.Type(t))
+	}
+	return q
 }
 
 func (o eventsOptions) validate() error {
@@ -180,7 +184,7 @@ func printEvent(g *globalOptions, asJSON bool, e eventlog.Event) error {
 func appendEventLine(b []byte, e eventlog.Event) []byte {
 	b = e.Time.Local().AppendFormat(b, time.DateTime+".000")
 	b = append(append(b, "  "...), e.Type...)
-	for n := utf8.RuneCountInString(e.Type); n < 18; n++ {
+	for n := utf8.RuneCountInString(string(e.Type)); n < 18; n++ {
 		b = append(b, ' ')
 	}
 	b = append(append(b, ' '), describeEvent(e)...)

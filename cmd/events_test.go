@@ -13,7 +13,7 @@ import (
 func TestAppendEventLinePadsTheTypeAsFmt(t *testing.T) {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
 	for _, typ := range []string{"", "a", "item_succeeded", "dlq_retry_finished", "a_type_longer_than_eighteen", "événement_spécial"} {
-		e := eventlog.Event{Time: at, Type: typ, Fields: map[string]any{"n": 1}}
+		e := eventlog.Event{Time: at, Type: eventlog.Type(typ), Fields: map[string]any{"n": 1}}
 		want := fmt.Sprintf("%s  %-18s %s\n", at.Local().Format(time.DateTime+".000"), typ, describeEvent(e))
 		if got := string(appendEventLine([]byte("kept"), e)); got != "kept"+want {
 			t.Errorf("got  %q\nwant %q", got, "kept"+want)

@@ -259,56 +259,56 @@ func (p *progress) status() string {
 func (p *progress) observe(e eventlog.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	item := e.Str("item_id")
+	item := e.ItemID
 	switch e.Type {
-	case "map_started":
+	case eventlog.TypeMapStarted:
 		p.mapping, p.mapStart = true, time.Now()
 		p.total = int(toInt64(e.Fields["total"]))
 		p.done = p.total - int(toInt64(e.Fields["pending"])) // finished in an earlier run
-	case "map_completed":
+	case eventlog.TypeMapCompleted:
 		p.mapping = false
 		p.clear()
-	case "item_started": // every attempt of the item, once it holds a slot
+	case eventlog.TypeItemStarted: // every attempt of the item, once it holds a slot
 		p.move(item, itemRunning)
-	case "item_succeeded":
+	case eventlog.TypeItemSucceeded:
 		p.finish(item)
 		p.done++
-	case "item_failed":
+	case eventlog.TypeItemFailed:
 		p.finish(item)
 		p.failed++
-	case "attempt_started":
+	case eventlog.TypeAttemptStarted:
 		if _, started := p.items[item]; started {
 			p.move(item, itemRunning) // it took a slot again
 		}
 		if item == "" {
 			p.attempt = int(toInt64(e.Fields["attempt"]))
 		}
-	case "retry_decision":
+	case eventlog.TypeRetryDecision:
 		if _, started := p.items[item]; started && e.Str("action") == "retry" {
 			p.move(item, itemRetrying)
 		}
 		if item == "" {
 			p.limit = int(toInt64(e.Fields["limit"]))
 		}
-	case "item_retrying":
+	case eventlog.TypeItemRetrying:
 		p.move(item, itemRetrying)
-	case "step_repeat":
+	case eventlog.TypeStepRepeat:
 		if _, started := p.items[item]; started {
 			p.move(item, itemPolling)
 		}
-	case "circuit_opened", "circuit_half_open", "circuit_closed":
+	case eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen, eventlog.TypeCircuitClosed:
 		if e.Str("scope") == "workflow" {
-			p.breaker = strings.TrimPrefix(e.Type, "circuit_")
+			p.breaker = strings.TrimPrefix(string(e.Type), "circuit_")
 			if p.breaker == "opened" {
 				p.breaker = "open"
 			}
 		}
-	case "step_started":
+	case eventlog.TypeStepStarted:
 		if item == "" {
 			p.step, p.stepN, p.stepStart = e.Str("step"), int(toInt64(e.Fields["index"])), time.Now()
 			p.attempt, p.limit = 1, 0
 		}
-	case "step_completed", "step_failed", "step_skipped":
+	case eventlog.TypeStepCompleted, eventlog.TypeStepFailed, eventlog.TypeStepSkipped:
 		if item == "" {
 			p.step = ""
 		}

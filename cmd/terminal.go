@@ -85,43 +85,43 @@ func (t *terminal) event(e eventlog.Event) {
 	if t.g.Quiet {
 		return
 	}
-	if _, agent := e.Fields["item_id"]; agent {
+	if e.ItemID != "" {
 		t.itemEvent(e)
 		return
 	}
 	step := e.Str("step")
 	switch e.Type {
-	case "items_loaded":
+	case eventlog.TypeItemsLoaded:
 		t.printf("loaded %v items from %s\n", e.Fields["total"], e.Str("source"))
-	case "map_started":
+	case eventlog.TypeMapStarted:
 		t.phase = "reduce "
 		t.printf("==> map: %v items, %v to run, max_parallel %v\n", e.Fields["total"], e.Fields["pending"], e.Fields["max_parallel"])
-	case "threshold_reached":
+	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
-	case "step_started":
+	case eventlog.TypeStepStarted:
 		t.printf("==> %s%s %s\n", t.phase, step, firstCommandLine(e.Str("command")))
-	case "step_skipped":
+	case eventlog.TypeStepSkipped:
 		t.printf("--- skipped %s (%s)\n", step, e.Str("reason"))
-	case "step_failed":
+	case eventlog.TypeStepFailed:
 		if h := e.Str("handled"); h != "" {
 			t.printf("!!! %s (handled: %s)\n", e.Str("error"), h)
 		} else {
 			t.printf("!!! %s\n", e.Str("error"))
 		}
-	case "attempt_failed":
+	case eventlog.TypeAttemptFailed:
 		if t.g.Verbose {
 			t.printf("    attempt %v failed: %s\n", e.Fields["attempt"], e.Str("message"))
 		}
-	case "retry_decision":
+	case eventlog.TypeRetryDecision:
 		if e.Str("reason") != retryv2.ReasonCanceled { // the interrupt is reported on its own
 			t.printf("    %s\n", retryLine(e))
 		}
-	case "circuit_opened", "circuit_half_open", "circuit_closed":
+	case eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen, eventlog.TypeCircuitClosed:
 		what := "of " + step
 		if e.Str("scope") == "workflow" {
 			what = "(workflow)"
 		}
-		t.printf("    circuit breaker %s: %s\n", what, strings.Replace(strings.TrimPrefix(e.Type, "circuit_"), "half_open", "half-open", 1))
+		t.printf("    circuit breaker %s: %s\n", what, strings.Replace(strings.TrimPrefix(string(e.Type), "circuit_"), "half_open", "half-open", 1))
 	default:
 		if t.g.Verbose {
 			line, _ := e.MarshalJSON()
@@ -142,7 +142,7 @@ func firstCommandLine(cmd string) string {
 // itemEvent renders an event of a map agent: item failures per the
 // workflow's error_collection; the rest only with -v.
 func (t *terminal) itemEvent(e eventlog.Event) {
-	if e.Type != "item_failed" {
+	if e.Type != eventlog.TypeItemFailed {
 		if t.g.Verbose {
 			line, _ := e.MarshalJSON()
 			t.printf("    %s\n", line)
@@ -166,7 +166,7 @@ func (t *terminal) itemEvent(e eventlog.Event) {
 // itemFailureLine renders a final item failure:
 // `item "b" (dlq): step "process" failed: exit status 1: boom`.
 func itemFailureLine(e eventlog.Event) string {
-	return fmt.Sprintf("item %q (%s): %s", e.Str("item_id"), e.Str("action"), e.Str("message"))
+	return fmt.Sprintf("item %q (%s): %s", e.ItemID, e.Str("action"), e.Str("message"))
 }
 
 // flushFailures shows the item failures not shown yet, grouped by error
@@ -186,14 +186,14 @@ func (t *terminal) flushFailures() {
 	var order []string
 	groups := map[string]*group{}
 	for _, e := range pending {
-		key := e.Str("step") + "\x00" + dlq.Signature(e.Str("message"), dlq.ItemStrings(e.Str("item_id"), e.Fields["item"])...)
+		key := e.Str("step") + "\x00" + dlq.Signature(e.Str("message"), dlq.ItemStrings(e.ItemID, e.Fields["item"])...)
 		g, ok := groups[key]
 		if !ok {
 			g = &group{example: e}
 			groups[key] = g
 			order = append(order, key)
 		}
-		g.items = append(g.items, e.Str("item_id"))
+		g.items = append(g.items, e.ItemID)
 	}
 	t.printf("item failures:\n")
 	for _, key := range order {

@@ -54,7 +54,9 @@ func (d *decoder) event(line []byte) (Event, error) {
 		case "job_id":
 			e.JobID, err = p.headerString()
 		case "type":
-			e.Type, err = p.headerString()
+			var typ string
+			typ, err = p.headerString()
+			e.Type = Type(typ)
 		default:
 			e.Fields[name], err = p.value()
 		}

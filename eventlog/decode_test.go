@@ -26,7 +26,8 @@ func mapDecode(data []byte) (Event, error) {
 	}
 	e := Event{Time: t}
 	e.JobID, _ = m["job_id"].(string)
-	e.Type, _ = m["type"].(string)
+	typ, _ := m["type"].(string)
+	e.Type = Type(typ)
 	delete(m, "time")
 	delete(m, "job_id")
 	delete(m, "type")

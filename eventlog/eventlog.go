@@ -22,7 +22,7 @@ import (
 type Event struct {
 	Time   time.Time
 	JobID  string
-	Type   string
+	Type   Type
 	ItemID string
 	Fields map[string]any
 }
@@ -106,15 +106,15 @@ func Open(path, jobID string, opts Options) (*Log, error) {
 	return &Log{f: f, jobID: jobID, now: opts.Now, redact: opts.Redact}, nil
 }
 
-// Emit appends one event and returns it as written (redacted). Fields may
-// be nil.
-func (l *Log) Emit(typ string, fields map[string]any) (Event, error) {
+// Emit appends e (one of the constructors' events), stamped with the time
+// and the log's job, and returns it as written (redacted).
+func (l *Log) Emit(e Event) (Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.redact != nil {
-		fields = redactFields(fields, l.redact)
+		e.Fields = redactFields(e.Fields, l.redact)
+		e.ItemID, _ = e.Fields["item_id"].(string)
 	}
-	e := newEvent(Type(typ), fields)
 	e.Time, e.JobID = l.now(), l.jobID
 	line, err := e.MarshalJSON()
 	if err != nil {

@@ -18,7 +18,7 @@ func TestEmitWritesFlatJSONLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Emit("step_started", map[string]any{"step": "build", "attempt": 1}); err != nil {
+	if _, err := l.Emit(newEvent("step_started", map[string]any{"step": "build", "attempt": 1})); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
@@ -38,15 +38,15 @@ func TestEmitWritesFlatJSONLines(t *testing.T) {
 func TestReadRoundTripAndFilter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	l, _ := Open(path, "j", Options{})
-	l.Emit("a", map[string]any{"item_id": "x"})
-	l.Emit("b", nil)
-	l.Emit("a", map[string]any{"item_id": "y"})
+	l.Emit(newEvent("a", map[string]any{"item_id": "x"}))
+	l.Emit(newEvent("b", nil))
+	l.Emit(newEvent("a", map[string]any{"item_id": "y"}))
 	l.Close()
 	all, err := Read(path, Query{})
 	if err != nil || len(all) != 3 {
 		t.Fatalf("Read = %d events, %v", len(all), err)
 	}
-	got, _ := Read(path, Query{Types: []string{"a"}, Item: "y"})
+	got, _ := Read(path, Query{Types: []Type{"a"}, Item: "y"})
 	if len(got) != 1 || got[0].JobID != "j" || got[0].ItemID != "y" {
 		t.Errorf("filtered = %+v", got)
 	}
@@ -57,11 +57,11 @@ func TestReadRoundTripAndFilter(t *testing.T) {
 func TestQueryPrefilterIsOnlyAHint(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	l, _ := Open(path, "j", Options{})
-	l.Emit("c", map[string]any{"item_id": "y", "message": `"a" happened to "y"`})
-	l.Emit("a", map[string]any{"item_id": `q"uote`})
-	l.Emit("a", map[string]any{"item_id": "other", "message": `"q\"uote"`})
+	l.Emit(newEvent("c", map[string]any{"item_id": "y", "message": `"a" happened to "y"`}))
+	l.Emit(newEvent("a", map[string]any{"item_id": `q"uote`}))
+	l.Emit(newEvent("a", map[string]any{"item_id": "other", "message": `"q\"uote"`}))
 	l.Close()
-	if got, _ := Read(path, Query{Types: []string{"a"}, Item: "y"}); len(got) != 0 {
+	if got, _ := Read(path, Query{Types: []Type{"a"}, Item: "y"}); len(got) != 0 {
 		t.Errorf("a c event mentioning \"a\" was selected: %+v", got)
 	}
 	got, _ := Read(path, Query{Item: `q"uote`})
@@ -88,7 +88,7 @@ func TestOpenAfterTornWriteKeepsEventsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Emit("b", nil)
+	l.Emit(newEvent("b", nil))
 	l.Close()
 	got, err := Read(path, Query{})
 	if err != nil || len(got) != 2 || got[0].Type != "a" || got[1].Type != "b" {
@@ -107,7 +107,7 @@ func TestReadReportsDamage(t *testing.T) {
 func TestRedact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	l, _ := Open(path, "j", Options{Redact: strings.NewReplacer("hunter2", "***").Replace})
-	e, _ := l.Emit("a", map[string]any{"msg": "pw hunter2", "nested": map[string]any{"l": []any{"hunter2"}}, "n": 3, "item_id": "hunter2"})
+	e, _ := l.Emit(newEvent("a", map[string]any{"msg": "pw hunter2", "nested": map[string]any{"l": []any{"hunter2"}}, "n": 3, "item_id": "hunter2"}))
 	l.Close()
 	data, _ := os.ReadFile(path)
 	if strings.Contains(string(data), "hunter2") || e.Str("msg") != "pw ***" || e.ItemID != "***" {
@@ -124,7 +124,7 @@ func TestConcurrentEmitKeepsLinesWhole(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
-				l.Emit("tick", map[string]any{"payload": strings.Repeat("x", 500)})
+				l.Emit(newEvent("tick", map[string]any{"payload": strings.Repeat("x", 500)}))
 			}
 		}()
 	}
@@ -139,17 +139,17 @@ func TestConcurrentEmitKeepsLinesWhole(t *testing.T) {
 func TestFollowStopsAtEndEvent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	l, _ := Open(path, "j", Options{})
-	l.Emit("start", nil)
+	l.Emit(newEvent("start", nil))
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		l.Emit("middle", nil)
-		l.Emit("end", nil)
+		l.Emit(newEvent("middle", nil))
+		l.Emit(newEvent("end", nil))
 	}()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	var seen []string
 	ended := false
-	err := Follow(ctx, path, Query{}, func(e Event) error { seen = append(seen, e.Type); return nil },
+	err := Follow(ctx, path, Query{}, func(e Event) error { seen = append(seen, string(e.Type)); return nil },
 		Until{See: func(e Event) { ended = e.Type == "end" }, Done: func() (bool, error) { return ended, nil }})
 	if err != nil || strings.Join(seen, ",") != "start,middle,end" {
 		t.Fatalf("seen %v, err %v", seen, err)
@@ -166,7 +166,7 @@ func BenchmarkEmit(b *testing.B) {
 	fields := map[string]any{"item_id": "item_42", "step": "process", "attempt": 1, "duration_ms": int64(12)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := l.Emit("attempt_succeeded", fields); err != nil {
+		if _, err := l.Emit(newEvent("attempt_succeeded", fields)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -176,8 +176,8 @@ func BenchmarkEmit(b *testing.B) {
 func TestRawCopiesLinesAndRefusesDamage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	l, _ := Open(path, "j", Options{})
-	l.Emit("a", map[string]any{"item_id": "x"})
-	l.Emit("b", nil)
+	l.Emit(newEvent("a", map[string]any{"item_id": "x"}))
+	l.Emit(newEvent("b", nil))
 	l.Close()
 	var lines []string
 	if err := Raw(path, Query{}, func(line []byte) error { lines = append(lines, string(line)); return nil }); err != nil || len(lines) != 2 {

@@ -10,7 +10,7 @@ import "time"
 // the "item_id" field.
 func newEvent(t Type, fields map[string]any) Event {
 	id, _ := fields["item_id"].(string)
-	return Event{Type: string(t), ItemID: id, Fields: fields}
+	return Event{Type: t, ItemID: id, Fields: fields}
 }
 
 // WithItem returns e told of item id, as the step events of a map agent

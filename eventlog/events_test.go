@@ -73,7 +73,7 @@ var constructed = []struct {
 
 func TestConstructorsBuildTheFieldsWritersBuilt(t *testing.T) {
 	for _, c := range constructed {
-		if c.got.Type != c.typ || !reflect.DeepEqual(c.got.Fields, c.fields) {
+		if string(c.got.Type) != c.typ || !reflect.DeepEqual(c.got.Fields, c.fields) {
 			t.Errorf("got %s %#v\nwant %s %#v", c.got.Type, c.got.Fields, c.typ, c.fields)
 		}
 		want, _ := c.fields["item_id"].(string)
@@ -85,12 +85,12 @@ func TestConstructorsBuildTheFieldsWritersBuilt(t *testing.T) {
 
 // Every type has a constructor.
 func TestEveryTypeIsConstructed(t *testing.T) {
-	built := map[string]bool{}
+	built := map[Type]bool{}
 	for _, c := range constructed {
 		built[c.got.Type] = true
 	}
 	for _, typ := range Types {
-		if !built[string(typ)] {
+		if !built[typ] {
 			t.Errorf("no constructor in the table builds %s", typ)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 // Lines that cannot match are skipped before they are decoded, so a query
 // over a large log costs little more than reading it.
 type Query struct {
-	Types []string // any of these types; none: every type
-	Item  string   // only events of this item_id; "": every event
+	Types []Type // any of these types; none: every type
+	Item  string // only events of this item_id; "": every event
 }
 
 // selector is a Query prepared for raw lines: the JSON strings a matching

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
@@ -20,7 +21,7 @@ import (
 // Executor runs steps: it owns what every step of a job shares.
 type Executor struct {
 	JobID  string
-	Emit   func(typ string, fields map[string]any)
+	Emit   func(eventlog.Event)
 	Mask   func(string) string // replaces secret values in command output; nil: none
 	Env    []string            // base environment of every command: process env + workflow env
 	Grace  time.Duration       // TERM -> KILL; 0 = proc.DefaultGrace
@@ -63,14 +64,14 @@ func (r Run) stderr(x *Executor) io.Writer {
 }
 
 // emit sends an event, naming the run's item if it has one.
-func (x *Executor) emit(r Run, typ string, fields map[string]any) {
+func (x *Executor) emit(r Run, e eventlog.Event) {
 	if x.Emit == nil {
 		return
 	}
 	if r.ItemID != "" {
-		fields["item_id"] = r.ItemID
+		e = e.WithItem(r.ItemID)
 	}
-	x.Emit(typ, fields)
+	x.Emit(e)
 }
 
 // commandResult is one finished command with its captured output.

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/breaker"
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -31,8 +32,7 @@ func (x *Executor) breaker(step *workflow.Step) *breaker.Breaker {
 	}
 	key := step.Key()
 	b := breaker.New(key, *step.Breaker, func(to string) {
-		x.emit(Run{}, "circuit_"+map[string]string{"open": "opened", "half_open": "half_open", "closed": "closed"}[to],
-			map[string]any{"step": key, "scope": "step"})
+		x.emit(Run{}, eventlog.CircuitChanged(to, "step", key))
 	})
 	x.breakers.m[step] = b
 	return b

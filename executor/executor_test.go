@@ -26,7 +26,7 @@ func BenchmarkRunStep(b *testing.B) {
 	defer log.Close()
 	x := &Executor{
 		JobID:  "b",
-		Emit:   func(typ string, fields map[string]any) { log.Emit(typ, fields) },
+		Emit:   func(e eventlog.Event) { log.Emit(e) },
 		Env:    os.Environ(),
 		Stdout: io.Discard,
 		Stderr: io.Discard,

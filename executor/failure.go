@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -14,15 +15,15 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 	err := stepError(step, cause)
 	res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
 	if ctx.Err() != nil {
-		x.emit(r, "step_failed", map[string]any{"step": key, "error": err.Error(), "exit_code": last.ExitCode})
+		x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, ""))
 		return res // an interrupt is never "handled"
 	}
 	action := step.OnFailure.Action
-	fields := map[string]any{"step": key, "error": err.Error(), "exit_code": last.ExitCode}
-	if action != workflow.FailStop && action != "" {
-		fields["handled"] = string(action)
+	handled := string(action)
+	if action == workflow.FailStop {
+		handled = ""
 	}
-	x.emit(r, "step_failed", fields)
+	x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, handled))
 
 	hr := r
 	hr.Scope = r.Scope.Child()
@@ -36,7 +37,7 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 		if fb.Failed() {
 			res.Handled = workflow.FailStop
 			res.Err = errors.Join(err, handlerError("fallback", fb))
-			x.emit(r, "fallback_failed", map[string]any{"step": key, "error": fb.Message()})
+			x.emit(r, eventlog.FallbackFailed(key, fb.Message()))
 			return res
 		}
 		vars, cerr := x.capture(step, fb, r.Scope)
@@ -45,12 +46,12 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 			res.Err = errors.Join(err, cerr)
 			return res
 		}
-		x.emit(r, "step_completed", map[string]any{"step": key, "fallback": true, "exit_code": 0})
+		x.emit(r, eventlog.StepCompletedByFallback(key))
 		return StepResult{Status: StepSucceeded, Handled: workflow.FailFallback, Outcome: fb.Outcome, Attempts: last.Attempt, Err: err, Vars: vars}
 	case workflow.FailHandler:
 		for i, cmd := range step.OnFailure.Commands {
 			h := x.runCommand(ctx, step, cmd, hr, 1, false)
-			x.emit(r, "handler_completed", map[string]any{"step": key, "handler": i + 1, "exit_code": h.ExitCode})
+			x.emit(r, eventlog.HandlerCompleted(key, i+1, h.ExitCode))
 			if h.Failed() {
 				res.Handled = workflow.FailStop
 				res.Err = errors.Join(err, handlerError("on_failure handler", h))

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -45,7 +46,7 @@ func (x *Executor) runRepeated(ctx context.Context, step *workflow.Step, r Run) 
 		if rp.Timeout > 0 && time.Since(start)+gap >= rp.Timeout {
 			return res, fmt.Errorf("repeat: condition not met within %s (until: %s)", rp.Timeout, rp.Until.Source)
 		}
-		x.emit(r, "step_repeat", map[string]any{"step": step.Key(), "run": run, "delay_ms": ms(gap)})
+		x.emit(r, eventlog.StepRepeat(step.Key(), run, gap))
 		if err := retryv2.Pause(ctx, gap, r.Slot); err != nil {
 			return res, err
 		}

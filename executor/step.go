@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -46,21 +47,21 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 		ok, err := step.When.Bool(r.Scope.Vars())
 		if err != nil {
 			err = fmt.Errorf("step %q: when: %w", step.Key(), err)
-			x.emit(r, "step_failed", map[string]any{"step": key, "error": err.Error()})
+			x.emit(r, eventlog.StepFailed(key, err.Error()))
 			return StepResult{Status: StepFailed, Err: err}
 		}
 		if !ok {
-			x.emit(r, "step_skipped", map[string]any{"step": key, "reason": "when: " + step.When.Source})
+			x.emit(r, eventlog.StepSkipped(key, "when: "+step.When.Source))
 			return StepResult{Status: StepSkipped}
 		}
 	}
-	x.emit(r, "step_started", map[string]any{"step": key, "index": step.Index + 1, "command": step.Shell.String()})
+	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Shell.String()))
 	start := time.Now()
 	res, err := x.runRepeated(ctx, step, r)
 	if err == nil {
 		vars, cerr := x.capture(step, res, r.Scope)
 		if cerr == nil {
-			x.emit(r, "step_completed", map[string]any{"step": key, "exit_code": res.ExitCode, "duration_ms": ms(time.Since(start))})
+			x.emit(r, eventlog.StepCompleted(key, res.ExitCode, time.Since(start)))
 			return StepResult{Status: StepSucceeded, Outcome: res.Outcome, Attempts: res.Attempt, Vars: vars}
 		}
 		err = cerr
@@ -91,17 +92,22 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 		Breaker:  x.breaker(step),
 		Slot:     r.Slot,
 		Started: func(n int) {
-			x.emit(r, "attempt_started", map[string]any{"step": key, "attempt": n})
+			x.emit(r, eventlog.AttemptStarted(key, n))
 		},
 		Finished: func(o retryv2.Outcome) {
 			if o.Failed() {
-				x.emit(r, "attempt_failed", attemptFailedFields(key, o))
+				x.emit(r, eventlog.AttemptFailed(eventlog.Failure{Step: key, Attempt: o.Attempt, Kind: o.Kind, ExitCode: o.ExitCode, Message: o.Message(), Duration: o.Duration}))
 			} else {
-				x.emit(r, "attempt_succeeded", map[string]any{"step": key, "attempt": o.Attempt, "duration_ms": ms(o.Duration)})
+				x.emit(r, eventlog.AttemptSucceeded(key, o.Attempt, o.Duration))
 			}
 		},
-		Decided: func(d retryv2.Decision) { x.emit(r, "retry_decision", decisionFields(key, d)) },
-		From:    retryProgress(r.From),
+		Decided: func(d retryv2.Decision) {
+			x.emit(r, eventlog.RetryDecision(key, eventlog.Decision{
+				Attempt: d.Attempt, Policy: d.Policy, Matcher: d.Matcher, Action: d.Action, Delay: d.Delay,
+				Reason: d.Reason, Limit: d.Limit, Count: d.Count, Kind: d.Failure.Kind, ExitCode: d.Failure.ExitCode,
+			}))
+		},
+		From: retryProgress(r.From),
 	}
 	if r.Waiting != nil {
 		spec.Waiting = func(p retryv2.Progress) error { return r.Waiting(retryingRecord(step, p)) }
@@ -117,32 +123,3 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 	}
 	return ran, err
 }
-
-func decisionFields(key string, d retryv2.Decision) map[string]any {
-	return map[string]any{
-		"step":      key,
-		"attempt":   d.Attempt,
-		"policy":    d.Policy,
-		"matcher":   d.Matcher,
-		"action":    d.Action,
-		"delay_ms":  ms(d.Delay),
-		"reason":    d.Reason,
-		"limit":     d.Limit,
-		"count":     d.Count,
-		"kind":      d.Failure.Kind,
-		"exit_code": d.Failure.ExitCode,
-	}
-}
-
-func attemptFailedFields(key string, o retryv2.Outcome) map[string]any {
-	return map[string]any{
-		"step":        key,
-		"attempt":     o.Attempt,
-		"kind":        o.Kind,
-		"exit_code":   o.ExitCode,
-		"duration_ms": ms(o.Duration),
-		"message":     o.Message(),
-	}
-}
-
-func ms(d time.Duration) int64 { return d.Milliseconds() }

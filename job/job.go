@@ -81,7 +81,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j.emit("job_started", map[string]any{"seed": seed, "workflow": wf.Name, "file": wf.File, "mode": string(wf.Mode), "pid": os.Getpid()})
+	j.emit(eventlog.JobStarted(seed, wf.Name, wf.File, string(wf.Mode), os.Getpid()))
 	return j, nil
 }
 
@@ -114,7 +114,7 @@ func Resume(id string, opts Options) (*Job, error) {
 		j.close()
 		return nil, err
 	}
-	j.emit("job_resumed", map[string]any{"pid": os.Getpid(), "resumed": st.Meta.ResumedCount})
+	j.emit(eventlog.JobResumed(os.Getpid(), st.Meta.ResumedCount))
 	return j, nil
 }
 
@@ -262,8 +262,8 @@ func workflowEnv(wf *workflow.Workflow, set map[string]string, environ []string)
 }
 
 // emit writes an event to the log and shows it to the listener.
-func (j *Job) emit(typ string, fields map[string]any) {
-	e, err := j.log.Emit(typ, fields)
+func (j *Job) emit(e eventlog.Event) {
+	e, err := j.log.Emit(e)
 	if err != nil {
 		j.mu.Lock()
 		if j.logErr == nil {
@@ -277,7 +277,7 @@ func (j *Job) emit(typ string, fields map[string]any) {
 }
 
 // Emit records an event (for the layers that drive a job).
-func (j *Job) Emit(typ string, fields map[string]any) { j.emit(typ, fields) }
+func (j *Job) Emit(e eventlog.Event) { j.emit(e) }
 
 // Mask replaces the job's secret values in s with ***.
 func (j *Job) Mask(s string) string {

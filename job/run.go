@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -122,21 +123,7 @@ func StatusOf(ctx context.Context, err error) state.Status {
 // Finish records how the job ended (status, exit code, final event) and
 // releases it.
 func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[string]any) error {
-	if fields == nil {
-		fields = map[string]any{}
-	}
-	elapsed := time.Since(j.started)
-	fields["status"], fields["exit_code"], fields["duration_ms"] = string(status), exitCode, elapsed.Milliseconds()
-	if err != nil {
-		fields["error"] = err.Error()
-	}
-	typ := map[state.Status]string{
-		state.Completed:   "job_completed",
-		state.Failed:      "job_failed",
-		state.Stopped:     "job_stopped",
-		state.Interrupted: "job_interrupted",
-	}[status]
-	j.emit(typ, fields)
+	j.emit(eventlog.JobFinished(string(status), exitCode, time.Since(j.started), err, fields))
 	j.mu.Lock()
 	m := &j.st.Meta
 	m.Status, m.ExitCode = status, exitCode

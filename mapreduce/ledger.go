@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
 )
 
@@ -42,11 +43,7 @@ func (l *ledger) start(it *Item) error {
 // started tells that an attempt already recorded as running begins, or
 // (resumed) goes on from its checkpoints after a crash.
 func (l *ledger) started(it *Item, attempt int, resumed bool) {
-	fields := map[string]any{"item_id": it.ID, "item_index": it.Index, "attempt": attempt}
-	if resumed {
-		fields["resumed"] = true
-	}
-	l.job.Emit("item_started", fields)
+	l.job.Emit(eventlog.ItemStarted(it.ID, it.Index, attempt, resumed))
 }
 
 // step checkpoints a template step of an item's attempt.
@@ -66,9 +63,9 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 		if err := l.dlq.Remove(it.ID); err != nil {
 			return nil, err
 		}
-		l.job.Emit("dlq_removed", map[string]any{"item_id": it.ID})
+		l.job.Emit(eventlog.DLQRemoved(it.ID, ""))
 	}
-	l.job.Emit("item_succeeded", map[string]any{"item_id": it.ID, "attempt": attempt, "duration_ms": out.Duration.Milliseconds()})
+	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.counts.Succeeded++
@@ -92,9 +89,7 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 	if err := l.items.Append(rec); err != nil {
 		return err
 	}
-	fields := failureFields(it, f)
-	fields["delay_ms"] = delay.Milliseconds()
-	l.job.Emit("item_retrying", fields)
+	l.job.Emit(eventlog.ItemRetrying(it.ID, f.event(), delay))
 	return nil
 }
 
@@ -125,14 +120,13 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
 		return nil, err
 	}
-	fields := failureFields(it, last)
-	fields["action"] = string(action)
-	fields["item"] = it.Value // so that a failure summary can group by signature as the DLQ does
-	l.job.Emit("item_failed", fields)
+	// The item is in the event so that a failure summary can group by
+	// signature as the DLQ does.
+	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value))
 	if action == errorpolicy.Skip {
-		l.job.Emit("item_skipped", map[string]any{"item_id": it.ID, "reason": "on_item_failure: skip"})
+		l.job.Emit(eventlog.ItemSkipped(it.ID, "on_item_failure: skip"))
 	} else if !l.fromDLQ {
-		l.job.Emit("dlq_added", map[string]any{"item_id": it.ID, "failures": len(failures)})
+		l.job.Emit(eventlog.DLQAdded(it.ID, len(failures)))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -193,11 +187,9 @@ func (l *ledger) Counts() job.ItemCounts {
 	return l.counts
 }
 
-func failureFields(it *Item, f Failure) map[string]any {
-	return map[string]any{
-		"item_id": it.ID, "attempt": f.Attempt, "kind": f.Kind, "exit_code": f.ExitCode,
-		"step": f.Step, "message": f.Message, "duration_ms": f.Duration.Milliseconds(),
-	}
+// event is the failure as the item's events tell it.
+func (f Failure) event() eventlog.Failure {
+	return eventlog.Failure{Step: f.Step, Attempt: f.Attempt, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message, Duration: f.Duration}
 }
 
 // reconcile turns the item log's last records into the starting state of

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jsonvalue"
@@ -108,11 +109,10 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	}
 	if ep.Breaker != nil {
 		s.gate = errorpolicy.NewGate(*ep.Breaker, func(to string) {
-			j.Emit("circuit_"+map[string]string{"open": "opened", "half_open": "half_open", "closed": "closed"}[to],
-				map[string]any{"scope": "workflow"})
+			j.Emit(eventlog.CircuitChanged(to, "workflow", ""))
 		})
 	}
-	j.Emit("map_started", map[string]any{"total": total, "pending": counts.Pending, "max_parallel": parallel})
+	j.Emit(eventlog.MapStarted(total, counts.Pending, parallel))
 	stopSaving := saveCounts(j, l, opts.SaveEvery)
 	err = items.Read(itemsPath, func(it *Item) (bool, error) {
 		if _, finished := done[it.Index]; finished {
@@ -126,7 +126,7 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	if serr := j.SetItemCounts(sum.Items); err == nil {
 		err = serr
 	}
-	j.Emit("map_completed", countFields(sum.Items))
+	j.Emit(eventlog.MapCompleted(eventlog.ItemCounts(sum.Items)))
 	switch {
 	case err != nil:
 		return sum, err
@@ -180,10 +180,6 @@ func saveCounts(j *job.Job, l *ledger, every time.Duration) (stop func()) {
 	return func() { close(quit); <-stopped }
 }
 
-func countFields(c job.ItemCounts) map[string]any {
-	return map[string]any{"total": c.Total, "succeeded": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "dlq": c.DLQ, "pending": c.Pending}
-}
-
 // maxParallel resolves map.max_parallel (a number or $VAR), unless the
 // command line overrides it.
 func maxParallel(m *workflow.MapPhase, sc *executor.Scope, override int) (int, error) {
@@ -225,7 +221,7 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 		os.Remove(path)
 		return 0, fmt.Errorf("map input: %w", err)
 	}
-	j.Emit("items_loaded", map[string]any{"total": n, "source": source, "duration_ms": time.Since(start).Milliseconds()})
+	j.Emit(eventlog.ItemsLoaded(n, source, time.Since(start)))
 	return n, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
 )
 
@@ -86,7 +87,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 		releaseErr = errors.Join(releaseErr, err)
 		mu.Unlock()
 	}
-	j.Emit("dlq_retry_started", map[string]any{"items": len(items), "max_parallel": parallel})
+	j.Emit(eventlog.DLQRetryStarted(len(items), parallel))
 	for _, it := range items {
 		claimed, err := q.Claim(it.ID)
 		if err != nil {
@@ -94,7 +95,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 			break
 		}
 		if !claimed {
-			j.Emit("item_skipped", map[string]any{"item_id": it.ID, "reason": "claimed by another dlq retry"})
+			j.Emit(eventlog.ItemSkipped(it.ID, "claimed by another dlq retry"))
 			continue
 		}
 		if !s.dispatch(ctx, it) {
@@ -104,8 +105,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 	}
 	s.wait()
 	counts := l.Counts()
-	fields := countFields(counts)
-	j.Emit("dlq_retry_finished", fields)
+	j.Emit(eventlog.DLQRetryFinished(eventlog.ItemCounts(counts)))
 	switch {
 	case s.fatalErr != nil:
 		return counts, s.fatalErr

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
 )
@@ -26,7 +27,7 @@ type scheduler struct {
 	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
 	jobID      string
 	seed       uint64
-	emit       func(typ string, fields map[string]any)
+	emit       func(eventlog.Event)
 	ended      func(it *Item) // after an item's end is recorded; may be nil
 	// resumed are the items an ended process left running, by index,
 	// with their checkpoints: they go on from there.
@@ -257,13 +258,12 @@ func (s *scheduler) Checkpoint(id string, rec job.StepRecord) error {
 }
 
 // Emit records an event of a dispatched task's run (Host).
-func (s *scheduler) Emit(id, typ string, fields map[string]any) error {
+func (s *scheduler) Emit(id string, e eventlog.Event) error {
 	d, err := s.current(id)
 	if err != nil {
 		return err
 	}
-	fields["item_id"] = d.it.ID
-	s.emit(typ, fields)
+	s.emit(e.WithItem(d.it.ID))
 	return nil
 }
 
@@ -300,7 +300,7 @@ func (s *scheduler) stop(v *errorpolicy.Verdict) {
 	}
 	s.mu.Unlock()
 	if first {
-		s.emit("threshold_reached", map[string]any{"rule": v.Rule, "reason": v.Reason})
+		s.emit(eventlog.ThresholdReached(v.Rule, v.Reason))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce/items"
@@ -60,7 +61,7 @@ type Host interface {
 	// task must stop.
 	Checkpoint(dispatchID string, rec job.StepRecord) error
 	// Emit records an event of the task's run.
-	Emit(dispatchID, typ string, fields map[string]any) error
+	Emit(dispatchID string, e eventlog.Event) error
 	// Slot is the job's hold on a place to run the task, for a dispatcher
 	// that gives it back while the task waits out a delay (and takes it
 	// again before the task goes on). Dispatchers whose capacity lives

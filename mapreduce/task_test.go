@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
 )
 
@@ -158,7 +159,7 @@ func TestStaleDispatchChangesNothing(t *testing.T) {
 	if err := d.host.Checkpoint(first.DispatchID, job.StepRecord{Index: 0}); !errors.Is(err, ErrStale) {
 		t.Errorf("checkpoint of an ended dispatch: %v, want ErrStale", err)
 	}
-	if err := d.host.Emit(first.DispatchID, "step_started", map[string]any{}); !errors.Is(err, ErrStale) {
+	if err := d.host.Emit(first.DispatchID, eventlog.StepStarted("a", 1, "true")); !errors.Is(err, ErrStale) {
 		t.Errorf("event of an ended dispatch: %v, want ErrStale", err)
 	}
 }

@@ -105,37 +105,37 @@ func junit(job JUnitJob, events []eventlog.Event) junitSuites {
 		}
 	}
 	for _, e := range events {
-		item, step := e.Str("item_id"), e.Str("step")
+		item, step := e.ItemID, e.Str("step")
 		switch {
-		case e.Type == "map_started":
+		case e.Type == eventlog.TypeMapStarted:
 			phase = "map"
-		case e.Type == "map_completed":
+		case e.Type == eventlog.TypeMapCompleted:
 			phase = "reduce"
-		case item == "" && e.Type == "step_started":
+		case item == "" && e.Type == eventlog.TypeStepStarted:
 			started[phase+step] = e.Time
-		case item == "" && (e.Type == "step_completed" || e.Type == "step_failed" || e.Type == "step_skipped"):
+		case item == "" && (e.Type == eventlog.TypeStepCompleted || e.Type == eventlog.TypeStepFailed || e.Type == eventlog.TypeStepSkipped):
 			c := caseFor(phase, step)
 			end(c, phase+step, e.Time)
 			c.Failure, c.Skipped = nil, nil
 			switch {
-			case e.Type == "step_skipped":
+			case e.Type == eventlog.TypeStepSkipped:
 				c.Skipped = &junitSkipped{Message: e.Str("reason")}
-			case e.Type == "step_failed":
+			case e.Type == eventlog.TypeStepFailed:
 				msg := e.Str("error")
 				if h := e.Str("handled"); h != "" {
 					msg += " (handled by on_failure: " + h + ")"
 				}
 				c.Failure = &junitFailure{Message: msg, Type: "step_failed", Text: msg}
 			}
-		case e.Type == "item_started" && attempt(e) == 1:
+		case e.Type == eventlog.TypeItemStarted && attempt(e) == 1:
 			started["item"+item] = e.Time
-		case e.Type == "item_succeeded" || e.Type == "item_failed":
+		case e.Type == eventlog.TypeItemSucceeded || e.Type == eventlog.TypeItemFailed:
 			c := caseFor("map", item)
 			end(c, "item"+item, e.Time)
 			c.Failure, c.Skipped = nil, nil
-			if e.Type == "item_failed" && e.Str("action") == "skip" {
+			if e.Type == eventlog.TypeItemFailed && e.Str("action") == "skip" {
 				c.Skipped = &junitSkipped{Message: "on_item_failure: skip: " + e.Str("message")}
-			} else if e.Type == "item_failed" {
+			} else if e.Type == eventlog.TypeItemFailed {
 				c.Failure = &junitFailure{Message: e.Str("message"), Type: e.Str("kind"), Text: fmt.Sprintf("%s\nstep: %s\nexit code: %v", e.Str("message"), step, e.Fields["exit_code"])}
 			}
 		}

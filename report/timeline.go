@@ -55,9 +55,9 @@ func buildTimeline(events []eventlog.Event) timeline {
 	waiting := map[string]time.Time{} // retry delays by attempt key
 	paused := map[string]time.Time{}  // breakers open since, by scope and step
 	var agent []bar
-	key := func(e eventlog.Event) string { return e.Str("item_id") + "\x00" + e.Str("step") }
+	key := func(e eventlog.Event) string { return e.ItemID + "\x00" + e.Str("step") }
 	who := func(e eventlog.Event) string {
-		if item := e.Str("item_id"); item != "" {
+		if item := e.ItemID; item != "" {
 			return "item " + item + ", " + e.Str("step")
 		}
 		return e.Str("step")
@@ -65,13 +65,13 @@ func buildTimeline(events []eventlog.Event) timeline {
 	for _, e := range events {
 		k := key(e)
 		switch e.Type {
-		case "attempt_started":
+		case eventlog.TypeAttemptStarted:
 			open[k] = running{e.Time, attempt(e)}
 			if since, ok := waiting[k]; ok {
 				tl.gaps = append(tl.gaps, span{after: last[k], start: since, end: e.Time, title: who(e) + ": retry delay"})
 				delete(waiting, k)
 			}
-		case "attempt_succeeded", "attempt_failed":
+		case eventlog.TypeAttemptSucceeded, eventlog.TypeAttemptFailed:
 			r, ok := open[k]
 			if !ok {
 				continue
@@ -79,25 +79,25 @@ func buildTimeline(events []eventlog.Event) timeline {
 			delete(open, k)
 			last[k] = len(agent) + len(tl.bars)
 			b := bar{id: last[k], start: r.start, end: e.Time, class: "ok", title: fmt.Sprintf("%s, attempt %d: succeeded in %s", who(e), r.n, e.Time.Sub(r.start).Round(time.Millisecond))}
-			if e.Type == "attempt_failed" {
+			if e.Type == eventlog.TypeAttemptFailed {
 				b.class = "fail"
 				if e.Str("kind") == "timeout" {
 					b.class = "timeout"
 				}
 				b.title = fmt.Sprintf("%s, attempt %d: %s", who(e), r.n, e.Str("message"))
 			}
-			if e.Str("item_id") != "" {
+			if e.ItemID != "" {
 				agent = append(agent, b)
 			} else {
 				tl.bars = append(tl.bars, b)
 			}
-		case "retry_decision":
+		case eventlog.TypeRetryDecision:
 			if e.Str("action") == "retry" {
 				waiting[k] = e.Time
 			}
-		case "circuit_opened":
+		case eventlog.TypeCircuitOpened:
 			paused[e.Str("scope")+"\x00"+e.Str("step")] = e.Time
-		case "circuit_half_open", "circuit_closed":
+		case eventlog.TypeCircuitHalfOpen, eventlog.TypeCircuitClosed:
 			pk := e.Str("scope") + "\x00" + e.Str("step")
 			if since, ok := paused[pk]; ok {
 				tl.pauses = append(tl.pauses, span{start: since, end: e.Time, title: "circuit breaker open (" + e.Str("scope") + " " + e.Str("step") + ")"})

@@ -15,7 +15,8 @@ import (
 func at(ms int) time.Time { return time.Unix(0, 0).Add(time.Duration(ms) * time.Millisecond) }
 
 func ev(ms int, typ string, fields map[string]any) eventlog.Event {
-	return eventlog.Event{Time: at(ms), Type: typ, Fields: fields}
+	id, _ := fields["item_id"].(string)
+	return eventlog.Event{Time: at(ms), Type: eventlog.Type(typ), ItemID: id, Fields: fields}
 }
 
 // Agent attempts get as many lanes as ran at once; a retry delay lies on
