@@ -3,7 +3,6 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -13,10 +12,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -86,17 +83,11 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 	}); err != nil {
 		return err
 	}
-	recs := make([]job.ItemRecord, len(purged))
+	items := make([]*mapreduce.Item, len(purged))
 	for i, p := range purged {
-		recs[i] = job.ItemRecord{Index: p.ItemIndex, ID: p.ItemID, State: job.ItemSkipped, Error: mapreduce.PurgedNote}
+		items[i] = &mapreduce.Item{Index: p.ItemIndex, ID: p.ItemID}
 	}
-	if err := j.AppendItemRecords(recs...); err != nil {
-		return err
-	}
-	if err := recordPurged(j, purged); err != nil {
-		return err
-	}
-	if _, err := mapreduce.Settle(job.Stored{Job: j}, q); err != nil {
+	if err := mapreduce.RecordPurged(job.Stored{Job: j}, q, items); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stderr, "deleted %d item(s) from the dead-letter queue of %s\n", len(purged), jobID)
@@ -104,22 +95,4 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		fmt.Fprintf(g.stderr, "%d item(s) left: a running dlq retry holds them\n", held)
 	}
 	return nil
-}
-
-// recordPurged adds a dlq_removed event per purged item to the job's event
-// log, as dlq retry does for each item it fixes.
-func recordPurged(j *state.Job, purged []dlq.Purged) error {
-	if len(purged) == 0 {
-		return nil
-	}
-	log, err := eventlog.Open(j.EventsPath(), j.Meta.ID, eventlog.Options{})
-	if err != nil {
-		return err
-	}
-	for _, p := range purged {
-		if _, err = log.Emit(eventlog.DLQRemoved(p.ItemID, "purged")); err != nil {
-			break
-		}
-	}
-	return errors.Join(err, log.Close())
 }

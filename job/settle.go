@@ -1,8 +1,10 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -23,6 +25,23 @@ func (e ItemsInDLQ) Error() string {
 // Stored is a job that this process does not run, as `dlq purge` settles
 // it: its item log and its item counts.
 type Stored struct{ *state.Job }
+
+// Emit adds events to the job's event log.
+func (s Stored) Emit(events ...eventlog.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	log, err := eventlog.Open(s.EventsPath(), s.Meta.ID, eventlog.Options{})
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		if _, err = log.Emit(e); err != nil {
+			break
+		}
+	}
+	return errors.Join(err, log.Close())
+}
 
 // UpdateItemCounts replaces the job's item counts with what settle makes
 // of the current ones, under the job's metadata lock, so that processes

@@ -136,6 +136,27 @@ func Settle(j Settleable, q RetryQueue) (job.ItemCounts, error) {
 	return j.UpdateItemCounts(func(c job.ItemCounts) (job.ItemCounts, error) { return SettleDLQ(j, q, c) })
 }
 
+// RecordPurged records items that `dlq purge` took out of a job's DLQ:
+// each counts as skipped from now on (PurgedNote), with a dlq_removed
+// event, and the job's counts are settled with its DLQ. Should it be
+// killed before this, the next settle records them the same way.
+func RecordPurged(j job.Stored, q RetryQueue, items []*Item) error {
+	recs := make([]job.ItemRecord, len(items))
+	events := make([]eventlog.Event, len(items))
+	for i, it := range items {
+		recs[i] = job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSkipped, Error: PurgedNote}
+		events[i] = eventlog.DLQRemoved(it.ID, "purged")
+	}
+	if err := j.AppendItemRecords(recs...); err != nil {
+		return err
+	}
+	if err := j.Emit(events...); err != nil {
+		return err
+	}
+	_, err := Settle(j, q)
+	return err
+}
+
 // PurgedNote is the error of the skipped record of an item purged from
 // the DLQ.
 const PurgedNote = "purged from the DLQ"

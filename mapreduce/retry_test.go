@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
@@ -127,5 +128,34 @@ func TestRetryDLQ(t *testing.T) {
 	}
 	if m := j.Meta(); m.Items == nil || m.Items.DLQ != 1 || m.Items.Succeeded != 3 {
 		t.Errorf("job counts %+v", m.Items)
+	}
+}
+
+// Purged items count as skipped, each with a dlq_removed event, and the
+// job's counts follow.
+func TestRecordPurged(t *testing.T) {
+	st, err := state.Store{Dir: filepath.Join(t.TempDir(), "state")}.Create(state.Meta{ID: "t", File: "w.yml", Items: &job.ItemCounts{Total: 2, Failed: 2, DLQ: 2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := heldDLQ{newFakeDLQ(), nil}
+	for i, id := range []string{"a", "b"} {
+		st.AppendItemRecords(job.ItemRecord{Index: i, ID: id, State: job.ItemDLQ})
+		q.Add(DeadLetter{ItemID: id, ItemIndex: i})
+	}
+	q.Remove("a") // what dlq purge took out
+	if err := RecordPurged(job.Stored{Job: st}, q, []*Item{{Index: 0, ID: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	states, _ := st.ReadItemStates()
+	if rec := states[0]; rec.State != job.ItemSkipped || rec.Error != PurgedNote {
+		t.Errorf("purged item's record %+v", rec)
+	}
+	events, err := eventlog.Read(st.EventsPath(), eventlog.Query{})
+	if err != nil || len(events) != 1 || events[0].Type != eventlog.TypeDLQRemoved || events[0].ItemID != "a" || events[0].Str("reason") != "purged" {
+		t.Errorf("events %+v, %v", events, err)
+	}
+	if want := (job.ItemCounts{Total: 2, Failed: 2, DLQ: 1, Skipped: 1}); *st.Meta.Items != want {
+		t.Errorf("counts %+v, want %+v", *st.Meta.Items, want)
 	}
 }
