@@ -147,28 +147,13 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 		s.fail(err)
 		return
 	}
-	saved, lost := from.Steps, 0
+	saved := from.Steps
 	for attempt := from.Attempt; ; attempt++ {
-		out, steps, err := s.send(ctx, it, attempt, sl, saved)
-		if ctx.Err() != nil || s.failed() {
+		out, ok := s.run(ctx, it, attempt, sl, saved)
+		if !ok {
 			return // interrupted, or a checkpoint could not be saved: the item stays pending
 		}
-		if err != nil {
-			if lost++; lost < maxLost {
-				// Its runner was lost: the attempt goes out again, after
-				// the steps it saved, once the slot is free again.
-				saved = steps
-				s.ledger.started(it, attempt, true)
-				if retryv2.Pause(ctx, time.Duration(lost)*lostPause, sl) != nil {
-					return
-				}
-				attempt--
-				continue
-			}
-			out = Outcome{Failed: true, Failure: Failure{Attempt: attempt, At: time.Now(), Kind: KindLost, ExitCode: -1,
-				Message: fmt.Sprintf("its runner was lost %d times, the last: %v", lost, err)}}
-		}
-		saved, lost = nil, 0
+		saved = nil
 		if out.Failed {
 			out.Failure = s.ledger.mask(out.Failure)
 		}
@@ -209,6 +194,31 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 // lostPause is how long an item whose runner was lost waits (times the
 // losses so far) before it is sent again.
 const lostPause = 100 * time.Millisecond
+
+// run runs one attempt of an item to its outcome: when its runner is lost
+// (the dispatch ends without an outcome) the attempt goes out again after
+// the steps it saved, until maxLost runners were lost, which fails it as
+// kind lost. It reports false, and no outcome, when ctx ended or a
+// checkpoint could not be saved.
+func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *slot, saved []job.StepRecord) (Outcome, bool) {
+	for lost := 1; ; lost++ {
+		out, steps, err := s.send(ctx, it, attempt, sl, saved)
+		switch {
+		case ctx.Err() != nil || s.failed():
+			return Outcome{}, false
+		case err == nil:
+			return out, true
+		case lost == maxLost:
+			return Outcome{Failed: true, Failure: Failure{Attempt: attempt, At: time.Now(), Kind: KindLost, ExitCode: -1,
+				Message: fmt.Sprintf("its runner was lost %d times, the last: %v", lost, err)}}, true
+		}
+		saved = steps
+		s.ledger.started(it, attempt, true)
+		if retryv2.Pause(ctx, time.Duration(lost)*lostPause, sl) != nil {
+			return Outcome{}, false
+		}
+	}
+}
 
 // send dispatches one attempt of an item, after the checkpoints saved,
 // and returns its outcome. When the dispatch ends without an outcome (or
