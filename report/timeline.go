@@ -2,8 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/runnerdev/runner/eventlog"
@@ -49,6 +49,8 @@ func buildTimeline(events []eventlog.Event) timeline {
 	type running struct {
 		start time.Time
 		n     int64
+		who   string // the item and step, or the step
+		item  bool   // an attempt of a map item's step
 	}
 	open := map[string]running{}
 	last := map[string]int{}          // the id of each key's last finished attempt
@@ -66,7 +68,7 @@ func buildTimeline(events []eventlog.Event) timeline {
 		k := key(e)
 		switch e.Type {
 		case eventlog.TypeAttemptStarted:
-			open[k] = running{e.Time, attempt(e)}
+			open[k] = running{start: e.Time, n: attempt(e), who: who(e), item: e.ItemID != ""}
 			if since, ok := waiting[k]; ok {
 				tl.gaps = append(tl.gaps, span{after: last[k], start: since, end: e.Time, title: who(e) + ": retry delay"})
 				delete(waiting, k)
@@ -105,16 +107,17 @@ func buildTimeline(events []eventlog.Event) timeline {
 			}
 		}
 	}
-	for k, r := range open { // attempts the job never finished
-		b := bar{id: len(agent) + len(tl.bars), start: r.start, end: tl.end, class: "open", title: "still running or interrupted: " + k}
-		if item, _, _ := strings.Cut(k, "\x00"); item != "" {
+	for _, k := range slices.Sorted(maps.Keys(open)) { // attempts the job never finished, in a stable order
+		r := open[k]
+		b := bar{id: len(agent) + len(tl.bars), start: r.start, end: tl.end, class: "open", title: "still running or interrupted: " + r.who}
+		if r.item {
 			agent = append(agent, b)
 		} else {
 			tl.bars = append(tl.bars, b)
 		}
 	}
-	for _, since := range paused {
-		tl.pauses = append(tl.pauses, span{start: since, end: tl.end, title: "circuit breaker open"})
+	for _, k := range slices.Sorted(maps.Keys(paused)) {
+		tl.pauses = append(tl.pauses, span{start: paused[k], end: tl.end, title: "circuit breaker open"})
 	}
 	tl.assignLanes(agent)
 	return tl
