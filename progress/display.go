@@ -157,7 +157,7 @@ func (d *Display) Close() {
 
 // Line prints a line of runner's above the status line, in color (one of
 // Red, Green, Yellow; "" for none) on a colour terminal.
-func (d *Display) Line(text string, color string) {
+func (d *Display) Line(text, color string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.color && color != "" {
