@@ -11,6 +11,7 @@ import (
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/progress"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -19,10 +20,10 @@ import (
 // terminal shows a running job to a person (text on stderr) or to a
 // program (one JSON summary on stdout).
 type terminal struct {
-	g    *globalOptions
-	json bool
-	wf   *workflow.Workflow
-	p    *progress
+	g       *globalOptions
+	json    bool
+	wf      *workflow.Workflow
+	display *progress.Display // the live status, and the streams runner and commands share
 
 	mu       sync.Mutex
 	failures []eventlog.Event // item failures not yet shown (error_collection)
@@ -32,7 +33,7 @@ type terminal struct {
 
 // newTerminal starts showing a job; progressMode is auto, always or never.
 func newTerminal(g *globalOptions, jsonOutput bool, wf *workflow.Workflow, progressMode string) *terminal {
-	t := &terminal{g: g, json: jsonOutput, p: newProgress(g.stdout, g.stderr, progressMode, g.NoColor, g.Quiet)}
+	t := &terminal{g: g, json: jsonOutput, display: progress.New(g.stdout, g.stderr, progressMode, g.NoColor, g.Quiet)}
 	t.setWorkflow(wf)
 	return t
 }
@@ -44,12 +45,8 @@ func (t *terminal) setWorkflow(wf *workflow.Workflow) {
 		t.phase = "setup "
 	}
 	if wf != nil {
-		t.p.mu.Lock()
-		t.p.steps = len(wf.Steps)
-		if wf.ErrorPolicy.Breaker != nil {
-			t.p.breaker = "closed"
-		}
-		t.p.mu.Unlock()
+		t.display.SetSteps(len(wf.Steps))
+		t.display.SetBreaker(wf.ErrorPolicy.Breaker != nil)
 	}
 }
 
@@ -57,13 +54,13 @@ func (t *terminal) setWorkflow(wf *workflow.Workflow) {
 // or stderr when stdout carries the JSON document.
 func (t *terminal) commandStdout() io.Writer {
 	if t.json {
-		return t.p.output(t.p.err)
+		return t.display.Stderr()
 	}
-	return t.p.output(t.p.out)
+	return t.display.Stdout()
 }
 
 // commandStderr is where commands' own stderr goes.
-func (t *terminal) commandStderr() io.Writer { return t.p.output(t.p.err) }
+func (t *terminal) commandStderr() io.Writer { return t.display.Stderr() }
 
 // printf prints a line of runner's own above the progress line; failure
 // lines are red and breaker lines yellow on a colour terminal.
@@ -72,16 +69,16 @@ func (t *terminal) printf(format string, args ...any) {
 	color := ""
 	switch {
 	case strings.HasPrefix(text, "!!!"):
-		color = red
+		color = progress.Red
 	case strings.HasPrefix(text, "    circuit breaker"):
-		color = yellow
+		color = progress.Yellow
 	}
-	t.p.line(text, color)
+	t.display.Line(text, color)
 }
 
 // event renders one event as a line, by verbosity.
 func (t *terminal) event(e eventlog.Event) {
-	t.p.observe(e)
+	t.display.Observe(e)
 	if t.g.Quiet {
 		return
 	}
@@ -308,9 +305,9 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 	if !t.g.Quiet && !t.json {
 		t.flushFailures()
 	}
-	t.p.close()
+	t.display.Close()
 	if t.json {
-		t.p.document(func(w io.Writer) {
+		t.display.Document(func(w io.Writer) {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			_ = enc.Encode(s)
@@ -338,21 +335,21 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 			line += fmt.Sprintf(", %d failed", res.steps.Failed)
 		}
 	}
-	color := green
+	color := progress.Green
 	if res.code != ExitOK {
-		color = red
+		color = progress.Red
 	}
-	t.p.line(line, color)
+	t.display.Line(line, color)
 	for _, h := range s.Handled {
-		t.p.line("  handled failure: "+h, "")
+		t.display.Line("  handled failure: "+h, "")
 	}
 	switch {
 	case res.status == state.Failed, res.status == state.Stopped:
-		t.p.line("runner: "+s.Error, "")
-		t.p.line("resume with: runner resume "+s.JobID, "")
+		t.display.Line("runner: "+s.Error, "")
+		t.display.Line("resume with: runner resume "+s.JobID, "")
 	case res.status == state.Interrupted:
-		t.p.line(fmt.Sprintf("runner: %s; resume with: runner resume %s", s.Error, s.JobID), "")
+		t.display.Line(fmt.Sprintf("runner: %s; resume with: runner resume %s", s.Error, s.JobID), "")
 	case res.items != nil && res.items.DLQ > 0:
-		t.p.line(fmt.Sprintf("inspect with: runner dlq list %s; re-run with: runner dlq retry %s", s.JobID, s.JobID), "")
+		t.display.Line(fmt.Sprintf("inspect with: runner dlq list %s; re-run with: runner dlq retry %s", s.JobID, s.JobID), "")
 	}
 }

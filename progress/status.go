@@ -1,0 +1,162 @@
+package progress
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runnerdev/runner/eventlog"
+)
+
+// jobStatus is what the status line tells of a job, kept up to date from
+// its events.
+type jobStatus struct {
+	// MapReduce
+	mapping      bool
+	mapStart     time.Time
+	total        int
+	done, failed int                  // finished items (done: in an earlier run too)
+	items        map[string]itemState // started items not finished
+	inState      [itemStates]int      // how many items are in each state
+	breaker      string               // "": no workflow circuit breaker
+	// standard
+	step           string
+	stepN, steps   int
+	attempt, limit int
+	stepStart      time.Time
+}
+
+// itemState is what a started item of the map phase is doing. An item
+// waiting out a delay has given its max_parallel slot back, so only items
+// in itemRunning hold one.
+type itemState int
+
+const (
+	itemRunning  itemState = iota
+	itemRetrying           // waiting out a command-level or item-level retry delay
+	itemPolling            // waiting out a repeat interval
+	itemStates
+)
+
+// line is the status in one line; "" when there is nothing to show.
+func (j *jobStatus) line() string {
+	if j.mapping {
+		finished := j.done + j.failed
+		parts := []string{fmt.Sprintf("map %d/%d done", finished, j.total)}
+		if j.failed > 0 {
+			parts = append(parts, fmt.Sprintf("%d failed", j.failed))
+		}
+		parts = append(parts, fmt.Sprintf("%d running", j.inState[itemRunning]))
+		for _, w := range []struct {
+			state itemState
+			what  string
+		}{{itemRetrying, "retrying"}, {itemPolling, "polling"}} {
+			if n := j.inState[w.state]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, w.what))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d pending", max(j.total-finished-len(j.items), 0)))
+		if elapsed := time.Since(j.mapStart); elapsed > time.Second && finished > 0 {
+			rate := float64(finished) / elapsed.Seconds()
+			parts = append(parts, fmt.Sprintf("%.1f/s", rate))
+			if left := j.total - finished; left > 0 {
+				parts = append(parts, "ETA "+time.Duration(float64(left)/rate*float64(time.Second)).Round(time.Second).String())
+			}
+		}
+		if j.breaker != "" {
+			parts = append(parts, "breaker "+strings.ReplaceAll(j.breaker, "_", "-"))
+		}
+		return strings.Join(parts, " · ")
+	}
+	if j.step == "" {
+		return ""
+	}
+	s := fmt.Sprintf("step %d/%d %s", j.stepN, j.steps, j.step)
+	if j.attempt > 1 || j.limit > 0 {
+		s += fmt.Sprintf(" · attempt %d", j.attempt)
+		if j.limit > 0 {
+			s += fmt.Sprintf("/%d", j.limit)
+		}
+	}
+	return s + " · " + time.Since(j.stepStart).Round(time.Second).String()
+}
+
+// observe updates the status from an event.
+func (j *jobStatus) observe(e eventlog.Event) {
+	item := e.ItemID
+	switch e.Type {
+	case eventlog.TypeMapStarted:
+		j.mapping, j.mapStart = true, time.Now()
+		j.total = intField(e, "total")
+		j.done = j.total - intField(e, "pending") // finished in an earlier run
+	case eventlog.TypeMapCompleted:
+		j.mapping = false
+	case eventlog.TypeItemStarted: // every attempt of the item, once it holds a slot
+		j.move(item, itemRunning)
+	case eventlog.TypeItemSucceeded:
+		j.finish(item)
+		j.done++
+	case eventlog.TypeItemFailed:
+		j.finish(item)
+		j.failed++
+	case eventlog.TypeAttemptStarted:
+		if _, started := j.items[item]; started {
+			j.move(item, itemRunning) // it took a slot again
+		}
+		if item == "" {
+			j.attempt = intField(e, "attempt")
+		}
+	case eventlog.TypeRetryDecision:
+		if _, started := j.items[item]; started && e.Str("action") == "retry" {
+			j.move(item, itemRetrying)
+		}
+		if item == "" {
+			j.limit = intField(e, "limit")
+		}
+	case eventlog.TypeItemRetrying:
+		j.move(item, itemRetrying)
+	case eventlog.TypeStepRepeat:
+		if _, started := j.items[item]; started {
+			j.move(item, itemPolling)
+		}
+	case eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen, eventlog.TypeCircuitClosed:
+		if e.Str("scope") == "workflow" {
+			j.breaker = strings.TrimPrefix(string(e.Type), "circuit_")
+			if j.breaker == "opened" {
+				j.breaker = "open"
+			}
+		}
+	case eventlog.TypeStepStarted:
+		if item == "" {
+			j.step, j.stepN, j.stepStart = e.Str("step"), intField(e, "index"), time.Now()
+			j.attempt, j.limit = 1, 0
+		}
+	case eventlog.TypeStepCompleted, eventlog.TypeStepFailed, eventlog.TypeStepSkipped:
+		if item == "" {
+			j.step = ""
+		}
+	}
+}
+
+// intField reads an integer field of an event: an int when the event was
+// just emitted, a json.Number when it was read back from a log.
+func intField(e eventlog.Event, name string) int {
+	n, _ := strconv.Atoi(fmt.Sprint(e.Fields[name]))
+	return n
+}
+
+// move records that a started item is now in state to.
+func (j *jobStatus) move(item string, to itemState) {
+	j.finish(item)
+	j.items[item] = to
+	j.inState[to]++
+}
+
+// finish forgets a started item.
+func (j *jobStatus) finish(item string) {
+	if from, ok := j.items[item]; ok {
+		j.inState[from]--
+		delete(j.items, item)
+	}
+}

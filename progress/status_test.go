@@ -1,0 +1,131 @@
+package progress
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/runnerdev/runner/eventlog"
+)
+
+// retry is a failed attempt of an item's command that will run again.
+func retry(item string) eventlog.Event {
+	return eventlog.RetryDecision("s", eventlog.Decision{Attempt: 1, Action: "retry", Delay: 10 * time.Millisecond}).WithItem(item)
+}
+
+// started is the start of an item's attempt, which holds a slot.
+func started(item string) eventlog.Event { return eventlog.ItemStarted(item, 0, 1, false) }
+
+// The map status counts only the items that hold a max_parallel slot as
+// running: an item waiting out a delay has given its slot back, and the
+// next item takes it. Fed the events of a map of 3 items at max_parallel
+// 2, the line never shows more than 2 running.
+func TestItemsWaitingOutADelayAreNotRunning(t *testing.T) {
+	mapOf3 := eventlog.MapStarted(3, 3, 2)
+	for _, tc := range []struct {
+		name   string
+		events []eventlog.Event
+		want   string
+	}{
+		{"both slots taken", []eventlog.Event{mapOf3, started("a"), started("b")},
+			"map 0/3 done · 2 running · 1 pending"},
+		{"a command-level retry gives the slot back", []eventlog.Event{mapOf3, started("a"), started("b"), retry("a")},
+			"map 0/3 done · 1 running · 1 retrying · 1 pending"},
+		{"a stop decision keeps the slot until the item fails",
+			[]eventlog.Event{mapOf3, started("a"), eventlog.RetryDecision("s", eventlog.Decision{Action: "stop"}).WithItem("a")},
+			"map 0/3 done · 1 running · 2 pending"},
+		{"an item-level retry gives the slot back",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), eventlog.ItemRetrying("a", eventlog.Failure{Step: "s", Attempt: 1}, time.Second)},
+			"map 0/3 done · 1 running · 1 retrying · 1 pending"},
+		{"a repeat interval gives the slot back",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), eventlog.StepRepeat("s", 1, time.Second).WithItem("b")},
+			"map 0/3 done · 1 running · 1 polling · 1 pending"},
+		{"the next item takes the slot given back",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), retry("a"), started("c")},
+			"map 0/3 done · 2 running · 1 retrying · 0 pending"},
+		{"the item waiting takes a slot again for its next attempt",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), retry("a"), started("c"),
+				eventlog.ItemSucceeded("c", 1, time.Second), eventlog.AttemptStarted("s", 2).WithItem("a")},
+			"map 1/3 done · 2 running · 0 pending"},
+		{"an attempt of an item not started is not counted",
+			[]eventlog.Event{mapOf3, eventlog.AttemptStarted("s", 1).WithItem("a"), eventlog.StepRepeat("s", 1, time.Second).WithItem("a")},
+			"map 0/3 done · 0 running · 3 pending"},
+		{"finished items leave their state",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), retry("a"),
+				eventlog.ItemFailed("a", eventlog.Failure{Step: "s"}, "dlq", "a"), eventlog.ItemSucceeded("b", 1, time.Second)},
+			"map 2/3 done · 1 failed · 0 running · 1 pending"},
+		{"items finished in an earlier run are done", []eventlog.Event{eventlog.MapStarted(5, 2, 2), started("d")},
+			"map 3/5 done · 1 running · 1 pending"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The bubble's clock stands still: no rate or ETA joins the line.
+			synctest.Test(t, func(t *testing.T) {
+				j := jobStatus{items: map[string]itemState{}}
+				for _, e := range tc.events {
+					j.observe(e)
+				}
+				if got := j.line(); got != tc.want {
+					t.Errorf("got  %q\nwant %q", got, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// Once items finish, the line tells the rate and the time left at that
+// rate.
+func TestMapStatusShowsRateAndETA(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		j.observe(eventlog.MapStarted(4, 4, 1))
+		j.observe(started("a"))
+		time.Sleep(2 * time.Second)
+		j.observe(eventlog.ItemSucceeded("a", 1, 2*time.Second))
+		if got, want := j.line(), "map 1/4 done · 0 running · 3 pending · 0.5/s · ETA 6s"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+	})
+}
+
+// A standard workflow's line names the step, its attempt once it is
+// retried, and how long the step has run; nothing between steps.
+func TestStepStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}, steps: 2}
+		j.observe(eventlog.StepStarted("build", 1, "make"))
+		j.observe(eventlog.AttemptStarted("build", 1))
+		if got, want := j.line(), "step 1/2 build · 0s"; got != want {
+			t.Errorf("first attempt: got %q, want %q", got, want)
+		}
+		time.Sleep(3 * time.Second)
+		j.observe(eventlog.RetryDecision("build", eventlog.Decision{Attempt: 1, Action: "retry", Limit: 3}))
+		j.observe(eventlog.AttemptStarted("build", 2))
+		if got, want := j.line(), "step 1/2 build · attempt 2/3 · 3s"; got != want {
+			t.Errorf("second attempt: got %q, want %q", got, want)
+		}
+		j.observe(eventlog.StepCompleted("build", 0, 3*time.Second))
+		if got := j.line(); got != "" {
+			t.Errorf("between steps: got %q, want nothing", got)
+		}
+	})
+}
+
+// An event read back from a log (its numbers json.Number) counts as the
+// one just emitted (its numbers int).
+func TestEventReadBackCountsTheSame(t *testing.T) {
+	line, err := eventlog.MapStarted(5, 2, 1).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e eventlog.Event
+	if err := e.UnmarshalJSON(line); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		j.observe(e)
+		if got, want := j.line(), "map 3/5 done · 0 running · 2 pending"; got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+}
