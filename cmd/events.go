@@ -201,7 +201,7 @@ func describeEvent(e eventlog.Event) string {
 			who += " " + step
 		}
 	}
-	n := func(name string) int64 { return toInt64(e.Fields[name]) }
+	n := func(name string) int64 { return e.Int(name) }
 	ms := func(name string) time.Duration { return time.Duration(n(name)) * time.Millisecond }
 	t := eventlog.Type(e.Type)
 	if eventlog.JobEnded(t) {

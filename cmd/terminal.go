@@ -209,7 +209,7 @@ func retryLine(e eventlog.Event) string {
 	what := failureKind(e)
 	reason := e.Str("reason")
 	attempt := fmt.Sprint(e.Fields["attempt"])
-	n, count, limit := toInt64(e.Fields["attempt"]), toInt64(e.Fields["count"]), toInt64(e.Fields["limit"])
+	n, count, limit := e.Int("attempt"), e.Int("count"), e.Int("limit")
 	if count == 0 {
 		count = n // a log written before events carried the count
 	}
@@ -229,7 +229,7 @@ func retryLine(e eventlog.Event) string {
 	if reason != "matched any failure" {
 		what += ", " + reason + perPolicy
 	}
-	delay := time.Duration(toInt64(e.Fields["delay_ms"])) * time.Millisecond
+	delay := time.Duration(e.Int("delay_ms")) * time.Millisecond
 	if delay >= time.Second {
 		delay = delay.Round(100 * time.Millisecond)
 	}
@@ -248,23 +248,6 @@ func failureKind(e eventlog.Event) string {
 	default:
 		return kind
 	}
-}
-
-// toInt64 reads a number field of an event (int64 when just emitted,
-// json.Number when read back).
-func toInt64(v any) int64 {
-	switch n := v.(type) {
-	case int64:
-		return n
-	case int:
-		return int64(n)
-	case json.Number:
-		i, _ := n.Int64()
-		return i
-	case float64:
-		return int64(n)
-	}
-	return 0
 }
 
 // runSummary is the machine-readable end of `runner run`.

@@ -77,6 +77,23 @@ func (e Event) Str(name string) string {
 	return s
 }
 
+// Int returns a whole-number field, or 0: as its constructor wrote it (an
+// int or int64) or as it was read back from the log (a json.Number).
+func (e Event) Int(name string) int64 {
+	switch n := e.Fields[name].(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	case float64:
+		return int64(n)
+	}
+	return 0
+}
+
 // Log appends events to a file. It is safe for concurrent use.
 type Log struct {
 	mu     sync.Mutex

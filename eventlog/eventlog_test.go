@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,5 +193,16 @@ func TestRawCopiesLinesAndRefusesDamage(t *testing.T) {
 	err := Raw(path, Query{}, func([]byte) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "damaged entry at byte") {
 		t.Errorf("damaged line: %v", err)
+	}
+}
+
+// Int reads a whole number as a constructor wrote it and as the log gives
+// it back.
+func TestEventInt(t *testing.T) {
+	e := Event{Fields: map[string]any{"a": 3, "b": int64(4), "c": json.Number("5"), "d": 6.0, "s": "7"}}
+	for name, want := range map[string]int64{"a": 3, "b": 4, "c": 5, "d": 6, "s": 0, "missing": 0} {
+		if got := e.Int(name); got != want {
+			t.Errorf("Int(%q) = %d, want %d", name, got, want)
+		}
 	}
 }

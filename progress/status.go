@@ -2,7 +2,6 @@ package progress
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -88,8 +87,8 @@ func (j *jobStatus) observe(e eventlog.Event) {
 	switch e.Type {
 	case eventlog.TypeMapStarted:
 		j.mapping, j.mapStart = true, time.Now()
-		j.total = intField(e, "total")
-		j.done = j.total - intField(e, "pending") // finished in an earlier run
+		j.total = int(e.Int("total"))
+		j.done = j.total - int(e.Int("pending")) // finished in an earlier run
 	case eventlog.TypeMapCompleted:
 		j.mapping = false
 	case eventlog.TypeItemStarted: // every attempt of the item, once it holds a slot
@@ -105,14 +104,14 @@ func (j *jobStatus) observe(e eventlog.Event) {
 			j.move(item, itemRunning) // it took a slot again
 		}
 		if item == "" {
-			j.attempt = intField(e, "attempt")
+			j.attempt = int(e.Int("attempt"))
 		}
 	case eventlog.TypeRetryDecision:
 		if _, started := j.items[item]; started && e.Str("action") == "retry" {
 			j.move(item, itemRetrying)
 		}
 		if item == "" {
-			j.limit = intField(e, "limit")
+			j.limit = int(e.Int("limit"))
 		}
 	case eventlog.TypeItemRetrying:
 		j.move(item, itemRetrying)
@@ -129,7 +128,7 @@ func (j *jobStatus) observe(e eventlog.Event) {
 		}
 	case eventlog.TypeStepStarted:
 		if item == "" {
-			j.step, j.stepN, j.stepStart = e.Str("step"), intField(e, "index"), time.Now()
+			j.step, j.stepN, j.stepStart = e.Str("step"), int(e.Int("index")), time.Now()
 			j.attempt, j.limit = 1, 0
 		}
 	case eventlog.TypeStepCompleted, eventlog.TypeStepFailed, eventlog.TypeStepSkipped:
@@ -137,13 +136,6 @@ func (j *jobStatus) observe(e eventlog.Event) {
 			j.step = ""
 		}
 	}
-}
-
-// intField reads an integer field of an event: an int when the event was
-// just emitted, a json.Number when it was read back from a log.
-func intField(e eventlog.Event, name string) int {
-	n, _ := strconv.Atoi(fmt.Sprint(e.Fields[name]))
-	return n
 }
 
 // move records that a started item is now in state to.

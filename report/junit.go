@@ -127,7 +127,7 @@ func junit(job JUnitJob, events []eventlog.Event) junitSuites {
 				}
 				c.Failure = &junitFailure{Message: msg, Type: "step_failed", Text: msg}
 			}
-		case e.Type == eventlog.TypeItemStarted && attempt(e) == 1:
+		case e.Type == eventlog.TypeItemStarted && e.Int("attempt") == 1:
 			started["item"+item] = e.Time
 		case e.Type == eventlog.TypeItemSucceeded || e.Type == eventlog.TypeItemFailed:
 			c := caseFor("map", item)

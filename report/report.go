@@ -2,7 +2,6 @@
 package report
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 
@@ -22,19 +21,4 @@ func WriteHTML(w io.Writer, m state.Meta, events []eventlog.Event, dead []dlq.It
 		return errNoEvents
 	}
 	return page.Execute(w, newView(m, tl, dead))
-}
-
-// attempt is an event's attempt number: an int64 when the event was just
-// emitted, a json.Number when it was read back from the log (as both
-// reports read them). It is cmd's toInt64 for the one field the reports
-// read; an accessor of eventlog.Event could serve both.
-func attempt(e eventlog.Event) int64 {
-	switch n := e.Fields["attempt"].(type) {
-	case int64:
-		return n
-	case json.Number:
-		i, _ := n.Int64()
-		return i
-	}
-	return 0
 }

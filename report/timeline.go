@@ -68,7 +68,7 @@ func buildTimeline(events []eventlog.Event) timeline {
 		k := key(e)
 		switch e.Type {
 		case eventlog.TypeAttemptStarted:
-			open[k] = running{start: e.Time, n: attempt(e), who: who(e), item: e.ItemID != ""}
+			open[k] = running{start: e.Time, n: e.Int("attempt"), who: who(e), item: e.ItemID != ""}
 			if since, ok := waiting[k]; ok {
 				tl.gaps = append(tl.gaps, span{after: last[k], start: since, end: e.Time, title: who(e) + ": retry delay"})
 				delete(waiting, k)
