@@ -19,6 +19,7 @@ import (
 var allowedImports = map[string][]string{
 	"":                {"cmd"},
 	"cmd":             {"*"},
+	"agentproc":       {"mapreduce", "job", "retryv2"},
 	"mapreduce":       {"job", "executor", "workflow", "workflow/interp", "appendfile", "retryv2", "errorpolicy"},
 	"job":             {"executor", "workflow", "workflow/interp", "eventlog", "state"},
 	"executor":        {"workflow", "workflow/interp", "proc", "state", "retryv2", "breaker"},

@@ -73,6 +73,9 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if err := o.outputOptions.validate(); err != nil {
 		return err
 	}
+	if err := o.parallelOptions.validate(); err != nil {
+		return err
+	}
 	if _, err := compileItemFilter(o.Filter); err != nil {
 		return err // before the job is attached
 	}
@@ -142,7 +145,7 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 		v, _ := workflow.DecodeValue(it.Item)
 		items = append(items, &mapreduce.Item{Index: it.ItemIndex, ID: it.ItemID, Raw: it.Item, Value: v})
 	}
-	counts, err := mapreduce.RetryDead(ctx, j, items, o.MaxParallel, nil, q)
+	counts, err := mapreduce.RetryDead(ctx, j, items, o.MaxParallel, o.dispatcher(g, j), q)
 	sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
 	if len(q.held) > 0 {
 		sum.HeldBy = map[string]string{}

@@ -262,7 +262,9 @@ func (s *scheduler) Emit(id, typ string, fields map[string]any) error {
 	if err != nil {
 		return err
 	}
-	fields["item_id"] = d.it.ID
+	if _, named := fields["item_id"]; named {
+		fields["item_id"] = d.it.ID // the item is the dispatch's, whatever the runner said
+	}
 	s.emit(typ, fields)
 	return nil
 }
