@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/state"
+)
+
+// killBusyAgent kills -9 one of the coordinator's `runner agent` processes
+// in the middle of a step, and checks that the coordinator sends the
+// agent's item again (an item_started event of it, resumed). The agent is
+// stopped (SIGSTOP) while it is looked at, so that a step seen running
+// cannot end, nor the agent answer its task, before the kill. It returns
+// false when the coordinator exited before an agent was seen running a
+// step. Linux only: it reads /proc.
+func killBusyAgent(t *testing.T, store state.Store, coordinator int, exited <-chan struct{}) bool {
+	t.Helper()
+	// A bound on a handshake, not a timing: agents run steps all through
+	// a round.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		for _, pid := range childrenOf(coordinator) {
+			if !isAgent(pid) {
+				continue
+			}
+			item, ok := stopBusy(pid)
+			if !ok {
+				continue
+			}
+			sent := resumedStarts(t, store, item)
+			syscall.Kill(pid, syscall.SIGKILL)
+			waitResent(t, store, item, sent, exited)
+			return true
+		}
+		select {
+		case <-exited:
+			return false
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	t.Log("no agent was seen running a step")
+	return false
+}
+
+// stopBusy stops the agent pid and returns the item of the step it is
+// running; when it runs none, it lets it go on and returns false.
+func stopBusy(pid int) (item string, ok bool) {
+	if syscall.Kill(pid, syscall.SIGSTOP) != nil {
+		return "", false
+	}
+	for deadline := time.Now().Add(5 * time.Second); procState(pid) != 'T' && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // the stop is delivered asynchronously
+	}
+	for _, child := range childrenOf(pid) {
+		if item, ok = envOf(child, "RUNNER_ITEM_ID"); ok {
+			return item, true
+		}
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	return "", false
+}
+
+// waitResent waits (at most 10 s, or until the coordinator exits) for the
+// item to be sent again after a kill: more than sent resumed starts.
+func waitResent(t *testing.T, store state.Store, item string, sent int, exited <-chan struct{}) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if resumedStarts(t, store, item) > sent {
+			return
+		}
+		select {
+		case <-exited:
+			if resumedStarts(t, store, item) > sent {
+				return
+			}
+			t.Errorf("the coordinator exited without sending item %s of the killed agent again", item)
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	t.Errorf("item %s of the killed agent was not sent again within 10s", item)
+}
+
+// resumedStarts counts the item_started events of job j's item that go on
+// with an attempt already begun (after a crash or a lost runner).
+func resumedStarts(t *testing.T, store state.Store, item string) int {
+	t.Helper()
+	n := 0
+	for _, line := range readLines(t, filepath.Join(store.Dir, "jobs", "j", "events.jsonl")) {
+		var e struct {
+			Type    string `json:"type"`
+			ItemID  string `json:"item_id"`
+			Resumed bool   `json:"resumed"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Type == "item_started" && e.ItemID == item && e.Resumed {
+			n++
+		}
+	}
+	return n
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if stat := procStat(child); len(stat) > 1 && stat[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// procState is the state letter of a process ('T': stopped), or 0.
+func procState(pid int) byte {
+	if stat := procStat(pid); len(stat) > 0 && stat[0] != "" {
+		return stat[0][0]
+	}
+	return 0
+}
+
+// procStat returns the fields of /proc/PID/stat after the command name:
+// state, parent pid, ...
+func procStat(pid int) []string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	_, rest, ok := bytes.Cut(data, []byte(") ")) // the name is in parentheses
+	if !ok {
+		return nil
+	}
+	return strings.Fields(string(rest))
+}
+
+// isAgent reports whether pid runs `runner agent`.
+func isAgent(pid int) bool {
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	args := strings.Split(string(data), "\x00")
+	return len(args) > 1 && args[1] == "agent"
+}
+
+// envOf returns a variable of a process's environment.
+func envOf(pid int, name string) (string, bool) {
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	for kv := range strings.SplitSeq(string(data), "\x00") {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
