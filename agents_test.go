@@ -14,6 +14,55 @@ import (
 	"github.com/runnerdev/runner/state"
 )
 
+// The job's secrets reach its agents in their environment only: given with
+// --set alone (not in runner's environment), the agents have it in theirs,
+// not on their command line, and no file of the job holds it. Linux only:
+// it reads /proc.
+func TestAgentSecretsInEnvironmentOnly(t *testing.T) {
+	t.Setenv("RUNNER_DISPATCH", "agents")
+	const secret = "tok-3f9a-agent"
+	dir := t.TempDir()
+	wf := `name: s
+mode: mapreduce
+map:
+  input: items.txt
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        tr '\0' ' ' < /proc/$PPID/cmdline > cmdline.${item}
+        tr '\0' '\n' < /proc/$PPID/environ | grep '^API_TOKEN=' > environ.${item}
+`
+	if err := os.WriteFile(filepath.Join(dir, "s.yml"), []byte(wf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "items.txt"), []byte("1\n2\n3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runnerIn(t, dir, "run", "--job-id", "j", "--set", "API_TOKEN="+secret, "s.yml"); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	for _, item := range []string{"1", "2", "3"} {
+		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline."+item))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cmdline), " agent ") || strings.Contains(string(cmdline), secret) {
+			t.Errorf("item %s ran under %q, want an agent without the secret on its command line", item, cmdline)
+		}
+		if env, _ := os.ReadFile(filepath.Join(dir, "environ."+item)); string(env) != "API_TOKEN="+secret+"\n" {
+			t.Errorf("item %s: the agent's environment has %q, want the secret", item, env)
+		}
+	}
+	filepath.WalkDir(filepath.Join(dir, ".runner"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, _ := os.ReadFile(path); bytes.Contains(data, []byte(secret)) {
+				t.Errorf("%s holds the secret", path)
+			}
+		}
+		return nil
+	})
+}
+
 // killBusyAgent kills -9 one of the coordinator's `runner agent` processes
 // in the middle of a step, and checks that the coordinator sends the
 // agent's item again (an item_started event of it, resumed). The agent is
