@@ -23,7 +23,9 @@ func newAgentCommand(g *globalOptions) *cobra.Command {
 		Use:    "agent JOB",
 		Short:  "Run a job's map items sent as JSON lines on stdin (used by the job's own process)",
 		Hidden: true,
-		Args:   exactArgs(1),
+		Example: `  # as runner run --dispatch agents starts each of its agents:
+  runner agent --state-dir /abs/.runner resize-20261122-101500-a1b2c3`,
+		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runAgent(c.Context(), g, c.InOrStdin(), args[0])
 		},
