@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,6 +62,92 @@ map:
 		}
 		return nil
 	})
+}
+
+// stopWorkflow's one item runs a command that waits until the file go-on
+// exists, after it wrote its agent's pid to agent.pid and its own to
+// step.pid (last, as the sign that both are there).
+const stopWorkflow = `name: stop
+mode: mapreduce
+map:
+  input: items.txt
+  agent_template:
+    - shell: |
+        [ -f go-on ] && exit 0
+        echo $PPID > agent.pid
+        echo $$ > step.pid.tmp && mv step.pid.tmp step.pid
+        exec sleep 300
+`
+
+// An agent stops its task's commands and exits when runner dies (kill -9:
+// the agent's input ends) or when it is told to (SIGTERM); in the second
+// case runner, which lives on, sends the item again. Linux only: it tells
+// zombies from live processes in /proc.
+func TestAgentStopsItsCommands(t *testing.T) {
+	t.Setenv("RUNNER_DISPATCH", "agents")
+	for _, tc := range []struct {
+		name string
+		kill func(runner, agent int)
+	}{
+		{"runner killed", func(runner, _ int) { syscall.Kill(runner, syscall.SIGKILL) }},
+		{"agent terminated", func(_, agent int) { syscall.Kill(agent, syscall.SIGTERM) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "stop.yml"), []byte(stopWorkflow), 0o600)
+			os.WriteFile(filepath.Join(dir, "items.txt"), []byte("1\n"), 0o600)
+			run := exec.Command("runner", "run", "--job-id", "j", "stop.yml")
+			run.Dir = dir
+			if err := run.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- run.Wait() }()
+			step, agent := readPID(t, filepath.Join(dir, "step.pid")), readPID(t, filepath.Join(dir, "agent.pid"))
+			os.WriteFile(filepath.Join(dir, "go-on"), nil, 0o600)
+			tc.kill(run.Process.Pid, agent)
+			waitGone(t, step, "the step's command")
+			waitGone(t, agent, "the agent")
+			select {
+			case err := <-exited:
+				if tc.name == "agent terminated" && err != nil {
+					t.Errorf("runner: %v, want the item sent again and run to success", err)
+				}
+			case <-time.After(time.Minute): // a bound, not a timing
+				run.Process.Kill()
+				t.Fatal("runner did not end")
+			}
+		})
+	}
+}
+
+// readPID waits (a bounded handshake) for a pid file and reads it.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if data, err := os.ReadFile(path); err == nil {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			return pid
+		}
+	}
+	t.Fatalf("%s did not appear within a minute", path)
+	return 0
+}
+
+// waitGone waits (at most 30 s: the agent gives its commands a grace
+// period after TERM) for a process to end; a zombie has ended.
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if syscall.Kill(pid, 0) != nil || procState(pid) == 'Z' {
+			return
+		}
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("%s (pid %d) still runs", what, pid)
 }
 
 // killBusyAgent kills -9 one of the coordinator's `runner agent` processes

@@ -22,9 +22,13 @@ type TaskRunner interface {
 // Agent is the agent's side of the protocol: it runs the tasks it reads
 // with a TaskRunner, one at a time, and writes what they do.
 type Agent struct {
-	mu      sync.Mutex // orders writes, guards the fields below
+	// writeMu orders writes; it is apart from mu so that a write blocked
+	// on a full pipe never keeps the reader from an answer.
+	writeMu sync.Mutex
 	enc     *json.Encoder
-	current string // the dispatch id of the task running; "" between tasks
+
+	mu      sync.Mutex // guards the fields below
+	current string     // the dispatch id of the task running; "" between tasks
 	seq     uint64
 	waits   map[uint64]chan message // answers awaited (ack, slot), by seq
 	broken  context.CancelCauseFunc // stops Serve when out cannot be written
@@ -160,11 +164,16 @@ func (a *Agent) request(ctx context.Context, m message) (message, error) {
 
 // send writes one message; when it cannot, the agent stops.
 func (a *Agent) send(m message) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.writeMu.Lock()
 	err := a.enc.Encode(m)
-	if err != nil && a.broken != nil {
-		a.broken(fmt.Errorf("agent: writing to the coordinator: %w", err))
+	a.writeMu.Unlock()
+	if err != nil {
+		a.mu.Lock()
+		broken := a.broken
+		a.mu.Unlock()
+		if broken != nil {
+			broken(fmt.Errorf("agent: writing to the coordinator: %w", err))
+		}
 	}
 	return err
 }
