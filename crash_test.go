@@ -90,6 +90,7 @@ func TestCrashResume(t *testing.T) {
 // without killing runner: the agent's item stays pending and is sent
 // again, and the same checks hold.
 func TestCrashResumeAgents(t *testing.T) {
+	needProc(t)
 	t.Setenv("RUNNER_DISPATCH", "agents")
 	rounds, rng := chaos(t, 20)
 	kills := 0
