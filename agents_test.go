@@ -23,6 +23,7 @@ import (
 func TestAgentSecretsInEnvironmentOnly(t *testing.T) {
 	needProc(t)
 	t.Setenv("RUNNER_DISPATCH", "agents")
+	t.Setenv("GORACE", raceNoExitSleep())
 	const secret = "tok-3f9a-agent"
 	dir := t.TempDir()
 	wf := `name: s
@@ -88,6 +89,7 @@ map:
 func TestAgentStopsItsCommands(t *testing.T) {
 	needProc(t)
 	t.Setenv("RUNNER_DISPATCH", "agents")
+	t.Setenv("GORACE", raceNoExitSleep())
 	for _, tc := range []struct {
 		name string
 		kill func(runner, agent int)
@@ -151,6 +153,13 @@ func waitGone(t *testing.T, pid int, what string) {
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	t.Errorf("%s (pid %d) still runs", what, pid)
+}
+
+// raceNoExitSleep is GORACE for runner and its agents: a binary built
+// with -race sleeps a second as it exits unless told not to, and runner
+// waits for its agents to exit.
+func raceNoExitSleep() string {
+	return strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 }
 
 // needProc skips a test that reads /proc where there is none.

@@ -92,6 +92,7 @@ func TestCrashResume(t *testing.T) {
 func TestCrashResumeAgents(t *testing.T) {
 	needProc(t)
 	t.Setenv("RUNNER_DISPATCH", "agents")
+	t.Setenv("GORACE", raceNoExitSleep())
 	rounds, rng := chaos(t, 20)
 	kills := 0
 	for r := range rounds {

@@ -98,9 +98,7 @@ func TestScriptsAgents(t *testing.T) {
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		env.Setenv("RUNNER_DISPATCH", "agents")
-		// A binary built with -race sleeps a second as it exits, unless
-		// told not to: runner waits for its agents to exit.
-		env.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+		env.Setenv("GORACE", raceNoExitSleep())
 		return setup(env)
 	}
 	testscript.Run(t, p)
