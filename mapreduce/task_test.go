@@ -162,3 +162,31 @@ func TestStaleDispatchChangesNothing(t *testing.T) {
 		t.Errorf("event of an ended dispatch: %v, want ErrStale", err)
 	}
 }
+
+// An event of a dispatch names the dispatch's item when it names an item
+// at all, whatever item the runner said; one that names none (a step's
+// circuit breaker) stays so, as in this process.
+func TestHostEmitNamesTheDispatchItem(t *testing.T) {
+	j := startJob(t, 1, 1, "")
+	d := &scriptedDispatcher{}
+	var fields []map[string]any
+	emit := func(t Task) (Outcome, error) {
+		for _, f := range []map[string]any{{"step": "a", "item_id": "elsewhere"}, {"step": "a", "scope": "step"}} {
+			if err := d.host.Emit(t.DispatchID, "step_started", f); err != nil {
+				return Outcome{}, err
+			}
+			fields = append(fields, f)
+		}
+		return Outcome{DispatchID: t.DispatchID}, nil
+	}
+	d.replies = map[string][]func(Task) (Outcome, error){"0": {emit}}
+	if _, err := d.run(t, j, newFakeDLQ()); err != nil {
+		t.Fatal(err)
+	}
+	if len(fields) != 2 || fields[0]["item_id"] != "0" {
+		t.Errorf("first event %v, want item_id 0", fields)
+	}
+	if _, named := fields[1]["item_id"]; named {
+		t.Errorf("second event %v got an item_id", fields[1])
+	}
+}
