@@ -122,7 +122,7 @@ var agentScripts = []string{
 
 // agentScriptsShort are the few that -short runs: items, resume, the DLQ
 // and its retry, secrets.
-var agentScriptsShort = []string{"mapreduce_features", "mapreduce_resume_steps", "dlq_retry_counts", "secrets"}
+var agentScriptsShort = []string{"mapreduce_features", "mapreduce_resume", "dlq_retry_counts", "secrets"}
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,
 // interp's TestShellDelivery) run in temporary directories and assert
