@@ -61,11 +61,12 @@ bench:
 	scripts/bench.sh
 
 # kill -9 running MapReduce jobs and dlq retries at random moments and
-# audit the state after every crash (the normal test run does 20 rounds of
-# the first, 8 of the second).
+# audit the state after every crash, also with the items in `runner agent`
+# processes, some of which are killed (the normal test run does 20 rounds
+# of each crash test but the last, which does 8).
 CHAOS_ROUNDS ?= 200
 chaos:
-	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestDLQRetryCrash)$$' -timeout 90m .
+	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestDLQRetryCrash)$$' -timeout 90m .
 
 # Each fuzz target for FUZZTIME; FuzzExpandShell, which starts dozens of
 # shells per input (~5 inputs/s), for FUZZTIME_SHELL. CI uses execution

@@ -19,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/runnerdev/runner/cmd"
+	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -77,8 +78,30 @@ func TestCrashResume(t *testing.T) {
 	rounds, rng := chaos(t, 20)
 	for r := range rounds {
 		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
-			crashRound(t, rng)
+			crashRound(t, rng, false)
 		})
+	}
+}
+
+// TestCrashResumeAgents is TestCrashResume with the items run by `runner
+// agent` processes (RUNNER_DISPATCH=agents), where the first crash of a
+// round and half the others kill -9 an agent in the middle of a step
+// first (see killBusyAgent), and a quarter of those leave the job to end
+// without killing runner: the agent's item stays pending and is sent
+// again, and the same checks hold.
+func TestCrashResumeAgents(t *testing.T) {
+	needProc(t)
+	t.Setenv("RUNNER_DISPATCH", "agents")
+	t.Setenv("GORACE", raceNoExitSleep())
+	rounds, rng := chaos(t, 20)
+	kills := 0
+	for r := range rounds {
+		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
+			kills += crashRound(t, rng, true)
+		})
+	}
+	if kills == 0 {
+		t.Error("no agent was killed in any round")
 	}
 }
 
@@ -101,7 +124,9 @@ func chaos(t *testing.T, def int) (rounds int, rng *rand.Rand) {
 	return rounds, rand.New(rand.NewPCG(seed, 0))
 }
 
-func crashRound(t *testing.T, rng *rand.Rand) {
+// crashRound runs one round of TestCrashResume, with agents if asked; it
+// returns the number of agents killed.
+func crashRound(t *testing.T, rng *rand.Rand, agents bool) (agentKills int) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "crash.yml"), []byte(crashWorkflow), 0o600); err != nil {
 		t.Fatal(err)
@@ -114,7 +139,7 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 		completed map[string]bool // steps completed by then ("N a")
 	}
 	var past []crash
-	for range crashes {
+	for k := range crashes {
 		run := exec.Command("runner", continueJob(store)...)
 		run.Dir = dir
 		before := len(readLines(t, runsLog))
@@ -123,6 +148,20 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 		}
 		exited := make(chan struct{})
 		go func() { run.Wait(); close(exited) }()
+		if agents && (k == 0 || rng.IntN(2) == 0) {
+			waitForLines(runsLog, before+1+rng.IntN(max(crashExecutions-before, 1)), exited)
+			if killBusyAgent(t, store, run.Process.Pid, exited) {
+				agentKills++
+				// A crash for the checks below: steps completed by now
+				// never run again.
+				completed := completedSteps(t, store, "j")
+				past = append(past, crash{len(readLines(t, runsLog)), completed})
+				if rng.IntN(4) == 0 {
+					waitExit(t, exited) // the job goes on to its end
+					break
+				}
+			}
+		}
 		if rng.IntN(8) == 0 { // during setup or loading, most likely
 			time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
 		} else { // at a random point of the job's progress, however fast the machine
@@ -152,6 +191,7 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 	if counts[state.ItemDLQ] != failing || counts[state.ItemSucceeded] != crashItems-failing {
 		t.Errorf("end state %v, want %d succeeded and %d in the DLQ", counts, crashItems-failing, failing)
 	}
+	checkDLQFailures(t, store, "j")
 	runs := readLines(t, runsLog)
 	for k, c := range past {
 		reached := map[string]int{} // item -> the furthest execution it had started
@@ -181,13 +221,27 @@ func crashRound(t *testing.T, rng *rand.Rand) {
 			}
 		}
 	}
+	// A killed agent repeats the step it was running.
 	repeated := len(runs) - len(seen)
-	t.Logf("%d crash(es), %d step execution(s) repeated", crashes, repeated)
-	if len(seen) != crashExecutions || repeated > crashParallel*crashes {
-		t.Errorf("%d step executions, %d distinct (want %d), after %d crashes: more than %d repeated per crash", len(runs), len(seen), crashExecutions, crashes, crashParallel)
+	t.Logf("%d crash(es), %d agent(s) killed, %d step execution(s) repeated", crashes, agentKills, repeated)
+	if len(seen) != crashExecutions || repeated > crashParallel*crashes+agentKills {
+		t.Errorf("%d step executions, %d distinct (want %d), after %d crashes and %d agents killed: more than %d repeated per crash and one per agent",
+			len(runs), len(seen), crashExecutions, crashes, agentKills, crashParallel)
 	}
 	if reduced := readLines(t, filepath.Join(dir, "reduce.log")); len(reduced) == 0 {
 		t.Error("reduce never ran")
+	}
+	return agentKills
+}
+
+// waitExit waits for a job's process to end of itself (a bound on a whole
+// job, which takes about a second).
+func waitExit(t *testing.T, exited <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the job did not end within 2 minutes")
 	}
 }
 
@@ -254,6 +308,32 @@ func auditJob(t *testing.T, store state.Store, jobID string, total int, final bo
 		t.Fatalf("%d items still pending after the final resume", counts["pending"])
 	}
 	return counts
+}
+
+// checkDLQFailures checks that each item in the job's DLQ failed once:
+// an outcome recorded twice (a repeated or late result, or a failure
+// recorded again after a crash) would add a second failure, and a runner
+// lost in the middle of an item (a killed agent) none.
+func checkDLQFailures(t *testing.T, store state.Store, jobID string) {
+	t.Helper()
+	job, err := store.Open(jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dlq.Open(job.Path("dlq.db"), dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.List(func(it dlq.Item) bool {
+		if len(it.Failures) != 1 || it.Failures[0].Kind != "exit" {
+			t.Errorf("item %s has DLQ failures %+v, want one, of its command's exit", it.ItemID, it.Failures)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // crashRank splits a runs.log line into its item and the place of the

@@ -53,12 +53,19 @@ func shortParallel() {
 // TestScripts runs every end-to-end script under testdata/script.
 func TestScripts(t *testing.T) {
 	t.Parallel()
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
+	p := scriptParams()
+	p.Dir = "testdata/script"
+	// UPDATE=1 rewrites the golden files inside the scripts: the file a
+	// `cmp stdout FILE` compares with gets what the command printed.
+	p.UpdateScripts = os.Getenv("UPDATE") != ""
+	testscript.Run(t, p)
+}
+
+// scriptParams is the setup of the end-to-end scripts, without the
+// scripts.
+func scriptParams() testscript.Params {
+	return testscript.Params{
 		RequireExplicitExec: true,
-		// UPDATE=1 rewrites the golden files inside the scripts: the file
-		// a `cmp stdout FILE` compares with gets what the command printed.
-		UpdateScripts: os.Getenv("UPDATE") != "",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
 			// Scripts can run the repository's examples as a user would.
@@ -72,8 +79,50 @@ func TestScripts(t *testing.T) {
 			"dlqlease":     dlqLease,
 			"jsondoc":      jsonDoc,
 		},
-	})
+	}
 }
+
+// TestScriptsAgents runs the scripts that run map items again with the
+// items in `runner agent` processes (RUNNER_DISPATCH=agents), which must
+// change nothing they check. With -short it runs a few of them.
+func TestScriptsAgents(t *testing.T) {
+	t.Parallel()
+	p := scriptParams()
+	scripts := agentScripts
+	if testing.Short() {
+		scripts = agentScriptsShort
+	}
+	for _, name := range scripts {
+		p.Files = append(p.Files, filepath.Join("testdata/script", name+".txtar"))
+	}
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		env.Setenv("RUNNER_DISPATCH", "agents")
+		env.Setenv("GORACE", raceNoExitSleep())
+		return setup(env)
+	}
+	testscript.Run(t, p)
+}
+
+// agentScripts are the scripts that run map items (a MapReduce job or a
+// dlq retry), but for dry_run and validate_errors, which run none, and
+// dlq_retry_sighup, whose step signals its parent process as runner: with
+// agents that is its agent, which it kills, so the item's runner is lost
+// instead of the retry interrupted.
+var agentScripts = []string{
+	"breaker_kills", "dlq_commands", "dlq_concurrent_retry", "dlq_damaged_empty", "dlq_filter_fields",
+	"dlq_locked_job_waits", "dlq_purge_during_retry", "dlq_purge_events", "dlq_retry_counts", "dlq_retry_crash",
+	"dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
+	"dlq_stats_damaged_job", "junit", "mapreduce_breaker", "mapreduce_breaker_probe", "mapreduce_collection",
+	"mapreduce_concurrency", "mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
+	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",
+	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
+	"progress_counts", "secrets", "secrets_not_stored",
+}
+
+// agentScriptsShort are the few that -short runs: items, resume, the DLQ
+// and its retry, secrets.
+var agentScriptsShort = []string{"mapreduce_features", "mapreduce_resume", "dlq_retry_counts", "secrets"}
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,
 // interp's TestShellDelivery) run in temporary directories and assert

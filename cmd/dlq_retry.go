@@ -76,6 +76,9 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if err := o.outputOptions.validate(); err != nil {
 		return err
 	}
+	if err := o.parallelOptions.validate(); err != nil {
+		return err
+	}
 	if _, err := compileItemFilter(o.Filter); err != nil {
 		return err // before the job is attached
 	}
@@ -132,6 +135,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobDLQ) (dlqRetrySummary, error) {
 	res, err := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
 		MaxParallel: o.MaxParallel,
+		Dispatcher:  o.dispatcher(g, j),
 		Select: func() ([]*mapreduce.Item, error) {
 			selected, err := dlqItems(g, j.ID(), o.Filter, 0)
 			items := make([]*mapreduce.Item, 0, len(selected))

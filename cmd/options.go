@@ -36,11 +36,14 @@ func (o outputOptions) asJSON() bool { return o.Output == "json" }
 // parallelOptions are the flags of the commands that run MapReduce items
 // (run, resume, dlq retry).
 type parallelOptions struct {
-	MaxParallel int // 0: the workflow's map.max_parallel
+	MaxParallel int    // 0: the workflow's map.max_parallel
+	Dispatch    string // where items run (hidden): local or agents; "": RUNNER_DISPATCH
 }
 
 func (o *parallelOptions) AddFlags(c *cobra.Command) {
 	c.Flags().Var((*positiveInt)(&o.MaxParallel), "max-parallel", "items at once (default: the workflow's map.max_parallel)")
+	c.Flags().StringVar(&o.Dispatch, "dispatch", "", "where items run: local or agents (env RUNNER_DISPATCH; default local)")
+	c.Flags().MarkHidden("dispatch")
 }
 
 // positiveInt is an int flag that refuses values below 1 when it is parsed,

@@ -46,6 +46,9 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if err := o.outputOptions.validate(); err != nil {
 		return err
 	}
+	if err := o.parallelOptions.validate(); err != nil {
+		return err
+	}
 	vars, err := parseSet(o.Set)
 	if err != nil {
 		return err
@@ -59,5 +62,5 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	}
 	ui.setWorkflow(j.Workflow())
 	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.ID())
-	return finishJob(ctx, ui, j, o.MaxParallel, o.JUnit)
+	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit)
 }

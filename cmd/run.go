@@ -67,6 +67,9 @@ func (o runOptions) validate() (vars map[string]string, seed *uint64, err error)
 		}
 		seed = &n
 	}
+	if err := o.parallelOptions.validate(); err != nil {
+		return nil, nil, err
+	}
 	vars, err = parseSet(o.Set)
 	return vars, seed, err
 }
@@ -109,7 +112,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	fmt.Fprintf(g.stderr, "job: %s\n", j.ID())
-	return finishJob(ctx, ui, j, o.MaxParallel, o.JUnit)
+	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit)
 }
 
 // loadWorkflow reads and parses a workflow file named on the command line;
@@ -125,14 +128,14 @@ func loadWorkflow(file string) (*workflow.Workflow, []byte, error) {
 
 // finishJob runs a started or resumed job to its end, records how it
 // ended and reports it.
-func finishJob(ctx context.Context, ui *terminal, j *job.Job, maxParallel int, junit string) error {
+func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOptions, junit string) error {
 	var (
 		res jobResult
 		err error
 	)
 	if j.Workflow().Mode == workflow.MapReduce {
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: maxParallel, DLQ: newJobDLQ(ctx, j.ID(), j.Path(dlqFile), ui.g.stderr)})
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: newJobDLQ(ctx, j.ID(), j.Path(dlqFile), ui.g.stderr)})
 		res.items = &sum.Items
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}

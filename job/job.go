@@ -9,6 +9,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +38,9 @@ type Job struct {
 	started  time.Time
 	mask     func(string) string // nil: no secrets
 	sealer   *varSealer
+	// secretEnv is NAME=VALUE for each secret withheld from the stored
+	// job, as this process was given it.
+	secretEnv []string
 
 	mu     sync.Mutex // guards st.Meta and logErr
 	logErr error      // the first event log write error
@@ -131,21 +136,43 @@ func Attach(id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	done, err := j.readJournal()
-	if err != nil {
+	if err := j.restoreSetup(); err != nil {
 		j.close()
 		return nil, err
+	}
+	return j, nil
+}
+
+// restoreSetup restores the variables the job's setup defined, from the
+// journal.
+func (j *Job) restoreSetup() error {
+	done, err := j.readJournal()
+	if err != nil {
+		return err
 	}
 	for _, rec := range done[PhaseSetup] {
 		j.applyVars(PhaseSetup, executor.RecordedVars(rec))
 	}
-	return j, nil
+	return nil
 }
 
 // reopen locks a stored job (shared: for Attach) and opens it from its
 // workflow copy, with its stored variables and its secrets given again
 // (opts.Vars: --set).
 func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
+	wf, err := storedWorkflow(st, &opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockJob(st, shared); err != nil {
+		return nil, err
+	}
+	return open(st, wf, opts)
+}
+
+// storedWorkflow loads a stored job's workflow copy and sets opts.Vars to
+// its stored variables with its secrets given again (opts.Vars: --set).
+func storedWorkflow(st *state.Job, opts *Options) (*workflow.Workflow, error) {
 	wf, err := workflow.Load(st.WorkflowCopy())
 	if err != nil {
 		return nil, fmt.Errorf("job %s: stored workflow: %w", st.Meta.ID, err)
@@ -156,10 +183,7 @@ func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
 	if opts.Vars, err = restoreVars(st.Meta, opts.Vars); err != nil {
 		return nil, err
 	}
-	if err := lockJob(st, shared); err != nil {
-		return nil, err
-	}
-	return open(st, wf, opts)
+	return wf, nil
 }
 
 // readJournal reads the finished steps with the secret values in their
@@ -184,16 +208,12 @@ func (j *Job) Close() error {
 // open opens the log and journal of a job whose lock st holds; on an
 // error it releases the lock.
 func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
-	j := &Job{st: st, id: st.Meta.ID, wf: wf, seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
-	environ := os.Environ()
-	vars, env, err := workflowEnv(wf, opts.Vars, environ)
+	j, err := prepare(st, wf, opts)
 	if err != nil {
 		j.close()
 		return nil, err
 	}
-	j.scope = executor.NewScope(vars, environ)
-	j.mask = secretMasker(wf, env, environ)
-	j.sealer = newVarSealer(wf, env, environ)
+	j.exec.Emit = j.emit
 	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
 		j.close()
 		return nil, err
@@ -202,9 +222,27 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 		j.close()
 		return nil, err
 	}
+	return j, nil
+}
+
+// prepare makes a job's variables, secret masking and executor (whose
+// Emit is left to the caller), without opening its log or journal.
+func prepare(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
+	j := &Job{st: st, id: st.Meta.ID, wf: wf, seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
+	environ := os.Environ()
+	vars, env, err := workflowEnv(wf, opts.Vars, environ)
+	if err != nil {
+		return j, err
+	}
+	j.scope = executor.NewScope(vars, environ)
+	j.mask = secretMasker(wf, env, environ)
+	j.sealer = newVarSealer(wf, env, environ)
+	j.secretEnv = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return !slices.Contains(st.Meta.Secrets, name)
+	})
 	j.exec = &executor.Executor{
 		JobID:  st.Meta.ID,
-		Emit:   j.emit,
 		Mask:   j.mask,
 		Env:    append(environ, env...),
 		Stdout: executor.MaskOutput(opts.Stdout, j.mask),
@@ -213,8 +251,7 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 		TmpDir: st.Path("tmp"),
 	}
 	if err := os.MkdirAll(j.exec.TmpDir, 0o700); err != nil {
-		j.close()
-		return nil, fmt.Errorf("job %s: %w", st.Meta.ID, err)
+		return j, fmt.Errorf("job %s: %w", st.Meta.ID, err)
 	}
 	return j, nil
 }

@@ -273,7 +273,10 @@ func (s *scheduler) Emit(id string, e eventlog.Event) error {
 	if err != nil {
 		return err
 	}
-	s.emit(e.WithItem(d.it.ID))
+	if e.ItemID != "" {
+		e = e.WithItem(d.it.ID) // the item is the dispatch's, whatever the runner said
+	}
+	s.emit(e)
 	return nil
 }
 

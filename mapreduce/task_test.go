@@ -163,3 +163,33 @@ func TestStaleDispatchChangesNothing(t *testing.T) {
 		t.Errorf("event of an ended dispatch: %v, want ErrStale", err)
 	}
 }
+
+// An event of a dispatch names the dispatch's item when it names an item
+// at all, whatever item the runner said; one that names none (a step's
+// circuit breaker) stays so, as in this process.
+func TestHostEmitNamesTheDispatchItem(t *testing.T) {
+	j := startJob(t, 1, 1, "")
+	d := &scriptedDispatcher{}
+	emit := func(t Task) (Outcome, error) {
+		for _, e := range []eventlog.Event{eventlog.StepStarted("a", 1, "true").WithItem("elsewhere"), eventlog.CircuitChanged("open", "step", "a")} {
+			if err := d.host.Emit(t.DispatchID, e); err != nil {
+				return Outcome{}, err
+			}
+		}
+		return Outcome{DispatchID: t.DispatchID}, nil
+	}
+	d.replies = map[string][]func(Task) (Outcome, error){"0": {emit}}
+	if _, err := d.run(t, j, newFakeDLQ()); err != nil {
+		t.Fatal(err)
+	}
+	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{Types: []eventlog.Type{eventlog.TypeStepStarted, eventlog.TypeCircuitOpened}})
+	if err != nil || len(events) != 2 {
+		t.Fatalf("events %+v, %v", events, err)
+	}
+	if events[0].ItemID != "0" {
+		t.Errorf("step event names item %q, want 0", events[0].ItemID)
+	}
+	if events[1].ItemID != "" {
+		t.Errorf("the breaker event names item %q, want none", events[1].ItemID)
+	}
+}

@@ -1,0 +1,307 @@
+package agentproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/runnerdev/runner/mapreduce"
+)
+
+// Config says how to start an agent.
+type Config struct {
+	Command []string  // its command line: `runner agent ... JOB`
+	Env     []string  // its environment, which carries the job's secrets
+	Stderr  io.Writer // where its diagnostics go
+}
+
+// Bounds of the waits on an agent process, which are handshakes and not
+// timings: they only keep a broken agent from hanging the job.
+const (
+	// readyWithin bounds an agent's start, to its ready message.
+	readyWithin = time.Minute
+	// stopWithin bounds an agent's exit once its stdin is closed: time to
+	// stop its task's commands (TERM, then KILL after their grace).
+	stopWithin = 10 * time.Second
+)
+
+// New returns the dispatcher of a pool of agents started with cfg: an
+// agent per task running, started when none is idle, reused, and stopped
+// when the pool is closed. The first agent is started at once, so that an
+// agent that cannot open the job fails the run before any item is sent.
+func New(cfg Config) mapreduce.NewDispatcher {
+	return func(h mapreduce.Host) (mapreduce.Dispatcher, error) {
+		p := &pool{cfg: cfg, host: h, all: map[*agentProcess]bool{}}
+		a, err := p.start(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		p.idle = append(p.idle, a)
+		return p, nil
+	}
+}
+
+// pool is the dispatcher New makes.
+type pool struct {
+	cfg  Config
+	host mapreduce.Host
+
+	mu     sync.Mutex
+	idle   []*agentProcess
+	all    map[*agentProcess]bool // started and not yet seen to end
+	closed bool
+}
+
+// Dispatch runs t in an idle agent, or a new one. An agent that dies,
+// breaks the protocol or abandons the task is stopped, and the task's
+// item stays pending.
+func (p *pool) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.Outcome, error) {
+	a, err := p.get(ctx)
+	if err != nil {
+		return mapreduce.Outcome{}, err
+	}
+	out, err := p.run(ctx, a, t)
+	if err != nil {
+		a.stop()
+		return mapreduce.Outcome{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		a.stop()
+	} else {
+		p.idle = append(p.idle, a)
+	}
+	return out, nil
+}
+
+// get takes an idle agent that is still alive, or starts one.
+func (p *pool) get(ctx context.Context) (*agentProcess, error) {
+	p.mu.Lock()
+	for len(p.idle) > 0 {
+		a := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		select {
+		case <-a.done:
+			delete(p.all, a)
+		default:
+			p.mu.Unlock()
+			return a, nil
+		}
+	}
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, errors.New("agent pool closed")
+	}
+	return p.start(ctx)
+}
+
+// Close stops every agent and waits (a bounded time) for them to exit.
+func (p *pool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.idle = nil
+	all := make([]*agentProcess, 0, len(p.all))
+	for a := range p.all {
+		all = append(all, a)
+	}
+	p.mu.Unlock()
+	for _, a := range all {
+		a.stop()
+	}
+	for _, a := range all {
+		<-a.done // stop kills it within stopWithin
+	}
+	return nil
+}
+
+// run sends t to a and serves its requests until it answers with an
+// outcome.
+func (p *pool) run(ctx context.Context, a *agentProcess, t mapreduce.Task) (mapreduce.Outcome, error) {
+	if err := a.send(message{Type: typeTask, Task: &t}); err != nil {
+		return mapreduce.Outcome{}, err
+	}
+	// A slot waited for is given up when the agent dies.
+	slotCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-a.done:
+			cancel(a.failure())
+		case <-slotCtx.Done():
+		}
+	}()
+	for {
+		var m message
+		select {
+		case <-ctx.Done():
+			return mapreduce.Outcome{}, context.Cause(ctx)
+		case <-a.done:
+			return mapreduce.Outcome{}, a.failure()
+		case m = <-a.msgs:
+		}
+		if m.DispatchID != t.DispatchID {
+			// Stale: from no task of this agent's now.
+			if answer, ok := answers[m.Type]; ok {
+				a.send(message{Type: answer, DispatchID: m.DispatchID, Seq: m.Seq, Error: mapreduce.ErrStale.Error()})
+			}
+			continue
+		}
+		var err error
+		switch {
+		case m.Type == typeEvent && m.Event != nil:
+			p.host.Emit(m.DispatchID, *m.Event) // ErrStale: the task is no longer its item's
+		case m.Type == typeCheckpoint && m.Step != nil:
+			cerr := p.host.Checkpoint(m.DispatchID, *m.Step)
+			err = a.send(message{Type: typeAck, DispatchID: m.DispatchID, Seq: m.Seq, Error: errorText(cerr)})
+		case m.Type == typeRelease:
+			if s := p.host.Slot(m.DispatchID); s != nil {
+				s.Release()
+			}
+		case m.Type == typeAcquire:
+			serr := mapreduce.ErrStale
+			if s := p.host.Slot(m.DispatchID); s != nil {
+				serr = s.Acquire(slotCtx)
+			}
+			if ctx.Err() != nil {
+				return mapreduce.Outcome{}, context.Cause(ctx)
+			}
+			err = a.send(message{Type: typeSlot, DispatchID: m.DispatchID, Seq: m.Seq, Error: errorText(serr)})
+		case m.Type == typeOutcome && m.Outcome != nil:
+			return *m.Outcome, nil
+		case m.Type == typeAbandoned:
+			return mapreduce.Outcome{}, fmt.Errorf("agent (pid %d) abandoned task %s: %s", a.pid, t.DispatchID, m.Error)
+		default:
+			err = fmt.Errorf("agent (pid %d): unexpected %q message", a.pid, m.Type)
+		}
+		if err != nil {
+			return mapreduce.Outcome{}, err
+		}
+	}
+}
+
+// agentProcess is one running agent.
+type agentProcess struct {
+	cmd   *exec.Cmd
+	pid   int
+	stdin io.WriteCloser
+	msgs  chan message  // what it writes, read as it comes
+	done  chan struct{} // closed once it has exited
+	err   error         // why it ended; set before done is closed
+
+	sendMu   sync.Mutex
+	enc      *json.Encoder
+	stopOnce sync.Once
+	quit     chan struct{} // closed by stop: its messages are dropped
+}
+
+// start starts an agent and waits for its ready message.
+func (p *pool) start(ctx context.Context) (*agentProcess, error) {
+	c := exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
+	c.Env = p.cfg.Env
+	c.Stderr = p.cfg.Stderr
+	// Its own process group: a terminal's ^C goes to the coordinator,
+	// which stops its agents in order.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.WaitDelay = stopWithin
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	a := &agentProcess{cmd: c, pid: c.Process.Pid, stdin: stdin, enc: json.NewEncoder(stdin),
+		msgs: make(chan message), done: make(chan struct{}), quit: make(chan struct{})}
+	p.mu.Lock()
+	p.all[a] = true
+	p.mu.Unlock()
+	go a.read(stdout)
+	timer := time.NewTimer(readyWithin)
+	defer timer.Stop()
+	select {
+	case m := <-a.msgs:
+		if m.Type == typeReady {
+			return a, nil
+		}
+		err = fmt.Errorf("agent (pid %d) began with %q instead of ready", a.pid, m.Type)
+	case <-a.done:
+		err = fmt.Errorf("agent could not start: %w", a.failure())
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	case <-timer.C:
+		err = fmt.Errorf("agent (pid %d) was not ready within %v", a.pid, readyWithin)
+	}
+	a.stop()
+	return nil, err
+}
+
+// read passes the agent's messages on until its stdout ends or breaks,
+// then waits for it to exit.
+func (a *agentProcess) read(stdout io.Reader) {
+	dec := json.NewDecoder(stdout)
+	dec.UseNumber()
+	var rerr error
+	for {
+		var m message
+		if err := dec.Decode(&m); err != nil {
+			if !errors.Is(err, io.EOF) {
+				rerr = fmt.Errorf("broke the protocol: %w", err)
+				a.stop()
+				io.Copy(io.Discard, stdout) // to its end, as Wait wants
+			}
+			break
+		}
+		select {
+		case a.msgs <- m:
+		case <-a.quit:
+		}
+	}
+	// An agent ends when its stdin does; one that closed its stdout
+	// otherwise is made to.
+	kill := time.AfterFunc(stopWithin, func() { a.cmd.Process.Kill() })
+	werr := a.cmd.Wait()
+	kill.Stop()
+	a.err = errors.Join(rerr, werr)
+	close(a.done)
+}
+
+// send writes one message to the agent.
+func (a *agentProcess) send(m message) error {
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	if err := a.enc.Encode(m); err != nil {
+		return fmt.Errorf("agent (pid %d): %w", a.pid, err)
+	}
+	return nil
+}
+
+// stop closes the agent's stdin, which makes it stop its task and exit;
+// it is killed if it has not within stopWithin.
+func (a *agentProcess) stop() {
+	a.stopOnce.Do(func() {
+		close(a.quit)
+		a.stdin.Close() // also ends a write blocked on a full pipe
+		kill := time.AfterFunc(stopWithin, func() { a.cmd.Process.Kill() })
+		go func() { <-a.done; kill.Stop() }()
+	})
+}
+
+// failure describes how an agent that exited ended.
+func (a *agentProcess) failure() error {
+	if a.err == nil {
+		return fmt.Errorf("agent (pid %d) exited", a.pid)
+	}
+	return fmt.Errorf("agent (pid %d) exited: %w", a.pid, a.err)
+}
