@@ -28,11 +28,7 @@ func (x *Executor) capture(step *workflow.Step, res commandResult, sc *Scope) (m
 		if err != nil {
 			return nil, fmt.Errorf("capture_output: %w", err)
 		}
-		name := step.Capture
-		if name == "shell" {
-			name = "shell.output"
-		}
-		vars[name] = v
+		vars[step.Capture] = v
 	}
 	sc.Apply(vars)
 	return vars, nil

@@ -55,7 +55,7 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 			return StepResult{Status: StepSkipped}
 		}
 	}
-	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Shell.String()))
+	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Command.Text.String()))
 	start := time.Now()
 	res, err := x.runRepeated(ctx, step, r)
 	if err == nil {
@@ -113,7 +113,7 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 		spec.Waiting = func(p retryv2.Progress) error { return r.Waiting(retryingRecord(step, p)) }
 	}
 	last, err := retryv2.Run(ctx, spec, func(ctx context.Context, n int) retryv2.Outcome {
-		ran = x.runCommand(ctx, step, step.Shell, r, n, capture)
+		ran = x.runCommand(ctx, step, step.Command, r, n, capture)
 		return ran.Outcome
 	})
 	ran.Outcome = last

@@ -211,6 +211,7 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 		Stderr: executor.MaskOutput(opts.Stderr, j.mask),
 		Seed:   st.Meta.Seed,
 		TmpDir: st.Path("tmp"),
+		Agent:  executor.ResolveAgent(wf.Agent, environ),
 	}
 	if err := os.MkdirAll(j.exec.TmpDir, 0o700); err != nil {
 		j.close()

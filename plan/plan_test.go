@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -25,18 +26,18 @@ func TestPolicyDelays(t *testing.T) {
 - shell: "true"
   retry_config: {attempts: 2, backoff: fixed, initial_delay: 10s, jitter: true}
 `)
-	fixed := New(wf, nil).Phases[0].Steps[0].Retry[0]
+	fixed := New(wf, nil, executor.Agent{}).Phases[0].Steps[0].Retry[0]
 	if fixed.DelaysAre != delaysFixed || len(fixed.Delays) != 2 ||
 		time.Duration(fixed.Delays[0].Delay) != time.Second || time.Duration(fixed.Delays[1].Delay) != 3*time.Second ||
 		time.Duration(fixed.Total) != 4*time.Second {
 		t.Errorf("linear policy %+v", fixed)
 	}
-	ranged := New(wf, nil).Phases[0].Steps[1].Retry[0]
+	ranged := New(wf, nil, executor.Agent{}).Phases[0].Steps[1].Retry[0]
 	if d := ranged.Delays[0]; ranged.DelaysAre != delaysJittered || d.Min >= d.Max || d.Delay < d.Min || d.Delay > d.Max {
 		t.Errorf("jittered policy without a seed %+v", ranged)
 	}
 	seed := uint64(42)
-	a, b := New(wf, &seed).Phases[0].Steps[1].Retry[0], New(wf, &seed).Phases[0].Steps[1].Retry[0]
+	a, b := New(wf, &seed, executor.Agent{}).Phases[0].Steps[1].Retry[0], New(wf, &seed, executor.Agent{}).Phases[0].Steps[1].Retry[0]
 	if a.DelaysAre != delaysSeeded || a.Delays[0] != b.Delays[0] {
 		t.Errorf("seeded policy %+v, again %+v", a, b)
 	}
@@ -57,7 +58,7 @@ reduce: [{shell: "true"}]
 error_policy: {on_item_failure: skip, max_failures: 3}
 `)
 	seed := uint64(7)
-	p := New(wf, &seed)
+	p := New(wf, &seed, executor.Agent{})
 	var phases []string
 	for _, ph := range p.Phases {
 		phases = append(phases, ph.Phase)

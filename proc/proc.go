@@ -134,7 +134,7 @@ func run(ctx context.Context, spec *Spec) Result {
 		limit = DefaultCaptureLimit
 	}
 
-	path, argv, script, err := spec.program()
+	path, argv, env, script, err := spec.program()
 	if err != nil {
 		return spawnFailed(err)
 	}
@@ -165,7 +165,7 @@ func run(ctx context.Context, spec *Spec) Result {
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
-		Env:   spec.Env, // nil is an empty environment to ForkExec
+		Env:   env, // nil is an empty environment to ForkExec
 		Files: []uintptr{stdin, uintptr(out.childFD), uintptr(errs.childFD)},
 		Sys:   sys,
 	})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -17,28 +18,45 @@ var ErrNotFound = errors.New("not found in PATH")
 // program.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// program returns the file to execute and its argv: the shell with Command
-// (or, for a long Command, with a temporary script file that the caller
-// removes), or Args run directly.
-func (s *Spec) program() (path string, argv []string, script string, err error) {
+// program returns the file to execute, its argv and environment: the shell
+// with Command (or, for a long Command, with a temporary script file that
+// the caller removes), or Args run directly.
+func (s *Spec) program() (path string, argv, env []string, script string, err error) {
 	if s.Args == nil {
 		if len(s.Command) <= MaxInlineScript {
-			return shellPath, []string{shellPath, "-c", s.Command}, "", nil
+			return shellPath, []string{shellPath, "-c", s.Command}, s.Env, "", nil
 		}
 		script, err := scriptFile(s.Command)
 		if err != nil {
-			return "", nil, "", err
+			return "", nil, nil, "", err
 		}
-		return shellPath, []string{shellPath, script}, script, nil
+		return shellPath, []string{shellPath, script}, s.Env, script, nil
 	}
 	switch {
 	case s.Command != "":
-		return "", nil, "", errors.New("a Spec sets Command or Args, not both")
+		return "", nil, nil, "", errors.New("a Spec sets Command or Args, not both")
 	case len(s.Args) == 0 || s.Args[0] == "":
-		return "", nil, "", errors.New("no program to run (Args is empty)")
+		return "", nil, nil, "", errors.New("no program to run (Args is empty)")
 	}
 	path, err = lookPath(s.Args[0], s.Env, s.Dir)
-	return path, s.Args, "", err
+	return path, s.Args, lastWins(s.Env), "", err
+}
+
+// lastWins drops the entries of env that a later entry of the same name
+// overrides. sh does this for the commands it runs; a program run directly
+// would otherwise see the first entry (getenv returns the first match).
+func lastWins(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, 0, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		name, _, _ := strings.Cut(env[i], "=")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, env[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // lookPath finds a program as sh does: a name with a slash is a path

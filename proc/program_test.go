@@ -39,6 +39,16 @@ func TestArgsRunWithoutShell(t *testing.T) {
 	}
 }
 
+// A later entry of Env overrides an earlier one of the same name, as it
+// does for a shell command.
+func TestArgsEnvLastWins(t *testing.T) {
+	t.Parallel()
+	res := runT(t, Spec{Args: []string{"printenv", "A", "B"}, Env: []string{"PATH=/usr/bin:/bin", "A=1", "B=x", "A=2"}, CaptureStdout: true})
+	if res.Kind != KindOK || string(res.Stdout) != "2\nx\n" {
+		t.Errorf("kind %q err %v stdout %q", res.Kind, res.Err, res.Stdout)
+	}
+}
+
 // The program is looked up in the PATH of Spec.Env, not runner's, skipping
 // files that are not executable; relative names and entries are relative
 // to Spec.Dir.
