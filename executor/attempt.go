@@ -49,6 +49,8 @@ type Run struct {
 	// ended, whose retry loop the step continues.
 	Waiting func(state.StepRecord) error
 	From    *state.StepRecord
+
+	commits *commitTracker // the step's git HEAD, with commit_required or auto_commit
 }
 
 func (r Run) stdout(x *Executor) io.Writer {
@@ -79,7 +81,8 @@ func (x *Executor) emit(r Run, e eventlog.Event) {
 // commandResult is one finished command with its captured output.
 type commandResult struct {
 	retryv2.Outcome
-	stdout, stderr []byte // full captures when asked for
+	stdout, stderr []byte   // full captures when asked for
+	commits        []string // new commits since the step started, oldest first; nil when not tracked
 }
 
 // runCommand expands and runs one command once.
