@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +72,36 @@ error_policy: {on_item_failure: skip, max_failures: 3}
 	}
 	if p.Map == nil || p.ErrorPolicy == nil {
 		t.Errorf("map %+v, error policy %+v", p.Map, p.ErrorPolicy)
+	}
+}
+
+// A claude: step's plan names the program it runs and where that came
+// from; the commit fields are shown for any step.
+func TestAgentAndCommitsPlan(t *testing.T) {
+	wf := parse(t, `- claude: /fix
+  commit_required: true
+- shell: make fmt
+  auto_commit: true
+`)
+	p := New(wf, nil, executor.ResolveAgent(nil, []string{"RUNNER_AGENT_COMMAND=my-agent --model 'a b'"}))
+	fix, format := p.Phases[0].Steps[0], p.Phases[0].Steps[1]
+	if fix.Kind != workflow.ClaudeCommand || len(fix.Agent) != 3 || fix.AgentFrom != executor.AgentFromEnv || !fix.CommitRequired || fix.AutoCommit {
+		t.Errorf("claude step %+v", fix)
+	}
+	if format.Kind != workflow.ShellCommand || format.Agent != nil || !format.AutoCommit {
+		t.Errorf("shell step %+v", format)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"     runs: my-agent --model 'a b' with the text as its last argument (RUNNER_AGENT_COMMAND)\n",
+		"     commit_required: fails as no_commit unless it makes a git commit\n",
+		"     auto_commit: commits what it leaves uncommitted when it made no commit\n",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("plan text lacks %q:\n%s", line, b.String())
+		}
 	}
 }
