@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/plan"
@@ -97,7 +99,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	if o.DryRun {
-		p := plan.New(wf, seed)
+		p := plan.New(wf, seed, executor.ResolveAgent(wf.Agent, os.Environ()))
 		if o.Output == "json" {
 			return writeJSON(g.stdout, p)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ type Executor struct {
 	Stderr io.Writer
 	Seed   uint64 // the job's seed for retry jitter
 	TmpDir string // where Retry-After files are made
+	Agent  Agent  // the program claude: steps run; zero: DefaultAgentCommand
 
 	breakers breakers
 }
@@ -47,6 +49,8 @@ type Run struct {
 	// ended, whose retry loop the step continues.
 	Waiting func(state.StepRecord) error
 	From    *state.StepRecord
+
+	commits *commitTracker // the step's git HEAD, with commit_required or auto_commit
 }
 
 func (r Run) stdout(x *Executor) io.Writer {
@@ -77,30 +81,24 @@ func (x *Executor) emit(r Run, e eventlog.Event) {
 // commandResult is one finished command with its captured output.
 type commandResult struct {
 	retryv2.Outcome
-	stdout, stderr []byte // full captures when asked for
+	stdout, stderr []byte   // full captures when asked for
+	commits        []string // new commits since the step started, oldest first; nil when not tracked
 }
 
 // runCommand expands and runs one command once.
-func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd *interp.Template, r Run, attempt int, capture bool) commandResult {
+func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd workflow.Command, r Run, attempt int, capture bool) commandResult {
 	start := time.Now()
-	script, env, dir, err := x.prepare(step, cmd, r, attempt)
-	retryAfter := x.retryAfterFile()
-	env = append(env, "RUNNER_RETRY_AFTER_FILE="+retryAfter)
+	spec, err := x.prepare(step, cmd, r, attempt)
 	if err != nil {
 		return commandResult{Outcome: retryv2.Outcome{Attempt: attempt, Kind: retryv2.KindSpawn, ExitCode: -1, Err: err, Duration: time.Since(start)}}
 	}
+	retryAfter := x.retryAfterFile()
+	spec.Env = append(spec.Env, "RUNNER_RETRY_AFTER_FILE="+retryAfter)
 	stdout, stderr := MaskOutput(r.stdout(x), x.Mask), MaskOutput(r.stderr(x), x.Mask)
-	res := proc.Run(ctx, proc.Spec{
-		Command:       script,
-		Dir:           dir,
-		Env:           env,
-		Stdout:        stdout,
-		Stderr:        stderr,
-		Timeout:       step.Timeout,
-		Grace:         x.Grace,
-		CaptureStdout: capture,
-		CaptureStderr: capture && step.CaptureStreams != workflow.StreamStdout,
-	})
+	spec.Stdout, spec.Stderr = stdout, stderr
+	spec.Timeout, spec.Grace = step.Timeout, x.Grace
+	spec.CaptureStdout, spec.CaptureStderr = capture, capture && step.CaptureStreams != workflow.StreamStdout
+	res := proc.Run(ctx, spec)
 	flushOutput(stdout, stderr)
 	out := retryv2.Outcome{
 		Attempt:  attempt,
@@ -116,6 +114,9 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd *int
 		out.Kind = string(res.Kind)
 		out.RetryAfter = readRetryAfter(retryAfter)
 	}
+	if res.Kind == proc.KindSpawn && cmd.Kind == workflow.ClaudeCommand {
+		out.Err = fmt.Errorf("%w (%s)", res.Err, x.agent().Origin())
+	}
 	os.Remove(retryAfter)
 	return commandResult{Outcome: out, stdout: res.Stdout, stderr: res.Stderr}
 }
@@ -129,22 +130,58 @@ func (x *Executor) mask(s string) string {
 	return x.Mask(s)
 }
 
-// prepare expands a command, its environment and working directory.
-func (x *Executor) prepare(step *workflow.Step, cmd *interp.Template, r Run, attempt int) (script string, env []string, dir string, err error) {
-	script, err = cmd.Expand(r.Scope.Lookup(), interp.Shell)
-	if err != nil {
-		return "", nil, "", fmt.Errorf("interpolation: %w", err)
-	}
-	env = make([]string, 0, len(x.Env)+len(step.Env)+len(r.Env)+4)
-	env = append(env, x.Env...)
-	plain := r.Scope.PlainLookup()
-	for _, e := range step.Env {
-		v, err := e.Value.Expand(plain, interp.Plain)
+// prepare expands a command, its environment and working directory into
+// what proc runs: a shell command, or for a claude: command the agent
+// program with the text as its last argument, which no shell reads, so
+// values go into it as they are.
+func (x *Executor) prepare(step *workflow.Step, cmd workflow.Command, r Run, attempt int) (proc.Spec, error) {
+	if cmd.Kind != workflow.ClaudeCommand {
+		script, err := cmd.Text.Expand(r.Scope.Lookup(), interp.Shell)
 		if err != nil {
-			return "", nil, "", fmt.Errorf("interpolation: env %s: %w", e.Name, err)
+			return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
 		}
-		env = append(env, e.Name+"="+v)
+		env, dir, err := x.stepEnv(step, r, attempt, nil)
+		return proc.Spec{Command: script, Env: env, Dir: dir}, err
 	}
+	agent := x.agent()
+	if agent.Err != nil {
+		return proc.Spec{}, agent.Err
+	}
+	text, err := cmd.Text.Expand(r.Scope.PlainLookup(), interp.Plain)
+	if err != nil {
+		return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
+	}
+	agentEnv, err := expandEnv(agent.Env, r.Scope.PlainLookup(), "agent.env")
+	if err != nil {
+		return proc.Spec{}, err
+	}
+	env, dir, err := x.stepEnv(step, r, attempt, append(agentEnv, "PRODIGY_AUTOMATION=true"))
+	args := append(slices.Clip(agent.Command), text)
+	return proc.Spec{Args: args, Env: env, Dir: dir}, err
+}
+
+// agent is the program claude: steps run; an Executor made without one
+// runs the default.
+func (x *Executor) agent() Agent {
+	if len(x.Agent.Command) == 0 && x.Agent.Err == nil {
+		return Agent{Command: DefaultAgentCommand, From: AgentFromDefault, Env: x.Agent.Env}
+	}
+	return x.Agent
+}
+
+// stepEnv expands a step's environment and working directory: the
+// executor's environment, then extra (what the command kind adds), the
+// step's env, the run's, and the RUNNER_* variables of the attempt.
+func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []string) (env []string, dir string, err error) {
+	plain := r.Scope.PlainLookup()
+	stepVars, err := expandEnv(step.Env, plain, "env")
+	if err != nil {
+		return nil, "", err
+	}
+	env = make([]string, 0, len(x.Env)+len(extra)+len(stepVars)+len(r.Env)+4)
+	env = append(env, x.Env...)
+	env = append(env, extra...)
+	env = append(env, stepVars...)
 	env = append(env, r.Env...)
 	env = append(env,
 		"RUNNER_JOB_ID="+x.JobID,
@@ -153,10 +190,24 @@ func (x *Executor) prepare(step *workflow.Step, cmd *interp.Template, r Run, att
 	)
 	if step.WorkingDir != nil {
 		if dir, err = step.WorkingDir.Expand(plain, interp.Plain); err != nil {
-			return "", nil, "", fmt.Errorf("interpolation: working_dir: %w", err)
+			return nil, "", fmt.Errorf("interpolation: working_dir: %w", err)
 		}
 	}
-	return script, env, dir, nil
+	return env, dir, nil
+}
+
+// expandEnv expands env entries (what names them in errors) into
+// NAME=VALUE strings.
+func expandEnv(vars []workflow.EnvVar, lookup interp.Lookup, what string) ([]string, error) {
+	out := make([]string, 0, len(vars))
+	for _, e := range vars {
+		v, err := e.Value.Expand(lookup, interp.Plain)
+		if err != nil {
+			return nil, fmt.Errorf("interpolation: %s %s: %w", what, e.Name, err)
+		}
+		out = append(out, e.Name+"="+v)
+	}
+	return out, nil
 }
 
 var retryAfterSeq atomic.Uint64

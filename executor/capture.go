@@ -17,22 +17,26 @@ func (x *Executor) capture(step *workflow.Step, res commandResult, sc *Scope) (m
 	}
 	vars := map[string]any{}
 	if step.ID != "" {
-		vars["steps."+step.ID] = map[string]any{
+		v := map[string]any{
 			"output":    strings.TrimRight(string(res.stdout), "\r\n"),
 			"exit_code": res.ExitCode,
 			"success":   !res.Failed(),
 		}
+		if res.commits != nil {
+			commits := make([]any, len(res.commits))
+			for i, c := range res.commits {
+				commits[i] = c
+			}
+			v["commits"] = commits
+		}
+		vars["steps."+step.ID] = v
 	}
 	if step.Capture != "" {
 		v, err := captureValue(step.CaptureFormat, capturedText(step.CaptureStreams, res))
 		if err != nil {
 			return nil, fmt.Errorf("capture_output: %w", err)
 		}
-		name := step.Capture
-		if name == "shell" {
-			name = "shell.output"
-		}
-		vars[name] = v
+		vars[step.Capture] = v
 	}
 	sc.Apply(vars)
 	return vars, nil

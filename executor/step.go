@@ -55,8 +55,15 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 			return StepResult{Status: StepSkipped}
 		}
 	}
-	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Shell.String()))
+	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Command.Text.String()))
 	start := time.Now()
+	if step.TracksCommits() {
+		t, err := x.trackCommits(ctx, step, r)
+		if err != nil {
+			return x.handleFailure(ctx, step, r, commandResult{Outcome: retryv2.Outcome{Kind: retryv2.KindSpawn, ExitCode: -1, Err: err}}, err)
+		}
+		r.commits = t
+	}
 	res, err := x.runRepeated(ctx, step, r)
 	if err == nil {
 		vars, cerr := x.capture(step, res, r.Scope)
@@ -113,7 +120,10 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 		spec.Waiting = func(p retryv2.Progress) error { return r.Waiting(retryingRecord(step, p)) }
 	}
 	last, err := retryv2.Run(ctx, spec, func(ctx context.Context, n int) retryv2.Outcome {
-		ran = x.runCommand(ctx, step, step.Shell, r, n, capture)
+		ran = x.runCommand(ctx, step, step.Command, r, n, capture)
+		if r.commits != nil && !ran.Failed() {
+			ran = r.commits.check(ctx, ran)
+		}
 		return ran.Outcome
 	})
 	ran.Outcome = last

@@ -249,6 +249,7 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 		Stderr: executor.MaskOutput(opts.Stderr, j.mask),
 		Seed:   st.Meta.Seed,
 		TmpDir: st.Path("tmp"),
+		Agent:  executor.ResolveAgent(wf.Agent, environ),
 	}
 	if err := os.MkdirAll(j.exec.TmpDir, 0o700); err != nil {
 		return j, fmt.Errorf("job %s: %w", st.Meta.ID, err)

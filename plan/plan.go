@@ -34,14 +34,20 @@ type Phase struct {
 
 // Step is one step: what it runs and how it is retried.
 type Step struct {
-	Index          int      `json:"index"` // 1-based, in its phase
-	Step           string   `json:"step"`  // the name events and messages use
-	Label          string   `json:"label"`
-	Timeout        *millis  `json:"timeout_ms,omitempty"` // per attempt
-	Retry          []Policy `json:"retry"`                // empty: runs once
-	RetryDisabled  bool     `json:"retry_disabled,omitempty"`
-	CircuitBreaker *Breaker `json:"circuit_breaker,omitempty"`
-	OnFailure      string   `json:"on_failure,omitempty"`
+	Index          int                  `json:"index"` // 1-based, in its phase
+	Step           string               `json:"step"`  // the name events and messages use
+	Label          string               `json:"label"`
+	Kind           workflow.CommandKind `json:"kind"`                 // shell or claude
+	Agent          []string             `json:"agent,omitempty"`      // claude: the program and its first arguments; the text is one more
+	AgentFrom      string               `json:"agent_from,omitempty"` // agent.command, RUNNER_AGENT_COMMAND or default
+	AgentError     string               `json:"agent_error,omitempty"`
+	CommitRequired bool                 `json:"commit_required,omitempty"`
+	AutoCommit     bool                 `json:"auto_commit,omitempty"`
+	Timeout        *millis              `json:"timeout_ms,omitempty"` // per attempt
+	Retry          []Policy             `json:"retry"`                // empty: runs once
+	RetryDisabled  bool                 `json:"retry_disabled,omitempty"`
+	CircuitBreaker *Breaker             `json:"circuit_breaker,omitempty"`
+	OnFailure      string               `json:"on_failure,omitempty"`
 }
 
 // Policy is one retry policy and the delays it implies, each
@@ -135,9 +141,10 @@ func optMillis(d time.Duration) *millis {
 	return &m
 }
 
-// New describes wf. With a seed, jittered delays are those a run with that
-// seed waits; without one, they are ranges.
-func New(wf *workflow.Workflow, seed *uint64) Plan {
+// New describes wf, whose claude: steps would run agent. With a seed,
+// jittered delays are those a run with that seed waits; without one, they
+// are ranges.
+func New(wf *workflow.Workflow, seed *uint64, agent executor.Agent) Plan {
 	p := Plan{Workflow: wf.Name, Mode: wf.Mode, Seed: seed, Phases: []Phase{}}
 	phase := func(name string, steps []*workflow.Step, perItem bool) {
 		if len(steps) == 0 {
@@ -145,7 +152,7 @@ func New(wf *workflow.Workflow, seed *uint64) Plan {
 		}
 		ph := Phase{Phase: name}
 		for _, s := range steps {
-			ph.Steps = append(ph.Steps, newStep(s, seed, perItem))
+			ph.Steps = append(ph.Steps, newStep(s, seed, perItem, agent))
 		}
 		p.Phases = append(p.Phases, ph)
 	}
@@ -166,8 +173,15 @@ func New(wf *workflow.Workflow, seed *uint64) Plan {
 // newStep describes a step. Its jittered delays come from the random
 // source the run gives the step with that seed; for agent_template steps
 // (perItem) that source depends on the item too, so they are ranges.
-func newStep(s *workflow.Step, seed *uint64, perItem bool) Step {
-	ps := Step{Index: s.Index + 1, Step: s.Key(), Label: s.Label(), Timeout: optMillis(s.Timeout), Retry: []Policy{}, RetryDisabled: len(s.Retry) > 0 && !s.Retryable}
+func newStep(s *workflow.Step, seed *uint64, perItem bool, agent executor.Agent) Step {
+	ps := Step{Index: s.Index + 1, Step: s.Key(), Label: s.Label(), Kind: s.Command.Kind, Timeout: optMillis(s.Timeout), Retry: []Policy{}, RetryDisabled: len(s.Retry) > 0 && !s.Retryable,
+		CommitRequired: s.CommitRequired, AutoCommit: s.AutoCommit}
+	if s.Command.Kind == workflow.ClaudeCommand {
+		ps.Agent, ps.AgentFrom = agent.Command, agent.From
+		if agent.Err != nil {
+			ps.AgentError = agent.Err.Error()
+		}
+	}
 	if !ps.RetryDisabled {
 		for _, p := range s.Retry {
 			var rnd func() float64

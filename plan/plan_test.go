@@ -1,9 +1,11 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -25,18 +27,18 @@ func TestPolicyDelays(t *testing.T) {
 - shell: "true"
   retry_config: {attempts: 2, backoff: fixed, initial_delay: 10s, jitter: true}
 `)
-	fixed := New(wf, nil).Phases[0].Steps[0].Retry[0]
+	fixed := New(wf, nil, executor.Agent{}).Phases[0].Steps[0].Retry[0]
 	if fixed.DelaysAre != delaysFixed || len(fixed.Delays) != 2 ||
 		time.Duration(fixed.Delays[0].Delay) != time.Second || time.Duration(fixed.Delays[1].Delay) != 3*time.Second ||
 		time.Duration(fixed.Total) != 4*time.Second {
 		t.Errorf("linear policy %+v", fixed)
 	}
-	ranged := New(wf, nil).Phases[0].Steps[1].Retry[0]
+	ranged := New(wf, nil, executor.Agent{}).Phases[0].Steps[1].Retry[0]
 	if d := ranged.Delays[0]; ranged.DelaysAre != delaysJittered || d.Min >= d.Max || d.Delay < d.Min || d.Delay > d.Max {
 		t.Errorf("jittered policy without a seed %+v", ranged)
 	}
 	seed := uint64(42)
-	a, b := New(wf, &seed).Phases[0].Steps[1].Retry[0], New(wf, &seed).Phases[0].Steps[1].Retry[0]
+	a, b := New(wf, &seed, executor.Agent{}).Phases[0].Steps[1].Retry[0], New(wf, &seed, executor.Agent{}).Phases[0].Steps[1].Retry[0]
 	if a.DelaysAre != delaysSeeded || a.Delays[0] != b.Delays[0] {
 		t.Errorf("seeded policy %+v, again %+v", a, b)
 	}
@@ -57,7 +59,7 @@ reduce: [{shell: "true"}]
 error_policy: {on_item_failure: skip, max_failures: 3}
 `)
 	seed := uint64(7)
-	p := New(wf, &seed)
+	p := New(wf, &seed, executor.Agent{})
 	var phases []string
 	for _, ph := range p.Phases {
 		phases = append(phases, ph.Phase)
@@ -70,5 +72,36 @@ error_policy: {on_item_failure: skip, max_failures: 3}
 	}
 	if p.Map == nil || p.ErrorPolicy == nil {
 		t.Errorf("map %+v, error policy %+v", p.Map, p.ErrorPolicy)
+	}
+}
+
+// A claude: step's plan names the program it runs and where that came
+// from; the commit fields are shown for any step.
+func TestAgentAndCommitsPlan(t *testing.T) {
+	wf := parse(t, `- claude: /fix
+  commit_required: true
+- shell: make fmt
+  auto_commit: true
+`)
+	p := New(wf, nil, executor.ResolveAgent(nil, []string{"RUNNER_AGENT_COMMAND=my-agent --model 'a b'"}))
+	fix, format := p.Phases[0].Steps[0], p.Phases[0].Steps[1]
+	if fix.Kind != workflow.ClaudeCommand || len(fix.Agent) != 3 || fix.AgentFrom != executor.AgentFromEnv || !fix.CommitRequired || fix.AutoCommit {
+		t.Errorf("claude step %+v", fix)
+	}
+	if format.Kind != workflow.ShellCommand || format.Agent != nil || !format.AutoCommit {
+		t.Errorf("shell step %+v", format)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"     runs: my-agent --model 'a b' with the text as its last argument (RUNNER_AGENT_COMMAND)\n",
+		"     commit_required: fails as no_commit unless it makes a git commit\n",
+		"     auto_commit: commits what it leaves uncommitted when it made no commit\n",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("plan text lacks %q:\n%s", line, b.String())
+		}
 	}
 }

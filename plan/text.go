@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/runnerdev/runner/executor"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // writeText prints the plan for people.
@@ -72,6 +75,18 @@ func (pe *ErrorPolicy) writeText(w *errWriter) {
 
 func (s Step) writeText(w *errWriter, seed *uint64) {
 	w.printf("  %d. %s\n", s.Index, s.Label)
+	switch {
+	case s.AgentError != "":
+		w.printf("     runs: no agent program: %s\n", s.AgentError)
+	case s.Kind == workflow.ClaudeCommand:
+		w.printf("     runs: %s with the text as its last argument (%s)\n", executor.Agent{Command: s.Agent}, s.AgentFrom)
+	}
+	if s.CommitRequired {
+		w.printf("     commit_required: fails as no_commit unless it makes a git commit\n")
+	}
+	if s.AutoCommit {
+		w.printf("     auto_commit: commits what it leaves uncommitted when it made no commit\n")
+	}
 	if s.Timeout != nil {
 		w.printf("     timeout: %s per attempt\n", s.Timeout)
 	}

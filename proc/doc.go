@@ -1,6 +1,11 @@
 // Package proc runs shell commands in their own process group, with
 // per-attempt timeouts, bounded output capture and live streaming.
 //
+// A [Spec] with Args instead of Command runs a program directly, without a
+// shell (an agent CLI given text that no shell may read): the program is
+// found in the PATH of Spec.Env as sh would find it, and everything below
+// holds for it as for the shell.
+//
 // # Process model
 //
 // [Run] starts "/bin/sh -c COMMAND" as the leader of a new process group

@@ -35,9 +35,10 @@ const (
 	MaxInlineScript = 64 << 10
 )
 
-// Spec describes one run of a shell command.
+// Spec describes one run of a shell command, or of a program run directly.
 type Spec struct {
 	Command string        // run as: /bin/sh -c Command
+	Args    []string      // instead of Command: run Args[0] directly with Args as its argv, found as the shell would (see program)
 	Dir     string        // working directory ("" = current)
 	Env     []string      // complete environment (nil = empty env, NOT inherited)
 	Stdin   io.Reader     // nil = /dev/null
@@ -60,7 +61,7 @@ const (
 	KindExit     Kind = "exit"     // the shell exited with a non-zero status
 	KindSignal   Kind = "signal"   // the shell died of a signal it was not sent by Run
 	KindTimeout  Kind = "timeout"  // Spec.Timeout elapsed and the group was killed
-	KindSpawn    Kind = "spawn"    // the shell could not be started
+	KindSpawn    Kind = "spawn"    // the shell (or the program of Args) could not be started
 	KindCanceled Kind = "canceled" // the parent context was done and the group was killed
 )
 
@@ -133,14 +134,12 @@ func run(ctx context.Context, spec *Spec) Result {
 		limit = DefaultCaptureLimit
 	}
 
-	argv := []string{shellPath, "-c", spec.Command}
-	if len(spec.Command) > MaxInlineScript {
-		script, err := scriptFile(spec.Command)
-		if err != nil {
-			return spawnFailed(err)
-		}
+	path, argv, env, script, err := spec.program()
+	if err != nil {
+		return spawnFailed(err)
+	}
+	if script != "" {
 		defer os.Remove(script)
-		argv = []string{shellPath, script}
 	}
 
 	out, err := newStream(spec.Stdout, spec.CaptureStdout, limit)
@@ -164,9 +163,9 @@ func run(ctx context.Context, spec *Spec) Result {
 	if usePidFD {
 		requestPidFD(sys, &pidfd)
 	}
-	pid, err := syscall.ForkExec(shellPath, argv, &syscall.ProcAttr{
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,
-		Env:   spec.Env, // nil is an empty environment to ForkExec
+		Env:   env, // nil is an empty environment to ForkExec
 		Files: []uintptr{stdin, uintptr(out.childFD), uintptr(errs.childFD)},
 		Sys:   sys,
 	})
@@ -176,7 +175,7 @@ func run(ctx context.Context, spec *Spec) Result {
 	out.closeChildEnd()
 	errs.closeChildEnd()
 	if err != nil {
-		return spawnFailed(startError(spec.Dir, err))
+		return spawnFailed(startError(spec.Dir, path, err))
 	}
 	defer closeFDs(pidfd)
 	if stdinW != nil {
@@ -225,13 +224,13 @@ func openStdin(r io.Reader) (fd uintptr, owned, pipeW *os.File, err error) {
 
 // startError explains a failed ForkExec like os.StartProcess does: a
 // missing working directory is named as such.
-func startError(dir string, err error) error {
+func startError(dir, path string, err error) error {
 	if dir != "" {
 		if _, serr := os.Stat(dir); serr != nil {
 			return fmt.Errorf("working directory: %w", serr)
 		}
 	}
-	return &os.PathError{Op: "fork/exec", Path: shellPath, Err: err}
+	return &os.PathError{Op: "fork/exec", Path: path, Err: err}
 }
 
 // scriptFile writes a long command to a private temporary file for sh to

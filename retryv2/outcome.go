@@ -13,6 +13,7 @@ const (
 	KindSpawn       = "spawn"
 	KindCircuitOpen = "circuit_open"
 	KindCanceled    = "canceled"
+	KindNoCommit    = "no_commit" // the command succeeded without the commit commit_required asks for
 )
 
 // Outcome is what one attempt did. Kind is "" for a success.

@@ -113,6 +113,22 @@ func ValidID(id string) bool {
 
 func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
 
+// ignoreInGit writes a .gitignore of "*" into the state directory (unless
+// it has one), so that a state directory inside a git work tree (.runner
+// in the repository a workflow changes) is never part of that tree: not
+// in git status, not in auto_commit's git add -A.
+func (s Store) ignoreInGit() error {
+	f, err := os.OpenFile(filepath.Join(s.Dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("# runner's state: never part of the repository around it\n*\n")
+	return errors.Join(err, f.Close())
+}
+
 // Create makes a new job directory holding a copy of the workflow source,
 // with its lock taken (exclusive; Unlock releases it). The directory is
 // filled and locked under a temporary name and renamed into place, so that
@@ -123,6 +139,9 @@ func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 		return nil, fmt.Errorf("%w %q (use letters, digits, '.', '_' and '-')", ErrInvalidID, meta.ID)
 	}
 	if err := os.MkdirAll(s.jobsDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if err := s.ignoreInGit(); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
 	dir := filepath.Join(s.jobsDir(), meta.ID)

@@ -204,3 +204,26 @@ func TestReadItemStatesCheckpoints(t *testing.T) {
 		t.Errorf("item 1: %+v, want succeeded without checkpoints", got)
 	}
 }
+
+// The state directory ignores itself in git, and a .gitignore the user
+// wrote there is kept.
+func TestStateDirIgnoresItselfInGit(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	if _, err := s.Create(Meta{ID: "a-1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(s.Dir + "/.gitignore")
+	if err != nil || !strings.HasSuffix(string(data), "\n*\n") {
+		t.Errorf(".gitignore = %q, %v; want it to ignore everything", data, err)
+	}
+	own := Store{Dir: t.TempDir()}
+	if err := os.WriteFile(own.Dir+"/.gitignore", []byte("jobs/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := own.Create(Meta{ID: "a-1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(own.Dir + "/.gitignore"); string(data) != "jobs/\n" {
+		t.Errorf("the user's .gitignore became %q", data)
+	}
+}

@@ -101,9 +101,10 @@ func isNull(n *yaml.Node) bool {
 
 // fields is a mapping whose keys were checked against the known ones.
 type fields struct {
-	node *yaml.Node
-	vals map[string]*yaml.Node
-	keys map[string]*yaml.Node
+	node    *yaml.Node
+	vals    map[string]*yaml.Node
+	keys    map[string]*yaml.Node
+	unknown int // keys reported as unknown
 }
 
 // get returns the value of key, or nil when absent or null.
@@ -239,6 +240,7 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 	for _, e := range es {
 		if !slices.Contains(known, e.key.Value) {
 			d.unknownKey(e.key, what, known)
+			f.unknown++
 			continue
 		}
 		f.keys[e.key.Value], f.vals[e.key.Value] = e.key, e.val
@@ -248,14 +250,12 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 
 // unsupported are Prodigy keys runner deliberately does not support.
 var unsupported = map[string]string{
-	"claude":          "Claude commands are not supported: runner runs shell commands only",
-	"goal_seek":       "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
-	"foreach":         "foreach is not supported; run a command over many items with a MapReduce workflow (mode: mapreduce)",
-	"validate":        "validate (Prodigy's spec-coverage validation) is not supported",
-	"analyze":         "analyze (Prodigy's code analysis) is not supported",
-	"commit_required": "commit_required (Prodigy's git commit tracking) is not supported",
-	"merge":           "merge (Prodigy's worktree merge workflow) is not supported",
-	"write_file":      "write_file is not supported; write files from a shell command (printf ... > FILE)",
+	"goal_seek":  "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
+	"foreach":    "foreach is not supported; run a command over many items with a MapReduce workflow (mode: mapreduce)",
+	"validate":   "validate (Prodigy's spec-coverage validation) is not supported",
+	"analyze":    "analyze (Prodigy's code analysis) is not supported",
+	"merge":      "merge (Prodigy's worktree merge workflow) is not supported",
+	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",
 }
 
 // unknownKey reports a key that is not allowed where it stands.

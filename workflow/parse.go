@@ -183,7 +183,7 @@ func (d *decoder) checkJSON(src []byte) bool {
 
 // Top-level keys by mode.
 var (
-	commonKeys   = []string{"name", "mode", "env", "secrets"}
+	commonKeys   = []string{"name", "mode", "env", "secrets", "agent"}
 	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands")
 	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy"), errorPolicyKeys...)
 )
@@ -219,6 +219,9 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	}
 	wf.Env = d.envVars(f.get("env"), "env")
 	wf.Secrets, wf.Env = d.secrets(f.get("secrets"), wf.Env)
+	if n := f.get("agent"); n != nil {
+		wf.Agent = d.agent(n)
+	}
 	if mode == MapReduce {
 		d.mapReduce(f, wf)
 		return wf
@@ -294,6 +297,37 @@ func (d *decoder) envVars(n *yaml.Node, what string) []EnvVar {
 		}
 	}
 	return out
+}
+
+var agentKeys = []string{"command", "env"}
+
+// agent reads the top-level agent key: {command: [WORD, ...], env: {...}}.
+func (d *decoder) agent(n *yaml.Node) *Agent {
+	f := d.mapping(n, "agent", agentKeys)
+	if f == nil {
+		return nil
+	}
+	a := &Agent{Env: d.envVars(f.get("env"), "agent.env")}
+	c := f.get("command")
+	if c == nil {
+		return a
+	}
+	if r := d.resolve(c); r != nil && r.Kind == yaml.ScalarNode {
+		d.errorf(r, "agent.command must be a list of words, such as [claude, --print], not %s: runner runs it without a shell", describe(r))
+		return a
+	}
+	words, ok := d.list(c, "agent.command")
+	if ok && len(words) == 0 {
+		d.errorf(c, "agent.command is empty: give the program and its arguments, such as [claude, --print]")
+	}
+	for i, w := range words {
+		word, ok := d.str(w, fmt.Sprintf("agent.command[%d]", i))
+		if ok && i == 0 && strings.TrimSpace(word) == "" {
+			d.errorf(w, "agent.command[0] is empty: it names the program to run")
+		}
+		a.Command = append(a.Command, word)
+	}
+	return a
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

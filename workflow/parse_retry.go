@@ -8,7 +8,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/workflow/interp"
 )
 
 var (
@@ -342,5 +341,5 @@ func (d *decoder) retryOnFailure(n *yaml.Node, what string) *Failure {
 		d.errorf(cmd, "%s.fallback.command is empty", what)
 		return nil
 	}
-	return &Failure{Action: FailFallback, Commands: []*interp.Template{d.template(cmd, what+".fallback.command", text)}}
+	return &Failure{Action: FailFallback, Commands: []Command{{Kind: ShellCommand, Text: d.template(cmd, what+".fallback.command", text)}}}
 }

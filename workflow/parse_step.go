@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -15,9 +16,10 @@ import (
 )
 
 var stepKeys = []string{
-	"shell", "name", "id", "timeout", "env", "working_dir",
+	"shell", "claude", "name", "id", "timeout", "env", "working_dir",
 	"capture_output", "capture_format", "capture_streams", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
+	"commit_required", "auto_commit", "commit_message",
 }
 
 var (
@@ -49,18 +51,16 @@ func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
 
 // step reads one step.
 func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
+	if r := d.resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
+		d.errorf(r, "step %s is a bare string: %s (or shell: %q to run it as a shell command)", what, legacyClaude(r.Value), r.Value)
+		return nil
+	}
 	f := d.mapping(n, "step "+what, stepKeys)
 	if f == nil {
 		return nil
 	}
 	s := &Step{Pos: pos(f.node), Index: index, Retryable: true, CaptureFormat: CaptureString, CaptureStreams: StreamStdout}
-	if sh := f.get("shell"); sh != nil {
-		if text, ok := d.str(sh, "shell"); ok {
-			s.Shell = d.template(sh, "shell", text)
-		}
-	} else if !slices.ContainsFunc(f.node.Content, func(k *yaml.Node) bool { _, ok := unsupported[k.Value]; return ok }) {
-		d.errorf(f.node, "step %s has no shell command", what)
-	}
+	s.Command = d.stepCommand(f, what)
 	if n := f.get("name"); n != nil {
 		s.Name, _ = d.str(n, "name")
 	}
@@ -103,7 +103,65 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	case retryFailure != nil:
 		s.OnFailure = *retryFailure
 	}
+	d.commitFields(f, s)
 	return s
+}
+
+// stepCommand reads the step's one command: shell or claude. A step with
+// neither but with a name is Prodigy's legacy form of a Claude command.
+func (d *decoder) stepCommand(f *fields, what string) Command {
+	sh, cl := f.get("shell"), f.get("claude")
+	switch {
+	case sh != nil && cl != nil:
+		d.errorf(f.key("claude"), "a step runs one command: shell or claude, not both")
+	case sh != nil:
+		if text, ok := d.str(sh, "shell"); ok {
+			return Command{Kind: ShellCommand, Text: d.template(sh, "shell", text)}
+		}
+	case cl != nil:
+		if text, ok := d.str(cl, "claude"); ok {
+			if strings.TrimSpace(text) == "" {
+				d.errorf(cl, "claude: empty text: write the command for the agent, e.g. claude: \"/fix ${item.path}\"")
+			}
+			return Command{Kind: ClaudeCommand, Text: d.template(cl, "claude", text)}
+		}
+	case slices.ContainsFunc(f.node.Content, func(k *yaml.Node) bool { _, ok := unsupported[k.Value]; return ok }):
+		// The unsupported key has its own message.
+	case f.get("name") != nil && f.get("name").Kind == yaml.ScalarNode && f.unknown == 0:
+		d.errorf(f.get("name"), "step %s has only a name: %s", what, legacyClaude(f.get("name").Value))
+	default:
+		d.errorf(f.node, "step %s has no command: give it shell or claude", what)
+	}
+	return Command{Kind: ShellCommand}
+}
+
+// legacyClaude explains Prodigy's old spelling of a Claude command (a bare
+// string step, or a step with only a name) and its new one.
+func legacyClaude(name string) string {
+	cmd := "/" + strings.TrimPrefix(strings.TrimSpace(name), "/")
+	return fmt.Sprintf("in Prodigy this is the Claude command %s; write claude: %q", cmd, cmd)
+}
+
+// commitFields reads commit_required, auto_commit and commit_message.
+func (d *decoder) commitFields(f *fields, s *Step) {
+	if n := f.get("commit_required"); n != nil {
+		s.CommitRequired, _ = d.boolean(n, "commit_required")
+	}
+	if n := f.get("auto_commit"); n != nil {
+		s.AutoCommit, _ = d.boolean(n, "auto_commit")
+	}
+	if n := f.get("commit_message"); n != nil {
+		text, ok := d.str(n, "commit_message")
+		switch {
+		case !ok:
+		case !s.AutoCommit:
+			d.errorf(f.key("commit_message"), "commit_message is the message of runner's auto_commit: set auto_commit: true, or leave it out")
+		case strings.TrimSpace(text) == "":
+			d.errorf(n, "commit_message is empty")
+		default:
+			s.CommitMessage = d.template(n, "commit_message", text)
+		}
+	}
 }
 
 // stepID reads an id, which must be unique in the file.
@@ -131,7 +189,7 @@ func (d *decoder) capture(f *fields, s *Step) {
 		case r == nil:
 		case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool":
 			if on, _ := d.boolean(r, "capture_output"); on {
-				s.Capture = "shell"
+				s.Capture = string(cmp.Or(s.Command.Kind, ShellCommand)) + ".output"
 			}
 		default:
 			name, ok := d.str(r, "capture_output")
@@ -229,10 +287,10 @@ func (d *decoder) repeat(n *yaml.Node) *Repeat {
 	return r
 }
 
-var onFailureKeys = []string{"shell", "commands", "fail_workflow"}
+var onFailureKeys = []string{"shell", "claude", "commands", "fail_workflow"}
 
 // stepOnFailure reads the Prodigy step-level on_failure: true, false, a
-// command, a list of commands, or {shell | commands, fail_workflow}.
+// command, a list of commands, or {shell | claude | commands, fail_workflow}.
 func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 	r := d.resolve(n)
 	switch {
@@ -244,22 +302,28 @@ func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 		}
 		return Failure{Action: FailStop}
 	case r.Kind == yaml.ScalarNode, r.Kind == yaml.SequenceNode:
-		return Failure{Action: FailHandler, Commands: d.commands(r, "on_failure")}
+		return Failure{Action: FailHandler, Commands: d.commands(r, "on_failure", ShellCommand)}
 	}
 	f := d.mapping(r, "on_failure", onFailureKeys)
 	if f == nil {
 		return Failure{Action: FailStop}
 	}
 	fl := Failure{Action: FailHandler}
-	switch sh, cmds := f.get("shell"), f.get("commands"); {
-	case sh != nil && cmds != nil:
-		d.errorf(f.key("commands"), "on_failure takes shell or commands, not both")
-	case sh != nil:
-		fl.Commands = d.commands(sh, "on_failure.shell")
-	case cmds != nil:
-		fl.Commands = d.commands(cmds, "on_failure.commands")
+	var given []string
+	for _, k := range []string{"shell", "claude", "commands"} {
+		if f.get(k) != nil {
+			given = append(given, k)
+		}
+	}
+	switch {
+	case len(given) > 1:
+		d.errorf(f.key(given[1]), "on_failure takes one of shell, claude or commands, not %s and %s", given[0], given[1])
+	case len(given) == 0:
+		d.errorf(f.node, "on_failure needs shell, claude or commands")
+	case given[0] == "commands":
+		fl.Commands = d.commands(f.get("commands"), "on_failure.commands", ShellCommand)
 	default:
-		d.errorf(f.node, "on_failure needs shell or commands")
+		fl.Commands = d.commands(f.get(given[0]), "on_failure."+given[0], CommandKind(given[0]))
 	}
 	if v := f.get("fail_workflow"); v != nil {
 		fl.FailWorkflow, _ = d.boolean(v, "on_failure.fail_workflow")
@@ -267,16 +331,16 @@ func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 	return fl
 }
 
-// commands reads one command or a list of them; list entries may also be
-// written {shell: CMD}.
-func (d *decoder) commands(n *yaml.Node, what string) []*interp.Template {
+// commands reads one command or a list of them, of the given kind; list
+// entries may also be written {shell: CMD} or {claude: TEXT}.
+func (d *decoder) commands(n *yaml.Node, what string, kind CommandKind) []Command {
 	r := d.resolve(n)
 	if r == nil {
 		return nil
 	}
 	if r.Kind != yaml.SequenceNode {
 		if text, ok := d.str(r, what); ok && strings.TrimSpace(text) != "" {
-			return []*interp.Template{d.template(r, what, text)}
+			return []Command{{Kind: kind, Text: d.template(r, what, text)}}
 		}
 		d.errorf(r, "%s: empty command", what)
 		return nil
@@ -284,18 +348,26 @@ func (d *decoder) commands(n *yaml.Node, what string) []*interp.Template {
 	if len(r.Content) == 0 {
 		d.errorf(r, "%s: empty list of commands", what)
 	}
-	var out []*interp.Template
+	var out []Command
 	for i, it := range r.Content {
-		item := fmt.Sprintf("%s[%d]", what, i)
+		item, itemKind := fmt.Sprintf("%s[%d]", what, i), kind
 		if m := d.resolve(it); m != nil && m.Kind == yaml.MappingNode {
-			f := d.mapping(m, item, []string{"shell"})
-			if it = f.get("shell"); it == nil {
-				d.errorf(m, "%s needs shell", item)
+			f := d.mapping(m, item, []string{"shell", "claude"})
+			switch sh, cl := f.get("shell"), f.get("claude"); {
+			case sh != nil && cl != nil:
+				d.errorf(f.key("claude"), "%s runs one command: shell or claude, not both", item)
+				continue
+			case sh != nil:
+				it, itemKind = sh, ShellCommand
+			case cl != nil:
+				it, itemKind = cl, ClaudeCommand
+			default:
+				d.errorf(m, "%s needs shell or claude", item)
 				continue
 			}
 		}
 		if text, ok := d.str(it, item); ok {
-			out = append(out, d.template(it, item, text))
+			out = append(out, Command{Kind: itemKind, Text: d.template(it, item, text)})
 		}
 	}
 	return out

@@ -42,16 +42,25 @@ func TestParseErrorsArePositioned(t *testing.T) {
 	}{
 		{"misspelled key", "- shel: echo\n", `1:3: unknown key "shel" in step commands[0] (did you mean "shell"?)`},
 		{"misspelled nested key", "- shell: x\n  retry_config:\n    atempts: 3\n", `3:5: unknown key "atempts" in retry_config (did you mean "attempts"?)`},
-		{"unknown key lists known", "- shell: x\n  zzzzzz: 1\n", `2:3: unknown key "zzzzzz" in step commands[0] (known keys: shell, name`},
-		{"claude", "- claude: /fix\n", `1:3: Claude commands are not supported`},
+		{"unknown key lists known", "- shell: x\n  zzzzzz: 1\n", `2:3: unknown key "zzzzzz" in step commands[0] (known keys: shell, claude, name`},
+		{"shell and claude", "- shell: x\n  claude: /fix\n", `2:3: a step runs one command: shell or claude, not both`},
+		{"empty claude", "- claude: ' '\n", `1:11: claude: empty text`},
+		{"legacy bare string", "- prodigy-lint\n", `1:3: step commands[0] is a bare string: in Prodigy this is the Claude command /prodigy-lint; write claude: "/prodigy-lint" (or shell: "prodigy-lint" to run it as a shell command)`},
+		{"legacy name only", "- shell: x\n- name: prodigy-lint\n  commit_required: true\n", `2:9: step commands[1] has only a name: in Prodigy this is the Claude command /prodigy-lint; write claude: "/prodigy-lint"`},
+		{"legacy in a phase", "mode: mapreduce\nmap: {input: x, agent_template: [/fix]}\n", `2:34: step agent_template[0] is a bare string: in Prodigy this is the Claude command /fix; write claude: "/fix"`},
+		{"commit_message without auto_commit", "- shell: x\n  commit_message: m\n", `2:3: commit_message is the message of runner's auto_commit: set auto_commit: true`},
+		{"commit_required not boolean", "- shell: x\n  commit_required: yes please\n", `2:20: commit_required must be true or false`},
+		{"handler shell and claude", "- shell: x\n  on_failure: {shell: a, claude: b}\n", `2:26: on_failure takes one of shell, claude or commands, not shell and claude`},
+		{"agent command string", "agent: {command: claude --print}\ncommands: [{shell: x}]\n", `1:18: agent.command must be a list of words, such as [claude, --print], not "claude --print": runner runs it without a shell`},
+		{"agent command empty", "agent: {command: []}\ncommands: [{shell: x}]\n", `1:18: agent.command is empty`},
+		{"agent unknown key", "agent: {comand: [x]}\ncommands: [{shell: x}]\n", `1:9: unknown key "comand" in agent (did you mean "command"?)`},
 		{"foreach", "- shell: x\n  foreach: [a]\n", `2:3: foreach is not supported; run a command over many items with a MapReduce workflow`},
 		{"goal_seek", "- goal_seek: {}\n", `1:3: goal_seek (Prodigy's iterative refinement`},
-		{"commit_required", "- shell: x\n  commit_required: true\n", `2:3: commit_required (Prodigy's git commit tracking) is not supported`},
 		{"merge at top", "name: x\nmerge: {}\ncommands: [{shell: x}]\n", `2:1: merge (Prodigy's worktree merge workflow) is not supported`},
 		{"write_file", "- write_file: {}\n", `1:3: write_file is not supported`},
 		{"validate", "- shell: x\n  validate: {}\n", `2:3: validate (Prodigy's spec-coverage validation) is not supported`},
 		{"analyze", "- analyze: {}\n", `1:3: analyze (Prodigy's code analysis) is not supported`},
-		{"missing shell", "- name: build\n", `1:3: step commands[0] has no shell command`},
+		{"missing command", "- id: build\n", `1:3: step commands[0] has no command: give it shell or claude`},
 		{"wrong type", "- shell: [a, b]\n", `1:10: shell must be a string, not a list`},
 		{"bad duration", "- shell: x\n  timeout: 5 parsecs\n", `2:12: timeout: bad duration "5 parsecs": unknown unit "parsecs"`},
 		{"negative duration", "- shell: x\n  timeout: -5s\n", `2:12: timeout: "-5s" is negative`},
@@ -146,7 +155,7 @@ func TestParseJSONErrorPosition(t *testing.T) {
 		t.Errorf("got %q", errs)
 	}
 	errs = parseErr(t, "w.json", "{\"commands\": [{\"shel\": \"x\"}]}")
-	want := []string{`1:15: step commands[0] has no shell command`, `1:16: unknown key "shel" in step commands[0] (did you mean "shell"?)`}
+	want := []string{`1:15: step commands[0] has no command: give it shell or claude`, `1:16: unknown key "shel" in step commands[0] (did you mean "shell"?)`}
 	if !slices.Equal(errs, want) {
 		t.Errorf("got %q\nwant %q (in file order)", errs, want)
 	}
@@ -206,7 +215,7 @@ commands:
 		t.Errorf("policy %+v", p)
 	case p.RetryOn[1].Source != "exit_codes [75]" || p.RetryOn[2].Source != `pattern "lock \d+"`:
 		t.Errorf("matcher sources %q %q", p.RetryOn[1].Source, p.RetryOn[2].Source)
-	case s.OnFailure.Action != FailFallback || s.OnFailure.Commands[0].String() != "echo cached":
+	case s.OnFailure.Action != FailFallback || s.OnFailure.Commands[0].Text.String() != "echo cached":
 		t.Errorf("on_failure %+v", s.OnFailure)
 	case *s.Breaker != breaker.Config{FailureThreshold: 3, SuccessThreshold: 1, Timeout: 10 * time.Second, HalfOpenRequests: 1}:
 		t.Errorf("breaker %+v", s.Breaker)
@@ -456,5 +465,62 @@ func TestExprQuotedPlaceholder(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, exprSource(tc.src))
 		}
+	}
+}
+
+// claude: steps, the agent key, handlers of either kind and the commit
+// fields are read into the step, in every phase.
+func TestParseClaudeAndCommits(t *testing.T) {
+	wf, err := Parse("agents.yml", []byte(`
+mode: mapreduce
+agent:
+  command: [my-agent, --print, --model, x]
+  env: {AGENT_MODE: review}
+setup:
+  - claude: /plan
+    capture_output: true
+map:
+  input: items.json
+  agent_template:
+    - claude: "/fix ${item.path}"
+      id: fix
+      commit_required: true
+      on_failure:
+        claude: /debug
+    - shell: git status
+      auto_commit: true
+      commit_message: "fix ${item.path}"
+      on_failure:
+        commands: [{claude: /a}, {shell: b}, c]
+reduce:
+  - shell: echo ${map.successful}
+    capture_output: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := wf.Agent; a == nil || !slices.Equal(a.Command, []string{"my-agent", "--print", "--model", "x"}) || len(a.Env) != 1 || a.Env[0].Name != "AGENT_MODE" {
+		t.Errorf("agent %+v", wf.Agent)
+	}
+	kinds := func(cmds []Command) (out []CommandKind) {
+		for _, c := range cmds {
+			out = append(out, c.Kind)
+		}
+		return out
+	}
+	plan, fix, commit, reduce := wf.Setup[0], wf.Map.Template[0], wf.Map.Template[1], wf.Reduce[0]
+	switch {
+	case plan.Command.Kind != ClaudeCommand || plan.Capture != "claude.output" || plan.Label() != "/plan":
+		t.Errorf("setup step %+v", plan)
+	case fix.Command.Kind != ClaudeCommand || fix.Command.Text.String() != "/fix ${item.path}" || !fix.CommitRequired || fix.AutoCommit || !fix.TracksCommits():
+		t.Errorf("claude step %+v", fix)
+	case !slices.Equal(kinds(fix.OnFailure.Commands), []CommandKind{ClaudeCommand}):
+		t.Errorf("claude handler %+v", fix.OnFailure)
+	case commit.Command.Kind != ShellCommand || commit.CommitRequired || !commit.AutoCommit || commit.CommitMessage.String() != "fix ${item.path}":
+		t.Errorf("auto_commit step %+v", commit)
+	case !slices.Equal(kinds(commit.OnFailure.Commands), []CommandKind{ClaudeCommand, ShellCommand, ShellCommand}):
+		t.Errorf("mixed handlers %+v", commit.OnFailure)
+	case reduce.Capture != "shell.output" || reduce.TracksCommits():
+		t.Errorf("reduce step %+v", reduce)
 	}
 }

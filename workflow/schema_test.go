@@ -108,6 +108,11 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 	for _, src := range []string{
 		"- shel: x\n",
 		"- shell: x\n  claude: /fix\n",
+		"- prodigy-lint\n",
+		"- name: prodigy-lint\n",
+		"- claude: /fix\n  commit_message: m\n",
+		"- claude: /fix\n  on_failure: {shell: a, claude: b}\n",
+		"agent: {command: claude}\ncommands: [{claude: /fix}]\n",
 		"- shell: x\n  retry_config: {attempts: 0}\n",
 		"- shell: x\n  retry_config: {retry_on: [netwrok]}\n",
 		"- shell: x\n  retry: {}\n  retry_config: {}\n",
@@ -142,7 +147,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 	for def, keys := range map[string][]string{
 		"standard": standardKeys, "mapreduce": mapKeys, "step": stepKeys, "retryPolicy": policyKeys,
 		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
-		"errorPolicy": errorPolicyKeys,
+		"errorPolicy": errorPolicyKeys, "agent": agentKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
 		want := slices.Sorted(slices.Values(keys))

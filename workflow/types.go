@@ -36,6 +36,7 @@ type Workflow struct {
 	Mode    Mode
 	Env     []EnvVar
 	Secrets []string // names of environment variables whose values are masked
+	Agent   *Agent   // the top-level agent key; nil when absent
 
 	Steps []*Step // standard workflows
 
@@ -52,19 +53,40 @@ type EnvVar struct {
 	Value *interp.Template
 }
 
+// Agent is the top-level agent key: the program claude: steps run.
+type Agent struct {
+	Command []string // program and leading arguments; nil: RUNNER_AGENT_COMMAND or the default
+	Env     []EnvVar // added to the environment of claude: steps
+}
+
+// CommandKind says how a command's text is run.
+type CommandKind string
+
+// Command kinds.
+const (
+	ShellCommand  CommandKind = "shell"  // sh -c TEXT; values are escaped for the shell
+	ClaudeCommand CommandKind = "claude" // the agent program with TEXT as its last argument; values go in as they are
+)
+
+// Command is what a step or a failure handler runs.
+type Command struct {
+	Kind CommandKind
+	Text *interp.Template
+}
+
 // Step is one command of a workflow.
 type Step struct {
 	Pos   Pos
 	Index int // 0-based position in its list
 
-	Shell      *interp.Template
+	Command    Command
 	Name       string
 	ID         string
 	Timeout    time.Duration // one attempt; 0 = none
 	Env        []EnvVar
 	WorkingDir *interp.Template
 
-	Capture        string // "" = no capture; "shell" for capture_output: true; otherwise the variable name
+	Capture        string // "" = no capture; "shell.output" or "claude.output" for capture_output: true; otherwise the variable name
 	CaptureFormat  CaptureFormat
 	CaptureStreams CaptureStreams
 
@@ -75,7 +97,17 @@ type Step struct {
 	Breaker   *breaker.Config
 	Repeat    *Repeat
 	OnFailure Failure
+
+	// CommitRequired fails a step that made no git commit; AutoCommit
+	// commits what a step that made none left in the work tree, with
+	// CommitMessage (nil: runner's own message).
+	CommitRequired bool
+	AutoCommit     bool
+	CommitMessage  *interp.Template
 }
+
+// TracksCommits reports whether runner watches the step's git HEAD.
+func (s *Step) TracksCommits() bool { return s.CommitRequired || s.AutoCommit }
 
 // Key names the step in events and RUNNER_STEP: its id, its name, or
 // "step-N" (1-based position).
@@ -98,7 +130,7 @@ func (s *Step) Label() string {
 	case s.ID != "":
 		return s.ID
 	}
-	cmd, _, _ := strings.Cut(strings.TrimSpace(s.Shell.String()), "\n")
+	cmd, _, _ := strings.Cut(strings.TrimSpace(s.Command.Text.String()), "\n")
 	if len(cmd) > 60 {
 		cmd = cmd[:57] + "..."
 	}
@@ -157,8 +189,8 @@ const (
 // step-level on_failure.
 type Failure struct {
 	Action       FailureAction
-	Commands     []*interp.Template // fallback (one) or handler commands
-	FailWorkflow bool               // handler: fail the workflow after the handlers ran
+	Commands     []Command // fallback (one) or handler commands
+	FailWorkflow bool      // handler: fail the workflow after the handlers ran
 }
 
 // MapPhase is the map section of a MapReduce workflow.

@@ -1,0 +1,96 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ErrNotFound is the cause of a KindSpawn result whose program (Spec.Args)
+// is in no directory of the PATH.
+var ErrNotFound = errors.New("not found in PATH")
+
+// defaultPath is where sh looks for programs when the environment has no
+// PATH (dash's built-in default), so that both forms of Spec find the same
+// program.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// program returns the file to execute, its argv and environment: the shell
+// with Command (or, for a long Command, with a temporary script file that
+// the caller removes), or Args run directly.
+func (s *Spec) program() (path string, argv, env []string, script string, err error) {
+	if s.Args == nil {
+		if len(s.Command) <= MaxInlineScript {
+			return shellPath, []string{shellPath, "-c", s.Command}, s.Env, "", nil
+		}
+		script, err := scriptFile(s.Command)
+		if err != nil {
+			return "", nil, nil, "", err
+		}
+		return shellPath, []string{shellPath, script}, s.Env, script, nil
+	}
+	switch {
+	case s.Command != "":
+		return "", nil, nil, "", errors.New("a Spec sets Command or Args, not both")
+	case len(s.Args) == 0 || s.Args[0] == "":
+		return "", nil, nil, "", errors.New("no program to run (Args is empty)")
+	}
+	path, err = lookPath(s.Args[0], s.Env, s.Dir)
+	return path, s.Args, lastWins(s.Env), "", err
+}
+
+// lastWins drops the entries of env that a later entry of the same name
+// overrides. sh does this for the commands it runs; a program run directly
+// would otherwise see the first entry (getenv returns the first match).
+func lastWins(env []string) []string {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, 0, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		name, _, _ := strings.Cut(env[i], "=")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, env[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// lookPath finds a program as sh does: a name with a slash is a path
+// (relative to dir, where the child starts); any other name is searched
+// in the PATH of env, the environment the program gets, not runner's own.
+// Relative PATH entries are relative to dir too.
+func lookPath(name string, env []string, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		return inDir(dir, name), nil // ForkExec reports a missing or unrunnable file
+	}
+	path := defaultPath
+	for i := len(env) - 1; i >= 0; i-- { // the last entry wins, as later entries override earlier ones
+		if p, ok := strings.CutPrefix(env[i], "PATH="); ok {
+			path = p
+			break
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "." // an empty entry is the current directory
+		}
+		p := inDir(dir, filepath.Join(d, name))
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q: %w", name, ErrNotFound)
+}
+
+// inDir makes a relative path relative to dir ("" is the current
+// directory).
+func inDir(dir, path string) string {
+	if dir == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
+}
