@@ -3,14 +3,10 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -156,7 +152,7 @@ func printEventsText(w io.Writer, path string, q eventlog.Query) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	var line []byte
 	err := eventlog.Scan(path, q, func(e eventlog.Event) error {
-		line = appendEventLine(line[:0], e)
+		line = e.AppendLine(line[:0])
 		_, err := bw.Write(line)
 		return err
 	})
@@ -175,85 +171,6 @@ func printEvent(g *globalOptions, asJSON bool, e eventlog.Event) error {
 		_, err = fmt.Fprintf(g.stdout, "%s\n", line)
 		return err
 	}
-	_, err := g.stdout.Write(appendEventLine(nil, e))
+	_, err := g.stdout.Write(e.AppendLine(nil))
 	return err
-}
-
-// appendEventLine appends an event as a line of text: its local time, its
-// type (padded to 18 characters) and what it means.
-func appendEventLine(b []byte, e eventlog.Event) []byte {
-	b = e.Time.Local().AppendFormat(b, time.DateTime+".000")
-	b = append(append(b, "  "...), e.Type...)
-	for n := utf8.RuneCountInString(string(e.Type)); n < 18; n++ {
-		b = append(b, ' ')
-	}
-	b = append(append(b, ' '), describeEvent(e)...)
-	return append(b, '\n')
-}
-
-// describeEvent says what an event means in a few words; types without a
-// description show their fields as key=value.
-func describeEvent(e eventlog.Event) string {
-	who := e.Str("step")
-	if e.ItemID != "" {
-		who = "item " + e.ItemID
-		if step := e.Str("step"); step != "" {
-			who += " " + step
-		}
-	}
-	n := func(name string) int64 { return e.Int(name) }
-	ms := func(name string) time.Duration { return time.Duration(n(name)) * time.Millisecond }
-	t := eventlog.Type(e.Type)
-	if eventlog.JobEnded(t) {
-		s := fmt.Sprintf("%s, exit %d, after %s", e.Str("status"), n("exit_code"), ms("duration_ms"))
-		if err := e.Str("error"); err != "" {
-			s += ": " + err
-		}
-		return s
-	}
-	switch t {
-	case eventlog.TypeJobStarted:
-		return fmt.Sprintf("%s (%s) from %s, seed %v", e.Str("workflow"), e.Str("mode"), e.Str("file"), e.Fields["seed"])
-	case eventlog.TypeStepStarted:
-		return who + ": " + firstCommandLine(e.Str("command"))
-	case eventlog.TypeStepCompleted:
-		return fmt.Sprintf("%s: exit %d in %s", who, n("exit_code"), ms("duration_ms"))
-	case eventlog.TypeStepFailed:
-		return who + ": " + e.Str("error")
-	case eventlog.TypeStepSkipped:
-		return who + ": " + e.Str("reason")
-	case eventlog.TypeAttemptStarted:
-		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
-	case eventlog.TypeAttemptSucceeded:
-		return fmt.Sprintf("%s: attempt %d succeeded in %s", who, n("attempt"), ms("duration_ms"))
-	case eventlog.TypeAttemptFailed:
-		return fmt.Sprintf("%s: attempt %d failed (%s) after %s: %s", who, n("attempt"), failureKind(e), ms("duration_ms"), e.Str("message"))
-	case eventlog.TypeRetryDecision:
-		return who + ": " + retryLine(e)
-	case eventlog.TypeItemStarted:
-		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
-	case eventlog.TypeItemSucceeded:
-		return fmt.Sprintf("%s in %s", who, ms("duration_ms"))
-	case eventlog.TypeItemFailed:
-		return fmt.Sprintf("%s (%s): %s", who, e.Str("action"), e.Str("message"))
-	case eventlog.TypeItemRetrying:
-		return fmt.Sprintf("%s: attempt %d failed, again in %s: %s", who, n("attempt"), ms("delay_ms"), e.Str("message"))
-	case eventlog.TypeItemSkipped, eventlog.TypeDLQAdded, eventlog.TypeDLQRemoved:
-		return strings.TrimSpace(who + " " + e.Str("reason"))
-	case eventlog.TypeThresholdReached:
-		return e.Str("rule") + ": " + e.Str("reason")
-	case eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen, eventlog.TypeCircuitClosed:
-		return strings.TrimSpace(e.Str("scope") + " " + who)
-	}
-	keys := make([]string, 0, len(e.Fields))
-	for k := range e.Fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		v, _ := json.Marshal(e.Fields[k])
-		parts = append(parts, k+"="+string(v))
-	}
-	return strings.Join(parts, " ")
 }

@@ -96,7 +96,7 @@ func (t *terminal) event(e eventlog.Event) {
 	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case eventlog.TypeStepStarted:
-		t.printf("==> %s%s %s\n", t.phase, step, firstCommandLine(e.Str("command")))
+		t.printf("==> %s%s %s\n", t.phase, step, e.Command())
 	case eventlog.TypeStepSkipped:
 		t.printf("--- skipped %s (%s)\n", step, e.Str("reason"))
 	case eventlog.TypeStepFailed:
@@ -111,7 +111,7 @@ func (t *terminal) event(e eventlog.Event) {
 		}
 	case eventlog.TypeRetryDecision:
 		if e.Str("reason") != retryv2.ReasonCanceled { // the interrupt is reported on its own
-			t.printf("    %s\n", retryLine(e))
+			t.printf("    %s\n", e.RetryText())
 		}
 	case eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen, eventlog.TypeCircuitClosed:
 		what := "of " + step
@@ -125,15 +125,6 @@ func (t *terminal) event(e eventlog.Event) {
 			t.printf("    %s\n", line)
 		}
 	}
-}
-
-// firstCommandLine shows a multi-line command by its first line.
-func firstCommandLine(cmd string) string {
-	cmd = strings.TrimSpace(cmd)
-	if first, _, more := strings.Cut(cmd, "\n"); more {
-		return first + " …"
-	}
-	return cmd
 }
 
 // itemEvent renders an event of a map agent: item failures per the
@@ -200,53 +191,6 @@ func (t *terminal) flushFailures() {
 			items = strings.Join(g.items[:10], ", ") + fmt.Sprintf(", ... (%d more)", len(g.items)-10)
 		}
 		t.printf("  %d × %s\n      items: %s\n", len(g.items), g.example.Str("message"), items)
-	}
-}
-
-// retryLine renders a retry decision:
-// "attempt 2/5 failed (exit 22, matched rate_limit); retrying in 2.1s".
-func retryLine(e eventlog.Event) string {
-	what := failureKind(e)
-	reason := e.Str("reason")
-	attempt := fmt.Sprint(e.Fields["attempt"])
-	n, count, limit := e.Int("attempt"), e.Int("count"), e.Int("limit")
-	if count == 0 {
-		count = n // a log written before events carried the count
-	}
-	perPolicy := "" // list form: the handling policy's own count
-	switch {
-	case limit > 0 && count == n:
-		attempt += fmt.Sprintf("/%d", limit)
-	case limit > 0:
-		perPolicy = fmt.Sprintf(" %d/%d", count, limit)
-	}
-	if e.Str("action") != "retry" {
-		if m := e.Str("matcher"); perPolicy != "" && m != "" {
-			what += ", matched " + m + perPolicy
-		}
-		return fmt.Sprintf("attempt %s failed (%s); giving up: %s", attempt, what, reason)
-	}
-	if reason != "matched any failure" {
-		what += ", " + reason + perPolicy
-	}
-	delay := time.Duration(e.Int("delay_ms")) * time.Millisecond
-	if delay >= time.Second {
-		delay = delay.Round(100 * time.Millisecond)
-	}
-	return fmt.Sprintf("attempt %s failed (%s); retrying in %s", attempt, what, delay)
-}
-
-// failureKind words an event's failure kind: "exit 22", "timed out".
-func failureKind(e eventlog.Event) string {
-	switch kind := e.Str("kind"); kind {
-	case "exit":
-		return fmt.Sprintf("exit %v", e.Fields["exit_code"])
-	case "circuit_open":
-		return "circuit open"
-	case "timeout":
-		return "timed out"
-	default:
-		return kind
 	}
 }
 

@@ -1,0 +1,147 @@
+package eventlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendLine appends the event as a line of text, as `runner events`
+// prints it: its local time, its type (padded to 18 characters) and what
+// it means (Describe).
+func (e Event) AppendLine(b []byte) []byte {
+	b = e.Time.Local().AppendFormat(b, time.DateTime+".000")
+	b = append(append(b, "  "...), e.Type...)
+	for n := utf8.RuneCountInString(string(e.Type)); n < 18; n++ {
+		b = append(b, ' ')
+	}
+	b = append(append(b, ' '), e.Describe()...)
+	return append(b, '\n')
+}
+
+// Describe says what the event means in a few words; types without a
+// description show their fields as key=value.
+func (e Event) Describe() string {
+	who := e.Str("step")
+	if e.ItemID != "" {
+		who = "item " + e.ItemID
+		if step := e.Str("step"); step != "" {
+			who += " " + step
+		}
+	}
+	n := func(name string) int64 { return e.Int(name) }
+	ms := func(name string) time.Duration { return time.Duration(n(name)) * time.Millisecond }
+	t := e.Type
+	if JobEnded(t) {
+		s := fmt.Sprintf("%s, exit %d, after %s", e.Str("status"), n("exit_code"), ms("duration_ms"))
+		if err := e.Str("error"); err != "" {
+			s += ": " + err
+		}
+		return s
+	}
+	switch t {
+	case TypeJobStarted:
+		return fmt.Sprintf("%s (%s) from %s, seed %v", e.Str("workflow"), e.Str("mode"), e.Str("file"), e.Fields["seed"])
+	case TypeStepStarted:
+		return who + ": " + e.Command()
+	case TypeStepCompleted:
+		return fmt.Sprintf("%s: exit %d in %s", who, n("exit_code"), ms("duration_ms"))
+	case TypeStepFailed:
+		return who + ": " + e.Str("error")
+	case TypeStepSkipped:
+		return who + ": " + e.Str("reason")
+	case TypeAttemptStarted:
+		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
+	case TypeAttemptSucceeded:
+		return fmt.Sprintf("%s: attempt %d succeeded in %s", who, n("attempt"), ms("duration_ms"))
+	case TypeAttemptFailed:
+		return fmt.Sprintf("%s: attempt %d failed (%s) after %s: %s", who, n("attempt"), e.failureKind(), ms("duration_ms"), e.Str("message"))
+	case TypeRetryDecision:
+		return who + ": " + e.RetryText()
+	case TypeItemStarted:
+		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
+	case TypeItemSucceeded:
+		return fmt.Sprintf("%s in %s", who, ms("duration_ms"))
+	case TypeItemFailed:
+		return fmt.Sprintf("%s (%s): %s", who, e.Str("action"), e.Str("message"))
+	case TypeItemRetrying:
+		return fmt.Sprintf("%s: attempt %d failed, again in %s: %s", who, n("attempt"), ms("delay_ms"), e.Str("message"))
+	case TypeItemSkipped, TypeDLQAdded, TypeDLQRemoved:
+		return strings.TrimSpace(who + " " + e.Str("reason"))
+	case TypeThresholdReached:
+		return e.Str("rule") + ": " + e.Str("reason")
+	case TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed:
+		return strings.TrimSpace(e.Str("scope") + " " + who)
+	}
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v, _ := json.Marshal(e.Fields[k])
+		parts = append(parts, k+"="+string(v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Command is a step_started event's command, a multi-line one by its
+// first line.
+func (e Event) Command() string {
+	cmd := strings.TrimSpace(e.Str("command"))
+	if first, _, more := strings.Cut(cmd, "\n"); more {
+		return first + " …"
+	}
+	return cmd
+}
+
+// RetryText words a retry_decision event:
+// "attempt 2/5 failed (exit 22, matched rate_limit); retrying in 2.1s".
+func (e Event) RetryText() string {
+	what := e.failureKind()
+	reason := e.Str("reason")
+	attempt := fmt.Sprint(e.Fields["attempt"])
+	n, count, limit := e.Int("attempt"), e.Int("count"), e.Int("limit")
+	if count == 0 {
+		count = n // a log written before events carried the count
+	}
+	perPolicy := "" // list form: the handling policy's own count
+	switch {
+	case limit > 0 && count == n:
+		attempt += fmt.Sprintf("/%d", limit)
+	case limit > 0:
+		perPolicy = fmt.Sprintf(" %d/%d", count, limit)
+	}
+	if e.Str("action") != "retry" {
+		if m := e.Str("matcher"); perPolicy != "" && m != "" {
+			what += ", matched " + m + perPolicy
+		}
+		return fmt.Sprintf("attempt %s failed (%s); giving up: %s", attempt, what, reason)
+	}
+	if reason != "matched any failure" {
+		what += ", " + reason + perPolicy
+	}
+	delay := time.Duration(e.Int("delay_ms")) * time.Millisecond
+	if delay >= time.Second {
+		delay = delay.Round(100 * time.Millisecond)
+	}
+	return fmt.Sprintf("attempt %s failed (%s); retrying in %s", attempt, what, delay)
+}
+
+// failureKind words the event's failure kind: "exit 22", "timed out".
+func (e Event) failureKind() string {
+	switch kind := e.Str("kind"); kind {
+	case "exit":
+		return fmt.Sprintf("exit %v", e.Fields["exit_code"])
+	case "circuit_open":
+		return "circuit open"
+	case "timeout":
+		return "timed out"
+	default:
+		return kind
+	}
+}

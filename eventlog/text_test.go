@@ -1,0 +1,44 @@
+package eventlog
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// AppendLine lays a line out as the "%s  %-18s %s\n" it replaced did:
+// the type padded to 18 characters (not bytes), a longer one not cut.
+func TestAppendEventLinePadsTheTypeAsFmt(t *testing.T) {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
+	for _, typ := range []string{"", "a", "item_succeeded", "dlq_retry_finished", "a_type_longer_than_eighteen", "événement_spécial"} {
+		e := Event{Time: at, Type: Type(typ), Fields: map[string]any{"n": 1}}
+		want := fmt.Sprintf("%s  %-18s %s\n", at.Local().Format(time.DateTime+".000"), typ, e.Describe())
+		if got := string(e.AppendLine([]byte("kept"))); got != "kept"+want {
+			t.Errorf("got  %q\nwant %q", got, "kept"+want)
+		}
+	}
+}
+
+// Describe words the events a job writes; a type it does not know shows
+// its fields.
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		e    Event
+		want string
+	}{
+		{StepStarted("build", 1, "make all\nmake install"), "build: make all …"},
+		{AttemptFailed(Failure{Step: "build", Attempt: 2, Kind: "exit", ExitCode: 22, Message: "boom", Duration: 1500 * time.Millisecond}).WithItem("a"),
+			"item a build: attempt 2 failed (exit 22) after 1.5s: boom"},
+		{RetryDecision("build", Decision{Attempt: 2, Action: "retry", Delay: 2100 * time.Millisecond, Reason: "matched rate_limit", Limit: 5, Count: 2, Kind: "exit", ExitCode: 22}),
+			"build: attempt 2/5 failed (exit 22, matched rate_limit); retrying in 2.1s"},
+		{RetryDecision("build", Decision{Attempt: 3, Action: "stop", Reason: "attempts exhausted", Limit: 3, Count: 3, Kind: "timeout"}),
+			"build: attempt 3/3 failed (timed out); giving up: attempts exhausted"},
+		{JobFinished("failed", 1, 2*time.Second, nil, nil), "failed, exit 1, after 2s"},
+		{ItemSucceeded("a", 1, 30*time.Millisecond), "item a in 30ms"},
+		{MapStarted(3, 2, 1), "max_parallel=1 pending=2 total=3"},
+	} {
+		if got := tc.e.Describe(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.e.Type, got, tc.want)
+		}
+	}
+}
