@@ -12,6 +12,13 @@ import (
 // package (by path in the module, "" for main), the packages of ours it
 // may import ("*": any).
 func allowedImports(t *testing.T) map[string][]string {
+	allowed, _ := packageMap(t)
+	return allowed
+}
+
+// packageMap reads the package map of ARCHITECTURE.md: the packages each
+// package may import, and the packages in the table's order.
+func packageMap(t *testing.T) (map[string][]string, []string) {
 	data, err := os.ReadFile("ARCHITECTURE.md")
 	if err != nil {
 		t.Fatal(err)
@@ -19,6 +26,7 @@ func allowedImports(t *testing.T) map[string][]string {
 	_, table, _ := strings.Cut(string(data), "## Package map")
 	table, _, _ = strings.Cut(table, "\n## ")
 	allowed := map[string][]string{}
+	var order []string
 	for line := range strings.Lines(table) {
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
@@ -39,11 +47,26 @@ func allowedImports(t *testing.T) map[string][]string {
 			}
 		}
 		allowed[pkg] = imports
+		order = append(order, pkg)
 	}
 	if len(allowed) < 10 {
 		t.Fatalf("ARCHITECTURE.md: found %d packages in its package map; is the table still there?", len(allowed))
 	}
-	return allowed
+	return allowed, order
+}
+
+// The package map reads top down: a package may import only packages
+// listed below it, so that the table shows the direction of every
+// dependency.
+func TestPackageMapPointsDown(t *testing.T) {
+	allowed, order := packageMap(t)
+	for i, pkg := range order {
+		for _, imp := range allowed[pkg] {
+			if imp != "*" && !slices.Contains(order[i+1:], imp) {
+				t.Errorf("ARCHITECTURE.md: %q may import %q, which is not listed below it", pkg, imp)
+			}
+		}
+	}
 }
 
 // TestPackageLayering checks the imports of every package against the

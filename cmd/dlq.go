@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/jobdlq"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -49,7 +50,7 @@ func openDLQ(g *globalOptions, jobID string) (*state.Job, *dlq.DB, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := dlq.Open(j.Path(dlqFile), dlq.Options{ReadOnly: true})
+	d, err := dlq.Open(j.Path(jobdlq.File), dlq.Options{ReadOnly: true})
 	if err != nil {
 		return nil, nil, err
 	}

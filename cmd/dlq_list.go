@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/jobdlq"
 )
 
 type dlqListOptions struct {
@@ -68,10 +69,10 @@ func runDLQJobs(g *globalOptions, o dlqListOptions) error {
 		if err != nil {
 			continue // listed as damaged by `runner jobs`
 		}
-		if _, err := os.Stat(j.Path(dlqFile)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(j.Path(jobdlq.File)); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		d, err := dlq.Open(j.Path(dlqFile), dlq.Options{ReadOnly: true})
+		d, err := dlq.Open(j.Path(jobdlq.File), dlq.Options{ReadOnly: true})
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jobdlq"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -76,8 +77,8 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		purged []dlq.Purged
 		held   int
 	)
-	q := newJobDLQ(ctx, j.Meta.ID, j.Path(dlqFile), g.stderr)
-	if err := q.update(func(d *dlq.DB) (err error) {
+	q := jobdlq.Open(ctx, j.Meta.ID, j.Path(jobdlq.File), g.stderr)
+	if err := q.Update(func(d *dlq.DB) (err error) {
 		purged, held, err = d.Purge(before)
 		return err
 	}); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jobdlq"
 	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
@@ -99,7 +100,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		j.Close()
 		return usagef("job %s is a standard workflow; it has no dead-letter queue", jobID)
 	}
-	q := newJobDLQ(ctx, j.ID(), j.Path(dlqFile), g.stderr)
+	q := jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), g.stderr)
 	sum, err := retryDLQ(ctx, g, o, j, q)
 	if cerr := j.Close(); err == nil {
 		err = cerr
@@ -114,9 +115,9 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		werr = writeJSON(g.stdout, sum)
 	} else {
 		ui.flushFailures()
-		for _, id := range slices.Sorted(maps.Keys(q.held)) {
-			l := q.held[id]
-			fmt.Fprintf(g.stderr, "item %s skipped: another dlq retry (%s) holds it until %s\n", id, describeOwner(l.Owner), l.Until.Local().Format(time.DateTime))
+		for _, id := range slices.Sorted(maps.Keys(q.Held())) {
+			l := q.Held()[id]
+			fmt.Fprintf(g.stderr, "item %s skipped: another dlq retry (%s) holds it until %s\n", id, jobdlq.DescribeOwner(l.Owner), l.Until.Local().Format(time.DateTime))
 		}
 		_, werr = fmt.Fprintf(g.stderr, "dlq retry %s: %d selected, %d succeeded (removed from the DLQ), %d failed again, %d skipped; %d item(s) remain in the DLQ\n",
 			jobID, sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped, sum.Remaining)
@@ -132,7 +133,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 
 // retryDLQ runs `dlq retry` on an attached job (mapreduce.RetryDLQ) and
 // sums it up, naming the items another retry holds.
-func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobDLQ) (dlqRetrySummary, error) {
+func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue) (dlqRetrySummary, error) {
 	res, err := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
 		MaxParallel: o.MaxParallel,
 		Dispatcher:  o.dispatcher(g, j),
@@ -147,9 +148,9 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 		},
 	})
 	sum := dlqRetrySummary{JobID: j.ID(), Selected: res.Selected, Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Remaining: res.Remaining}
-	if len(q.held) > 0 {
+	if len(q.Held()) > 0 {
 		sum.HeldBy = map[string]string{}
-		for id, l := range q.held {
+		for id, l := range q.Held() {
 			sum.HeldBy[id] = l.Owner
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/jobdlq"
 	"github.com/runnerdev/runner/report"
 )
 
@@ -40,7 +41,7 @@ func runReport(g *globalOptions, jobID, out string) error {
 		return err
 	}
 	var dead []dlq.Item
-	if _, err := os.Stat(j.Path(dlqFile)); err == nil {
+	if _, err := os.Stat(j.Path(jobdlq.File)); err == nil {
 		if dead, err = dlqItems(g, jobID, "", 0); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jobdlq"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/plan"
 	"github.com/runnerdev/runner/state"
@@ -137,7 +138,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 	)
 	if j.Workflow().Mode == workflow.MapReduce {
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: newJobDLQ(ctx, j.ID(), j.Path(dlqFile), ui.g.stderr)})
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr)})
 		res.items = &sum.Items
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}

@@ -1,4 +1,9 @@
-package cmd
+// Package jobdlq is a job's bbolt dead-letter queue (package dlq) as the
+// map phase and `dlq retry` use it (mapreduce.RetryQueue): every open
+// waits out another process's hold, and `dlq retry` processes lease the
+// items they run, naming themselves so that a lease of a process that died
+// is free at once.
+package jobdlq
 
 import (
 	"context"
@@ -17,18 +22,18 @@ import (
 	"github.com/runnerdev/runner/proc"
 )
 
-// dlqFile is the name of a job's dead-letter queue in its directory.
-const dlqFile = "dlq.db"
+// File is the name of a job's dead-letter queue in its directory.
+const File = "dlq.db"
 
 // claimLease is how long a `dlq retry` process holds an item it runs; a
 // lease is free earlier once its process is gone (see ownerGone).
 const claimLease = 24 * time.Hour
 
-// jobDLQ is a job's bbolt dead-letter queue as mapreduce sees it. Every
+// Queue is a job's bbolt dead-letter queue as mapreduce sees it. Every
 // open of the file waits for another process's lock as long as ctx lasts
 // (saying so once on stderr), so that a job never fails because someone
 // else holds its DLQ for a while.
-type jobDLQ struct {
+type Queue struct {
 	jobID  string
 	path   string
 	opts   dlq.Options
@@ -39,18 +44,20 @@ type jobDLQ struct {
 	once   sync.Once
 }
 
-func newJobDLQ(ctx context.Context, jobID, path string, stderr io.Writer) *jobDLQ {
-	q := &jobDLQ{jobID: jobID, path: path, owner: claimOwner(), held: map[string]dlq.Lease{}, stderr: stderr}
+// Open returns the queue of job jobID in the file at path; ctx bounds
+// every wait for another process's hold, which it tells stderr once.
+func Open(ctx context.Context, jobID, path string, stderr io.Writer) *Queue {
+	q := &Queue{jobID: jobID, path: path, owner: claimOwner(), held: map[string]dlq.Lease{}, stderr: stderr}
 	q.opts = dlq.Options{Gone: ownerGone, Wait: ctx, Waiting: q.waiting}
 	q.w = dlq.NewWriter(q.path, q.opts)
 	return q
 }
 
-func (q *jobDLQ) waiting() {
+func (q *Queue) waiting() {
 	q.once.Do(func() { fmt.Fprintf(q.stderr, "runner: %s: another process holds it; waiting\n", q.path) })
 }
 
-func (q *jobDLQ) Add(items ...mapreduce.DeadLetter) error {
+func (q *Queue) Add(items ...mapreduce.DeadLetter) error {
 	var entries []dlq.Entry
 	for _, it := range items {
 		for _, f := range it.Failures {
@@ -66,14 +73,14 @@ func (q *jobDLQ) Add(items ...mapreduce.DeadLetter) error {
 	return q.w.Add(entries...)
 }
 
-func (q *jobDLQ) Remove(itemIDs ...string) error {
-	return q.update(func(d *dlq.DB) error {
+func (q *Queue) Remove(itemIDs ...string) error {
+	return q.Update(func(d *dlq.DB) error {
 		_, err := d.Remove(itemIDs...)
 		return err
 	})
 }
 
-func (q *jobDLQ) Queued(itemIDs ...string) (map[string]bool, error) {
+func (q *Queue) Queued(itemIDs ...string) (map[string]bool, error) {
 	out := map[string]bool{}
 	ro := q.opts
 	ro.ReadOnly = true
@@ -95,10 +102,10 @@ func (q *jobDLQ) Queued(itemIDs ...string) (map[string]bool, error) {
 }
 
 // Claim leases an item to this process; one that another process holds is
-// noted in q.held. It is called from one goroutine at a time.
-func (q *jobDLQ) Claim(itemID string) (bool, error) {
+// noted (Held). It is called from one goroutine at a time.
+func (q *Queue) Claim(itemID string) (bool, error) {
 	var got []string
-	err := q.update(func(d *dlq.DB) (err error) {
+	err := q.Update(func(d *dlq.DB) (err error) {
 		got, err = d.Claim(q.owner, time.Now().Add(claimLease), itemID)
 		if err != nil || len(got) == 1 {
 			return err
@@ -112,12 +119,17 @@ func (q *jobDLQ) Claim(itemID string) (bool, error) {
 	return len(got) == 1, err
 }
 
-func (q *jobDLQ) Release(itemID string) error {
-	return q.update(func(d *dlq.DB) error { return d.Release(q.owner, itemID) })
+// Held returns the items Claim found leased to another process, with
+// their leases.
+func (q *Queue) Held() map[string]dlq.Lease { return q.held }
+
+// Release gives up this process's lease of an item.
+func (q *Queue) Release(itemID string) error {
+	return q.Update(func(d *dlq.DB) error { return d.Release(q.owner, itemID) })
 }
 
-// update runs fn with the queue open for writing.
-func (q *jobDLQ) update(fn func(*dlq.DB) error) error {
+// Update runs fn with the queue open for writing.
+func (q *Queue) Update(fn func(*dlq.DB) error) error {
 	d, err := dlq.Open(q.path, q.opts)
 	if err != nil {
 		return err
@@ -169,8 +181,8 @@ func parseOwner(owner string) (host string, pid int, start uint64, ok bool) {
 	return parts[0], pid, start, true
 }
 
-// describeOwner says who holds a lease, for people.
-func describeOwner(owner string) string {
+// DescribeOwner says who holds a lease, for people.
+func DescribeOwner(owner string) string {
 	if host, pid, _, ok := parseOwner(owner); ok {
 		return fmt.Sprintf("process %d on %s", pid, host)
 	}
