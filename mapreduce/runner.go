@@ -90,10 +90,12 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		if err != nil {
 			return Outcome{}, err
 		}
+		// A worktree that could not be removed is removed with the job's
+		// at its end.
 		defer r.trees.closeItem(ctx, tree)
 		dir, branch = r.trees.itemDir(tree), tree.branch
-		sc.Set("worktree", map[string]any{"path": dir, "branch": branch})
-		env = append(env, "RUNNER_WORKTREE="+dir)
+		sc.Set("worktree", map[string]any{"path": tree.path, "branch": branch})
+		env = append(env, "RUNNER_WORKTREE="+tree.path)
 	}
 	logFile := &lazyFile{path: filepath.Join(r.logDir, "item-"+strconv.Itoa(it.Index)+".log")}
 	defer logFile.Close()
