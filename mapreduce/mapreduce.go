@@ -252,22 +252,27 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 
 // openInput opens map.input: an existing file is read; anything else runs
 // as a shell command whose stdout is the input (its non-zero exit fails
-// the job). wait reports how the command ended.
+// the job). wait reports how the command ended. A relative file is looked
+// for in the job's directory (its worktree, where setup may have written
+// it), then in this process's (a file not committed).
 func openInput(ctx context.Context, j *job.Job) (in io.ReadCloser, source string, wait func() error, err error) {
 	m, sc := j.Workflow().Map, j.Scope()
 	path, err := m.Input.Expand(sc.PlainLookup(), interp.Plain)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("map input: %w", err)
 	}
+	candidates := []string{path}
 	if path != "" && !filepath.IsAbs(path) && j.Dir() != "" {
-		path = filepath.Join(j.Dir(), path)
+		candidates = []string{filepath.Join(j.Dir(), path), path}
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("map input: %w", err)
+	for _, path := range candidates {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, "", nil, fmt.Errorf("map input: %w", err)
+			}
+			return f, "file " + filepath.Clean(path), func() error { return nil }, nil
 		}
-		return f, "file " + filepath.Clean(path), func() error { return nil }, nil
 	}
 	command, err := m.Input.Expand(sc.Lookup(), interp.Shell)
 	if err != nil {
