@@ -53,9 +53,9 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 	return nil
 }
 
-// refuseIsolatedJob refuses to go on (resume, dlq retry) with a job whose
-// map runs in git worktrees: that is not supported yet. A job that cannot
-// be read is left to the command to report.
+// refuseIsolatedJob refuses to go on with a job whose map runs in git
+// worktrees where that is not supported yet (dlq retry). A job that
+// cannot be read is left to the command to report.
 func refuseIsolatedJob(g *globalOptions, id, what string) error {
 	st, err := g.store().Open(id)
 	if err != nil {

@@ -53,9 +53,6 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if err != nil {
 		return err
 	}
-	if err := refuseIsolatedJob(g, id, "runner resume"); err != nil {
-		return err
-	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
 	j, err := job.Resume(id, job.Options{
 		Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,

@@ -85,13 +85,22 @@ func (g Git) TopLevel(ctx context.Context) (top, prefix string, err error) {
 }
 
 // Head returns the commit HEAD names, or "" when its branch has none yet.
-func (g Git) Head(ctx context.Context) (string, error) {
-	res := g.Run(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}")
+func (g Git) Head(ctx context.Context) (string, error) { return g.commit(ctx, "HEAD") }
+
+// Tip returns the commit branch points at, or "" when there is no such
+// branch.
+func (g Git) Tip(ctx context.Context, branch string) (string, error) {
+	return g.commit(ctx, "refs/heads/"+branch)
+}
+
+// commit returns the commit rev names, or "" when it names none.
+func (g Git) commit(ctx context.Context, rev string) (string, error) {
+	res := g.Run(ctx, "rev-parse", "-q", "--verify", rev+"^{commit}")
 	if res.Kind == proc.KindExit && res.ExitCode == 1 && len(res.StderrTail) == 0 {
-		return "", nil // an unborn branch: -q --verify fails silently
+		return "", nil // -q --verify fails silently
 	}
 	if res.Kind != proc.KindOK {
-		return "", fmt.Errorf("git rev-parse HEAD: %s", Message(res))
+		return "", fmt.Errorf("git rev-parse %s: %s", rev, Message(res))
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
 }
@@ -136,6 +145,12 @@ func (g Git) DirtyPaths(ctx context.Context) ([]string, error) {
 // from; a branch of that name already there is an error.
 func (g Git) NewWorktree(ctx context.Context, path, branch, from string) error {
 	_, err := g.Output(ctx, "worktree", "add", "-q", "-b", branch, path, from)
+	return err
+}
+
+// AddWorktree creates a worktree at path on branch, which exists.
+func (g Git) AddWorktree(ctx context.Context, path, branch string) error {
+	_, err := g.Output(ctx, "worktree", "add", "-q", path, branch)
 	return err
 }
 
@@ -218,6 +233,34 @@ func (g Git) Merge(ctx context.Context, branch, message string) (conflicts []str
 		return conflicts, nil
 	}
 	return nil, fmt.Errorf("git merge %s: %s", branch, Message(res))
+}
+
+// AbortMerge aborts a merge left in progress (by a process that died in
+// it); without one it does nothing.
+func (g Git) AbortMerge(ctx context.Context) error {
+	if res := g.Run(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); res.Kind != proc.KindOK {
+		return nil
+	}
+	_, err := g.Output(ctx, "merge", "--abort")
+	return err
+}
+
+// Merged maps the commits merged into branch by its merge commits (their
+// parents other than the first, along its first parents) to the merge
+// commit that merged each.
+func (g Git) Merged(ctx context.Context, branch string) (map[string]string, error) {
+	out, err := g.Output(ctx, "log", "--merges", "--first-parent", "--format=%H %P", branch)
+	if err != nil {
+		return nil, err
+	}
+	merged := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for _, parent := range f[min(len(f), 2):] {
+			merged[parent] = f[0]
+		}
+	}
+	return merged, nil
 }
 
 // IsAncestor reports whether commit is in the history of of.

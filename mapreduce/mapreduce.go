@@ -62,7 +62,11 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 		return sum, err
 	}
 	if trees != nil {
-		if err := trees.startJob(ctx); err != nil {
+		start := trees.startJob
+		if j.Resumed() {
+			start = trees.resumeJob
+		}
+		if err := start(ctx); err != nil {
 			return sum, err
 		}
 		defer func() {
@@ -128,6 +132,12 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	}
 	defer s.close()
 	s.resumed = running
+	var merged map[int]Outcome // resumed items a dead process merged
+	if trees != nil && len(running) > 0 {
+		if merged, err = trees.resumeItems(ctx, running); err != nil {
+			return Summary{}, err
+		}
+	}
 	if ep.OnItemFailure == errorpolicy.Retry {
 		s.retry = j.Workflow().ItemRetry
 	}
@@ -141,6 +151,10 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	err = items.Read(itemsPath, func(it *Item) (bool, error) {
 		if _, finished := done[it.Index]; finished {
 			return true, nil
+		}
+		if out, ok := merged[it.Index]; ok {
+			s.recordMerged(ctx, it, running[it.Index].Attempt, out)
+			return s.running(ctx), nil
 		}
 		return s.dispatch(ctx, it), nil
 	})

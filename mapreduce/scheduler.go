@@ -200,6 +200,20 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 	}
 }
 
+// recordMerged records the success of a resumed item that the process
+// which died while it ran had merged into the job branch.
+func (s *scheduler) recordMerged(ctx context.Context, it *Item, attempt int, out Outcome) {
+	verdict, err := s.ledger.succeeded(it, max(attempt, 1), out)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.trees.recorded(ctx, out)
+	if verdict != nil {
+		s.stop(verdict)
+	}
+}
+
 // lostPause is how long an item whose runner was lost waits (times the
 // losses so far) before it is sent again.
 const lostPause = 100 * time.Millisecond

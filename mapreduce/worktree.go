@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/gitwork"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -92,20 +93,82 @@ func (w *Worktrees) startJob(ctx context.Context) error {
 	return nil
 }
 
+// resumeJob readies the worktrees of a resumed job: the items' worktrees
+// a process that died left are removed, and the job worktree is made
+// again on the job branch or, if it is still there, has a merge that the
+// dead process left half done aborted.
+func (w *Worktrees) resumeJob(ctx context.Context) error {
+	user := w.git.In("")
+	if err := w.removeItemTrees(ctx); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(w.jobDir, ".git")); err == nil {
+		return w.git.AbortMerge(ctx)
+	}
+	if err := user.Prune(ctx); err != nil {
+		return err
+	}
+	if tip, err := user.Tip(ctx, w.JobBranch); err != nil || tip == "" {
+		return errors.Join(err, fmt.Errorf("the job branch %s is gone: the job's work cannot be resumed", w.JobBranch))
+	}
+	if err := user.AddWorktree(ctx, w.jobDir, w.JobBranch); err != nil {
+		return fmt.Errorf("the job worktree: %w", err)
+	}
+	return nil
+}
+
 // endJob removes every worktree of the job (the items' an interrupted run
 // left, and the job's own); the branches stay.
 func (w *Worktrees) endJob(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted job still cleans up
 	user := w.git.In("")
-	left, err := user.Worktrees(ctx, w.itemsDir)
-	for _, t := range left {
-		err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
-	}
-	err = errors.Join(err, user.RemoveWorktree(ctx, w.jobDir), user.Prune(ctx))
+	err := errors.Join(w.removeItemTrees(ctx), user.RemoveWorktree(ctx, w.jobDir), user.Prune(ctx))
 	if err != nil {
 		return fmt.Errorf("removing the job's worktrees: %w", err)
 	}
 	return nil
+}
+
+// removeItemTrees removes the items' worktrees that are there.
+func (w *Worktrees) removeItemTrees(ctx context.Context) error {
+	user := w.git.In("")
+	left, err := user.Worktrees(ctx, w.itemsDir)
+	for _, t := range left {
+		err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
+	}
+	return err
+}
+
+// resumeItems looks at the items a process that died left running: each
+// one whose branch that process merged into the job branch is returned,
+// by index, with the outcome to record (it succeeded: it is neither run
+// nor merged again); the others start again from their first step in a
+// fresh worktree, the work of the dead one being gone.
+func (w *Worktrees) resumeItems(ctx context.Context, running map[int]job.ItemRecord) (map[int]Outcome, error) {
+	merged, err := w.git.Merged(ctx, w.JobBranch)
+	if err != nil {
+		return nil, err
+	}
+	done := map[int]Outcome{}
+	for i, rec := range running {
+		rec.Steps = nil
+		running[i] = rec
+		t := w.itemTree(&Item{ID: rec.ID, Index: rec.Index})
+		tip, err := w.git.Tip(ctx, t.branch)
+		if err != nil {
+			return nil, err
+		}
+		merge, ok := merged[tip]
+		if tip == "" || !ok {
+			continue
+		}
+		commits, err := w.git.Commits(ctx, merge+"^1", tip)
+		if err != nil {
+			return nil, err
+		}
+		done[i] = Outcome{Branch: t.branch, Commits: commits}
+	}
+	return done, nil
 }
 
 // itemTree is an item's worktree and branch.
@@ -117,8 +180,7 @@ type itemTree struct {
 // branch's tip. A dispatch that goes on from checkpoints (its runner was
 // lost) finds the worktree its earlier steps worked in, and keeps it.
 func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemTree, error) {
-	name := worktreeName(it)
-	t := itemTree{path: filepath.Join(w.itemsDir, name), branch: w.JobBranch + ".items/" + name}
+	t := w.itemTree(it)
 	if _, err := os.Stat(t.path); err == nil {
 		if resumed {
 			return t, nil
@@ -131,6 +193,12 @@ func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemT
 		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)
 	}
 	return t, nil
+}
+
+// itemTree names an item's worktree and branch.
+func (w *Worktrees) itemTree(it *Item) itemTree {
+	name := worktreeName(it)
+	return itemTree{path: filepath.Join(w.itemsDir, name), branch: w.JobBranch + ".items/" + name}
 }
 
 // itemDir is where an item's steps run: runner's directory in the item's
