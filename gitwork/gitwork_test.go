@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/runnerdev/runner/proc"
 )
 
 // testEnv is git's environment in the tests: a fixed identity, and no
@@ -120,6 +122,16 @@ func TestWorktreeMergeAndCleanup(t *testing.T) {
 	if ok, err := g.IsAncestor(t.Context(), second, "main"); !ok || err != nil {
 		t.Errorf("IsAncestor(merged) = %v, %v", ok, err)
 	}
+	merge := must(t, g, "rev-parse", "HEAD")
+	if merged, err := g.Merged(t.Context(), "main"); err != nil || len(merged) != 1 || merged[second] != merge {
+		t.Errorf("Merged = %v, %v; want %s merged by %s", merged, err, second, merge)
+	}
+	if tip, err := g.Tip(t.Context(), "work/one"); tip != second || err != nil {
+		t.Errorf("Tip = %q, %v; want %s", tip, err, second)
+	}
+	if tip, err := g.Tip(t.Context(), "no-such-branch"); tip != "" || err != nil {
+		t.Errorf("Tip of no branch = %q, %v", tip, err)
+	}
 	if err := g.RemoveWorktree(t.Context(), path); err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +186,35 @@ func TestMergeConflictAborts(t *testing.T) {
 	}
 	if err := g.Prune(t.Context()); err != nil {
 		t.Error(err)
+	}
+}
+
+// AbortMerge ends a merge a process left in conflict, and does nothing
+// without one; AddWorktree checks out a branch that exists.
+func TestAbortMergeAndAddWorktree(t *testing.T) {
+	g := newRepo(t)
+	base := must(t, g, "rev-parse", "HEAD")
+	must(t, g, "branch", "other")
+	if err := g.AbortMerge(t.Context()); err != nil {
+		t.Errorf("AbortMerge without a merge: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "other")
+	if err := g.AddWorktree(t.Context(), path, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if head, _ := g.In(path).Head(t.Context()); head != base {
+		t.Errorf("the worktree is at %s, want %s", head, base)
+	}
+	commitFile(t, g.In(path), "base.txt", "theirs\n", "theirs")
+	ours := commitFile(t, g, "base.txt", "ours\n", "ours")
+	if res := g.Run(t.Context(), "merge", "other"); res.Kind == proc.KindOK {
+		t.Fatal("the merge did not conflict")
+	}
+	if err := g.AbortMerge(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if paths, _ := g.DirtyPaths(t.Context()); len(paths) != 0 || must(t, g, "rev-parse", "HEAD") != ours {
+		t.Errorf("after AbortMerge: changes %q, HEAD %s", paths, must(t, g, "rev-parse", "HEAD"))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -79,7 +80,7 @@ func TestWorktreesMergeBack(t *testing.T) {
 		}
 		return Outcome{Branch: tree.branch}
 	}
-	a, b := &Item{ID: "a", Index: 0}, &Item{ID: "b", Index: 1}
+	a, b, c := &Item{ID: "a", Index: 0}, &Item{ID: "b", Index: 1}, &Item{ID: "c", Index: 2}
 	outA, outB := edit(a, "a\n"), edit(b, "b\n") // both from the same tip
 	outA, err = w.mergeBack(t.Context(), a, 1, outA)
 	if err != nil || outA.Failed || len(outA.Commits) != 1 {
@@ -100,6 +101,44 @@ func TestWorktreesMergeBack(t *testing.T) {
 	branches := git(repo, "branch", "--list", "runner/j.items/*")
 	if strings.Contains(branches, "runner/j.items/a") || !strings.Contains(branches, "runner/j.items/b") {
 		t.Errorf("item branches %q: want a's deleted and b's kept", branches)
+	}
+	// Resumed: a is merged (and its branch deleted), so the running a
+	// whose branch is back at its merged tip counts as succeeded; b
+	// (conflicted, unmerged) and c (no branch) run again, from their
+	// first step.
+	git(repo, "branch", "runner/j.items/a", "runner/j^2")
+	running := map[int]job.ItemRecord{
+		0: {Index: 0, ID: "a", State: job.ItemRunning},
+		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
+		2: {Index: 2, ID: "c", State: job.ItemRunning},
+	}
+	merged, err := w.resumeItems(t.Context(), running)
+	if err != nil || len(merged) != 1 || merged[0].Branch != "runner/j.items/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+		t.Errorf("resumeItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
+	}
+	if running[1].Steps != nil {
+		t.Errorf("b goes on from its checkpoints %v; want its first step", running[1].Steps)
+	}
+	if err := w.endJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A resumed job whose worktree is gone gets it again, on the job
+	// branch; a worktree of an item left behind is removed.
+	if err := w.resumeJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if msg := git(w.jobDir, "log", "-1", "--format=%s"); msg != "Merge a (runner job j)" {
+		t.Errorf("the resumed job worktree is at %q", msg)
+	}
+	left, err := w.openItem(t.Context(), c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.resumeJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left.path); !os.IsNotExist(err) {
+		t.Errorf("the item's worktree is still there: %v", err)
 	}
 	if err := w.endJob(t.Context()); err != nil {
 		t.Fatal(err)
