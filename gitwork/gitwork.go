@@ -263,18 +263,6 @@ func (g Git) Merged(ctx context.Context, branch string) (map[string]string, erro
 	return merged, nil
 }
 
-// IsAncestor reports whether commit is in the history of of.
-func (g Git) IsAncestor(ctx context.Context, commit, of string) (bool, error) {
-	res := g.Run(ctx, "merge-base", "--is-ancestor", commit, of)
-	switch {
-	case res.Kind == proc.KindOK:
-		return true, nil
-	case res.Kind == proc.KindExit && res.ExitCode == 1:
-		return false, nil
-	}
-	return false, fmt.Errorf("git merge-base: %s", Message(res))
-}
-
 // DeleteBranch deletes branch whatever it holds.
 func (g Git) DeleteBranch(ctx context.Context, branch string) error {
 	_, err := g.Output(ctx, "branch", "-q", "-D", branch)
