@@ -104,7 +104,7 @@ func writeMapJobLog(b *testing.B, path string, n int) {
 	items := n / 6
 	emit(eventlog.JobStarted(14382549562809376382, "bench", "map.yml", "mapreduce", 4242))
 	emit(eventlog.ItemsLoaded(items, "file items.txt", 120*time.Millisecond))
-	emit(eventlog.MapStarted(items, items, 16))
+	emit(eventlog.MapStarted(items, items, 16, "none"))
 	for i := 0; written < n-2; i++ {
 		id, d := strconv.Itoa(i+1), time.Duration(i%97)*time.Millisecond
 		emit(eventlog.ItemStarted(id, i, 1, false))

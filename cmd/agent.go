@@ -46,7 +46,13 @@ func runAgent(ctx context.Context, g *globalOptions, stdin io.Reader, id string)
 	if wf.Mode != workflow.MapReduce {
 		return usagef("job %s is a standard workflow; it has no map items", id)
 	}
-	return a.Serve(ctx, stdin, mapreduce.NewRunner(w.Executor(), w.Scope(), wf.Map, w.Path("logs")))
+	// The agent runs in the directory runner was started in, so that it
+	// finds the job's repository and the same place in it.
+	trees, err := mapreduce.OpenWorktrees(ctx, id, wf.Map, w.Executor().Env, w.Path)
+	if err != nil {
+		return err
+	}
+	return a.Serve(ctx, stdin, mapreduce.NewRunner(w.Executor(), w.Scope(), wf.Map, w.Path("logs"), trees))
 }
 
 // Where a job's map items run.

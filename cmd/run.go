@@ -99,6 +99,9 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
+	if err := checkIsolation(ctx, g, wf); err != nil {
+		return err
+	}
 	if o.DryRun {
 		p := plan.New(wf, seed, executor.ResolveAgent(wf.Agent, os.Environ()))
 		if o.Output == "json" {
@@ -139,7 +142,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 	if j.Workflow().Mode == workflow.MapReduce {
 		var sum mapreduce.Summary
 		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr)})
-		res.items = &sum.Items
+		res.items, res.branch = &sum.Items, sum.Branch
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
@@ -174,6 +177,9 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 	}
 	res.err = err
 	ui.summary(j, res)
+	if res.branch != "" {
+		fmt.Fprintf(ui.g.stderr, "runner: the job's work is on branch %s; to merge it into yours: git merge --no-ff %s\n", res.branch, res.branch)
+	}
 	if err != nil {
 		return alreadyReported(err)
 	}
@@ -186,5 +192,6 @@ type jobResult struct {
 	code   int
 	steps  job.PhaseResult   // standard workflows
 	items  *state.ItemCounts // MapReduce workflows
+	branch string            // the job branch (map.isolation: worktree)
 	err    error
 }

@@ -181,9 +181,10 @@ func ItemsLoaded(total int, source string, d time.Duration) Event {
 	return newEvent(TypeItemsLoaded, map[string]any{"total": total, "source": source, "duration_ms": ms(d)})
 }
 
-// MapStarted: the map phase starts with pending of total items left.
-func MapStarted(total, pending, maxParallel int) Event {
-	return newEvent(TypeMapStarted, map[string]any{"total": total, "pending": pending, "max_parallel": maxParallel})
+// MapStarted: the map phase starts with pending of total items left, its
+// items isolated as map.isolation says (none or worktree).
+func MapStarted(total, pending, maxParallel int, isolation string) Event {
+	return newEvent(TypeMapStarted, map[string]any{"total": total, "pending": pending, "max_parallel": maxParallel, "isolation": isolation})
 }
 
 // ItemCounts are a map phase's items by state; the fields are those of

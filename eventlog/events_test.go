@@ -49,7 +49,7 @@ var constructed = []struct {
 	{CircuitChanged("closed", "workflow", ""), "circuit_closed", map[string]any{"scope": "workflow"}},
 	{ThresholdReached("max_failures", "3 items failed"), "threshold_reached", map[string]any{"rule": "max_failures", "reason": "3 items failed"}},
 	{ItemsLoaded(3, "file items.txt", 10*time.Millisecond), "items_loaded", map[string]any{"total": 3, "source": "file items.txt", "duration_ms": int64(10)}},
-	{MapStarted(3, 2, 16), "map_started", map[string]any{"total": 3, "pending": 2, "max_parallel": 16}},
+	{MapStarted(3, 2, 16, "none"), "map_started", map[string]any{"total": 3, "pending": 2, "max_parallel": 16, "isolation": "none"}},
 	{MapCompleted(ItemCounts{Total: 6, Succeeded: 1, Failed: 1, Skipped: 1, DLQ: 2, Pending: 1}), "map_completed",
 		map[string]any{"total": 6, "succeeded": 1, "failed": 1, "skipped": 1, "dlq": 2, "pending": 1}},
 	{ItemStarted("a", 0, 1, false), "item_started", map[string]any{"item_id": "a", "item_index": 0, "attempt": 1}},

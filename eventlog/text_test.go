@@ -35,7 +35,7 @@ func TestDescribe(t *testing.T) {
 			"build: attempt 3/3 failed (timed out); giving up: attempts exhausted"},
 		{JobFinished("failed", 1, 2*time.Second, nil, nil), "failed, exit 1, after 2s"},
 		{ItemSucceeded("a", 1, 30*time.Millisecond), "item a in 30ms"},
-		{MapStarted(3, 2, 1), "max_parallel=1 pending=2 total=3"},
+		{MapStarted(3, 2, 1, "none"), `isolation="none" max_parallel=1 pending=2 total=3`},
 	} {
 		if got := tc.e.Describe(); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.e.Type, got, tc.want)

@@ -38,7 +38,11 @@ type Executor struct {
 // Run is the context of one execution of a step: whose variables, which
 // output and extra environment, for which map item.
 type Run struct {
-	Scope  *Scope
+	Scope *Scope
+	// Dir is where the steps run and what a relative working_dir is
+	// resolved in (a job's or an item's git worktree); "" = this process's
+	// directory.
+	Dir    string
 	Env    []string  // extra environment (map agents: RUNNER_ITEM_*)
 	ItemID string    // map agents: the item, named on every event and seeding retry jitter
 	Stdout io.Writer // overrides the executor's live output when set
@@ -192,6 +196,9 @@ func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []stri
 		if dir, err = step.WorkingDir.Expand(plain, interp.Plain); err != nil {
 			return nil, "", fmt.Errorf("interpolation: working_dir: %w", err)
 		}
+	}
+	if r.Dir != "" && !filepath.IsAbs(dir) {
+		dir = filepath.Join(r.Dir, dir)
 	}
 	return env, dir, nil
 }

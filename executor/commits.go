@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
+	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
@@ -23,12 +23,10 @@ var errNoCommit = errors.New("made no commit (commit_required)")
 // auto_commit: HEAD before the step, the commits its attempts made, and
 // runner's own commit of what they left.
 type commitTracker struct {
-	step  *workflow.Step
-	r     Run
-	dir   string   // the step's directory, where git runs
-	env   []string // the step's environment, which git gets too
-	grace time.Duration
-	base  string // HEAD before the step; "" in a repository without commits
+	step *workflow.Step
+	r    Run
+	g    gitwork.Git // in the step's directory, with the step's environment
+	base string      // HEAD before the step; "" in a repository without commits
 }
 
 // trackCommits records HEAD before the step runs. The step's directory
@@ -38,20 +36,20 @@ func (x *Executor) trackCommits(ctx context.Context, step *workflow.Step, r Run)
 	if err != nil {
 		return nil, err
 	}
-	t := &commitTracker{step: step, r: r, dir: dir, env: env, grace: x.Grace}
-	if res := t.run(ctx, "rev-parse", "--is-inside-work-tree"); res.Kind != proc.KindOK || strings.TrimSpace(string(res.Stdout)) != "true" {
+	t := &commitTracker{step: step, r: r, g: gitwork.Git{Dir: dir, Env: env, Grace: x.Grace}}
+	if res := t.g.Run(ctx, "rev-parse", "--is-inside-work-tree"); res.Kind != proc.KindOK || strings.TrimSpace(string(res.Stdout)) != "true" {
 		field := "commit_required"
 		if !step.CommitRequired {
 			field = "auto_commit"
 		}
 		abs, _ := filepath.Abs(cmp.Or(dir, "."))
-		why := gitMessage(res)
+		why := gitwork.Message(res)
 		if res.Kind == proc.KindOK {
 			why = "it is not in a work tree"
 		}
 		return nil, fmt.Errorf("%s needs a git work tree, and %s is not in one (%s)", field, abs, why)
 	}
-	if t.base, err = t.head(ctx); err != nil {
+	if t.base, err = t.g.Head(ctx); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -77,22 +75,17 @@ func (t *commitTracker) check(ctx context.Context, ran commandResult) commandRes
 
 // newCommits lists the commits from the step's start to HEAD, oldest first.
 func (t *commitTracker) newCommits(ctx context.Context) ([]string, error) {
-	head, err := t.head(ctx)
+	head, err := t.g.Head(ctx)
 	if err != nil || head == t.base {
 		return []string{}, err
 	}
-	rng := head
-	if t.base != "" {
-		rng = t.base + ".." + head
-	}
-	out, err := t.git(ctx, "rev-list", "--reverse", rng)
-	return strings.Fields(out), err
+	return t.g.Commits(ctx, t.base, head)
 }
 
 // autoCommit commits everything the step left in the work tree, if
 // anything, and returns the new commit.
 func (t *commitTracker) autoCommit(ctx context.Context) ([]string, error) {
-	status, err := t.git(ctx, "status", "--porcelain")
+	status, err := t.g.Output(ctx, "status", "--porcelain")
 	if err != nil || status == "" {
 		return []string{}, err
 	}
@@ -105,55 +98,11 @@ func (t *commitTracker) autoCommit(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("auto_commit: commit_message: %w", err)
 		}
 	}
-	if _, err := t.git(ctx, "add", "-A"); err != nil {
+	if _, err := t.g.Output(ctx, "add", "-A"); err != nil {
 		return nil, fmt.Errorf("auto_commit: %w", err)
 	}
-	if _, err := t.git(ctx, "commit", "-q", "-m", msg); err != nil {
+	if _, err := t.g.Output(ctx, "commit", "-q", "-m", msg); err != nil {
 		return nil, fmt.Errorf("auto_commit: %w", err)
 	}
 	return t.newCommits(ctx)
-}
-
-// head returns the commit HEAD names, or "" when the branch has none yet.
-func (t *commitTracker) head(ctx context.Context) (string, error) {
-	res := t.run(ctx, "rev-parse", "-q", "--verify", "HEAD^{commit}")
-	if res.Kind == proc.KindExit && res.ExitCode == 1 && len(res.StderrTail) == 0 {
-		return "", nil // an unborn branch: -q --verify fails silently
-	}
-	if res.Kind != proc.KindOK {
-		return "", fmt.Errorf("git rev-parse HEAD: %s", gitMessage(res))
-	}
-	return strings.TrimSpace(string(res.Stdout)), nil
-}
-
-// git runs a git command and returns its output, trimmed.
-func (t *commitTracker) git(ctx context.Context, args ...string) (string, error) {
-	res := t.run(ctx, args...)
-	if res.Kind != proc.KindOK {
-		return "", fmt.Errorf("git %s: %s", args[0], gitMessage(res))
-	}
-	return strings.TrimSpace(string(res.Stdout)), nil
-}
-
-// run runs git in the step's directory with the step's environment. It
-// goes through proc rather than os/exec for the reason steps do: a commit
-// runs the repository's hooks, user code that may start processes of its
-// own, and an interrupt must stop them with the step.
-func (t *commitTracker) run(ctx context.Context, args ...string) proc.Result {
-	return proc.Run(ctx, proc.Spec{
-		Args:          append([]string{"git"}, args...),
-		Dir:           t.dir,
-		Env:           t.env,
-		Grace:         t.grace,
-		CaptureStdout: true,
-	})
-}
-
-// gitMessage is a failed git command's error and the last line it wrote.
-func gitMessage(res proc.Result) string {
-	msg := res.Err.Error()
-	if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
-		msg += ": " + tail[strings.LastIndexByte(tail, '\n')+1:]
-	}
-	return msg
 }

@@ -13,11 +13,12 @@ import (
 
 // Stream runs a shell command that is not a step (the map phase's input
 // command) with the job's environment, its stdout going to stdout and its
-// stderr to the job's. It returns nil when the command exited 0, and
+// stderr to the job's, in dir ("" = this process's directory). It returns nil when the command exited 0, and
 // otherwise an error with its last line of stderr.
-func (x *Executor) Stream(ctx context.Context, command string, stdout io.Writer) error {
+func (x *Executor) Stream(ctx context.Context, command, dir string, stdout io.Writer) error {
 	res := proc.Run(ctx, proc.Spec{
 		Command: command,
+		Dir:     dir,
 		Env:     append(slices.Clip(x.Env), "RUNNER_JOB_ID="+x.JobID),
 		Stdout:  stdout,
 		Stderr:  x.Stderr,

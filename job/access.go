@@ -71,6 +71,14 @@ func (j *Job) SetItemCounts(c ItemCounts) error {
 	return j.st.Save()
 }
 
+// SetDir makes dir the directory the job's phases run in (and that a
+// relative working_dir is resolved in): the job's git worktree with map
+// isolation. "" is this process's directory.
+func (j *Job) SetDir(dir string) { j.dir = dir }
+
+// Dir is the directory the job's phases run in; "" is this process's.
+func (j *Job) Dir() string { return j.dir }
+
 // Path is the path of a file or directory of the job's own under the
 // state dir (items, results, logs).
 func (j *Job) Path(name string) string { return j.st.Path(name) }

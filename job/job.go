@@ -31,6 +31,7 @@ type Job struct {
 	exec     *executor.Executor
 	seed     uint64
 	resumed  bool
+	dir      string // where phases run; "" = this process's directory
 	log      *eventlog.Log
 	journal  *state.Journal
 	done     map[string]map[int]state.StepRecord

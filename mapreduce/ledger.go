@@ -177,7 +177,7 @@ func (l *ledger) result(it *Item, status string, out Outcome) error {
 	if l.results == nil {
 		return nil
 	}
-	return l.results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: status, Output: out.Output, DurationMS: out.Duration.Milliseconds()})
+	return l.results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: status, Output: out.Output, DurationMS: out.Duration.Milliseconds(), Commits: out.Commits})
 }
 
 // Counts returns the item counts so far.

@@ -39,6 +39,10 @@ type Options struct {
 type Summary struct {
 	Items   job.ItemCounts
 	Stopped *errorpolicy.Verdict // the error policy stopped the map phase
+	// Branch is the job branch (map.isolation: worktree), which holds
+	// setup's, the merged items' and reduce's commits; "" without
+	// isolation.
+	Branch string
 }
 
 // StoppedError is returned when the error policy stopped the job; items
@@ -48,13 +52,36 @@ type StoppedError struct{ errorpolicy.Verdict }
 func (e *StoppedError) Error() string { return "stopped by the error policy: " + e.Reason }
 
 // Run runs a started or resumed MapReduce job: setup (steps already done
-// are skipped), the items not yet finished, then reduce.
-func Run(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
+// are skipped), the items not yet finished, then reduce. With
+// map.isolation: worktree all of it happens in worktrees of the job, on
+// the job branch and branches of it, which are gone when Run returns.
+func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error) {
 	wf := j.Workflow()
-	if _, err := j.RunPhase(ctx, job.PhaseSetup, wf.Setup); err != nil {
-		return Summary{}, err
+	trees, err := OpenWorktrees(ctx, j.ID(), wf.Map, j.Executor().Env, j.Path)
+	if err != nil {
+		return sum, err
 	}
-	sum, err := runMap(ctx, j, opts)
+	if trees != nil {
+		start := trees.startJob
+		if j.Resumed() {
+			start = trees.resumeJob
+		}
+		if err := start(ctx); err != nil {
+			return sum, err
+		}
+		defer func() {
+			if cerr := trees.endJob(ctx); err == nil {
+				err = cerr
+			}
+		}()
+		j.SetDir(trees.Dir())
+		sum.Branch = trees.JobBranch
+	}
+	if _, err := j.RunPhase(ctx, job.PhaseSetup, wf.Setup); err != nil {
+		return sum, err
+	}
+	ran, err := runMap(ctx, j, trees, opts)
+	sum.Items, sum.Stopped = ran.Items, ran.Stopped
 	if err != nil {
 		return sum, err
 	}
@@ -65,8 +92,9 @@ func Run(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	return sum, err
 }
 
-// runMap loads the items (once per job) and runs those not yet finished.
-func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
+// runMap loads the items (once per job) and runs those not yet finished,
+// each in a worktree of trees (nil: without isolation).
+func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Summary, error) {
 	m := j.Workflow().Map
 	parallel, err := maxParallel(m, j.Scope(), opts.MaxParallel)
 	if err != nil {
@@ -98,12 +126,18 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 
 	ep := j.Workflow().ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
-	s, err := newScheduler(j, l, parallel, opts.Dispatcher)
+	s, err := newScheduler(j, l, parallel, trees, opts.Dispatcher)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer s.close()
 	s.resumed = running
+	var merged map[int]Outcome // resumed items a dead process merged
+	if trees != nil && len(running) > 0 {
+		if merged, err = trees.resumeItems(ctx, running); err != nil {
+			return Summary{}, err
+		}
+	}
 	if ep.OnItemFailure == errorpolicy.Retry {
 		s.retry = j.Workflow().ItemRetry
 	}
@@ -112,11 +146,15 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 			j.Emit(eventlog.CircuitChanged(to, "workflow", ""))
 		})
 	}
-	j.Emit(eventlog.MapStarted(total, counts.Pending, parallel))
+	j.Emit(eventlog.MapStarted(total, counts.Pending, parallel, string(j.Workflow().Map.Isolation)))
 	stopSaving := saveCounts(j, l, opts.SaveEvery)
 	err = items.Read(itemsPath, func(it *Item) (bool, error) {
 		if _, finished := done[it.Index]; finished {
 			return true, nil
+		}
+		if out, ok := merged[it.Index]; ok {
+			s.recordMerged(ctx, it, running[it.Index].Attempt, out)
+			return s.running(ctx), nil
 		}
 		return s.dispatch(ctx, it), nil
 	})
@@ -140,9 +178,10 @@ func runMap(ctx context.Context, j *job.Job, opts Options) (Summary, error) {
 	return sum, nil
 }
 
-func newScheduler(j *job.Job, l *ledger, parallel int, dispatcher NewDispatcher) (*scheduler, error) {
+func newScheduler(j *job.Job, l *ledger, parallel int, trees *Worktrees, dispatcher NewDispatcher) (*scheduler, error) {
 	s := &scheduler{
 		ledger: l,
+		trees:  trees,
 		slots:  make(slots, parallel),
 		jobID:  j.ID(),
 		seed:   j.Seed(),
@@ -150,7 +189,7 @@ func newScheduler(j *job.Job, l *ledger, parallel int, dispatcher NewDispatcher)
 		active: map[string]*dispatch{},
 	}
 	if dispatcher == nil {
-		dispatcher = Local(j)
+		dispatcher = Local(j, trees)
 	}
 	var err error
 	s.dispatcher, err = dispatcher(s)
@@ -227,19 +266,27 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 
 // openInput opens map.input: an existing file is read; anything else runs
 // as a shell command whose stdout is the input (its non-zero exit fails
-// the job). wait reports how the command ended.
+// the job). wait reports how the command ended. A relative file is looked
+// for in the job's directory (its worktree, where setup may have written
+// it), then in this process's (a file not committed).
 func openInput(ctx context.Context, j *job.Job) (in io.ReadCloser, source string, wait func() error, err error) {
 	m, sc := j.Workflow().Map, j.Scope()
 	path, err := m.Input.Expand(sc.PlainLookup(), interp.Plain)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("map input: %w", err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("map input: %w", err)
+	candidates := []string{path}
+	if path != "" && !filepath.IsAbs(path) && j.Dir() != "" {
+		candidates = []string{filepath.Join(j.Dir(), path), path}
+	}
+	for _, path := range candidates {
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, "", nil, fmt.Errorf("map input: %w", err)
+			}
+			return f, "file " + filepath.Clean(path), func() error { return nil }, nil
 		}
-		return f, "file " + filepath.Clean(path), func() error { return nil }, nil
 	}
 	command, err := m.Input.Expand(sc.Lookup(), interp.Shell)
 	if err != nil {
@@ -249,7 +296,7 @@ func openInput(ctx context.Context, j *job.Job) (in io.ReadCloser, source string
 	pr, pw := io.Pipe()
 	result := make(chan error, 1)
 	go func() {
-		err := j.Executor().Stream(cctx, command, pw)
+		err := j.Executor().Stream(cctx, command, j.Dir(), pw)
 		pw.Close()
 		result <- err
 	}()

@@ -152,7 +152,7 @@ func TestMapBoundsConcurrency(t *testing.T) {
 		running.Add(-1)
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Dispatcher: agent.dispatcher})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.dispatcher})
 	if err != nil || sum.Items.Succeeded != 30 {
 		t.Fatalf("runMap = %+v, %v", sum, err)
 	}
@@ -179,7 +179,7 @@ func TestItemRetryGivesTheSlotBack(t *testing.T) {
 			}
 			return Outcome{}
 		})
-		sum, err := runMap(t.Context(), j, Options{DLQ: newFakeDLQ(), Dispatcher: agent.dispatcher})
+		sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.dispatcher})
 		if err != nil || sum.Items.Succeeded != 4 {
 			t.Fatalf("runMap = %+v, %v", sum, err)
 		}
@@ -201,7 +201,7 @@ func TestStopLeavesItemsPending(t *testing.T) {
 		}
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: agent.dispatcher})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.dispatcher})
 	var stopped *StoppedError
 	if !errors.As(err, &stopped) || stopped.Rule != "max_failures" {
 		t.Fatalf("err = %v, want a max_failures stop", err)
@@ -227,7 +227,7 @@ func TestDLQWriteFailureLosesNothing(t *testing.T) {
 		}
 		return Outcome{}
 	})
-	_, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: agent.dispatcher})
+	_, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.dispatcher})
 	if err == nil || !errors.Is(err, q.fail) {
 		t.Fatalf("err = %v, want the DLQ's error", err)
 	}
@@ -248,7 +248,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	q := newFakeDLQ()
 	var ran []string
 	first := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome { return Outcome{} })
-	if _, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: first.dispatcher}); err != nil {
+	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: first.dispatcher}); err != nil {
 		t.Fatal(err)
 	}
 	// Rewrite history: item 1 was running when the DLQ took it.
@@ -260,7 +260,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 		ran = append(ran, it.ID)
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: again.dispatcher})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: again.dispatcher})
 	if err != nil || len(ran) != 0 {
 		t.Fatalf("resume ran %v (%v), want nothing", ran, err)
 	}
@@ -294,7 +294,7 @@ map:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(j.Executor(), j.Scope(), wf.Map, dir)
+	r := NewRunner(j.Executor(), j.Scope(), wf.Map, dir, nil)
 	saved := []job.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},

@@ -22,6 +22,9 @@ type Result struct {
 	Status     string          `json:"status"` // succeeded, failed or skipped
 	Output     string          `json:"output"` // the agent's stdout, last 64 KiB
 	DurationMS int64           `json:"duration_ms"`
+	// Commits are the commits the item made on its branch, oldest first
+	// (map.isolation: worktree); absent without isolation.
+	Commits []string `json:"commits,omitzero"`
 }
 
 // resultLog appends each finished item's Result to results.jsonl, one

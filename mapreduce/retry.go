@@ -72,7 +72,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s, err := newScheduler(j, l, parallel, dispatcher)
+	s, err := newScheduler(j, l, parallel, nil, dispatcher)
 	if err != nil {
 		return job.ItemCounts{}, err
 	}

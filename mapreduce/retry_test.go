@@ -86,7 +86,7 @@ func TestRetryDLQ(t *testing.T) {
 		}
 		return failed("first run")
 	})
-	if _, err := runMap(t.Context(), j, Options{DLQ: q, Dispatcher: failAll.dispatcher}); err != nil {
+	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: failAll.dispatcher}); err != nil {
 		t.Fatal(err)
 	}
 	// A retry killed after it logged item 3's success, before it removed

@@ -25,18 +25,21 @@ type Runner struct {
 	steps   []*workflow.Step
 	timeout time.Duration // agent_timeout; 0 = none
 	logDir  string
+	trees   *Worktrees // map.isolation: worktree; nil for none
 }
 
 // NewRunner returns a runner of m's template with x in scope (the job's
-// variables after setup), writing item logs to logDir.
-func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logDir string) *Runner {
-	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logDir: logDir}
+// variables after setup), writing item logs to logDir, each item in a
+// worktree of trees (nil: in this process's directory).
+func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logDir string, trees *Worktrees) *Runner {
+	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logDir: logDir, trees: trees}
 }
 
-// Local runs a job's tasks in this process, with its executor.
-func Local(j *job.Job) NewDispatcher {
+// Local runs a job's tasks in this process, with its executor, each item
+// in a worktree of trees (nil: in this process's directory).
+func Local(j *job.Job, trees *Worktrees) NewDispatcher {
 	return func(h Host) (Dispatcher, error) {
-		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.Path("logs")), host: h}, nil
+		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.Path("logs"), trees), host: h}, nil
 	}
 }
 
@@ -81,6 +84,19 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 	if len(it.Raw) <= maxItemJSONEnv {
 		env = append(env, "RUNNER_ITEM_JSON="+string(it.Raw))
 	}
+	var dir, branch string
+	if r.trees != nil {
+		tree, err := r.trees.openItem(ctx, it, len(t.Checkpoints) > 0)
+		if err != nil {
+			return Outcome{}, err
+		}
+		// A worktree that could not be removed is removed with the job's
+		// at its end.
+		defer r.trees.closeItem(ctx, tree)
+		dir, branch = r.trees.itemDir(tree), tree.branch
+		sc.Set("worktree", map[string]any{"path": tree.path, "branch": branch})
+		env = append(env, "RUNNER_WORKTREE="+tree.path)
+	}
 	logFile := &lazyFile{path: filepath.Join(r.logDir, "item-"+strconv.Itoa(it.Index)+".log")}
 	defer logFile.Close()
 	if t.Attempt > 1 {
@@ -96,6 +112,7 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 	}
 	run := executor.Run{
 		Scope:   sc,
+		Dir:     dir,
 		Env:     env,
 		ItemID:  it.ID,
 		Stdout:  io.MultiWriter(&stdout, logFile),
@@ -113,7 +130,7 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 	}
 	defer cancel()
 	outcome := func() Outcome {
-		return Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start)}
+		return Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start), Branch: branch}
 	}
 	for _, step := range r.steps {
 		run.From = nil

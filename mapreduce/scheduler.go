@@ -25,6 +25,7 @@ type scheduler struct {
 	slots      slots
 	gate       *errorpolicy.Gate // nil without a workflow circuit breaker
 	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
+	trees      *Worktrees        // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
 	emit       func(eventlog.Event)
@@ -154,6 +155,12 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 			return // interrupted, or a checkpoint could not be saved: the item stays pending
 		}
 		saved = nil
+		if s.trees != nil {
+			if out, err = s.trees.mergeBack(ctx, it, attempt, out); err != nil {
+				s.fail(err)
+				return
+			}
+		}
 		if out.Failed {
 			out.Failure = s.ledger.mask(out.Failure)
 		}
@@ -183,11 +190,27 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 		}
 		if err != nil {
 			s.fail(err)
+		} else if s.trees != nil {
+			s.trees.recorded(ctx, out)
 		}
 		if verdict != nil {
 			s.stop(verdict)
 		}
 		return
+	}
+}
+
+// recordMerged records the success of a resumed item that the process
+// which died while it ran had merged into the job branch.
+func (s *scheduler) recordMerged(ctx context.Context, it *Item, attempt int, out Outcome) {
+	verdict, err := s.ledger.succeeded(it, max(attempt, 1), out)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.trees.recorded(ctx, out)
+	if verdict != nil {
+		s.stop(verdict)
 	}
 }
 

@@ -41,6 +41,11 @@ type Outcome struct {
 	Failure    Failure       `json:"failure,omitzero"` // when Failed
 	Output     string        `json:"output,omitempty"` // the agent's stdout, last 64 KiB
 	Duration   time.Duration `json:"duration_ns"`
+	// Branch is the item's git branch (map.isolation: worktree), which
+	// the job merges back; Commits, which the job fills in, are the
+	// commits the item made on it, oldest first.
+	Branch  string   `json:"branch,omitempty"`
+	Commits []string `json:"commits,omitzero"`
 }
 
 // Dispatcher sends tasks to where items run: this process (Local),

@@ -48,7 +48,7 @@ func (d *scriptedDispatcher) sentFor(itemID string) []Task {
 }
 
 func (d *scriptedDispatcher) run(t *testing.T, j *job.Job, q *fakeDLQ) (Summary, error) {
-	return runMap(t.Context(), j, Options{DLQ: q, Dispatcher: func(h Host) (Dispatcher, error) {
+	return runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: func(h Host) (Dispatcher, error) {
 		d.host = h
 		return d, nil
 	}})

@@ -108,6 +108,11 @@ type Map struct {
 	ItemID       string   `json:"item_id,omitempty"`
 	MaxParallel  string   `json:"max_parallel"` // a number or $VAR
 	AgentTimeout *millis  `json:"agent_timeout_ms,omitempty"`
+	Isolation    string   `json:"isolation"` // none or worktree
+	// IsolationDefault says that the file does not set map.isolation:
+	// Isolation is the default for its agent template.
+	IsolationDefault bool `json:"isolation_default,omitempty"`
+	Merge            bool `json:"merge"` // isolation worktree: items' branches are merged back
 }
 
 // ErrorPolicy is the workflow error policy of a MapReduce workflow.
@@ -249,7 +254,8 @@ func newBreaker(c breaker.Config) *Breaker {
 
 func newMap(m *workflow.MapPhase) *Map {
 	pm := &Map{Input: strings.TrimSpace(m.Input.String()), JSONPath: m.JSONPath, Distinct: m.Distinct, Offset: m.Offset,
-		MaxItems: m.MaxItems, MaxParallel: m.MaxParallel, AgentTimeout: optMillis(m.AgentTimeout)}
+		MaxItems: m.MaxItems, MaxParallel: m.MaxParallel, AgentTimeout: optMillis(m.AgentTimeout),
+		Isolation: string(m.Isolation), IsolationDefault: !m.IsolationSet, Merge: m.Isolation == workflow.IsolationWorktree && !m.NoMerge}
 	if m.Filter != nil {
 		pm.Filter = m.Filter.Source
 	}

@@ -105,3 +105,24 @@ func TestAgentAndCommitsPlan(t *testing.T) {
 		}
 	}
 }
+
+// The plan states where items run: the isolation the file sets or the
+// default for its agent template, and whether branches are merged.
+func TestIsolationPlan(t *testing.T) {
+	tests := []struct{ mapKeys, step, want string }{
+		{"", `{shell: "true"}`, "  isolation: none: items run in this directory, all in the same checkout (the default)\n"},
+		{"", `{claude: /fix}`, "  isolation: worktree: each item runs in a git worktree of its own, on a branch merged into the job branch runner/<job id> when it succeeds (the default for an agent template with a claude: step or commit_required)\n"},
+		{"isolation: worktree, merge: none, ", `{shell: "true"}`, "  isolation: worktree: each item runs in a git worktree of its own, on a branch kept unmerged (map.merge: none)\n"},
+		{"isolation: none, ", `{claude: /fix}`, "  isolation: none: items run in this directory, all in the same checkout\n"},
+	}
+	for _, tt := range tests {
+		wf := parse(t, "mode: mapreduce\nmap: {input: x, "+tt.mapKeys+"agent_template: ["+tt.step+"]}\n")
+		var out strings.Builder
+		if err := New(wf, nil, executor.Agent{}).WriteText(&out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "\n"+tt.want) {
+			t.Errorf("map {%s%s}: want the line %q in\n%s", tt.mapKeys, tt.step, tt.want, out.String())
+		}
+	}
+}

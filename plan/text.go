@@ -45,6 +45,28 @@ func (m *Map) writeText(w *errWriter) {
 	add(true, "max_parallel %s", m.MaxParallel)
 	add(m.AgentTimeout != nil, "agent_timeout %v", m.AgentTimeout)
 	w.printf("map: %s\n", strings.Join(parts, "; "))
+	w.printf("  isolation: %s\n", m.isolationText())
+}
+
+// isolationText says where items run and why.
+func (m *Map) isolationText() string {
+	text := m.Isolation
+	switch {
+	case m.Isolation == string(workflow.IsolationNone):
+		text += ": items run in this directory, all in the same checkout"
+	case m.Merge:
+		text += ": each item runs in a git worktree of its own, on a branch merged into the job branch runner/<job id> when it succeeds"
+	default:
+		text += ": each item runs in a git worktree of its own, on a branch kept unmerged (map.merge: none)"
+	}
+	if m.IsolationDefault {
+		text += " (the default"
+		if m.Isolation == string(workflow.IsolationWorktree) {
+			text += " for an agent template with a claude: step or commit_required"
+		}
+		text += ")"
+	}
+	return text
 }
 
 func (pe *ErrorPolicy) writeText(w *errWriter) {

@@ -76,7 +76,7 @@ func TestLiveLineStaysBelowTheOutput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		d := progress.New(&stdout, &stderr, "always", true, false)
-		d.Observe(eventlog.MapStarted(2, 2, 1))
+		d.Observe(eventlog.MapStarted(2, 2, 1, "none"))
 		d.Line("==> map", "")
 		write(t, d.Stderr(), "partial")
 		d.Line("!!! failed", progress.Red)
@@ -101,7 +101,7 @@ func TestPlainProgressLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		d := progress.New(&stdout, &stderr, "never", true, false)
-		d.Observe(eventlog.MapStarted(2, 2, 1))
+		d.Observe(eventlog.MapStarted(2, 2, 1, "none"))
 		d.Observe(eventlog.ItemStarted("a", 0, 1, false))
 		time.Sleep(25 * time.Second)
 		d.Close()
@@ -137,7 +137,7 @@ func TestBreakerShownOnlyWhenConfigured(t *testing.T) {
 				var stdout, stderr bytes.Buffer
 				d := progress.New(&stdout, &stderr, "always", true, false)
 				d.SetBreaker(tc.configured)
-				d.Observe(eventlog.MapStarted(2, 2, 1))
+				d.Observe(eventlog.MapStarted(2, 2, 1, "none"))
 				for _, e := range tc.events {
 					d.Observe(e)
 				}
@@ -177,7 +177,7 @@ func TestMapLineErasedWhenTheMapEnds(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		d := progress.New(&stdout, &stderr, "always", true, false)
 		defer d.Close()
-		d.Observe(eventlog.MapStarted(1, 1, 1))
+		d.Observe(eventlog.MapStarted(1, 1, 1, "none"))
 		d.Line("==> map", "")
 		d.Observe(eventlog.MapCompleted(eventlog.ItemCounts{Total: 1, Succeeded: 1}))
 		if got, want := stderr.String(), "==> map\n\r\x1b[Kmap 0/1 done · 0 running · 1 pending\r\x1b[K"; got != want {

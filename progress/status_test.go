@@ -21,7 +21,7 @@ func started(item string) eventlog.Event { return eventlog.ItemStarted(item, 0, 
 // next item takes it. Fed the events of a map of 3 items at max_parallel
 // 2, the line never shows more than 2 running.
 func TestItemsWaitingOutADelayAreNotRunning(t *testing.T) {
-	mapOf3 := eventlog.MapStarted(3, 3, 2)
+	mapOf3 := eventlog.MapStarted(3, 3, 2, "none")
 	for _, tc := range []struct {
 		name   string
 		events []eventlog.Event
@@ -54,7 +54,7 @@ func TestItemsWaitingOutADelayAreNotRunning(t *testing.T) {
 			[]eventlog.Event{mapOf3, started("a"), started("b"), retry("a"),
 				eventlog.ItemFailed("a", eventlog.Failure{Step: "s"}, "dlq", "a"), eventlog.ItemSucceeded("b", 1, time.Second)},
 			"map 2/3 done · 1 failed · 0 running · 1 pending"},
-		{"items finished in an earlier run are done", []eventlog.Event{eventlog.MapStarted(5, 2, 2), started("d")},
+		{"items finished in an earlier run are done", []eventlog.Event{eventlog.MapStarted(5, 2, 2, "none"), started("d")},
 			"map 3/5 done · 1 running · 1 pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +77,7 @@ func TestItemsWaitingOutADelayAreNotRunning(t *testing.T) {
 func TestMapStatusShowsRateAndETA(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := jobStatus{items: map[string]itemState{}}
-		j.observe(eventlog.MapStarted(4, 4, 1))
+		j.observe(eventlog.MapStarted(4, 4, 1, "none"))
 		j.observe(started("a"))
 		time.Sleep(2 * time.Second)
 		j.observe(eventlog.ItemSucceeded("a", 1, 2*time.Second))
@@ -113,7 +113,7 @@ func TestStepStatus(t *testing.T) {
 // An event read back from a log (its numbers json.Number) counts as the
 // one just emitted (its numbers int).
 func TestEventReadBackCountsTheSame(t *testing.T) {
-	line, err := eventlog.MapStarted(5, 2, 1).MarshalJSON()
+	line, err := eventlog.MapStarted(5, 2, 1, "none").MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}

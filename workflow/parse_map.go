@@ -18,6 +18,7 @@ var (
 	mapPhaseKeys = []string{
 		"input", "json_path", "filter", "sort_by", "distinct", "offset", "max_items", "item_id",
 		"max_parallel", "agent_timeout", "agent_timeout_secs", "timeout_config", "agent_template",
+		"isolation", "merge",
 	}
 	errorPolicyKeys = []string{
 		"on_item_failure", "continue_on_failure", "max_failures", "failure_threshold", "min_items",
@@ -120,6 +121,16 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 		m.Template = d.phase(v, "agent_template", true)
 	} else {
 		d.errorf(f.node, "map needs agent_template: the steps run for each item")
+	}
+	m.Isolation = DefaultIsolation(m.Template)
+	if v := f.get("isolation"); v != nil {
+		if s, ok := d.enum(v, "map.isolation", string(IsolationNone), string(IsolationWorktree)); ok {
+			m.Isolation, m.IsolationSet = Isolation(s), true
+		}
+	}
+	if v := f.get("merge"); v != nil {
+		s, ok := d.enum(v, "map.merge", "merge", "none")
+		m.NoMerge = ok && s == "none"
 	}
 	return m
 }

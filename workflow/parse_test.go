@@ -299,6 +299,34 @@ error_policy:
 	}
 }
 
+// map.isolation is worktree when the file says so, or by default when an
+// agent template step is a claude: step or has commit_required; map.merge:
+// none keeps the branches.
+func TestParseIsolation(t *testing.T) {
+	tests := []struct {
+		name, mapKeys, step string
+		want                Isolation
+		set, noMerge        bool
+	}{
+		{"shell steps", "", "{shell: x}", IsolationNone, false, false},
+		{"auto_commit alone", "", "{shell: x, auto_commit: true}", IsolationNone, false, false},
+		{"a claude: step", "", "{claude: /fix}", IsolationWorktree, false, false},
+		{"commit_required", "", "{shell: x, commit_required: true}", IsolationWorktree, false, false},
+		{"none overrides the default", "isolation: none, ", "{claude: /fix}", IsolationNone, true, false},
+		{"worktree for shell steps", "isolation: worktree, merge: none, ", "{shell: x}", IsolationWorktree, true, true},
+		{"merge: merge", "isolation: worktree, merge: merge, ", "{shell: x}", IsolationWorktree, true, false},
+	}
+	for _, tt := range tests {
+		wf, err := Parse("m.yml", []byte("mode: mapreduce\nmap: {input: x, "+tt.mapKeys+"agent_template: ["+tt.step+"]}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if m := wf.Map; m.Isolation != tt.want || m.IsolationSet != tt.set || m.NoMerge != tt.noMerge {
+			t.Errorf("%s: isolation %q (set %v, no merge %v), want %q (set %v, no merge %v)", tt.name, m.Isolation, m.IsolationSet, m.NoMerge, tt.want, tt.set, tt.noMerge)
+		}
+	}
+}
+
 func TestParseMapReduceErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"mode: mapreduce\n", `1:1: a MapReduce workflow needs map`},
@@ -315,6 +343,9 @@ func TestParseMapReduceErrors(t *testing.T) {
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\ncommands: []\n", `3:1: unknown key "commands" in the workflow`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_collection: batched\n", `3:19: error_collection: batched needs a size`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nfailure_threshold: 0\n", `3:20: failure_threshold must be above 0`},
+		{"mode: mapreduce\nmap: {input: x, isolation: worktrees, agent_template: [{shell: x}]}\n", `2:28: map.isolation must be one of none, worktree, not "worktrees" (did you mean "worktree"?)`},
+		{"mode: mapreduce\nmap: {input: x, merge: false, agent_template: [{shell: x}]}\n", `2:24: map.merge must be one of merge, none, not "false"`},
+		{"mode: mapreduce\nmap: {input: x, merge: never, agent_template: [{shell: x}]}\n", `2:24: map.merge must be one of merge, none, not "never"`},
 	}
 	for _, tt := range tests {
 		errs := parseErr(t, "m.yml", tt.src)

@@ -207,6 +207,33 @@ type MapPhase struct {
 	MaxParallel  string // a number or "$VAR", resolved when the job starts
 	AgentTimeout time.Duration
 	Template     []*Step
+	// Isolation is where items run: IsolationWorktree (a git worktree
+	// each) or IsolationNone (the directory runner runs in), as the file
+	// says or, when it says nothing, by DefaultIsolation.
+	Isolation    Isolation
+	IsolationSet bool // the file sets map.isolation
+	NoMerge      bool // map.merge: none: items' branches are kept, not merged
+}
+
+// Isolation is map.isolation.
+type Isolation string
+
+// The values of map.isolation.
+const (
+	IsolationNone     Isolation = "none"
+	IsolationWorktree Isolation = "worktree"
+)
+
+// DefaultIsolation is map.isolation when the file gives none: worktree
+// when an item's steps change a repository (a claude: step, or
+// commit_required), none otherwise.
+func DefaultIsolation(template []*Step) Isolation {
+	for _, s := range template {
+		if s.Command.Kind == ClaudeCommand || s.CommitRequired {
+			return IsolationWorktree
+		}
+	}
+	return IsolationNone
 }
 
 // SortKey is one key of sort_by.

@@ -1,0 +1,270 @@
+// Package gitwork runs the git commands runner needs: commits made in a
+// work tree, and the worktrees, branches and merges of map isolation.
+package gitwork
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/runnerdev/runner/proc"
+)
+
+// Git runs git in one directory. It goes through proc rather than os/exec
+// for the reason steps do: a commit or a merge runs the repository's hooks,
+// user code that may start processes of its own, and an interrupt must stop
+// them with the command.
+type Git struct {
+	Dir   string        // where git runs; "" = this process's directory
+	Env   []string      // git's environment; nil = this process's
+	Grace time.Duration // between SIGTERM and SIGKILL on interrupt; 0 = proc's default
+}
+
+// Run runs git with args and returns how it ended, its stdout captured.
+func (g Git) Run(ctx context.Context, args ...string) proc.Result {
+	env := g.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	return proc.Run(ctx, proc.Spec{
+		Args:          append([]string{"git"}, args...),
+		Dir:           g.Dir,
+		Env:           env,
+		Grace:         g.Grace,
+		CaptureStdout: true,
+	})
+}
+
+// Output runs git with args and returns its stdout, trimmed; a git that
+// fails is an error naming the command and git's last line.
+func (g Git) Output(ctx context.Context, args ...string) (string, error) {
+	res := g.Run(ctx, args...)
+	if res.Kind != proc.KindOK {
+		return "", fmt.Errorf("git %s: %s", args[0], Message(res))
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// Message is a failed git command's error and the last line it wrote.
+func Message(res proc.Result) string {
+	msg := res.Err.Error()
+	if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
+		msg += ": " + tail[strings.LastIndexByte(tail, '\n')+1:]
+	}
+	return msg
+}
+
+// In returns g running in dir.
+func (g Git) In(dir string) Git {
+	g.Dir = dir
+	return g
+}
+
+// ErrNotRepository is returned by TopLevel outside a git work tree.
+var ErrNotRepository = errors.New("not in a git work tree")
+
+// TopLevel returns the top directory of the work tree g.Dir is in, and
+// g.Dir's path below it ("" at the top, else ending in a slash).
+func (g Git) TopLevel(ctx context.Context) (top, prefix string, err error) {
+	res := g.Run(ctx, "rev-parse", "--show-toplevel", "--show-prefix")
+	if res.Kind != proc.KindOK {
+		return "", "", fmt.Errorf("%w (%s)", ErrNotRepository, Message(res))
+	}
+	lines := strings.Split(strings.TrimRight(string(res.Stdout), "\n"), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		return "", "", ErrNotRepository // inside .git, or a bare repository
+	}
+	if len(lines) > 1 {
+		prefix = lines[1]
+	}
+	return lines[0], prefix, nil
+}
+
+// Head returns the commit HEAD names, or "" when its branch has none yet.
+func (g Git) Head(ctx context.Context) (string, error) { return g.commit(ctx, "HEAD") }
+
+// Tip returns the commit branch points at, or "" when there is no such
+// branch.
+func (g Git) Tip(ctx context.Context, branch string) (string, error) {
+	return g.commit(ctx, "refs/heads/"+branch)
+}
+
+// commit returns the commit rev names, or "" when it names none.
+func (g Git) commit(ctx context.Context, rev string) (string, error) {
+	res := g.Run(ctx, "rev-parse", "-q", "--verify", rev+"^{commit}")
+	if res.Kind == proc.KindExit && res.ExitCode == 1 && len(res.StderrTail) == 0 {
+		return "", nil // -q --verify fails silently
+	}
+	if res.Kind != proc.KindOK {
+		return "", fmt.Errorf("git rev-parse %s: %s", rev, Message(res))
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// Commits lists the commits reachable from head and not from base, oldest
+// first; base "" means all of head's history.
+func (g Git) Commits(ctx context.Context, base, head string) ([]string, error) {
+	rng := head
+	if base != "" {
+		rng = base + ".." + head
+	}
+	out, err := g.Output(ctx, "rev-list", "--reverse", rng)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{}, strings.Fields(out)...), nil
+}
+
+// DirtyPaths lists the paths with changes not committed (untracked files
+// included), as git status names them.
+func (g Git) DirtyPaths(ctx context.Context) ([]string, error) {
+	res := g.Run(ctx, "status", "--porcelain", "-z")
+	if res.Kind != proc.KindOK {
+		return nil, fmt.Errorf("git status: %s", Message(res))
+	}
+	var paths []string
+	entries := strings.Split(string(res.Stdout), "\x00")
+	for i := 0; i < len(entries); i++ {
+		e := entries[i]
+		if len(e) < 4 {
+			continue
+		}
+		paths = append(paths, e[3:])
+		if e[0] == 'R' || e[0] == 'C' {
+			i++ // a rename's or copy's source follows it
+		}
+	}
+	return paths, nil
+}
+
+// NewWorktree creates a worktree at path on a new branch pointing at
+// from; a branch of that name already there is an error.
+func (g Git) NewWorktree(ctx context.Context, path, branch, from string) error {
+	_, err := g.Output(ctx, "worktree", "add", "-q", "-b", branch, path, from)
+	return err
+}
+
+// AddWorktree creates a worktree at path on branch, which exists.
+func (g Git) AddWorktree(ctx context.Context, path, branch string) error {
+	_, err := g.Output(ctx, "worktree", "add", "-q", path, branch)
+	return err
+}
+
+// ResetWorktree creates a worktree at path on branch, made to point at
+// from whether it exists or not.
+func (g Git) ResetWorktree(ctx context.Context, path, branch, from string) error {
+	_, err := g.Output(ctx, "worktree", "add", "-q", "-B", branch, path, from)
+	return err
+}
+
+// RemoveWorktree removes the worktree at path, changes and all (even when
+// locked). A path that is not there is not an error.
+func (g Git) RemoveWorktree(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	_, err := g.Output(ctx, "worktree", "remove", "--force", "--force", path)
+	return err
+}
+
+// Prune forgets the worktrees whose directories are gone.
+func (g Git) Prune(ctx context.Context) error {
+	_, err := g.Output(ctx, "worktree", "prune")
+	return err
+}
+
+// Worktree is one worktree of a repository.
+type Worktree struct {
+	Path   string
+	Branch string // "" when detached
+}
+
+// Worktrees lists the repository's worktrees whose paths are under dir.
+func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
+	out, err := g.Output(ctx, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	// git prints paths with symlinks resolved.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	var list []Worktree
+	for _, block := range strings.Split(out, "\n\n") {
+		var w Worktree
+		for _, line := range strings.Split(block, "\n") {
+			if p, ok := strings.CutPrefix(line, "worktree "); ok {
+				w.Path = p
+			} else if b, ok := strings.CutPrefix(line, "branch "); ok {
+				w.Branch = strings.TrimPrefix(b, "refs/heads/")
+			}
+		}
+		if w.Path == dir || strings.HasPrefix(w.Path, dir+string(filepath.Separator)) {
+			list = append(list, w)
+		}
+	}
+	return list, nil
+}
+
+// Merge merges branch into the branch checked out in g.Dir with a merge
+// commit (--no-ff) and message. When the merge conflicts it is aborted,
+// leaving the work tree as it was, and the conflicting paths are returned.
+func (g Git) Merge(ctx context.Context, branch, message string) (conflicts []string, err error) {
+	res := g.Run(ctx, "merge", "--no-ff", "--no-edit", "-m", message, branch)
+	if res.Kind == proc.KindOK {
+		return nil, nil
+	}
+	out, derr := g.Output(ctx, "diff", "--name-only", "--diff-filter=U", "-z")
+	conflicts = strings.FieldsFunc(out, func(r rune) bool { return r == 0 })
+	// A merge that stopped before changing anything (a hook, a lock) leaves
+	// nothing to abort; the abort's own failure then says nothing new.
+	if _, aerr := g.Output(ctx, "merge", "--abort"); aerr != nil && len(conflicts) > 0 {
+		return conflicts, fmt.Errorf("git merge --abort: %w", aerr)
+	}
+	if derr == nil && len(conflicts) > 0 {
+		return conflicts, nil
+	}
+	return nil, fmt.Errorf("git merge %s: %s", branch, Message(res))
+}
+
+// AbortMerge aborts a merge left in progress (by a process that died in
+// it); without one it does nothing.
+func (g Git) AbortMerge(ctx context.Context) error {
+	if res := g.Run(ctx, "rev-parse", "-q", "--verify", "MERGE_HEAD"); res.Kind != proc.KindOK {
+		return nil
+	}
+	_, err := g.Output(ctx, "merge", "--abort")
+	return err
+}
+
+// Merged maps the commits merged into branch by its merge commits (their
+// parents other than the first, along its first parents) to the merge
+// commit that merged each.
+func (g Git) Merged(ctx context.Context, branch string) (map[string]string, error) {
+	out, err := g.Output(ctx, "log", "--merges", "--first-parent", "--format=%H %P", branch)
+	if err != nil {
+		return nil, err
+	}
+	merged := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for _, parent := range f[min(len(f), 2):] {
+			merged[parent] = f[0]
+		}
+	}
+	return merged, nil
+}
+
+// DeleteBranch deletes branch whatever it holds.
+func (g Git) DeleteBranch(ctx context.Context, branch string) error {
+	_, err := g.Output(ctx, "branch", "-q", "-D", branch)
+	return err
+}

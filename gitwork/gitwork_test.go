@@ -1,0 +1,226 @@
+package gitwork
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/runnerdev/runner/proc"
+)
+
+// testEnv is git's environment in the tests: a fixed identity, and no
+// user or system configuration.
+func testEnv(t *testing.T) []string {
+	return append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
+		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+}
+
+// newRepo makes a repository with one commit of base.txt on main.
+func newRepo(t *testing.T) Git {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	g := Git{Dir: t.TempDir(), Env: testEnv(t)}
+	must(t, g, "init", "-q", "-b", "main")
+	commitFile(t, g, "base.txt", "base\n", "base")
+	return g
+}
+
+func must(t *testing.T, g Git, args ...string) string {
+	t.Helper()
+	out, err := g.Output(t.Context(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func commitFile(t *testing.T, g Git, name, content, msg string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(g.Dir, name), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	must(t, g, "add", name)
+	must(t, g, "commit", "-q", "-m", msg)
+	return must(t, g, "rev-parse", "HEAD")
+}
+
+func TestTopLevelHeadAndDirtyPaths(t *testing.T) {
+	g := newRepo(t)
+	sub := filepath.Join(g.Dir, "a", "b")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	top, prefix, err := g.In(sub).TopLevel(t.Context())
+	if real, _ := filepath.EvalSymlinks(g.Dir); err != nil || top != real || prefix != "a/b/" {
+		t.Errorf("TopLevel = %q, %q, %v; want %q, a/b/", top, prefix, err, real)
+	}
+	if _, _, err := g.In(t.TempDir()).TopLevel(t.Context()); !errors.Is(err, ErrNotRepository) {
+		t.Errorf("TopLevel outside a repository: %v", err)
+	}
+	head, err := g.Head(t.Context())
+	if err != nil || head != must(t, g, "rev-parse", "HEAD") {
+		t.Errorf("Head = %q, %v", head, err)
+	}
+	unborn := Git{Dir: t.TempDir(), Env: g.Env}
+	must(t, unborn, "init", "-q")
+	if head, err := unborn.Head(t.Context()); head != "" || err != nil {
+		t.Errorf("Head of an unborn branch = %q, %v", head, err)
+	}
+
+	if paths, err := g.DirtyPaths(t.Context()); len(paths) != 0 || err != nil {
+		t.Errorf("DirtyPaths of a clean tree = %q, %v", paths, err)
+	}
+	os.WriteFile(filepath.Join(g.Dir, "base.txt"), []byte("changed\n"), 0o600)
+	os.WriteFile(filepath.Join(g.Dir, "new file.txt"), nil, 0o600)
+	must(t, g, "mv", "base.txt", "moved.txt")
+	paths, err := g.DirtyPaths(t.Context())
+	if err != nil || !slices.Equal(paths, []string{"moved.txt", "new file.txt"}) {
+		t.Errorf("DirtyPaths = %q, %v; want the renamed and the untracked file", paths, err)
+	}
+}
+
+// A worktree on a new branch; its commits; merged back with a merge
+// commit; the branch deleted; the worktree removed and listed no more.
+func TestWorktreeMergeAndCleanup(t *testing.T) {
+	g := newRepo(t)
+	base := must(t, g, "rev-parse", "HEAD")
+	trees := filepath.Join(t.TempDir(), "trees")
+	path := filepath.Join(trees, "one")
+	if err := g.NewWorktree(t.Context(), path, "work/one", base); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.NewWorktree(t.Context(), filepath.Join(trees, "again"), "work/one", base); err == nil {
+		t.Error("NewWorktree on a branch that exists succeeded")
+	}
+	wt := g.In(path)
+	first := commitFile(t, wt, "one.txt", "1\n", "one")
+	second := commitFile(t, wt, "two.txt", "2\n", "two")
+	commits, err := g.Commits(t.Context(), "main", "work/one")
+	if err != nil || !slices.Equal(commits, []string{first, second}) {
+		t.Errorf("Commits = %q, %v; want %q", commits, err, []string{first, second})
+	}
+	if commits, err := g.Commits(t.Context(), "work/one", "work/one"); err != nil || commits == nil || len(commits) != 0 {
+		t.Errorf("Commits of nothing = %#v, %v; want an empty list", commits, err)
+	}
+	list, err := g.Worktrees(t.Context(), trees)
+	if err != nil || len(list) != 1 || list[0].Branch != "work/one" || filepath.Base(list[0].Path) != "one" {
+		t.Errorf("Worktrees = %+v, %v", list, err)
+	}
+
+	if conflicts, err := g.Merge(t.Context(), "work/one", "Merge one"); err != nil || conflicts != nil {
+		t.Fatalf("Merge = %q, %v", conflicts, err)
+	}
+	if msg := must(t, g, "log", "-1", "--format=%s%n%P"); msg != "Merge one\n"+base+" "+second {
+		t.Errorf("the merge commit is %q, want a merge of %s into %s", msg, second, base)
+	}
+	merge := must(t, g, "rev-parse", "HEAD")
+	if merged, err := g.Merged(t.Context(), "main"); err != nil || len(merged) != 1 || merged[second] != merge {
+		t.Errorf("Merged = %v, %v; want %s merged by %s", merged, err, second, merge)
+	}
+	if tip, err := g.Tip(t.Context(), "work/one"); tip != second || err != nil {
+		t.Errorf("Tip = %q, %v; want %s", tip, err, second)
+	}
+	if tip, err := g.Tip(t.Context(), "no-such-branch"); tip != "" || err != nil {
+		t.Errorf("Tip of no branch = %q, %v", tip, err)
+	}
+	if err := g.RemoveWorktree(t.Context(), path); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.RemoveWorktree(t.Context(), path); err != nil {
+		t.Errorf("removing a worktree that is gone: %v", err)
+	}
+	if err := g.DeleteBranch(t.Context(), "work/one"); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := g.Worktrees(t.Context(), trees); len(list) != 0 || err != nil {
+		t.Errorf("Worktrees after removal = %+v, %v", list, err)
+	}
+	if _, err := g.Output(t.Context(), "rev-parse", "--verify", "-q", "work/one"); err == nil {
+		t.Error("the branch is still there")
+	}
+}
+
+// A merge that conflicts is aborted: the conflicting paths are returned
+// and the work tree is clean, HEAD where it was.
+func TestMergeConflictAborts(t *testing.T) {
+	g := newRepo(t)
+	base := must(t, g, "rev-parse", "HEAD")
+	path := filepath.Join(t.TempDir(), "other")
+	if err := g.ResetWorktree(t.Context(), path, "other", base); err != nil {
+		t.Fatal(err)
+	}
+	commitFile(t, g.In(path), "base.txt", "theirs\n", "theirs")
+	commitFile(t, g.In(path), "clean.txt", "x\n", "clean")
+	ours := commitFile(t, g, "base.txt", "ours\n", "ours")
+	conflicts, err := g.Merge(t.Context(), "other", "Merge other")
+	if err != nil || !slices.Equal(conflicts, []string{"base.txt"}) {
+		t.Fatalf("Merge = %q, %v; want a conflict in base.txt", conflicts, err)
+	}
+	if head := must(t, g, "rev-parse", "HEAD"); head != ours {
+		t.Errorf("HEAD moved to %s", head)
+	}
+	if paths, err := g.DirtyPaths(t.Context()); len(paths) != 0 || err != nil {
+		t.Errorf("after the abort the tree has changes %q, %v", paths, err)
+	}
+	if merged, err := g.Merged(t.Context(), "main"); len(merged) != 0 || err != nil {
+		t.Errorf("Merged after an aborted merge = %v, %v", merged, err)
+	}
+	// ResetWorktree moves a branch that exists to where it is told.
+	if err := g.RemoveWorktree(t.Context(), path); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ResetWorktree(t.Context(), path, "other", ours); err != nil {
+		t.Fatal(err)
+	}
+	if head, _ := g.In(path).Head(t.Context()); head != ours {
+		t.Errorf("the reset branch is at %s, want %s", head, ours)
+	}
+	if err := g.Prune(t.Context()); err != nil {
+		t.Error(err)
+	}
+}
+
+// AbortMerge ends a merge a process left in conflict, and does nothing
+// without one; AddWorktree checks out a branch that exists.
+func TestAbortMergeAndAddWorktree(t *testing.T) {
+	g := newRepo(t)
+	base := must(t, g, "rev-parse", "HEAD")
+	must(t, g, "branch", "other")
+	if err := g.AbortMerge(t.Context()); err != nil {
+		t.Errorf("AbortMerge without a merge: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "other")
+	if err := g.AddWorktree(t.Context(), path, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if head, _ := g.In(path).Head(t.Context()); head != base {
+		t.Errorf("the worktree is at %s, want %s", head, base)
+	}
+	commitFile(t, g.In(path), "base.txt", "theirs\n", "theirs")
+	ours := commitFile(t, g, "base.txt", "ours\n", "ours")
+	if res := g.Run(t.Context(), "merge", "other"); res.Kind == proc.KindOK {
+		t.Fatal("the merge did not conflict")
+	}
+	if err := g.AbortMerge(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if paths, _ := g.DirtyPaths(t.Context()); len(paths) != 0 || must(t, g, "rev-parse", "HEAD") != ours {
+		t.Errorf("after AbortMerge: changes %q, HEAD %s", paths, must(t, g, "rev-parse", "HEAD"))
+	}
+}
+
+// A merge that fails for another reason than a conflict is an error, with
+// no conflicts.
+func TestMergeOfNoBranchFails(t *testing.T) {
+	g := newRepo(t)
+	conflicts, err := g.Merge(t.Context(), "no-such-branch", "m")
+	if err == nil || conflicts != nil {
+		t.Errorf("Merge of a missing branch = %q, %v", conflicts, err)
+	}
+}

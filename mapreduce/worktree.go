@@ -1,0 +1,284 @@
+package mapreduce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runnerdev/runner/gitwork"
+	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// KindMergeConflict is the failure kind of an item whose branch could not
+// be merged into the job branch without conflicts.
+const KindMergeConflict = "merge_conflict"
+
+// Worktrees are the git worktrees and branches of a job whose map runs
+// with isolation: worktree. The job worktree, on the job branch, is where
+// setup, the merges and reduce run; each item runs in a worktree of its
+// own on a branch made from the job branch's tip, merged back (one merge
+// at a time) when the item succeeds.
+type Worktrees struct {
+	// JobBranch is the job's branch, runner/<job id>.
+	JobBranch string
+	jobID     string
+	git       gitwork.Git // in the job worktree, with the job's environment
+	jobDir    string      // the job worktree
+	itemsDir  string      // where the items' worktrees are made
+	// prefix is the directory runner was started in, below the
+	// repository's top: steps run there in each worktree.
+	prefix string
+	merge  bool // map.merge is not none
+
+	mergeMu sync.Mutex // one merge into the job branch at a time
+}
+
+// OpenWorktrees returns the worktrees of a job (nil when its map runs
+// without isolation), for the job's process and for the processes that run
+// its items: path is the job's Path and env its environment. The
+// repository is the one this process's directory is in.
+func OpenWorktrees(ctx context.Context, jobID string, m *workflow.MapPhase, env []string, path func(string) string) (*Worktrees, error) {
+	if m == nil || m.Isolation != workflow.IsolationWorktree {
+		return nil, nil
+	}
+	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
+	}
+	jobDir, err := filepath.Abs(path("worktree"))
+	if err != nil {
+		return nil, err
+	}
+	itemsDir, err := filepath.Abs(path("worktrees"))
+	if err != nil {
+		return nil, err
+	}
+	return &Worktrees{
+		JobBranch: "runner/" + jobID,
+		jobID:     jobID,
+		git:       gitwork.Git{Dir: jobDir, Env: env},
+		jobDir:    jobDir,
+		itemsDir:  itemsDir,
+		prefix:    prefix,
+		merge:     !m.NoMerge,
+	}, nil
+}
+
+// Dir is where the job's phases run: runner's directory in the job
+// worktree.
+func (w *Worktrees) Dir() string { return filepath.Join(w.jobDir, w.prefix) }
+
+// startJob makes the job worktree on a new job branch from the HEAD of the
+// checkout runner runs in, which stays as it is.
+func (w *Worktrees) startJob(ctx context.Context) error {
+	user := w.git.In("")
+	head, err := user.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head == "" {
+		return errors.New("map.isolation: worktree: the repository has no commit yet; make one first: git commit --allow-empty -m init")
+	}
+	if err := user.NewWorktree(ctx, w.jobDir, w.JobBranch, head); err != nil {
+		return fmt.Errorf("the job worktree: %w", err)
+	}
+	return nil
+}
+
+// resumeJob readies the worktrees of a resumed job: the items' worktrees
+// a process that died left are removed, and the job worktree is made
+// again on the job branch or, if it is still there, has a merge that the
+// dead process left half done aborted.
+func (w *Worktrees) resumeJob(ctx context.Context) error {
+	user := w.git.In("")
+	if err := w.removeItemTrees(ctx); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(w.jobDir, ".git")); err == nil {
+		return w.git.AbortMerge(ctx)
+	}
+	if err := user.Prune(ctx); err != nil {
+		return err
+	}
+	if tip, err := user.Tip(ctx, w.JobBranch); err != nil || tip == "" {
+		return errors.Join(err, fmt.Errorf("the job branch %s is gone: the job's work cannot be resumed", w.JobBranch))
+	}
+	if err := user.AddWorktree(ctx, w.jobDir, w.JobBranch); err != nil {
+		return fmt.Errorf("the job worktree: %w", err)
+	}
+	return nil
+}
+
+// endJob removes every worktree of the job (the items' an interrupted run
+// left, and the job's own); the branches stay.
+func (w *Worktrees) endJob(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx) // an interrupted job still cleans up
+	user := w.git.In("")
+	err := errors.Join(w.removeItemTrees(ctx), user.RemoveWorktree(ctx, w.jobDir), user.Prune(ctx))
+	if err != nil {
+		return fmt.Errorf("removing the job's worktrees: %w", err)
+	}
+	return nil
+}
+
+// removeItemTrees removes the items' worktrees that are there.
+func (w *Worktrees) removeItemTrees(ctx context.Context) error {
+	user := w.git.In("")
+	left, err := user.Worktrees(ctx, w.itemsDir)
+	for _, t := range left {
+		err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
+	}
+	return err
+}
+
+// resumeItems looks at the items a process that died left running: each
+// one whose branch that process merged into the job branch is returned,
+// by index, with the outcome to record (it succeeded: it is neither run
+// nor merged again); the others start again from their first step in a
+// fresh worktree, the work of the dead one being gone.
+func (w *Worktrees) resumeItems(ctx context.Context, running map[int]job.ItemRecord) (map[int]Outcome, error) {
+	merged, err := w.git.Merged(ctx, w.JobBranch)
+	if err != nil {
+		return nil, err
+	}
+	done := map[int]Outcome{}
+	for i, rec := range running {
+		rec.Steps = nil
+		running[i] = rec
+		t := w.itemTree(&Item{ID: rec.ID, Index: rec.Index})
+		tip, err := w.git.Tip(ctx, t.branch)
+		if err != nil {
+			return nil, err
+		}
+		merge, ok := merged[tip]
+		if tip == "" || !ok {
+			continue
+		}
+		commits, err := w.git.Commits(ctx, merge+"^1", tip)
+		if err != nil {
+			return nil, err
+		}
+		done[i] = Outcome{Branch: t.branch, Commits: commits}
+	}
+	return done, nil
+}
+
+// itemTree is an item's worktree and branch.
+type itemTree struct {
+	path, branch string
+}
+
+// openItem makes a fresh worktree for an item on its branch, from the job
+// branch's tip. A dispatch that goes on from checkpoints (its runner was
+// lost) finds the worktree its earlier steps worked in, and keeps it.
+func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemTree, error) {
+	t := w.itemTree(it)
+	if _, err := os.Stat(t.path); err == nil {
+		if resumed {
+			return t, nil
+		}
+		if err := w.git.RemoveWorktree(ctx, t.path); err != nil {
+			return t, err
+		}
+	}
+	if err := w.git.ResetWorktree(ctx, t.path, t.branch, w.JobBranch); err != nil {
+		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)
+	}
+	return t, nil
+}
+
+// itemTree names an item's worktree and branch.
+func (w *Worktrees) itemTree(it *Item) itemTree {
+	name := worktreeName(it)
+	return itemTree{path: filepath.Join(w.itemsDir, name), branch: w.JobBranch + ".items/" + name}
+}
+
+// itemDir is where an item's steps run: runner's directory in the item's
+// worktree.
+func (w *Worktrees) itemDir(t itemTree) string { return filepath.Join(t.path, w.prefix) }
+
+// closeItem removes an item's worktree; its branch stays.
+func (w *Worktrees) closeItem(ctx context.Context, t itemTree) error {
+	return w.git.RemoveWorktree(context.WithoutCancel(ctx), t.path)
+}
+
+// mergeBack merges the branch of an item that succeeded into the job
+// branch (unless map.merge is none), and sets the outcome's commits. A
+// merge that conflicts is aborted and fails the item as merge_conflict,
+// its branch kept. An error means the job branch could not be read or
+// merged into: the job cannot go on.
+func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Outcome) (Outcome, error) {
+	if out.Branch == "" {
+		return out, nil
+	}
+	ctx = context.WithoutCancel(ctx) // a merge is not left half done
+	w.mergeMu.Lock()
+	defer w.mergeMu.Unlock()
+	commits, err := w.git.Commits(ctx, w.JobBranch, out.Branch)
+	if err != nil {
+		return out, fmt.Errorf("item %s: %w", it.ID, err)
+	}
+	out.Commits = commits
+	if out.Failed || !w.merge || len(commits) == 0 {
+		return out, nil
+	}
+	msg := "Merge " + it.ID + " (runner job " + w.jobID + ")"
+	conflicts, err := w.git.Merge(ctx, out.Branch, msg)
+	if err != nil {
+		return out, fmt.Errorf("item %s: %w", it.ID, err)
+	}
+	if len(conflicts) > 0 {
+		out.Failed = true
+		out.Failure = Failure{
+			Attempt: attempt, At: time.Now(), Kind: KindMergeConflict, ExitCode: 1, Duration: out.Duration,
+			Message: fmt.Sprintf("merging %s into %s conflicts in %s; the merge was aborted, and the branch %s is kept",
+				out.Branch, w.JobBranch, strings.Join(conflicts, ", "), out.Branch),
+		}
+	}
+	return out, nil
+}
+
+// recorded is called once the ledger recorded an item's end: the branch of
+// an item that succeeded is deleted, its commits being on the job branch
+// (or it having made none), unless map.merge is none, which keeps every
+// branch. The branch of an item that failed is kept.
+func (w *Worktrees) recorded(ctx context.Context, out Outcome) {
+	if out.Branch == "" || out.Failed || !w.merge {
+		return
+	}
+	// A branch left behind holds nothing the job branch lacks: failing to
+	// delete it is not worth failing the item, which has succeeded.
+	_ = w.git.DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+}
+
+// unsafeRef is what may not appear in a git branch name's component (and
+// more: only letters, digits, _ . - are kept).
+var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9_.-]+|\.\.+`)
+
+// maxNameLen bounds an item's part of its branch and worktree names.
+const maxNameLen = 64
+
+// worktreeName is an item's part of its branch and worktree names: its id
+// when git accepts it as it is, else the id made safe followed by the
+// item's index, so that two ids made the same stay apart.
+func worktreeName(it *Item) string {
+	name := strings.Trim(unsafeRef.ReplaceAllString(it.ID, "-"), ".-")
+	if name == it.ID && len(name) <= maxNameLen && !strings.HasSuffix(name, ".lock") {
+		return name
+	}
+	if len(name) > maxNameLen {
+		name = name[:maxNameLen]
+	}
+	if name = strings.TrimSuffix(strings.TrimRight(name, ".-"), ".lock"); name == "" {
+		name = "item"
+	}
+	return name + "-" + strconv.Itoa(it.Index)
+}

@@ -1,0 +1,152 @@
+package mapreduce
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/workflow"
+)
+
+func TestWorktreeName(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	tests := []struct {
+		id    string
+		index int
+		want  string
+	}{
+		{"item-3", 3, "item-3"},
+		{"src/a b.go", 7, "src-a-b.go-7"},
+		{"src:a-b.go", 8, "src-a-b.go-8"}, // made the same as the one above: the index keeps them apart
+		{"../..", 2, "item-2"},
+		{"a..b", 4, "a-b-4"},
+		{"x.lock", 5, "x-5"},
+		{".hidden", 6, "hidden-6"},
+		{long, 1, strings.Repeat("x", 64) + "-1"},
+	}
+	for _, tt := range tests {
+		if got := worktreeName(&Item{ID: tt.id, Index: tt.index}); got != tt.want {
+			t.Errorf("worktreeName(%q) = %q, want %q", tt.id, got, tt.want)
+		}
+	}
+}
+
+// An item's worktree is made from the job branch's tip and removed at its
+// end; a successful item's commits are merged (and its branch deleted
+// once recorded), a conflicting one fails as merge_conflict with its
+// branch kept and the job branch clean.
+func TestWorktreesMergeBack(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := t.TempDir()
+	t.Chdir(repo)
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		c := exec.Command("git", args...)
+		c.Dir, c.Env = dir, env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git(repo, "init", "-q", "-b", "main")
+	os.WriteFile("f.txt", []byte("base\n"), 0o600)
+	git(repo, "add", "f.txt")
+	git(repo, "commit", "-qm", "base")
+	state := filepath.Join(t.TempDir(), "job")
+	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
+	w, err := OpenWorktrees(t.Context(), "j", m, env, func(name string) string { return filepath.Join(state, name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.startJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(it *Item, content string) Outcome {
+		tree, err := w.openItem(t.Context(), it, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(tree.path, "f.txt"), []byte(content), 0o600)
+		git(tree.path, "commit", "-qam", it.ID)
+		if err := w.closeItem(t.Context(), tree); err != nil {
+			t.Fatal(err)
+		}
+		return Outcome{Branch: tree.branch}
+	}
+	a, b, c := &Item{ID: "a", Index: 0}, &Item{ID: "b", Index: 1}, &Item{ID: "c", Index: 2}
+	outA, outB := edit(a, "a\n"), edit(b, "b\n") // both from the same tip
+	outA, err = w.mergeBack(t.Context(), a, 1, outA)
+	if err != nil || outA.Failed || len(outA.Commits) != 1 {
+		t.Fatalf("merge of a = %+v, %v", outA, err)
+	}
+	w.recorded(t.Context(), outA)
+	outB, err = w.mergeBack(t.Context(), b, 1, outB)
+	if err != nil || !outB.Failed || outB.Failure.Kind != KindMergeConflict || !strings.Contains(outB.Failure.Message, "conflicts in f.txt") {
+		t.Fatalf("merge of b = %+v, %v; want a merge_conflict in f.txt", outB, err)
+	}
+	w.recorded(t.Context(), outB)
+	if msg := git(repo, "log", "-1", "--format=%s", "runner/j"); msg != "Merge a (runner job j)" {
+		t.Errorf("the job branch ends with %q", msg)
+	}
+	if st := git(w.jobDir, "status", "--porcelain"); st != "" {
+		t.Errorf("the job worktree is not clean after the aborted merge: %q", st)
+	}
+	branches := git(repo, "branch", "--list", "runner/j.items/*")
+	if strings.Contains(branches, "runner/j.items/a") || !strings.Contains(branches, "runner/j.items/b") {
+		t.Errorf("item branches %q: want a's deleted and b's kept", branches)
+	}
+	// Resumed: a is merged (and its branch deleted), so the running a
+	// whose branch is back at its merged tip counts as succeeded; b
+	// (conflicted, unmerged) and c (no branch) run again, from their
+	// first step.
+	git(repo, "branch", "runner/j.items/a", "runner/j^2")
+	running := map[int]job.ItemRecord{
+		0: {Index: 0, ID: "a", State: job.ItemRunning},
+		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
+		2: {Index: 2, ID: "c", State: job.ItemRunning},
+	}
+	merged, err := w.resumeItems(t.Context(), running)
+	if err != nil || len(merged) != 1 || merged[0].Branch != "runner/j.items/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+		t.Errorf("resumeItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
+	}
+	if running[1].Steps != nil {
+		t.Errorf("b goes on from its checkpoints %v; want its first step", running[1].Steps)
+	}
+	if err := w.endJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A resumed job whose worktree is gone gets it again, on the job
+	// branch; a worktree of an item left behind is removed.
+	if err := w.resumeJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if msg := git(w.jobDir, "log", "-1", "--format=%s"); msg != "Merge a (runner job j)" {
+		t.Errorf("the resumed job worktree is at %q", msg)
+	}
+	left, err := w.openItem(t.Context(), c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.resumeJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left.path); !os.IsNotExist(err) {
+		t.Errorf("the item's worktree is still there: %v", err)
+	}
+	if err := w.endJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", list)
+	}
+	if head := git(repo, "log", "-1", "--format=%s", "main"); head != "base" {
+		t.Errorf("the user's branch moved to %q", head)
+	}
+}
