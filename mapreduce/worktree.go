@@ -99,6 +99,7 @@ func (w *Worktrees) startJob(ctx context.Context) error {
 	if err := user.NewWorktree(ctx, w.jobDir, w.JobBranch, head); err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
 	}
+	w.checked = true // new: no merge in it to abort
 	return nil
 }
 
@@ -335,6 +336,16 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 		return out, nil
 	}
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
+	// The merges of other items, which the job branch may gain meanwhile,
+	// hold none of this item's commits.
+	commits, err := w.git.In("").Commits(ctx, w.JobBranch, out.Branch)
+	if err != nil {
+		return out, fmt.Errorf("item %s: %w", it.ID, err)
+	}
+	out.Commits = commits
+	if out.Failed || !w.merge || len(commits) == 0 {
+		return out, nil
+	}
 	unlock, err := w.lock()
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
@@ -342,14 +353,6 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	defer unlock()
 	if err := w.readyJobTree(ctx); err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
-	}
-	commits, err := w.git.Commits(ctx, w.JobBranch, out.Branch)
-	if err != nil {
-		return out, fmt.Errorf("item %s: %w", it.ID, err)
-	}
-	out.Commits = commits
-	if out.Failed || !w.merge || len(commits) == 0 {
-		return out, nil
 	}
 	msg := "Merge " + it.ID + " (runner job " + w.jobID + ")"
 	conflicts, err := w.git.Merge(ctx, out.Branch, msg)
