@@ -66,7 +66,7 @@ bench:
 # of each crash test but the last, which does 8).
 CHAOS_ROUNDS ?= 200
 chaos:
-	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestDLQRetryCrash)$$' -timeout 90m .
+	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestCrashResumeIsolation|TestDLQRetryCrash)$$' -timeout 90m .
 
 # Each fuzz target for FUZZTIME; FuzzExpandShell, which starts dozens of
 # shells per input (~5 inputs/s), for FUZZTIME_SHELL. CI uses execution

@@ -177,15 +177,7 @@ func crashRound(t *testing.T, rng *rand.Rand, agents bool) (agentKills int) {
 		past = append(past, crash{len(readLines(t, runsLog)), completedSteps(t, store, "j")})
 	}
 	time.Sleep(100 * time.Millisecond) // agents orphaned by the last crash finish
-	switch code, out := runnerIn(t, dir, continueJob(store)...); {
-	case code == 0:
-		// every item had already finished, or the reduce just ran
-	case code == cmd.ExitItemsInDLQ:
-	case code == 2 && strings.Contains(out, "already completed"):
-		// the job completed before the last crash
-	default:
-		t.Fatalf("final resume: exit %d\n%s", code, out)
-	}
+	finishJob(t, dir, store)
 	counts := auditJob(t, store, "j", crashItems, true)
 	failing := crashItems / 7
 	if counts[state.ItemDLQ] != failing || counts[state.ItemSucceeded] != crashItems-failing {
@@ -232,6 +224,22 @@ func crashRound(t *testing.T, rng *rand.Rand, agents bool) (agentKills int) {
 		t.Error("reduce never ran")
 	}
 	return agentKills
+}
+
+// finishJob carries job j of crash.yml in dir to its end after the last
+// crash of a round (resume, or run when the kill came before the job
+// existed).
+func finishJob(t *testing.T, dir string, store state.Store) {
+	t.Helper()
+	switch code, out := runnerIn(t, dir, continueJob(store)...); {
+	case code == 0:
+		// every item had already finished, or the reduce just ran
+	case code == cmd.ExitItemsInDLQ:
+	case code == 2 && strings.Contains(out, "already completed"):
+		// the job completed before the last crash
+	default:
+		t.Fatalf("final resume: exit %d\n%s", code, out)
+	}
 }
 
 // waitExit waits for a job's process to end of itself (a bound on a whole

@@ -87,9 +87,6 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if err != nil {
 		return err
 	}
-	if err := refuseIsolatedJob(g, jobID, "runner dlq retry"); err != nil {
-		return err
-	}
 	if o.DryRun {
 		return dlqRetryDryRun(g, jobID, o.Filter, o.Output == "json")
 	}

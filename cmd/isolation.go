@@ -52,18 +52,3 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 	}
 	return nil
 }
-
-// refuseIsolatedJob refuses to go on with a job whose map runs in git
-// worktrees where that is not supported yet (dlq retry). A job that
-// cannot be read is left to the command to report.
-func refuseIsolatedJob(g *globalOptions, id, what string) error {
-	st, err := g.store().Open(id)
-	if err != nil {
-		return nil
-	}
-	wf, err := workflow.Load(st.WorkflowCopy())
-	if err != nil || wf.Map == nil || wf.Map.Isolation != workflow.IsolationWorktree {
-		return nil
-	}
-	return usagef("job %s runs its items in git worktrees (map.isolation: worktree), and %s of such a job is not supported yet; its branch runner/%s holds the work merged so far", id, what, id)
-}

@@ -60,10 +60,22 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 // stays. An item that another process has claimed is left alone. It
 // returns the counts of this retry (Total: items asked for; Pending: those
 // claimed elsewhere or not run because ctx ended).
-func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dispatcher NewDispatcher, q RetryQueue) (job.ItemCounts, error) {
+//
+// With map.isolation: worktree each item runs in a fresh worktree from the
+// job branch's tip and is merged back as in the job's run; the merges of
+// all the retries of the job take turns (the job's merge lock), and an
+// item whose branch a killed retry merged leaves the DLQ without running.
+func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dispatcher NewDispatcher, q RetryQueue) (counts job.ItemCounts, err error) {
 	parallel, err := maxParallel(j.Workflow().Map, j.Scope(), override)
 	if err != nil {
 		return job.ItemCounts{}, err
+	}
+	trees, merged, err := openRetryTrees(ctx, j, q, items)
+	if err != nil {
+		return job.ItemCounts{}, err
+	}
+	if trees != nil {
+		defer func() { err = errors.Join(err, trees.endRetry(ctx)) }()
 	}
 	itemLog, err := j.OpenItemLog()
 	if err != nil {
@@ -72,7 +84,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s, err := newScheduler(j, l, parallel, nil, dispatcher)
+	s, err := newScheduler(j, l, parallel, trees, dispatcher)
 	if err != nil {
 		return job.ItemCounts{}, err
 	}
@@ -98,13 +110,24 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 			j.Emit(eventlog.ItemSkipped(it.ID, "claimed by another dlq retry"))
 			continue
 		}
+		if out, ok := merged[it.Index]; ok {
+			// The killed retry that merged it may have left its worktree.
+			if err := trees.closeItem(ctx, trees.itemTree(it)); err != nil {
+				s.fail(err)
+				s.ended(it)
+				break
+			}
+			s.recordMerged(ctx, it, 1, out)
+			s.ended(it)
+			continue
+		}
 		if !s.dispatch(ctx, it) {
 			q.Release(it.ID)
 			break
 		}
 	}
 	s.wait()
-	counts := l.Counts()
+	counts = l.Counts()
 	j.Emit(eventlog.DLQRetryFinished(eventlog.ItemCounts(counts)))
 	switch {
 	case s.fatalErr != nil:
@@ -113,6 +136,26 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 		return counts, context.Cause(ctx)
 	}
 	return counts, releaseErr
+}
+
+// openRetryTrees returns the worktrees of a job whose map runs with
+// isolation: worktree, readied for a dlq retry of items, and the items
+// whose branch a killed retry merged (see startRetry); nil without
+// isolation.
+func openRetryTrees(ctx context.Context, j *job.Job, q RetryQueue, items []*Item) (*Worktrees, map[int]Outcome, error) {
+	trees, err := OpenWorktrees(ctx, j.ID(), j.Workflow().Map, j.Executor().Env, j.Path)
+	if trees == nil || err != nil {
+		return nil, nil, err
+	}
+	known, err := j.ReadItemStates()
+	if err != nil {
+		return nil, nil, err
+	}
+	merged, err := trees.startRetry(ctx, q, known, items)
+	if err != nil {
+		return nil, nil, err
+	}
+	return trees, merged, nil
 }
 
 // ItemStates is a job's item log as SettleDLQ reads and amends it: a

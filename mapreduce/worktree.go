@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/runnerdev/runner/gitwork"
@@ -37,8 +38,15 @@ type Worktrees struct {
 	// repository's top: steps run there in each worktree.
 	prefix string
 	merge  bool // map.merge is not none
+	// lockPath is the file whose flock orders the merges into the job
+	// branch of all the processes of a job (two dlq retries may run at
+	// once).
+	lockPath string
 
 	mergeMu sync.Mutex // one merge into the job branch at a time
+	// checked is set once this process has aborted any merge a dead
+	// process left half done in the job worktree.
+	checked bool
 }
 
 // OpenWorktrees returns the worktrees of a job (nil when its map runs
@@ -69,6 +77,7 @@ func OpenWorktrees(ctx context.Context, jobID string, m *workflow.MapPhase, env 
 		itemsDir:  itemsDir,
 		prefix:    prefix,
 		merge:     !m.NoMerge,
+		lockPath:  filepath.Join(filepath.Dir(jobDir), "worktree.lock"),
 	}, nil
 }
 
@@ -90,6 +99,7 @@ func (w *Worktrees) startJob(ctx context.Context) error {
 	if err := user.NewWorktree(ctx, w.jobDir, w.JobBranch, head); err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
 	}
+	w.checked = true // new: no merge in it to abort
 	return nil
 }
 
@@ -98,14 +108,28 @@ func (w *Worktrees) startJob(ctx context.Context) error {
 // again on the job branch or, if it is still there, has a merge that the
 // dead process left half done aborted.
 func (w *Worktrees) resumeJob(ctx context.Context) error {
-	user := w.git.In("")
 	if err := w.removeItemTrees(ctx); err != nil {
 		return err
 	}
+	return w.readyJobTree(ctx)
+}
+
+// readyJobTree makes the job worktree on the job branch when it is not
+// there (a dlq retry runs after the job ended, and a retry that ends
+// removes it while another may still merge), and aborts a merge that a
+// process which died left half done in it. The job's merge lock is held
+// (lock), or no other process runs the job.
+func (w *Worktrees) readyJobTree(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(w.jobDir, ".git")); err == nil {
+		if w.checked {
+			return nil
+		}
+		w.checked = true
 		return w.git.AbortMerge(ctx)
 	}
-	if err := user.Prune(ctx); err != nil {
+	user := w.git.In("")
+	// What a process killed while it removed the worktree left of it.
+	if err := errors.Join(os.RemoveAll(w.jobDir), user.Prune(ctx)); err != nil {
 		return err
 	}
 	if tip, err := user.Tip(ctx, w.JobBranch); err != nil || tip == "" {
@@ -113,6 +137,85 @@ func (w *Worktrees) resumeJob(ctx context.Context) error {
 	}
 	if err := user.AddWorktree(ctx, w.jobDir, w.JobBranch); err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
+	}
+	w.checked = true
+	return nil
+}
+
+// lock takes the job's merge lock: this process's, then the flock that
+// other processes of the job (dlq retries) take. unlock gives both back.
+func (w *Worktrees) lock() (unlock func(), err error) {
+	w.mergeMu.Lock()
+	f, err := os.OpenFile(w.lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		w.mergeMu.Unlock()
+		return nil, fmt.Errorf("the job's merge lock: %w", err)
+	}
+	return func() {
+		// Unlocked before the close: a child forked meanwhile holds a
+		// copy of the descriptor until it execs, and the close alone
+		// would leave the flock to it.
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		w.mergeMu.Unlock()
+	}, nil
+}
+
+// startRetry readies the worktrees for a dlq retry of its (known are the
+// job's items as its item log has them): the items' worktrees that a
+// killed retry left are removed, but for those of items still in the DLQ,
+// which another retry may be running and which the retry that claims them
+// makes afresh (openItem). It returns, by index, the items of its whose
+// branch a killed retry merged, with the outcome to record: they are
+// neither run nor merged again. The job worktree is made at the first
+// merge, under the job's merge lock.
+func (w *Worktrees) startRetry(ctx context.Context, q RetryQueue, known map[int]job.ItemRecord, its []*Item) (map[int]Outcome, error) {
+	repo := w.git.In("")
+	if err := repo.Prune(ctx); err != nil {
+		return nil, err
+	}
+	left, err := repo.Worktrees(ctx, w.itemsDir)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]string{} // by worktree name
+	for _, rec := range known {
+		ids[worktreeName(&Item{ID: rec.ID, Index: rec.Index})] = rec.ID
+	}
+	for _, t := range left {
+		if id, ok := ids[filepath.Base(t.Path)]; ok {
+			queued, err := q.Queued(id)
+			if err != nil {
+				return nil, err
+			}
+			if queued[id] {
+				continue
+			}
+		}
+		if err := repo.RemoveWorktree(ctx, t.Path); err != nil {
+			return nil, err
+		}
+	}
+	return w.mergedItems(ctx, its)
+}
+
+// endRetry removes the job worktree that the retry's merges made. Another
+// retry that merges later makes it again.
+func (w *Worktrees) endRetry(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx) // an interrupted retry still cleans up
+	unlock, err := w.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	user := w.git.In("")
+	if err := errors.Join(user.RemoveWorktree(ctx, w.jobDir), user.Prune(ctx)); err != nil {
+		return fmt.Errorf("removing the job worktree: %w", err)
 	}
 	return nil
 }
@@ -145,16 +248,28 @@ func (w *Worktrees) removeItemTrees(ctx context.Context) error {
 // nor merged again); the others start again from their first step in a
 // fresh worktree, the work of the dead one being gone.
 func (w *Worktrees) resumeItems(ctx context.Context, running map[int]job.ItemRecord) (map[int]Outcome, error) {
-	merged, err := w.git.Merged(ctx, w.JobBranch)
+	its := make([]*Item, 0, len(running))
+	for i, rec := range running {
+		rec.Steps = nil
+		running[i] = rec
+		its = append(its, &Item{ID: rec.ID, Index: rec.Index})
+	}
+	return w.mergedItems(ctx, its)
+}
+
+// mergedItems returns, by index, the items among its whose branch is
+// merged into the job branch, with the outcome to record for each: a
+// process that died after the merge did not record it.
+func (w *Worktrees) mergedItems(ctx context.Context, its []*Item) (map[int]Outcome, error) {
+	repo := w.git.In("")
+	merged, err := repo.Merged(ctx, w.JobBranch)
 	if err != nil {
 		return nil, err
 	}
 	done := map[int]Outcome{}
-	for i, rec := range running {
-		rec.Steps = nil
-		running[i] = rec
-		t := w.itemTree(&Item{ID: rec.ID, Index: rec.Index})
-		tip, err := w.git.Tip(ctx, t.branch)
+	for _, it := range its {
+		t := w.itemTree(it)
+		tip, err := repo.Tip(ctx, t.branch)
 		if err != nil {
 			return nil, err
 		}
@@ -162,11 +277,11 @@ func (w *Worktrees) resumeItems(ctx context.Context, running map[int]job.ItemRec
 		if tip == "" || !ok {
 			continue
 		}
-		commits, err := w.git.Commits(ctx, merge+"^1", tip)
+		commits, err := repo.Commits(ctx, merge+"^1", tip)
 		if err != nil {
 			return nil, err
 		}
-		done[i] = Outcome{Branch: t.branch, Commits: commits}
+		done[it.Index] = Outcome{Branch: t.branch, Commits: commits}
 	}
 	return done, nil
 }
@@ -181,15 +296,16 @@ type itemTree struct {
 // lost) finds the worktree its earlier steps worked in, and keeps it.
 func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemTree, error) {
 	t := w.itemTree(it)
+	repo := w.git.In("")
 	if _, err := os.Stat(t.path); err == nil {
 		if resumed {
 			return t, nil
 		}
-		if err := w.git.RemoveWorktree(ctx, t.path); err != nil {
+		if err := repo.RemoveWorktree(ctx, t.path); err != nil {
 			return t, err
 		}
 	}
-	if err := w.git.ResetWorktree(ctx, t.path, t.branch, w.JobBranch); err != nil {
+	if err := repo.ResetWorktree(ctx, t.path, t.branch, w.JobBranch); err != nil {
 		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)
 	}
 	return t, nil
@@ -207,7 +323,7 @@ func (w *Worktrees) itemDir(t itemTree) string { return filepath.Join(t.path, w.
 
 // closeItem removes an item's worktree; its branch stays.
 func (w *Worktrees) closeItem(ctx context.Context, t itemTree) error {
-	return w.git.RemoveWorktree(context.WithoutCancel(ctx), t.path)
+	return w.git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.path)
 }
 
 // mergeBack merges the branch of an item that succeeded into the job
@@ -220,15 +336,23 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 		return out, nil
 	}
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
-	w.mergeMu.Lock()
-	defer w.mergeMu.Unlock()
-	commits, err := w.git.Commits(ctx, w.JobBranch, out.Branch)
+	// The merges of other items, which the job branch may gain meanwhile,
+	// hold none of this item's commits.
+	commits, err := w.git.In("").Commits(ctx, w.JobBranch, out.Branch)
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
 	out.Commits = commits
 	if out.Failed || !w.merge || len(commits) == 0 {
 		return out, nil
+	}
+	unlock, err := w.lock()
+	if err != nil {
+		return out, fmt.Errorf("item %s: %w", it.ID, err)
+	}
+	defer unlock()
+	if err := w.readyJobTree(ctx); err != nil {
+		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
 	msg := "Merge " + it.ID + " (runner job " + w.jobID + ")"
 	conflicts, err := w.git.Merge(ctx, out.Branch, msg)
@@ -256,7 +380,7 @@ func (w *Worktrees) recorded(ctx context.Context, out Outcome) {
 	}
 	// A branch left behind holds nothing the job branch lacks: failing to
 	// delete it is not worth failing the item, which has succeeded.
-	_ = w.git.DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+	_ = w.git.In("").DeleteBranch(context.WithoutCancel(ctx), out.Branch)
 }
 
 // unsafeRef is what may not appear in a git branch name's component (and

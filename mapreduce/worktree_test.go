@@ -1,10 +1,12 @@
 package mapreduce
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/runnerdev/runner/job"
@@ -39,42 +41,12 @@ func TestWorktreeName(t *testing.T) {
 // once recorded), a conflicting one fails as merge_conflict with its
 // branch kept and the job branch clean.
 func TestWorktreesMergeBack(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	repo := t.TempDir()
-	t.Chdir(repo)
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		c := exec.Command("git", args...)
-		c.Dir, c.Env = dir, env
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git(repo, "init", "-q", "-b", "main")
-	os.WriteFile("f.txt", []byte("base\n"), 0o600)
-	git(repo, "add", "f.txt")
-	git(repo, "commit", "-qm", "base")
-	state := filepath.Join(t.TempDir(), "job")
-	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
-	w, err := OpenWorktrees(t.Context(), "j", m, env, func(name string) string { return filepath.Join(state, name) })
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, git, repo := testWorktrees(t)
 	if err := w.startJob(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	edit := func(it *Item, content string) Outcome {
-		tree, err := w.openItem(t.Context(), it, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(tree.path, "f.txt"), []byte(content), 0o600)
-		git(tree.path, "commit", "-qam", it.ID)
+		tree := editItem(t, w, git, it, "f.txt", content)
 		if err := w.closeItem(t.Context(), tree); err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +54,7 @@ func TestWorktreesMergeBack(t *testing.T) {
 	}
 	a, b, c := &Item{ID: "a", Index: 0}, &Item{ID: "b", Index: 1}, &Item{ID: "c", Index: 2}
 	outA, outB := edit(a, "a\n"), edit(b, "b\n") // both from the same tip
-	outA, err = w.mergeBack(t.Context(), a, 1, outA)
+	outA, err := w.mergeBack(t.Context(), a, 1, outA)
 	if err != nil || outA.Failed || len(outA.Commits) != 1 {
 		t.Fatalf("merge of a = %+v, %v", outA, err)
 	}
@@ -148,5 +120,132 @@ func TestWorktreesMergeBack(t *testing.T) {
 	}
 	if head := git(repo, "log", "-1", "--format=%s", "main"); head != "base" {
 		t.Errorf("the user's branch moved to %q", head)
+	}
+}
+
+// testWorktrees returns the worktrees of job j, whose map runs with
+// isolation: worktree, in a new repository with one commit (f.txt), this
+// process's directory; git runs git in a directory.
+func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...string) string, repo string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo = t.TempDir()
+	t.Chdir(repo)
+	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	git = func(dir string, args ...string) string {
+		t.Helper()
+		c := exec.Command("git", args...)
+		c.Dir, c.Env = dir, env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git(repo, "init", "-q", "-b", "main")
+	os.WriteFile("f.txt", []byte("base\n"), 0o600)
+	git(repo, "add", "f.txt")
+	git(repo, "commit", "-qm", "base")
+	state := filepath.Join(t.TempDir(), "job")
+	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
+	w, err := OpenWorktrees(t.Context(), "j", m, env, func(name string) string { return filepath.Join(state, name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, git, repo
+}
+
+// editItem makes an item's worktree, writes content to the file name in
+// it and commits it; the worktree is left.
+func editItem(t *testing.T, w *Worktrees, git func(string, ...string) string, it *Item, name, content string) itemTree {
+	t.Helper()
+	tree, err := w.openItem(t.Context(), it, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tree.path, name), []byte(content), 0o600)
+	git(tree.path, "add", name)
+	git(tree.path, "commit", "-qm", it.ID)
+	return tree
+}
+
+// A dlq retry after the job ended (its worktree gone) and after a retry
+// killed -9: startRetry removes the items' worktrees the killed retry
+// left but for those of items still in the DLQ, and finds the item it
+// merged without recording; a merge makes the job worktree again, and
+// endRetry removes it.
+func TestWorktreesRetry(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	if err := w.startJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.endJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b, c, d := &Item{ID: "b", Index: 1}, &Item{ID: "c", Index: 2}, &Item{ID: "d", Index: 3}
+	// The killed retry: b, held by another retry, is running; c ended
+	// (its worktree not yet removed); d was merged, which made the job
+	// worktree again, and its end not recorded.
+	treeB := editItem(t, w, git, b, "b.txt", "b\n")
+	treeC := editItem(t, w, git, c, "c.txt", "c\n")
+	treeD := editItem(t, w, git, d, "d.txt", "d\n")
+	outD, err := w.mergeBack(t.Context(), d, 1, Outcome{Branch: treeD.branch})
+	if err != nil || outD.Failed {
+		t.Fatalf("merge of d = %+v, %v", outD, err)
+	}
+	if msg := git(w.jobDir, "log", "-1", "--format=%s"); msg != "Merge d (runner job j)" {
+		t.Errorf("the job worktree made for the merge is at %q", msg)
+	}
+	q := heldDLQ{newFakeDLQ(), map[string]bool{"b": true}}
+	q.Add(DeadLetter{ItemID: "b", ItemIndex: 1}, DeadLetter{ItemID: "d", ItemIndex: 3})
+	known := map[int]job.ItemRecord{1: {Index: 1, ID: "b"}, 2: {Index: 2, ID: "c", State: job.ItemSucceeded}, 3: {Index: 3, ID: "d"}}
+	merged, err := w.startRetry(t.Context(), q, known, []*Item{b, d})
+	if err != nil || len(merged) != 1 || merged[3].Branch != treeD.branch || len(merged[3].Commits) != 1 {
+		t.Errorf("startRetry = %+v, %v; want d alone, with its commit", merged, err)
+	}
+	for _, tt := range []struct {
+		tree itemTree
+		left bool
+	}{{treeB, true}, {treeC, false}, {treeD, true}} {
+		if _, err := os.Stat(tt.tree.path); (err == nil) != tt.left {
+			t.Errorf("%s: there is %v, want %v", tt.tree.path, err == nil, tt.left)
+		}
+	}
+	if err := w.endRetry(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(w.jobDir); !os.IsNotExist(err) {
+		t.Errorf("the job worktree is still there after the retry: %v", err)
+	}
+	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 3 {
+		t.Errorf("worktrees: want the repository's, b's and d's\n%s", list)
+	}
+}
+
+// The job's merge lock is a flock that another process (another open
+// file) cannot take while this one holds it, and can once it is given
+// back.
+func TestWorktreesLock(t *testing.T) {
+	w, _, _ := testWorktrees(t)
+	if err := os.MkdirAll(filepath.Dir(w.lockPath), 0o700); err != nil { // the job's directory
+		t.Fatal(err)
+	}
+	unlock, err := w.lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.Open(w.lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Errorf("another holder took the held lock: %v", err)
+	}
+	unlock()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Errorf("the lock given back cannot be taken: %v", err)
 	}
 }
