@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/progress"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
@@ -273,7 +275,11 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 	switch {
 	case res.status == state.Failed, res.status == state.Stopped:
 		t.display.Line("runner: "+s.Error, "")
-		t.display.Line("resume with: runner resume "+s.JobID, "")
+		resume := "runner resume "
+		if errors.As(res.err, new(*mapreduce.MergeError)) {
+			resume += "--merge " // a final merge that failed is made again only when asked for
+		}
+		t.display.Line("resume with: "+resume+s.JobID, "")
 	case res.status == state.Interrupted:
 		t.display.Line(fmt.Sprintf("runner: %s; resume with: runner resume %s", s.Error, s.JobID), "")
 	case res.items != nil && res.items.DLQ > 0:
