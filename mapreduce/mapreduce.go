@@ -34,6 +34,9 @@ type Options struct {
 	// the job succeeds (runner run --merge, merge_back: true): through the
 	// merge: block if the file has one, else with git merge.
 	Merge bool
+	// MergeStarts, if set, is called before the merge: block's steps run
+	// (the terminal labels their lines).
+	MergeStarts func()
 	// SaveEvery is how often the item counts are written to the job's
 	// metadata while items run (for `runner jobs`); 0 means every second.
 	SaveEvery time.Duration
@@ -107,7 +110,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err != nil || trees == nil || !opts.Merge || sum.Items.DLQ > 0 {
 		return sum, err
 	}
-	how, err := trees.mergeEnd(ctx, j, sum.Target)
+	how, err := trees.mergeEnd(ctx, j, sum.Target, opts.MergeStarts)
 	if err == nil {
 		sum.Merged = how
 	}

@@ -51,8 +51,8 @@ func (w *Worktrees) target(ctx context.Context, j *job.Job) (string, error) {
 // job worktree with ${merge.*} and journaled as the merge phase (so that
 // a resumed job does not run a finished one again); else runner's own
 // merge, in the user's checkout.
-func (w *Worktrees) mergeEnd(ctx context.Context, j *job.Job, target string) (string, error) {
-	how, err := w.finalMerge(ctx, j, target)
+func (w *Worktrees) mergeEnd(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
+	how, err := w.finalMerge(ctx, j, target, starts)
 	if err != nil {
 		if target == "" {
 			target = "your branch"
@@ -63,7 +63,7 @@ func (w *Worktrees) mergeEnd(ctx context.Context, j *job.Job, target string) (st
 }
 
 // finalMerge is mergeEnd's work.
-func (w *Worktrees) finalMerge(ctx context.Context, j *job.Job, target string) (string, error) {
+func (w *Worktrees) finalMerge(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
 	if target == "" {
 		return "", errors.New("HEAD was detached when the job started, so there is no branch to merge into")
 	}
@@ -78,6 +78,9 @@ func (w *Worktrees) finalMerge(ctx context.Context, j *job.Job, target string) (
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, t, fmt.Errorf("the merge phase did not end within its timeout of %s", t))
 		defer cancel()
+	}
+	if starts != nil {
+		starts()
 	}
 	_, err := j.RunPhase(ctx, job.PhaseMerge, block.Steps)
 	return MergedByBlock, err
