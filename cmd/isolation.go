@@ -125,7 +125,7 @@ func writeEndOfJob(w io.Writer, res jobResult, merge bool) {
 		into = end.Target + ", the branch the job started on,"
 	}
 	fmt.Fprintf(w, "runner: the job's work is on branch %s; to merge it into %s run in your checkout: git merge --no-ff %s\n", end.Branch, into, end.Branch)
-	if merge && res.err == nil || merge && errors.As(res.err, new(job.ItemsInDLQ)) {
+	if merge && errors.As(res.err, new(job.ItemsInDLQ)) {
 		fmt.Fprintf(w, "runner: not merged: a merge (--merge or merge_back: true) is made only when every item succeeded\n")
 	}
 }
