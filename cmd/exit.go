@@ -21,7 +21,8 @@ const (
 	ExitItemsInDLQ = job.ExitItemsInDLQ
 	exitCodesHelp  = `Exit codes:
   0    success (MapReduce: every item succeeded or was skipped by policy)
-  1    failed: a step failed, setup/reduce failed, or the error policy stopped the job
+  1    failed: a step failed, setup/reduce failed, the error policy stopped the job,
+       or the merge asked for (--merge, merge_back) was not made
   2    usage error or invalid workflow; nothing ran
   3    MapReduce finished but items are in the dead-letter queue
   129  interrupted by SIGHUP (state saved; runner resume JOB continues)

@@ -14,6 +14,7 @@ type resumeOptions struct {
 	parallelOptions
 	JUnit string
 	Set   []string
+	Merge bool
 }
 
 func (o *resumeOptions) AddFlags(c *cobra.Command) {
@@ -21,6 +22,7 @@ func (o *resumeOptions) AddFlags(c *cobra.Command) {
 	o.parallelOptions.AddFlags(c)
 	c.Flags().StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 	c.Flags().StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
+	c.Flags().BoolVar(&o.Merge, "merge", false, mergeFlagHelp)
 }
 
 func newResumeCommand(g *globalOptions) *cobra.Command {
@@ -53,6 +55,11 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if err != nil {
 		return err
 	}
+	if o.Merge {
+		if err := checkResumeMerge(g, id); err != nil {
+			return err
+		}
+	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
 	j, err := job.Resume(id, job.Options{
 		Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
@@ -62,5 +69,5 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	}
 	ui.setWorkflow(j.Workflow())
 	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.ID())
-	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit)
+	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, o.Merge)
 }

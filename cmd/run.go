@@ -27,6 +27,7 @@ type runOptions struct {
 	DryRun bool
 	Set    []string
 	JUnit  string
+	Merge  bool
 }
 
 func (o *runOptions) AddFlags(cmd *cobra.Command) {
@@ -38,6 +39,7 @@ func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.DryRun, "dry-run", false, "validate and show what would run, run nothing")
 	f.StringArrayVar(&o.Set, "set", nil, "set a variable: --set KEY=VALUE (overrides env:)")
 	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
+	f.BoolVar(&o.Merge, "merge", false, mergeFlagHelp)
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -102,6 +104,9 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err := checkIsolation(ctx, g, wf); err != nil {
 		return err
 	}
+	if err := checkMerge(ctx, wf, o.Merge); err != nil {
+		return err
+	}
 	if o.DryRun {
 		p := plan.New(wf, seed, executor.ResolveAgent(wf.Agent, os.Environ()))
 		if o.Output == "json" {
@@ -118,7 +123,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	fmt.Fprintf(g.stderr, "job: %s\n", j.ID())
-	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit)
+	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, o.Merge)
 }
 
 // loadWorkflow reads and parses a workflow file named on the command line;
@@ -133,16 +138,18 @@ func loadWorkflow(file string) (*workflow.Workflow, []byte, error) {
 }
 
 // finishJob runs a started or resumed job to its end, records how it
-// ended and reports it.
-func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOptions, junit string) error {
+// ended and reports it. merge is --merge: the job branch of a job that
+// succeeds is merged into the branch it started on.
+func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOptions, junit string, merge bool) error {
 	var (
 		res jobResult
 		err error
 	)
 	if j.Workflow().Mode == workflow.MapReduce {
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr)})
-		res.items, res.branch = &sum.Items, sum.Branch
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
+			Merge: merge || j.Workflow().MergeBack, MergeStarts: ui.mergeStarts})
+		res.items, res.end = &sum.Items, sum
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
@@ -177,8 +184,8 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 	}
 	res.err = err
 	ui.summary(j, res)
-	if res.branch != "" {
-		fmt.Fprintf(ui.g.stderr, "runner: the job's work is on branch %s; to merge it into yours: git merge --no-ff %s\n", res.branch, res.branch)
+	if res.end.Branch != "" {
+		writeEndOfJob(ui.g.stderr, res, merge || j.Workflow().MergeBack)
 	}
 	if err != nil {
 		return alreadyReported(err)
@@ -192,6 +199,6 @@ type jobResult struct {
 	code   int
 	steps  job.PhaseResult   // standard workflows
 	items  *state.ItemCounts // MapReduce workflows
-	branch string            // the job branch (map.isolation: worktree)
+	end    mapreduce.Summary // MapReduce: its job branch and final merge (map.isolation: worktree)
 	err    error
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/progress"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
@@ -28,7 +30,7 @@ type terminal struct {
 	mu       sync.Mutex
 	failures []eventlog.Event // item failures not yet shown (error_collection)
 	failed   int              // item failures so far
-	phase    string           // MapReduce: "setup" until the map starts, then "reduce"
+	phase    string           // MapReduce: "setup" until the map starts, then "reduce", then "merge"
 }
 
 // newTerminal starts showing a job; progressMode is auto, always or never.
@@ -75,6 +77,11 @@ func (t *terminal) printf(format string, args ...any) {
 	}
 	t.display.Line(text, color)
 }
+
+// mergeStarts labels the lines of the steps that run next as the merge
+// phase's. Like the events that set the other phases, it comes from the
+// job's own goroutine, between steps.
+func (t *terminal) mergeStarts() { t.phase = "merge " }
 
 // event renders one event as a line, by verbosity.
 func (t *terminal) event(e eventlog.Event) {
@@ -203,8 +210,13 @@ type runSummary struct {
 	DurationMS int64             `json:"duration_ms"`
 	Steps      *stepCounts       `json:"steps,omitempty"`
 	Items      *state.ItemCounts `json:"items,omitempty"`
-	Error      string            `json:"error,omitempty"`
-	Handled    []string          `json:"handled_failures,omitempty"`
+	// Branch is the job branch (map.isolation: worktree), TargetBranch
+	// the branch it merges into, and Merged says that it was merged.
+	Branch       string   `json:"branch,omitempty"`
+	TargetBranch string   `json:"target_branch,omitempty"`
+	Merged       bool     `json:"merged,omitempty"`
+	Error        string   `json:"error,omitempty"`
+	Handled      []string `json:"handled_failures,omitempty"`
 }
 
 type stepCounts struct {
@@ -219,6 +231,7 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 	s := runSummary{
 		JobID: j.ID(), Workflow: j.Workflow().Name, Status: string(res.status), ExitCode: res.code,
 		DurationMS: j.Elapsed().Milliseconds(), Items: res.items,
+		Branch: res.end.Branch, TargetBranch: res.end.Target, Merged: res.end.Merged != "",
 	}
 	if res.items == nil {
 		s.Steps = &stepCounts{Total: len(j.Workflow().Steps), Succeeded: res.steps.Succeeded, Failed: res.steps.Failed, Skipped: res.steps.Skipped}
@@ -273,7 +286,11 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 	switch {
 	case res.status == state.Failed, res.status == state.Stopped:
 		t.display.Line("runner: "+s.Error, "")
-		t.display.Line("resume with: runner resume "+s.JobID, "")
+		resume := "runner resume "
+		if errors.As(res.err, new(*mapreduce.MergeError)) {
+			resume += "--merge " // a final merge that failed is made again only when asked for
+		}
+		t.display.Line("resume with: "+resume+s.JobID, "")
 	case res.status == state.Interrupted:
 		t.display.Line(fmt.Sprintf("runner: %s; resume with: runner resume %s", s.Error, s.JobID), "")
 	case res.items != nil && res.items.DLQ > 0:

@@ -87,6 +87,19 @@ func (g Git) TopLevel(ctx context.Context) (top, prefix string, err error) {
 // Head returns the commit HEAD names, or "" when its branch has none yet.
 func (g Git) Head(ctx context.Context) (string, error) { return g.commit(ctx, "HEAD") }
 
+// Branch returns the branch checked out in g.Dir, or "" when HEAD is
+// detached.
+func (g Git) Branch(ctx context.Context) (string, error) {
+	res := g.Run(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+	if res.Kind == proc.KindExit && res.ExitCode == 1 && len(res.StderrTail) == 0 {
+		return "", nil // -q: HEAD is not a symbolic ref
+	}
+	if res.Kind != proc.KindOK {
+		return "", fmt.Errorf("git symbolic-ref HEAD: %s", Message(res))
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
 // Tip returns the commit branch points at, or "" when there is no such
 // branch.
 func (g Git) Tip(ctx context.Context, branch string) (string, error) {
@@ -121,8 +134,18 @@ func (g Git) Commits(ctx context.Context, base, head string) ([]string, error) {
 
 // DirtyPaths lists the paths with changes not committed (untracked files
 // included), as git status names them.
-func (g Git) DirtyPaths(ctx context.Context) ([]string, error) {
-	res := g.Run(ctx, "status", "--porcelain", "-z")
+func (g Git) DirtyPaths(ctx context.Context) ([]string, error) { return g.status(ctx) }
+
+// ChangedPaths lists the tracked paths with changes not committed, staged
+// or not: those a merge could clash with, untracked files being left
+// alone by one (or making git refuse it).
+func (g Git) ChangedPaths(ctx context.Context) ([]string, error) {
+	return g.status(ctx, "--untracked-files=no")
+}
+
+// status lists the paths git status --porcelain names, with args.
+func (g Git) status(ctx context.Context, args ...string) ([]string, error) {
+	res := g.Run(ctx, append([]string{"status", "--porcelain", "-z"}, args...)...)
 	if res.Kind != proc.KindOK {
 		return nil, fmt.Errorf("git status: %s", Message(res))
 	}
@@ -139,6 +162,20 @@ func (g Git) DirtyPaths(ctx context.Context) ([]string, error) {
 		}
 	}
 	return paths, nil
+}
+
+// maxNamed is how many paths Names names.
+const maxNamed = 5
+
+// Names lists the first few of paths for a message, saying how many more
+// there are.
+func Names(paths []string) string {
+	shown := paths[:min(len(paths), maxNamed)]
+	more := ""
+	if len(paths) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(paths)-len(shown))
+	}
+	return strings.Join(shown, ", ") + more
 }
 
 // NewWorktree creates a worktree at path on a new branch pointing at

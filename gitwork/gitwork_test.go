@@ -83,6 +83,40 @@ func TestTopLevelHeadAndDirtyPaths(t *testing.T) {
 	if err != nil || !slices.Equal(paths, []string{"moved.txt", "new file.txt"}) {
 		t.Errorf("DirtyPaths = %q, %v; want the renamed and the untracked file", paths, err)
 	}
+	paths, err = g.ChangedPaths(t.Context())
+	if err != nil || !slices.Equal(paths, []string{"moved.txt"}) {
+		t.Errorf("ChangedPaths = %q, %v; want the renamed file only", paths, err)
+	}
+}
+
+func TestNames(t *testing.T) {
+	for _, tt := range []struct {
+		paths []string
+		want  string
+	}{
+		{[]string{"a"}, "a"},
+		{[]string{"a", "b", "c", "d", "e"}, "a, b, c, d, e"},
+		{[]string{"a", "b", "c", "d", "e", "f", "g"}, "a, b, c, d, e and 2 more"},
+	} {
+		if got := Names(tt.paths); got != tt.want {
+			t.Errorf("Names(%q) = %q, want %q", tt.paths, got, tt.want)
+		}
+	}
+}
+
+// Branch names the branch checked out, and none when HEAD is detached.
+func TestBranch(t *testing.T) {
+	g := newRepo(t)
+	if b, err := g.Branch(t.Context()); b != "main" || err != nil {
+		t.Errorf("Branch = %q, %v; want main", b, err)
+	}
+	must(t, g, "checkout", "-q", "--detach")
+	if b, err := g.Branch(t.Context()); b != "" || err != nil {
+		t.Errorf("Branch of a detached HEAD = %q, %v; want none", b, err)
+	}
+	if _, err := g.In(t.TempDir()).Branch(t.Context()); err == nil {
+		t.Error("Branch outside a repository: no error")
+	}
 }
 
 // A worktree on a new branch; its commits; merged back with a merge

@@ -71,6 +71,15 @@ func (j *Job) SetItemCounts(c ItemCounts) error {
 	return j.st.Save()
 }
 
+// SetTargetBranch records in the job's metadata the branch the job
+// branch would be merged into: the one checked out when the job started.
+func (j *Job) SetTargetBranch(branch string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.st.Meta.TargetBranch = branch
+	return j.st.Save()
+}
+
 // SetDir makes dir the directory the job's phases run in (and that a
 // relative working_dir is resolved in): the job's git worktree with map
 // isolation. "" is this process's directory.

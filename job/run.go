@@ -102,6 +102,7 @@ const (
 	PhaseCommands = "commands"
 	PhaseSetup    = "setup"
 	PhaseReduce   = "reduce"
+	PhaseMerge    = "merge" // the merge: block, after reduce
 )
 
 // RunStandard runs a standard workflow's steps.

@@ -30,6 +30,13 @@ type Options struct {
 	MaxParallel int // overrides map.max_parallel when above 0
 	DLQ         DeadLetters
 	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
+	// Merge merges the job branch into the branch the job started on when
+	// the job succeeds (runner run --merge, merge_back: true): through the
+	// merge: block if the file has one, else with git merge.
+	Merge bool
+	// MergeStarts, if set, is called before the merge: block's steps run
+	// (the terminal labels their lines).
+	MergeStarts func()
 	// SaveEvery is how often the item counts are written to the job's
 	// metadata while items run (for `runner jobs`); 0 means every second.
 	SaveEvery time.Duration
@@ -43,6 +50,12 @@ type Summary struct {
 	// setup's, the merged items' and reduce's commits; "" without
 	// isolation.
 	Branch string
+	// Target is the branch the job started on, which the job branch
+	// merges into ("" when HEAD was detached, or without isolation).
+	Target string
+	// Merged says how the job branch was merged into Target
+	// (MergedByGit, MergedByBlock); "" when it was not.
+	Merged string
 }
 
 // StoppedError is returned when the error policy stopped the job; items
@@ -54,7 +67,9 @@ func (e *StoppedError) Error() string { return "stopped by the error policy: " +
 // Run runs a started or resumed MapReduce job: setup (steps already done
 // are skipped), the items not yet finished, then reduce. With
 // map.isolation: worktree all of it happens in worktrees of the job, on
-// the job branch and branches of it, which are gone when Run returns.
+// the job branch and branches of it, which are gone when Run returns;
+// with opts.Merge, a job that succeeded ends with the job branch merged
+// into the branch it started on.
 func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error) {
 	wf := j.Workflow()
 	trees, err := OpenWorktrees(ctx, j.ID(), wf.Map, j.Executor().Env, j.Path)
@@ -76,6 +91,9 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 		}()
 		j.SetDir(trees.Dir())
 		sum.Branch = trees.JobBranch
+		if sum.Target, err = trees.target(ctx, j); err != nil {
+			return sum, err
+		}
 	}
 	if _, err := j.RunPhase(ctx, job.PhaseSetup, wf.Setup); err != nil {
 		return sum, err
@@ -89,6 +107,13 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 		return sum, err
 	}
 	_, err = j.RunPhase(ctx, job.PhaseReduce, wf.Reduce)
+	if err != nil || trees == nil || !opts.Merge || sum.Items.DLQ > 0 {
+		return sum, err
+	}
+	how, err := trees.mergeEnd(ctx, j, sum.Target, opts.MergeStarts)
+	if err == nil {
+		sum.Merged = how
+	}
 	return sum, err
 }
 

@@ -23,12 +23,25 @@ type Plan struct {
 	Seed        *uint64       `json:"seed,omitempty"`
 	Phases      []Phase       `json:"phases"`
 	Map         *Map          `json:"map,omitempty"`
+	End         *End          `json:"end,omitempty"`
 	ErrorPolicy *ErrorPolicy  `json:"error_policy,omitempty"`
+}
+
+// End is what happens to the job branch of a map with isolation: worktree
+// when the job succeeds.
+type End struct {
+	// MergeBack (merge_back: true): it is merged into the branch the job
+	// started on; otherwise only with --merge.
+	MergeBack bool `json:"merge_back"`
+	// MergeBlock: the merge phase's steps (the merge: block) merge it,
+	// instead of runner's git merge.
+	MergeBlock bool    `json:"merge_block"`
+	Timeout    *millis `json:"merge_timeout_ms,omitempty"` // the merge phase's
 }
 
 // Phase is one phase of the workflow and its steps.
 type Phase struct {
-	Phase string `json:"phase"` // commands, setup, agent_template or reduce
+	Phase string `json:"phase"` // commands, setup, agent_template, reduce or merge
 	Steps []Step `json:"steps"`
 }
 
@@ -171,6 +184,13 @@ func New(wf *workflow.Workflow, seed *uint64, agent executor.Agent) Plan {
 		phase("agent_template", wf.Map.Template, true)
 	}
 	phase(job.PhaseReduce, wf.Reduce, false)
+	if wf.Map != nil && wf.Map.Isolation == workflow.IsolationWorktree {
+		p.End = &End{MergeBack: wf.MergeBack}
+		if wf.Merge != nil {
+			p.End.MergeBlock, p.End.Timeout = true, optMillis(wf.Merge.Timeout)
+			phase(job.PhaseMerge, wf.Merge.Steps, false)
+		}
+	}
 	p.ErrorPolicy = newErrorPolicy(wf)
 	return p
 }

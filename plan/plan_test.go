@@ -106,6 +106,31 @@ func TestAgentAndCommitsPlan(t *testing.T) {
 	}
 }
 
+// The plan of a map with isolation: worktree says how the job branch is
+// merged when the job succeeds, and shows the merge: block as a phase.
+func TestEndPlan(t *testing.T) {
+	const head = "mode: mapreduce\nmap: {input: x, agent_template: [{claude: /fix}]}\nreduce: [{shell: r}]\n"
+	tests := []struct{ src, want string }{
+		{"", "end: when the job succeeds, git merge --no-ff merges the job branch into the branch the job started on, with runner run --merge; otherwise it is left for you to merge\n"},
+		{"merge_back: true\n", "end: when the job succeeds, git merge --no-ff merges the job branch into the branch the job started on, always (merge_back: true); otherwise"},
+		{"merge: {commands: [{shell: m}], timeout: 90}\n", "merge:\n  1. m\n"},
+		{"merge: {commands: [{shell: m}], timeout: 90}\n", "end: when the job succeeds, the merge phase's steps run in the job worktree to merge the job branch (instead of git merge), with runner run --merge; the whole phase times out after 1m30s\n"},
+	}
+	for _, tt := range tests {
+		var out strings.Builder
+		if err := New(parse(t, head+tt.src), nil, executor.Agent{}).WriteText(&out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tt.want) {
+			t.Errorf("%q: want %q in\n%s", tt.src, tt.want, out.String())
+		}
+	}
+	var out strings.Builder
+	if err := New(parse(t, "mode: mapreduce\nmap: {input: x, agent_template: [{shell: s}]}\n"), nil, executor.Agent{}).WriteText(&out); err != nil || strings.Contains(out.String(), "end:") {
+		t.Errorf("without isolation: %v\n%s", err, out.String())
+	}
+}
+
 // The plan states where items run: the isolation the file sets or the
 // default for its agent template, and whether branches are merged.
 func TestIsolationPlan(t *testing.T) {

@@ -22,10 +22,29 @@ func (p Plan) WriteText(w io.Writer) error {
 			s.writeText(tw, p.Seed)
 		}
 	}
+	if p.End != nil {
+		tw.printf("end: %s\n", p.End.text())
+	}
 	if p.ErrorPolicy != nil {
 		p.ErrorPolicy.writeText(tw)
 	}
 	return tw.err
+}
+
+// text says how the job branch is merged when the job succeeds.
+func (e *End) text() string {
+	when := "with runner run --merge"
+	if e.MergeBack {
+		when = "always (merge_back: true)"
+	}
+	if !e.MergeBlock {
+		return "when the job succeeds, git merge --no-ff merges the job branch into the branch the job started on, " + when + "; otherwise it is left for you to merge"
+	}
+	text := "when the job succeeds, the merge phase's steps run in the job worktree to merge the job branch (instead of git merge), " + when
+	if e.Timeout != nil {
+		text += fmt.Sprintf("; the whole phase times out after %v", e.Timeout)
+	}
+	return text
 }
 
 func (m *Map) writeText(w *errWriter) {

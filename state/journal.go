@@ -15,7 +15,7 @@ import (
 // restores the variables it set; a map agent's step that was waiting to
 // retry (status "retrying") continues its retry loop instead.
 type StepRecord struct {
-	Phase    string         `json:"phase,omitempty"` // "commands", "setup", "reduce"; "" in item checkpoints
+	Phase    string         `json:"phase,omitempty"` // "commands", "setup", "reduce", "merge"; "" in item checkpoints
 	Index    int            `json:"index"`           // 0-based within the phase or template
 	Key      string         `json:"step"`
 	Status   string         `json:"status"` // succeeded, failed (handled), skipped, retrying

@@ -61,6 +61,10 @@ type Meta struct {
 	Items        *ItemCounts       `json:"items,omitempty"`
 	MaxParallel  int               `json:"max_parallel,omitempty"`
 	ResumedCount int               `json:"resumed,omitempty"`
+	// TargetBranch is the branch checked out where a job whose map runs
+	// in git worktrees started, which --merge merges the job branch into
+	// ("" when HEAD was detached).
+	TargetBranch string `json:"target_branch,omitempty"`
 
 	// OwnerDied is set by List, never saved: the job was running and the
 	// process running it is gone without recording how it ended.

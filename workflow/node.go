@@ -254,7 +254,6 @@ var unsupported = map[string]string{
 	"foreach":    "foreach is not supported; run a command over many items with a MapReduce workflow (mode: mapreduce)",
 	"validate":   "validate (Prodigy's spec-coverage validation) is not supported",
 	"analyze":    "analyze (Prodigy's code analysis) is not supported",
-	"merge":      "merge (Prodigy's worktree merge workflow) is not supported",
 	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",
 }
 

@@ -185,7 +185,7 @@ func (d *decoder) checkJSON(src []byte) bool {
 var (
 	commonKeys   = []string{"name", "mode", "env", "secrets", "agent"}
 	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands")
-	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy"), errorPolicyKeys...)
+	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back"), errorPolicyKeys...)
 )
 
 // workflow decodes the top level: a bare list of steps, or a mapping.
@@ -224,6 +224,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	}
 	if mode == MapReduce {
 		d.mapReduce(f, wf)
+		d.mergeEnd(f, wf)
 		return wf
 	}
 	if n := f.get("commands"); n != nil {
@@ -256,6 +257,9 @@ func (d *decoder) standardOnly(root *yaml.Node) []string {
 		switch k := root.Content[i]; k.Value {
 		case "map", "setup", "reduce", "error_policy":
 			d.errorf(k, "%q belongs to MapReduce workflows: add mode: mapreduce", k.Value)
+			found = append(found, k.Value)
+		case "merge", "merge_back":
+			d.errorf(k, "%s acts on the job branch of a MapReduce workflow whose map runs with isolation: worktree; a standard workflow runs in this checkout and has none", k.Value)
 			found = append(found, k.Value)
 		}
 	}

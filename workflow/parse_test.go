@@ -56,7 +56,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"agent unknown key", "agent: {comand: [x]}\ncommands: [{shell: x}]\n", `1:9: unknown key "comand" in agent (did you mean "command"?)`},
 		{"foreach", "- shell: x\n  foreach: [a]\n", `2:3: foreach is not supported; run a command over many items with a MapReduce workflow`},
 		{"goal_seek", "- goal_seek: {}\n", `1:3: goal_seek (Prodigy's iterative refinement`},
-		{"merge at top", "name: x\nmerge: {}\ncommands: [{shell: x}]\n", `2:1: merge (Prodigy's worktree merge workflow) is not supported`},
+		{"merge at top", "name: x\nmerge: {}\ncommands: [{shell: x}]\n", `2:1: merge acts on the job branch of a MapReduce workflow whose map runs with isolation: worktree`},
 		{"write_file", "- write_file: {}\n", `1:3: write_file is not supported`},
 		{"validate", "- shell: x\n  validate: {}\n", `2:3: validate (Prodigy's spec-coverage validation) is not supported`},
 		{"analyze", "- analyze: {}\n", `1:3: analyze (Prodigy's code analysis) is not supported`},
@@ -327,6 +327,35 @@ func TestParseIsolation(t *testing.T) {
 	}
 }
 
+// merge: is a list of steps or {commands, timeout}; its steps read the
+// steps of setup and reduce, which run before it; merge_back is a boolean.
+func TestParseMerge(t *testing.T) {
+	const head = "mode: mapreduce\nsetup: [{shell: x, id: s}]\nmap: {input: x, agent_template: [{claude: /fix}]}\nreduce: [{shell: x, id: r}]\n"
+	tests := []struct {
+		name, src string
+		steps     int
+		timeout   time.Duration
+		back      bool
+	}{
+		{"list", "merge: [{shell: '${steps.s.output}'}, {claude: '/merge ${merge.source_branch} ${steps.r.output}'}]\n", 2, 0, false},
+		{"commands and timeout", "merge: {commands: [{shell: x}], timeout: 600}\nmerge_back: true\n", 1, 600 * time.Second, true},
+		{"commands alone", "merge: {commands: [{shell: x}]}\nmerge_back: false\n", 1, 0, false},
+	}
+	for _, tt := range tests {
+		wf, err := Parse("m.yml", []byte(head+tt.src))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if m := wf.Merge; len(m.Steps) != tt.steps || m.Timeout != tt.timeout || wf.MergeBack != tt.back {
+			t.Errorf("%s: %d steps, timeout %v, merge_back %v; want %d, %v, %v", tt.name, len(m.Steps), m.Timeout, wf.MergeBack, tt.steps, tt.timeout, tt.back)
+		}
+	}
+	wf, err := Parse("m.yml", []byte(head))
+	if err != nil || wf.Merge != nil || wf.MergeBack {
+		t.Errorf("without merge: %+v, %v", wf, err)
+	}
+}
+
 func TestParseMapReduceErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"mode: mapreduce\n", `1:1: a MapReduce workflow needs map`},
@@ -346,6 +375,15 @@ func TestParseMapReduceErrors(t *testing.T) {
 		{"mode: mapreduce\nmap: {input: x, isolation: worktrees, agent_template: [{shell: x}]}\n", `2:28: map.isolation must be one of none, worktree, not "worktrees" (did you mean "worktree"?)`},
 		{"mode: mapreduce\nmap: {input: x, merge: false, agent_template: [{shell: x}]}\n", `2:24: map.merge must be one of merge, none, not "false"`},
 		{"mode: mapreduce\nmap: {input: x, merge: never, agent_template: [{shell: x}]}\n", `2:24: map.merge must be one of merge, none, not "never"`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nmerge: [{shell: x}]\n", `3:1: merge acts on the job branch, which only a map with isolation: worktree has (this one runs with isolation: none); set map.isolation: worktree or remove merge`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nmerge_back: true\n", `3:1: merge_back: true acts on the job branch`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge_back: yes please\n", `3:13: merge_back must be true or false`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {timeout: 600}\n", `3:8: merge needs commands: a list of steps`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {commands: [{shell: x}], timeout: 0}\n", `3:42: merge.timeout must be longer than zero`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {commands: [{shell: x}], timout: 9}\n", `3:33: unknown key "timout" in merge (did you mean "timeout"?)`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: []\n", `3:8: merge is empty: nothing to run`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: [{shell: x, id: m}]\nreduce: [{shell: '${steps.m.output}'}]\n", `4:18: shell: steps.m is not set here: merge runs after reduce (line 3)`},
+		{"commands: [{shell: x}]\nmerge: [{shell: x}]\n", `2:1: merge acts on the job branch of a MapReduce workflow whose map runs with isolation: worktree; a standard workflow runs in this checkout and has none`},
 	}
 	for _, tt := range tests {
 		errs := parseErr(t, "m.yml", tt.src)

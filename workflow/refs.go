@@ -12,7 +12,7 @@ import (
 // stepAt is where a step stands, or where a value that reads
 // ${steps.ID...} is: a phase and the index of the step in it.
 type stepAt struct {
-	phase string // commands, setup, agent_template, reduce; env and map.* outside steps
+	phase string // commands, setup, agent_template, reduce, merge; env and map.* outside steps
 	index int
 }
 
@@ -99,7 +99,9 @@ func canRead(from, to stepAt) string {
 	case from.phase == to.phase:
 		return "that step runs later"
 	case to.phase == "setup" && from.phase != "env":
-		return "" // map and reduce run after setup, in its scope
+		return "" // map, reduce and merge run after setup, in its scope
+	case to.phase == "reduce" && from.phase == "merge":
+		return "" // merge runs after reduce, in its scope
 	case from.phase == "env":
 		return "the workflow env is read before any step runs"
 	case to.phase == "agent_template" && from.phase == "reduce":

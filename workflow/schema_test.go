@@ -123,6 +123,11 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\non_item_failure: requeue\n",
 		"mode: mapreduce\nmap: {input: x, max_parallel: 0, agent_template: [{shell: x}]}\n",
 		"map: {input: x, agent_template: [{shell: x}]}\n",
+		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: []\n",
+		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {timeout: 600}\n",
+		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {commands: [{shell: x}], timeout: 0}\n",
+		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge_back: yes please\n",
+		"commands: [{shell: x}]\nmerge: [{shell: x}]\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)
@@ -147,7 +152,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 	for def, keys := range map[string][]string{
 		"standard": standardKeys, "mapreduce": mapKeys, "step": stepKeys, "retryPolicy": policyKeys,
 		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
-		"errorPolicy": errorPolicyKeys, "agent": agentKeys,
+		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
 		want := slices.Sorted(slices.Values(keys))

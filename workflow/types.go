@@ -45,6 +45,19 @@ type Workflow struct {
 	Reduce      []*Step
 	ErrorPolicy errorpolicy.Policy
 	ItemRetry   *retryv2.Policy // error_policy.retry_config, for on_item_failure: retry
+	// Merge is the merge: block, which replaces runner's own git merge of
+	// the job branch into the user's branch; nil when absent.
+	Merge *MergePhase
+	// MergeBack (merge_back: true) asks for that merge whenever the job
+	// succeeds, as runner run --merge does.
+	MergeBack bool
+}
+
+// MergePhase is the merge: block (Prodigy's merge workflow): steps run in
+// the job worktree, with ${merge.*}, to merge the job branch.
+type MergePhase struct {
+	Steps   []*Step
+	Timeout time.Duration // the whole phase; 0 = none
 }
 
 // EnvVar is one environment entry; Value may hold placeholders.

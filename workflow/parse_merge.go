@@ -1,0 +1,54 @@
+package workflow
+
+import "gopkg.in/yaml.v3"
+
+// mergeKeys are the keys of merge:'s mapping form.
+var mergeKeys = []string{"commands", "timeout"}
+
+// mergeEnd reads merge: and merge_back:, the end of a job whose map runs
+// in git worktrees: both act on the job branch, which a job without
+// isolation does not have.
+func (d *decoder) mergeEnd(f *fields, wf *Workflow) {
+	if n := f.get("merge"); n != nil {
+		wf.Merge = d.mergePhase(n)
+	}
+	if n := f.get("merge_back"); n != nil {
+		wf.MergeBack, _ = d.boolean(n, "merge_back")
+	}
+	if wf.Map == nil || wf.Map.Isolation == IsolationWorktree {
+		return
+	}
+	const why = "%s acts on the job branch, which only a map with isolation: worktree has (this one runs with isolation: none); set map.isolation: worktree or remove %s"
+	if wf.Merge != nil {
+		d.errorf(f.key("merge"), why, "merge", "merge")
+	}
+	if wf.MergeBack {
+		d.errorf(f.key("merge_back"), why, "merge_back: true", "it")
+	}
+}
+
+// mergePhase reads merge: Prodigy's merge workflow, a list of steps or
+// {commands: [...], timeout: SECONDS}.
+func (d *decoder) mergePhase(n *yaml.Node) *MergePhase {
+	r := d.resolve(n)
+	if r == nil {
+		return nil
+	}
+	if r.Kind != yaml.MappingNode {
+		return &MergePhase{Steps: d.stepList(n, "merge", true)}
+	}
+	f := d.mapping(r, "merge", mergeKeys)
+	if f == nil {
+		return nil
+	}
+	m := &MergePhase{}
+	if c := f.get("commands"); c != nil {
+		m.Steps = d.stepList(c, "merge.commands", true)
+	} else {
+		d.errorf(r, "merge needs commands: a list of steps")
+	}
+	if t := f.get("timeout"); t != nil {
+		m.Timeout, _ = d.positive(t, "merge.timeout")
+	}
+	return m
+}
