@@ -92,6 +92,8 @@ func TestProdigyRealFiles(t *testing.T) {
 			t.Errorf("%s validates now: take it out of prodigyNotYet and run it in a script testdata/prodigy/%s.txtar", name, strings.TrimSuffix(name, ".yml"))
 		case err == nil && !scripts[name]:
 			t.Errorf("%s validates but no script testdata/prodigy/%s.txtar runs it", name, strings.TrimSuffix(name, ".yml"))
+		case err != nil && scripts[name]:
+			t.Errorf("%s has a script, but does not validate: %v", name, err)
 		case err != nil && !listed:
 			t.Errorf("%s does not validate and is not in prodigyNotYet: %v", name, err)
 		case err != nil && !strings.Contains(err.Error(), reason):
@@ -137,10 +139,7 @@ func prodigySetup(env *testscript.Env, dir string) error {
 	for _, v := range []string{"GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"} {
 		env.Setenv(v, "test@example.com")
 	}
-	if err := os.WriteFile(filepath.Join(env.WorkDir, "README.md"), []byte("# a project\n"), 0o644); err != nil {
-		return err
-	}
-	git := exec.Command("sh", "-c", "git init -q -b main repo && mv README.md repo && cd repo && git add -A && git commit -qm init")
+	git := exec.Command("sh", "-c", "git init -q -b main repo && cd repo && echo '# a project' > README.md && git add -A && git commit -qm init")
 	git.Dir = env.WorkDir
 	git.Env = env.Vars
 	if out, err := git.CombinedOutput(); err != nil {
