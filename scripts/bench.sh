@@ -9,7 +9,7 @@
 #   isolation      per-item cost of map.isolation: worktree on a repository of
 #                  1,000 files, against a shell loop of git worktree add + remove
 # Alternating runs, medians. QUICK=1 runs a small version (about a
-# minute); SECTIONS="chain scale" runs only those sections.
+# minute or two); SECTIONS="chain scale" runs only those sections.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/runner .
