@@ -72,6 +72,7 @@ func prodigyExamples(t *testing.T) string {
 // PATH for the programs it calls (testdata/prodigy/bin: claude, ...), or
 // is in prodigyNotYet with the reason it does not validate.
 func TestProdigyRealFiles(t *testing.T) {
+	t.Parallel()
 	dir := prodigyExamples(t)
 	files, err := filepath.Glob(filepath.Join(dir, "*.yml"))
 	if err != nil || len(files) == 0 {
@@ -108,6 +109,9 @@ func TestProdigyRealFiles(t *testing.T) {
 		t.Errorf("testdata/prodigy has a script for %s, which is not in %s", name, dir)
 	}
 	t.Logf("%d of Prodigy's %d files validate, and each of them runs in a script", valid, len(files))
+	if testing.Short() {
+		t.Skip("the files' scripts sleep as the files do and make many git worktrees")
+	}
 
 	p := scriptParams()
 	p.Dir = "testdata/prodigy"
