@@ -55,7 +55,7 @@ tidy-check:
 	$(GO) mod tidy -diff
 
 # Go benchmarks, then runner against its peers (scripts/bench.sh; about
-# 40 minutes on 2 cores; QUICK=1 make bench for a small run).
+# 45 minutes on 2 cores; QUICK=1 make bench for a small run).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	scripts/bench.sh

@@ -6,8 +6,10 @@
 #   scale          100,000 items: wall time, peak RSS, state-dir bytes, query latency
 #                  (runner events lists the job's ~600,000 events)
 #   streaming      a 1,000,000-item input: peak RSS while it loads
+#   isolation      per-item cost of map.isolation: worktree on a repository of
+#                  1,000 files, against a shell loop of git worktree add + remove
 # Alternating runs, medians. QUICK=1 runs a small version (about a
-# minute); SECTIONS="chain scale" runs only those sections.
+# minute or two); SECTIONS="chain scale" runs only those sections.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/runner .
@@ -18,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 rounds=${ROUNDS:-5}
-sections=${SECTIONS:-"map chain retries scale streaming"}
+sections=${SECTIONS:-"map chain retries scale streaming isolation"}
 section() { [[ " $sections " == *" $1 "* ]]; }
 map_sizes=${MAP_SIZES:-"2000 10000"}
 map_parallel=${MAP_PARALLEL:-"2 16"}
@@ -26,8 +28,9 @@ chain_steps=${CHAIN_STEPS:-"10 100 500"}
 retry_items=${RETRY_ITEMS:-10000}
 scale_items=${SCALE_ITEMS:-100000}
 stream_items=${STREAM_ITEMS:-1000000}
+iso_items=${ISO_ITEMS:-40}
 if [ "${QUICK:-}" = 1 ]; then
-	rounds=2 map_sizes=300 map_parallel=2 chain_steps="10 50" retry_items=500 scale_items=2000 stream_items=20000
+	rounds=2 map_sizes=300 map_parallel=2 chain_steps="10 50" retry_items=500 scale_items=2000 stream_items=20000 iso_items=10
 fi
 
 now() { date +%s.%N; }
@@ -185,4 +188,48 @@ for ids in default custom; do
 	echo "  $ids item ids: loaded in $(since "$t0")s, peak RSS ${rss} MB"
 	rm -rf "st-$ids"
 done
+fi
+
+if section isolation; then
+echo
+echo "## isolation ($iso_items items of 'true' at max_parallel 1 on a repository of 1,000 files; median of $rounds alternating runs)"
+echo "(runner: worktree minus none, per item; loop: git worktree add -b + git worktree remove --force, per item)"
+git init -q iso
+(
+	cd iso
+	for d in $(seq 1 10); do
+		mkdir "dir$d"
+		for f in $(seq 1 100); do echo "file $f of dir $d" > "dir$d/file$f.txt"; done
+	done
+	git add -A
+	git -c user.name=bench -c user.email=bench@example.com commit -qm "1,000 files"
+)
+seq 1 "$iso_items" > iso-items.txt
+for mode in worktree none; do
+	printf 'name: iso\nmode: mapreduce\nmap:\n  input: %s/iso-items.txt\n  max_parallel: 1\n  isolation: %s\n  agent_template:\n    - shell: "true"\n' "$work" "$mode" > "iso-$mode.yml"
+done
+: > t.worktree; : > t.none; : > t.loop
+for r in $(seq 1 "$rounds"); do
+	(cd iso && t0=$(now) && "$runner" run -q --progress never --state-dir "$work/iw-$r" "$work/iso-worktree.yml" >/dev/null 2>&1 && since "$t0") >> t.worktree
+	(cd iso && t0=$(now) && "$runner" run -q --progress never --state-dir "$work/in-$r" "$work/iso-none.yml" >/dev/null 2>&1 && since "$t0") >> t.none
+	(
+		cd iso
+		t0=$(now)
+		for i in $(seq 1 "$iso_items"); do
+			git worktree add -q -b "loop-$r-$i" "$work/loop-wt" HEAD
+			git worktree remove --force "$work/loop-wt"
+		done
+		since "$t0"
+		git branch -q -D $(seq -f "loop-$r-%g" 1 "$iso_items") >/dev/null
+	) >> t.loop
+	rm -rf "iw-$r" "in-$r"
+done
+w=$(median < t.worktree); n=$(median < t.none); l=$(median < t.loop)
+per_runner=$(awk -v w="$w" -v n="$n" -v k="$iso_items" 'BEGIN {printf "%.1f", 1000 * (w - n) / k}')
+per_loop=$(awk -v l="$l" -v k="$iso_items" 'BEGIN {printf "%.1f", 1000 * l / k}')
+echo "  runner, isolation worktree  ${w}s"
+echo "  runner, isolation none      ${n}s"
+echo "  runner, per item            ${per_runner} ms"
+echo "  shell loop, per item        ${per_loop} ms"
+echo "  ratio                       $(ratio "$per_runner" "$per_loop") (target: at most 1.5)"
 fi

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/runnerdev/runner/workflow"
+)
+
+// prodigyNotYet are Prodigy's files that do not validate, each with a part
+// of its first error: a Prodigy feature runner does not have (issue 15) or
+// a mistake in the file itself. A file that starts to validate must leave
+// the list and get a script, so the list never claims less than is true.
+var prodigyNotYet = map[string]string{
+	"examples_capture-conditional-flow.yml":      `unknown key "capture" in step commands[0]`,
+	"examples_capture-json-processing.yml":       `unknown key "capture" in step commands[0]`,
+	"examples_capture-output-custom-vars.yml":    `unknown key "capture" in step setup[0]`,
+	"examples_capture-parallel-analysis.yml":     `invalid YAML: could not find expected ':'`,
+	"examples_mapreduce-json-input.yml":          `invalid YAML: mapping values are not allowed in this context`,
+	"examples_test-sensitive-masking.yml":        `unknown key "description" in the workflow`,
+	"templates_test-template.yml":                `commands is empty`,
+	"workflows_analysis-workflow.yml":            `analyze (Prodigy's code analysis) is not supported`,
+	"workflows_book-docs-drift.yml":              `validate (Prodigy's spec-coverage validation) is not supported`,
+	"workflows_complex-build-pipeline.yml":       `unknown key "on_success" in step commands[0]`,
+	"workflows_coverage-simplified.yml":          `unknown key "outputs" in step commands[0]`,
+	"workflows_coverage-with-test-debug.yml":     `unknown key "outputs" in step commands[0]`,
+	"workflows_coverage.yml":                     `unknown key "outputs" in step commands[0]`,
+	"workflows_debtmap-reduce.yml":               `unknown key "timeout" in setup`,
+	"workflows_debtmap.yml":                      `validate (Prodigy's spec-coverage validation) is not supported`,
+	"workflows_debug.yml":                        `unknown key "max_attempts" in on_failure`,
+	"workflows_documentation-drift.yml":          `unknown key "commit_required" in on_failure`,
+	"workflows_documentation-maintain.yml":       `unknown key "description" in step commands[0]`,
+	"workflows_environment-example.yml":          `env.WORKERS must be a string, number or boolean, not a mapping`,
+	"workflows_fix-files-mapreduce.yml":          `map.filter: invalid expression`,
+	"workflows_implement-with-tests.yml":         `invalid YAML: did not find expected '-' indicator`,
+	"workflows_implement.yml":                    `validate (Prodigy's spec-coverage validation) is not supported`,
+	"workflows_mapreduce-env-example.yml":        `env.API_TOKEN must be a string, number or boolean, not a mapping`,
+	"workflows_mkdocs-drift.yml":                 `validate (Prodigy's spec-coverage validation) is not supported`,
+	"workflows_product-enhancement-workflow.yml": `unknown key "options" in step commands[0]`,
+	"workflows_spec.yml":                         `validate (Prodigy's spec-coverage validation) is not supported`,
+	"workflows_tech-debt.yml":                    `analyze (Prodigy's code analysis) is not supported`,
+	"workflows_workflow-syntax-drift.yml":        `merge (Prodigy's worktree merge workflow) is not supported`,
+}
+
+// prodigyExamples is the directory of Prodigy's own workflow files:
+// ../shared/prodigy-examples/real, beside the checkout as in CI, or the
+// one RUNNER_PRODIGY_EXAMPLES names (for a checkout elsewhere).
+func prodigyExamples(t *testing.T) string {
+	dir := os.Getenv("RUNNER_PRODIGY_EXAMPLES")
+	if dir == "" {
+		dir = filepath.Join("..", "shared", "prodigy-examples", "real")
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("Prodigy's files are not at %s (set RUNNER_PRODIGY_EXAMPLES to their directory)", dir)
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Each of Prodigy's files either validates and has a script under
+// testdata/prodigy that runs it as its comments expect, with stand-ins on
+// PATH for the programs it calls (testdata/prodigy/bin: claude, ...), or
+// is in prodigyNotYet with the reason it does not validate.
+func TestProdigyRealFiles(t *testing.T) {
+	t.Parallel()
+	dir := prodigyExamples(t)
+	files, err := filepath.Glob(filepath.Join(dir, "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no workflow files in %s (%v)", dir, err)
+	}
+	scripts := map[string]bool{}
+	matches, _ := filepath.Glob("testdata/prodigy/*.txtar")
+	for _, s := range matches {
+		scripts[strings.TrimSuffix(filepath.Base(s), ".txtar")+".yml"] = true
+	}
+	valid := 0
+	for _, f := range files {
+		name := filepath.Base(f)
+		_, err := workflow.Load(f)
+		reason, listed := prodigyNotYet[name]
+		switch {
+		case err == nil && listed:
+			t.Errorf("%s validates now: take it out of prodigyNotYet and run it in a script testdata/prodigy/%s.txtar", name, strings.TrimSuffix(name, ".yml"))
+		case err == nil && !scripts[name]:
+			t.Errorf("%s validates but no script testdata/prodigy/%s.txtar runs it", name, strings.TrimSuffix(name, ".yml"))
+		case err != nil && scripts[name]:
+			t.Errorf("%s has a script, but does not validate: %v", name, err)
+		case err != nil && !listed:
+			t.Errorf("%s does not validate and is not in prodigyNotYet: %v", name, err)
+		case err != nil && !strings.Contains(err.Error(), reason):
+			t.Errorf("%s no longer fails with %q: %v", name, reason, err)
+		}
+		if err == nil {
+			valid++
+		}
+		delete(scripts, name)
+	}
+	for name := range scripts {
+		t.Errorf("testdata/prodigy has a script for %s, which is not in %s", name, dir)
+	}
+	t.Logf("%d of Prodigy's %d files validate, and each of them runs in a script", valid, len(files))
+	if testing.Short() {
+		t.Skip("the files' scripts sleep as the files do and make many git worktrees")
+	}
+
+	p := scriptParams()
+	p.Dir = "testdata/prodigy"
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		if err := setup(env); err != nil {
+			return err
+		}
+		return prodigySetup(env, dir)
+	}
+	testscript.Run(t, p)
+}
+
+// prodigySetup gives a script of testdata/prodigy Prodigy's files in
+// $WORK/real, the stand-ins of testdata/prodigy/bin first on PATH, and a
+// git repository with one commit in $WORK/repo, as Prodigy's files run in
+// one.
+func prodigySetup(env *testscript.Env, dir string) error {
+	if err := os.CopyFS(filepath.Join(env.WorkDir, "real"), os.DirFS(dir)); err != nil {
+		return err
+	}
+	if err := os.CopyFS(filepath.Join(env.WorkDir, "bin"), os.DirFS("testdata/prodigy/bin")); err != nil {
+		return err
+	}
+	env.Setenv("PATH", filepath.Join(env.WorkDir, "bin")+string(filepath.ListSeparator)+env.Getenv("PATH"))
+	for _, v := range []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"} {
+		env.Setenv(v, "runner-test")
+	}
+	for _, v := range []string{"GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"} {
+		env.Setenv(v, "test@example.com")
+	}
+	git := exec.Command("sh", "-c", "git init -q -b main repo && cd repo && echo '# a project' > README.md && git add -A && git commit -qm init")
+	git.Dir = env.WorkDir
+	git.Env = env.Vars
+	if out, err := git.CombinedOutput(); err != nil {
+		return errors.New("making the repository: " + err.Error() + ": " + string(out))
+	}
+	return nil
+}
