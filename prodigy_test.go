@@ -46,7 +46,6 @@ var prodigyNotYet = map[string]string{
 	"workflows_product-enhancement-workflow.yml": `unknown key "options" in step commands[0]`,
 	"workflows_spec.yml":                         `validate (Prodigy's spec-coverage validation) is not supported`,
 	"workflows_tech-debt.yml":                    `analyze (Prodigy's code analysis) is not supported`,
-	"workflows_workflow-syntax-drift.yml":        `merge (Prodigy's worktree merge workflow) is not supported`,
 }
 
 // prodigyExamples is the directory of Prodigy's own workflow files:
