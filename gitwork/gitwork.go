@@ -300,6 +300,17 @@ func (g Git) Merged(ctx context.Context, branch string) (map[string]string, erro
 	return merged, nil
 }
 
+// MergedBranches lists the branches matching pattern (a git ref pattern
+// such as runner/j.items/*) whose tips the branch into has: they hold
+// nothing it lacks.
+func (g Git) MergedBranches(ctx context.Context, into, pattern string) ([]string, error) {
+	out, err := g.Output(ctx, "branch", "--merged", into, "--list", "--format=%(refname:short)", pattern)
+	if err != nil || strings.TrimSpace(out) == "" {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
 // DeleteBranch deletes branch whatever it holds.
 func (g Git) DeleteBranch(ctx context.Context, branch string) error {
 	_, err := g.Output(ctx, "branch", "-q", "-D", branch)

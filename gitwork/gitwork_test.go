@@ -258,3 +258,24 @@ func TestMergeOfNoBranchFails(t *testing.T) {
 		t.Errorf("Merge of a missing branch = %q, %v", conflicts, err)
 	}
 }
+
+// MergedBranches lists the branches the target has: one merged into it
+// and one with no commits of its own, not one whose commits it lacks.
+func TestMergedBranches(t *testing.T) {
+	g := newRepo(t)
+	must(t, g, "branch", "items/empty")
+	must(t, g, "checkout", "-q", "-b", "items/merged")
+	commitFile(t, g, "m.txt", "m\n", "merged work")
+	must(t, g, "checkout", "-q", "main")
+	must(t, g, "merge", "-q", "--no-ff", "-m", "merge", "items/merged")
+	must(t, g, "checkout", "-q", "-b", "items/open")
+	commitFile(t, g, "o.txt", "o\n", "open work")
+	must(t, g, "checkout", "-q", "main")
+	got, err := g.MergedBranches(t.Context(), "main", "items/*")
+	if err != nil || !slices.Equal(got, []string{"items/empty", "items/merged"}) {
+		t.Errorf("MergedBranches = %q, %v; want items/empty and items/merged", got, err)
+	}
+	if got, err := g.MergedBranches(t.Context(), "main", "nothing/*"); err != nil || got != nil {
+		t.Errorf("MergedBranches of no branch = %q, %v", got, err)
+	}
+}

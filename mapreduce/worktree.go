@@ -217,7 +217,7 @@ func (w *Worktrees) endRetry(ctx context.Context) error {
 	if err := errors.Join(user.RemoveWorktree(ctx, w.jobDir), user.Prune(ctx)); err != nil {
 		return fmt.Errorf("removing the job worktree: %w", err)
 	}
-	return nil
+	return w.deleteMergedBranches(ctx)
 }
 
 // endJob removes every worktree of the job (the items' an interrupted run
@@ -228,6 +228,27 @@ func (w *Worktrees) endJob(ctx context.Context) error {
 	err := errors.Join(w.removeItemTrees(ctx), user.RemoveWorktree(ctx, w.jobDir), user.Prune(ctx))
 	if err != nil {
 		return fmt.Errorf("removing the job's worktrees: %w", err)
+	}
+	return w.deleteMergedBranches(ctx)
+}
+
+// deleteMergedBranches deletes the items' branches that hold nothing the
+// job branch lacks, which recorded deletes one by one: those a process
+// killed between recording an item and deleting its branch left, or a
+// delete that failed. A branch checked out in a worktree (an item of
+// another dlq retry running) is not deleted: git refuses, and it is left
+// to the process running it. map.merge: none keeps every branch.
+func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
+	if !w.merge {
+		return nil
+	}
+	user := w.git.In("")
+	branches, err := user.MergedBranches(ctx, w.JobBranch, w.JobBranch+".items/*")
+	if err != nil {
+		return fmt.Errorf("listing the items' merged branches: %w", err)
+	}
+	for _, b := range branches {
+		_ = user.DeleteBranch(ctx, b)
 	}
 	return nil
 }
