@@ -248,7 +248,7 @@ func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *slot, sa
 // with another dispatch's) it returns an error and the checkpoints of the
 // attempt so far.
 func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *slot, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
-	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Checkpoints: saved}
+	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Checkpoints: saved, item: it}
 	d := &dispatch{it: it, attempt: attempt, slot: sl, steps: slices.Clone(saved)}
 	s.mu.Lock()
 	s.active[t.DispatchID] = d

@@ -32,6 +32,10 @@ type Task struct {
 	// ended before the attempt did (a crash, a lost runner): the attempt
 	// goes on after them.
 	Checkpoints []job.StepRecord `json:"checkpoints,omitempty"`
+
+	// item is the item already decoded, when the task is run in the
+	// process that loaded it: a task read from JSON decodes Item instead.
+	item *Item
 }
 
 // Outcome is how a task's run ended.
@@ -105,6 +109,9 @@ func newDispatchID(it *Item, attempt int) string {
 
 // itemOf is the item a task is about.
 func itemOf(t Task) (*Item, error) {
+	if t.item != nil {
+		return t.item, nil
+	}
 	v, err := jsonvalue.Decode(t.Item)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: item: %w", t.DispatchID, err)
