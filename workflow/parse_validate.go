@@ -63,7 +63,10 @@ var (
 func (d *decoder) validate(n *yaml.Node) *Validation {
 	v := &Validation{Threshold: defaultThreshold}
 	r := d.resolve(n)
-	if r != nil && r.Kind == yaml.SequenceNode {
+	if r == nil {
+		return nil
+	}
+	if r.Kind == yaml.SequenceNode {
 		v.Checks = d.validationCommands(r, "validate")
 		return v
 	}
@@ -103,7 +106,10 @@ func (d *decoder) onIncomplete(n *yaml.Node) *Incomplete {
 	defer func() { d.onIncompleteCommands = false }()
 	in := &Incomplete{MaxAttempts: defaultMaxAttempts, FailWorkflow: true}
 	r := d.resolve(n)
-	if r != nil && r.Kind == yaml.SequenceNode {
+	if r == nil {
+		return nil
+	}
+	if r.Kind == yaml.SequenceNode {
 		in.Commands = d.validationCommands(r, "on_incomplete")
 		return in
 	}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -104,5 +105,18 @@ func TestParseValidateErrors(t *testing.T) {
 				t.Errorf("want an error starting\n  %s\ngot\n  %v", tt.want, errs)
 			}
 		})
+	}
+}
+
+// A validate or on_incomplete value that cannot be read is one error, not
+// followed by a consequential one.
+func TestParseValidateUnreadableValue(t *testing.T) {
+	for _, src := range []string{
+		"- shell: x\n  validate: !x {}\n",
+		"- shell: x\n  validate:\n    shell: a\n    on_incomplete: !x {}\n",
+	} {
+		if errs := parseErr(t, "w.yml", src); len(errs) != 1 || !strings.Contains(errs[0], "YAML tag !x is not supported") {
+			t.Errorf("%q: %v", src, errs)
+		}
 	}
 }
