@@ -281,3 +281,21 @@ func TestValidateCommitRequired(t *testing.T) {
 		})
 	}
 }
+
+// on_failure is for the step's command: a failed validation does not run
+// it.
+func TestValidateFailureIsNotOnFailure(t *testing.T) {
+	res, dir, _ := runValidated(t, `
+- shell: "true"
+  on_failure:
+    shell: touch handled
+  validate:
+    shell: 'echo ''{"completion_percentage": 0}'''
+`)
+	if !res.Fatal() {
+		t.Errorf("%s %q %v", res.Status, res.Handled, res.Err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "handled")); err == nil {
+		t.Error("on_failure ran for a failed validation")
+	}
+}
