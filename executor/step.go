@@ -68,8 +68,12 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 	if err == nil {
 		vars, cerr := x.capture(step, res, r.Scope)
 		if cerr == nil {
+			done := StepResult{Status: StepSucceeded, Outcome: res.Outcome, Attempts: res.Attempt, Vars: vars}
+			if step.Validate != nil {
+				return x.validated(ctx, step, r, done, start)
+			}
 			x.emit(r, eventlog.StepCompleted(key, res.ExitCode, time.Since(start)))
-			return StepResult{Status: StepSucceeded, Outcome: res.Outcome, Attempts: res.Attempt, Vars: vars}
+			return done
 		}
 		err = cerr
 	}

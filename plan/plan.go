@@ -61,6 +61,16 @@ type Step struct {
 	RetryDisabled  bool                 `json:"retry_disabled,omitempty"`
 	CircuitBreaker *Breaker             `json:"circuit_breaker,omitempty"`
 	OnFailure      string               `json:"on_failure,omitempty"`
+	Validate       *Validate            `json:"validate,omitempty"`
+}
+
+// Validate is a step's validate block: its check and on_incomplete.
+type Validate struct {
+	Threshold    float64 `json:"threshold"`
+	Checks       int     `json:"checks"`                // commands of the check; 0: the step's own command
+	ResultFile   string  `json:"result_file,omitempty"` // "": the last check command's stdout
+	MaxAttempts  int     `json:"max_attempts"`          // on_incomplete attempts; 0: none
+	FailWorkflow bool    `json:"fail_workflow"`         // still incomplete: the step fails (else it is handled)
 }
 
 // Policy is one retry policy and the delays it implies, each
@@ -221,6 +231,15 @@ func newStep(s *workflow.Step, seed *uint64, perItem bool, agent executor.Agent)
 	}
 	if a := s.OnFailure.Action; a != "" && a != workflow.FailStop {
 		ps.OnFailure = string(a)
+	}
+	if v := s.Validate; v != nil {
+		ps.Validate = &Validate{Threshold: v.Threshold, Checks: len(v.Checks), FailWorkflow: true}
+		if v.ResultFile != nil {
+			ps.Validate.ResultFile = v.ResultFile.String()
+		}
+		if in := v.OnIncomplete; in != nil {
+			ps.Validate.MaxAttempts, ps.Validate.FailWorkflow = in.MaxAttempts, in.FailWorkflow
+		}
 	}
 	return ps
 }

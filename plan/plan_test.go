@@ -151,3 +151,34 @@ func TestIsolationPlan(t *testing.T) {
 		}
 	}
 }
+
+// A validate block's plan says what checks the work, where its result is
+// read, and what happens while it is incomplete.
+func TestValidatePlan(t *testing.T) {
+	wf := parse(t, `- claude: /implement
+  validate:
+    commands: [{shell: make cov}, {claude: /check}]
+    threshold: 75
+    on_incomplete: {claude: /fix, max_attempts: 3, fail_workflow: false}
+- claude: /validate-all
+  validate:
+    result_file: out.json
+`)
+	p := New(wf, nil, executor.Agent{})
+	v := p.Phases[0].Steps[0].Validate
+	if v == nil || v.Threshold != 75 || v.Checks != 2 || v.ResultFile != "" || v.MaxAttempts != 3 || v.FailWorkflow {
+		t.Errorf("validate %+v", v)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"     validate: 2 check command(s), result in the last one's stdout; complete at 75%, below it on_incomplete up to 3 attempt(s), then the workflow goes on\n",
+		"     validate: the step's own command, result in result_file out.json; complete at 100%, below it the step fails\n",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("plan text lacks %q:\n%s", line, b.String())
+		}
+	}
+}

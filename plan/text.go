@@ -150,6 +150,29 @@ func (s Step) writeText(w *errWriter, seed *uint64) {
 	if s.OnFailure != "" {
 		w.printf("     on failure: %s\n", s.OnFailure)
 	}
+	if s.Validate != nil {
+		s.Validate.writeText(w)
+	}
+}
+
+// writeText describes a validate block on one line.
+func (v Validate) writeText(w *errWriter) {
+	check := fmt.Sprintf("%d check command(s)", v.Checks)
+	if v.Checks == 0 {
+		check = "the step's own command"
+	}
+	result := "the last one's stdout"
+	if v.ResultFile != "" {
+		result = "result_file " + v.ResultFile
+	}
+	below := "the step fails"
+	switch {
+	case v.MaxAttempts > 0 && v.FailWorkflow:
+		below = fmt.Sprintf("on_incomplete up to %d attempt(s), then the step fails", v.MaxAttempts)
+	case v.MaxAttempts > 0:
+		below = fmt.Sprintf("on_incomplete up to %d attempt(s), then the workflow goes on", v.MaxAttempts)
+	}
+	w.printf("     validate: %s, result in %s; complete at %g%%, below it %s\n", check, result, v.Threshold, below)
 }
 
 // text describes a policy: attempts, the delays before attempts 2..N and

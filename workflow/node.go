@@ -28,6 +28,9 @@ type decoder struct {
 	at      stepAt            // where the values being read are
 	refs    []stepRef
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
+	// onIncompleteCommands is set while on_incomplete is read, whose
+	// commands may read ${validation.*}.
+	onIncompleteCommands bool
 }
 
 // errorf records a problem at n's position.
@@ -252,7 +255,6 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 var unsupported = map[string]string{
 	"goal_seek":  "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
 	"foreach":    "foreach is not supported; run a command over many items with a MapReduce workflow (mode: mapreduce)",
-	"validate":   "validate (Prodigy's spec-coverage validation) is not supported",
 	"analyze":    "analyze (Prodigy's code analysis) is not supported",
 	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",
 }

@@ -371,5 +371,6 @@ func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 		return nil
 	}
 	d.noteRefs(n, what, t.Refs())
+	d.noteValidationRefs(n, what, t.Refs())
 	return t
 }

@@ -20,6 +20,7 @@ var stepKeys = []string{
 	"capture_output", "capture_format", "capture_streams", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message",
+	"validate",
 }
 
 var (
@@ -104,6 +105,9 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		s.OnFailure = *retryFailure
 	}
 	d.commitFields(f, s)
+	if n := f.get("validate"); n != nil {
+		s.Validate = d.validate(n)
+	}
 	return s
 }
 

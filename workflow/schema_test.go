@@ -128,6 +128,11 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {commands: [{shell: x}], timeout: 0}\n",
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge_back: yes please\n",
 		"commands: [{shell: x}]\nmerge: [{shell: x}]\n",
+		"- shell: x\n  validate: {threshold: 50}\n",
+		"- shell: x\n  validate: {shell: a, claude: b}\n",
+		"- shell: x\n  validate: {shell: a, threshold: 101}\n",
+		"- shell: x\n  validate: {shell: a, on_incomplete: {max_attempts: 2}}\n",
+		"- shell: x\n  validate: {shell: a, on_incomplete: [{shell: b, max_attempts: 2}]}\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)
@@ -153,6 +158,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		"standard": standardKeys, "mapreduce": mapKeys, "step": stepKeys, "retryPolicy": policyKeys,
 		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
 		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys,
+		"validateConfig": validateKeys, "onIncompleteConfig": onIncompleteKeys, "validationCommand": validationCommandKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
 		want := slices.Sorted(slices.Values(keys))

@@ -117,6 +117,8 @@ type Step struct {
 	CommitRequired bool
 	AutoCommit     bool
 	CommitMessage  *interp.Template
+
+	Validate *Validation // nil: the step is done when its command succeeded
 }
 
 // TracksCommits reports whether runner watches the step's git HEAD.

@@ -42,7 +42,7 @@ const (
 
 // Namespaces are the first path segments that name runner variables. An
 // undefined path in one of them is an error rather than shell text.
-var Namespaces = []string{"item", "map", "setup", "steps", "error", "shell", "claude"}
+var Namespaces = []string{"item", "map", "setup", "steps", "error", "shell", "claude", "validation"}
 
 // UndefinedError reports a placeholder in a runner namespace whose path is
 // not defined.
