@@ -21,7 +21,8 @@ import (
 // validated runs the validate block of a step whose command succeeded
 // (done is its result so far): the check, then while the check reports
 // less than the threshold, on_incomplete attempts, each followed by the
-// check again. A check that gives no result fails the step whatever
+// check again. A check whose result cannot be read (an invalid JSON
+// object, a missing result_file, a timeout) fails the step whatever
 // on_incomplete says: filling gaps cannot mend a broken check.
 func (x *Executor) validated(ctx context.Context, step *workflow.Step, r Run, done StepResult, start time.Time) StepResult {
 	v, key := step.Validate, step.Key()
@@ -113,12 +114,17 @@ func (x *Executor) check(ctx context.Context, step *workflow.Step, r Run, cmds [
 		switch {
 		case res.Failed() && ctx.Err() == nil && cctx.Err() != nil:
 			return checkResult{}, fmt.Errorf("validate: the check did not finish within validate.timeout (%s)", v.Timeout)
+		case res.Failed() && ctx.Err() != nil:
+			return checkResult{}, context.Cause(ctx)
 		case res.Failed():
-			return checkResult{}, fmt.Errorf("validate: check command %d failed: %s", i+1, res.Message())
+			return failedCheck(i+1, res.Message()), nil
 		}
 		out = res.stdout
 	}
 	if v.ResultFile == nil {
+		if !isJSONObject(out) {
+			return checkResult{completion: 100, fields: map[string]any{"status": "complete"}}, nil
+		}
 		return parseCheck(out, "the check's stdout")
 	}
 	path, err := x.resultFile(step, r)
@@ -147,6 +153,22 @@ func (x *Executor) resultFile(step *workflow.Step, r Run) (string, error) {
 		return name, err
 	}
 	return filepath.Join(dir, name), nil
+}
+
+// failedCheck is the result of a check whose command number n failed: 0%
+// complete, the failure as what is missing, so that on_incomplete's
+// commands can fix what the check found (Prodigy's page runs cargo test as
+// a check).
+func failedCheck(n int, message string) checkResult {
+	missing := fmt.Sprintf("check command %d failed: %s", n, message)
+	return checkResult{fields: map[string]any{"status": "incomplete", "missing": []any{missing}}}
+}
+
+// isJSONObject reports whether a check's stdout is meant as its result: a
+// JSON object (valid or not). Any other output is a pass/fail check's
+// log, and its exit status is the result.
+func isJSONObject(out []byte) bool {
+	return bytes.HasPrefix(bytes.TrimSpace(out), []byte("{"))
 }
 
 // parseCheck reads a check's JSON object (from source, for messages).

@@ -140,19 +140,48 @@ func TestValidateIncompleteWithoutOnIncomplete(t *testing.T) {
 	}
 }
 
-// A check that gives no result fails the step, whatever on_incomplete
-// says, with a message that says what is wrong.
+// A pass/fail check (Prodigy's page runs cargo test as one) prints no
+// JSON object: exiting 0 is complete, failing is 0% complete with the
+// failure as what is missing, so on_incomplete runs and the check again.
+func TestValidatePassFailCheck(t *testing.T) {
+	for _, tt := range []struct{ name, check, want string }{
+		{"passes with a log", "shell: echo all good", ""},
+		{"passes silently", "shell: 'true'", ""},
+		{"passes after a fix", "shell: test -e fixed", ""},
+		{"fails", "shell: echo broken >&2; exit 3", `step "step-1" failed: validation incomplete: 0% complete, threshold 100%, after 2 on_incomplete attempts`},
+		{"second command fails", "commands: [{shell: 'true'}, {shell: 'exit 4'}]", `validation incomplete: 0% complete`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, dir, _ := runValidated(t, `
+- shell: "true"
+  validate:
+    `+tt.check+`
+    on_incomplete:
+      shell: 'echo "${validation.missing}" >> fixed'
+`)
+			switch {
+			case tt.want == "" && res.Status != StepSucceeded:
+				t.Fatalf("%s: %v", res.Status, res.Err)
+			case tt.want != "" && (!res.Fatal() || res.Err == nil || !strings.Contains(res.Err.Error(), tt.want)):
+				t.Fatalf("fatal %v, error %v\nwant %s", res.Fatal(), res.Err, tt.want)
+			}
+			fixes, _ := os.ReadFile(filepath.Join(dir, "fixed"))
+			if tt.want != "" && !strings.Contains(string(fixes), "check command") {
+				t.Errorf("on_incomplete saw %q, want the check's failure as missing", fixes)
+			}
+		})
+	}
+}
+
+// A check whose result cannot be read fails the step, whatever
+// on_incomplete says, with a message that says what is wrong.
 func TestValidateBrokenCheck(t *testing.T) {
 	for _, tt := range []struct{ name, validate, want string }{
-		{"not JSON", "shell: echo all good", `validate: the check's stdout is not JSON (`},
-		{"empty", "shell: 'true'", `validate: the check's stdout is empty: the check must write a JSON object with completion_percentage`},
-		{"not an object", "shell: echo '[100]'", `validate: the check's stdout is not a JSON object`},
+		{"not JSON", "shell: echo '{all good'", `validate: the check's stdout is not JSON (`},
 		{"no completion", `shell: 'echo ''{"score": 100}'''`, `validate: the check's stdout has no completion_percentage (a number from 0 to 100)`},
 		{"completion a string", `shell: 'echo ''{"completion_percentage": "100"}'''`, `has no completion_percentage`},
 		{"completion too high", `shell: 'echo ''{"completion_percentage": 120}'''`, `validate: the check's stdout: completion_percentage must be between 0 and 100, not 120`},
 		{"no result file", "shell: 'true'\n    result_file: out.json", `validate: the check wrote no result_file `},
-		{"check fails", "shell: echo broken >&2; exit 3", `validate: check command 1 failed: exit status 3: broken`},
-		{"second check fails", "commands: [{shell: 'true'}, {shell: 'exit 4'}]", `validate: check command 2 failed: exit status 4`},
 		{"timeout", "shell: sleep 5\n    timeout: 100ms", `validate: the check did not finish within validate.timeout (100ms)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
