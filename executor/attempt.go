@@ -21,16 +21,19 @@ import (
 
 // Executor runs steps: it owns what every step of a job shares.
 type Executor struct {
-	JobID  string
-	Emit   func(eventlog.Event)
-	Mask   func(string) string // replaces secret values in command output; nil: none
-	Env    []string            // base environment of every command: process env + workflow env
-	Grace  time.Duration       // TERM -> KILL; 0 = proc.DefaultGrace
-	Stdout io.Writer           // live command output
-	Stderr io.Writer
-	Seed   uint64 // the job's seed for retry jitter
-	TmpDir string // where Retry-After files are made
-	Agent  Agent  // the program claude: steps run; zero: DefaultAgentCommand
+	JobID string
+	Emit  func(eventlog.Event)
+	Mask  func(string) string // replaces secret values in command output; nil: none
+	Env   []string            // base environment of every command: process env + workflow env
+	// Secrets (NAME=VALUE) come after each step's env, which cannot
+	// override them.
+	Secrets []string
+	Grace   time.Duration // TERM -> KILL; 0 = proc.DefaultGrace
+	Stdout  io.Writer     // live command output
+	Stderr  io.Writer
+	Seed    uint64 // the job's seed for retry jitter
+	TmpDir  string // where Retry-After files are made
+	Agent   Agent  // the program claude: steps run; zero: DefaultAgentCommand
 
 	breakers breakers
 }
@@ -186,6 +189,7 @@ func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []stri
 	env = append(env, x.Env...)
 	env = append(env, extra...)
 	env = append(env, stepVars...)
+	env = append(env, x.Secrets...)
 	env = append(env, r.Env...)
 	env = append(env,
 		"RUNNER_JOB_ID="+x.JobID,

@@ -1,0 +1,248 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runnerdev/runner/executor"
+	"github.com/runnerdev/runner/proc"
+	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
+)
+
+// EnvCommandTimeout bounds an env {command} run at job start.
+const EnvCommandTimeout = time.Minute
+
+// EnvError is a job environment that could not be resolved: an env
+// command failed, a secret or an env file could not be read, the profile
+// does not exist. The job does not start (or resume).
+type EnvError struct{ Err error }
+
+func (e *EnvError) Error() string { return e.Err.Error() }
+func (e *EnvError) Unwrap() error { return e.Err }
+
+// environment is a job's environment as a process that opens the job
+// resolves it. Sources, each over the one before: the process environment,
+// env_files in order, the workflow env, the profile, --set; then, after
+// each step's own env, the secrets.
+type environment struct {
+	vars    map[string]any    // for ${NAME}; "env" holds every variable the workflow defines
+	env     []string          // NAME=VALUE over the process environment, later entries winning
+	secrets []string          // NAME=VALUE of the secrets mapping
+	cached  map[string]string // outputs of commands with cache: true, to keep with the job
+}
+
+// envSpec is what a job's environment is resolved with besides its
+// workflow: the --set values, the profile, and the command outputs kept
+// from the job's start.
+type envSpec struct {
+	set     map[string]string
+	profile string
+	cached  map[string]string
+}
+
+// resolveEnv resolves wf's environment over environ (the process
+// environment). A variable that --set gives (or the profile, below --set)
+// takes that value where the workflow env defines it, so that the entries
+// after it see it, and its command or condition is not evaluated.
+func resolveEnv(wf *workflow.Workflow, spec envSpec, environ []string) (*environment, error) {
+	r, err := resolveLayers(wf, spec, environ)
+	if err != nil {
+		return nil, &EnvError{err}
+	}
+	return r, nil
+}
+
+// resolveLayers resolves the layers for resolveEnv, which marks its errors.
+func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*environment, error) {
+	r := &environment{vars: map[string]any{}, cached: map[string]string{}}
+	envMap := map[string]any{}
+	r.vars["env"] = envMap
+	add := func(name, v string) {
+		r.vars[name], envMap[name] = v, v
+		r.env = append(r.env, name+"="+v)
+	}
+	var profile *workflow.Profile
+	if spec.profile != "" {
+		var err error
+		if profile, err = wf.Profile(spec.profile); err != nil {
+			return nil, err
+		}
+	}
+	setVars := map[string]any{}
+	for k, v := range spec.set {
+		setVars[k] = v
+	}
+	if err := r.readEnvFiles(wf, executor.NewScope(setVars, environ).PlainLookup(), add); err != nil {
+		return nil, err
+	}
+	sc := executor.NewScope(r.vars, environ)
+	over := map[string]*interp.Template{} // the profile's values
+	if profile != nil {
+		for _, e := range profile.Env {
+			over[e.Name] = e.Value
+		}
+	}
+	value := func(e workflow.EnvVar) (string, error) {
+		if v, ok := spec.set[e.Name]; ok {
+			return v, nil
+		}
+		if t := over[e.Name]; t != nil {
+			return t.Expand(sc.PlainLookup(), interp.Plain)
+		}
+		if e.From == nil {
+			return e.Value.Expand(sc.PlainLookup(), interp.Plain)
+		}
+		if e.From.Condition != nil {
+			return conditional(e.From, sc, environ)
+		}
+		if v, ok := spec.cached[e.Name]; ok {
+			return v, nil
+		}
+		v, err := envCommand(e.From.Command, append(slices.Clip(environ), r.env...))
+		if err == nil && e.From.Cache && !isSecretName(wf, e.Name) {
+			r.cached[e.Name] = v
+		}
+		return v, err
+	}
+	for _, e := range wf.Env {
+		v, err := value(e)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		add(e.Name, v)
+	}
+	if profile != nil {
+		for _, e := range profile.Env {
+			if !slices.ContainsFunc(wf.Env, func(w workflow.EnvVar) bool { return w.Name == e.Name }) {
+				v, err := value(e)
+				if err != nil {
+					return nil, fmt.Errorf("profiles.%s.%s: %w", profile.Name, e.Name, err)
+				}
+				add(e.Name, v)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(spec.set)) {
+		if _, ok := envMap[k]; !ok && !slices.ContainsFunc(wf.SecretVars, func(s workflow.Secret) bool { return s.Name == k }) {
+			add(k, spec.set[k])
+		}
+	}
+	built := append(slices.Clip(environ), r.env...)
+	for _, s := range wf.SecretVars {
+		v, ok := spec.set[s.Name]
+		if !ok {
+			var err error
+			if v, err = secretValue(wf, s, sc, built); err != nil {
+				return nil, fmt.Errorf("secrets.%s: %w", s.Name, err)
+			}
+		}
+		r.vars[s.Name], envMap[s.Name] = v, v
+		r.secrets = append(r.secrets, s.Name+"="+v)
+	}
+	return r, nil
+}
+
+// readEnvFiles adds the variables of wf's env_files, in order; lookup
+// expands placeholders in their paths.
+func (r *environment) readEnvFiles(wf *workflow.Workflow, lookup interp.Lookup, add func(name, v string)) error {
+	for i, f := range wf.EnvFiles {
+		path, err := f.Path.Expand(lookup, interp.Plain)
+		if err != nil {
+			return fmt.Errorf("env_files[%d]: %w", i, err)
+		}
+		path = besideWorkflow(wf, path)
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) && !f.Required {
+			continue // an optional layer (.env.local) that is not there
+		}
+		if err != nil {
+			return fmt.Errorf("env_files[%d]: %w", i, err)
+		}
+		vars, err := parseDotenv(data)
+		if err != nil {
+			return fmt.Errorf("env_files[%d]: %s:%w", i, path, err)
+		}
+		for _, kv := range vars {
+			add(kv[0], kv[1])
+		}
+	}
+	return nil
+}
+
+// besideWorkflow resolves a path written in wf: ~/ is the home directory,
+// a relative path is relative to the workflow file's directory.
+func besideWorkflow(wf *workflow.Workflow, path string) string {
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(filepath.Dir(wf.File), path)
+}
+
+// conditional evaluates a {condition, when_true, when_false} value. The
+// condition reads runner's variables, then the process environment.
+func conditional(src *workflow.EnvSource, sc *executor.Scope, environ []string) (string, error) {
+	names := map[string]any{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			names[k] = v
+		}
+	}
+	maps.Copy(names, sc.Vars())
+	ok, err := src.Condition.Bool(names)
+	if err != nil {
+		return "", fmt.Errorf("condition: %w", err)
+	}
+	if ok {
+		return src.WhenTrue.Expand(sc.PlainLookup(), interp.Plain)
+	}
+	return src.WhenFalse.Expand(sc.PlainLookup(), interp.Plain)
+}
+
+// envCommand runs an env {command} with sh -c in this process's directory
+// and returns its stdout without trailing newlines.
+func envCommand(command string, env []string) (string, error) {
+	res := proc.Run(context.Background(), proc.Spec{Command: command, Env: env, Timeout: EnvCommandTimeout, CaptureStdout: true})
+	if res.Err != nil {
+		msg := fmt.Sprintf("command %q failed: %v", command, res.Err)
+		if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
+			msg += ": " + tail
+		}
+		return "", errors.New(msg)
+	}
+	return strings.TrimRight(string(res.Stdout), "\r\n"), nil
+}
+
+// secretValue resolves one entry of the secrets mapping; env is the
+// environment built so far (a later entry wins).
+func secretValue(wf *workflow.Workflow, s workflow.Secret, sc *executor.Scope, env []string) (string, error) {
+	switch {
+	case s.Value != nil:
+		return s.Value.Expand(sc.PlainLookup(), interp.Plain)
+	case s.Provider == workflow.SecretFromEnv:
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], s.Key+"="); ok {
+				return v, nil
+			}
+		}
+		return "", fmt.Errorf("environment variable %s is not set", s.Key)
+	}
+	data, err := os.ReadFile(besideWorkflow(wf, s.Key))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the secret file: %w", err)
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r"), nil
+}
