@@ -66,7 +66,14 @@ func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*envi
 	r := &environment{vars: map[string]any{}, cached: map[string]string{}}
 	envMap := map[string]any{}
 	r.vars["env"] = envMap
+	// --set wins over every layer and is seen by all of them.
+	for k, v := range spec.set {
+		r.vars[k] = v
+	}
 	add := func(name, v string) {
+		if sv, ok := spec.set[name]; ok {
+			v = sv
+		}
 		r.vars[name], envMap[name] = v, v
 		r.env = append(r.env, name+"="+v)
 	}
@@ -77,14 +84,10 @@ func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*envi
 			return nil, err
 		}
 	}
-	setVars := map[string]any{}
-	for k, v := range spec.set {
-		setVars[k] = v
-	}
-	if err := r.readEnvFiles(wf, executor.NewScope(setVars, environ).PlainLookup(), add); err != nil {
+	sc := executor.NewScope(r.vars, environ)
+	if err := r.readEnvFiles(wf, sc.PlainLookup(), add); err != nil {
 		return nil, err
 	}
-	sc := executor.NewScope(r.vars, environ)
 	over := map[string]*interp.Template{} // the profile's values
 	if profile != nil {
 		for _, e := range profile.Env {
@@ -245,4 +248,31 @@ func secretValue(wf *workflow.Workflow, s workflow.Secret, sc *executor.Scope, e
 		return "", fmt.Errorf("cannot read the secret file: %w", err)
 	}
 	return strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r"), nil
+}
+
+// stepSecrets returns, as NAME=VALUE, the values of the steps' env
+// entries whose names are secret, as far as they are known at job start
+// (a value made from a capture is not), so that they are masked too.
+func stepSecrets(wf *workflow.Workflow, sc *executor.Scope) []string {
+	phases := [][]*workflow.Step{wf.Steps, wf.Setup, wf.Reduce}
+	if wf.Map != nil {
+		phases = append(phases, wf.Map.Template)
+	}
+	if wf.Merge != nil {
+		phases = append(phases, wf.Merge.Steps)
+	}
+	var out []string
+	for _, steps := range phases {
+		for _, s := range steps {
+			for _, e := range s.Env {
+				if !isSecretName(wf, e.Name) {
+					continue
+				}
+				if v, err := e.Value.Expand(sc.PlainLookup(), interp.Plain); err == nil {
+					out = append(out, e.Name+"="+v)
+				}
+			}
+		}
+	}
+	return out
 }

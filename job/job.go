@@ -243,8 +243,9 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environmen
 		}
 	}
 	j.scope = executor.NewScope(env.vars, environ)
-	j.mask = secretMasker(wf, env.env, env.secrets, environ)
-	j.sealer = newVarSealer(wf, env.env, env.secrets, environ)
+	steps := stepSecrets(wf, j.scope)
+	j.mask = secretMasker(wf, env.env, env.secrets, steps, environ)
+	j.sealer = newVarSealer(wf, env.env, env.secrets, steps, environ)
 	j.secretEnv = slices.DeleteFunc(slices.Concat(env.env, env.secrets), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		return !slices.Contains(st.Meta.Secrets, name)
