@@ -37,7 +37,6 @@ var prodigyNotYet = map[string]string{
 	"workflows_debug.yml":                        `unknown key "max_attempts" in on_failure`,
 	"workflows_documentation-drift.yml":          `unknown key "commit_required" in on_failure`,
 	"workflows_documentation-maintain.yml":       `unknown key "description" in step commands[0]`,
-	"workflows_environment-example.yml":          `unknown key "temporary" in step commands[2]`,
 	"workflows_fix-files-mapreduce.yml":          `map.filter: invalid expression`,
 	"workflows_implement-with-tests.yml":         `invalid YAML: did not find expected '-' indicator`,
 	"workflows_implement.yml":                    `validate (Prodigy's spec-coverage validation) is not supported`,

@@ -186,10 +186,14 @@ func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []stri
 		return nil, "", err
 	}
 	env = make([]string, 0, len(x.Env)+len(extra)+len(stepVars)+len(r.Env)+4)
-	env = append(env, x.Env...)
+	base, secrets := x.Env, x.Secrets
+	if step.ClearEnv {
+		base, secrets = nil, nil // the step's own env only
+	}
+	env = append(env, base...)
 	env = append(env, extra...)
 	env = append(env, stepVars...)
-	env = append(env, x.Secrets...)
+	env = append(env, secrets...)
 	env = append(env, r.Env...)
 	env = append(env,
 		"RUNNER_JOB_ID="+x.JobID,

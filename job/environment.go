@@ -64,7 +64,13 @@ func resolveEnv(wf *workflow.Workflow, spec envSpec, environ []string) (*environ
 // resolveLayers resolves the layers for resolveEnv, which marks its errors.
 func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*environment, error) {
 	r := &environment{vars: map[string]any{}, cached: map[string]string{}}
+	// ${env.NAME} reads the process environment too, as Prodigy's does.
 	envMap := map[string]any{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			envMap[k] = v
+		}
+	}
 	r.vars["env"] = envMap
 	// --set wins over every layer and is seen by all of them.
 	for k, v := range spec.set {

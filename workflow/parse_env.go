@@ -257,3 +257,15 @@ func (d *decoder) profiles(n *yaml.Node) []Profile {
 	}
 	return slices.Clip(out)
 }
+
+// stepEnvFlags reads a step's clear_env and temporary. temporary (restore
+// the environment after the step) is accepted as it changes nothing: a
+// step's env only ever applies to that step.
+func (d *decoder) stepEnvFlags(f *fields, s *Step) {
+	if n := f.get("clear_env"); n != nil {
+		s.ClearEnv, _ = d.boolean(n, "clear_env")
+	}
+	if n := f.get("temporary"); n != nil {
+		d.boolean(n, "temporary")
+	}
+}

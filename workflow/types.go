@@ -107,6 +107,7 @@ type Step struct {
 	ID         string
 	Timeout    time.Duration // one attempt; 0 = none
 	Env        []EnvVar
+	ClearEnv   bool // clear_env: the step's commands get only its env (and RUNNER_*)
 	WorkingDir *interp.Template
 
 	Capture        string // "" = no capture; "shell.output" or "claude.output" for capture_output: true; otherwise the variable name
