@@ -55,109 +55,135 @@ type envSpec struct {
 // after it see it, and its command or condition is not evaluated.
 func resolveEnv(wf *workflow.Workflow, spec envSpec, environ []string) (*environment, error) {
 	r, err := resolveLayers(wf, spec, environ)
-	if err != nil {
-		return nil, &EnvError{err}
+	if err == nil {
+		return r, nil
 	}
-	return r, nil
+	// A command's stderr in the error may print a secret resolved before.
+	if mask := secretMasker(wf, r.env, r.secrets, environ); mask != nil {
+		err = &maskedError{err: err, msg: mask(err.Error())}
+	}
+	return nil, &EnvError{err}
 }
 
-// resolveLayers resolves the layers for resolveEnv, which marks its errors.
+// resolveLayers resolves the layers for resolveEnv, which marks its
+// errors; on an error it returns what it resolved before it.
 func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*environment, error) {
 	r := &environment{vars: map[string]any{}, cached: map[string]string{}}
+	l := &layers{wf: wf, spec: spec, environ: environ, r: r, envMap: map[string]any{}, defined: map[string]bool{}}
 	// ${env.NAME} reads the process environment too, as Prodigy's does.
-	envMap := map[string]any{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
-			envMap[k] = v
+			l.envMap[k] = v
 		}
 	}
-	r.vars["env"] = envMap
+	r.vars["env"] = l.envMap
 	// --set wins over every layer and is seen by all of them.
 	for k, v := range spec.set {
 		r.vars[k] = v
 	}
-	add := func(name, v string) {
-		if sv, ok := spec.set[name]; ok {
-			v = sv
-		}
-		r.vars[name], envMap[name] = v, v
-		r.env = append(r.env, name+"="+v)
-	}
-	var profile *workflow.Profile
+	l.scope = executor.NewScope(r.vars, environ)
 	if spec.profile != "" {
 		var err error
-		if profile, err = wf.Profile(spec.profile); err != nil {
-			return nil, err
+		if l.profile, err = wf.Profile(spec.profile); err != nil {
+			return r, err
 		}
 	}
-	sc := executor.NewScope(r.vars, environ)
-	if err := r.readEnvFiles(wf, sc.PlainLookup(), add); err != nil {
-		return nil, err
-	}
-	over := map[string]*interp.Template{} // the profile's values
-	if profile != nil {
-		for _, e := range profile.Env {
-			over[e.Name] = e.Value
-		}
-	}
-	value := func(e workflow.EnvVar) (string, error) {
-		if v, ok := spec.set[e.Name]; ok {
-			return v, nil
-		}
-		if t := over[e.Name]; t != nil {
-			return t.Expand(sc.PlainLookup(), interp.Plain)
-		}
-		if e.From == nil {
-			return e.Value.Expand(sc.PlainLookup(), interp.Plain)
-		}
-		if e.From.Condition != nil {
-			return conditional(e.From, sc, environ)
-		}
-		if v, ok := spec.cached[e.Name]; ok {
-			return v, nil
-		}
-		v, err := envCommand(e.From.Command, append(slices.Clip(environ), r.env...))
-		if err == nil && e.From.Cache && !isSecretName(wf, e.Name) {
-			r.cached[e.Name] = v
-		}
-		return v, err
+	if err := r.readEnvFiles(wf, l.scope.PlainLookup(), l.add); err != nil {
+		return r, err
 	}
 	for _, e := range wf.Env {
-		v, err := value(e)
+		v, err := l.value(e)
 		if err != nil {
-			return nil, fmt.Errorf("env %s: %w", e.Name, err)
+			return r, fmt.Errorf("env %s: %w", e.Name, err)
 		}
-		add(e.Name, v)
+		l.add(e.Name, v)
 	}
-	if profile != nil {
-		for _, e := range profile.Env {
-			if !slices.ContainsFunc(wf.Env, func(w workflow.EnvVar) bool { return w.Name == e.Name }) {
-				v, err := value(e)
-				if err != nil {
-					return nil, fmt.Errorf("profiles.%s.%s: %w", profile.Name, e.Name, err)
-				}
-				add(e.Name, v)
+	if l.profile != nil {
+		for _, e := range l.profile.Env {
+			if slices.ContainsFunc(wf.Env, func(w workflow.EnvVar) bool { return w.Name == e.Name }) {
+				continue // applied where env defines it
 			}
+			v, err := l.value(e)
+			if err != nil {
+				return r, fmt.Errorf("profiles.%s.%s: %w", l.profile.Name, e.Name, err)
+			}
+			l.add(e.Name, v)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.set)) {
-		if _, ok := envMap[k]; !ok && !slices.ContainsFunc(wf.SecretVars, func(s workflow.Secret) bool { return s.Name == k }) {
-			add(k, spec.set[k])
+		if !l.defined[k] && !slices.ContainsFunc(wf.SecretVars, func(s workflow.Secret) bool { return s.Name == k }) {
+			l.add(k, spec.set[k])
 		}
 	}
-	built := append(slices.Clip(environ), r.env...)
-	for _, s := range wf.SecretVars {
-		v, ok := spec.set[s.Name]
-		if !ok {
-			var err error
-			if v, err = secretValue(wf, s, sc, built); err != nil {
-				return nil, fmt.Errorf("secrets.%s: %w", s.Name, err)
+	return r, l.secrets()
+}
+
+// layers is the state of resolving a job's environment.
+type layers struct {
+	wf      *workflow.Workflow
+	spec    envSpec
+	environ []string
+	profile *workflow.Profile
+	r       *environment
+	scope   *executor.Scope // over r.vars: reads what is defined so far
+	envMap  map[string]any  // ${env.NAME}
+	defined map[string]bool // the names the layers defined so far
+}
+
+// add defines a variable (the --set value when there is one).
+func (l *layers) add(name, v string) {
+	if sv, ok := l.spec.set[name]; ok {
+		v = sv
+	}
+	l.r.vars[name], l.envMap[name] = v, v
+	l.r.env = append(l.r.env, name+"="+v)
+	l.defined[name] = true
+}
+
+// value makes the value of an env entry (or a profile's): --set's, else
+// the profile's, else the entry's own.
+func (l *layers) value(e workflow.EnvVar) (string, error) {
+	if v, ok := l.spec.set[e.Name]; ok {
+		return v, nil
+	}
+	if l.profile != nil {
+		for _, p := range l.profile.Env {
+			if p.Name == e.Name {
+				e = p
 			}
 		}
-		r.vars[s.Name], envMap[s.Name] = v, v
-		r.secrets = append(r.secrets, s.Name+"="+v)
 	}
-	return r, nil
+	switch {
+	case e.From == nil:
+		return e.Value.Expand(l.scope.PlainLookup(), interp.Plain)
+	case e.From.Condition != nil:
+		return conditional(e.From, l.scope, l.environ)
+	}
+	if v, ok := l.spec.cached[e.Name]; ok {
+		return v, nil
+	}
+	v, err := envCommand(e.From.Command, slices.Concat(l.environ, l.r.env))
+	if err == nil && e.From.Cache && !isSecretName(l.wf, e.Name) {
+		l.r.cached[e.Name] = v
+	}
+	return v, err
+}
+
+// secrets resolves the secrets mapping over the environment built so far.
+func (l *layers) secrets() error {
+	built := slices.Concat(l.environ, l.r.env)
+	for _, s := range l.wf.SecretVars {
+		v, ok := l.spec.set[s.Name]
+		if !ok {
+			var err error
+			if v, err = secretValue(l.wf, s, l.scope, built); err != nil {
+				return fmt.Errorf("secrets.%s: %w", s.Name, err)
+			}
+		}
+		l.r.vars[s.Name], l.envMap[s.Name] = v, v
+		l.r.secrets = append(l.r.secrets, s.Name+"="+v)
+	}
+	return nil
 }
 
 // readEnvFiles adds the variables of wf's env_files, in order; lookup

@@ -62,6 +62,7 @@ func TestEnvPrecedence(t *testing.T) {
 		wantSecrets bool
 	}{
 		{name: "process environment", src: "", want: "parent"},
+		{name: "--set over the process environment", src: "", set: map[string]string{"V": "set"}, want: "set"},
 		{name: "env file over the process", src: files, a: "a", want: "a"},
 		{name: "later env file over earlier", src: files, a: "a", b: "b", want: "b"},
 		{name: "env over env files", src: files + env, a: "a", b: "b", want: "env"},
@@ -170,10 +171,11 @@ func TestEnvErrors(t *testing.T) {
 		{"env file syntax", "env_files: [bad.env]\n", "", `bad.env:2: want NAME=value`},
 		{"condition not boolean", "env: {X: {condition: '${A}', when_true: a, when_false: b}}\n", "", `env X: condition: "${A}" is <nil>, not a boolean`},
 		{"profile not found", "profiles: {dev: {}}\n", "prod", `profile "prod" not found: profiles: defines dev`},
+		{"secret in the error masked", "env_files: [secret.env]\nenv: {W: {command: 'echo \"no access with $API_TOKEN\" >&2; exit 1'}}\n", "", `exit status 1: no access with ***`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wf := envWorkflow(t, tt.src, map[string]string{"bad.env": "A=1\nnot a pair\n"})
+			wf := envWorkflow(t, tt.src, map[string]string{"bad.env": "A=1\nnot a pair\n", "secret.env": "API_TOKEN=tok-file-1234\n"})
 			_, err := resolveEnv(wf, envSpec{profile: tt.profile}, []string{"PATH=" + os.Getenv("PATH")})
 			var ee *EnvError
 			if !errors.As(err, &ee) || !strings.Contains(err.Error(), tt.want) {
