@@ -297,7 +297,8 @@ func (d *decoder) envEntries(n *yaml.Node, what string) []entry {
 }
 
 // envValue reads one variable's value (what names it): a string, number
-// or boolean, null for "", that may hold placeholders; nil after an error.
+// or boolean, null for "", that may hold placeholders (Prodigy's
+// ${env:NAME} is ${env.NAME}); nil after an error.
 func (d *decoder) envValue(n *yaml.Node, what string) *interp.Template {
 	v := d.resolve(n)
 	switch {
@@ -309,7 +310,7 @@ func (d *decoder) envValue(n *yaml.Node, what string) *interp.Template {
 		d.errorf(v, "%s must be a string, number or boolean, not %s", what, describe(v))
 		return nil
 	}
-	return d.template(v, what, v.Value)
+	return d.template(v, what, envColon.ReplaceAllString(v.Value, "$${env.$1}"))
 }
 
 var agentKeys = []string{"command", "env"}

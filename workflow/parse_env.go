@@ -116,8 +116,12 @@ func (d *decoder) onlyWith(f *fields, what, form, key, with string) {
 	}
 }
 
-// envRef is a secret written as a reference to an environment variable.
-var envRef = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`)
+// envRef is a secret written as a reference to an environment variable;
+// envColon is that reference anywhere in a value.
+var (
+	envRef   = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`)
+	envColon = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
+)
 
 var secretRefKeys = []string{"provider", "key"}
 

@@ -9,6 +9,7 @@ import (
 
 const envWorkflow = `env:
   NODE_ENV: production
+  HOME_DIR: "home=${env:HOME}"
   WORKERS:
     command: "nproc || echo 4"
     cache: true
@@ -48,12 +49,16 @@ func TestParseEnvironment(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(wf.Env); !slices.Equal(got, []string{"NODE_ENV", "WORKERS", "DEPLOY_ENV", "API_TOKEN"}) {
+	if got := names(wf.Env); !slices.Equal(got, []string{"NODE_ENV", "HOME_DIR", "WORKERS", "DEPLOY_ENV", "API_TOKEN"}) {
 		t.Fatalf("env %v", got)
 	}
 	if e := wf.Env[0]; e.From != nil || e.Value.String() != "production" {
 		t.Errorf("static %+v", e)
 	}
+	if e := wf.Env[1]; e.Value.String() != "home=${env.HOME}" {
+		t.Errorf("${env:NAME} is ${env.NAME}: %q", e.Value)
+	}
+	wf.Env = slices.Delete(wf.Env, 1, 2)
 	if f := wf.Env[1].From; f == nil || f.Command != "nproc || echo 4" || !f.Cache || wf.Env[1].Value != nil {
 		t.Errorf("command %+v", wf.Env[1])
 	}
@@ -98,7 +103,7 @@ func TestProfileNotFound(t *testing.T) {
 	}
 	_, err = wf.Profile("production")
 	var pe *ParseError
-	if !errors.As(err, &pe) || pe.Error() != `wf.yml:20:1: profile "production" not found: profiles: defines development, testing` {
+	if !errors.As(err, &pe) || pe.Error() != `wf.yml:21:1: profile "production" not found: profiles: defines development, testing` {
 		t.Errorf("error %v", err)
 	}
 	wf, err = Parse("bare.yml", []byte("- shell: x\n"))
