@@ -128,6 +128,11 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {commands: [{shell: x}], timeout: 0}\n",
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge_back: yes please\n",
 		"commands: [{shell: x}]\nmerge: [{shell: x}]\n",
+		"env: {X: {value: a, command: b}}\ncommands: [{shell: x}]\n",
+		"env: {X: {condition: 'true', when_true: a}}\ncommands: [{shell: x}]\n",
+		"secrets: {X: {provider: vault, key: a}}\ncommands: [{shell: x}]\n",
+		"env_files: [{required: true}]\ncommands: [{shell: x}]\n",
+		"profiles: {dev: {X: {command: a}}}\ncommands: [{shell: x}]\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)
