@@ -308,3 +308,24 @@ func stepSecrets(wf *workflow.Workflow, sc *executor.Scope) []string {
 	}
 	return out
 }
+
+// idleProfileSecrets returns the values written in the profiles other
+// than active whose names are secret.
+func idleProfileSecrets(wf *workflow.Workflow, active string) []string {
+	written := func(string) (any, bool) { return nil, false }
+	var out []string
+	for _, p := range wf.Profiles {
+		if p.Name == active {
+			continue
+		}
+		for _, e := range p.Env {
+			if !isSecretName(wf, e.Name) {
+				continue
+			}
+			if v, err := e.Value.Expand(written, interp.Plain); err == nil {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}

@@ -75,7 +75,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	vars, secrets, source := withhold(wf, opts.Vars, source, env)
+	vars, secrets, source := withhold(wf, opts.Vars, source, env, opts.Profile)
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),

@@ -130,9 +130,10 @@ const withheldMark = "WITHHELD"
 // withhold splits a new job's variables into those stored with it and the
 // names of the secrets that are not: the secret --set values and the
 // secret values written in the workflow file (env, profiles, secrets),
-// which it returns with them replaced. Resume takes those again from
+// which it returns with them replaced (in every profile, the job's or
+// not). Resume takes those again from
 // --set or the environment.
-func withhold(wf *workflow.Workflow, set map[string]string, source []byte, env *environment) (stored map[string]string, names []string, copied []byte) {
+func withhold(wf *workflow.Workflow, set map[string]string, source []byte, env *environment, profile string) (stored map[string]string, names []string, copied []byte) {
 	stored = map[string]string{}
 	for k, v := range set {
 		if isSecretName(wf, k) {
@@ -150,6 +151,13 @@ func withhold(wf *workflow.Workflow, set map[string]string, source []byte, env *
 		copied = bytes.ReplaceAll(copied, []byte(v), []byte(withheldMark))
 		if _, given := set[k]; !given && !slices.Contains(names, k) {
 			names = append(names, k)
+		}
+	}
+	// The secrets written in the profiles the job does not use are not
+	// its own, but they are secrets all the same.
+	for _, v := range idleProfileSecrets(wf, profile) {
+		if len(v) >= minSecretLen {
+			copied = bytes.ReplaceAll(copied, []byte(v), []byte(withheldMark))
 		}
 	}
 	slices.Sort(names)
