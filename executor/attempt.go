@@ -21,19 +21,20 @@ import (
 
 // Executor runs steps: it owns what every step of a job shares.
 type Executor struct {
-	JobID string
-	Emit  func(eventlog.Event)
-	Mask  func(string) string // replaces secret values in command output; nil: none
-	Env   []string            // base environment of every command: process env + workflow env
+	JobID  string
+	Emit   func(eventlog.Event)
+	Mask   func(string) string // replaces secret values in command output; nil: none
+	Env    []string            // base environment of every command: process env + workflow env
+	Grace  time.Duration       // TERM -> KILL; 0 = proc.DefaultGrace
+	Stdout io.Writer           // live command output
+	Stderr io.Writer
+	Seed   uint64 // the job's seed for retry jitter
+	TmpDir string // where Retry-After files are made
+	Agent  Agent  // the program claude: steps run; zero: DefaultAgentCommand
+
 	// Secrets (NAME=VALUE) come after each step's env, which cannot
 	// override them.
 	Secrets []string
-	Grace   time.Duration // TERM -> KILL; 0 = proc.DefaultGrace
-	Stdout  io.Writer     // live command output
-	Stderr  io.Writer
-	Seed    uint64 // the job's seed for retry jitter
-	TmpDir  string // where Retry-After files are made
-	Agent   Agent  // the program claude: steps run; zero: DefaultAgentCommand
 
 	breakers breakers
 }
@@ -185,7 +186,7 @@ func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []stri
 	if err != nil {
 		return nil, "", err
 	}
-	env = make([]string, 0, len(x.Env)+len(extra)+len(stepVars)+len(r.Env)+4)
+	env = make([]string, 0, len(x.Env)+len(extra)+len(stepVars)+len(x.Secrets)+len(r.Env)+4)
 	base, secrets := x.Env, x.Secrets
 	if step.ClearEnv {
 		base, secrets = nil, nil // the step's own env only

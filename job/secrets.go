@@ -131,8 +131,7 @@ const withheldMark = "WITHHELD"
 // names of the secrets that are not: the secret --set values and the
 // secret values written in the workflow file (env, profiles, secrets),
 // which it returns with them replaced (in every profile, the job's or
-// not). Resume takes those again from
-// --set or the environment.
+// not). Resume takes those again from --set or the environment.
 func withhold(wf *workflow.Workflow, set map[string]string, source []byte, env *environment, profile string) (stored map[string]string, names []string, copied []byte) {
 	stored = map[string]string{}
 	for k, v := range set {
