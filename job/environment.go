@@ -34,7 +34,7 @@ func (e *EnvError) Unwrap() error { return e.Err }
 // env_files in order, the workflow env, the profile, --set; then, after
 // each step's own env, the secrets.
 type environment struct {
-	vars    map[string]any    // for ${NAME}; "env" holds every variable the workflow defines
+	vars    map[string]any    // for ${NAME}; "env" (${env.NAME}) holds these and the process environment
 	env     []string          // NAME=VALUE over the process environment, later entries winning
 	secrets []string          // NAME=VALUE of the secrets mapping
 	cached  map[string]string // outputs of commands with cache: true, to keep with the job
@@ -157,7 +157,7 @@ func (l *layers) value(e workflow.EnvVar) (string, error) {
 	case e.From == nil:
 		return e.Value.Expand(l.scope.PlainLookup(), interp.Plain)
 	case e.From.Condition != nil:
-		return conditional(e.From, l.scope, l.environ)
+		return conditional(e.From, l.scope, l.envMap)
 	}
 	if v, ok := l.spec.cached[e.Name]; ok {
 		return v, nil
@@ -228,14 +228,10 @@ func besideWorkflow(wf *workflow.Workflow, path string) string {
 }
 
 // conditional evaluates a {condition, when_true, when_false} value. The
-// condition reads runner's variables, then the process environment.
-func conditional(src *workflow.EnvSource, sc *executor.Scope, environ []string) (string, error) {
-	names := map[string]any{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			names[k] = v
-		}
-	}
+// condition reads runner's variables, then env (${env.NAME}: the process
+// environment too).
+func conditional(src *workflow.EnvSource, sc *executor.Scope, env map[string]any) (string, error) {
+	names := maps.Clone(env)
 	maps.Copy(names, sc.Vars())
 	ok, err := src.Condition.Bool(names)
 	if err != nil {
@@ -254,7 +250,7 @@ func envCommand(command string, env []string) (string, error) {
 	if res.Err != nil {
 		msg := fmt.Sprintf("command %q failed: %v", command, res.Err)
 		if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
-			msg += ": " + tail
+			msg += ": " + tail[strings.LastIndexByte(tail, '\n')+1:] // its last line
 		}
 		return "", errors.New(msg)
 	}

@@ -164,7 +164,7 @@ func TestEnvErrors(t *testing.T) {
 		profile   string
 		want      string
 	}{
-		{"command fails", "env: {W: {command: 'echo no nproc >&2; exit 3'}}\n", "", `env W: command "echo no nproc >&2; exit 3" failed: exit status 3: no nproc`},
+		{"command fails", "env: {W: {command: 'echo warming up >&2; echo no nproc >&2; exit 3'}}\n", "", `env W: command "echo warming up >&2; echo no nproc >&2; exit 3" failed: exit status 3: no nproc`},
 		{"env secret not set", "secrets: {K: '${env:NOT_SET_ANYWHERE}'}\n", "", `secrets.K: environment variable NOT_SET_ANYWHERE is not set`},
 		{"secret file missing", "secrets: {K: {provider: file, key: nope}}\n", "", `secrets.K: cannot read the secret file: open `},
 		{"required env file missing", "env_files: [{path: nope.env, required: true}]\n", "", `env_files[0]: open `},
