@@ -118,7 +118,7 @@ var agentScripts = []string{
 	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",
 	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
 	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
-	"isolation_merge", "prodigy_validate",
+	"isolation_merge", "prodigy_validate", "prodigy_environment",
 }
 
 // agentScriptsShort are the few that -short runs: items, resume, the DLQ

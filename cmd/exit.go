@@ -23,7 +23,8 @@ const (
   0    success (MapReduce: every item succeeded or was skipped by policy)
   1    failed: a step failed, setup/reduce failed, the error policy stopped the job,
        or the merge asked for (--merge, merge_back) was not made
-  2    usage error or invalid workflow; nothing ran
+  2    usage error, invalid workflow, or an environment that cannot be resolved
+       (env command, secret, env file, profile); nothing ran
   3    MapReduce finished but items are in the dead-letter queue
   129  interrupted by SIGHUP (state saved; runner resume JOB continues)
   130  interrupted by SIGINT (state saved; runner resume JOB continues)
@@ -65,7 +66,7 @@ func exitCode(err error) int {
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
 		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),
 		errors.Is(err, job.ErrCompleted), errors.Is(err, job.ErrMissingSecrets),
-		errors.Is(err, job.ErrNotSecret), errors.Is(err, workflow.ErrNotRegular):
+		errors.Is(err, job.ErrNotSecret), errors.Is(err, workflow.ErrNotRegular), errors.As(err, new(*job.EnvError)):
 		return ExitUsage
 	}
 	return ExitFailed

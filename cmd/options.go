@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runnerdev/runner/workflow"
 )
 
 // outputOptions are the flags of the commands that run items and report a
@@ -63,4 +65,23 @@ func (p *positiveInt) Set(s string) error {
 	}
 	*p = positiveInt(n)
 	return nil
+}
+
+// profileOptions is --profile, of the commands that read a workflow file
+// (run, validate): the profile of its profiles: to apply.
+type profileOptions struct {
+	Profile string
+}
+
+func (o *profileOptions) AddFlags(c *cobra.Command) {
+	c.Flags().StringVar(&o.Profile, "profile", "", "apply this profile of the workflow's profiles: over its env (resume and dlq retry keep the job's)")
+}
+
+// check reports a profile the workflow does not define, at its profiles: key.
+func (o profileOptions) check(wf *workflow.Workflow) error {
+	if o.Profile == "" {
+		return nil
+	}
+	_, err := wf.Profile(o.Profile)
+	return err
 }

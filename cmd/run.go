@@ -22,6 +22,7 @@ import (
 type runOptions struct {
 	outputOptions
 	parallelOptions
+	profileOptions
 	JobID  string
 	Seed   string
 	DryRun bool
@@ -33,6 +34,7 @@ type runOptions struct {
 func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	o.outputOptions.AddFlags(cmd)
 	o.parallelOptions.AddFlags(cmd)
+	o.profileOptions.AddFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.JobID, "job-id", "", "id for the new job (default: NAME-DATE-TIME-RANDOM)")
 	f.StringVar(&o.Seed, "seed", "", "seed for retry jitter, to reproduce a schedule exactly")
@@ -50,6 +52,7 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 		Long:  "Run a workflow file as a new job. The job id is printed on stderr first (job: ID);\nits state, logs and events stay under the state dir for jobs, events and resume.\n\n" + exitCodesHelp,
 		Example: `  runner run deploy.yml
   runner run --set REGION=eu-west-1 deploy.yml
+  runner run --profile production deploy.yml
   runner run --output json ci.yml > summary.json
   runner run --seed 42 flaky-api.yml`,
 		Args: exactArgs(1),
@@ -101,6 +104,9 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
+	if err := o.profileOptions.check(wf); err != nil {
+		return err
+	}
 	if err := checkIsolation(ctx, g, wf); err != nil {
 		return err
 	}
@@ -116,7 +122,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{
-		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed,
+		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed, Profile: o.Profile,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
 	})
 	if err != nil {

@@ -8,23 +8,30 @@ import (
 )
 
 func newValidateCommand(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var o profileOptions
+	c := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check workflow files without running anything",
 		Long:  "Parse and validate workflow files. Every problem is printed as FILE:LINE:COL: message;\nthe exit code is 2 when any file is invalid.",
 		Example: `  runner validate deploy.yml
-  runner validate workflows/*.yml`,
+  runner validate workflows/*.yml
+  runner validate --profile production deploy.yml`,
 		Args: minArgs(1),
 		RunE: func(_ *cobra.Command, files []string) error {
-			return runValidate(g, files)
+			return runValidate(g, o, files)
 		},
 	}
+	o.AddFlags(c)
+	return c
 }
 
-func runValidate(g *globalOptions, files []string) error {
+func runValidate(g *globalOptions, o profileOptions, files []string) error {
 	var errs []error
 	for _, f := range files {
 		wf, _, err := loadWorkflow(f)
+		if err == nil {
+			err = o.check(wf)
+		}
 		if err != nil {
 			if errors.As(err, new(usageError)) {
 				// a file it cannot read, said as run says it

@@ -32,6 +32,10 @@ type Executor struct {
 	TmpDir string // where Retry-After files are made
 	Agent  Agent  // the program claude: steps run; zero: DefaultAgentCommand
 
+	// Secrets (NAME=VALUE) come after each step's env, which cannot
+	// override them.
+	Secrets []string
+
 	breakers breakers
 }
 
@@ -182,10 +186,15 @@ func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []stri
 	if err != nil {
 		return nil, "", err
 	}
-	env = make([]string, 0, len(x.Env)+len(extra)+len(stepVars)+len(r.Env)+4)
-	env = append(env, x.Env...)
+	env = make([]string, 0, len(x.Env)+len(extra)+len(stepVars)+len(x.Secrets)+len(r.Env)+4)
+	base, secrets := x.Env, x.Secrets
+	if step.ClearEnv {
+		base, secrets = nil, nil // the step's own env only
+	}
+	env = append(env, base...)
 	env = append(env, extra...)
 	env = append(env, stepVars...)
+	env = append(env, secrets...)
 	env = append(env, r.Env...)
 	env = append(env,
 		"RUNNER_JOB_ID="+x.JobID,

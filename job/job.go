@@ -18,7 +18,6 @@ import (
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
-	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // Job is a job being run (started or resumed) by this process: its durable
@@ -52,6 +51,7 @@ type Options struct {
 	Store    state.Store
 	JobID    string            // run only; "" = generated
 	Vars     map[string]string // --set; resume and attach: only the job's secrets
+	Profile  string            // run only: the workflow profile to apply; "" = none
 	Seed     *uint64           // run only; nil = random
 	Stdout   io.Writer         // live command output
 	Stderr   io.Writer
@@ -71,19 +71,20 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	if id == "" {
 		id = state.NewID(wf.Name, now())
 	}
-	vars, secrets, source, err := withhold(wf, opts.Vars, source, os.Environ())
+	env, err := resolveEnv(wf, envSpec{set: opts.Vars, profile: opts.Profile}, os.Environ())
 	if err != nil {
 		return nil, err
 	}
+	vars, secrets, source := withhold(wf, opts.Vars, source, env, opts.Profile)
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
-		Steps: len(wf.Steps),
+		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached,
 	}, source)
 	if err != nil {
 		return nil, err
 	}
-	j, err := open(st, wf, opts) // Create took the lock
+	j, err := open(st, wf, opts, env) // Create took the lock
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
 	if err := lockJob(st, shared); err != nil {
 		return nil, err
 	}
-	return open(st, wf, opts)
+	return open(st, wf, opts, nil)
 }
 
 // storedWorkflow loads a stored job's workflow copy and sets opts.Vars to
@@ -207,9 +208,10 @@ func (j *Job) Close() error {
 }
 
 // open opens the log and journal of a job whose lock st holds; on an
-// error it releases the lock.
-func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
-	j, err := prepare(st, wf, opts)
+// error it releases the lock. env is the job's environment when the
+// caller resolved it; nil: prepare resolves it.
+func open(st *state.Job, wf *workflow.Workflow, opts Options, env *environment) (*Job, error) {
+	j, err := prepare(st, wf, opts, env)
 	if err != nil {
 		j.close()
 		return nil, err
@@ -227,30 +229,37 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 }
 
 // prepare makes a job's variables, secret masking and executor (whose
-// Emit is left to the caller), without opening its log or journal.
-func prepare(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
+// Emit is left to the caller), without opening its log or journal. env is
+// the job's environment, or nil to resolve it with the job's profile and
+// kept command outputs.
+func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environment) (*Job, error) {
 	j := &Job{st: st, id: st.Meta.ID, wf: wf, seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
 	environ := os.Environ()
-	vars, env, err := workflowEnv(wf, opts.Vars, environ)
-	if err != nil {
-		return j, err
+	if env == nil {
+		var err error
+		spec := envSpec{set: opts.Vars, profile: st.Meta.Profile, cached: st.Meta.EnvCache}
+		if env, err = resolveEnv(wf, spec, environ); err != nil {
+			return j, fmt.Errorf("job %s: %w", st.Meta.ID, err)
+		}
 	}
-	j.scope = executor.NewScope(vars, environ)
-	j.mask = secretMasker(wf, env, environ)
-	j.sealer = newVarSealer(wf, env, environ)
-	j.secretEnv = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+	j.scope = executor.NewScope(env.vars, environ)
+	steps := stepSecrets(wf, j.scope)
+	j.mask = secretMasker(wf, env.env, env.secrets, steps, environ)
+	j.sealer = newVarSealer(wf, env.env, env.secrets, steps, environ)
+	j.secretEnv = slices.DeleteFunc(slices.Concat(env.env, env.secrets), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		return !slices.Contains(st.Meta.Secrets, name)
 	})
 	j.exec = &executor.Executor{
-		JobID:  st.Meta.ID,
-		Mask:   j.mask,
-		Env:    append(environ, env...),
-		Stdout: executor.MaskOutput(opts.Stdout, j.mask),
-		Stderr: executor.MaskOutput(opts.Stderr, j.mask),
-		Seed:   st.Meta.Seed,
-		TmpDir: st.Path("tmp"),
-		Agent:  executor.ResolveAgent(wf.Agent, environ),
+		JobID:   st.Meta.ID,
+		Mask:    j.mask,
+		Env:     append(environ, env.env...),
+		Secrets: env.secrets,
+		Stdout:  executor.MaskOutput(opts.Stdout, j.mask),
+		Stderr:  executor.MaskOutput(opts.Stderr, j.mask),
+		Seed:    st.Meta.Seed,
+		TmpDir:  st.Path("tmp"),
+		Agent:   executor.ResolveAgent(wf.Agent, environ),
 	}
 	if err := os.MkdirAll(j.exec.TmpDir, 0o700); err != nil {
 		return j, fmt.Errorf("job %s: %w", st.Meta.ID, err)
@@ -270,34 +279,6 @@ func lockJob(st *state.Job, shared bool) error {
 		return fmt.Errorf("job %s is being run by another process (pid %d)", st.Meta.ID, st.Meta.PID)
 	}
 	return err
-}
-
-// workflowEnv expands the workflow's env (with --set overrides) into
-// variables for interpolation and KEY=VALUE entries for commands.
-func workflowEnv(wf *workflow.Workflow, set map[string]string, environ []string) (map[string]any, []string, error) {
-	vars := map[string]any{}
-	envMap := map[string]any{}
-	var env []string
-	sc := executor.NewScope(vars, environ)
-	for _, e := range wf.Env {
-		v, ok := set[e.Name]
-		if !ok {
-			var err error
-			if v, err = e.Value.Expand(sc.PlainLookup(), interp.Plain); err != nil {
-				return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
-			}
-		}
-		vars[e.Name], envMap[e.Name] = v, v
-		env = append(env, e.Name+"="+v)
-	}
-	for k, v := range set {
-		if _, ok := vars[k]; !ok {
-			vars[k], envMap[k] = v, v
-			env = append(env, k+"="+v)
-		}
-	}
-	vars["env"] = envMap
-	return vars, env, nil
 }
 
 // emit writes an event to the log and shows it to the listener.

@@ -129,13 +129,10 @@ const withheldMark = "WITHHELD"
 
 // withhold splits a new job's variables into those stored with it and the
 // names of the secrets that are not: the secret --set values and the
-// secret env: values written in the workflow file, which it returns with
-// them replaced. Resume takes those again from --set or the environment.
-func withhold(wf *workflow.Workflow, set map[string]string, source []byte, environ []string) (stored map[string]string, names []string, copied []byte, err error) {
-	_, env, err := workflowEnv(wf, set, environ)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+// secret values written in the workflow file (env, profiles, secrets),
+// which it returns with them replaced (in every profile, the job's or
+// not). Resume takes those again from --set or the environment.
+func withhold(wf *workflow.Workflow, set map[string]string, source []byte, env *environment, profile string) (stored map[string]string, names []string, copied []byte) {
 	stored = map[string]string{}
 	for k, v := range set {
 		if isSecretName(wf, k) {
@@ -145,18 +142,25 @@ func withhold(wf *workflow.Workflow, set map[string]string, source []byte, envir
 		}
 	}
 	copied = source
-	for _, kv := range env {
+	for _, kv := range slices.Concat(env.env, env.secrets) {
 		k, v, _ := strings.Cut(kv, "=")
 		if len(v) < minSecretLen || !isSecretName(wf, k) || !bytes.Contains(copied, []byte(v)) {
 			continue
 		}
 		copied = bytes.ReplaceAll(copied, []byte(v), []byte(withheldMark))
-		if _, given := set[k]; !given {
+		if _, given := set[k]; !given && !slices.Contains(names, k) {
 			names = append(names, k)
 		}
 	}
+	// The secrets written in the profiles the job does not use are not
+	// its own, but they are secrets all the same.
+	for _, v := range idleProfileSecrets(wf, profile) {
+		if len(v) >= minSecretLen {
+			copied = bytes.ReplaceAll(copied, []byte(v), []byte(withheldMark))
+		}
+	}
 	slices.Sort(names)
-	return stored, names, copied, nil
+	return stored, names, copied
 }
 
 // Errors of giving a stored job its secrets again (resume, dlq retry).

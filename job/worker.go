@@ -28,7 +28,7 @@ func OpenWorker(id string, opts Options, emit func(eventlog.Event)) (*Worker, er
 	if err != nil {
 		return nil, err
 	}
-	j, err := prepare(st, wf, opts)
+	j, err := prepare(st, wf, opts, nil)
 	if err == nil {
 		err = j.restoreSetup()
 	}

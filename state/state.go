@@ -50,8 +50,10 @@ type Meta struct {
 	Status       Status            `json:"status"`
 	ExitCode     int               `json:"exit_code"`
 	Seed         uint64            `json:"seed"`
-	Vars         map[string]string `json:"vars,omitempty"`    // --set values, but secrets
-	Secrets      []string          `json:"secrets,omitempty"` // names of secrets resume must be given again
+	Vars         map[string]string `json:"vars,omitempty"`      // --set values, but secrets
+	Secrets      []string          `json:"secrets,omitempty"`   // names of secrets resume must be given again
+	Profile      string            `json:"profile,omitempty"`   // runner run --profile
+	EnvCache     map[string]string `json:"env_cache,omitempty"` // outputs of env commands with cache: true, but secrets
 	Started      time.Time         `json:"started"`
 	Finished     time.Time         `json:"finished,omitzero"`
 	PID          int               `json:"pid,omitempty"` // the process running it now

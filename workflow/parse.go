@@ -183,7 +183,7 @@ func (d *decoder) checkJSON(src []byte) bool {
 
 // Top-level keys by mode.
 var (
-	commonKeys   = []string{"name", "mode", "env", "secrets", "agent"}
+	commonKeys   = []string{"name", "mode", "env", "secrets", "env_files", "profiles", "agent"}
 	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands")
 	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back"), errorPolicyKeys...)
 )
@@ -217,8 +217,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	if n := f.get("name"); n != nil {
 		wf.Name, _ = d.str(n, "name")
 	}
-	wf.Env = d.envVars(f.get("env"), "env")
-	wf.Secrets, wf.Env = d.secrets(f.get("secrets"), wf.Env)
+	d.environment(f, wf)
 	if n := f.get("agent"); n != nil {
 		wf.Agent = d.agent(n)
 	}
@@ -268,6 +267,18 @@ func (d *decoder) standardOnly(root *yaml.Node) []string {
 
 // envVars reads a mapping of variable names to (templated) values.
 func (d *decoder) envVars(n *yaml.Node, what string) []EnvVar {
+	var out []EnvVar
+	for _, e := range d.envEntries(n, what) {
+		if t := d.envValue(e.val, what+"."+e.key.Value); t != nil {
+			out = append(out, EnvVar{Name: e.key.Value, Value: t})
+		}
+	}
+	return out
+}
+
+// envEntries returns the entries of a mapping of variable names, reporting
+// the names that are not valid variable names.
+func (d *decoder) envEntries(n *yaml.Node, what string) []entry {
 	if n == nil {
 		return nil
 	}
@@ -276,31 +287,30 @@ func (d *decoder) envVars(n *yaml.Node, what string) []EnvVar {
 		return nil
 	}
 	es, _ := d.entries(m, what)
-	var out []EnvVar
-	for _, e := range es {
-		name := e.key.Value
-		if !envName.MatchString(name) {
-			d.errorf(e.key, "%s: %s is not a valid variable name (letters, digits and _, not starting with a digit)", what, describe(e.key))
-			continue
+	return slices.DeleteFunc(es, func(e entry) bool {
+		if envName.MatchString(e.key.Value) {
+			return false
 		}
-		v := d.resolve(e.val)
-		if v == nil {
-			return out
-		}
-		text := ""
-		switch {
-		case isNull(v):
-		case v.Kind == yaml.ScalarNode:
-			text = v.Value
-		default:
-			d.errorf(v, "%s.%s must be a string, number or boolean, not %s", what, name, describe(v))
-			continue
-		}
-		if t := d.template(v, what+"."+name, text); t != nil {
-			out = append(out, EnvVar{Name: name, Value: t})
-		}
+		d.errorf(e.key, "%s: %s is not a valid variable name (letters, digits and _, not starting with a digit)", what, describe(e.key))
+		return true
+	})
+}
+
+// envValue reads one variable's value (what names it): a string, number
+// or boolean, null for "", that may hold placeholders (Prodigy's
+// ${env:NAME} is ${env.NAME}); nil after an error.
+func (d *decoder) envValue(n *yaml.Node, what string) *interp.Template {
+	v := d.resolve(n)
+	switch {
+	case v == nil:
+		return nil
+	case isNull(v):
+		return d.template(v, what, "")
+	case v.Kind != yaml.ScalarNode:
+		d.errorf(v, "%s must be a string, number or boolean, not %s", what, describe(v))
+		return nil
 	}
-	return out
+	return d.template(v, what, envColon.ReplaceAllString(v.Value, "$${env.$1}"))
 }
 
 var agentKeys = []string{"command", "env"}
@@ -335,33 +345,6 @@ func (d *decoder) agent(n *yaml.Node) *Agent {
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// secrets reads `secrets:`: a list of variable names whose values are
-// masked, or a mapping NAME: value that also defines them.
-func (d *decoder) secrets(n *yaml.Node, env []EnvVar) ([]string, []EnvVar) {
-	if n == nil {
-		return nil, env
-	}
-	if r := d.resolve(n); r != nil && r.Kind == yaml.MappingNode {
-		defined := d.envVars(r, "secrets")
-		names := make([]string, len(defined))
-		for i, e := range defined {
-			names[i] = e.Name
-		}
-		return names, append(env, defined...)
-	}
-	items, ok := d.list(n, "secrets")
-	if !ok {
-		return nil, env
-	}
-	var names []string
-	for _, it := range items {
-		if s, ok := d.str(it, "secrets"); ok {
-			names = append(names, s)
-		}
-	}
-	return names, env
-}
 
 // template parses a value that may hold placeholders.
 func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {

@@ -20,7 +20,7 @@ var stepKeys = []string{
 	"capture_output", "capture_format", "capture_streams", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message",
-	"validate",
+	"validate", "clear_env", "temporary",
 }
 
 var (
@@ -72,6 +72,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		s.Timeout, _ = d.positive(n, "timeout")
 	}
 	s.Env = d.envVars(f.get("env"), "env")
+	d.stepEnvFlags(f, s)
 	if n := f.get("working_dir"); n != nil {
 		if text, ok := d.str(n, "working_dir"); ok {
 			s.WorkingDir = d.template(n, "working_dir", text)

@@ -133,6 +133,11 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"- shell: x\n  validate: {shell: a, threshold: 101}\n",
 		"- shell: x\n  validate: {shell: a, on_incomplete: {max_attempts: 2}}\n",
 		"- shell: x\n  validate: {shell: a, on_incomplete: [{shell: b, max_attempts: 2}]}\n",
+		"env: {X: {value: a, command: b}}\ncommands: [{shell: x}]\n",
+		"env: {X: {condition: 'true', when_true: a}}\ncommands: [{shell: x}]\n",
+		"secrets: {X: {provider: vault, key: a}}\ncommands: [{shell: x}]\n",
+		"env_files: [{required: true}]\ncommands: [{shell: x}]\n",
+		"profiles: {dev: {X: {command: a}}}\ncommands: [{shell: x}]\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)

@@ -38,6 +38,14 @@ type Workflow struct {
 	Secrets []string // names of environment variables whose values are masked
 	Agent   *Agent   // the top-level agent key; nil when absent
 
+	// The rest of the environment (parse_env.go): secrets written as
+	// values or references, applied after each step's env; env_files;
+	// profiles.
+	SecretVars []Secret
+	EnvFiles   []EnvFile
+	Profiles   []Profile
+	profilesAt Pos
+
 	Steps []*Step // standard workflows
 
 	Setup       []*Step // MapReduce workflows
@@ -60,10 +68,12 @@ type MergePhase struct {
 	Timeout time.Duration // the whole phase; 0 = none
 }
 
-// EnvVar is one environment entry; Value may hold placeholders.
+// EnvVar is one environment entry; Value may hold placeholders. In the
+// workflow env, From may make the value at job start instead (Value nil).
 type EnvVar struct {
 	Name  string
 	Value *interp.Template
+	From  *EnvSource
 }
 
 // Agent is the top-level agent key: the program claude: steps run.
@@ -97,6 +107,7 @@ type Step struct {
 	ID         string
 	Timeout    time.Duration // one attempt; 0 = none
 	Env        []EnvVar
+	ClearEnv   bool // clear_env: the step's commands get only its env (and RUNNER_*)
 	WorkingDir *interp.Template
 
 	Capture        string // "" = no capture; "shell.output" or "claude.output" for capture_output: true; otherwise the variable name
