@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -144,7 +145,11 @@ func (x *Executor) mask(s string) string {
 // values go into it as they are.
 func (x *Executor) prepare(step *workflow.Step, cmd workflow.Command, r Run, attempt int) (proc.Spec, error) {
 	if cmd.Kind != workflow.ClaudeCommand {
-		script, err := cmd.Text.Expand(r.Scope.Lookup(), interp.Shell)
+		sc, err := stepScope(step, r.Scope)
+		if err != nil {
+			return proc.Spec{}, err
+		}
+		script, err := cmd.Text.Expand(sc.Lookup(), interp.Shell)
 		if err != nil {
 			return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
 		}
@@ -210,6 +215,26 @@ func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []stri
 		dir = filepath.Join(r.Dir, dir)
 	}
 	return env, dir, nil
+}
+
+// stepScope is sc as a step's shell command reads it: with the step's own
+// env values over the workflow's, so that $NAME in its text, which runner
+// expands itself, is the value the command's environment holds.
+func stepScope(step *workflow.Step, sc *Scope) (*Scope, error) {
+	if len(step.Env) == 0 {
+		return sc, nil
+	}
+	vars, err := expandEnv(step.Env, sc.PlainLookup(), "env")
+	if err != nil {
+		return nil, err
+	}
+	child := sc.Child()
+	for _, kv := range vars {
+		name, value, _ := strings.Cut(kv, "=")
+		child.Set(name, value)
+		child.SetIn("env", name, value)
+	}
+	return child, nil
 }
 
 // expandEnv expands env entries (what names them in errors) into
