@@ -26,6 +26,7 @@ type decoder struct {
 	ids     map[string]*yaml.Node
 	stepsAt map[string]stepAt // where each id's step stands
 	at      stepAt            // where the values being read are
+	doOf    *stepAt           // the foreach whose do steps are being read; nil outside one
 	refs    []stepRef
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
 }
@@ -251,7 +252,6 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 // unsupported are Prodigy keys runner deliberately does not support.
 var unsupported = map[string]string{
 	"goal_seek":  "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
-	"foreach":    "foreach is not supported; run a command over many items with a MapReduce workflow (mode: mapreduce)",
 	"validate":   "validate (Prodigy's spec-coverage validation) is not supported",
 	"analyze":    "analyze (Prodigy's code analysis) is not supported",
 	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",

@@ -128,6 +128,12 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {commands: [{shell: x}], timeout: 0}\n",
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge_back: yes please\n",
 		"commands: [{shell: x}]\nmerge: [{shell: x}]\n",
+		"- foreach: {do: [{shell: x}]}\n",
+		"- foreach: {foreach: [a], do: []}\n",
+		"- foreach: {foreach: [a], do: [{shell: x}]}\n  shell: y\n",
+		"- foreach: {foreach: [a], parallel: 0, do: [{shell: x}]}\n",
+		"- foreach: {foreach: [a], max_items: -1, do: [{shell: x}]}\n",
+		"- foreach: [a]\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)
@@ -153,6 +159,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		"standard": standardKeys, "mapreduce": mapKeys, "step": stepKeys, "retryPolicy": policyKeys,
 		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
 		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys,
+		"foreach": foreachKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
 		want := slices.Sorted(slices.Values(keys))
