@@ -30,6 +30,14 @@ func (x *Executor) runForeach(ctx context.Context, step *workflow.Step, r Run, a
 		defer cancel()
 	}
 	f := step.Foreach
+	do := r // the do steps run in the foreach's working_dir, as its items command does
+	if step.WorkingDir != nil {
+		_, dir, err := x.stepEnv(step, r, attempt, nil)
+		if err != nil {
+			return commandResult{Outcome: retryv2.Outcome{Attempt: attempt, Kind: retryv2.KindSpawn, ExitCode: -1, Err: err}}
+		}
+		do.Dir = dir
+	}
 	items := f.Items
 	if items == nil {
 		list := r
@@ -48,7 +56,7 @@ func (x *Executor) runForeach(ctx context.Context, step *workflow.Step, r Run, a
 	failed := make([]*StepResult, len(items))
 	eachItem(ctx, len(items), f.Parallel, func(i int) bool {
 		stdout, stderr := out.writers()
-		res, ok := x.runItem(ctx, step, r, items, i, stdout, stderr)
+		res, ok := x.runItem(ctx, step, do, items, i, stdout, stderr)
 		flushOutput(stdout, stderr)
 		if !ok {
 			failed[i] = &res

@@ -81,19 +81,21 @@ func TestForeachSequential(t *testing.T) {
 }
 
 // The items of a command are its non-empty lines; max_items keeps the
-// first ones; the command's own output is not shown. A foreach's id
-// holds what its steps printed, and what a do step captures stays in its
-// item.
+// first ones; the command's own output is not shown. The command and the
+// do steps run in the foreach's working_dir. A foreach's id holds what its
+// steps printed, and what a do step captures stays in its item.
 func TestForeachCommandItems(t *testing.T) {
+	dir := t.TempDir()
 	wf, err := workflow.Parse("f.yml", []byte(`
 - id: loop
+  working_dir: `+dir+`
   foreach:
     foreach: "printf 'one\n\n  \ntwo\r\nthree\nfour\n'"
     max_items: 3
     do:
       - shell: echo "[${item}]"
         capture_output: seen
-      - shell: echo "again ${seen}"
+      - shell: echo "again ${seen}" && touch ${item}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +113,9 @@ func TestForeachCommandItems(t *testing.T) {
 	}
 	if got := res.Vars["steps.loop"].(map[string]any)["output"]; got != strings.TrimSuffix(want, "\n") {
 		t.Errorf("steps.loop.output %q", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("%d files in the working_dir, want 3 (one, two, three)", len(entries))
 	}
 	for _, name := range []string{"seen", "item", "index", "total"} {
 		if v, ok := sc.Vars()[name]; ok {
@@ -280,5 +285,21 @@ func TestForeachOutputWholeLines(t *testing.T) {
 	flushOutput(b)
 	if want := "b1\na1 still a1\nb2\n"; w.String() != want || o.captured.String() != want {
 		t.Errorf("output %q, captured %q, want %q", w.String(), o.captured.String(), want)
+	}
+}
+
+// The foreach step's own keys apply to the loop as a whole: retry_config
+// runs every item again after a failed attempt.
+func TestForeachRetry(t *testing.T) {
+	dir := t.TempDir()
+	res, out, _ := foreachRun(t, t.Context(), `
+- retry_config: {attempts: 2, initial_delay: 1ms}
+  foreach:
+    foreach: [a, b]
+    do:
+      - shell: echo ${item}; test ${item} = a || test -e `+dir+`/again || { touch `+dir+`/again; exit 1; }
+`)
+	if res.Status != StepSucceeded || res.Attempts != 2 || out != "a\nb\na\nb\n" {
+		t.Errorf("%s after %d attempts, output %q", res.Status, res.Attempts, out)
 	}
 }
