@@ -150,6 +150,7 @@ func (s Step) writeText(w *errWriter, seed *uint64) {
 	if s.OnFailure != "" {
 		w.printf("     on failure: %s\n", s.OnFailure)
 	}
+	s.Foreach.writeText(w, seed)
 }
 
 // text describes a policy: attempts, the delays before attempts 2..N and
