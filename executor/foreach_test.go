@@ -150,6 +150,11 @@ func TestForeachFailure(t *testing.T) {
 		t.Errorf("continue_on_error: error %v, want %s", res.Err, want)
 	}
 
+	res, out, _ = foreachRun(t, t.Context(), "- foreach: {foreach: 'echo a; exit 4', do: [{shell: echo ran}]}\n")
+	if !res.Fatal() || res.Outcome.ExitCode != 4 || out != "" || res.Err == nil || !strings.Contains(res.Err.Error(), "the command that lists the items: exit status 4") {
+		t.Errorf("failed items command: %s exit %d, output %q, error %v", res.Status, res.Outcome.ExitCode, out, res.Err)
+	}
+
 	res, _, _ = foreachRun(t, t.Context(), "- on_failure: true\n  foreach:"+loop)
 	if res.Status != StepFailed || res.Handled != workflow.FailContinue || res.Fatal() {
 		t.Errorf("on_failure: true: %s handled %q", res.Status, res.Handled)
