@@ -29,6 +29,7 @@ type decoder struct {
 	doOf    *stepAt           // the foreach whose do steps are being read; nil outside one
 	refs    []stepRef
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
+	loops   map[*yaml.Node]bool // foreach mappings whose do steps are being read
 }
 
 // errorf records a problem at n's position.

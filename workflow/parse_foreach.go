@@ -14,6 +14,11 @@ import (
 // takes either.
 var foreachKeys = []string{"foreach", "items", "do", "parallel", "continue_on_error", "max_items"}
 
+// maxLoopNesting bounds loops in the do of loops: far more than a
+// workflow needs, and few enough that a file cannot make validation
+// (which names each step by its path) slow.
+const maxLoopNesting = 8
+
 // foreachStepRefuses are the step keys that mean nothing on a foreach
 // step, with what to write instead.
 var foreachStepRefuses = []struct{ keys, instead string }{
@@ -42,6 +47,14 @@ func (d *decoder) foreachStep(f *fields, what string, s *Step) bool {
 	if m == nil {
 		return true
 	}
+	switch {
+	case d.loops[m]:
+		d.errorf(f.vals["foreach"], "foreach: an alias makes this loop run itself in its do")
+		return true
+	case len(d.loops) == maxLoopNesting:
+		d.errorf(f.key("foreach"), "foreach: loops nest at most %d deep", maxLoopNesting)
+		return true
+	}
 	loop := d.mapping(m, "foreach", foreachKeys)
 	if loop == nil {
 		return true
@@ -64,7 +77,12 @@ func (d *decoder) foreachStep(f *fields, what string, s *Step) bool {
 	if v := loop.get("do"); v != nil {
 		outer, at := d.doOf, d.at
 		d.doOf = &at
+		if d.loops == nil {
+			d.loops = map[*yaml.Node]bool{}
+		}
+		d.loops[m] = true
 		s.Foreach.Do = d.stepList(v, what+".do", true)
+		delete(d.loops, m)
 		d.doOf = outer
 	} else {
 		d.errorf(loop.node, "foreach needs do: the steps to run for each item")

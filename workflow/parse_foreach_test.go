@@ -117,6 +117,10 @@ func TestParseForeachErrors(t *testing.T) {
 			[]string{`4:9: unknown key "shel" in step commands[0].foreach.do[0] (did you mean "shell"?)`, `4:9: step commands[0].foreach.do[0] has no command: give it shell or claude`}},
 		{"duplicate id", "- id: a\n  shell: x\n- foreach:\n    foreach: [a]\n    do: [{id: a, shell: y}]\n",
 			[]string{`5:15: id "a" is already used by the step at line 1`}},
+		{"a loop in itself", "- foreach: &a {foreach: [a], do: [{foreach: *a}]}\n",
+			[]string{`1:45: foreach: an alias makes this loop run itself in its do`}},
+		{"loops nested too deep", "- " + strings.Repeat("{foreach: {foreach: [a], do: [", 9) + "{shell: x}" + strings.Repeat("]}}", 9) + "\n",
+			[]string{`1:244: foreach: loops nest at most 8 deep`}},
 		{"commit_required in parallel", "- foreach:\n    foreach: [a]\n    parallel: 2\n    do:\n      - claude: /fix\n        commit_required: true\n",
 			[]string{`5:9: commit_required and auto_commit cannot be told apart between the items of a parallel foreach (they share one work tree): use parallel: false, or a MapReduce workflow with isolation: worktree`}},
 	} {
