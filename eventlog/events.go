@@ -25,6 +25,23 @@ func (e Event) WithItem(id string) Event {
 	return e
 }
 
+// Within returns e told of a step that runs inside step parent (a
+// foreach's do step for one item, "fmt[2]"): its step becomes
+// "PARENT.STEP".
+func (e Event) Within(parent string) Event {
+	step, ok := e.Fields["step"].(string)
+	if !ok {
+		return e
+	}
+	fields := make(map[string]any, len(e.Fields))
+	for k, v := range e.Fields {
+		fields[k] = v
+	}
+	fields["step"] = parent + "." + step
+	e.Fields = fields
+	return e
+}
+
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 // JobStarted is the first event of a job.

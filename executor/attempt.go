@@ -60,6 +60,7 @@ type Run struct {
 	From    *state.StepRecord
 
 	commits *commitTracker // the step's git HEAD, with commit_required or auto_commit
+	within  string         // a foreach's do steps: the foreach and the item, "fmt[2]"
 }
 
 func (r Run) stdout(x *Executor) io.Writer {
@@ -84,6 +85,9 @@ func (x *Executor) emit(r Run, e eventlog.Event) {
 	if r.ItemID != "" {
 		e = e.WithItem(r.ItemID)
 	}
+	if r.within != "" {
+		e = e.Within(r.within)
+	}
 	x.Emit(e)
 }
 
@@ -92,10 +96,14 @@ type commandResult struct {
 	retryv2.Outcome
 	stdout, stderr []byte   // full captures when asked for
 	commits        []string // new commits since the step started, oldest first; nil when not tracked
+	handled        error    // failures that did not fail the command: a foreach's items under continue_on_error
 }
 
 // runCommand expands and runs one command once.
 func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd workflow.Command, r Run, attempt int, capture bool) commandResult {
+	if cmd.Kind == workflow.ForeachCommand {
+		return x.runForeach(ctx, step, r, attempt, capture)
+	}
 	start := time.Now()
 	spec, err := x.prepare(step, cmd, r, attempt)
 	if err != nil {
@@ -203,7 +211,7 @@ func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []stri
 	env = append(env, r.Env...)
 	env = append(env,
 		"RUNNER_JOB_ID="+x.JobID,
-		"RUNNER_STEP="+step.Key(),
+		"RUNNER_STEP="+r.qualified(step.Key()),
 		"RUNNER_ATTEMPT="+strconv.Itoa(attempt),
 	)
 	if step.WorkingDir != nil {

@@ -55,7 +55,7 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 			return StepResult{Status: StepSkipped}
 		}
 	}
-	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Command.Text.String()))
+	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.CommandText()))
 	start := time.Now()
 	if step.TracksCommits() {
 		t, err := x.trackCommits(ctx, step, r)
@@ -68,7 +68,7 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 	if err == nil {
 		vars, cerr := x.capture(step, res, r.Scope)
 		if cerr == nil {
-			done := StepResult{Status: StepSucceeded, Outcome: res.Outcome, Attempts: res.Attempt, Vars: vars}
+			done := StepResult{Status: StepSucceeded, Outcome: res.Outcome, Attempts: res.Attempt, Vars: vars, Err: res.handled}
 			if step.Validate != nil {
 				return x.validated(ctx, step, r, done, start)
 			}

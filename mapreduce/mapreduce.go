@@ -380,9 +380,10 @@ func setMapVars(j *job.Job, c job.ItemCounts) error {
 	return nil
 }
 
-// usesResults reports whether a step refers to ${map.results}.
+// usesResults reports whether a step (or a step in a foreach's do)
+// refers to ${map.results}.
 func usesResults(steps []*workflow.Step) bool {
-	for _, s := range steps {
+	for s := range workflow.AllSteps(steps) {
 		if slices.ContainsFunc(s.Command.Text.Refs(), func(p string) bool {
 			return p == "map.results" || strings.HasPrefix(p, "map.results[") || strings.HasPrefix(p, "map.results.")
 		}) {

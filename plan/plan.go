@@ -50,7 +50,7 @@ type Step struct {
 	Index          int                  `json:"index"` // 1-based, in its phase
 	Step           string               `json:"step"`  // the name events and messages use
 	Label          string               `json:"label"`
-	Kind           workflow.CommandKind `json:"kind"`                 // shell or claude
+	Kind           workflow.CommandKind `json:"kind"`                 // shell, claude or foreach
 	Agent          []string             `json:"agent,omitempty"`      // claude: the program and its first arguments; the text is one more
 	AgentFrom      string               `json:"agent_from,omitempty"` // agent.command, RUNNER_AGENT_COMMAND or default
 	AgentError     string               `json:"agent_error,omitempty"`
@@ -62,6 +62,7 @@ type Step struct {
 	CircuitBreaker *Breaker             `json:"circuit_breaker,omitempty"`
 	OnFailure      string               `json:"on_failure,omitempty"`
 	Validate       *Validate            `json:"validate,omitempty"`
+	Foreach        *Foreach             `json:"foreach,omitempty"` // a foreach step's loop
 }
 
 // Validate is a step's validate block: its check and on_incomplete.
@@ -229,6 +230,7 @@ func newStep(s *workflow.Step, seed *uint64, perItem bool, agent executor.Agent)
 	if s.Breaker != nil {
 		ps.CircuitBreaker = newBreaker(*s.Breaker)
 	}
+	ps.Foreach = newForeach(s, seed, perItem, agent)
 	if a := s.OnFailure.Action; a != "" && a != workflow.FailStop {
 		ps.OnFailure = string(a)
 	}

@@ -182,3 +182,44 @@ func TestValidatePlan(t *testing.T) {
 		}
 	}
 }
+
+// A foreach step's plan says where its items come from and how many run
+// at once, and lists its do steps under it, with their own retries.
+func TestForeachPlan(t *testing.T) {
+	wf := parse(t, `- name: check
+  on_failure: true
+  foreach:
+    foreach: "ls *.md"
+    parallel: true
+    max_items: 5
+    do:
+      - shell: lint ${item}
+        retry_config: {attempts: 2, initial_delay: 1s}
+      - foreach: {foreach: [a, "b c"], continue_on_error: true, do: [{claude: /fix}]}
+`)
+	p := New(wf, nil, executor.ResolveAgent(nil, []string{"RUNNER_AGENT_COMMAND=my-agent"}))
+	f := p.Phases[0].Steps[0].Foreach
+	if f == nil || f.ItemsCommand != "ls *.md" || f.Parallel != 10 || f.MaxItems != 5 || len(f.Do) != 2 || len(f.Do[0].Retry) != 1 || f.Do[1].Foreach == nil {
+		t.Fatalf("foreach plan %+v", f)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `  1. check
+     retry: none (runs once)
+     on failure: continue
+     foreach: the lines of ls *.md; the first 5; 10 at once; for each item:
+       1. lint ${item}
+          retry: 2 attempts, exponential backoff; delays 1s (total 1s); max_delay 30s
+       2. foreach: ["a", "b c"]
+          retry: none (runs once)
+          foreach: items "a", "b c"; one at a time; a failed item does not stop the others; for each item:
+            1. /fix
+               runs: my-agent with the text as its last argument (RUNNER_AGENT_COMMAND)
+               retry: none (runs once)
+`
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("plan text\n%s\nwant it to hold\n%s", b.String(), want)
+	}
+}

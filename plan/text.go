@@ -153,6 +153,7 @@ func (s Step) writeText(w *errWriter, seed *uint64) {
 	if s.Validate != nil {
 		s.Validate.writeText(w)
 	}
+	s.Foreach.writeText(w, seed)
 }
 
 // writeText describes a validate block on one line.

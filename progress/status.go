@@ -84,6 +84,9 @@ func (j *jobStatus) line() string {
 // observe updates the status from an event.
 func (j *jobStatus) observe(e eventlog.Event) {
 	item := e.ItemID
+	if item == "" && j.step != "" && strings.HasPrefix(e.Str("step"), j.step+"[") {
+		return // a step inside the running one (a foreach's do): the line stays the loop's
+	}
 	switch e.Type {
 	case eventlog.TypeMapStarted:
 		j.mapping, j.mapStart = true, time.Now()

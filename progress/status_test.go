@@ -110,6 +110,24 @@ func TestStepStatus(t *testing.T) {
 	})
 }
 
+// While a foreach runs, the line stays the loop's: the events of its do
+// steps (loop[0].step-1) neither replace it nor end it.
+func TestStepStatusForeach(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}, steps: 3}
+		j.observe(eventlog.StepStarted("loop", 2, "foreach: [a, b]"))
+		j.observe(eventlog.AttemptStarted("loop", 1))
+		j.observe(eventlog.StepStarted("loop[0].step-1", 1, "make"))
+		j.observe(eventlog.AttemptStarted("loop[0].step-1", 1))
+		j.observe(eventlog.RetryDecision("loop[0].step-1", eventlog.Decision{Attempt: 1, Action: "retry", Limit: 3}))
+		j.observe(eventlog.AttemptStarted("loop[0].step-1", 2))
+		j.observe(eventlog.StepCompleted("loop[0].step-1", 0, time.Second))
+		if got, want := j.line(), "step 2/3 loop · 0s"; got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+}
+
 // An event read back from a log (its numbers json.Number) counts as the
 // one just emitted (its numbers int).
 func TestEventReadBackCountsTheSame(t *testing.T) {

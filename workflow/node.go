@@ -26,11 +26,13 @@ type decoder struct {
 	ids     map[string]*yaml.Node
 	stepsAt map[string]stepAt // where each id's step stands
 	at      stepAt            // where the values being read are
+	doOf    *stepAt           // the foreach whose do steps are being read; nil outside one
 	refs    []stepRef
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool
+	loops                map[*yaml.Node]bool // foreach mappings whose do steps are being read
 }
 
 // errorf records a problem at n's position.
@@ -254,7 +256,6 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 // unsupported are Prodigy keys runner deliberately does not support.
 var unsupported = map[string]string{
 	"goal_seek":  "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
-	"foreach":    "foreach is not supported; run a command over many items with a MapReduce workflow (mode: mapreduce)",
 	"analyze":    "analyze (Prodigy's code analysis) is not supported",
 	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",
 }

@@ -20,7 +20,7 @@ var stepKeys = []string{
 	"capture_output", "capture_format", "capture_streams", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message",
-	"validate", "clear_env", "temporary",
+	"validate", "clear_env", "temporary", "foreach",
 }
 
 var (
@@ -41,7 +41,7 @@ func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
 	steps := make([]*Step, 0, len(items))
 	outer := d.at
 	for i, it := range items {
-		d.at = stepAt{phase: strings.TrimSuffix(what, ".commands"), index: i}
+		d.at = stepAt{phase: strings.TrimSuffix(what, ".commands"), index: i, outer: d.doOf}
 		if s := d.step(it, fmt.Sprintf("%s[%d]", what, i), i); s != nil {
 			steps = append(steps, s)
 		}
@@ -61,7 +61,9 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		return nil
 	}
 	s := &Step{Pos: pos(f.node), Index: index, Retryable: true, CaptureFormat: CaptureString, CaptureStreams: StreamStdout}
-	s.Command = d.stepCommand(f, what)
+	if !d.foreachStep(f, what, s) {
+		s.Command = d.stepCommand(f, what)
+	}
 	if n := f.get("name"); n != nil {
 		s.Name, _ = d.str(n, "name")
 	}

@@ -54,7 +54,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"agent command string", "agent: {command: claude --print}\ncommands: [{shell: x}]\n", `1:18: agent.command must be a list of words, such as [claude, --print], not "claude --print": runner runs it without a shell`},
 		{"agent command empty", "agent: {command: []}\ncommands: [{shell: x}]\n", `1:18: agent.command is empty`},
 		{"agent unknown key", "agent: {comand: [x]}\ncommands: [{shell: x}]\n", `1:9: unknown key "comand" in agent (did you mean "command"?)`},
-		{"foreach", "- shell: x\n  foreach: [a]\n", `2:3: foreach is not supported; run a command over many items with a MapReduce workflow`},
+		{"foreach and shell", "- shell: x\n  foreach: {foreach: [a], do: [{shell: y}]}\n", `1:3: shell does not apply to a foreach step, which runs the steps of its do: move it into do`},
 		{"goal_seek", "- goal_seek: {}\n", `1:3: goal_seek (Prodigy's iterative refinement`},
 		{"merge at top", "name: x\nmerge: {}\ncommands: [{shell: x}]\n", `2:1: merge acts on the job branch of a MapReduce workflow whose map runs with isolation: worktree`},
 		{"write_file", "- write_file: {}\n", `1:3: write_file is not supported`},

@@ -14,6 +14,7 @@ import (
 type stepAt struct {
 	phase string // commands, setup, agent_template, reduce, merge; env and map.* outside steps
 	index int
+	outer *stepAt // a foreach's do steps: where the foreach step stands; nil for the others
 }
 
 // stepRef is a read of a step's variables, checked once every id is known.
@@ -91,6 +92,9 @@ func (d *decoder) checkRefs() {
 // canRead returns why a value at from cannot read the variables of the
 // step at to, or "".
 func canRead(from, to stepAt) string {
+	if from.phase != to.phase && (from.outer != nil || to.outer != nil) {
+		return canReadAcross(from, to)
+	}
 	switch {
 	case from.phase == to.phase && to.index < from.index:
 		return ""

@@ -138,6 +138,12 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"secrets: {X: {provider: vault, key: a}}\ncommands: [{shell: x}]\n",
 		"env_files: [{required: true}]\ncommands: [{shell: x}]\n",
 		"profiles: {dev: {X: {command: a}}}\ncommands: [{shell: x}]\n",
+		"- foreach: {do: [{shell: x}]}\n",
+		"- foreach: {foreach: [a], do: []}\n",
+		"- foreach: {foreach: [a], do: [{shell: x}]}\n  shell: y\n",
+		"- foreach: {foreach: [a], parallel: 0, do: [{shell: x}]}\n",
+		"- foreach: {foreach: [a], max_items: -1, do: [{shell: x}]}\n",
+		"- foreach: [a]\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)
@@ -164,6 +170,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
 		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys,
 		"validateConfig": validateKeys, "onIncompleteConfig": onIncompleteKeys, "validationCommand": validationCommandKeys,
+		"foreach": foreachKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
 		want := slices.Sorted(slices.Values(keys))

@@ -89,6 +89,9 @@ type CommandKind string
 const (
 	ShellCommand  CommandKind = "shell"  // sh -c TEXT; values are escaped for the shell
 	ClaudeCommand CommandKind = "claude" // the agent program with TEXT as its last argument; values go in as they are
+	// ForeachCommand runs Step.Foreach; TEXT is the shell command that
+	// prints its items, or empty when the file lists them.
+	ForeachCommand CommandKind = "foreach"
 )
 
 // Command is what a step or a failure handler runs.
@@ -103,6 +106,7 @@ type Step struct {
 	Index int // 0-based position in its list
 
 	Command    Command
+	Foreach    *Foreach // a foreach: step's loop; nil for the other steps
 	Name       string
 	ID         string
 	Timeout    time.Duration // one attempt; 0 = none
@@ -156,7 +160,7 @@ func (s *Step) Label() string {
 	case s.ID != "":
 		return s.ID
 	}
-	cmd, _, _ := strings.Cut(strings.TrimSpace(s.Command.Text.String()), "\n")
+	cmd, _, _ := strings.Cut(strings.TrimSpace(s.CommandText()), "\n")
 	if len(cmd) > 60 {
 		cmd = cmd[:57] + "..."
 	}
@@ -254,7 +258,7 @@ const (
 // when an item's steps change a repository (a claude: step, or
 // commit_required), none otherwise.
 func DefaultIsolation(template []*Step) Isolation {
-	for _, s := range template {
+	for s := range AllSteps(template) {
 		if s.Command.Kind == ClaudeCommand || s.CommitRequired {
 			return IsolationWorktree
 		}
