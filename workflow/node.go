@@ -28,6 +28,8 @@ type decoder struct {
 	at      stepAt            // where the values being read are
 	refs    []stepRef
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
+	// handlerPath is Step.Path of the handler's step being read.
+	handlerPath string
 }
 
 // errorf records a problem at n's position.
