@@ -11,23 +11,29 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
+// handlerRun is what a handler's steps did.
+type handlerRun struct {
+	vars    map[string]any // the variables they set
+	handled error          // their failures that their own failure handling took over
+}
+
 // runHandler runs the steps of an on_success or on_exit_code handler in
-// order, in the step's scope, and returns the variables they set. A step
-// that fails for good (its own on_failure did not handle it) fails the
-// handler, and the rest do not run.
-func (x *Executor) runHandler(ctx context.Context, what string, steps []*workflow.Step, r Run) (map[string]any, error) {
+// order, in the step's scope. A step that fails for good (its own
+// on_failure did not handle it) fails the handler, and the rest do not run.
+func (x *Executor) runHandler(ctx context.Context, what string, steps []*workflow.Step, r Run) (handlerRun, error) {
 	// A handler's steps are not checkpointed: an interrupted one runs again
 	// with its step.
 	r.Waiting, r.From, r.commits = nil, nil, nil
-	var vars map[string]any
+	var hr handlerRun
 	for _, s := range steps {
 		res := x.RunStep(ctx, s, r)
 		if res.Fatal() {
-			return vars, &HandlerError{What: what + " handler", Message: res.Err.Error()}
+			return hr, &HandlerError{What: what + " handler", Message: res.Err.Error()}
 		}
-		vars = mergeVars(vars, res.Vars)
+		hr.vars = mergeVars(hr.vars, res.Vars)
+		hr.handled = errors.Join(hr.handled, res.Err)
 	}
-	return vars, nil
+	return hr, nil
 }
 
 // handlerFailed is the result of a step whose on_success or on_exit_code

@@ -64,8 +64,8 @@ type stepRun struct {
 	res        commandResult
 	err        error
 	start      time.Time
-	vars       map[string]any // set by the on_exit_code handler's steps
-	handlerErr error          // the on_exit_code handler failed
+	handler    handlerRun // what the on_exit_code handler's steps did
+	handlerErr error      // the on_exit_code handler failed
 }
 
 // run runs the step once: its attempts (and repeats), then the
@@ -83,7 +83,7 @@ func (x *Executor) run(ctx context.Context, step *workflow.Step, r Run) stepRun 
 	}
 	sr.res, sr.err = x.runRepeated(ctx, step, r)
 	if handler := step.OnExitCode[sr.res.ExitCode]; handler != nil && exited(sr.res.Outcome) && ctx.Err() == nil {
-		sr.vars, sr.handlerErr = x.runHandler(ctx, "on_exit_code", handler, r)
+		sr.handler, sr.handlerErr = x.runHandler(ctx, "on_exit_code", handler, r)
 	}
 	return sr
 }
@@ -111,16 +111,17 @@ func (x *Executor) succeed(ctx context.Context, step *workflow.Step, r Run, run 
 	if err != nil {
 		return StepResult{}, err
 	}
-	vars = mergeVars(vars, run.vars)
+	vars, handled := mergeVars(vars, run.handler.vars), run.handler.handled
 	if len(step.OnSuccess) > 0 {
-		hvars, herr := x.runHandler(ctx, "on_success", step.OnSuccess, r)
+		h, herr := x.runHandler(ctx, "on_success", step.OnSuccess, r)
 		if herr != nil {
 			return x.handlerFailed(step, r, run.res, nil, herr), nil
 		}
-		vars = mergeVars(vars, hvars)
+		vars, handled = mergeVars(vars, h.vars), errors.Join(handled, h.handled)
 	}
 	x.emit(r, eventlog.StepCompleted(step.Key(), run.res.ExitCode, time.Since(run.start)))
-	return StepResult{Status: StepSucceeded, Outcome: run.res.Outcome, Attempts: run.res.Attempt, Vars: vars}, nil
+	// The handlers' handled failures are the step's, for the summary.
+	return StepResult{Status: StepSucceeded, Outcome: run.res.Outcome, Attempts: run.res.Attempt, Err: handled, Vars: vars}, nil
 }
 
 // stepError names the step in its final error: "step "x" failed after 3
