@@ -24,7 +24,10 @@ func (d *decoder) fixLoop(f *fields, fl *Failure) {
 func (d *decoder) handlers(f *fields, s *Step, what string) {
 	s.Path, d.handlerPath = d.handlerPath, ""
 	if n := f.get("on_success"); n != nil {
+		outer := d.at
+		d.at.succeeded = true
 		s.OnSuccess = d.handlerSteps(n, what+".on_success", s.Key()+".on_success", s.Index)
+		d.at = outer
 	}
 	n := f.get("on_exit_code")
 	if n == nil {

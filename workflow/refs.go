@@ -14,6 +14,9 @@ import (
 type stepAt struct {
 	phase string // commands, setup, agent_template, reduce, merge; env and map.* outside steps
 	index int
+	// succeeded is set in a step's on_success, which runs once the step's
+	// own variables are set.
+	succeeded bool
 }
 
 // stepRef is a read of a step's variables, checked once every id is known.
@@ -93,6 +96,8 @@ func (d *decoder) checkRefs() {
 func canRead(from, to stepAt) string {
 	switch {
 	case from.phase == to.phase && to.index < from.index:
+		return ""
+	case from.phase == to.phase && to.index == from.index && from.succeeded:
 		return ""
 	case from.phase == to.phase && to.index == from.index:
 		return "a step's own steps.ID is set only once it has succeeded"
