@@ -54,7 +54,11 @@ func (x *Executor) fixLoop(ctx context.Context, step *workflow.Step, r Run, last
 			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, string(workflow.FailHandler)))
 			continue
 		}
-		res.Err = fmt.Errorf("%w (still failing after %d runs of its on_failure handler)", err, n)
+		runs := "1 run"
+		if n > 1 {
+			runs = fmt.Sprintf("%d runs", n)
+		}
+		res.Err = fmt.Errorf("%w (still failing after %s of its on_failure handler)", err, runs)
 		res.Handled = workflow.FailHandler
 		if fl.FailWorkflow {
 			res.Handled = workflow.FailStop

@@ -12,7 +12,7 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// handlerRun runs the first step of src in a fresh directory and returns
+// runFirstStep runs the first step of src in a fresh directory and returns
 // its result, the events it emitted as "type step" lines, and the
 // directory.
 func runFirstStep(t *testing.T, ctx context.Context, src string) (StepResult, []string, string) {
