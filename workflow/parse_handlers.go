@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,4 +119,21 @@ func hasKey(m *yaml.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// changesRepository reports whether the step, its on_failure handler or
+// its on_success and on_exit_code steps run a claude: command or must
+// commit.
+func (s *Step) changesRepository() bool {
+	if s.Command.Kind == ClaudeCommand || s.CommitRequired || s.OnFailure.CommitRequired {
+		return true
+	}
+	if slices.ContainsFunc(s.OnFailure.Commands, func(c Command) bool { return c.Kind == ClaudeCommand }) {
+		return true
+	}
+	handlers := slices.Clone(s.OnSuccess)
+	for _, steps := range s.OnExitCode {
+		handlers = append(handlers, steps...)
+	}
+	return slices.ContainsFunc(handlers, (*Step).changesRepository)
 }

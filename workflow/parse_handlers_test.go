@@ -132,3 +132,23 @@ func TestParseHandlerErrors(t *testing.T) {
 		})
 	}
 }
+
+// A map whose steps change the repository only in a handler (a claude:
+// fixer, a handler that must commit, a claude: step in on_success or
+// on_exit_code) runs its items in worktrees by default too.
+func TestParseIsolationSeesHandlers(t *testing.T) {
+	for _, step := range []string{
+		"{shell: test, on_failure: {claude: /fix, max_attempts: 2}}",
+		"{shell: test, on_failure: {shell: fix, commit_required: true}}",
+		"{shell: test, on_success: {shell: x, on_success: [{claude: /doc}]}}",
+		"{shell: test, on_exit_code: {1: [{claude: /fix}]}}",
+	} {
+		wf, err := Parse("m.yml", []byte("mode: mapreduce\nmap: {input: x, agent_template: ["+step+"]}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if wf.Map.Isolation != IsolationWorktree {
+			t.Errorf("%s: isolation %q, want worktree", step, wf.Map.Isolation)
+		}
+	}
+}

@@ -256,10 +256,10 @@ const (
 
 // DefaultIsolation is map.isolation when the file gives none: worktree
 // when an item's steps change a repository (a claude: step, or
-// commit_required), none otherwise.
+// commit_required, in a step or one of its handlers), none otherwise.
 func DefaultIsolation(template []*Step) Isolation {
 	for _, s := range template {
-		if s.Command.Kind == ClaudeCommand || s.CommitRequired {
+		if s.changesRepository() {
 			return IsolationWorktree
 		}
 	}
