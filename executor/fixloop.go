@@ -80,7 +80,7 @@ func handledName(a workflow.FailureAction) string {
 // runFailureHandler runs the on_failure handler's commands once after a
 // run of the step failed with last: they read ${error.*} and, in
 // ${shell.output}, the failed run's output. With commit_required they must
-// make a git commit.
+// make a git commit; then the handler's on_success steps run.
 func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r Run, last commandResult, cause error) error {
 	hr := r
 	hr.Scope = r.Scope.Child()
@@ -109,6 +109,10 @@ func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r
 		if h.Failed() {
 			return handlerError("on_failure handler", h)
 		}
+	}
+	if len(step.OnFailure.OnSuccess) > 0 {
+		_, err := x.runHandler(ctx, "on_failure's on_success", step.OnFailure.OnSuccess, hr)
+		return err
 	}
 	return nil
 }

@@ -151,6 +151,28 @@ func TestFixLoopHandlerFails(t *testing.T) {
 	}
 }
 
+// The handler's on_success runs after each run of the handler, as part of
+// it: when it fails, the handler failed.
+func TestFixLoopHandlerOnSuccess(t *testing.T) {
+	res, _, dir := runFirstStep(t, t.Context(), `
+- shell: echo run >> runs; test -f fixed
+  on_failure:
+    shell: echo fix >> fixes
+    max_attempts: 2
+    on_success: touch fixed
+`)
+	if res.Status != StepSucceeded {
+		t.Errorf("result %s: %v", res.Status, res.Err)
+	}
+	if runs, fixes := readFile(t, filepath.Join(dir, "runs")), readFile(t, filepath.Join(dir, "fixes")); runs != "run\nrun\n" || fixes != "fix\n" {
+		t.Errorf("runs %q, fixes %q: want 2 runs and 1 fix", runs, fixes)
+	}
+	res, _, _ = runFirstStep(t, t.Context(), "- shell: exit 1\n  on_failure: {shell: 'true', on_success: 'exit 6'}\n")
+	if !res.Fatal() || !strings.Contains(res.Err.Error(), "on_failure's on_success handler failed") {
+		t.Errorf("fatal %v, err %v", res.Fatal(), res.Err)
+	}
+}
+
 // An interrupt ends the loop unhandled: resume runs the step again.
 func TestFixLoopInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())

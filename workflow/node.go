@@ -30,6 +30,9 @@ type decoder struct {
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// handlerPath is Step.Path of the handler's step being read.
 	handlerPath string
+	// failureOnSuccess is the on_success of the on_failure handler just
+	// read, for the step to read once it has its name.
+	failureOnSuccess *yaml.Node
 }
 
 // errorf records a problem at n's position.

@@ -10,7 +10,8 @@ import (
 )
 
 // fixLoop reads the fix-and-retry fields of an on_failure mapping:
-// max_attempts (alias max_retries) and commit_required.
+// max_attempts (alias max_retries) and commit_required. Its on_success is
+// read with the step's other handlers, once the step has its name.
 func (d *decoder) fixLoop(f *fields, fl *Failure) {
 	if v := d.oneOf(f, "max_attempts", "max_retries"); v != nil {
 		fl.MaxAttempts, _ = d.integer(v, "on_failure.max_attempts", 1)
@@ -18,12 +19,18 @@ func (d *decoder) fixLoop(f *fields, fl *Failure) {
 	if v := f.get("commit_required"); v != nil {
 		fl.CommitRequired, _ = d.boolean(v, "on_failure.commit_required")
 	}
+	d.failureOnSuccess = f.get("on_success")
 }
 
 // handlers names the step s in events when it is a handler's step, and
-// reads its on_success and on_exit_code handlers.
+// reads its on_success and on_exit_code handlers and its on_failure
+// handler's on_success.
 func (d *decoder) handlers(f *fields, s *Step, what string) {
 	s.Path, d.handlerPath = d.handlerPath, ""
+	if n := d.failureOnSuccess; n != nil {
+		d.failureOnSuccess = nil
+		s.OnFailure.OnSuccess = d.handlerSteps(n, what+".on_failure.on_success", s.Key()+".on_failure.on_success", s.Index)
+	}
 	if n := f.get("on_success"); n != nil {
 		outer := d.at
 		d.at.succeeded = true
@@ -122,8 +129,7 @@ func hasKey(m *yaml.Node, key string) bool {
 }
 
 // changesRepository reports whether the step, its on_failure handler or
-// its on_success and on_exit_code steps run a claude: command or must
-// commit.
+// the steps of its handlers run a claude: command or must commit.
 func (s *Step) changesRepository() bool {
 	if s.Command.Kind == ClaudeCommand || s.CommitRequired || s.OnFailure.CommitRequired {
 		return true
@@ -131,7 +137,7 @@ func (s *Step) changesRepository() bool {
 	if slices.ContainsFunc(s.OnFailure.Commands, func(c Command) bool { return c.Kind == ClaudeCommand }) {
 		return true
 	}
-	handlers := slices.Clone(s.OnSuccess)
+	handlers := slices.Concat(s.OnSuccess, s.OnFailure.OnSuccess)
 	for _, steps := range s.OnExitCode {
 		handlers = append(handlers, steps...)
 	}

@@ -19,6 +19,11 @@ func TestParseFixLoop(t *testing.T) {
   on_failure: {shell: "echo fix", max_retries: 2}
 - shell: cargo test
   on_failure: {shell: "echo cleanup"}
+- id: doc
+  shell: cargo test --doc
+  on_failure:
+    claude: /fix-doc-tests
+    on_success: {shell: cargo test --doc, on_failure: {claude: /deep-fix}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +40,10 @@ func TestParseFixLoop(t *testing.T) {
 	}
 	if k := wf.Steps[0].OnFailure.Commands[0].Kind; k != ClaudeCommand {
 		t.Errorf("the handler's command is %s, want claude", k)
+	}
+	verify := wf.Steps[3].OnFailure.OnSuccess
+	if len(verify) != 1 || verify[0].Key() != "doc.on_failure.on_success" || verify[0].OnFailure.Action != FailHandler {
+		t.Errorf("the handler's on_success: %+v", verify)
 	}
 }
 

@@ -288,11 +288,11 @@ func (d *decoder) repeat(n *yaml.Node) *Repeat {
 	return r
 }
 
-var onFailureKeys = []string{"shell", "claude", "commands", "fail_workflow", "max_attempts", "max_retries", "commit_required"}
+var onFailureKeys = []string{"shell", "claude", "commands", "fail_workflow", "max_attempts", "max_retries", "commit_required", "on_success"}
 
 // stepOnFailure reads the Prodigy step-level on_failure: true, false, a
 // command, a list of commands, or {shell | claude | commands, fail_workflow,
-// max_attempts, commit_required}.
+// max_attempts, commit_required, on_success}.
 func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 	r := d.resolve(n)
 	switch {

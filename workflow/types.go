@@ -221,6 +221,9 @@ type Failure struct {
 	// CommitRequired (handler): each run of the handlers must make a git
 	// commit, or it fails.
 	CommitRequired bool
+	// OnSuccess (handler) runs after each successful run of the handlers,
+	// as part of them (Prodigy's check that a fix worked).
+	OnSuccess []*Step
 }
 
 // MapPhase is the map section of a MapReduce workflow.
