@@ -61,6 +61,7 @@ type Step struct {
 	RetryDisabled  bool                 `json:"retry_disabled,omitempty"`
 	CircuitBreaker *Breaker             `json:"circuit_breaker,omitempty"`
 	OnFailure      string               `json:"on_failure,omitempty"`
+	FixAttempts    int                  `json:"fix_attempts,omitempty"` // on_failure's max_attempts: handler runs, each followed by a re-run
 }
 
 // Policy is one retry policy and the delays it implies, each
@@ -220,7 +221,7 @@ func newStep(s *workflow.Step, seed *uint64, perItem bool, agent executor.Agent)
 		ps.CircuitBreaker = newBreaker(*s.Breaker)
 	}
 	if a := s.OnFailure.Action; a != "" && a != workflow.FailStop {
-		ps.OnFailure = string(a)
+		ps.OnFailure, ps.FixAttempts = string(a), s.OnFailure.MaxAttempts
 	}
 	return ps
 }
