@@ -19,20 +19,16 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 		return res // an interrupt is never "handled"
 	}
 	action := step.OnFailure.Action
-	handled := string(action)
-	if action == workflow.FailStop {
-		handled = ""
-	}
-	x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, handled))
+	x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, handledName(action)))
 
-	hr := r
-	hr.Scope = r.Scope.Child()
-	hr.Scope.Set("error", map[string]any{"message": cause.Error(), "exit_code": last.ExitCode, "step": step.Key()})
 	res.Handled = action
 	switch action {
 	case workflow.FailContinue:
 		return res
 	case workflow.FailFallback:
+		hr := r
+		hr.Scope = r.Scope.Child()
+		hr.Scope.Set("error", errorVars(step, last, cause))
 		fb := x.runCommand(ctx, step, step.OnFailure.Commands[0], hr, 1, step.Capture != "" || step.ID != "")
 		if fb.Failed() {
 			res.Handled = workflow.FailStop
@@ -49,14 +45,13 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 		x.emit(r, eventlog.StepCompletedByFallback(key))
 		return StepResult{Status: StepSucceeded, Handled: workflow.FailFallback, Outcome: fb.Outcome, Attempts: last.Attempt, Err: err, Vars: vars}
 	case workflow.FailHandler:
-		for i, cmd := range step.OnFailure.Commands {
-			h := x.runCommand(ctx, step, cmd, hr, 1, false)
-			x.emit(r, eventlog.HandlerCompleted(key, i+1, h.ExitCode))
-			if h.Failed() {
-				res.Handled = workflow.FailStop
-				res.Err = errors.Join(err, handlerError("on_failure handler", h))
-				return res
-			}
+		if step.OnFailure.MaxAttempts > 0 {
+			return x.fixLoop(ctx, step, r, last, cause)
+		}
+		if herr := x.runFailureHandler(ctx, step, r, last, cause); herr != nil {
+			res.Handled = workflow.FailStop
+			res.Err = errors.Join(err, herr)
+			return res
 		}
 		if step.OnFailure.FailWorkflow {
 			res.Handled = workflow.FailStop
@@ -71,7 +66,12 @@ func handlerError(what string, h commandResult) error {
 	return &HandlerError{What: what, Message: h.Message()}
 }
 
-// HandlerError is a failed fallback or on_failure handler.
+// errorVars are ${error.*}, which a failure handler reads.
+func errorVars(step *workflow.Step, last commandResult, cause error) map[string]any {
+	return map[string]any{"message": cause.Error(), "exit_code": last.ExitCode, "step": step.Key()}
+}
+
+// HandlerError is a failed fallback or handler.
 type HandlerError struct {
 	What    string
 	Message string

@@ -55,29 +55,79 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 			return StepResult{Status: StepSkipped}
 		}
 	}
-	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.CommandText()))
-	start := time.Now()
+	return x.conclude(ctx, step, r, x.run(ctx, step, r))
+}
+
+// stepRun is one run of a step: its last attempt, the error that failed
+// it, and what its on_exit_code handler did.
+type stepRun struct {
+	res        commandResult
+	err        error
+	start      time.Time
+	handler    handlerRun // what the on_exit_code handler's steps did
+	handlerErr error      // the on_exit_code handler failed
+}
+
+// run runs the step once: its attempts (and repeats), then the
+// on_exit_code handler for the exit code of its last attempt.
+func (x *Executor) run(ctx context.Context, step *workflow.Step, r Run) stepRun {
+	x.emit(r, eventlog.StepStarted(step.Key(), step.Index+1, step.CommandText()))
+	sr := stepRun{start: time.Now()}
 	if step.TracksCommits() {
 		t, err := x.trackCommits(ctx, step, r)
 		if err != nil {
-			return x.handleFailure(ctx, step, r, commandResult{Outcome: retryv2.Outcome{Kind: retryv2.KindSpawn, ExitCode: -1, Err: err}}, err)
+			sr.res, sr.err = commandResult{Outcome: retryv2.Outcome{Kind: retryv2.KindSpawn, ExitCode: -1, Err: err}}, err
+			return sr
 		}
 		r.commits = t
 	}
-	res, err := x.runRepeated(ctx, step, r)
-	if err == nil {
-		vars, cerr := x.capture(step, res, r.Scope)
-		if cerr == nil {
-			done := StepResult{Status: StepSucceeded, Outcome: res.Outcome, Attempts: res.Attempt, Vars: vars, Err: res.handled}
-			if step.Validate != nil {
-				return x.validated(ctx, step, r, done, start)
-			}
-			x.emit(r, eventlog.StepCompleted(key, res.ExitCode, time.Since(start)))
-			return done
-		}
-		err = cerr
+	sr.res, sr.err = x.runRepeated(ctx, step, r)
+	if handler := step.OnExitCode[sr.res.ExitCode]; handler != nil && exited(sr.res.Outcome) && ctx.Err() == nil {
+		sr.handler, sr.handlerErr = x.runHandler(ctx, "on_exit_code", handler, r)
 	}
-	return x.handleFailure(ctx, step, r, res, err)
+	return sr
+}
+
+// conclude turns a run into the step's result: its capture and on_success
+// handler when it succeeded, its failure handling otherwise.
+func (x *Executor) conclude(ctx context.Context, step *workflow.Step, r Run, run stepRun) StepResult {
+	if run.handlerErr != nil {
+		return x.handlerFailed(step, r, run.res, run.err, run.handlerErr)
+	}
+	if run.err == nil {
+		res, err := x.succeed(ctx, step, r, run)
+		if err == nil {
+			return res
+		}
+		run.err = err
+	}
+	return x.handleFailure(ctx, step, r, run.res, run.err)
+}
+
+// succeed captures a successful run's output and runs the on_success
+// handler; the error is a capture that failed, which fails the run.
+func (x *Executor) succeed(ctx context.Context, step *workflow.Step, r Run, run stepRun) (StepResult, error) {
+	vars, err := x.capture(step, run.res, r.Scope)
+	if err != nil {
+		return StepResult{}, err
+	}
+	vars, handled := mergeVars(vars, run.handler.vars), errors.Join(run.res.handled, run.handler.handled)
+	if step.Validate != nil {
+		done := StepResult{Status: StepSucceeded, Outcome: run.res.Outcome, Attempts: run.res.Attempt, Err: handled, Vars: vars}
+		if v := x.validated(ctx, step, r, done); v.Status != StepSucceeded {
+			return v, nil
+		}
+	}
+	if len(step.OnSuccess) > 0 {
+		h, herr := x.runHandler(ctx, "on_success", step.OnSuccess, r)
+		if herr != nil {
+			return x.handlerFailed(step, r, run.res, nil, herr), nil
+		}
+		vars, handled = mergeVars(vars, h.vars), errors.Join(handled, h.handled)
+	}
+	x.emit(r, eventlog.StepCompleted(step.Key(), run.res.ExitCode, time.Since(run.start)))
+	// The handlers' handled failures are the step's, for the summary.
+	return StepResult{Status: StepSucceeded, Outcome: run.res.Outcome, Attempts: run.res.Attempt, Err: handled, Vars: vars}, nil
 }
 
 // stepError names the step in its final error: "step "x" failed after 3

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/jsonvalue"
@@ -24,7 +23,7 @@ import (
 // check again. A check whose result cannot be read (an invalid JSON
 // object, a missing result_file, a timeout) fails the step whatever
 // on_incomplete says: filling gaps cannot mend a broken check.
-func (x *Executor) validated(ctx context.Context, step *workflow.Step, r Run, done StepResult, start time.Time) StepResult {
+func (x *Executor) validated(ctx context.Context, step *workflow.Step, r Run, done StepResult) StepResult {
 	v, key := step.Validate, step.Key()
 	found, err := x.check(ctx, step, r, v.Checks)
 	recheck := v.Checks
@@ -45,7 +44,6 @@ func (x *Executor) validated(ctx context.Context, step *workflow.Step, r Run, do
 		found, err = x.check(ctx, step, r, recheck)
 	}
 	if err == nil {
-		x.emit(r, eventlog.StepCompleted(key, done.Outcome.ExitCode, time.Since(start)))
 		return done
 	}
 	res := done

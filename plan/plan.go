@@ -62,7 +62,8 @@ type Step struct {
 	CircuitBreaker *Breaker             `json:"circuit_breaker,omitempty"`
 	OnFailure      string               `json:"on_failure,omitempty"`
 	Validate       *Validate            `json:"validate,omitempty"`
-	Foreach        *Foreach             `json:"foreach,omitempty"` // a foreach step's loop
+	Foreach        *Foreach             `json:"foreach,omitempty"`      // a foreach step's loop
+	FixAttempts    int                  `json:"fix_attempts,omitempty"` // on_failure's max_attempts: handler runs, each followed by a re-run
 }
 
 // Validate is a step's validate block: its check and on_incomplete.
@@ -232,7 +233,7 @@ func newStep(s *workflow.Step, seed *uint64, perItem bool, agent executor.Agent)
 	}
 	ps.Foreach = newForeach(s, seed, perItem, agent)
 	if a := s.OnFailure.Action; a != "" && a != workflow.FailStop {
-		ps.OnFailure = string(a)
+		ps.OnFailure, ps.FixAttempts = string(a), s.OnFailure.MaxAttempts
 	}
 	if v := s.Validate; v != nil {
 		ps.Validate = &Validate{Threshold: v.Threshold, Checks: len(v.Checks), FailWorkflow: true}

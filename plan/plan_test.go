@@ -106,6 +106,24 @@ func TestAgentAndCommitsPlan(t *testing.T) {
 	}
 }
 
+// A fix-and-retry loop shows how many times the step may run again.
+func TestFixLoopPlan(t *testing.T) {
+	p := New(parse(t, "- shell: make test\n  on_failure: {shell: make fix, max_attempts: 3}\n- shell: x\n  on_failure: echo\n"), nil, executor.Agent{})
+	loop, once := p.Phases[0].Steps[0], p.Phases[0].Steps[1]
+	if loop.OnFailure != "handler" || loop.FixAttempts != 3 || once.FixAttempts != 0 {
+		t.Errorf("fix loop %q %d, handler once %q %d", loop.OnFailure, loop.FixAttempts, once.OnFailure, once.FixAttempts)
+	}
+	var b strings.Builder
+	if err := p.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"     on failure: handler, then the step again, up to 3 times\n", "     on failure: handler\n"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("plan text lacks %q:\n%s", line, b.String())
+		}
+	}
+}
+
 // The plan of a map with isolation: worktree says how the job branch is
 // merged when the job succeeds, and shows the merge: block as a phase.
 func TestEndPlan(t *testing.T) {

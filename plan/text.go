@@ -147,7 +147,9 @@ func (s Step) writeText(w *errWriter, seed *uint64) {
 	if s.CircuitBreaker != nil {
 		w.printf("     circuit breaker: opens after %d failures for %s\n", s.CircuitBreaker.FailureThreshold, s.CircuitBreaker.Timeout)
 	}
-	if s.OnFailure != "" {
+	if s.FixAttempts > 0 {
+		w.printf("     on failure: handler, then the step again, up to %d times\n", s.FixAttempts)
+	} else if s.OnFailure != "" {
 		w.printf("     on failure: %s\n", s.OnFailure)
 	}
 	if s.Validate != nil {

@@ -33,6 +33,11 @@ type decoder struct {
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool
 	loops                map[*yaml.Node]bool // foreach mappings whose do steps are being read
+	// handlerPath is Step.Path of the handler's step being read.
+	handlerPath string
+	// failureOnSuccess is the on_success of the on_failure handler just
+	// read, for the step to read once it has its name.
+	failureOnSuccess *yaml.Node
 }
 
 // errorf records a problem at n's position.

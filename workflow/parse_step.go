@@ -19,7 +19,7 @@ var stepKeys = []string{
 	"shell", "claude", "name", "id", "timeout", "env", "working_dir",
 	"capture_output", "capture_format", "capture_streams", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
-	"commit_required", "auto_commit", "commit_message",
+	"commit_required", "auto_commit", "commit_message", "on_success", "on_exit_code",
 	"validate", "clear_env", "temporary", "foreach",
 }
 
@@ -111,6 +111,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	if n := f.get("validate"); n != nil {
 		s.Validate = d.validate(n)
 	}
+	d.handlers(f, s, what)
 	return s
 }
 
@@ -294,10 +295,11 @@ func (d *decoder) repeat(n *yaml.Node) *Repeat {
 	return r
 }
 
-var onFailureKeys = []string{"shell", "claude", "commands", "fail_workflow"}
+var onFailureKeys = []string{"shell", "claude", "commands", "fail_workflow", "max_attempts", "max_retries", "commit_required", "on_success"}
 
 // stepOnFailure reads the Prodigy step-level on_failure: true, false, a
-// command, a list of commands, or {shell | claude | commands, fail_workflow}.
+// command, a list of commands, or {shell | claude | commands, fail_workflow,
+// max_attempts, commit_required, on_success}.
 func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 	r := d.resolve(n)
 	switch {
@@ -335,6 +337,7 @@ func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 	if v := f.get("fail_workflow"); v != nil {
 		fl.FailWorkflow, _ = d.boolean(v, "on_failure.fail_workflow")
 	}
+	d.fixLoop(f, &fl)
 	return fl
 }
 

@@ -15,6 +15,9 @@ type stepAt struct {
 	phase string // commands, setup, agent_template, reduce, merge; env and map.* outside steps
 	index int
 	outer *stepAt // a foreach's do steps: where the foreach step stands; nil for the others
+	// succeeded is set in a step's on_success, which runs once the step's
+	// own variables are set.
+	succeeded bool
 }
 
 // stepRef is a read of a step's variables, checked once every id is known.
@@ -97,6 +100,8 @@ func canRead(from, to stepAt) string {
 	}
 	switch {
 	case from.phase == to.phase && to.index < from.index:
+		return ""
+	case from.phase == to.phase && to.index == from.index && from.succeeded:
 		return ""
 	case from.phase == to.phase && to.index == from.index:
 		return "a step's own steps.ID is set only once it has succeeded"

@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func instance(t *testing.T, src []byte) any {
 	if err := yaml.Unmarshal(src, &v); err != nil {
 		t.Fatal(err)
 	}
-	j, err := json.Marshal(v)
+	j, err := json.Marshal(stringKeys(v))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +51,28 @@ func instance(t *testing.T, src []byte) any {
 		t.Fatal(err)
 	}
 	return inst
+}
+
+// stringKeys turns the mappings with keys that are not strings (such as
+// on_exit_code's exit codes) into JSON objects, as editors read them.
+func stringKeys(v any) any {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, val := range v {
+			m[fmt.Sprint(k)] = stringKeys(val)
+		}
+		return m
+	case map[string]any:
+		for k, val := range v {
+			v[k] = stringKeys(val)
+		}
+	case []any:
+		for i, val := range v {
+			v[i] = stringKeys(val)
+		}
+	}
+	return v
 }
 
 // workflowFiles returns every workflow file under examples/ and testdata/,
@@ -144,6 +167,12 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"- foreach: {foreach: [a], parallel: 0, do: [{shell: x}]}\n",
 		"- foreach: {foreach: [a], max_items: -1, do: [{shell: x}]}\n",
 		"- foreach: [a]\n",
+		"- shell: x\n  on_failure: {shell: y, max_attempts: 0}\n",
+		"- shell: x\n  on_failure: {shell: y, max_attempts: 2, max_retries: 2}\n",
+		"- shell: x\n  on_exit_code: {ok: echo}\n",
+		"- shell: x\n  on_exit_code: {256: echo}\n",
+		"- shell: x\n  on_success: []\n",
+		"- shell: x\n  on_success: {shel: y}\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)

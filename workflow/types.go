@@ -125,6 +125,14 @@ type Step struct {
 	Breaker   *breaker.Config
 	Repeat    *Repeat
 	OnFailure Failure
+	// OnSuccess runs after the step succeeded; OnExitCode[CODE] after the
+	// step's command exited with CODE. Their steps run in the step's scope
+	// and do not change its result (a failing one stops the workflow).
+	OnSuccess  []*Step
+	OnExitCode map[int][]*Step
+	// Path names a handler's step in events ("test.on_success",
+	// "bench.on_exit_code.101[2]"); "" for a step of a phase.
+	Path string
 
 	// CommitRequired fails a step that made no git commit; AutoCommit
 	// commits what a step that made none left in the work tree, with
@@ -147,6 +155,8 @@ func (s *Step) Key() string {
 		return s.ID
 	case s.Name != "":
 		return s.Name
+	case s.Path != "":
+		return s.Path
 	}
 	return "step-" + strconv.Itoa(s.Index+1)
 }
@@ -221,6 +231,16 @@ type Failure struct {
 	Action       FailureAction
 	Commands     []Command // fallback (one) or handler commands
 	FailWorkflow bool      // handler: fail the workflow after the handlers ran
+	// MaxAttempts (handler) makes a fix-and-retry loop: after each run of
+	// the handlers the step runs again, up to MaxAttempts handler runs;
+	// 0 runs the handlers once, without a re-run.
+	MaxAttempts int
+	// CommitRequired (handler): each run of the handlers must make a git
+	// commit, or it fails.
+	CommitRequired bool
+	// OnSuccess (handler) runs after each successful run of the handlers,
+	// as part of them (Prodigy's check that a fix worked).
+	OnSuccess []*Step
 }
 
 // MapPhase is the map section of a MapReduce workflow.
@@ -256,10 +276,10 @@ const (
 
 // DefaultIsolation is map.isolation when the file gives none: worktree
 // when an item's steps change a repository (a claude: step, or
-// commit_required), none otherwise.
+// commit_required, in a step or one of its handlers), none otherwise.
 func DefaultIsolation(template []*Step) Isolation {
 	for s := range AllSteps(template) {
-		if s.Command.Kind == ClaudeCommand || s.CommitRequired {
+		if s.changesRepository() {
 			return IsolationWorktree
 		}
 	}

@@ -1,0 +1,144 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// failedOutputInline is the longest failed output a handler reads in
+// ${shell.output} itself; a longer one is written to a file, and
+// ${shell.output} is that file's path (as Prodigy does).
+const failedOutputInline = 10_000
+
+// fixLoop is on_failure with max_attempts: the handler runs, then the step
+// runs again, until a run succeeds or the handler has run max_attempts
+// times. The step fails when its last run fails; that stops the workflow
+// only with fail_workflow: true.
+func (x *Executor) fixLoop(ctx context.Context, step *workflow.Step, r Run, last commandResult, cause error) StepResult {
+	key, fl := step.Key(), step.OnFailure
+	// The loop is not checkpointed: an interrupted one starts again from
+	// the step's first run.
+	r.Waiting, r.From = nil, nil
+	for n := 1; ; n++ {
+		if herr := x.runFailureHandler(ctx, step, r, last, cause); herr != nil {
+			return StepResult{Status: StepFailed, Handled: workflow.FailStop, Outcome: last.Outcome, Attempts: last.Attempt,
+				Err: errors.Join(stepError(step, cause), herr)}
+		}
+		run := x.run(ctx, step, r)
+		if run.handlerErr != nil {
+			return x.handlerFailed(step, r, run.res, run.err, run.handlerErr)
+		}
+		if run.err == nil {
+			res, err := x.succeed(ctx, step, r, run)
+			if err == nil {
+				return res
+			}
+			run.err = err
+		}
+		last, cause = run.res, run.err
+		err := stepError(step, cause)
+		res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
+		switch {
+		case ctx.Err() != nil:
+			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, ""))
+			return res // an interrupt is never "handled"
+		case n < fl.MaxAttempts:
+			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, string(workflow.FailHandler)))
+			continue
+		}
+		runs := "1 run"
+		if n > 1 {
+			runs = fmt.Sprintf("%d runs", n)
+		}
+		res.Err = fmt.Errorf("%w (still failing after %s of its on_failure handler)", err, runs)
+		res.Handled = workflow.FailHandler
+		if fl.FailWorkflow {
+			res.Handled = workflow.FailStop
+		}
+		x.emit(r, eventlog.StepCommandFailed(key, res.Err.Error(), last.ExitCode, handledName(res.Handled)))
+		return res
+	}
+}
+
+// handledName is an action as step_failed events name it: "" when the
+// failure stops the workflow.
+func handledName(a workflow.FailureAction) string {
+	if a == workflow.FailStop {
+		return ""
+	}
+	return string(a)
+}
+
+// runFailureHandler runs the on_failure handler's commands once after a
+// run of the step failed with last: they read ${error.*} and, in
+// ${shell.output}, the failed run's output. With commit_required they must
+// make a git commit; then the handler's on_success steps run.
+func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r Run, last commandResult, cause error) error {
+	hr := r
+	hr.Scope = r.Scope.Child()
+	hr.Scope.Set("error", errorVars(step, last, cause))
+	output, cleanup, err := x.failedOutput(last.Outcome)
+	if err != nil {
+		return &HandlerError{What: "on_failure handler", Message: err.Error()}
+	}
+	defer cleanup()
+	hr.Scope.SetIn("shell", "output", output)
+	var commits *commitTracker
+	if step.OnFailure.CommitRequired {
+		watched := *step
+		watched.CommitRequired, watched.AutoCommit = true, false
+		if commits, err = x.trackCommits(ctx, &watched, hr); err != nil {
+			return &HandlerError{What: "on_failure handler", Message: err.Error()}
+		}
+	}
+	cmds := step.OnFailure.Commands
+	for i, cmd := range cmds {
+		h := x.runCommand(ctx, step, cmd, hr, 1, false)
+		if commits != nil && i == len(cmds)-1 && !h.Failed() {
+			h = commits.check(ctx, h)
+		}
+		x.emit(r, eventlog.HandlerCompleted(step.Key(), i+1, h.ExitCode))
+		if h.Failed() {
+			return handlerError("on_failure handler", h)
+		}
+	}
+	if len(step.OnFailure.OnSuccess) > 0 {
+		_, err := x.runHandler(ctx, "on_failure's on_success", step.OnFailure.OnSuccess, hr)
+		return err
+	}
+	return nil
+}
+
+// failedOutput is a failed run's output as a handler reads it in
+// ${shell.output}: "STDOUT:\n...\n\nSTDERR:\n..." (the last 64 KiB of each
+// stream, secrets masked), or, when that is longer than
+// failedOutputInline, the path of a file holding it, which cleanup
+// removes once the handler ran.
+func (x *Executor) failedOutput(o retryv2.Outcome) (output string, cleanup func(), err error) {
+	text := "STDOUT:\n" + strings.TrimRight(o.Stdout, "\n") + "\n\nSTDERR:\n" + strings.TrimRight(o.Stderr, "\n")
+	if len(text) <= failedOutputInline {
+		return text, func() {}, nil
+	}
+	f, err := os.CreateTemp(x.TmpDir, "failed-output-*.txt")
+	if err != nil {
+		return "", nil, fmt.Errorf("writing the failed output: %w", err)
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	path, _ := filepath.Abs(f.Name())
+	if err != nil {
+		os.Remove(path)
+		return "", nil, fmt.Errorf("writing the failed output: %w", err)
+	}
+	return path, func() { os.Remove(path) }, nil
+}
