@@ -91,6 +91,9 @@ type commandResult struct {
 
 // runCommand expands and runs one command once.
 func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd workflow.Command, r Run, attempt int, capture bool) commandResult {
+	if cmd.Kind == workflow.WriteFileCommand {
+		return x.writeFile(step, cmd, r, attempt)
+	}
 	start := time.Now()
 	spec, err := x.prepare(step, cmd, r, attempt)
 	if err != nil {

@@ -55,7 +55,7 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 			return StepResult{Status: StepSkipped}
 		}
 	}
-	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Command.Text.String()))
+	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Command.Source()))
 	start := time.Now()
 	if step.TracksCommits() {
 		t, err := x.trackCommits(ctx, step, r)

@@ -383,7 +383,7 @@ func setMapVars(j *job.Job, c job.ItemCounts) error {
 // usesResults reports whether a step refers to ${map.results}.
 func usesResults(steps []*workflow.Step) bool {
 	for _, s := range steps {
-		if slices.ContainsFunc(s.Command.Text.Refs(), func(p string) bool {
+		if slices.ContainsFunc(s.Command.Refs(), func(p string) bool {
 			return p == "map.results" || strings.HasPrefix(p, "map.results[") || strings.HasPrefix(p, "map.results.")
 		}) {
 			return true

@@ -19,7 +19,7 @@ var stepKeys = []string{
 	"shell", "claude", "name", "id", "timeout", "env", "working_dir",
 	"capture_output", "capture_format", "capture_streams", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
-	"commit_required", "auto_commit", "commit_message",
+	"commit_required", "auto_commit", "commit_message", "write_file",
 }
 
 var (
@@ -112,6 +112,8 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 func (d *decoder) stepCommand(f *fields, what string) Command {
 	sh, cl := f.get("shell"), f.get("claude")
 	switch {
+	case f.has("write_file"):
+		return d.writeFile(f)
 	case sh != nil && cl != nil:
 		d.errorf(f.key("claude"), "a step runs one command: shell or claude, not both")
 	case sh != nil:

@@ -57,7 +57,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"foreach", "- shell: x\n  foreach: [a]\n", `2:3: foreach is not supported; run a command over many items with a MapReduce workflow`},
 		{"goal_seek", "- goal_seek: {}\n", `1:3: goal_seek (Prodigy's iterative refinement`},
 		{"merge at top", "name: x\nmerge: {}\ncommands: [{shell: x}]\n", `2:1: merge acts on the job branch of a MapReduce workflow whose map runs with isolation: worktree`},
-		{"write_file", "- write_file: {}\n", `1:3: write_file is not supported`},
+		{"write_file without path", "- write_file: {content: x}\n", `1:15: write_file needs path: the file to write`},
 		{"validate", "- shell: x\n  validate: {}\n", `2:3: validate (Prodigy's spec-coverage validation) is not supported`},
 		{"analyze", "- analyze: {}\n", `1:3: analyze (Prodigy's code analysis) is not supported`},
 		{"missing command", "- id: build\n", `1:3: step commands[0] has no command: give it shell or claude`},

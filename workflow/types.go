@@ -83,8 +83,25 @@ const (
 
 // Command is what a step or a failure handler runs.
 type Command struct {
-	Kind CommandKind
-	Text *interp.Template
+	Kind  CommandKind
+	Text  *interp.Template // write_file: the path
+	Write *WriteFile       // write_file only
+}
+
+// Source is the command as the file writes it, for events and labels.
+func (c Command) Source() string {
+	if c.Kind == WriteFileCommand {
+		return "write_file " + c.Text.String()
+	}
+	return c.Text.String()
+}
+
+// Refs returns the paths the command's placeholders read.
+func (c Command) Refs() []string {
+	if c.Write != nil && c.Write.Content != nil {
+		return append(c.Text.Refs(), c.Write.Content.Refs()...)
+	}
+	return c.Text.Refs()
 }
 
 // Step is one command of a workflow.
@@ -143,7 +160,7 @@ func (s *Step) Label() string {
 	case s.ID != "":
 		return s.ID
 	}
-	cmd, _, _ := strings.Cut(strings.TrimSpace(s.Command.Text.String()), "\n")
+	cmd, _, _ := strings.Cut(strings.TrimSpace(s.Command.Source()), "\n")
 	if len(cmd) > 60 {
 		cmd = cmd[:57] + "..."
 	}
