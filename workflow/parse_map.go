@@ -296,10 +296,14 @@ func (d *decoder) errorPolicy(f *fields) (errorpolicy.Policy, *retryv2.Policy) {
 	return p, retry
 }
 
-// collection reads error_collection: aggregate, immediate or {batched: {size: N}}.
+// collection reads error_collection: aggregate, immediate or {batched:
+// {size: N}} (or batched:N, {batched: N}).
 func (d *decoder) collection(n *yaml.Node) errorpolicy.Collection {
 	c := errorpolicy.Collection{Mode: "aggregate"}
 	r := d.resolve(n)
+	if short, ok := d.batchedShorthand(r); ok {
+		return short
+	}
 	if r != nil && r.Kind == yaml.ScalarNode {
 		switch s, _ := d.enum(r, "error_collection", "aggregate", "immediate", "batched"); s {
 		case "batched":

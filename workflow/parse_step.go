@@ -19,7 +19,8 @@ var stepKeys = []string{
 	"shell", "claude", "name", "id", "timeout", "env", "working_dir",
 	"capture_output", "capture_format", "capture_streams", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
-	"commit_required", "auto_commit", "commit_message", "write_file",
+	"commit_required", "auto_commit", "commit_message", "write_file", "description",
+	"options", "args", "metadata",
 }
 
 var (
@@ -64,6 +65,9 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	if n := f.get("name"); n != nil {
 		s.Name, _ = d.str(n, "name")
 	}
+	if desc := d.description(f, "description"); s.Name == "" {
+		s.Name = desc // Prodigy's label of a step: shown where a name is
+	}
 	if n := f.get("id"); n != nil {
 		s.ID = d.stepID(n)
 	}
@@ -104,6 +108,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		s.OnFailure = *retryFailure
 	}
 	d.commitFields(f, s)
+	d.legacyFields(f, s)
 	return s
 }
 

@@ -89,7 +89,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"two documents", "- shell: x\n---\n- shell: y\n", `2:1: a second YAML document`},
 		{"scalar workflow", "hello\n", `1:1: a workflow is a list of steps or a mapping`},
 		{"no commands", "name: x\n", `1:1: a standard workflow needs commands`},
-		{"empty commands", "commands: []\n", `1:11: commands is empty: nothing to run`},
+		{"empty list of steps", "[]\n", `1:1: commands is empty: nothing to run`},
 		{"map without mode", "map: {}\n", `1:1: "map" belongs to MapReduce workflows: add mode: mapreduce`},
 		{"unknown step in a condition", "- id: my-step\n  shell: x\n- shell: y\n  when: '${steps.my-stpe.success}'\n", `4:9: when: no step has id "my-stpe" (did you mean "my-step"?)`},
 		{"later step", "- shell: echo ${steps.b.output}\n- {id: b, shell: y}\n", `1:10: shell: steps.b is not set here: that step runs later (line 2)`},

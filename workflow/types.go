@@ -38,6 +38,8 @@ type Workflow struct {
 	Secrets []string // names of environment variables whose values are masked
 	Agent   *Agent   // the top-level agent key; nil when absent
 
+	Description string // a label for people (Prodigy's description:)
+
 	Steps []*Step // standard workflows
 
 	Setup       []*Step // MapReduce workflows
