@@ -30,7 +30,7 @@ var prodigyNotYet = map[string]string{
 	"workflows_coverage-simplified.yml":       `unknown key "outputs" in step commands[0]`,
 	"workflows_coverage-with-test-debug.yml":  `unknown key "outputs" in step commands[0]`,
 	"workflows_coverage.yml":                  `unknown key "outputs" in step commands[0]`,
-	"workflows_debtmap-reduce.yml":            `unknown key "timeout" in setup`,
+	"workflows_debtmap-reduce.yml":            `validate (Prodigy's spec-coverage validation) is not supported`,
 	"workflows_debtmap.yml":                   `validate (Prodigy's spec-coverage validation) is not supported`,
 	"workflows_debug.yml":                     `unknown key "max_attempts" in on_failure`,
 	"workflows_documentation-drift.yml":       `unknown key "commit_required" in on_failure`,

@@ -75,6 +75,9 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkVars(wf, opts.Vars, os.Environ()); err != nil {
+		return nil, err
+	}
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
@@ -236,6 +239,9 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options) (*Job, error) {
 		return j, err
 	}
 	j.scope = executor.NewScope(vars, environ)
+	if err := wf.ResolveDurations(j.scope.PlainLookup()); err != nil {
+		return j, err
+	}
 	j.mask = secretMasker(wf, env, environ)
 	j.sealer = newVarSealer(wf, env, environ)
 	j.secretEnv = slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
@@ -270,6 +276,17 @@ func lockJob(st *state.Job, shared bool) error {
 		return fmt.Errorf("job %s is being run by another process (pid %d)", st.Meta.ID, st.Meta.PID)
 	}
 	return err
+}
+
+// checkVars expands what a job reads from its variables when it starts
+// (env, durations given as $VAR), so that a mistake there is reported
+// before the job exists rather than leaving one that cannot run.
+func checkVars(wf *workflow.Workflow, set map[string]string, environ []string) error {
+	vars, _, err := workflowEnv(wf, set, environ)
+	if err != nil {
+		return err
+	}
+	return wf.ResolveDurations(executor.NewScope(vars, environ).PlainLookup())
 }
 
 // workflowEnv expands the workflow's env (with --set overrides) into

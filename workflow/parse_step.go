@@ -72,7 +72,9 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		s.ID = d.stepID(n)
 	}
 	if n := f.get("timeout"); n != nil {
-		s.Timeout, _ = d.positive(n, "timeout")
+		if s.TimeoutVar = d.varDuration(n, what+".timeout"); s.TimeoutVar == nil {
+			s.Timeout, _ = d.positive(n, "timeout")
+		}
 	}
 	s.Env = d.envVars(f.get("env"), "env")
 	if n := f.get("working_dir"); n != nil {

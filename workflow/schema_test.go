@@ -130,6 +130,8 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"commands: [{shell: x}]\nmerge: [{shell: x}]\n",
 		"- write_file: {path: a}\n",
 		"- write_file: {path: a, content: b, format: xml}\n",
+		"mode: mapreduce\nsetup: {commands: [{shell: x}], capture_outputs: {n: {source: stdout}}}\nmap: {input: x, agent_template: [{shell: x}]}\n",
+		"- shell: x\n  timeout: $(date)\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)
@@ -155,7 +157,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		"standard": standardKeys, "mapreduce": mapKeys, "step": stepKeys, "retryPolicy": policyKeys,
 		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
 		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys,
-		"writeFile": writeFileKeys, "metadata": metadataKeys,
+		"writeFile": writeFileKeys, "metadata": metadataKeys, "setupConfig": setupKeys, "captureConfig": captureConfigKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
 		want := slices.Sorted(slices.Values(keys))

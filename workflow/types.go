@@ -42,6 +42,11 @@ type Workflow struct {
 
 	Steps []*Step // standard workflows
 
+	// SetupTimeout bounds the whole setup phase (setup: {timeout}); 0 =
+	// none. SetupTimeoutVar is its $VAR form, resolved when the job starts.
+	SetupTimeout    time.Duration
+	SetupTimeoutVar *VarDuration
+
 	Setup       []*Step // MapReduce workflows
 	Map         *MapPhase
 	Reduce      []*Step
@@ -117,6 +122,8 @@ type Step struct {
 	Timeout    time.Duration // one attempt; 0 = none
 	Env        []EnvVar
 	WorkingDir *interp.Template
+
+	TimeoutVar *VarDuration // timeout: $VAR, resolved into Timeout when the job starts
 
 	Capture        string // "" = no capture; "shell.output" or "claude.output" for capture_output: true; otherwise the variable name
 	CaptureFormat  CaptureFormat
@@ -238,7 +245,10 @@ type MapPhase struct {
 	ItemID       *interp.Template
 	MaxParallel  string // a number or "$VAR", resolved when the job starts
 	AgentTimeout time.Duration
-	Template     []*Step
+	// AgentTimeoutVar is agent_timeout: $VAR, resolved into AgentTimeout
+	// when the job starts.
+	AgentTimeoutVar *VarDuration
+	Template        []*Step
 	// Isolation is where items run: IsolationWorktree (a git worktree
 	// each) or IsolationNone (the directory runner runs in), as the file
 	// says or, when it says nothing, by DefaultIsolation.
