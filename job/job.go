@@ -75,7 +75,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkVars(wf, opts.Vars, os.Environ()); err != nil {
+	if err := CheckVars(wf, opts.Vars); err != nil {
 		return nil, err
 	}
 	st, err := opts.Store.Create(state.Meta{
@@ -278,10 +278,12 @@ func lockJob(st *state.Job, shared bool) error {
 	return err
 }
 
-// checkVars expands what a job reads from its variables when it starts
-// (env, durations given as $VAR), so that a mistake there is reported
-// before the job exists rather than leaving one that cannot run.
-func checkVars(wf *workflow.Workflow, set map[string]string, environ []string) error {
+// CheckVars expands what a job reads from its variables when it starts
+// (env, durations given as $VAR) with set (--set), so that a mistake there
+// is reported before the job exists rather than leaving one that cannot
+// run, and a dry run shows the durations the job would have.
+func CheckVars(wf *workflow.Workflow, set map[string]string) error {
+	environ := os.Environ()
 	vars, _, err := workflowEnv(wf, set, environ)
 	if err != nil {
 		return err
