@@ -79,9 +79,13 @@ func (d *decoder) legacyFields(f *fields, s *Step) {
 }
 
 // claudeWords returns the words of a claude step's text, quotes removed,
-// or reports that key belongs to a claude: step.
+// or reports that key belongs to a claude: step (a step without a command
+// has its own error).
 func (d *decoder) claudeWords(f *fields, s *Step, key string) ([]string, bool) {
-	if s.Command.Kind != ClaudeCommand || s.Command.Text == nil {
+	if s.Command.Text == nil {
+		return nil, false
+	}
+	if s.Command.Kind != ClaudeCommand {
 		d.errorf(f.key(key), "%s belongs to a claude: step (Prodigy's legacy Claude command): it lists the command's own flags and arguments", key)
 		return nil, false
 	}

@@ -93,6 +93,7 @@ func TestLegacyFields(t *testing.T) {
 		{"- claude: /enhance\n  options: {a: [1]}\n", `2:16: options.a must be a string, number or boolean, not a list`},
 		{"- claude: /implement\n  args: [$SPEC_ID]\n", `2:10: args[0]: runner runs the claude text as written and adds no arguments to it; write $SPEC_ID in the text`},
 		{"- shell: make\n  args: [x]\n", `2:3: args belongs to a claude: step`},
+		{"- name: prodigy-lint\n  args: [x]\n", `1:9: step commands[0] has only a name: in Prodigy this is the Claude command /prodigy-lint`},
 		{"- claude: /x\n  metadata: {continue_on_error: true}\n  on_failure: true\n", `2:14: metadata.continue_on_error is Prodigy's old spelling of on_failure, which this step also sets; keep one`},
 		{"- claude: /x\n  metadata: {timeout: 5}\n  timeout: 6\n", `2:14: metadata.timeout is Prodigy's old spelling of timeout`},
 		{"- claude: /x\n  metadata: {retries: 1}\n  retry_config: {attempts: 2}\n", `2:14: metadata.retries is Prodigy's old spelling of retry_config`},
@@ -106,6 +107,9 @@ func TestLegacyFields(t *testing.T) {
 		errs := parseErr(t, "w.yml", tt.src)
 		if !strings.Contains(strings.Join(errs, "\n"), tt.want) {
 			t.Errorf("%q: want an error containing\n  %s\ngot\n  %s", tt.src, tt.want, strings.Join(errs, "\n  "))
+		}
+		if len(errs) != 1 {
+			t.Errorf("%q: want one error, got\n  %s", tt.src, strings.Join(errs, "\n  "))
 		}
 	}
 }

@@ -52,6 +52,9 @@ map: {input: "${files}", agent_template: [{shell: "echo ${item} ${log}"}]}
 		if !strings.Contains(strings.Join(errs, "\n"), tt.want) {
 			t.Errorf("%q: want an error containing\n  %s\ngot\n  %s", tt.src, tt.want, strings.Join(errs, "\n  "))
 		}
+		if len(errs) != 1 {
+			t.Errorf("%q: want one error, got\n  %s", tt.src, strings.Join(errs, "\n  "))
+		}
 	}
 }
 
@@ -105,6 +108,9 @@ map:
 		errs := parseErr(t, "w.yml", tt.src)
 		if !strings.Contains(strings.Join(errs, "\n"), tt.want) {
 			t.Errorf("%q: want an error containing\n  %s\ngot\n  %s", tt.src, tt.want, strings.Join(errs, "\n  "))
+		}
+		if len(errs) != 1 {
+			t.Errorf("%q: want one error, got\n  %s", tt.src, strings.Join(errs, "\n  "))
 		}
 	}
 }

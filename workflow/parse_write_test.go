@@ -58,6 +58,9 @@ func TestWriteFileErrors(t *testing.T) {
 		if !strings.Contains(strings.Join(errs, "\n"), tt.want) {
 			t.Errorf("%q: want an error containing\n  %s\ngot\n  %s", tt.src, tt.want, strings.Join(errs, "\n  "))
 		}
+		if len(errs) != 1 {
+			t.Errorf("%q: want one error, got\n  %s", tt.src, strings.Join(errs, "\n  "))
+		}
 	}
 }
 
