@@ -50,7 +50,7 @@ type Step struct {
 	Index          int                  `json:"index"` // 1-based, in its phase
 	Step           string               `json:"step"`  // the name events and messages use
 	Label          string               `json:"label"`
-	Kind           workflow.CommandKind `json:"kind"`                 // shell or claude
+	Kind           workflow.CommandKind `json:"kind"`                 // shell, claude or write_file
 	Agent          []string             `json:"agent,omitempty"`      // claude: the program and its first arguments; the text is one more
 	AgentFrom      string               `json:"agent_from,omitempty"` // agent.command, RUNNER_AGENT_COMMAND or default
 	AgentError     string               `json:"agent_error,omitempty"`

@@ -313,7 +313,7 @@ func (d *decoder) collection(n *yaml.Node) errorpolicy.Collection {
 	if r != nil && r.Kind == yaml.ScalarNode {
 		switch s, _ := d.enum(r, "error_collection", "aggregate", "immediate", "batched"); s {
 		case "batched":
-			d.errorf(r, "error_collection: batched needs a size: {batched: {size: 10}}")
+			d.errorf(r, "error_collection: batched needs a size: batched:10, or {batched: {size: 10}}")
 		case "":
 		default:
 			c.Mode = s
