@@ -114,6 +114,9 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	if o.DryRun {
+		if err := job.CheckVars(wf, vars, o.Profile); err != nil {
+			return err
+		}
 		p := plan.New(wf, seed, executor.ResolveAgent(wf.Agent, os.Environ()))
 		if o.Output == "json" {
 			return writeJSON(g.stdout, p)

@@ -43,11 +43,20 @@ func runValidate(g *globalOptions, o profileOptions, files []string) error {
 			continue
 		}
 		if !g.Quiet {
-			fmt.Fprintf(g.stdout, "%s: ok (%s workflow %q)\n", f, wf.Mode, wf.Name)
+			fmt.Fprintf(g.stdout, "%s: ok (%s workflow %q%s)\n", f, wf.Mode, wf.Name, described(wf.Description))
 		}
 	}
 	if len(errs) > 0 {
 		return alreadyReported(errors.Join(errs...))
 	}
 	return nil
+}
+
+// described is a workflow's description as validate shows it after the
+// name, or "".
+func described(desc string) string {
+	if desc == "" {
+		return ""
+	}
+	return ": " + desc
 }

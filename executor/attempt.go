@@ -104,6 +104,9 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 	if cmd.Kind == workflow.ForeachCommand {
 		return x.runForeach(ctx, step, r, attempt, capture)
 	}
+	if cmd.Kind == workflow.WriteFileCommand {
+		return x.writeFile(step, cmd, r, attempt)
+	}
 	start := time.Now()
 	spec, err := x.prepare(step, cmd, r, attempt)
 	if err != nil {

@@ -75,6 +75,10 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A duration given as $VAR that is not one fails before the job exists.
+	if err := wf.ResolveDurations(executor.NewScope(env.vars, os.Environ()).PlainLookup()); err != nil {
+		return nil, err
+	}
 	vars, secrets, source := withhold(wf, opts.Vars, source, env, opts.Profile)
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
@@ -243,6 +247,9 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environmen
 		}
 	}
 	j.scope = executor.NewScope(env.vars, environ)
+	if err := wf.ResolveDurations(j.scope.PlainLookup()); err != nil {
+		return j, err
+	}
 	steps := stepSecrets(wf, j.scope)
 	j.mask = secretMasker(wf, env.env, env.secrets, steps, environ)
 	j.sealer = newVarSealer(wf, env.env, env.secrets, steps, environ)
@@ -279,6 +286,19 @@ func lockJob(st *state.Job, shared bool) error {
 		return fmt.Errorf("job %s is being run by another process (pid %d)", st.Meta.ID, st.Meta.PID)
 	}
 	return err
+}
+
+// CheckVars resolves what a job reads from its environment when it
+// starts (env, durations given as $VAR), with --set values and the
+// profile, so that a dry run reports a mistake there as a run would, and
+// shows the durations the job would have.
+func CheckVars(wf *workflow.Workflow, set map[string]string, profile string) error {
+	environ := os.Environ()
+	env, err := resolveEnv(wf, envSpec{set: set, profile: profile}, environ)
+	if err != nil {
+		return err
+	}
+	return wf.ResolveDurations(executor.NewScope(env.vars, environ).PlainLookup())
 }
 
 // emit writes an event to the log and shows it to the listener.

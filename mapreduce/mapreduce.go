@@ -95,7 +95,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 			return sum, err
 		}
 	}
-	if _, err := j.RunPhase(ctx, job.PhaseSetup, wf.Setup); err != nil {
+	if err := runSetup(ctx, j); err != nil {
 		return sum, err
 	}
 	ran, err := runMap(ctx, j, trees, opts)
@@ -115,6 +115,19 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 		sum.Merged = how
 	}
 	return sum, err
+}
+
+// runSetup runs the setup phase, within setup.timeout when the file gives
+// one.
+func runSetup(ctx context.Context, j *job.Job) error {
+	wf := j.Workflow()
+	if t := wf.SetupTimeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t, fmt.Errorf("the setup phase did not end within its timeout of %s", t))
+		defer cancel()
+	}
+	_, err := j.RunPhase(ctx, job.PhaseSetup, wf.Setup)
+	return err
 }
 
 // runMap loads the items (once per job) and runs those not yet finished,
@@ -384,7 +397,7 @@ func setMapVars(j *job.Job, c job.ItemCounts) error {
 // refers to ${map.results}.
 func usesResults(steps []*workflow.Step) bool {
 	for s := range workflow.AllSteps(steps) {
-		if slices.ContainsFunc(s.Command.Text.Refs(), func(p string) bool {
+		if slices.ContainsFunc(s.Command.Refs(), func(p string) bool {
 			return p == "map.results" || strings.HasPrefix(p, "map.results[") || strings.HasPrefix(p, "map.results.")
 		}) {
 			return true

@@ -41,8 +41,9 @@ type End struct {
 
 // Phase is one phase of the workflow and its steps.
 type Phase struct {
-	Phase string `json:"phase"` // commands, setup, agent_template, reduce or merge
-	Steps []Step `json:"steps"`
+	Phase   string  `json:"phase"` // commands, setup, agent_template, reduce or merge
+	Steps   []Step  `json:"steps"`
+	Timeout *millis `json:"timeout_ms,omitempty"` // setup: the whole phase's
 }
 
 // Step is one step: what it runs and how it is retried.
@@ -50,7 +51,7 @@ type Step struct {
 	Index          int                  `json:"index"` // 1-based, in its phase
 	Step           string               `json:"step"`  // the name events and messages use
 	Label          string               `json:"label"`
-	Kind           workflow.CommandKind `json:"kind"`                 // shell, claude or foreach
+	Kind           workflow.CommandKind `json:"kind"`                 // shell, claude, write_file or foreach
 	Agent          []string             `json:"agent,omitempty"`      // claude: the program and its first arguments; the text is one more
 	AgentFrom      string               `json:"agent_from,omitempty"` // agent.command, RUNNER_AGENT_COMMAND or default
 	AgentError     string               `json:"agent_error,omitempty"`
@@ -191,6 +192,9 @@ func New(wf *workflow.Workflow, seed *uint64, agent executor.Agent) Plan {
 		return p
 	}
 	phase(job.PhaseSetup, wf.Setup, false)
+	if len(wf.Setup) > 0 {
+		p.Phases[len(p.Phases)-1].Timeout = optMillis(wf.SetupTimeout)
+	}
 	if wf.Map != nil {
 		p.Map = newMap(wf.Map)
 		phase("agent_template", wf.Map.Template, true)

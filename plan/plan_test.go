@@ -149,6 +149,15 @@ func TestEndPlan(t *testing.T) {
 	}
 }
 
+// The plan of a setup with a timeout says it bounds the whole phase.
+func TestSetupTimeoutPlan(t *testing.T) {
+	p := New(parse(t, "mode: mapreduce\nsetup: {commands: [{shell: s}], timeout: 90}\nmap: {input: x, agent_template: [{shell: a}]}\n"), nil, executor.Agent{})
+	var out strings.Builder
+	if err := p.WriteText(&out); err != nil || !strings.Contains(out.String(), "setup (the whole phase times out after 1m30s):\n  1. s\n") {
+		t.Errorf("%v\n%s", err, out.String())
+	}
+}
+
 // The plan states where items run: the isolation the file sets or the
 // default for its agent template, and whether branches are merged.
 func TestIsolationPlan(t *testing.T) {

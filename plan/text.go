@@ -17,7 +17,11 @@ func (p Plan) WriteText(w io.Writer) error {
 		if ph.Phase == "agent_template" && p.Map != nil {
 			p.Map.writeText(tw)
 		}
-		tw.printf("%s:\n", ph.Phase)
+		if ph.Timeout != nil {
+			tw.printf("%s (the whole phase times out after %v):\n", ph.Phase, ph.Timeout)
+		} else {
+			tw.printf("%s:\n", ph.Phase)
+		}
 		for _, s := range ph.Steps {
 			s.writeText(tw, p.Seed)
 		}

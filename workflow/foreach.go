@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,9 +25,10 @@ type Foreach struct {
 	Do              []*Step
 }
 
-// AllSteps yields steps and, after each foreach step, the steps of its do
-// (and theirs), so that a question about what a list of steps runs also
-// sees the steps nested in it.
+// AllSteps yields steps and, after each, the steps nested in it: a
+// foreach's do steps and the steps of its handlers (on_success,
+// on_failure's on_success, on_exit_code by code), and theirs, so that a
+// question about what a list of steps runs sees them all.
 func AllSteps(steps []*Step) iter.Seq[*Step] {
 	return func(yield func(*Step) bool) {
 		walkSteps(steps, yield)
@@ -40,6 +43,14 @@ func walkSteps(steps []*Step, yield func(*Step) bool) bool {
 		if s.Foreach != nil && !walkSteps(s.Foreach.Do, yield) {
 			return false
 		}
+		if !walkSteps(s.OnSuccess, yield) || !walkSteps(s.OnFailure.OnSuccess, yield) {
+			return false
+		}
+		for _, code := range slices.Sorted(maps.Keys(s.OnExitCode)) {
+			if !walkSteps(s.OnExitCode[code], yield) {
+				return false
+			}
+		}
 	}
 	return true
 }
@@ -49,7 +60,7 @@ func walkSteps(steps []*Step, yield func(*Step) bool) bool {
 func (s *Step) CommandText() string {
 	switch {
 	case s.Foreach == nil:
-		return s.Command.Text.String()
+		return s.Command.Source()
 	case s.Foreach.Items == nil:
 		return "foreach: " + s.Command.Text.String()
 	}

@@ -260,9 +260,8 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 
 // unsupported are Prodigy keys runner deliberately does not support.
 var unsupported = map[string]string{
-	"goal_seek":  "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
-	"analyze":    "analyze (Prodigy's code analysis) is not supported",
-	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",
+	"goal_seek": "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
+	"analyze":   "analyze (Prodigy's code analysis) is not supported",
 }
 
 // unknownKey reports a key that is not allowed where it stands.

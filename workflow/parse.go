@@ -183,8 +183,8 @@ func (d *decoder) checkJSON(src []byte) bool {
 
 // Top-level keys by mode.
 var (
-	commonKeys   = []string{"name", "mode", "env", "secrets", "env_files", "profiles", "agent"}
-	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands")
+	commonKeys   = []string{"name", "mode", "env", "secrets", "env_files", "profiles", "agent", "description"}
+	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands", "steps")
 	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back"), errorPolicyKeys...)
 )
 
@@ -217,6 +217,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	if n := f.get("name"); n != nil {
 		wf.Name, _ = d.str(n, "name")
 	}
+	wf.Description = d.description(f, "description")
 	d.environment(f, wf)
 	if n := f.get("agent"); n != nil {
 		wf.Agent = d.agent(n)
@@ -226,8 +227,8 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 		d.mergeEnd(f, wf)
 		return wf
 	}
-	if n := f.get("commands"); n != nil {
-		wf.Steps = d.stepList(n, "commands", true)
+	if n := d.oneOf(f, "commands", "steps"); n != nil { // steps: is the spelling of some of Prodigy's examples
+		wf.Steps = d.stepList(n, "commands", false) // commands: [] runs nothing, as in Prodigy's templates
 	} else {
 		d.errorf(root, "a standard workflow needs commands: a list of steps (or set mode: mapreduce)")
 	}

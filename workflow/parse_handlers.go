@@ -128,18 +128,12 @@ func hasKey(m *yaml.Node, key string) bool {
 	return false
 }
 
-// changesRepository reports whether the step, its on_failure handler or
-// the steps of its handlers run a claude: command or must commit.
+// changesRepository reports whether the step or its on_failure handler
+// runs a claude: command or must commit (AllSteps yields the steps of its
+// other handlers).
 func (s *Step) changesRepository() bool {
 	if s.Command.Kind == ClaudeCommand || s.CommitRequired || s.OnFailure.CommitRequired {
 		return true
 	}
-	if slices.ContainsFunc(s.OnFailure.Commands, func(c Command) bool { return c.Kind == ClaudeCommand }) {
-		return true
-	}
-	handlers := slices.Concat(s.OnSuccess, s.OnFailure.OnSuccess)
-	for _, steps := range s.OnExitCode {
-		handlers = append(handlers, steps...)
-	}
-	return slices.ContainsFunc(handlers, (*Step).changesRepository)
+	return slices.ContainsFunc(s.OnFailure.Commands, func(c Command) bool { return c.Kind == ClaudeCommand })
 }

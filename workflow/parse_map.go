@@ -32,7 +32,7 @@ const DefaultMaxParallel = 10
 // mapReduce reads setup, map, reduce and the error policy.
 func (d *decoder) mapReduce(f *fields, wf *Workflow) {
 	if n := f.get("setup"); n != nil {
-		wf.Setup = d.phase(n, "setup", false)
+		wf.Setup = d.setupPhase(n, wf)
 	}
 	if n := f.get("map"); n != nil {
 		wf.Map = d.mapPhase(n)
@@ -116,7 +116,7 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 	if v := f.get("max_parallel"); v != nil {
 		m.MaxParallel = d.maxParallel(v)
 	}
-	m.AgentTimeout = d.agentTimeout(f)
+	m.AgentTimeout, m.AgentTimeoutVar = d.agentTimeout(f)
 	if v := f.get("agent_template"); v != nil {
 		m.Template = d.phase(v, "agent_template", true)
 	} else {
@@ -216,38 +216,44 @@ func (d *decoder) maxParallel(n *yaml.Node) string {
 	return strconv.Itoa(v)
 }
 
-// agentTimeout reads agent_timeout and its Prodigy spellings.
-func (d *decoder) agentTimeout(f *fields) time.Duration {
+// agentTimeout reads agent_timeout and its Prodigy spellings; the first
+// two may be a $VAR resolved when the job starts.
+func (d *decoder) agentTimeout(f *fields) (time.Duration, *VarDuration) {
 	var (
 		t    time.Duration
 		from string
+		late *VarDuration
 	)
-	set := func(name string, v time.Duration) {
+	set := func(name string, v time.Duration, vd *VarDuration) {
 		if from != "" {
 			d.errorf(f.key(name), "map.%s and map.%s both set the agent timeout; keep one", from, name)
 			return
 		}
-		t, from = v, name
+		t, late, from = v, vd, name
 	}
 	if v := f.get("agent_timeout"); v != nil {
-		if dur, ok := d.positive(v, "map.agent_timeout"); ok {
-			set("agent_timeout", dur)
+		if vd := d.varDuration(v, "map.agent_timeout"); vd != nil {
+			set("agent_timeout", 0, vd)
+		} else if dur, ok := d.positive(v, "map.agent_timeout"); ok {
+			set("agent_timeout", dur, nil)
 		}
 	}
 	if v := f.get("agent_timeout_secs"); v != nil {
-		if secs, ok := d.integer(v, "map.agent_timeout_secs", 1); ok {
-			set("agent_timeout_secs", time.Duration(secs)*time.Second)
+		if vd := d.varDuration(v, "map.agent_timeout_secs"); vd != nil {
+			set("agent_timeout_secs", 0, vd)
+		} else if secs, ok := d.integer(v, "map.agent_timeout_secs", 1); ok {
+			set("agent_timeout_secs", time.Duration(secs)*time.Second, nil)
 		}
 	}
 	if v := f.get("timeout_config"); v != nil {
 		tc := d.mapping(v, "map.timeout_config", []string{"agent_timeout_secs"})
 		if s := tc.get("agent_timeout_secs"); s != nil {
 			if secs, ok := d.integer(s, "map.timeout_config.agent_timeout_secs", 1); ok {
-				set("timeout_config", time.Duration(secs)*time.Second)
+				set("timeout_config", time.Duration(secs)*time.Second, nil)
 			}
 		}
 	}
-	return t
+	return t, late
 }
 
 // errorPolicy reads the error policy fields (from error_policy and the
@@ -296,14 +302,18 @@ func (d *decoder) errorPolicy(f *fields) (errorpolicy.Policy, *retryv2.Policy) {
 	return p, retry
 }
 
-// collection reads error_collection: aggregate, immediate or {batched: {size: N}}.
+// collection reads error_collection: aggregate, immediate or {batched:
+// {size: N}} (or batched:N, {batched: N}).
 func (d *decoder) collection(n *yaml.Node) errorpolicy.Collection {
 	c := errorpolicy.Collection{Mode: "aggregate"}
 	r := d.resolve(n)
+	if short, ok := d.batchedShorthand(r); ok {
+		return short
+	}
 	if r != nil && r.Kind == yaml.ScalarNode {
 		switch s, _ := d.enum(r, "error_collection", "aggregate", "immediate", "batched"); s {
 		case "batched":
-			d.errorf(r, "error_collection: batched needs a size: {batched: {size: 10}}")
+			d.errorf(r, "error_collection: batched needs a size: batched:10, or {batched: {size: 10}}")
 		case "":
 		default:
 			c.Mode = s

@@ -20,6 +20,7 @@ var stepKeys = []string{
 	"capture_output", "capture_format", "capture_streams", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message", "on_success", "on_exit_code",
+	"write_file", "description", "options", "args", "metadata",
 	"validate", "clear_env", "temporary", "foreach",
 }
 
@@ -67,11 +68,16 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	if n := f.get("name"); n != nil {
 		s.Name, _ = d.str(n, "name")
 	}
+	if desc := d.description(f, "description"); s.Name == "" {
+		s.Name = desc // Prodigy's label of a step: shown where a name is
+	}
 	if n := f.get("id"); n != nil {
 		s.ID = d.stepID(n)
 	}
 	if n := f.get("timeout"); n != nil {
-		s.Timeout, _ = d.positive(n, "timeout")
+		if s.TimeoutVar = d.varDuration(n, what+".timeout"); s.TimeoutVar == nil {
+			s.Timeout, _ = d.positive(n, "timeout")
+		}
 	}
 	s.Env = d.envVars(f.get("env"), "env")
 	d.stepEnvFlags(f, s)
@@ -112,6 +118,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		s.Validate = d.validate(n)
 	}
 	d.handlers(f, s, what)
+	d.legacyFields(f, s)
 	return s
 }
 
@@ -120,6 +127,8 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 func (d *decoder) stepCommand(f *fields, what string) Command {
 	sh, cl := f.get("shell"), f.get("claude")
 	switch {
+	case f.has("write_file"):
+		return d.writeFile(f)
 	case sh != nil && cl != nil:
 		d.errorf(f.key("claude"), "a step runs one command: shell or claude, not both")
 	case sh != nil:

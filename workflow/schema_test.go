@@ -173,6 +173,10 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"- shell: x\n  on_exit_code: {256: echo}\n",
 		"- shell: x\n  on_success: []\n",
 		"- shell: x\n  on_success: {shel: y}\n",
+		"- write_file: {path: a}\n",
+		"- write_file: {path: a, content: b, format: xml}\n",
+		"mode: mapreduce\nsetup: {commands: [{shell: x}], capture_outputs: {n: {source: stdout}}}\nmap: {input: x, agent_template: [{shell: x}]}\n",
+		"- shell: x\n  timeout: $(date)\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)
@@ -199,7 +203,8 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
 		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys,
 		"validateConfig": validateKeys, "onIncompleteConfig": onIncompleteKeys, "validationCommand": validationCommandKeys,
-		"foreach": foreachKeys,
+		"foreach":   foreachKeys,
+		"writeFile": writeFileKeys, "metadata": metadataKeys, "setupConfig": setupKeys, "captureConfig": captureConfigKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
 		want := slices.Sorted(slices.Values(keys))

@@ -38,6 +38,7 @@ type Workflow struct {
 	Secrets []string // names of environment variables whose values are masked
 	Agent   *Agent   // the top-level agent key; nil when absent
 
+	Description string // a label for people (Prodigy's description:)
 	// The rest of the environment (parse_env.go): secrets written as
 	// values or references, applied after each step's env; env_files;
 	// profiles.
@@ -47,6 +48,11 @@ type Workflow struct {
 	profilesAt Pos
 
 	Steps []*Step // standard workflows
+
+	// SetupTimeout bounds the whole setup phase (setup: {timeout}); 0 =
+	// none. SetupTimeoutVar is its $VAR form, resolved when the job starts.
+	SetupTimeout    time.Duration
+	SetupTimeoutVar *VarDuration
 
 	Setup       []*Step // MapReduce workflows
 	Map         *MapPhase
@@ -96,8 +102,25 @@ const (
 
 // Command is what a step or a failure handler runs.
 type Command struct {
-	Kind CommandKind
-	Text *interp.Template
+	Kind  CommandKind
+	Text  *interp.Template // write_file: the path
+	Write *WriteFile       // write_file only
+}
+
+// Source is the command as the file writes it, for events and labels.
+func (c Command) Source() string {
+	if c.Kind == WriteFileCommand {
+		return "write_file " + c.Text.String()
+	}
+	return c.Text.String()
+}
+
+// Refs returns the paths the command's placeholders read.
+func (c Command) Refs() []string {
+	if c.Write != nil && c.Write.Content != nil {
+		return append(c.Text.Refs(), c.Write.Content.Refs()...)
+	}
+	return c.Text.Refs()
 }
 
 // Step is one command of a workflow.
@@ -113,6 +136,8 @@ type Step struct {
 	Env        []EnvVar
 	ClearEnv   bool // clear_env: the step's commands get only its env (and RUNNER_*)
 	WorkingDir *interp.Template
+
+	TimeoutVar *VarDuration // timeout: $VAR, resolved into Timeout when the job starts
 
 	Capture        string // "" = no capture; "shell.output" or "claude.output" for capture_output: true; otherwise the variable name
 	CaptureFormat  CaptureFormat
@@ -256,7 +281,10 @@ type MapPhase struct {
 	ItemID       *interp.Template
 	MaxParallel  string // a number or "$VAR", resolved when the job starts
 	AgentTimeout time.Duration
-	Template     []*Step
+	// AgentTimeoutVar is agent_timeout: $VAR, resolved into AgentTimeout
+	// when the job starts.
+	AgentTimeoutVar *VarDuration
+	Template        []*Step
 	// Isolation is where items run: IsolationWorktree (a git worktree
 	// each) or IsolationNone (the directory runner runs in), as the file
 	// says or, when it says nothing, by DefaultIsolation.

@@ -21,8 +21,9 @@ var errStop = errors.New("enough items")
 // emitFunc receives one selected item as JSON and its decoded value.
 type emitFunc func(raw json.RawMessage, value any) error
 
-// readInput reads items from r: a JSON document (array, or object with
-// json_path), JSON Lines, or plain lines (each non-empty line a string).
+// readInput reads items from r: a JSON document (array; object with
+// json_path; or, without, one object that is the one item), JSON Lines,
+// or plain lines (each non-empty line a string).
 // A JSON array, and an object whose json_path is a plain chain of names
 // ending in [*], are streamed element by element; other JSONPath queries
 // need the document in memory.
@@ -48,6 +49,9 @@ func readInput(r io.Reader, path string, emit emitFunc) error {
 		}
 		if lines {
 			return readJSONLines(br, path, emit)
+		}
+		if path == "" {
+			return readObject(json.NewDecoder(br), emit)
 		}
 		return readDocument(json.NewDecoder(br), path, emit)
 	}
@@ -88,6 +92,18 @@ func isJSONLines(br *bufio.Reader) (bool, error) {
 		return false, nil
 	}
 	return len(bytes.TrimSpace(rest)) > 0, nil
+}
+
+// readObject reads a document that is one JSON object, without json_path:
+// as in Prodigy, the object is the one item.
+func readObject(dec *json.Decoder, emit emitFunc) error {
+	if err := emitNext(dec, emit); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("invalid JSON input: more than one top-level value (for JSON Lines, put one value on each line)")
+	}
+	return nil
 }
 
 // readDocument reads one JSON document.

@@ -68,6 +68,7 @@ func TestInputFormats(t *testing.T) {
 		{"missing member", `  json_path: "$.nope[*]"`, `{"items": [1]}`, ``},
 		{"filter query", `  json_path: "$.items[?@.size > 1].name"`, `{"items": [{"name": "a", "size": 1}, {"name": "b", "size": 2}]}`, `b="b"`},
 		{"json lines", "", "{\"a\": 1}\n\n{\"a\": 2}\n", `item_0={"a":1} item_1={"a":2}`},
+		{"one object without path is one item", "", "{\"items\": [1],\n \"n\": 2}\n", `item_0={"items":[1],"n":2}`},
 		{"json lines with path", `  json_path: "$.xs[*]"`, "{\"xs\": [1, 2]}\n{\"xs\": [3]}\n", `1=1 2=2 3=3`},
 		{"plain lines", "", "src/a.rs\r\n\nsrc/b c.rs\n", `src/a.rs="src/a.rs" item_1="src/b c.rs"`},
 		{"plain lines outside UTF-8", "", "caf\xe9.txt\nna\xefve \xff\n", `item_0="caf\udce9.txt" item_1="na\udcefve \udcff"`},
@@ -133,7 +134,8 @@ func TestInputErrors(t *testing.T) {
 	tests := []struct{ name, mapYAML, input, want string }{
 		{"bad json", "", `[1, 2`, "invalid JSON input: it ends in the middle of a value"},
 		{"bad json syntax", "", `[1, }`, "invalid JSON input at byte"},
-		{"object without path", "", `{"items": [1]}`, "set json_path to the array of items"},
+		{"object members without a name", `  json_path: "$[*]"`, `{"items": [1]}`, "set json_path to the array of items"},
+		{"object and more", "", `{"a": 1} [2]`, "more than one top-level value"},
 		{"scalar document", `  json_path: "$[*]"`, "[1]\n[2]", "more than one top-level value"},
 		{"path on plain lines", `  json_path: "$.items[*]"`, "a\nb\n", "json_path $.items[*] needs JSON input"},
 		{"duplicate ids", `  item_id: "${item.id}"`, `[{"id": "a"}, {"id": "b"}, {"id": "a"}]`, `duplicate item id "a": items 0 and 2`},

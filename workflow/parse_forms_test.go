@@ -1,0 +1,115 @@
+package workflow
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Prodigy's accepted forms: description (of a step and of the workflow),
+// steps: for commands:, commands: [], error_collection: batched:N.
+func TestProdigyForms(t *testing.T) {
+	wf, err := Parse("w.yml", []byte(`
+description: Shows the forms
+steps:
+  - shell: echo a
+    description: "Save baseline for comparison"
+  - shell: echo b
+    name: named
+    description: a longer label
+  - shell: echo c
+    commit_required: false
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf.Description != "Shows the forms" || len(wf.Steps) != 3 {
+		t.Fatalf("description %q, %d steps", wf.Description, len(wf.Steps))
+	}
+	if s := wf.Steps[0]; s.Label() != "Save baseline for comparison" || s.Key() != "Save baseline for comparison" {
+		t.Errorf("a described step shows as %q (key %q)", s.Label(), s.Key())
+	}
+	if s := wf.Steps[1]; s.Label() != "named" {
+		t.Errorf("a named and described step shows as %q, want its name", s.Label())
+	}
+	if wf.Steps[2].CommitRequired {
+		t.Error("commit_required: false is set")
+	}
+
+	empty, err := Parse("w.yml", []byte("commands: []\n"))
+	if err != nil || len(empty.Steps) != 0 {
+		t.Errorf("commands: [] = %v, %v; want no steps", empty, err)
+	}
+
+	for _, src := range []string{"error_collection: batched:7", "error_collection: 'batched: 7'", "error_collection: {batched: 7}", "error_policy: {error_collection: {batched: {size: 7}}}"} {
+		mr, err := Parse("w.yml", []byte("mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\n"+src+"\n"))
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if c := mr.ErrorPolicy.Collection; c.Mode != "batched" || c.BatchSize != 7 {
+			t.Errorf("%s = %+v, want batched every 7", src, c)
+		}
+	}
+}
+
+// Prodigy's legacy structured-command fields: options and args that repeat
+// the claude text, metadata as the old spelling of step keys.
+func TestLegacyFields(t *testing.T) {
+	wf, err := Parse("w.yml", []byte(`
+- claude: "/enhance --area 'cli-ux' --max=8 --fix $SPEC_ID"
+  options: {area: cli-ux, max: 8, fix: true, dry-run: false}
+  args: ["$SPEC_ID"]
+  metadata:
+    continue_on_error: true
+    timeout: 90
+    retries: 2
+    env: {LEVEL: "3"}
+    commit_required: true
+- claude: /lint
+  metadata: {continue_on_error: false}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := wf.Steps[0]
+	if s.OnFailure.Action != FailContinue || s.Timeout != 90*time.Second || !s.CommitRequired {
+		t.Errorf("metadata gave on_failure %s, timeout %v, commit_required %v", s.OnFailure.Action, s.Timeout, s.CommitRequired)
+	}
+	if len(s.Retry) != 1 || s.Retry[0].Attempts != 3 {
+		t.Errorf("metadata.retries: 2 gave %+v, want one policy of 3 attempts", s.Retry)
+	}
+	if len(s.Env) != 1 || s.Env[0].Name != "LEVEL" {
+		t.Errorf("metadata.env gave %+v", s.Env)
+	}
+	if wf.Steps[1].OnFailure.Action != FailStop {
+		t.Errorf("continue_on_error: false gave %s", wf.Steps[1].OnFailure.Action)
+	}
+
+	for _, tt := range []struct{ src, want string }{
+		{"- claude: /enhance --area cli\n  options: {area: ux}\n", `2:13: options.area: runner runs the claude text as written and adds no flags to it; write --area ux in the text`},
+		{"- claude: /enhance\n  options: {fix: true}\n", `2:13: options.fix: runner runs the claude text as written and adds no flags to it; write --fix in the text`},
+		{"- claude: /enhance --fix\n  options: {fix: false}\n", `2:13: options.fix: runner runs the claude text as written and adds no flags to it; write no --fix in the text`},
+		{"- claude: /enhance\n  options: {a: [1]}\n", `2:16: options.a must be a string, number or boolean, not a list`},
+		{"- claude: /implement\n  args: [$SPEC_ID]\n", `2:10: args[0]: runner runs the claude text as written and adds no arguments to it; write $SPEC_ID in the text`},
+		{"- shell: make\n  args: [x]\n", `2:3: args belongs to a claude: step`},
+		{"- name: prodigy-lint\n  args: [x]\n", `1:9: step commands[0] has only a name: in Prodigy this is the Claude command /prodigy-lint`},
+		{"- claude: /x\n  metadata: {continue_on_error: true}\n  on_failure: true\n", `2:14: metadata.continue_on_error is Prodigy's old spelling of on_failure, which this step also sets; keep one`},
+		{"- claude: /x\n  metadata: {timeout: 5}\n  timeout: 6\n", `2:14: metadata.timeout is Prodigy's old spelling of timeout`},
+		{"- claude: /x\n  metadata: {retries: 1}\n  retry_config: {attempts: 2}\n", `2:14: metadata.retries is Prodigy's old spelling of retry_config`},
+		{"- claude: /x\n  metadata: {retries: -1}\n", `2:23: metadata.retries must be at least 0, not -1`},
+		{"- claude: /x\n  metadata: {analysis: {}}\n", `2:14: unknown key "analysis" in metadata`},
+		{"- shell: x\n  description: [a]\n", `2:16: description must be a string, not a list`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_collection: batched:0\n", `3:19: error_collection: "batched:0" needs a batch size of at least 1, such as batched:10`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_collection: {batched: 0}\n", `3:29: error_collection.batched must be at least 1, not 0`},
+		{"commands: [{shell: a}]\nsteps: [{shell: b}]\n", `2:1: "commands" and "steps" mean the same; write only one`},
+	} {
+		errs := parseErr(t, "w.yml", tt.src)
+		if !strings.Contains(strings.Join(errs, "\n"), tt.want) {
+			t.Errorf("%q: want an error containing\n  %s\ngot\n  %s", tt.src, tt.want, strings.Join(errs, "\n  "))
+		}
+		if len(errs) != 1 {
+			t.Errorf("%q: want one error, got\n  %s", tt.src, strings.Join(errs, "\n  "))
+		}
+	}
+}
