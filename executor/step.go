@@ -65,6 +65,10 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 		r.commits = t
 	}
 	res, err := x.runRepeated(ctx, step, r)
+	setOutput(step, res, r.Scope)
+	if err == nil && len(step.Outputs) > 0 {
+		res.outputs, err = r.commits.stepOutputs(ctx)
+	}
 	if err == nil {
 		vars, cerr := x.capture(step, res, r.Scope)
 		if cerr == nil {
@@ -89,7 +93,7 @@ func stepError(step *workflow.Step, err error) error {
 // attempts runs the command under the step's retry policies and returns
 // the last attempt with the final error.
 func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (commandResult, error) {
-	capture := step.Capture != "" || step.ID != ""
+	capture := step.Capture != ""
 	key := step.Key()
 	var ran commandResult // the last attempt that really ran
 	spec := retryv2.Spec{

@@ -137,6 +137,7 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		if rec, ok := saved[step.Index]; ok && rec.Status == string(executor.StepRetrying) {
 			run.From = &rec
 		} else if ok {
+			executor.ResumedOutput(step, sc)
 			sc.Apply(executor.RecordedVars(rec))
 			stdout.Write([]byte(rec.Output))
 			continue
