@@ -2,6 +2,7 @@ package proc
 
 import (
 	"io"
+	"slices"
 	"sync"
 	"syscall"
 )
@@ -119,6 +120,13 @@ func (r *Tail) Write(p []byte) (int, error) {
 	}
 	if room := size - len(r.b); room > 0 {
 		k := min(room, len(p))
+		if len(r.b)+k > cap(r.b) {
+			// Double, up to size: append's own growth for large slices
+			// (1.25x) would copy a 1 MiB tail a dozen times.
+			grown := make([]byte, len(r.b), min(size, max(2*cap(r.b), len(r.b)+k)))
+			copy(grown, r.b)
+			r.b = grown
+		}
 		r.b = append(r.b, p[:k]...)
 		p = p[k:]
 	}
@@ -138,16 +146,19 @@ func (r *Tail) size() int {
 	return r.Limit
 }
 
-// Bytes returns the tail in order (nil if nothing was written). The Tail
-// must not be written to afterwards.
+// Bytes returns the tail in order (nil if nothing was written): the Tail's
+// own buffer, which a later Write changes.
 func (r *Tail) Bytes() []byte {
 	if len(r.b) == 0 {
 		return nil
 	}
-	if r.w == 0 {
-		return r.b
+	if r.w != 0 {
+		// Rotate in place (the tail is done with), rather than copy what
+		// may be a 1 MiB buffer.
+		slices.Reverse(r.b[:r.w])
+		slices.Reverse(r.b[r.w:])
+		slices.Reverse(r.b)
+		r.w = 0
 	}
-	out := make([]byte, 0, len(r.b))
-	out = append(out, r.b[r.w:]...)
-	return append(out, r.b[:r.w]...)
+	return r.b
 }

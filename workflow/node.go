@@ -28,6 +28,7 @@ type decoder struct {
 	at      stepAt            // where the values being read are
 	refs    []stepRef
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
+	short   shortNames          // capture names and outputs, for ${NAME.field} and ${ID.field}
 }
 
 // errorf records a problem at n's position.

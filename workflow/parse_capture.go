@@ -43,7 +43,7 @@ func (d *decoder) captureStreams(n *yaml.Node) CaptureStreams {
 
 // stepOutputs reads Prodigy's outputs: {NAME: {file_pattern: GLOB}}, files
 // the step creates or changes, read as ${ID.NAME}; the step needs an id.
-func (d *decoder) stepOutputs(f *fields) []StepOutput {
+func (d *decoder) stepOutputs(f *fields, s *Step) []StepOutput {
 	n := f.get("outputs")
 	if n == nil {
 		return nil
@@ -88,6 +88,7 @@ func (d *decoder) stepOutputs(f *fields) []StepOutput {
 			continue
 		}
 		outs = append(outs, StepOutput{Name: name, Pattern: glob})
+		d.short.noteOutput(s.ID, name)
 	}
 	return outs
 }

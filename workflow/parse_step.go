@@ -77,7 +77,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		}
 	}
 	d.capture(f, s)
-	s.Outputs = d.stepOutputs(f)
+	s.Outputs = d.stepOutputs(f, s)
 	if n := f.get("when"); n != nil {
 		s.When = d.condition(n, "when")
 	}
@@ -216,6 +216,7 @@ func (d *decoder) capture(f *fields, s *Step) {
 	if n := f.get("capture_streams"); n != nil {
 		s.CaptureStreams = d.captureStreams(n)
 	}
+	d.short.noteCapture(s, d.at)
 	if s.Capture == "" && !f.has("capture_output") && !f.has("capture") {
 		for _, k := range []string{"capture_format", "capture_streams"} {
 			if f.has(k) {
