@@ -91,6 +91,8 @@ func capturedText(streams workflow.CaptureStreams, res commandResult) []byte {
 		return res.stderr
 	case workflow.StreamBoth:
 		return append(append([]byte{}, res.stdout...), res.stderr...)
+	case workflow.StreamNone:
+		return nil
 	}
 	return res.stdout
 }

@@ -3,6 +3,7 @@ package workflow
 import (
 	"path"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -67,7 +68,7 @@ func (d *decoder) stepOutputs(f *fields, s *Step) []StepOutput {
 			d.errorf(e.key, "outputs: %q is not a valid name (letters, digits and _)", name)
 			continue
 		case slices.Contains(stepFields, name):
-			d.errorf(e.key, "outputs: %q is one of the step's own fields (%v); choose another name", name, stepFields)
+			d.errorf(e.key, "outputs: %q is one of the step's own fields (%s); choose another name", name, strings.Join(stepFields, ", "))
 			continue
 		}
 		of := d.mapping(e.val, "outputs."+name, []string{"file_pattern"})
@@ -76,7 +77,9 @@ func (d *decoder) stepOutputs(f *fields, s *Step) []StepOutput {
 		}
 		p := of.get("file_pattern")
 		if p == nil {
-			d.errorf(of.node, "outputs.%s needs file_pattern: the glob of the file the step creates", name)
+			if of.unknown == 0 { // a misspelt key has its own error
+				d.errorf(of.node, "outputs.%s needs file_pattern: the glob of the file the step creates", name)
+			}
 			continue
 		}
 		glob, ok := d.str(p, "outputs."+name+".file_pattern")
