@@ -19,9 +19,8 @@ import (
 // a mistake in the file itself. A file that starts to validate must leave
 // the list and get a script, so the list never claims less than is true.
 var prodigyNotYet = map[string]string{
-	"examples_capture-conditional-flow.yml":      `unknown key "capture" in step commands[0]`,
-	"examples_capture-json-processing.yml":       `unknown key "capture" in step commands[0]`,
-	"examples_capture-output-custom-vars.yml":    `unknown key "capture" in step setup[0]`,
+	"examples_capture-conditional-flow.yml":      `unknown key "allow_failure" in step commands[0]`,
+	"examples_capture-json-processing.yml":       `want ${final_summary|raw} or ${final_summary|json}`,
 	"examples_capture-parallel-analysis.yml":     `invalid YAML: could not find expected ':'`,
 	"examples_mapreduce-json-input.yml":          `invalid YAML: mapping values are not allowed in this context`,
 	"examples_test-sensitive-masking.yml":        `unknown key "description" in the workflow`,
@@ -29,9 +28,9 @@ var prodigyNotYet = map[string]string{
 	"workflows_analysis-workflow.yml":            `analyze (Prodigy's code analysis) is not supported`,
 	"workflows_book-docs-drift.yml":              `validate (Prodigy's spec-coverage validation) is not supported`,
 	"workflows_complex-build-pipeline.yml":       `unknown key "on_success" in step commands[0]`,
-	"workflows_coverage-simplified.yml":          `unknown key "outputs" in step commands[0]`,
-	"workflows_coverage-with-test-debug.yml":     `unknown key "outputs" in step commands[0]`,
-	"workflows_coverage.yml":                     `unknown key "outputs" in step commands[0]`,
+	"workflows_coverage-simplified.yml":          `unknown key "analysis" in step commands[0]`,
+	"workflows_coverage-with-test-debug.yml":     `unknown key "analysis" in step commands[0]`,
+	"workflows_coverage.yml":                     `unknown key "max_attempts" in on_failure`,
 	"workflows_debtmap-reduce.yml":               `unknown key "timeout" in setup`,
 	"workflows_debtmap.yml":                      `validate (Prodigy's spec-coverage validation) is not supported`,
 	"workflows_debug.yml":                        `unknown key "max_attempts" in on_failure`,
