@@ -40,17 +40,12 @@ func (x *Executor) capture(step *workflow.Step, res commandResult, sc *Scope) (m
 			err = fmt.Errorf("capture_output: %w", err)
 		}
 		if !strings.Contains(step.Capture, ".") {
-			vars[captureMeta+"."+step.Capture] = captureMetadata(step.Capture, res)
+			vars[workflow.CaptureMetaVar+"."+step.Capture] = captureMetadata(step.Capture, res)
 		}
 	}
 	sc.Apply(vars)
 	return vars, err
 }
-
-// captureMeta is the scope's map of each capture's metadata, which
-// ${NAME.exit_code} and the like read (Scope.Lookup). No ${...} path can
-// name it: "#" is not in a variable name.
-const captureMeta = "capture#"
 
 // captureMetadata is what a capture records besides its value.
 func captureMetadata(name string, res commandResult) map[string]any {

@@ -17,11 +17,11 @@ import (
 func TestLookupShortPaths(t *testing.T) {
 	sc := NewScope(nil, nil)
 	sc.Apply(map[string]any{
-		"deploy":                map[string]any{"success": "from the JSON"},
-		captureMeta + ".deploy": map[string]any{"success": true, "exit_code": 0},
-		"count":                 int64(3),
-		captureMeta + ".count":  map[string]any{"exit_code": 0, "commits": []any{"abc"}},
-		"steps.unit-tests":      map[string]any{"output": "2 passed"},
+		"deploy":                            map[string]any{"success": "from the JSON"},
+		workflow.CaptureMetaVar + ".deploy": map[string]any{"success": true, "exit_code": 0},
+		"count":                             int64(3),
+		workflow.CaptureMetaVar + ".count":  map[string]any{"exit_code": 0, "commits": []any{"abc"}},
+		"steps.unit-tests":                  map[string]any{"output": "2 passed"},
 	})
 	lookup := sc.Lookup()
 	for path, want := range map[string]any{

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
 
@@ -80,7 +81,7 @@ func (s *Scope) Lookup() interp.Lookup {
 		if !strings.ContainsAny(path, ".[") {
 			return nil, false
 		}
-		if v, ok := own(captureMeta + "." + path); ok {
+		if v, ok := own(workflow.CaptureMetaVar + "." + path); ok {
 			return v, true
 		}
 		return own("steps." + path)
