@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +61,50 @@ func TestShortPath(t *testing.T) {
 		if ok != (want[0] != "") || name != want[0] || field != want[1] {
 			t.Errorf("shortPath(%q) = %q, %q, %v; want %q, %q", path, name, field, ok, want[0], want[1])
 		}
+	}
+}
+
+// In a condition NAME.field reads the value's own field, else the
+// capture's metadata, else the step of that id.
+func TestConditionShortFields(t *testing.T) {
+	wf, err := Parse("w.yml", []byte(`
+- shell: echo own
+  capture: deploy
+  capture_format: json
+- shell: echo x
+  capture: build
+  id: unit-tests
+- shell: echo y
+  when: 'deploy.success == "own" && deploy.exit_code == 0 && !build.success && ${unit-tests.exit_code} == 2 && unit.output == nil'
+- shell: echo z
+  id: unit
+`))
+	if err == nil || !strings.Contains(err.Error(), `${unit.output} is not set here`) {
+		t.Fatalf("want unit.output rejected (a later step), got %v", err)
+	}
+	wf, err = Parse("w.yml", []byte(`
+- shell: echo own
+  capture: deploy
+  capture_format: json
+- shell: echo x
+  capture: build
+  id: unit-tests
+- shell: echo y
+  when: 'deploy.success == "own" && deploy.exit_code == 0 && !build.success && ${unit-tests.exit_code} == 2'
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]any{
+		"deploy": map[string]any{"success": "own"},
+		"build":  "x",
+		CaptureMetaVar: map[string]any{
+			"deploy": map[string]any{"success": true, "exit_code": 0},
+			"build":  map[string]any{"success": false},
+		},
+		"steps": map[string]any{"unit-tests": map[string]any{"exit_code": 2}},
+	}
+	if ok, err := wf.Steps[2].When.Bool(vars); !ok || err != nil {
+		t.Errorf("when = %v, %v; want true", ok, err)
 	}
 }
