@@ -54,3 +54,15 @@ func ResumedOutput(step *workflow.Step, sc *Scope) {
 		"${%s.output}: step %q finished before the job was resumed, and runner does not keep a step's output across a resume: "+
 			"give the step capture_output: NAME (or an id) and read ${NAME}", kind, step.Key())})
 }
+
+// StartItemOutputs marks ${shell.output} and ${claude.output} in a map
+// item's scope as not yet set: an item reads the outputs of its own steps
+// only, whether it runs in the job's process (which ran setup) or in an
+// agent process (which did not), and a first step that reads one fails
+// with a reason instead of reading setup's.
+func StartItemOutputs(sc *Scope) {
+	for _, kind := range []workflow.CommandKind{workflow.ShellCommand, workflow.ClaudeCommand} {
+		sc.SetIn(string(kind), "output", interp.Unavailable{Reason: fmt.Sprintf(
+			"${%s.output}: no %s step of this item has run yet, and an item does not see setup's output: capture it in setup (capture_output: NAME) and read ${NAME}", kind, kind)})
+	}
+}
