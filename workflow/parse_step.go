@@ -187,23 +187,27 @@ func (d *decoder) stepID(n *yaml.Node) string {
 // capture_streams.
 func (d *decoder) capture(f *fields, s *Step) {
 	if n := d.oneOf(f, "capture_output", "capture"); n != nil {
+		key := "capture_output"
+		if !f.has(key) {
+			key = "capture"
+		}
 		defaultName := string(cmp.Or(s.Command.Kind, ShellCommand)) + ".output"
 		switch r := d.resolve(n); {
 		case r == nil:
 		case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool":
-			if on, _ := d.boolean(r, "capture_output"); on {
+			if on, _ := d.boolean(r, key); on {
 				s.Capture = defaultName
 			}
 		default:
-			name, ok := d.str(r, "capture_output")
+			name, ok := d.str(r, key)
 			switch {
 			case !ok:
 			case name == defaultName:
 				s.Capture = defaultName // Prodigy's spelling of capture_output: true
 			case !captureName.MatchString(name):
-				d.errorf(r, "capture_output: %q is not a valid variable name (letters, digits and _)", name)
+				d.errorf(r, "%s: %q is not a valid variable name (letters, digits and _)", key, name)
 			case slices.Contains(interp.Namespaces, name) || name == "env":
-				d.errorf(r, "capture_output: %q is reserved for runner's own variables; choose another name", name)
+				d.errorf(r, "%s: %q is reserved for runner's own variables; choose another name", key, name)
 			default:
 				s.Capture = name
 			}
@@ -220,7 +224,7 @@ func (d *decoder) capture(f *fields, s *Step) {
 	if s.Capture == "" && !f.has("capture_output") && !f.has("capture") {
 		for _, k := range []string{"capture_format", "capture_streams"} {
 			if f.has(k) {
-				d.errorf(f.key(k), "%s needs capture_output (true, or a variable name)", k)
+				d.errorf(f.key(k), "%s needs capture_output or capture (true, or a variable name)", k)
 			}
 		}
 	}
