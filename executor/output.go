@@ -66,3 +66,16 @@ func StartItemOutputs(sc *Scope) {
 			"${%s.output}: no %s step of this item has run yet, and an item does not see setup's output: capture it in setup (capture_output: NAME) and read ${NAME}", kind, kind)})
 	}
 }
+
+// skippedVars sets the variables of a step with an id that its when
+// skipped: reading ${ID.output}, ${ID.exit_code} or ${ID.success} fails
+// with the reason, rather than reaching the shell as a "Bad substitution".
+func skippedVars(step *workflow.Step, sc *Scope) map[string]any {
+	if step.ID == "" {
+		return nil
+	}
+	u := interp.Unavailable{Reason: fmt.Sprintf("step %q was skipped (when: %s): it has no output, exit_code or success", step.ID, step.When.Source)}
+	vars := map[string]any{"steps." + step.ID: map[string]any{"output": u, "exit_code": u, "success": u}}
+	sc.Apply(vars)
+	return vars
+}

@@ -52,7 +52,7 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 		}
 		if !ok {
 			x.emit(r, eventlog.StepSkipped(key, "when: "+step.When.Source))
-			return StepResult{Status: StepSkipped}
+			return StepResult{Status: StepSkipped, Vars: skippedVars(step, r.Scope)}
 		}
 	}
 	x.emit(r, eventlog.StepStarted(key, step.Index+1, step.Command.Text.String()))
