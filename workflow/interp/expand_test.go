@@ -38,6 +38,7 @@ var testVars = map[string]any{
 	"steps":       map[string]any{"build-linux": map[string]any{"output": "ok"}},
 	"build-linux": map[string]any{"output": "ok"},
 	"shell":       map[string]any{"output": Unavailable{Reason: "not kept"}},
+	"skipped":     map[string]any{"output": Unavailable{Reason: "skipped"}},
 	"map":         map[string]any{"results": []any{"r1", "r2"}},
 }
 
@@ -57,6 +58,7 @@ var expandTests = []struct {
 	{name: "hyphen in a first segment before a dot", tmpl: `echo ${build-linux.output}`, want: `echo 'ok'`},
 	{name: "sh default with a dot stays sh's", tmpl: `echo ${HOST-example.com} ${HOST-x}`, want: `echo ${HOST-example.com} ${HOST-x}`},
 	{name: "unavailable value fails with its reason", tmpl: `echo ${shell.output}`, err: "not kept"},
+	{name: "unavailable value takes the default", tmpl: `echo ${shell.output:-none} ${skipped.output:-none}`, want: `echo 'none' 'none'`},
 	{name: "slice as json", tmpl: `echo ${map.results}`, want: `echo '["r1","r2"]'`},
 	{name: "map as json, keys sorted", tmpl: `echo ${item.obj}`, want: `echo '{"a":[1,"x"],"b":1}'`},
 	{name: "default unused", tmpl: `echo ${REGION:-x}`, want: `echo 'eu west'`},
