@@ -39,7 +39,7 @@ func mebibytes(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<2
 
 // setOutput sets ${shell.output} or ${claude.output} to the stdout of the
 // step's last command, whether or not the step captures it. These are not
-// journaled (a resumed job marks them: resumedOutput).
+// journaled (a resumed job marks them: ResumedOutput).
 func setOutput(step *workflow.Step, res commandResult, sc *Scope) {
 	kind := string(step.Command.Kind)
 	sc.SetIn(kind, "output", outputValue(res.stdoutTail, "${"+kind+".output}"))
