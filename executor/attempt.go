@@ -94,9 +94,11 @@ func (x *Executor) emit(r Run, e eventlog.Event) {
 // commandResult is one finished command with its captured output.
 type commandResult struct {
 	retryv2.Outcome
-	stdout, stderr []byte   // full captures when asked for
-	commits        []string // new commits since the step started, oldest first; nil when not tracked
-	handled        error    // failures that did not fail the command: a foreach's items under continue_on_error
+	stdout, stderr         []byte            // full captures when asked for
+	stdoutTail, stderrTail streamTail        // always: the last OutputLimit bytes
+	commits                []string          // new commits since the step started, oldest first; nil when not tracked
+	outputs                map[string]string // the files of the step's outputs, by name
+	handled                error             // failures that did not fail the command: a foreach's items under continue_on_error
 }
 
 // runCommand expands and runs one command once.
@@ -118,6 +120,7 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 	spec.Stdout, spec.Stderr = stdout, stderr
 	spec.Timeout, spec.Grace = step.Timeout, x.Grace
 	spec.CaptureStdout, spec.CaptureStderr = capture, capture && step.CaptureStreams != workflow.StreamStdout
+	spec.TailLimit = OutputLimit
 	res := proc.Run(ctx, spec)
 	flushOutput(stdout, stderr)
 	out := retryv2.Outcome{
@@ -125,8 +128,8 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 		ExitCode: res.ExitCode,
 		Signal:   res.Signal,
 		TimedOut: res.Kind == proc.KindTimeout,
-		Stdout:   x.mask(string(res.StdoutTail)),
-		Stderr:   x.mask(string(res.StderrTail)),
+		Stdout:   x.mask(string(lastBytes(res.StdoutTail, proc.TailSize))),
+		Stderr:   x.mask(string(lastBytes(res.StderrTail, proc.TailSize))),
 		Duration: res.Duration,
 		Err:      res.Err,
 	}
@@ -138,7 +141,10 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 		out.Err = fmt.Errorf("%w (%s)", res.Err, x.agent().Origin())
 	}
 	os.Remove(retryAfter)
-	return commandResult{Outcome: out, stdout: res.Stdout, stderr: res.Stderr}
+	return commandResult{
+		Outcome: out, stdout: res.Stdout, stderr: res.Stderr,
+		stdoutTail: streamTail{res.StdoutTail, res.StdoutBytes}, stderrTail: streamTail{res.StderrTail, res.StderrBytes},
+	}
 }
 
 // mask replaces secret values in command output: the tails that failure

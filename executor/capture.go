@@ -9,8 +9,9 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// capture turns a successful command's output into the variables the step
-// defines, sets them in sc and returns them for the journal.
+// capture turns a command's output into the variables the step defines,
+// sets them in sc and returns them for the journal. A capture whose output
+// does not convert is left out, with the error.
 func (x *Executor) capture(step *workflow.Step, res commandResult, sc *Scope) (map[string]any, error) {
 	if step.Capture == "" && step.ID == "" {
 		return nil, nil
@@ -18,28 +19,54 @@ func (x *Executor) capture(step *workflow.Step, res commandResult, sc *Scope) (m
 	vars := map[string]any{}
 	if step.ID != "" {
 		v := map[string]any{
-			"output":    strings.TrimRight(string(res.stdout), "\r\n"),
+			"output":    outputValue(res.stdoutTail, "${"+step.ID+".output}"),
 			"exit_code": res.ExitCode,
 			"success":   !res.Failed(),
 		}
 		if res.commits != nil {
-			commits := make([]any, len(res.commits))
-			for i, c := range res.commits {
-				commits[i] = c
-			}
-			v["commits"] = commits
+			v["commits"] = commitList(res.commits)
+		}
+		for name, path := range res.outputs {
+			v[name] = path
 		}
 		vars["steps."+step.ID] = v
 	}
+	var err error
 	if step.Capture != "" {
-		v, err := captureValue(step.CaptureFormat, capturedText(step.CaptureStreams, res))
-		if err != nil {
-			return nil, fmt.Errorf("capture_output: %w", err)
+		var v any
+		if v, err = captureValue(step.CaptureFormat, capturedText(step.CaptureStreams, res), !res.Failed()); err == nil {
+			vars[step.Capture] = v
+		} else {
+			err = fmt.Errorf("capture_output: %w", err)
 		}
-		vars[step.Capture] = v
+		if !strings.Contains(step.Capture, ".") {
+			vars[workflow.CaptureMetaVar+"."+step.Capture] = captureMetadata(step.Capture, res)
+		}
 	}
 	sc.Apply(vars)
-	return vars, nil
+	return vars, err
+}
+
+// captureMetadata is what a capture records besides its value.
+func captureMetadata(name string, res commandResult) map[string]any {
+	m := map[string]any{
+		"exit_code": res.ExitCode,
+		"success":   !res.Failed(),
+		"duration":  res.Duration.Seconds(),
+		"stderr":    outputValue(res.stderrTail, "${"+name+".stderr}"),
+	}
+	if res.commits != nil {
+		m["commits"] = commitList(res.commits)
+	}
+	return m
+}
+
+func commitList(commits []string) []any {
+	out := make([]any, len(commits))
+	for i, c := range commits {
+		out[i] = c
+	}
+	return out
 }
 
 // Apply sets variables recorded as "name" or "ns.key" paths.
@@ -59,12 +86,15 @@ func capturedText(streams workflow.CaptureStreams, res commandResult) []byte {
 		return res.stderr
 	case workflow.StreamBoth:
 		return append(append([]byte{}, res.stdout...), res.stderr...)
+	case workflow.StreamNone:
+		return nil
 	}
 	return res.stdout
 }
 
-// captureValue converts output per capture_format.
-func captureValue(format workflow.CaptureFormat, out []byte) (any, error) {
+// captureValue converts output per capture_format; a boolean capture whose
+// output is not true or false is whether the command succeeded.
+func captureValue(format workflow.CaptureFormat, out []byte, succeeded bool) (any, error) {
 	text := strings.TrimRight(string(out), "\r\n")
 	switch format {
 	case workflow.CaptureJSON:
@@ -94,7 +124,7 @@ func captureValue(format workflow.CaptureFormat, out []byte) (any, error) {
 	case workflow.CaptureBoolean:
 		b, err := strconv.ParseBool(strings.TrimSpace(text))
 		if err != nil {
-			return nil, fmt.Errorf("output %q is not true or false", workflow.Abbreviate(text))
+			return succeeded, nil
 		}
 		return b, nil
 	}

@@ -1,12 +1,15 @@
 package executor
 
 import (
+	"fmt"
+	"maps"
 	"time"
 
 	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // StepRetrying is the status of a checkpoint of a step that waits to run
@@ -18,13 +21,36 @@ const StepRetrying StepStatus = "retrying"
 func (r StepResult) Record(step *workflow.Step) state.StepRecord {
 	return state.StepRecord{
 		Index: step.Index, Key: step.Key(), Status: string(r.Status),
-		ExitCode: r.Outcome.ExitCode, Vars: r.Vars,
+		ExitCode: r.Outcome.ExitCode, Vars: journalVars(r.Vars),
 	}
 }
 
 // RecordedVars returns the variables a checkpointed step set, with their
 // numbers as they were.
 func RecordedVars(rec state.StepRecord) map[string]any { return normalizeVars(rec.Vars) }
+
+// unavailableKey marks, in the journal, a field whose value runner did not
+// keep (an output over OutputLimit): {"runner_unavailable": REASON}.
+const unavailableKey = "runner_unavailable"
+
+// journalVars is vars as the journal stores them: the Unavailable fields
+// of ${steps.ID.*} and a capture's metadata as marks, copied so that the
+// scope keeps its values.
+func journalVars(vars map[string]any) map[string]any {
+	out := maps.Clone(vars)
+	for k, v := range out {
+		if m, ok := v.(map[string]any); ok {
+			for f, fv := range m {
+				if u, ok := fv.(interp.Unavailable); ok {
+					m = maps.Clone(m)
+					m[f] = map[string]any{unavailableKey: u.Reason}
+					out[k] = m
+				}
+			}
+		}
+	}
+	return out
+}
 
 // retryingRecord is the checkpoint of a step whose retry loop waits.
 func retryingRecord(step *workflow.Step, p retryv2.Progress) state.StepRecord {
@@ -48,7 +74,15 @@ func retryProgress(rec *state.StepRecord) *retryv2.Progress {
 
 func normalizeVars(vars map[string]any) map[string]any {
 	for k, v := range vars {
-		vars[k] = jsonvalue.NormalizeNumbers(v)
+		v = jsonvalue.NormalizeNumbers(v)
+		if m, ok := v.(map[string]any); ok {
+			for f, fv := range m {
+				if mark, ok := fv.(map[string]any); ok && len(mark) == 1 && mark[unavailableKey] != nil {
+					m[f] = interp.Unavailable{Reason: fmt.Sprint(mark[unavailableKey])}
+				}
+			}
+		}
+		vars[k] = v
 	}
 	return vars
 }

@@ -39,8 +39,12 @@ func (x *Executor) trackCommits(ctx context.Context, step *workflow.Step, r Run)
 	t := &commitTracker{step: step, r: r, g: gitwork.Git{Dir: dir, Env: env, Grace: x.Grace}}
 	if res := t.g.Run(ctx, "rev-parse", "--is-inside-work-tree"); res.Kind != proc.KindOK || strings.TrimSpace(string(res.Stdout)) != "true" {
 		field := "commit_required"
-		if !step.CommitRequired {
+		switch {
+		case step.CommitRequired:
+		case step.AutoCommit:
 			field = "auto_commit"
+		default:
+			field = "outputs"
 		}
 		abs, _ := filepath.Abs(cmp.Or(dir, "."))
 		why := gitwork.Message(res)

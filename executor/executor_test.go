@@ -14,8 +14,20 @@ import (
 // around it (events, interpolation, environment, the retry loop), to set
 // against proc's BenchmarkRunTrue, the process alone.
 func BenchmarkRunStep(b *testing.B) {
-	src := []byte("- shell: \"true\"\n")
-	wf, err := workflow.Parse("b.yml", src)
+	benchmarkStep(b, "- shell: \"true\"\n")
+}
+
+// BenchmarkRunStepLoud is a step printing 8 MiB, to measure what keeping
+// the end of every step's stdout (${shell.output}) costs a step that never
+// reads it.
+func BenchmarkRunStepLoud(b *testing.B) {
+	benchmarkStep(b, "- shell: \"head -c 8388608 /dev/zero\"\n")
+}
+
+// benchmarkStep runs the one step of the workflow src over and over.
+func benchmarkStep(b *testing.B, src string) {
+	b.ReportAllocs()
+	wf, err := workflow.Parse("b.yml", []byte(src))
 	if err != nil {
 		b.Fatal(err)
 	}

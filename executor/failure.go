@@ -24,12 +24,16 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 	res.Handled = action
 	switch action {
 	case workflow.FailContinue:
+		// The step's variables are set as they are, so that the steps that
+		// go on can read ${ID.success} or ${NAME.exit_code}; a capture
+		// whose output does not convert has no value.
+		res.Vars, _ = x.capture(step, last, r.Scope)
 		return res
 	case workflow.FailFallback:
 		hr := r
 		hr.Scope = r.Scope.Child()
 		hr.Scope.Set("error", errorVars(step, last, cause))
-		fb := x.runCommand(ctx, step, step.OnFailure.Commands[0], hr, 1, step.Capture != "" || step.ID != "")
+		fb := x.runCommand(ctx, step, step.OnFailure.Commands[0], hr, 1, step.Capture != "")
 		if fb.Failed() {
 			res.Handled = workflow.FailStop
 			res.Err = errors.Join(err, handlerError("fallback", fb))

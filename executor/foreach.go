@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -52,7 +53,7 @@ func (x *Executor) runForeach(ctx context.Context, step *workflow.Step, r Run, a
 	if f.MaxItems > 0 && len(items) > f.MaxItems {
 		items = items[:f.MaxItems]
 	}
-	out := &foreachOutput{stdout: r.stdout(x), stderr: r.stderr(x), capture: capture, whole: f.Parallel > 1}
+	out := &foreachOutput{stdout: r.stdout(x), stderr: r.stderr(x), capture: capture, whole: f.Parallel > 1, output: proc.Tail{Limit: OutputLimit}}
 	failed := make([]*StepResult, len(items))
 	eachItem(ctx, len(items), f.Parallel, func(i int) bool {
 		stdout, stderr := out.writers()
@@ -63,7 +64,11 @@ func (x *Executor) runForeach(ctx context.Context, step *workflow.Step, r Run, a
 		}
 		return ok || f.ContinueOnError
 	})
-	res := commandResult{Outcome: retryv2.Outcome{Attempt: attempt, Duration: time.Since(start)}, stdout: out.captured.Bytes()}
+	res := commandResult{
+		Outcome:    retryv2.Outcome{Attempt: attempt, Duration: time.Since(start)},
+		stdout:     out.captured.Bytes(),
+		stdoutTail: streamTail{out.output.Bytes(), out.total},
+	}
 	res.Stdout = x.mask(out.tail.String())
 	switch {
 	case outer.Err() != nil:
@@ -187,6 +192,8 @@ type foreachOutput struct {
 	capture, whole bool
 	captured       bytes.Buffer
 	tail           OutputTail
+	output         proc.Tail // the last OutputLimit bytes, for ${steps.ID.output}
+	total          int64     // bytes of stdout
 }
 
 // writers are one item's stdout and stderr.
@@ -230,6 +237,8 @@ func (iw *itemWriter) pass(p []byte) error {
 	defer iw.o.mu.Unlock()
 	if iw.stdout {
 		iw.o.tail.Write(p)
+		iw.o.output.Write(p)
+		iw.o.total += int64(len(p))
 		if iw.o.capture {
 			iw.o.captured.Write(p)
 		}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
 
@@ -64,16 +65,26 @@ func (s *Scope) SetIn(ns, key string, v any) {
 func (s *Scope) Vars() map[string]any { return s.vars }
 
 // Lookup resolves paths for Shell expansion: only runner's own variables.
+// Prodigy's short spellings resolve when the path itself does not:
+// ${NAME.exit_code} (and success, duration, stderr, commits) reads the
+// metadata of the capture NAME, so a JSON capture's own field of that name
+// wins; ${ID.output} reads ${steps.ID.output}.
 func (s *Scope) Lookup() interp.Lookup {
 	own := interp.MapLookup(s.vars)
-	if len(s.aliases) == 0 {
-		return own
-	}
 	return func(path string) (any, bool) {
 		if target, ok := s.aliases[path]; ok {
 			path = target
 		}
-		return own(path)
+		if v, ok := own(path); ok {
+			return v, true
+		}
+		if !strings.ContainsAny(path, ".[") {
+			return nil, false
+		}
+		if v, ok := own(workflow.CaptureMetaVar + "." + path); ok {
+			return v, true
+		}
+		return own("steps." + path)
 	}
 }
 

@@ -52,7 +52,7 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 		}
 		if !ok {
 			x.emit(r, eventlog.StepSkipped(key, "when: "+step.When.Source))
-			return StepResult{Status: StepSkipped}
+			return StepResult{Status: StepSkipped, Vars: skippedVars(step, r.Scope)}
 		}
 	}
 	return x.conclude(ctx, step, r, x.run(ctx, step, r))
@@ -82,6 +82,10 @@ func (x *Executor) run(ctx context.Context, step *workflow.Step, r Run) stepRun 
 		r.commits = t
 	}
 	sr.res, sr.err = x.runRepeated(ctx, step, r)
+	setOutput(step, sr.res, r.Scope)
+	if sr.err == nil && len(step.Outputs) > 0 {
+		sr.res.outputs, sr.err = r.commits.stepOutputs(ctx)
+	}
 	if handler := step.OnExitCode[sr.res.ExitCode]; handler != nil && exited(sr.res.Outcome) && ctx.Err() == nil {
 		sr.handler, sr.handlerErr = x.runHandler(ctx, "on_exit_code", handler, r)
 	}
@@ -143,7 +147,7 @@ func stepError(step *workflow.Step, err error) error {
 // attempts runs the command under the step's retry policies and returns
 // the last attempt with the final error.
 func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (commandResult, error) {
-	capture := step.Capture != "" || step.ID != ""
+	capture := step.Capture != ""
 	key := step.Key()
 	var ran commandResult // the last attempt that really ran
 	spec := retryv2.Spec{

@@ -156,8 +156,11 @@ func (j *Job) restoreSetup() error {
 	if err != nil {
 		return err
 	}
-	for _, rec := range done[PhaseSetup] {
-		j.applyVars(PhaseSetup, executor.RecordedVars(rec))
+	for _, step := range j.wf.Setup {
+		if rec, ok := done[PhaseSetup][step.Index]; ok {
+			executor.ResumedOutput(step, j.scope)
+			j.applyVars(PhaseSetup, executor.RecordedVars(rec))
+		}
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 	done := j.done[phase]
 	for _, step := range steps {
 		if rec, ok := done[step.Index]; ok {
+			executor.ResumedOutput(step, j.scope)
 			j.applyVars(phase, executor.RecordedVars(rec))
 			pr.count(executor.StepStatus(rec.Status))
 			continue

@@ -73,6 +73,7 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		return Outcome{}, err
 	}
 	sc := r.scope.Child()
+	executor.StartItemOutputs(sc)
 	sc.Set("item", it.Value)
 	sc.Set("item_id", it.ID)
 	sc.Set("item_index", it.Index)
@@ -137,6 +138,7 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		if rec, ok := saved[step.Index]; ok && rec.Status == string(executor.StepRetrying) {
 			run.From = &rec
 		} else if ok {
+			executor.ResumedOutput(step, sc)
 			sc.Apply(executor.RecordedVars(rec))
 			stdout.Write([]byte(rec.Output))
 			continue

@@ -37,7 +37,8 @@
 // stands between the shell's exit and Run's return but the syscalls. Each
 // chunk is handed, as soon as it is read, to the live writer (if any), the
 // optional full capture (bounded by [Spec.CaptureLimit]) and a Tail buffer
-// that keeps the last [TailSize] bytes of the stream; writers are never
+// that keeps the last [TailSize] (or [Spec.TailLimit]) bytes of the stream,
+// counting them all ([Result.StdoutBytes]); writers are never
 // called concurrently, even when the same writer is given for both streams.
 // A live writer that returns an error or panics is dropped for the rest of
 // the run; the run itself is unaffected. A live writer that blocks holds

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"io"
+	"slices"
 	"sync"
 	"syscall"
 )
@@ -26,16 +27,18 @@ type stream struct {
 	buf       []byte // capture, at most limit bytes
 	truncated bool
 
-	tail Tail
+	tail  Tail
+	total int64 // bytes read from the pipe
 }
 
-// newStream is a stream of the given consumers with its pipe open.
-func newStream(live io.Writer, capture bool, limit int) (*stream, error) {
+// newStream is a stream of the given consumers with its pipe open; its
+// tail keeps the last tailLimit bytes.
+func newStream(live io.Writer, capture bool, limit, tailLimit int) (*stream, error) {
 	r, w, err := pipe()
 	if err != nil {
 		return nil, err
 	}
-	return &stream{fd: r, childFD: w, live: live, capture: capture, limit: limit}, nil
+	return &stream{fd: r, childFD: w, live: live, capture: capture, limit: limit, tail: Tail{Limit: tailLimit}}, nil
 }
 
 // read reads once from the pipe, which poll reported ready, into buf and
@@ -78,6 +81,7 @@ func (s *stream) consume(p []byte) {
 		}
 	}
 	s.tail.Write(p)
+	s.total += int64(len(p))
 }
 
 // writeLive forwards p to the live writer, dropping the writer for the rest
@@ -93,49 +97,68 @@ func (s *stream) writeLive(p []byte) {
 	}
 }
 
-// Tail keeps the last TailSize bytes written to it. It grows on demand, so
-// runs with little output never allocate the full TailSize. It is not safe
-// for concurrent use.
+// Tail keeps the last Limit bytes written to it (TailSize when Limit is 0
+// or less). It grows on demand, so runs with little output never allocate
+// the full Limit. It is not safe for concurrent use.
 //
-// While len(b) < TailSize the data is b itself, in order. Once len(b) ==
-// TailSize, b is circular and w is both the next write position and the
-// start of the oldest data.
+// While len(b) < size the data is b itself, in order. Once len(b) == size,
+// b is circular and w is both the next write position and the start of the
+// oldest data.
 type Tail struct {
-	b []byte
-	w int
+	Limit int
+	b     []byte
+	w     int
 }
 
 // Write keeps the end of p; it never fails.
 func (r *Tail) Write(p []byte) (int, error) {
-	n := len(p)
-	if len(p) >= TailSize {
-		r.b = append(r.b[:0], p[len(p)-TailSize:]...)
+	n, size := len(p), r.size()
+	if len(p) >= size {
+		r.b = append(r.b[:0], p[len(p)-size:]...)
 		r.w = 0
 		return n, nil
 	}
-	if room := TailSize - len(r.b); room > 0 {
+	if room := size - len(r.b); room > 0 {
 		k := min(room, len(p))
+		if len(r.b)+k > cap(r.b) {
+			// Double, up to size: append's own growth for large slices
+			// (1.25x) would copy a 1 MiB tail a dozen times.
+			grown := make([]byte, len(r.b), min(size, max(2*cap(r.b), len(r.b)+k)))
+			copy(grown, r.b)
+			r.b = grown
+		}
 		r.b = append(r.b, p[:k]...)
 		p = p[k:]
 	}
 	for len(p) > 0 {
 		k := copy(r.b[r.w:], p)
 		p = p[k:]
-		r.w = (r.w + k) % TailSize
+		r.w = (r.w + k) % size
 	}
 	return n, nil
 }
 
-// Bytes returns the tail in order (nil if nothing was written). The Tail
-// must not be written to afterwards.
+// size is how many bytes the tail keeps.
+func (r *Tail) size() int {
+	if r.Limit <= 0 {
+		return TailSize
+	}
+	return r.Limit
+}
+
+// Bytes returns the tail in order (nil if nothing was written): the Tail's
+// own buffer, which a later Write changes.
 func (r *Tail) Bytes() []byte {
 	if len(r.b) == 0 {
 		return nil
 	}
-	if r.w == 0 {
-		return r.b
+	if r.w != 0 {
+		// Rotate in place (the tail is done with), rather than copy what
+		// may be a 1 MiB buffer.
+		slices.Reverse(r.b[:r.w])
+		slices.Reverse(r.b[r.w:])
+		slices.Reverse(r.b)
+		r.w = 0
 	}
-	out := make([]byte, 0, len(r.b))
-	out = append(out, r.b[r.w:]...)
-	return append(out, r.b[:r.w]...)
+	return r.b
 }

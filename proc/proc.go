@@ -50,6 +50,10 @@ type Spec struct {
 	CaptureStdout bool // keep the full stdout in Result.Stdout (up to CaptureLimit)
 	CaptureStderr bool // keep the full stderr in Result.Stderr (up to CaptureLimit)
 	CaptureLimit  int  // per stream; 0 = DefaultCaptureLimit; beyond it Result.Truncated is set
+	// TailLimit is how many trailing bytes of each stream StdoutTail and
+	// StderrTail keep; 0 or less = TailSize. The tails grow as output
+	// comes, so a large limit costs only the runs that print that much.
+	TailLimit int
 }
 
 // Kind classifies how a run ended.
@@ -81,9 +85,12 @@ type Result struct {
 	// Truncated reports that a requested capture exceeded CaptureLimit and
 	// only its first CaptureLimit bytes were kept.
 	Truncated bool
-	// StdoutTail and StderrTail always hold the last TailSize bytes of
-	// each stream (nil if empty).
+	// StdoutTail and StderrTail always hold the last Spec.TailLimit
+	// (default TailSize) bytes of each stream (nil if empty).
 	StdoutTail, StderrTail []byte
+	// StdoutBytes and StderrBytes count all the bytes of each stream, so
+	// that a caller knows whether its tail is the whole output.
+	StdoutBytes, StderrBytes int64
 	// Duration is the wall time of Run.
 	Duration time.Duration
 	// Err is nil on KindOK and a descriptive error otherwise: "exit status
@@ -142,12 +149,12 @@ func run(ctx context.Context, spec *Spec) Result {
 		defer os.Remove(script)
 	}
 
-	out, err := newStream(spec.Stdout, spec.CaptureStdout, limit)
+	out, err := newStream(spec.Stdout, spec.CaptureStdout, limit, spec.TailLimit)
 	if err != nil {
 		return spawnFailed(err)
 	}
 	defer out.close()
-	errs, err := newStream(spec.Stderr, spec.CaptureStderr, limit)
+	errs, err := newStream(spec.Stderr, spec.CaptureStderr, limit, spec.TailLimit)
 	if err != nil {
 		return spawnFailed(err)
 	}
@@ -195,6 +202,7 @@ func run(ctx context.Context, spec *Spec) Result {
 		res.Signal = sig
 	}
 	res.StdoutTail, res.StderrTail = out.tail.Bytes(), errs.tail.Bytes()
+	res.StdoutBytes, res.StderrBytes = out.total, errs.total
 	res.Stdout, res.Stderr = out.buf, errs.buf
 	res.Truncated = out.truncated || errs.truncated
 	return res

@@ -210,6 +210,18 @@ func TestTailKeepsLastBytes(t *testing.T) {
 	}
 }
 
+func TestTailLimitAndByteCounts(t *testing.T) {
+	t.Parallel()
+	want := seqOutput(40000) // ~230 KiB, more than TailSize
+	res := runT(t, Spec{Command: "seq 1 40000; printf abc >&2", TailLimit: 1 << 20})
+	if string(res.StdoutTail) != want || string(res.StderrTail) != "abc" {
+		t.Errorf("tails of %d and %d bytes, want the whole %d and 3", len(res.StdoutTail), len(res.StderrTail), len(want))
+	}
+	if res.StdoutBytes != int64(len(want)) || res.StderrBytes != 3 {
+		t.Errorf("byte counts %d, %d; want %d, 3", res.StdoutBytes, res.StderrBytes, len(want))
+	}
+}
+
 func lastN(b []byte, n int) []byte { return b[max(len(b)-n, 0):] }
 
 func TestCaptureLimit(t *testing.T) {
@@ -648,9 +660,13 @@ func TestFormatDuration(t *testing.T) {
 func TestTail(t *testing.T) {
 	// Compare against a naive "keep the last TailSize bytes" model under
 	// writes of many sizes.
-	var r Tail
+	testTail(t, Tail{}, TailSize)
+	testTail(t, Tail{Limit: 1000}, 1000)
+}
+
+func testTail(t *testing.T, r Tail, size int) {
 	var all []byte
-	sizes := []int{1, 7, 100, 4096, TailSize - 1, 3, TailSize, 5, TailSize + 9, 65000, 2, 33}
+	sizes := []int{1, 7, 100, 4096, size - 1, 3, size, 5, size + 9, 65000, 2, 33}
 	for k, n := range sizes {
 		p := bytes.Repeat([]byte{byte('a' + k)}, n)
 		for i := range p {
@@ -658,7 +674,7 @@ func TestTail(t *testing.T) {
 		}
 		r.Write(p)
 		all = append(all, p...)
-		want := all[max(len(all)-TailSize, 0):]
+		want := all[max(len(all)-size, 0):]
 		if got := r.Bytes(); !bytes.Equal(got, want) {
 			t.Fatalf("after write %d (%d bytes): tail mismatch (len %d, want %d)", k, n, len(got), len(want))
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 // placeholderPath is a ${path} or ${path:-default} inside an expression.
-var placeholderPath = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*(?:\[[0-9]+\]|\.[A-Za-z_][A-Za-z0-9_-]*)*)(?::-([^}]*))?\}`)
+var placeholderPath = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*)?(?:\[[0-9]+\]|\.[A-Za-z_][A-Za-z0-9_-]*)*)(?::-([^}]*))?\}`)
 
 // pathSegment is one ".name" segment of a path.
 var pathSegment = regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_-]*)`)
@@ -86,7 +86,11 @@ func quotedSource(lit string) string {
 // exprRef turns one placeholder into an expr reference.
 func exprRef(m string) string {
 	sub := placeholderPath.FindStringSubmatch(m)
-	path := pathSegment.ReplaceAllStringFunc(sub[1], func(seg string) string {
+	path := sub[1]
+	if first, _, _ := strings.Cut(path, "."); strings.Contains(first, "-") {
+		path = "steps." + path // a name with a hyphen can only be a step id: ${unit-tests.exit_code}
+	}
+	path = pathSegment.ReplaceAllStringFunc(path, func(seg string) string {
 		if strings.Contains(seg, "-") {
 			return "[" + strconv.Quote(seg[1:]) + "]"
 		}
@@ -100,7 +104,7 @@ func exprRef(m string) string {
 
 // compileExpr compiles an expression node. With env, names are checked
 // against it and the result must be a boolean.
-func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any) *Expr {
+func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any, extra ...expr.Option) *Expr {
 	src, ok := d.str(n, what)
 	if !ok {
 		return nil
@@ -113,6 +117,7 @@ func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any) *Ex
 	if env != nil {
 		opts = append(opts, expr.Env(env), expr.AsBool())
 	}
+	opts = append(opts, extra...)
 	prog, err := expr.Compile(exprSource(src), opts...)
 	if err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
@@ -125,7 +130,7 @@ func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any) *Ex
 // condition compiles a step's when or repeat.until, which read the
 // step's scope, and records the steps.ID it reads.
 func (d *decoder) condition(n *yaml.Node, what string) *Expr {
-	e := d.compileExpr(n, what, nil)
+	e := d.compileExpr(n, what, nil, d.shortRefOptions(n, what)...)
 	if e != nil {
 		d.noteExprRefs(n, what, e.Program)
 	}

@@ -38,6 +38,7 @@ type decoder struct {
 	// failureOnSuccess is the on_success of the on_failure handler just
 	// read, for the step to read once it has its name.
 	failureOnSuccess *yaml.Node
+	short            shortNames // capture names and outputs, for ${NAME.field} and ${ID.field}
 }
 
 // errorf records a problem at n's position.

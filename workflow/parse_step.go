@@ -17,7 +17,7 @@ import (
 
 var stepKeys = []string{
 	"shell", "claude", "name", "id", "timeout", "env", "working_dir",
-	"capture_output", "capture_format", "capture_streams", "when",
+	"capture_output", "capture", "capture_format", "capture_streams", "outputs", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message", "on_success", "on_exit_code",
 	"write_file", "description", "options", "args", "metadata",
@@ -87,6 +87,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		}
 	}
 	d.capture(f, s)
+	s.Outputs = d.stepOutputs(f, s)
 	if n := f.get("when"); n != nil {
 		s.When = d.condition(n, "when")
 	}
@@ -199,23 +200,31 @@ func (d *decoder) stepID(n *yaml.Node) string {
 	return id
 }
 
-// capture reads capture_output, capture_format and capture_streams.
+// capture reads capture_output (or Prodigy's capture), capture_format and
+// capture_streams.
 func (d *decoder) capture(f *fields, s *Step) {
-	if n := f.get("capture_output"); n != nil {
+	if n := d.oneOf(f, "capture_output", "capture"); n != nil {
+		key := "capture_output"
+		if !f.has(key) {
+			key = "capture"
+		}
+		defaultName := string(cmp.Or(s.Command.Kind, ShellCommand)) + ".output"
 		switch r := d.resolve(n); {
 		case r == nil:
 		case r.Kind == yaml.ScalarNode && r.ShortTag() == "!!bool":
-			if on, _ := d.boolean(r, "capture_output"); on {
-				s.Capture = string(cmp.Or(s.Command.Kind, ShellCommand)) + ".output"
+			if on, _ := d.boolean(r, key); on {
+				s.Capture = defaultName
 			}
 		default:
-			name, ok := d.str(r, "capture_output")
+			name, ok := d.str(r, key)
 			switch {
 			case !ok:
+			case name == defaultName:
+				s.Capture = defaultName // Prodigy's spelling of capture_output: true
 			case !captureName.MatchString(name):
-				d.errorf(r, "capture_output: %q is not a valid variable name (letters, digits and _)", name)
+				d.errorf(r, "%s: %q is not a valid variable name (letters, digits and _)", key, name)
 			case slices.Contains(interp.Namespaces, name) || name == "env":
-				d.errorf(r, "capture_output: %q is reserved for runner's own variables; choose another name", name)
+				d.errorf(r, "%s: %q is reserved for runner's own variables; choose another name", key, name)
 			default:
 				s.Capture = name
 			}
@@ -226,13 +235,13 @@ func (d *decoder) capture(f *fields, s *Step) {
 		s.CaptureFormat = CaptureFormat(v)
 	}
 	if n := f.get("capture_streams"); n != nil {
-		v, _ := d.enum(n, "capture_streams", string(StreamStdout), string(StreamStderr), string(StreamBoth))
-		s.CaptureStreams = CaptureStreams(v)
+		s.CaptureStreams = d.captureStreams(n)
 	}
-	if s.Capture == "" && !f.has("capture_output") {
+	d.short.noteCapture(s, d.at)
+	if s.Capture == "" && !f.has("capture_output") && !f.has("capture") {
 		for _, k := range []string{"capture_format", "capture_streams"} {
 			if f.has(k) {
-				d.errorf(f.key(k), "%s needs capture_output (true, or a variable name)", k)
+				d.errorf(f.key(k), "%s needs capture_output or capture (true, or a variable name)", k)
 			}
 		}
 	}

@@ -22,18 +22,22 @@ type stepAt struct {
 
 // stepRef is a read of a step's variables, checked once every id is known.
 type stepRef struct {
-	n    *yaml.Node
-	what string
-	id   string
-	at   stepAt
+	n     *yaml.Node
+	what  string
+	id    string
+	at    stepAt
+	field string // Prodigy's ${ID.field} or ${NAME.field}; "" for ${steps.ID...}
 }
 
 // noteRefs records the step ids that paths (as Template.Refs gives them)
-// read through steps.ID.
+// read through steps.ID, and Prodigy's short paths ${X.field}.
 func (d *decoder) noteRefs(n *yaml.Node, what string, paths []string) {
 	for _, p := range paths {
 		rest, ok := strings.CutPrefix(p, "steps.")
 		if !ok {
+			if name, field, ok := shortPath(p); ok {
+				d.refs = append(d.refs, stepRef{n: n, what: what, id: name, at: d.at, field: field})
+			}
 			continue
 		}
 		id := rest
@@ -42,6 +46,14 @@ func (d *decoder) noteRefs(n *yaml.Node, what string, paths []string) {
 		}
 		d.refs = append(d.refs, stepRef{n: n, what: what, id: id, at: d.at})
 	}
+}
+
+// spelling is how the reference names the step: steps.ID or ${ID.field}.
+func (r stepRef) spelling() string {
+	if r.field != "" {
+		return "${" + r.id + "." + r.field + "}"
+	}
+	return "steps." + r.id
 }
 
 // noteExprRefs records the steps.ID (or steps["ID"]) reads of a condition.
@@ -71,6 +83,9 @@ func (v refVisitor) Visit(node *ast.Node) {
 // it succeeds), or a phase the reader cannot see.
 func (d *decoder) checkRefs() {
 	for _, r := range d.refs {
+		if r.field != "" && d.checkShortRef(r) {
+			continue
+		}
 		to, ok := d.stepsAt[r.id]
 		if !ok {
 			msg := fmt.Sprintf("%s: no step has id %q", r.what, r.id)
@@ -87,7 +102,7 @@ func (d *decoder) checkRefs() {
 			continue
 		}
 		if why := canRead(r.at, to); why != "" {
-			d.errorf(r.n, "%s: steps.%s is not set here: %s (line %d)", r.what, r.id, why, d.ids[r.id].Line)
+			d.errorf(r.n, "%s: %s is not set here: %s (line %d)", r.what, r.spelling(), why, d.ids[r.id].Line)
 		}
 	}
 }

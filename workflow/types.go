@@ -142,6 +142,7 @@ type Step struct {
 	Capture        string // "" = no capture; "shell.output" or "claude.output" for capture_output: true; otherwise the variable name
 	CaptureFormat  CaptureFormat
 	CaptureStreams CaptureStreams
+	Outputs        []StepOutput // Prodigy's outputs: files the step makes, read as ${ID.NAME}
 
 	When *Expr
 
@@ -170,7 +171,15 @@ type Step struct {
 }
 
 // TracksCommits reports whether runner watches the step's git HEAD.
-func (s *Step) TracksCommits() bool { return s.CommitRequired || s.AutoCommit }
+func (s *Step) TracksCommits() bool { return s.CommitRequired || s.AutoCommit || len(s.Outputs) > 0 }
+
+// StepOutput is one of Prodigy's outputs of a step: after the step
+// succeeds, ${ID.Name} is the file matching Pattern that it created or
+// changed.
+type StepOutput struct {
+	Name    string
+	Pattern string // a path.Match glob, matched against the file's base name (or its path when it holds a /)
+}
 
 // Key names the step in events and RUNNER_STEP: its id, its name, or
 // "step-N" (1-based position).
@@ -222,6 +231,7 @@ const (
 	StreamStdout CaptureStreams = "stdout"
 	StreamStderr CaptureStreams = "stderr"
 	StreamBoth   CaptureStreams = "both"
+	StreamNone   CaptureStreams = "none" // Prodigy's {stdout: false, stderr: false}: the value is "" (a boolean: the exit status)
 )
 
 // Expr is a compiled expression with its source text.

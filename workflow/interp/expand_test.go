@@ -35,8 +35,11 @@ var testVars = map[string]any{
 		"half":    2.5,
 		"big":     1e21,
 	},
-	"steps": map[string]any{"build-linux": map[string]any{"output": "ok"}},
-	"map":   map[string]any{"results": []any{"r1", "r2"}},
+	"steps":       map[string]any{"build-linux": map[string]any{"output": "ok"}},
+	"build-linux": map[string]any{"output": "ok"},
+	"shell":       map[string]any{"output": Unavailable{Reason: "not kept"}},
+	"skipped":     map[string]any{"output": Unavailable{Reason: "skipped"}},
+	"map":         map[string]any{"results": []any{"r1", "r2"}},
 }
 
 var expandTests = []struct {
@@ -52,6 +55,10 @@ var expandTests = []struct {
 	{name: "nested path", tmpl: `echo ${item.a.b}`, want: `echo 'deep'`},
 	{name: "index", tmpl: `echo ${item.tags[1]}`, want: `echo 'b c'`},
 	{name: "hyphen in step name", tmpl: `echo ${steps.build-linux.output}`, want: `echo 'ok'`},
+	{name: "hyphen in a first segment before a dot", tmpl: `echo ${build-linux.output}`, want: `echo 'ok'`},
+	{name: "sh default with a dot stays sh's", tmpl: `echo ${HOST-example.com} ${HOST-x}`, want: `echo ${HOST-example.com} ${HOST-x}`},
+	{name: "unavailable value fails with its reason", tmpl: `echo ${shell.output}`, err: "not kept"},
+	{name: "unavailable value takes the default", tmpl: `echo ${shell.output:-none} ${skipped.output:-none}`, want: `echo 'none' 'none'`},
 	{name: "slice as json", tmpl: `echo ${map.results}`, want: `echo '["r1","r2"]'`},
 	{name: "map as json, keys sorted", tmpl: `echo ${item.obj}`, want: `echo '{"a":[1,"x"],"b":1}'`},
 	{name: "default unused", tmpl: `echo ${REGION:-x}`, want: `echo 'eu west'`},

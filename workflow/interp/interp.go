@@ -182,13 +182,14 @@ func (p *placeholder) text(lookup Lookup) (text string, ok bool, err error) {
 	if lookup != nil {
 		v, ok = lookup(p.path)
 	}
+	_, unavailable := v.(Unavailable)
 	switch {
-	case ok:
+	case ok && !(unavailable && p.def != nil): // a default stands in for a value runner does not have
 		text, err = toText(v, p.filter == "json")
 		if err != nil || text != "" || p.def == nil {
 			return text, true, err
 		}
-	case !namespaced(p.path) && !p.defaultUses(lookup):
+	case !ok && !namespaced(p.path) && !p.defaultUses(lookup):
 		return "", false, nil
 	case p.def == nil:
 		return "", false, &UndefinedError{Path: p.path}

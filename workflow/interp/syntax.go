@@ -108,6 +108,9 @@ func scanPath(s string) int {
 	i := 0
 	for seg := 0; ; seg++ {
 		n := scanIdent(s[i:], seg > 0)
+		if seg == 0 {
+			n = firstSegment(s, n)
+		}
 		if n == 0 {
 			return 0
 		}
@@ -127,6 +130,20 @@ func scanPath(s string) int {
 		}
 		i++
 	}
+}
+
+// firstSegment returns the length of the path's first segment, n bytes
+// without hyphens: a name with hyphens followed by "." is Prodigy's step id
+// (${test-step.output}), where sh would see no variable either, while
+// ${NAME-word} stays sh's default.
+func firstSegment(s string, n int) int {
+	if n == len(s) || s[n] != '-' {
+		return n
+	}
+	if m := scanIdent(s, true); m < len(s) && s[m] == '.' {
+		return m
+	}
+	return n
 }
 
 // scanIdent returns the length of the identifier at the start of s.

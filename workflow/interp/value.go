@@ -74,9 +74,19 @@ func index(s any, n int) (any, bool) {
 	return rv.Index(n).Interface(), true
 }
 
+// Unavailable is a variable whose value runner did not keep (an output
+// over its size limit, an output from before a resume): a placeholder that
+// reads it fails with Reason rather than inserting a wrong text.
+type Unavailable struct{ Reason string }
+
+func (u Unavailable) Error() string { return u.Reason }
+
 // toText converts a value to the text a placeholder inserts, or to its JSON
 // encoding with asJSON.
 func toText(v any, asJSON bool) (string, error) {
+	if u, ok := v.(Unavailable); ok {
+		return "", u
+	}
 	if asJSON {
 		return toJSON(v)
 	}
