@@ -38,7 +38,6 @@ var prodigyNotYet = map[string]string{
 	"workflows_documentation-drift.yml":          `unknown key "commit_required" in on_failure`,
 	"workflows_documentation-maintain.yml":       `unknown key "description" in step commands[0]`,
 	"workflows_environment-example.yml":          `env.WORKERS must be a string, number or boolean, not a mapping`,
-	"workflows_fix-files-mapreduce.yml":          `map.filter: invalid expression`,
 	"workflows_implement-with-tests.yml":         `invalid YAML: did not find expected '-' indicator`,
 	"workflows_implement.yml":                    `validate (Prodigy's spec-coverage validation) is not supported`,
 	"workflows_mapreduce-env-example.yml":        `env.API_TOKEN must be a string, number or boolean, not a mapping`,

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -68,8 +70,8 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"attempts zero", "- shell: x\n  retry_config: {attempts: 0}\n", `2:28: retry_config.attempts must be at least 1: it counts every run including the first (1 = run once, no retry), not 0`},
 		{"attempts float", "- shell: x\n  retry_config: {attempts: 1.5}\n", `2:28: attempts must be a whole number, not 1.5`},
 		{"bad regex", "- shell: x\n  retry_config:\n    retry_on: [{pattern: 'a('}]\n", `3:26: retry_config.retry_on[0].pattern: invalid regular expression: missing closing )`},
-		{"bad expression", "- shell: x\n  when: 'a ==  '\n", `2:9: when: invalid expression "a ==  ": unexpected token EOF`},
-		{"unknown outcome name", "- shell: x\n  retry_config:\n    retry_on: [{when: 'exit_cod == 1'}]\n", `3:23: retry_config.retry_on[0].when: invalid expression "exit_cod == 1": unknown name exit_cod`},
+		{"bad expression", "- shell: x\n  when: 'a ==  '\n", `2:15: when: invalid expression "a ==  ": unexpected end of the expression`},
+		{"unknown outcome name", "- shell: x\n  retry_config:\n    retry_on: [{when: 'exit_cod == 1'}]\n", `3:24: retry_config.retry_on[0].when: invalid expression "exit_cod == 1": unknown name exit_cod`},
 		{"matcher without value", "- shell: x\n  retry_config:\n    retry_on: [{pattern}]\n", `3:17: retry_config.retry_on[0].pattern needs a value`},
 		{"matcher with null value", "- shell: x\n  retry_config:\n    retry_on: [{when: }, {exit_codes: ~}]\n", `3:17: retry_config.retry_on[0].when needs a value`},
 		{"unknown matcher", "- shell: x\n  retry_config: {retry_on: [netwrok]}\n", `2:29: retry_config.retry_on[0] must be one of network, timeout, server_error, rate_limit, not "netwrok" (did you mean "network"?)`},
@@ -464,22 +466,36 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzExprSource: translating and compiling any condition never panics;
-// text without ${ is left as written.
+// FuzzExprSource: translating a condition from Prodigy's syntax and
+// compiling it never panics, and every byte of the translation comes from
+// a place in the original text, in order, so that an error is reported
+// inside the text and never before an earlier one.
 func FuzzExprSource(f *testing.F) {
 	for _, s := range []string{`${DEPLOY} == "yes"`, `steps.build.exit_code == 0`, `${steps.my-step.output:-none} != ""`,
-		`item.size > 0 && kind in ["a", "b"]`, `${a.b[0]}`, `${`, `$`, `len(${x}) > ${y:-3}`} {
+		`item.size > 0 && kind in ["a", "b"]`, `${a.b[0]}`, `${`, `$`, `len(${x}) > ${y:-3}`,
+		`a = 1 AND NOT is_null(b) OR contains(c, "AND")`, `path matches '\\.rs$'`, `${x.exists} && y.z.exists`,
+		`${test-step.exit_code != 0}`, `length(tags) >= 2 && starts_with(name, "a=")`, `let x = 1; x = 1`, `"${a}-\\d"`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		out := exprSource(src)
-		if !strings.Contains(src, "${") && out != src {
-			t.Fatalf("exprSource(%q) = %q, want it unchanged", src, out)
+		tr := translate(src)
+		if len(tr.from) != tr.out.Len() {
+			t.Fatalf("translate(%q): %d origins for %d bytes", src, len(tr.from), tr.out.Len())
 		}
-		d := &decoder{file: "f.yml"}
-		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: src, Line: 1, Column: 1}
+		for i, o := range tr.from {
+			if o < 0 || o > len(src) || i > 0 && o < tr.from[i-1] {
+				t.Fatalf("translate(%q) = %q: byte %d comes from %d (origins %v)", src, tr.out.String(), i, o, tr.from)
+			}
+		}
+		d := &decoder{file: "f.yml", src: []byte("when: " + strconv.Quote(src))}
+		n := &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.DoubleQuotedStyle, Tag: "!!str", Value: src, Line: 1, Column: 7}
 		d.compileExpr(n, "when", nil)
 		d.compileExpr(n, "retry_on.when", outcomeEnv)
+		for _, e := range d.errs {
+			if e.Line != 1 || e.Col < 7 || e.Col > 7+utf8.RuneCountInString(strconv.Quote(src)) {
+				t.Fatalf("%q: error outside the value: %v", src, e)
+			}
+		}
 	})
 }
 
