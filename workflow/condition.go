@@ -59,7 +59,8 @@ var prodigyWords = map[string]string{"AND": "and", "OR": "or", "NOT": "not"}
 //   - is_null(x), is_not_null(x), contains(s, sub), starts_with(s, p),
 //     ends_with(s, s), matches(s, re) and length(x) are functions
 //     (expr-lang's own infix contains and matches stay as they are);
-//   - path.exists is true when the path holds a value;
+//   - path.exists is true when the path holds a value, and a member of a
+//     missing value is nil (a.b is a?.b);
 //   - ${path} and ${path:-default} are variable references, ${EXPR} is
 //     the expression EXPR, and inside a quoted string a placeholder is the
 //     variable's value as text, as in the shell ("" when undefined);
@@ -110,15 +111,20 @@ func (t *translation) tokens(src string, at, end int, inPlaceholder bool) {
 			t.copy(src, i, j)
 			i, prev = j, "name"
 			continue
-		case c == '.' && inPlaceholder && prev != "dot" && i+1 < end && isNameStart(src[i+1]):
-			// A member with a hyphen, such as the step id in
+		case c == '.' && (prev == "name" || prev == "close") && i+1 < end && isNameStart(src[i+1]):
+			// A member of a missing value is nil, not an error, as a
+			// missing field is in Prodigy's filters; inside ${EXPR} a
+			// member with a hyphen, such as the step id in
 			// steps.my-step.output, is a lookup by name.
-			j := wordEnd(src, i+1, end, true)
+			j := wordEnd(src, i+1, end, inPlaceholder)
 			if word := src[i+1 : j]; strings.Contains(word, "-") {
-				t.emit("["+strconv.Quote(word)+"]", i)
+				t.emit("?.["+strconv.Quote(word)+"]", i)
 				i, prev = j, "close"
 				continue
 			}
+			t.emit("?.", i)
+			i, prev = i+1, "dot"
+			continue
 		case c == '=':
 			n := operatorLen(src[i:end])
 			switch {
@@ -326,7 +332,7 @@ func placeholderEnd(src string, i, end int) int {
 func exprRef(m []string) string {
 	full, def := m[1], strings.Contains(m[0], ":-")
 	if base, ok := strings.CutSuffix(full, ".exists"); ok && !def {
-		return "(" + strings.ReplaceAll(pathLookups(base), ".", "?.") + " != nil)"
+		return "(" + pathLookups(base) + " != nil)"
 	}
 	path := pathLookups(full)
 	if def {
@@ -335,14 +341,14 @@ func exprRef(m []string) string {
 	return path
 }
 
-// pathLookups writes the segments of a path that hold a hyphen as
-// ["name"] lookups.
+// pathLookups writes a path's members as ?. (a member of a missing value
+// is nil), and those that hold a hyphen as ?.["name"] lookups.
 func pathLookups(path string) string {
 	return pathSegment.ReplaceAllStringFunc(path, func(seg string) string {
 		if strings.Contains(seg, "-") {
-			return "[" + strconv.Quote(seg[1:]) + "]"
+			return "?.[" + strconv.Quote(seg[1:]) + "]"
 		}
-		return seg
+		return "?" + seg
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm/runtime"
 )
 
@@ -21,6 +22,47 @@ var prodigyFunctionOptions = []expr.Option{
 	expr.Function(prodigyPrefix+"ends_with", textTest("ends_with", noError(strings.HasSuffix)), new(func(any, any) bool)),
 	expr.Function(prodigyPrefix+"matches", textTest("matches", matchesPattern), new(func(any, any) bool)),
 	expr.Function(prodigyPrefix+"length", func(p ...any) (any, error) { return length(p[0]) }, new(func(any) int)),
+	expr.Function(orderFunction, order, new(func(string, any, any) bool)),
+}
+
+// orderFunction is what missingIsUnordered makes of <, <=, > and >=.
+const orderFunction = prodigyPrefix + "order"
+
+// missingIsUnordered rewrites the ordering comparisons of a condition
+// (<, <=, >, >=) as calls of order, so that a comparison with a missing
+// value is false, as in Prodigy's filters (File.score >= 10 of an item
+// without File), instead of failing the job.
+type missingIsUnordered struct{}
+
+func (missingIsUnordered) Visit(node *ast.Node) {
+	b, ok := (*node).(*ast.BinaryNode)
+	if !ok || b.Operator != "<" && b.Operator != "<=" && b.Operator != ">" && b.Operator != ">=" {
+		return
+	}
+	call := &ast.CallNode{Callee: &ast.IdentifierNode{Value: orderFunction}, Arguments: []ast.Node{&ast.StringNode{Value: b.Operator}, b.Left, b.Right}}
+	ast.Patch(node, call)
+}
+
+// order compares a and b with op; with a missing value it is false.
+func order(p ...any) (res any, err error) {
+	op, a, b := p[0].(string), p[1], p[2]
+	if a == nil || b == nil {
+		return false, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("%v", r) // runtime's "invalid operation: string < int"
+		}
+	}()
+	switch op {
+	case "<":
+		return runtime.Less(a, b), nil
+	case "<=":
+		return runtime.LessOrEqual(a, b), nil
+	case ">":
+		return runtime.More(a, b), nil
+	}
+	return runtime.MoreOrEqual(a, b), nil
 }
 
 // containsValue is Prodigy's contains: a substring of a string, an element

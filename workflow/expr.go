@@ -31,6 +31,8 @@ func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any) *Ex
 	opts := slices.Clone(prodigyFunctionOptions)
 	if env != nil {
 		opts = append(opts, expr.Env(env), expr.AsBool())
+	} else {
+		opts = append(opts, expr.Patch(missingIsUnordered{}))
 	}
 	t := translate(src)
 	out := t.out.String()
@@ -72,7 +74,8 @@ func unknownCalls(prog *vm.Program) error {
 	root := prog.Node()
 	ast.Walk(&root, callVisitor(func(c *ast.CallNode) {
 		id, ok := c.Callee.(*ast.IdentifierNode)
-		if !ok || err != nil || strings.HasPrefix(id.Value, prodigyPrefix) && slices.Contains(prodigyFunctions, id.Value[len(prodigyPrefix):]) {
+		known := id.Value == orderFunction || strings.HasPrefix(id.Value, prodigyPrefix) && slices.Contains(prodigyFunctions, id.Value[len(prodigyPrefix):])
+		if !ok || err != nil || known {
 			return
 		}
 		err = &file.Error{Location: id.Location(), Message: fmt.Sprintf(
