@@ -74,8 +74,8 @@ func unknownCalls(prog *vm.Program) error {
 	root := prog.Node()
 	ast.Walk(&root, callVisitor(func(c *ast.CallNode) {
 		id, ok := c.Callee.(*ast.IdentifierNode)
-		known := id.Value == orderFunction || strings.HasPrefix(id.Value, prodigyPrefix) && slices.Contains(prodigyFunctions, id.Value[len(prodigyPrefix):])
-		if !ok || err != nil || known {
+		if !ok || err != nil || id.Value == orderFunction ||
+			strings.HasPrefix(id.Value, prodigyPrefix) && slices.Contains(prodigyFunctions, id.Value[len(prodigyPrefix):]) {
 			return
 		}
 		err = &file.Error{Location: id.Location(), Message: fmt.Sprintf(
