@@ -85,7 +85,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"duplicate key", "- shell: x\n  shell: y\n", `2:3: key "shell" appears twice in step commands[0] (first at line 1)`},
 		{"duplicate id", "- {shell: x, id: a}\n- {shell: y, id: a}\n", `2:18: id "a" is already used by the step at line 1`},
 		{"bad id", "- {shell: x, id: 'a b'}\n", `1:18: id "a b" must start with a letter`},
-		{"yaml syntax", "- shell: [x\n", `1:1: invalid YAML: did not find expected ',' or ']'`},
+		{"yaml syntax", "- shell: [x\n", `1:10: invalid YAML: did not find expected ',' or ']'`},
 		{"colon in a plain value", "- shell: echo \"a: b\"\n", `1:1: invalid YAML: mapping values are not allowed in this context (a value that contains ": " must be quoted, or written as a block: shell: |)`},
 		{"empty file", "", `file is empty`},
 		{"two documents", "- shell: x\n---\n- shell: y\n", `2:1: a second YAML document`},
