@@ -248,6 +248,17 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 	return f
 }
 
+// missing records that a mapping lacks a key it needs, unless one of its
+// keys was reported already (misspelt, or a Prodigy feature runner does
+// not run): that error explains the absence, and a second one would only
+// repeat it.
+func (d *decoder) missing(f *fields, at *yaml.Node, format string, args ...any) {
+	if f != nil && f.unknown > 0 {
+		return
+	}
+	d.errorf(at, format, args...)
+}
+
 // unsupported are Prodigy keys runner deliberately does not support.
 var unsupported = map[string]string{
 	"goal_seek":  "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
@@ -255,6 +266,11 @@ var unsupported = map[string]string{
 	"validate":   "validate (Prodigy's spec-coverage validation) is not supported",
 	"analyze":    "analyze (Prodigy's code analysis) is not supported",
 	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",
+	// Prodigy's workflow composition.
+	"extends":    "extends (Prodigy's workflow composition: a base workflow this one builds on) is not supported; copy the base workflow's steps into this file",
+	"imports":    "imports (Prodigy's workflow composition: steps imported from other files) is not supported; copy the steps into this file",
+	"template":   "template (Prodigy's workflow composition: a workflow made from a template) is not supported; write the workflow out",
+	"parameters": "parameters (Prodigy's workflow composition: a template's parameters) is not supported; use env values, set per run with runner run --set NAME=VALUE",
 }
 
 // unknownKey reports a key that is not allowed where it stands.

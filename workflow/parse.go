@@ -235,7 +235,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	if n := f.get("commands"); n != nil {
 		wf.Steps = d.stepList(n, "commands", true)
 	} else {
-		d.errorf(root, "a standard workflow needs commands: a list of steps (or set mode: mapreduce)")
+		d.missing(f, root, "a standard workflow needs commands: a list of steps (or set mode: mapreduce)")
 	}
 	return wf
 }
@@ -371,7 +371,12 @@ func (d *decoder) secrets(n *yaml.Node, env []EnvVar) ([]string, []EnvVar) {
 // template parses a value that may hold placeholders.
 func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 	t, err := interp.Parse(text)
-	if err != nil {
+	var syn *interp.SyntaxError
+	switch {
+	case errors.As(err, &syn) && n.Value == text:
+		d.errorAt(d.scalarPos(n, syn.Offset), "%s: %s", what, syn.Msg)
+		return nil
+	case err != nil:
 		d.errorf(n, "%s: %v", what, err)
 		return nil
 	}

@@ -100,7 +100,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"capture_format alone", "- shell: x\n  capture_format: json\n", `2:3: capture_format needs capture_output`},
 		{"reserved capture", "- shell: x\n  capture_output: item\n", `2:19: capture_output: "item" is reserved`},
 		{"bad capture format", "- shell: x\n  capture_output: true\n  capture_format: yaml\n", `3:19: capture_format must be one of string, json, lines, number, boolean, not "yaml"`},
-		{"bad placeholder filter", "- shell: echo ${x|upper}\n", `1:10: shell: unknown filter "upper"`},
+		{"bad placeholder filter", "- shell: echo ${x|upper}\n", `1:15: shell: unknown filter "upper" in placeholder (want raw or json)`},
 		{"env not mapping", "env: [A]\ncommands: [{shell: x}]\n", `1:6: env must be a mapping of NAME: value, not a list`},
 		{"bad env name", "env: {'A-B': x}\ncommands: [{shell: x}]\n", `1:7: env: "A-B" is not a valid variable name`},
 		{"breaker threshold", "- shell: x\n  circuit_breaker: {failure_threshold: 0}\n", `2:40: circuit_breaker.failure_threshold must be at least 1, not 0`},
@@ -146,8 +146,8 @@ commands: [{shell: x, env: *g}]
 
 func TestParseReportsEveryProblem(t *testing.T) {
 	errs := parseErr(t, "w.yml", "- shel: x\n- shell: y\n  timeout: soon\n- shell: z\n  retry_config: {attempts: 0}\n")
-	if len(errs) != 4 { // shel unknown, no shell, bad timeout, attempts 0
-		t.Errorf("got %d errors, want 4:\n%s", len(errs), strings.Join(errs, "\n"))
+	if len(errs) != 3 { // shel unknown (and so no shell: not a second error), bad timeout, attempts 0
+		t.Errorf("got %d errors, want 3:\n%s", len(errs), strings.Join(errs, "\n"))
 	}
 }
 
@@ -156,8 +156,8 @@ func TestParseJSONErrorPosition(t *testing.T) {
 	if len(errs) != 1 || !strings.HasPrefix(errs[0], "3:19: invalid JSON") {
 		t.Errorf("got %q", errs)
 	}
-	errs = parseErr(t, "w.json", "{\"commands\": [{\"shel\": \"x\"}]}")
-	want := []string{`1:15: step commands[0] has no command: give it shell or claude`, `1:16: unknown key "shel" in step commands[0] (did you mean "shell"?)`}
+	errs = parseErr(t, "w.json", "{\"commands\": [{\"shell\": \"${steps.x.output}\", \"shel\": 1}]}")
+	want := []string{`1:25: shell: no step has id "x"`, `1:46: unknown key "shel" in step commands[0] (did you mean "shell"?)`}
 	if !slices.Equal(errs, want) {
 		t.Errorf("got %q\nwant %q (in file order)", errs, want)
 	}
