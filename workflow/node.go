@@ -265,6 +265,8 @@ var unsupported = map[string]string{
 	"foreach":    "foreach is not supported; run a command over many items with a MapReduce workflow (mode: mapreduce)",
 	"validate":   "validate (Prodigy's spec-coverage validation) is not supported",
 	"analyze":    "analyze (Prodigy's code analysis) is not supported",
+	"analysis":   "analysis (Prodigy's code analysis before a command) is not supported; leave it out, the command runs without it",
+	"outputs":    "outputs (Prodigy's declared output files of a command) is not supported; name the file in the next command, or capture it with capture_output",
 	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",
 	// Prodigy's workflow composition.
 	"extends":    "extends (Prodigy's workflow composition: a base workflow this one builds on) is not supported; copy the base workflow's steps into this file",

@@ -215,7 +215,7 @@ func (d *decoder) capture(f *fields, s *Step) {
 	if s.Capture == "" && !f.has("capture_output") {
 		for _, k := range []string{"capture_format", "capture_streams"} {
 			if f.has(k) {
-				d.errorf(f.key(k), "%s needs capture_output (true, or a variable name)", k)
+				d.missing(f, f.key(k), "%s needs capture_output (true, or a variable name)", k)
 			}
 		}
 	}

@@ -45,6 +45,10 @@ func parseNested(src string, i, depth int) (*placeholder, error) {
 			k++
 		}
 		name := rest[1:k]
+		if def, ok := strings.CutPrefix(rest, "|default:"); ok {
+			def, _, _ = strings.Cut(def, "}")
+			return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("|default: is Prodigy's spelling of a default; write ${%s:-%s}", p.path, def), src: src}
+		}
 		if k == len(rest) || rest[k] != '}' {
 			return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("bad filter in placeholder (want ${%s|raw} or ${%s|json})", p.path, p.path), src: src}
 		}
