@@ -1,7 +1,7 @@
 package workflow
 
 import (
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -80,9 +80,22 @@ func translate(src string) *translation {
 	return t
 }
 
+// lastToken is the kind of the token before the current one: it tells a
+// call contains(a, b) from the infix a contains b, a member from a name,
+// and let's = from a comparison.
+type lastToken int
+
+const (
+	afterOperator lastToken = iota // an operator, an opening bracket, or the start
+	afterOperand                   // a name, number, string or closing bracket
+	afterDot
+	afterLet     // let, whose name comes next
+	afterLetName // let NAME, whose = assigns
+)
+
 // tokens translates src[at:end]; inPlaceholder is set inside ${EXPR}.
 func (t *translation) tokens(src string, at, end int, inPlaceholder bool) {
-	prev := "" // the previous token, "" at the start: tells a call from an infix operator
+	prev := afterOperator
 	for i := at; i < end; {
 		c := src[i]
 		switch {
@@ -94,11 +107,11 @@ func (t *translation) tokens(src string, at, end int, inPlaceholder bool) {
 			n := min(quotedLen(src[i:end]), end-i)
 			t.stringLiteral(src, i, i+n)
 			i += n
-			prev = "string"
+			prev = afterOperand
 			continue
 		case c == '$' && i+1 < end && src[i+1] == '{':
 			i = t.placeholder(src, i, end)
-			prev = "name"
+			prev = afterOperand
 			continue
 		case isNameStart(c):
 			i, prev = t.name(src, i, end, prev, inPlaceholder)
@@ -109,9 +122,9 @@ func (t *translation) tokens(src string, at, end int, inPlaceholder bool) {
 				j++
 			}
 			t.copy(src, i, j)
-			i, prev = j, "name"
+			i, prev = j, afterOperand
 			continue
-		case c == '.' && (prev == "name" || prev == "close") && i+1 < end && isNameStart(src[i+1]):
+		case c == '.' && prev == afterOperand && i+1 < end && isNameStart(src[i+1]):
 			// A member of a missing value is nil, not an error, as a
 			// missing field is in Prodigy's filters; inside ${EXPR} a
 			// member with a hyphen, such as the step id in
@@ -119,38 +132,38 @@ func (t *translation) tokens(src string, at, end int, inPlaceholder bool) {
 			j := wordEnd(src, i+1, end, inPlaceholder)
 			if word := src[i+1 : j]; strings.Contains(word, "-") {
 				t.emit("?.["+strconv.Quote(word)+"]", i)
-				i, prev = j, "close"
+				i, prev = j, afterOperand
 				continue
 			}
 			t.emit("?.", i)
-			i, prev = i+1, "dot"
+			i, prev = i+1, afterDot
 			continue
 		case c == '=':
 			n := operatorLen(src[i:end])
 			switch {
-			case n == 1 && prev != "let-name":
+			case n == 1 && prev != afterLetName:
 				t.emit("==", i)
 			default:
 				t.copy(src, i, i+n)
 			}
 			i += n
-			prev = "op"
+			prev = afterOperator
 			continue
 		case strings.IndexByte("!<>", c) >= 0:
 			n := operatorLen(src[i:end])
 			t.copy(src, i, i+n)
 			i += n
-			prev = "op"
+			prev = afterOperator
 			continue
 		}
 		t.copy(src, i, i+1)
 		switch c {
 		case ')', ']', '}':
-			prev = "close"
+			prev = afterOperand
 		case '.':
-			prev = "dot"
+			prev = afterDot
 		default:
-			prev = "op"
+			prev = afterOperator
 		}
 		i++
 	}
@@ -172,46 +185,38 @@ func isNameByte(c byte) bool { return isNameStart(c) || c >= '0' && c <= '9' }
 
 // name translates the word at src[i:] (and, for path.exists, the path it
 // ends) and returns where it ends and the kind of token it was.
-func (t *translation) name(src string, i, end int, prev string, inPlaceholder bool) (int, string) {
-	j := wordEnd(src, i, end, inPlaceholder && prev != "dot")
+func (t *translation) name(src string, i, end int, prev lastToken, inPlaceholder bool) (int, lastToken) {
+	j := wordEnd(src, i, end, inPlaceholder && prev != afterDot)
 	word := src[i:j]
-	member := prev == "dot"
-	if member {
+	switch {
+	case prev == afterDot:
 		return t.copyWord(src, i, j, word)
-	}
-	if repl, ok := prodigyWords[word]; ok {
-		t.emit(repl, i)
-		return j, "op"
-	}
-	if isCall(src, j, end) && prev != "name" && prev != "close" && prev != "string" {
-		for _, f := range prodigyFunctions {
-			if word == f {
-				t.emit(prodigyPrefix, i)
-				t.copy(src, i, j)
-				return j, "name"
-			}
-		}
+	case prodigyWords[word] != "":
+		t.emit(prodigyWords[word], i)
+		return j, afterOperator
+	case prev != afterOperand && isCall(src, j, end) && slices.Contains(prodigyFunctions, word):
+		t.emit(prodigyPrefix, i)
+		t.copy(src, i, j)
+		return j, afterOperand
+	case word == "let":
+		t.copy(src, i, j)
+		return j, afterLet
+	case prev == afterLet:
+		t.copy(src, i, j)
+		return j, afterLetName
 	}
 	if pathEnd, ok := existsPath(src, i, end); ok {
 		t.emit("(", i)
-		t.pathRef(src, i, pathEnd-len(".exists"), true)
+		t.safePath(src, i, pathEnd-len(".exists"))
 		t.emit(" != nil)", pathEnd-len("exists"))
-		return pathEnd, "close"
-	}
-	if word == "let" {
-		t.copy(src, i, j)
-		return j, "let"
-	}
-	if prev == "let" {
-		t.copy(src, i, j)
-		return j, "let-name"
+		return pathEnd, afterOperand
 	}
 	return t.copyWord(src, i, j, word)
 }
 
 // copyWord copies a word; inside ${EXPR} a word with a hyphen (a step id
 // such as test-step) becomes a lookup by name.
-func (t *translation) copyWord(src string, i, j int, word string) (int, string) {
+func (t *translation) copyWord(src string, i, j int, word string) (int, lastToken) {
 	if strings.Contains(word, "-") {
 		t.emit("$env["+strconv.Quote(word)+"]", i)
 	} else {
@@ -219,9 +224,9 @@ func (t *translation) copyWord(src string, i, j int, word string) (int, string) 
 	}
 	switch word {
 	case "and", "or", "not", "in", "matches", "contains", "startsWith", "endsWith":
-		return j, "op"
+		return j, afterOperator
 	}
-	return j, "name"
+	return j, afterOperand
 }
 
 // wordEnd returns where the word at src[i:] ends; with hyphens, a hyphen
@@ -267,204 +272,14 @@ func existsPath(src string, i, end int) (int, bool) {
 	}
 }
 
-// pathRef writes the dotted path src[i:end]; with safe, each member access
-// is ?. so that a missing part is nil rather than an error.
-func (t *translation) pathRef(src string, i, end int, safe bool) {
+// safePath writes the dotted path src[i:end] with each member access ?.,
+// so that a missing part is nil rather than an error.
+func (t *translation) safePath(src string, i, end int) {
 	for k := i; k < end; k++ {
-		if src[k] == '.' && safe {
+		if src[k] == '.' {
 			t.emit("?.", k)
 			continue
 		}
 		t.copy(src, k, k+1)
-	}
-}
-
-// placeholderPath is a ${path} or ${path:-default} inside an expression.
-var placeholderPath = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*(?:\[[0-9]+\]|\.[A-Za-z_][A-Za-z0-9_-]*)*)(?::-([^}]*))?\}`)
-
-// pathSegment is one ".name" segment of a path.
-var pathSegment = regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_-]*)`)
-
-// placeholder translates the ${...} at src[i:] and returns where it ends:
-// a path is a variable reference, anything else an expression in
-// parentheses. An unclosed ${ is left to expr-lang to report.
-func (t *translation) placeholder(src string, i, end int) int {
-	if m := placeholderPath.FindStringSubmatch(src[i:end]); m != nil {
-		t.emit(exprRef(m), i)
-		return i + len(m[0])
-	}
-	close := placeholderEnd(src, i+2, end)
-	if close < 0 {
-		t.copy(src, i, i+1)
-		return i + 1
-	}
-	t.emit("(", i)
-	t.tokens(src, i+2, close, true)
-	t.emit(")", close)
-	return close + 1
-}
-
-// placeholderEnd returns the offset of the } that closes a ${ whose text
-// starts at i, skipping string literals, or -1.
-func placeholderEnd(src string, i, end int) int {
-	depth := 0
-	for i < end {
-		switch src[i] {
-		case '"', '\'':
-			i += quotedLen(src[i:end])
-			continue
-		case '{':
-			depth++
-		case '}':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		}
-		i++
-	}
-	return -1
-}
-
-// exprRef turns a placeholder's match of placeholderPath into an expr
-// reference: segments with a hyphen become ["name"] lookups, a default
-// a ?? fallback, and path.exists a test that the path holds a value.
-func exprRef(m []string) string {
-	full, def := m[1], strings.Contains(m[0], ":-")
-	if base, ok := strings.CutSuffix(full, ".exists"); ok && !def {
-		return "(" + pathLookups(base) + " != nil)"
-	}
-	path := pathLookups(full)
-	if def {
-		return "(" + path + " ?? " + strconv.Quote(m[2]) + ")"
-	}
-	return path
-}
-
-// pathLookups writes a path's members as ?. (a member of a missing value
-// is nil), and those that hold a hyphen as ?.["name"] lookups.
-func pathLookups(path string) string {
-	return pathSegment.ReplaceAllStringFunc(path, func(seg string) string {
-		if strings.Contains(seg, "-") {
-			return "?.[" + strconv.Quote(seg[1:]) + "]"
-		}
-		return "?" + seg
-	})
-}
-
-// quotedLen returns the length of the string literal at the start of s,
-// its quotes included (all of s when it is not closed).
-func quotedLen(s string) int {
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case s[0]:
-			return i + 1
-		}
-	}
-	return len(s)
-}
-
-// stringLiteral translates the literal src[at:end]. Placeholders make it a
-// concatenation: "v${x}" becomes ("v" + string(x ?? "")). A literal with a
-// backslash that starts no escape is written again with the backslash
-// kept; an unterminated one is copied for expr-lang to report.
-func (t *translation) stringLiteral(src string, at, end int) {
-	lit := src[at:end]
-	q := lit[:1]
-	if len(lit) < 2 || !strings.HasSuffix(lit, q) || strings.HasSuffix(lit, `\`+q) && !closedLiteral(lit) {
-		t.copy(src, at, end)
-		return
-	}
-	body := lit[1 : len(lit)-1]
-	type piece struct {
-		at, end int // in src
-		ref     string
-	}
-	var pieces []piece
-	from := at + 1
-	for k := 0; k < len(body); {
-		if body[k] == '\\' {
-			k += 2
-			continue
-		}
-		m := placeholderPath.FindStringSubmatch(body[k:])
-		if body[k] != '$' || m == nil {
-			k++
-			continue
-		}
-		if at+1+k > from {
-			pieces = append(pieces, piece{at: from, end: at + 1 + k})
-		}
-		ref := exprRef(m)
-		if !strings.HasPrefix(ref, "(") {
-			ref = "(" + ref + ` ?? "")`
-		}
-		pieces = append(pieces, piece{at: at + 1 + k, ref: "string" + ref})
-		k += len(m[0])
-		from = at + 1 + k
-	}
-	if len(pieces) == 0 {
-		t.textLiteral(src, at, end)
-		return
-	}
-	if from < end-1 {
-		pieces = append(pieces, piece{at: from, end: end - 1})
-	}
-	t.emit("(", at)
-	for n, p := range pieces {
-		if n > 0 {
-			t.emit(" + ", p.at)
-		}
-		if p.ref != "" {
-			t.emit(p.ref, p.at)
-			continue
-		}
-		t.emit(q, p.at)
-		t.literalBody(src, p.at, p.end, q)
-		t.emit(q, p.end)
-	}
-	t.emit(")", end-1)
-}
-
-// closedLiteral reports whether lit, which ends with a backslash and its
-// quote, is closed: the backslashes before the last quote are even.
-func closedLiteral(lit string) bool {
-	n := 0
-	for i := len(lit) - 2; i > 0 && lit[i] == '\\'; i-- {
-		n++
-	}
-	return n%2 == 0
-}
-
-// textLiteral writes a literal without placeholders.
-func (t *translation) textLiteral(src string, at, end int) {
-	q := src[at : at+1]
-	t.emit(q, at)
-	t.literalBody(src, at+1, end-1, q)
-	t.emit(q, end-1)
-}
-
-// literalBody copies the text of a literal, doubling a backslash that
-// starts no escape expr-lang knows, so that it stays a backslash.
-func (t *translation) literalBody(src string, at, end int, q string) {
-	for k := at; k < end; k++ {
-		if src[k] != '\\' {
-			t.copy(src, k, k+1)
-			continue
-		}
-		if strings.HasPrefix(src[k:end], `\u{`) {
-			t.copy(src, k, k+3) // expr-lang's \u{XXXX}, which Go does not know
-			k += 2
-			continue
-		}
-		if _, _, tail, err := strconv.UnquoteChar(src[k:end], q[0]); err == nil {
-			n := end - k - len(tail)
-			t.copy(src, k, k+n)
-			k += n - 1
-			continue
-		}
-		t.emit(`\\`, k)
 	}
 }
