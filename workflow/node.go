@@ -237,9 +237,15 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 		return nil
 	}
 	f := &fields{node: m, vals: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+	// Beside a Prodigy feature runner does not run, other unknown keys are
+	// most likely the feature's own (foreach's do): its message is the
+	// one error.
+	feature := slices.ContainsFunc(es, func(e entry) bool { return unsupported[e.key.Value] != "" && !slices.Contains(known, e.key.Value) })
 	for _, e := range es {
 		if !slices.Contains(known, e.key.Value) {
-			d.unknownKey(e.key, what, known)
+			if !feature || unsupported[e.key.Value] != "" {
+				d.unknownKey(e.key, what, known)
+			}
 			f.unknown++
 			continue
 		}
