@@ -42,7 +42,7 @@ var prodigyNotYet = map[string]string{
 	"workflows_implement.yml":                    `validate (Prodigy's spec-coverage validation) is not supported`,
 	"workflows_mapreduce-env-example.yml":        `env.API_TOKEN must be a string, number or boolean, not a mapping`,
 	"workflows_mkdocs-drift.yml":                 `validate (Prodigy's spec-coverage validation) is not supported`,
-	"workflows_product-enhancement-workflow.yml": `unknown key "options" in step commands[0]`,
+	"workflows_product-enhancement-workflow.yml": `options (Prodigy's legacy command options) is not supported`,
 	"workflows_spec.yml":                         `validate (Prodigy's spec-coverage validation) is not supported`,
 	"workflows_tech-debt.yml":                    `analyze (Prodigy's code analysis) is not supported`,
 }

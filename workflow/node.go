@@ -274,6 +274,10 @@ var unsupported = map[string]string{
 	"analysis":   "analysis (Prodigy's code analysis before a command) is not supported; leave it out, the command runs without it",
 	"outputs":    "outputs (Prodigy's declared output files of a command) is not supported; name the file in the next command, or capture it with capture_output",
 	"write_file": "write_file is not supported; write files from a shell command (printf ... > FILE)",
+	// Prodigy's legacy structured commands.
+	"args":     "args (Prodigy's legacy command arguments) is not supported; write the arguments in the command: claude: \"/command ARG\"",
+	"options":  "options (Prodigy's legacy command options) is not supported; write them in the command's text",
+	"metadata": "metadata (Prodigy's legacy command settings) is not supported; use the step's own keys (on_failure, timeout, commit_required)",
 	// Prodigy's workflow composition.
 	"extends":    "extends (Prodigy's workflow composition: a base workflow this one builds on) is not supported; copy the base workflow's steps into this file",
 	"imports":    "imports (Prodigy's workflow composition: steps imported from other files) is not supported; copy the steps into this file",
