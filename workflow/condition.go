@@ -52,12 +52,12 @@ const prodigyPrefix = "prodigy_"
 // expr-lang spelling, of the same length so that positions do not move.
 var prodigyWords = map[string]string{"AND": "and", "OR": "or", "NOT": "not"}
 
-// exprSource translates a condition (a `when`, `repeat.until` or
+// translate translates a condition (a `when`, `repeat.until` or
 // `map.filter`) written in Prodigy's syntax into expr-lang's:
 //
 //   - AND, OR, NOT are and, or, not; a lone = is ==;
 //   - is_null(x), is_not_null(x), contains(s, sub), starts_with(s, p),
-//     ends_with(s, s), matches(s, re) and length(x) are functions
+//     ends_with(s, suffix), matches(s, re) and length(x) are functions
 //     (expr-lang's own infix contains and matches stay as they are);
 //   - path.exists is true when the path holds a value, and a member of a
 //     missing value is nil (a.b is a?.b);
@@ -68,12 +68,7 @@ var prodigyWords = map[string]string{"AND": "and", "OR": "or", "NOT": "not"}
 //     backslash ('\.rs$' is the regular expression \.rs$).
 //
 // The work is done on tokens, so a string that holds AND or = is left as
-// written.
-func exprSource(src string) string {
-	return translate(src).out.String()
-}
-
-// translate is exprSource with the position of each byte of the result.
+// written, and the origin of each byte of the result is kept.
 func translate(src string) *translation {
 	t := &translation{from: make([]int, 0, len(src)+8)}
 	t.tokens(src, 0, len(src), false)

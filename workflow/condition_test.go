@@ -60,7 +60,7 @@ func TestProdigyConditions(t *testing.T) {
 		}
 		got, err := e.Bool(vars)
 		if err != nil || got != tc.want {
-			t.Errorf("%s = %v, %v; want %v (expr-lang: %s)", tc.src, got, err, tc.want, exprSource(e.Source))
+			t.Errorf("%s = %v, %v; want %v (expr-lang: %s)", tc.src, got, err, tc.want, translate(e.Source).out.String())
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // compileExpr compiles an expression node, written in expr-lang or in
-// Prodigy's syntax (see exprSource). With env, names are checked against
+// Prodigy's syntax (see translate). With env, names are checked against
 // it and the result must be a boolean. An error is reported at its place
 // in the file, in plain words.
 func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any) *Expr {

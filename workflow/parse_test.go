@@ -548,7 +548,7 @@ func TestExprQuotedPlaceholder(t *testing.T) {
 		}
 		got, err := e.Bool(vars)
 		if err != nil || got != tc.want {
-			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, exprSource(tc.src))
+			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, translate(tc.src).out.String())
 		}
 	}
 }
