@@ -10,6 +10,12 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// maxBisectSize bounds the files whose YAML errors are bisected: each
+// step parses the file up to the middle, some 25 parses in all, which
+// takes seconds for a file of the largest size runner reads (workflow
+// files are a few kilobytes).
+const maxBisectSize = 512 << 10
+
 // yamlProblemPos finds where a YAML syntax error is. yaml.v3 reports an
 // error at the start of the construct it was reading ("while parsing a
 // block collection" starts at the list's first item), which can be a
@@ -20,6 +26,9 @@ import (
 // starting from the reported line, as the construct cannot start after
 // its problem. failure is the error of the whole file.
 func yamlProblemPos(src []byte, reported int, failure string) (Pos, bool) {
+	if len(src) > maxBisectSize {
+		return Pos{}, false
+	}
 	lines := bytes.SplitAfter(src, []byte("\n"))
 	same := func(n int) bool { return yamlFailure(src[:n]) == failure }
 	starts := make([]int, len(lines)+1) // starts[k]: offset of line k+1; starts[len] = len(src)

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -23,5 +24,22 @@ func TestYAMLErrorAtTheProblem(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "f.yml:"+tc.want) {
 			t.Errorf("%s: got %v, want f.yml:%s", tc.name, err, tc.want)
 		}
+	}
+}
+
+// A file too large to bisect quickly keeps yaml.v3's line, one before the
+// line that is wrong here.
+func TestYAMLErrorInLargeFileIsNotBisected(t *testing.T) {
+	var b strings.Builder
+	n := 0
+	for b.Len() <= maxBisectSize {
+		n++
+		fmt.Fprintf(&b, "- shell: echo %d\n", n)
+	}
+	b.WriteString("config:\n  x: 1\n")
+	_, err := Parse("f.yml", []byte(b.String()))
+	want := fmt.Sprintf("f.yml:%d:1: invalid YAML: did not find expected '-' indicator", n)
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
 	}
 }
