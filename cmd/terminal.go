@@ -226,6 +226,17 @@ type stepCounts struct {
 	Skipped   int `json:"skipped"`
 }
 
+// inPhase prefixes the message of a MapReduce job's error with the phase
+// it stopped the job in, unless the message starts with it already (map
+// input: ...). A standard workflow has one phase, which goes unsaid.
+func inPhase(err error, msg string) string {
+	phase := job.FailedPhase(err)
+	if phase == "" || phase == job.PhaseCommands || strings.HasPrefix(msg, phase+" ") || strings.HasPrefix(msg, phase+":") {
+		return msg
+	}
+	return phase + ": " + msg
+}
+
 // summary reports how a job ended.
 func (t *terminal) summary(j *job.Job, res jobResult) {
 	s := runSummary{
@@ -285,7 +296,7 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 	}
 	switch {
 	case res.status == state.Failed, res.status == state.Stopped:
-		t.display.Line("runner: "+s.Error, "")
+		t.display.Line("runner: "+inPhase(res.err, s.Error), "")
 		resume := "runner resume "
 		if errors.As(res.err, new(*mapreduce.MergeError)) {
 			resume += "--merge " // a final merge that failed is made again only when asked for

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -20,6 +21,31 @@ type StepFailedError struct {
 
 func (e *StepFailedError) Error() string { return e.Err.Error() }
 func (e *StepFailedError) Unwrap() error { return e.Err }
+
+// PhaseError is a failure of a phase that is not a step's, such as the
+// map phase's: the message is the error's, the phase is for the job's
+// final line.
+type PhaseError struct {
+	Phase string
+	Err   error
+}
+
+func (e *PhaseError) Error() string { return e.Err.Error() }
+func (e *PhaseError) Unwrap() error { return e.Err }
+
+// FailedPhase returns the phase err stopped the job in (setup, map,
+// reduce, merge; commands for a standard workflow), or "".
+func FailedPhase(err error) string {
+	var step *StepFailedError
+	var phase *PhaseError
+	switch {
+	case errors.As(err, &step):
+		return step.Phase
+	case errors.As(err, &phase):
+		return phase.Phase
+	}
+	return ""
+}
 
 // PhaseResult counts what a phase's steps did.
 type PhaseResult struct {

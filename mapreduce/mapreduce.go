@@ -64,6 +64,9 @@ type StoppedError struct{ errorpolicy.Verdict }
 
 func (e *StoppedError) Error() string { return "stopped by the error policy: " + e.Reason }
 
+// PhaseMap names the map phase in a job's final error line.
+const PhaseMap = "map"
+
 // Run runs a started or resumed MapReduce job: setup (steps already done
 // are skipped), the items not yet finished, then reduce. With
 // map.isolation: worktree all of it happens in worktrees of the job, on
@@ -101,7 +104,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	ran, err := runMap(ctx, j, trees, opts)
 	sum.Items, sum.Stopped = ran.Items, ran.Stopped
 	if err != nil {
-		return sum, err
+		return sum, &job.PhaseError{Phase: PhaseMap, Err: err}
 	}
 	if err := setMapVars(j, sum.Items); err != nil {
 		return sum, err
@@ -111,10 +114,11 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 		return sum, err
 	}
 	how, err := trees.mergeEnd(ctx, j, sum.Target, opts.MergeStarts)
-	if err == nil {
-		sum.Merged = how
+	if err != nil {
+		return sum, &job.PhaseError{Phase: job.PhaseMerge, Err: err}
 	}
-	return sum, err
+	sum.Merged = how
+	return sum, nil
 }
 
 // runSetup runs the setup phase, within setup.timeout when the file gives

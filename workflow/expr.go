@@ -1,109 +1,24 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
 	"gopkg.in/yaml.v3"
 )
 
-// placeholderPath is a ${path} or ${path:-default} inside an expression.
-var placeholderPath = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*)?(?:\[[0-9]+\]|\.[A-Za-z_][A-Za-z0-9_-]*)*)(?::-([^}]*))?\}`)
-
-// pathSegment is one ".name" segment of a path.
-var pathSegment = regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_-]*)`)
-
-// exprSource turns the ${path} placeholders that Prodigy writes in
-// conditions (when: '${DEPLOY} == "yes"') into expr variable references;
-// segments with a hyphen become ["name"] lookups. Inside a quoted string
-// ('"${DEPLOY}" == "yes"') a placeholder is the variable's value as text,
-// as in the shell, and "" when it is undefined.
-func exprSource(src string) string {
-	var b strings.Builder
-	for i := 0; i < len(src); {
-		q := strings.IndexAny(src[i:], `"'`)
-		if q < 0 {
-			b.WriteString(placeholderPath.ReplaceAllStringFunc(src[i:], exprRef))
-			break
-		}
-		b.WriteString(placeholderPath.ReplaceAllStringFunc(src[i:i+q], exprRef))
-		i += q
-		n := quotedLen(src[i:])
-		b.WriteString(quotedSource(src[i : i+n]))
-		i += n
-	}
-	return b.String()
-}
-
-// quotedLen returns the length of the string literal at the start of s,
-// its quotes included (all of s when it is not closed).
-func quotedLen(s string) int {
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case s[0]:
-			return i + 1
-		}
-	}
-	return len(s)
-}
-
-// quotedSource turns a string literal with placeholders into a
-// concatenation: "v${x}" becomes ("v" + string(x ?? "")).
-func quotedSource(lit string) string {
-	q, body := lit[:1], lit[1:]
-	if !strings.HasSuffix(body, q) {
-		return lit // unterminated: expr reports it
-	}
-	body = body[:len(body)-1]
-	locs := placeholderPath.FindAllStringIndex(body, -1)
-	if locs == nil {
-		return lit
-	}
-	var parts []string
-	at := 0
-	for _, l := range locs {
-		if l[0] > at {
-			parts = append(parts, q+body[at:l[0]]+q)
-		}
-		ref := exprRef(body[l[0]:l[1]])
-		if !strings.HasPrefix(ref, "(") {
-			ref = "(" + ref + ` ?? "")`
-		}
-		parts = append(parts, "string"+ref)
-		at = l[1]
-	}
-	if at < len(body) {
-		parts = append(parts, q+body[at:]+q)
-	}
-	return "(" + strings.Join(parts, " + ") + ")"
-}
-
-// exprRef turns one placeholder into an expr reference.
-func exprRef(m string) string {
-	sub := placeholderPath.FindStringSubmatch(m)
-	path := sub[1]
-	if first, _, _ := strings.Cut(path, "."); strings.Contains(first, "-") {
-		path = "steps." + path // a name with a hyphen can only be a step id: ${unit-tests.exit_code}
-	}
-	path = pathSegment.ReplaceAllStringFunc(path, func(seg string) string {
-		if strings.Contains(seg, "-") {
-			return "[" + strconv.Quote(seg[1:]) + "]"
-		}
-		return seg
-	})
-	if strings.Contains(m, ":-") {
-		return "(" + path + " ?? " + strconv.Quote(sub[2]) + ")"
-	}
-	return path
-}
-
-// compileExpr compiles an expression node. With env, names are checked
-// against it and the result must be a boolean.
+// compileExpr compiles an expression node, written in expr-lang or in
+// Prodigy's syntax (see translate). With env, names are checked against
+// it and the result must be a boolean. An error is reported at its place
+// in the file, in plain words.
 func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any, extra ...expr.Option) *Expr {
 	src, ok := d.str(n, what)
 	if !ok {
@@ -113,18 +28,98 @@ func (d *decoder) compileExpr(n *yaml.Node, what string, env map[string]any, ext
 		d.errorf(n, "%s is empty", what)
 		return nil
 	}
-	opts := []expr.Option{}
+	opts := slices.Clone(prodigyFunctionOptions)
 	if env != nil {
 		opts = append(opts, expr.Env(env), expr.AsBool())
+	} else {
+		opts = append(opts, expr.Patch(missingIsUnordered{}))
 	}
 	opts = append(opts, extra...)
-	prog, err := expr.Compile(exprSource(src), opts...)
+	t := translate(src)
+	out := t.out.String()
+	prog, err := expr.Compile(out, opts...)
+	if err == nil {
+		err = unknownCalls(prog)
+	}
 	if err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
-		d.errorf(n, "%s: invalid expression %q: %s", what, src, msg)
+		off := 0
+		var fe *file.Error
+		if errors.As(err, &fe) {
+			msg = fe.Message
+			off = t.origin(runeOffset(out, fe.From), len(src))
+		}
+		d.errorAt(d.scalarPos(n, off), "%s: invalid expression %q: %s", what, src, plainWords(msg))
 		return nil
 	}
 	return &Expr{Source: src, Program: prog}
+}
+
+// runeOffset returns the byte offset of rune r of s (expr-lang counts
+// positions in runes).
+func runeOffset(s string, r int) int {
+	for i := range s {
+		if r == 0 {
+			return i
+		}
+		r--
+	}
+	return len(s)
+}
+
+// unknownCalls reports a call of a function that is neither expr-lang's
+// nor Prodigy's: expr-lang compiles it as a call of a variable, which
+// fails only when it runs, with "cannot call nil".
+func unknownCalls(prog *vm.Program) error {
+	var err error
+	root := prog.Node()
+	ast.Walk(&root, callVisitor(func(c *ast.CallNode) {
+		id, ok := c.Callee.(*ast.IdentifierNode)
+		if !ok || err != nil || id.Value == orderFunction || id.Value == shortFieldFunc ||
+			strings.HasPrefix(id.Value, prodigyPrefix) && slices.Contains(prodigyFunctions, id.Value[len(prodigyPrefix):]) {
+			return
+		}
+		err = &file.Error{Location: id.Location(), Message: fmt.Sprintf(
+			"unknown function %s (Prodigy's functions are %s; expr-lang's, such as len, upper and trim, work too)",
+			id.Value, strings.Join(prodigyFunctions, ", "))}
+	}))
+	return err
+}
+
+type callVisitor func(*ast.CallNode)
+
+func (v callVisitor) Visit(node *ast.Node) {
+	if c, ok := (*node).(*ast.CallNode); ok {
+		v(c)
+	}
+}
+
+// tokenWords are expr-lang's token names in its messages, such as
+// Bracket("{") or Identifier("x").
+var tokenWords = regexp.MustCompile(`(Bracket|Operator|Identifier|Number|String|Bytes)\(("(?:[^"\\]|\\.)*")\)|\bEOF\b`)
+
+// plainWords rewrites an expr-lang message without its token names:
+// unexpected token Bracket("{") is unexpected "{", and the internal names
+// of Prodigy's functions are the names as written.
+func plainWords(msg string) string {
+	msg = tokenWords.ReplaceAllStringFunc(msg, func(tok string) string {
+		m := tokenWords.FindStringSubmatch(tok)
+		switch m[1] {
+		case "":
+			return "end of the expression"
+		case "Identifier":
+			v, _ := strconv.Unquote(m[2])
+			return "name " + v
+		case "Number":
+			v, _ := strconv.Unquote(m[2])
+			return "number " + v
+		case "String", "Bytes":
+			return "string " + m[2]
+		}
+		return m[2]
+	})
+	msg = strings.ReplaceAll(msg, "unexpected token ", "unexpected ")
+	return strings.ReplaceAll(msg, prodigyPrefix, "")
 }
 
 // condition compiles a step's when or repeat.until, which read the

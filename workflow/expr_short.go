@@ -43,7 +43,7 @@ func (v shortRefs) Visit(node *ast.Node) {
 	if !ok {
 		return
 	}
-	v.d.refs = append(v.d.refs, stepRef{n: v.n, what: v.what, id: name, at: v.d.at, field: field})
+	v.d.refs = append(v.d.refs, stepRef{pos: pos(v.n), what: v.what, id: name, at: v.d.at, field: field})
 	ast.Patch(node, &ast.CallNode{
 		Callee:    &ast.IdentifierNode{Value: shortFieldFunc},
 		Arguments: []ast.Node{root, &ast.StringNode{Value: name}, &ast.StringNode{Value: field}, &ast.IdentifierNode{Value: "$env"}},

@@ -248,9 +248,15 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 		return nil
 	}
 	f := &fields{node: m, vals: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+	// Beside a Prodigy feature runner does not run, other unknown keys are
+	// most likely the feature's own (foreach's do): its message is the
+	// one error.
+	feature := slices.ContainsFunc(es, func(e entry) bool { return unsupported[e.key.Value] != "" && !slices.Contains(known, e.key.Value) })
 	for _, e := range es {
 		if !slices.Contains(known, e.key.Value) {
-			d.unknownKey(e.key, what, known)
+			if !feature || unsupported[e.key.Value] != "" {
+				d.unknownKey(e.key, what, known)
+			}
 			f.unknown++
 			continue
 		}
@@ -259,10 +265,27 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 	return f
 }
 
+// missing records that a mapping lacks a key it needs, unless one of its
+// keys was reported already (misspelt, or a Prodigy feature runner does
+// not run): that error explains the absence, and a second one would only
+// repeat it.
+func (d *decoder) missing(f *fields, at *yaml.Node, format string, args ...any) {
+	if f != nil && f.unknown > 0 {
+		return
+	}
+	d.errorf(at, format, args...)
+}
+
 // unsupported are Prodigy keys runner deliberately does not support.
 var unsupported = map[string]string{
 	"goal_seek": "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
 	"analyze":   "analyze (Prodigy's code analysis) is not supported",
+	"analysis":  "analysis (Prodigy's code analysis before a command) is not supported; leave it out, the command runs without it",
+	// Prodigy's workflow composition.
+	"extends":    "extends (Prodigy's workflow composition: a base workflow this one builds on) is not supported; copy the base workflow's steps into this file",
+	"imports":    "imports (Prodigy's workflow composition: steps imported from other files) is not supported; copy the steps into this file",
+	"template":   "template (Prodigy's workflow composition: a workflow made from a template) is not supported; write the workflow out",
+	"parameters": "parameters (Prodigy's workflow composition: a template's parameters) is not supported; use env values, set per run with runner run --set NAME=VALUE",
 }
 
 // unknownKey reports a key that is not allowed where it stands.

@@ -147,10 +147,15 @@ func (d *decoder) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	if err == nil || errors.Is(err, io.EOF) {
 		return err
 	}
-	msg, line := strings.TrimPrefix(err.Error(), "yaml: "), 1
+	msg, at := strings.TrimPrefix(err.Error(), "yaml: "), Pos{Line: 1, Col: 1}
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
+		at.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
+		if strings.Contains(msg, "end of stream") {
+			at = quoteOpening(d.src, at.Line) // an unclosed quote is better shown where it opens
+		} else if p, ok := yamlProblemPos(d.src, at.Line, err.Error()); ok {
+			at = p
+		}
 	}
 	if strings.Contains(msg, "mapping values are not allowed") {
 		msg += ` (a value that contains ": " must be quoted, or written as a block: shell: |)`
@@ -158,7 +163,7 @@ func (d *decoder) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 	if strings.Contains(msg, "cannot start any token") && bytes.Contains(d.src, []byte("\n\t")) {
 		msg += " (YAML indents with spaces, not tabs)"
 	}
-	d.errs = append(d.errs, &ParseError{File: d.file, Pos: Pos{Line: line, Col: 1}, Msg: "invalid YAML: " + msg})
+	d.errs = append(d.errs, &ParseError{File: d.file, Pos: at, Msg: "invalid YAML: " + msg})
 	return err
 }
 
@@ -230,7 +235,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	if n := d.oneOf(f, "commands", "steps"); n != nil { // steps: is the spelling of some of Prodigy's examples
 		wf.Steps = d.stepList(n, "commands", false) // commands: [] runs nothing, as in Prodigy's templates
 	} else {
-		d.errorf(root, "a standard workflow needs commands: a list of steps (or set mode: mapreduce)")
+		d.missing(f, root, "a standard workflow needs commands: a list of steps (or set mode: mapreduce)")
 	}
 	return wf
 }
@@ -350,7 +355,12 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // template parses a value that may hold placeholders.
 func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 	t, err := interp.Parse(text)
-	if err != nil {
+	var syn *interp.SyntaxError
+	switch {
+	case errors.As(err, &syn) && n.Value == text:
+		d.errorAt(d.scalarPos(n, syn.Offset), "%s: %s", what, syn.Msg)
+		return nil
+	case err != nil:
 		d.errorf(n, "%s: %v", what, err)
 		return nil
 	}

@@ -125,7 +125,7 @@ func TestParseEnvironmentErrors(t *testing.T) {
 		{"cache without command", "env:\n  X: {value: a, cache: true}\ncommands: [{shell: x}]\n", `2:17: env.X: cache goes with command, not with value`},
 		{"when_true without condition", "env:\n  X: {command: a, when_true: b}\ncommands: [{shell: x}]\n", `2:19: env.X: when_true goes with condition, not with command`},
 		{"condition without when_false", "env:\n  X: {condition: 'true', when_true: b}\ncommands: [{shell: x}]\n", `2:7: env.X: condition needs both when_true and when_false (when_false is missing)`},
-		{"bad condition", "env:\n  X: {condition: 'a ==', when_true: b, when_false: c}\ncommands: [{shell: x}]\n", `2:18: env.X.condition: invalid expression "a =="`},
+		{"bad condition", "env:\n  X: {condition: 'a ==', when_true: b, when_false: c}\ncommands: [{shell: x}]\n", `2:22: env.X.condition: invalid expression "a =="`},
 		{"empty command", "env:\n  X: {command: ' '}\ncommands: [{shell: x}]\n", `2:16: env.X.command is empty`},
 		{"unknown key", "env:\n  X: {value: a, secrte: true}\ncommands: [{shell: x}]\n", `2:17: unknown key "secrte" in env.X (did you mean "secret"?)`},
 		{"secret not boolean", "env:\n  X: {value: a, secret: yes please}\ncommands: [{shell: x}]\n", `2:25: env.X.secret must be true or false`},

@@ -114,7 +114,7 @@ func TestParseForeachErrors(t *testing.T) {
 		{"unknown key", "- foreach: {foreach: [a], paralel: 2, do: [{shell: x}]}\n",
 			[]string{`1:27: unknown key "paralel" in foreach (did you mean "parallel"?)`}},
 		{"do step error", "- foreach:\n    foreach: [a]\n    do:\n      - shel: x\n",
-			[]string{`4:9: unknown key "shel" in step commands[0].foreach.do[0] (did you mean "shell"?)`, `4:9: step commands[0].foreach.do[0] has no command: give it shell or claude`}},
+			[]string{`4:9: unknown key "shel" in step commands[0].foreach.do[0] (did you mean "shell"?)`}},
 		{"duplicate id", "- id: a\n  shell: x\n- foreach:\n    foreach: [a]\n    do: [{id: a, shell: y}]\n",
 			[]string{`5:15: id "a" is already used by the step at line 1`}},
 		{"a loop in itself", "- foreach: &a {foreach: [a], do: [{foreach: *a}]}\n",

@@ -98,7 +98,7 @@ func TestLegacyFields(t *testing.T) {
 		{"- claude: /x\n  metadata: {timeout: 5}\n  timeout: 6\n", `2:14: metadata.timeout is Prodigy's old spelling of timeout`},
 		{"- claude: /x\n  metadata: {retries: 1}\n  retry_config: {attempts: 2}\n", `2:14: metadata.retries is Prodigy's old spelling of retry_config`},
 		{"- claude: /x\n  metadata: {retries: -1}\n", `2:23: metadata.retries must be at least 0, not -1`},
-		{"- claude: /x\n  metadata: {analysis: {}}\n", `2:14: unknown key "analysis" in metadata`},
+		{"- claude: /x\n  metadata: {analysis: {}}\n", `2:14: analysis (Prodigy's code analysis before a command) is not supported`},
 		{"- shell: x\n  description: [a]\n", `2:16: description must be a string, not a list`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_collection: batched:0\n", `3:19: error_collection: "batched:0" needs a batch size of at least 1, such as batched:10`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_collection: {batched: 0}\n", `3:29: error_collection.batched must be at least 1, not 0`},

@@ -37,7 +37,7 @@ func (d *decoder) mapReduce(f *fields, wf *Workflow) {
 	if n := f.get("map"); n != nil {
 		wf.Map = d.mapPhase(n)
 	} else {
-		d.errorf(f.node, "a MapReduce workflow needs map: with input and agent_template")
+		d.missing(f, f.node, "a MapReduce workflow needs map: with input and agent_template")
 	}
 	if n := f.get("reduce"); n != nil {
 		wf.Reduce = d.phase(n, "reduce", false)
@@ -67,7 +67,7 @@ func (d *decoder) phase(n *yaml.Node, what string, required bool) []*Step {
 		if c := f.get("commands"); c != nil {
 			return d.stepList(c, what+".commands", required)
 		}
-		d.errorf(r, "%s needs commands: a list of steps", what)
+		d.missing(f, r, "%s needs commands: a list of steps", what)
 		return nil
 	}
 	return d.stepList(n, what, required)
@@ -88,7 +88,7 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 			d.errorf(v, "map.input is empty: give a file or a command that prints the items")
 		}
 	} else {
-		d.errorf(f.node, "map needs input: a file, or a shell command that prints the items")
+		d.missing(f, f.node, "map needs input: a file, or a shell command that prints the items")
 	}
 	if v := f.get("json_path"); v != nil {
 		m.JSONPath = d.jsonPath(v)
@@ -120,7 +120,7 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 	if v := f.get("agent_template"); v != nil {
 		m.Template = d.phase(v, "agent_template", true)
 	} else {
-		d.errorf(f.node, "map needs agent_template: the steps run for each item")
+		d.missing(f, f.node, "map needs agent_template: the steps run for each item")
 	}
 	m.Isolation = DefaultIsolation(m.Template)
 	if v := f.get("isolation"); v != nil {

@@ -45,7 +45,7 @@ func (d *decoder) mergePhase(n *yaml.Node) *MergePhase {
 	if c := f.get("commands"); c != nil {
 		m.Steps = d.stepList(c, "merge.commands", true)
 	} else {
-		d.errorf(r, "merge needs commands: a list of steps")
+		d.missing(f, r, "merge needs commands: a list of steps")
 	}
 	if t := f.get("timeout"); t != nil {
 		m.Timeout, _ = d.positive(t, "merge.timeout")

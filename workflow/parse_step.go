@@ -148,7 +148,7 @@ func (d *decoder) stepCommand(f *fields, what string) Command {
 	case f.get("name") != nil && f.get("name").Kind == yaml.ScalarNode && f.unknown == 0:
 		d.errorf(f.get("name"), "step %s has only a name: %s", what, legacyClaude(f.get("name").Value))
 	default:
-		d.errorf(f.node, "step %s has no command: give it shell or claude", what)
+		d.missing(f, f.node, "step %s has no command: give it shell or claude", what)
 	}
 	return Command{Kind: ShellCommand}
 }
@@ -241,7 +241,7 @@ func (d *decoder) capture(f *fields, s *Step) {
 	if s.Capture == "" && !f.has("capture_output") && !f.has("capture") {
 		for _, k := range []string{"capture_format", "capture_streams"} {
 			if f.has(k) {
-				d.errorf(f.key(k), "%s needs capture_output or capture (true, or a variable name)", k)
+				d.missing(f, f.key(k), "%s needs capture_output or capture (true, or a variable name)", k)
 			}
 		}
 	}
@@ -293,7 +293,7 @@ func (d *decoder) repeat(n *yaml.Node) *Repeat {
 	if u := f.get("until"); u != nil {
 		r.Until = d.condition(u, "repeat.until")
 	} else {
-		d.errorf(f.node, "repeat needs until: the condition that ends the polling")
+		d.missing(f, f.node, "repeat needs until: the condition that ends the polling")
 	}
 	if v := f.get("interval"); v != nil {
 		r.Interval, _ = d.duration(v, "repeat.interval")
@@ -308,7 +308,7 @@ func (d *decoder) repeat(n *yaml.Node) *Repeat {
 		r.Timeout, _ = d.positive(v, "repeat.timeout")
 	}
 	if !f.has("max_attempts") && !f.has("timeout") {
-		d.errorf(f.node, "repeat needs max_attempts or timeout, so that polling ends")
+		d.missing(f, f.node, "repeat needs max_attempts or timeout, so that polling ends")
 	}
 	return r
 }
@@ -346,7 +346,7 @@ func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 	case len(given) > 1:
 		d.errorf(f.key(given[1]), "on_failure takes one of shell, claude or commands, not %s and %s", given[0], given[1])
 	case len(given) == 0:
-		d.errorf(f.node, "on_failure needs shell, claude or commands")
+		d.missing(f, f.node, "on_failure needs shell, claude or commands")
 	case given[0] == "commands":
 		fl.Commands = d.commands(f.get("commands"), "on_failure.commands", ShellCommand)
 	default:
@@ -390,7 +390,7 @@ func (d *decoder) commands(n *yaml.Node, what string, kind CommandKind) []Comman
 			case cl != nil:
 				it, itemKind = cl, ClaudeCommand
 			default:
-				d.errorf(m, "%s needs shell or claude", item)
+				d.missing(f, m, "%s needs shell or claude", item)
 				continue
 			}
 		}

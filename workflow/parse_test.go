@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -67,8 +69,8 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"attempts zero", "- shell: x\n  retry_config: {attempts: 0}\n", `2:28: retry_config.attempts must be at least 1: it counts every run including the first (1 = run once, no retry), not 0`},
 		{"attempts float", "- shell: x\n  retry_config: {attempts: 1.5}\n", `2:28: attempts must be a whole number, not 1.5`},
 		{"bad regex", "- shell: x\n  retry_config:\n    retry_on: [{pattern: 'a('}]\n", `3:26: retry_config.retry_on[0].pattern: invalid regular expression: missing closing )`},
-		{"bad expression", "- shell: x\n  when: 'a ==  '\n", `2:9: when: invalid expression "a ==  ": unexpected token EOF`},
-		{"unknown outcome name", "- shell: x\n  retry_config:\n    retry_on: [{when: 'exit_cod == 1'}]\n", `3:23: retry_config.retry_on[0].when: invalid expression "exit_cod == 1": unknown name exit_cod`},
+		{"bad expression", "- shell: x\n  when: 'a ==  '\n", `2:15: when: invalid expression "a ==  ": unexpected end of the expression`},
+		{"unknown outcome name", "- shell: x\n  retry_config:\n    retry_on: [{when: 'exit_cod == 1'}]\n", `3:24: retry_config.retry_on[0].when: invalid expression "exit_cod == 1": unknown name exit_cod`},
 		{"matcher without value", "- shell: x\n  retry_config:\n    retry_on: [{pattern}]\n", `3:17: retry_config.retry_on[0].pattern needs a value`},
 		{"matcher with null value", "- shell: x\n  retry_config:\n    retry_on: [{when: }, {exit_codes: ~}]\n", `3:17: retry_config.retry_on[0].when needs a value`},
 		{"unknown matcher", "- shell: x\n  retry_config: {retry_on: [netwrok]}\n", `2:29: retry_config.retry_on[0] must be one of network, timeout, server_error, rate_limit, not "netwrok" (did you mean "network"?)`},
@@ -82,7 +84,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"duplicate key", "- shell: x\n  shell: y\n", `2:3: key "shell" appears twice in step commands[0] (first at line 1)`},
 		{"duplicate id", "- {shell: x, id: a}\n- {shell: y, id: a}\n", `2:18: id "a" is already used by the step at line 1`},
 		{"bad id", "- {shell: x, id: 'a b'}\n", `1:18: id "a b" must start with a letter`},
-		{"yaml syntax", "- shell: [x\n", `1:1: invalid YAML: did not find expected ',' or ']'`},
+		{"yaml syntax", "- shell: [x\n", `1:10: invalid YAML: did not find expected ',' or ']'`},
 		{"colon in a plain value", "- shell: echo \"a: b\"\n", `1:1: invalid YAML: mapping values are not allowed in this context (a value that contains ": " must be quoted, or written as a block: shell: |)`},
 		{"empty file", "", `file is empty`},
 		{"two documents", "- shell: x\n---\n- shell: y\n", `2:1: a second YAML document`},
@@ -97,7 +99,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"capture_format alone", "- shell: x\n  capture_format: json\n", `2:3: capture_format needs capture_output`},
 		{"reserved capture", "- shell: x\n  capture_output: item\n", `2:19: capture_output: "item" is reserved`},
 		{"bad capture format", "- shell: x\n  capture_output: true\n  capture_format: yaml\n", `3:19: capture_format must be one of string, json, lines, number, boolean, not "yaml"`},
-		{"bad placeholder filter", "- shell: echo ${x|upper}\n", `1:10: shell: unknown filter "upper"`},
+		{"bad placeholder filter", "- shell: echo ${x|upper}\n", `1:15: shell: unknown filter "upper" in placeholder (want raw or json)`},
 		{"env not mapping", "env: [A]\ncommands: [{shell: x}]\n", `1:6: env must be a mapping of NAME: value, not a list`},
 		{"bad env name", "env: {'A-B': x}\ncommands: [{shell: x}]\n", `1:7: env: "A-B" is not a valid variable name`},
 		{"breaker threshold", "- shell: x\n  circuit_breaker: {failure_threshold: 0}\n", `2:40: circuit_breaker.failure_threshold must be at least 1, not 0`},
@@ -143,8 +145,8 @@ commands: [{shell: x, env: *g}]
 
 func TestParseReportsEveryProblem(t *testing.T) {
 	errs := parseErr(t, "w.yml", "- shel: x\n- shell: y\n  timeout: soon\n- shell: z\n  retry_config: {attempts: 0}\n")
-	if len(errs) != 4 { // shel unknown, no shell, bad timeout, attempts 0
-		t.Errorf("got %d errors, want 4:\n%s", len(errs), strings.Join(errs, "\n"))
+	if len(errs) != 3 { // shel unknown (and so no shell: not a second error), bad timeout, attempts 0
+		t.Errorf("got %d errors, want 3:\n%s", len(errs), strings.Join(errs, "\n"))
 	}
 }
 
@@ -153,8 +155,8 @@ func TestParseJSONErrorPosition(t *testing.T) {
 	if len(errs) != 1 || !strings.HasPrefix(errs[0], "3:19: invalid JSON") {
 		t.Errorf("got %q", errs)
 	}
-	errs = parseErr(t, "w.json", "{\"commands\": [{\"shel\": \"x\"}]}")
-	want := []string{`1:15: step commands[0] has no command: give it shell or claude`, `1:16: unknown key "shel" in step commands[0] (did you mean "shell"?)`}
+	errs = parseErr(t, "w.json", "{\"commands\": [{\"shell\": \"${steps.x.output}\", \"shel\": 1}]}")
+	want := []string{`1:25: shell: no step has id "x"`, `1:46: unknown key "shel" in step commands[0] (did you mean "shell"?)`}
 	if !slices.Equal(errs, want) {
 		t.Errorf("got %q\nwant %q (in file order)", errs, want)
 	}
@@ -463,22 +465,36 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzExprSource: translating and compiling any condition never panics;
-// text without ${ is left as written.
+// FuzzExprSource: translating a condition from Prodigy's syntax and
+// compiling it never panics, and every byte of the translation comes from
+// a place in the original text, in order, so that an error is reported
+// inside the text and never before an earlier one.
 func FuzzExprSource(f *testing.F) {
 	for _, s := range []string{`${DEPLOY} == "yes"`, `steps.build.exit_code == 0`, `${steps.my-step.output:-none} != ""`,
-		`item.size > 0 && kind in ["a", "b"]`, `${a.b[0]}`, `${`, `$`, `len(${x}) > ${y:-3}`} {
+		`item.size > 0 && kind in ["a", "b"]`, `${a.b[0]}`, `${`, `$`, `len(${x}) > ${y:-3}`,
+		`a = 1 AND NOT is_null(b) OR contains(c, "AND")`, `path matches '\\.rs$'`, `${x.exists} && y.z.exists`,
+		`${test-step.exit_code != 0}`, `length(tags) >= 2 && starts_with(name, "a=")`, `let x = 1; x = 1`, `"${a}-\\d"`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		out := exprSource(src)
-		if !strings.Contains(src, "${") && out != src {
-			t.Fatalf("exprSource(%q) = %q, want it unchanged", src, out)
+		tr := translate(src)
+		if len(tr.from) != tr.out.Len() {
+			t.Fatalf("translate(%q): %d origins for %d bytes", src, len(tr.from), tr.out.Len())
 		}
-		d := &decoder{file: "f.yml"}
-		n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: src, Line: 1, Column: 1}
+		for i, o := range tr.from {
+			if o < 0 || o > len(src) || i > 0 && o < tr.from[i-1] {
+				t.Fatalf("translate(%q) = %q: byte %d comes from %d (origins %v)", src, tr.out.String(), i, o, tr.from)
+			}
+		}
+		d := &decoder{file: "f.yml", src: []byte("when: " + strconv.Quote(src))}
+		n := &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.DoubleQuotedStyle, Tag: "!!str", Value: src, Line: 1, Column: 7}
 		d.compileExpr(n, "when", nil)
 		d.compileExpr(n, "retry_on.when", outcomeEnv)
+		for _, e := range d.errs {
+			if e.Line != 1 || e.Col < 7 || e.Col > 7+utf8.RuneCountInString(strconv.Quote(src)) {
+				t.Fatalf("%q: error outside the value: %v", src, e)
+			}
+		}
 	})
 }
 
@@ -531,7 +547,7 @@ func TestExprQuotedPlaceholder(t *testing.T) {
 		}
 		got, err := e.Bool(vars)
 		if err != nil || got != tc.want {
-			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, exprSource(tc.src))
+			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, translate(tc.src).out.String())
 		}
 	}
 }

@@ -22,10 +22,10 @@ type stepAt struct {
 
 // stepRef is a read of a step's variables, checked once every id is known.
 type stepRef struct {
-	n     *yaml.Node
-	what  string
-	id    string
-	at    stepAt
+	pos  Pos // of the reference: in a value of several lines, its own line
+	what string
+	id   string
+	at   stepAt
 	field string // Prodigy's ${ID.field} or ${NAME.field}; "" for ${steps.ID...}
 }
 
@@ -36,7 +36,7 @@ func (d *decoder) noteRefs(n *yaml.Node, what string, paths []string) {
 		rest, ok := strings.CutPrefix(p, "steps.")
 		if !ok {
 			if name, field, ok := shortPath(p); ok {
-				d.refs = append(d.refs, stepRef{n: n, what: what, id: name, at: d.at, field: field})
+				d.refs = append(d.refs, stepRef{pos: d.refPos(n, p), what: what, id: name, at: d.at, field: field})
 			}
 			continue
 		}
@@ -44,7 +44,7 @@ func (d *decoder) noteRefs(n *yaml.Node, what string, paths []string) {
 		if i := strings.IndexAny(rest, ".["); i >= 0 {
 			id = rest[:i]
 		}
-		d.refs = append(d.refs, stepRef{n: n, what: what, id: id, at: d.at})
+		d.refs = append(d.refs, stepRef{pos: d.refPos(n, p), what: what, id: id, at: d.at})
 	}
 }
 
@@ -56,11 +56,24 @@ func (r stepRef) spelling() string {
 	return "steps." + r.id
 }
 
+// refPos is where the placeholder of path is in n: in a value of several
+// lines (a block scalar, shell: |), the file position of its ${, so that
+// the error points at the line that holds it; else the value's position.
+func (d *decoder) refPos(n *yaml.Node, path string) Pos {
+	if !strings.Contains(n.Value, "\n") {
+		return pos(n)
+	}
+	if i := strings.Index(n.Value, "${"+path); i >= 0 {
+		return d.scalarPos(n, i)
+	}
+	return pos(n)
+}
+
 // noteExprRefs records the steps.ID (or steps["ID"]) reads of a condition.
 func (d *decoder) noteExprRefs(n *yaml.Node, what string, prog *vm.Program) {
 	root := prog.Node()
 	ast.Walk(&root, refVisitor(func(id string) {
-		d.refs = append(d.refs, stepRef{n: n, what: what, id: id, at: d.at})
+		d.refs = append(d.refs, stepRef{pos: pos(n), what: what, id: id, at: d.at})
 	}))
 }
 
@@ -98,11 +111,11 @@ func (d *decoder) checkRefs() {
 			if s := nearest(r.id, visible); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			d.errorf(r.n, "%s", msg)
+			d.errorAt(r.pos, "%s", msg)
 			continue
 		}
 		if why := canRead(r.at, to); why != "" {
-			d.errorf(r.n, "%s: %s is not set here: %s (line %d)", r.what, r.spelling(), why, d.ids[r.id].Line)
+			d.errorAt(r.pos, "%s: %s is not set here: %s (line %d)", r.what, r.spelling(), why, d.ids[r.id].Line)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func (d *decoder) checkShortRef(r stepRef) bool {
 	if _, ok := d.stepsAt[r.id]; ok {
 		fields := append(slices.Clone(stepFields), d.short.outputs[r.id]...)
 		if !slices.Contains(fields, r.field) {
-			d.errorf(r.n, "%s: ${%s.%s}: step %s has no %s (it has %s)", r.what, r.id, r.field, r.id, r.field, strings.Join(fields, ", "))
+			d.errorAt(r.pos, "%s: ${%s.%s}: step %s has no %s (it has %s)", r.what, r.id, r.field, r.id, r.field, strings.Join(fields, ", "))
 			return true
 		}
 		return false
@@ -98,7 +98,7 @@ func (d *decoder) checkShortRef(r stepRef) bool {
 	if s := nearest(r.id, names); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
-	d.errorf(r.n, "%s", msg)
+	d.errorAt(r.pos, "%s", msg)
 	return true
 }
 
@@ -113,12 +113,12 @@ func (d *decoder) checkCaptureRef(r stepRef, caps []captureAt) {
 		}
 	}
 	if why != "" {
-		d.errorf(r.n, "%s: ${%s.%s}: the capture %s is not set here: %s", r.what, r.id, r.field, r.id, why)
+		d.errorAt(r.pos, "%s: ${%s.%s}: the capture %s is not set here: %s", r.what, r.id, r.field, r.id, why)
 		return
 	}
 	if slices.Contains(captureFields, r.field) || slices.ContainsFunc(caps, func(c captureAt) bool { return c.format == CaptureJSON }) {
 		return
 	}
-	d.errorf(r.n, "%s: ${%s.%s}: the capture %s is a %s, with no field %s (a capture has %s; capture_format: json reads fields of the output)",
+	d.errorAt(r.pos, "%s: ${%s.%s}: the capture %s is a %s, with no field %s (a capture has %s; capture_format: json reads fields of the output)",
 		r.what, r.id, r.field, r.id, caps[0].format, r.field, strings.Join(captureFields, ", "))
 }

@@ -106,7 +106,7 @@ func (p *pipeline) matches(v any) (bool, error) {
 	out, err := expr.Run(p.m.Filter.Program, env)
 	if err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return false, fmt.Errorf("filter %q on input value %d: %s (a missing field is null: write (item.size ?? 0) > 0)", p.m.Filter.Source, p.read, msg)
+		return false, fmt.Errorf("filter %q on input value %d: %s (a missing field is null: give it a default: (item.size ?? 0) * 2)", p.m.Filter.Source, p.read, msg)
 	}
 	b, ok := out.(bool)
 	if !ok {

@@ -143,7 +143,7 @@ func TestInputErrors(t *testing.T) {
 		{"id outside UTF-8", `  item_id: "${item}"`, "ok\ncaf\xe9\n", `item 1: item_id "${item}" gives "caf\xe9", which is not UTF-8 text`},
 		{"undefined id path", `  item_id: "${item.id}"`, `[{"x": 1}]`, `item 0: item_id: undefined variable "item.id"`},
 		{"filter not boolean", `  filter: "size"`, `[{"size": 1}]`, `filter "size" on input value 1 gave int64, not a boolean`},
-		{"filter on a missing field", `  filter: "item.size > 0"`, `[{"size": 1}, {"x": 1}]`, `filter "item.size > 0" on input value 2: invalid operation: <nil> > int`},
+		{"filter on a missing field", `  filter: "item.size * 2 > 0"`, `[{"size": 1}, {"x": 1}]`, `filter "item.size * 2 > 0" on input value 2: invalid operation: <nil> * int`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,6 +163,7 @@ func TestPipelineOrder(t *testing.T) {
 	]`
 	tests := []struct{ name, mapYAML, want string }{
 		{"filter with item. and bare fields", "  filter: \"(item.size ?? 0) > 0 && kind != 'w'\"\n  item_id: ${item.id}", "a c e"},
+		{"a comparison with a missing field is false", "  filter: size > 0 AND kind != 'w'\n  item_id: ${item.id}", "a c e"},
 		{"sort desc, nulls last by default, stable", "  sort_by: size DESC\n  item_id: ${item.id}", "c f e a b d"},
 		{"sort asc nulls first", "  sort_by: item.size ASC NULLS FIRST\n  item_id: ${item.id}", "d b a e c f"},
 		{"two keys", "  sort_by: kind, size DESC\n  item_id: ${item.id}", "f c a e b d"},

@@ -86,6 +86,16 @@ type heredoc struct {
 	end    int
 }
 
+// SyntaxError is a malformed placeholder, at a byte offset of the
+// template's text: the file's parser turns it into a file position.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+	src    string
+}
+
+func (e *SyntaxError) Error() string { return e.Msg + " at " + where(e.src, e.Offset) }
+
 // where describes a byte offset of src for error messages.
 func where(src string, off int) string {
 	line := 1 + strings.Count(src[:off], "\n")

@@ -1,7 +1,6 @@
 package interp
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -37,7 +36,7 @@ func Parse(src string) (*Template, error) {
 	if s.lost == "" {
 		for _, f := range s.stack {
 			if f.kind == fParam {
-				return nil, fmt.Errorf(`unterminated "${" at %s`, where(src, f.open))
+				return nil, &SyntaxError{Offset: f.open, Msg: `unterminated "${"`, src: src}
 			}
 		}
 	}

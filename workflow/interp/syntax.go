@@ -45,11 +45,15 @@ func parseNested(src string, i, depth int) (*placeholder, error) {
 			k++
 		}
 		name := rest[1:k]
+		if def, ok := strings.CutPrefix(rest, "|default:"); ok {
+			def, _, _ = strings.Cut(def, "}")
+			return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("|default: is Prodigy's spelling of a default; write ${%s:-%s}", p.path, def), src: src}
+		}
 		if k == len(rest) || rest[k] != '}' {
-			return nil, fmt.Errorf("bad filter in placeholder at %s: want ${%s|raw} or ${%s|json}", where(src, i), p.path, p.path)
+			return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("bad filter in placeholder (want ${%s|raw} or ${%s|json})", p.path, p.path), src: src}
 		}
 		if name != "raw" && name != "json" {
-			return nil, fmt.Errorf("unknown filter %q in placeholder at %s: want raw or json", name, where(src, i))
+			return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("unknown filter %q in placeholder (want raw or json)", name), src: src}
 		}
 		p.filter = name
 		j += k + 1
@@ -81,7 +85,7 @@ func parseDefault(src string, i, depth int) ([]segment, int, error) {
 		case !strings.HasPrefix(src[j:], "${"):
 			return nil, 0, nil
 		case depth == maxNesting:
-			return nil, 0, fmt.Errorf("placeholders nested more than %d deep at %s", maxNesting, where(src, j))
+			return nil, 0, &SyntaxError{Offset: j, Msg: fmt.Sprintf("placeholders nested more than %d deep", maxNesting), src: src}
 		}
 		p, err := parseNested(src, j, depth+1)
 		if p == nil || err != nil {
