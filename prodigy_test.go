@@ -32,7 +32,6 @@ var prodigyNotYet = map[string]string{
 	"workflows_coverage-with-test-debug.yml":     `unknown key "outputs" in step commands[0]`,
 	"workflows_coverage.yml":                     `unknown key "outputs" in step commands[0]`,
 	"workflows_debtmap-reduce.yml":               `unknown key "timeout" in setup`,
-	"workflows_debtmap.yml":                      `unknown key "max_attempts" in on_failure`,
 	"workflows_documentation-maintain.yml":       `unknown key "description" in step commands[0]`,
 	"workflows_fix-files-mapreduce.yml":          `map.filter: invalid expression`,
 	"workflows_implement-with-tests.yml":         `invalid YAML: did not find expected '-' indicator`,
