@@ -27,7 +27,6 @@ var prodigyNotYet = map[string]string{
 	"examples_test-sensitive-masking.yml":        `unknown key "description" in the workflow`,
 	"templates_test-template.yml":                `commands is empty`,
 	"workflows_analysis-workflow.yml":            `analyze (Prodigy's code analysis) is not supported`,
-	"workflows_book-docs-drift.yml":              `unknown key "commit_required" in on_failure`,
 	"workflows_coverage-simplified.yml":          `unknown key "outputs" in step commands[0]`,
 	"workflows_coverage-with-test-debug.yml":     `unknown key "outputs" in step commands[0]`,
 	"workflows_coverage.yml":                     `unknown key "outputs" in step commands[0]`,
