@@ -24,16 +24,13 @@ var prodigyNotYet = map[string]string{
 	"examples_capture-parallel-analysis.yml": `capture-parallel-analysis.yml:103:5: invalid YAML: could not find expected ':'`,
 	"examples_mapreduce-json-input.yml":      `mapreduce-json-input.yml:30:46: invalid YAML: mapping values are not allowed in this context`,
 	"workflows_analysis-workflow.yml":        `analyze (Prodigy's code analysis) is not supported`,
-	"workflows_book-docs-drift.yml":          `unknown key "commit_required" in on_failure`,
 	"workflows_coverage-simplified.yml":      `analysis (Prodigy's code analysis before a command) is not supported`,
 	"workflows_coverage-with-test-debug.yml": `analysis (Prodigy's code analysis before a command) is not supported`,
 	"workflows_coverage.yml":                 `analyze (Prodigy's code analysis) is not supported`,
 	"workflows_debtmap-reduce.yml":           `map.filter: invalid expression`,
-	"workflows_debtmap.yml":                  `unknown key "max_attempts" in on_failure`,
 	"workflows_documentation-maintain.yml":   `unknown key "output" in step commands[2]`,
 	"workflows_implement-with-tests.yml":     `implement-with-tests.yml:66:1: invalid YAML: did not find expected '-' indicator`,
 	"workflows_implement.yml":                `merge acts on the job branch of a MapReduce workflow`,
-	"workflows_mkdocs-drift.yml":             `unknown key "commit_required" in on_failure`,
 	"workflows_tech-debt.yml":                `analyze (Prodigy's code analysis) is not supported`,
 }
 

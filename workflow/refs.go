@@ -22,10 +22,10 @@ type stepAt struct {
 
 // stepRef is a read of a step's variables, checked once every id is known.
 type stepRef struct {
-	pos  Pos // of the reference: in a value of several lines, its own line
-	what string
-	id   string
-	at   stepAt
+	pos   Pos // of the reference: in a value of several lines, its own line
+	what  string
+	id    string
+	at    stepAt
 	field string // Prodigy's ${ID.field} or ${NAME.field}; "" for ${steps.ID...}
 }
 
