@@ -91,6 +91,11 @@ func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r
 	}
 	defer cleanup()
 	hr.Scope.SetIn("shell", "output", output)
+	// Prodigy's other names for the failed run: its streams apart (the
+	// same 64 KiB tails, trailing newlines trimmed) and its exit code.
+	hr.Scope.SetIn("shell", "stdout", strings.TrimRight(last.Stdout, "\r\n"))
+	hr.Scope.SetIn("shell", "stderr", strings.TrimRight(last.Stderr, "\r\n"))
+	hr.Scope.SetIn("shell", "exit_code", last.ExitCode)
 	var commits *commitTracker
 	if step.OnFailure.CommitRequired {
 		watched := *step

@@ -271,3 +271,16 @@ func TestOnExitCode(t *testing.T) {
 		})
 	}
 }
+
+// A handler also reads the failed run's streams apart and its exit code,
+// under Prodigy's names ${shell.stdout}, ${shell.stderr}, ${shell.exit_code}.
+func TestFailureHandlerReadsStreamsApart(t *testing.T) {
+	_, _, dir := runFirstStep(t, t.Context(), `
+- shell: 'echo out; echo err >&2; exit 4'
+  on_failure:
+    shell: 'printf "%s|%s|%s\n" "${shell.stdout}" "${shell.stderr}" "${shell.exit_code}" > seen'
+`)
+	if got := readFile(t, filepath.Join(dir, "seen")); got != "out|err|4\n" {
+		t.Errorf("the handler read %q", got)
+	}
+}
