@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jobdlq"
+	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/plan"
 	"github.com/runnerdev/runner/state"
@@ -155,10 +156,12 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		var sum mapreduce.Summary
 		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
 			Merge: merge || j.Workflow().MergeBack, MergeStarts: ui.mergeStarts})
-		res.items, res.end = &sum.Items, sum
+		res.items, res.end = &sum.Items, sum.End
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
+	} else if j.Workflow().RunsInWorktree() {
+		res.steps, res.end, err = jobtree.RunStandard(ctx, j, merge || j.Workflow().MergeBack, ui.mergeStarts)
 	} else {
 		res.steps, err = j.RunStandard(ctx)
 	}
@@ -205,6 +208,6 @@ type jobResult struct {
 	code   int
 	steps  job.PhaseResult   // standard workflows
 	items  *state.ItemCounts // MapReduce workflows
-	end    mapreduce.Summary // MapReduce: its job branch and final merge (map.isolation: worktree)
+	end    jobtree.End       // its job branch and final merge (Workflow.RunsInWorktree)
 	err    error
 }
