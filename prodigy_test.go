@@ -36,7 +36,6 @@ var prodigyNotYet = map[string]string{
 	"workflows_documentation-maintain.yml":       `unknown key "description" in step commands[0]`,
 	"workflows_fix-files-mapreduce.yml":          `map.filter: invalid expression`,
 	"workflows_implement-with-tests.yml":         `invalid YAML: did not find expected '-' indicator`,
-	"workflows_implement.yml":                    `merge acts on the job branch of a MapReduce workflow`,
 	"workflows_mkdocs-drift.yml":                 `unknown key "commit_required" in on_failure`,
 	"workflows_product-enhancement-workflow.yml": `unknown key "options" in step commands[0]`,
 	"workflows_tech-debt.yml":                    `analyze (Prodigy's code analysis) is not supported`,
