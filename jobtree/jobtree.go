@@ -50,7 +50,7 @@ type Tree struct {
 func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
 	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("the job's worktree: %w", err)
+		return nil, err
 	}
 	root, err := filepath.Abs(path("worktree"))
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 func RunStandard(ctx context.Context, j *job.Job, merge bool, starts func()) (pr job.PhaseResult, end End, err error) {
 	t, err := Open(ctx, j.ID(), j.Executor().Env, j.Path)
 	if err != nil {
-		return pr, end, err
+		return pr, end, fmt.Errorf("the job's worktree: %w", err)
 	}
 	defer func() {
 		if rerr := t.Remove(ctx); err == nil && rerr != nil {
