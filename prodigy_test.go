@@ -30,7 +30,6 @@ var prodigyNotYet = map[string]string{
 	"workflows_debtmap-reduce.yml":           `map.filter: invalid expression`,
 	"workflows_documentation-maintain.yml":   `unknown key "output" in step commands[2]`,
 	"workflows_implement-with-tests.yml":     `implement-with-tests.yml:66:1: invalid YAML: did not find expected '-' indicator`,
-	"workflows_implement.yml":                `merge acts on the job branch of a MapReduce workflow`,
 	"workflows_tech-debt.yml":                `analyze (Prodigy's code analysis) is not supported`,
 }
 

@@ -9,26 +9,29 @@ import (
 
 	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/workflow"
 )
 
-// checkIsolation refuses, before anything runs, a workflow whose map items
-// run in git worktrees outside a git repository with a commit, saying how
-// to make one; and it warns of changes in the checkout that the job, which
-// works from the last commit, will not see.
+// checkIsolation refuses, before anything runs, a workflow that runs in
+// git worktrees (Workflow.RunsInWorktree) outside a git repository with a
+// commit, saying how to make one; and it warns of changes in the checkout
+// that the job, which works from the last commit, will not see.
 func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow) error {
-	if wf.Mode != workflow.MapReduce || wf.Map == nil || wf.Map.Isolation != workflow.IsolationWorktree {
+	if !wf.RunsInWorktree() {
 		return nil
 	}
-	why := "map.isolation: worktree"
-	if !wf.Map.IsolationSet {
+	why, without := "map.isolation: worktree", "set map.isolation: none"
+	switch {
+	case wf.Mode != workflow.MapReduce:
+		why, without = "a standard workflow with merge: or merge_back: true (its commands run in a git worktree, on a job branch)", "remove merge: and merge_back:"
+	case !wf.Map.IsolationSet:
 		why += " (the default when the agent template has a claude: step or commit_required)"
 	}
 	dir, _ := os.Getwd()
 	var git gitwork.Git
 	if _, _, err := git.TopLevel(ctx); err != nil {
-		return usagef("%s needs a git repository with at least one commit, and %s is not in one (%v); make one here with: git init && git add -A && git commit -m init (or set map.isolation: none)", why, dir, err)
+		return usagef("%s needs a git repository with at least one commit, and %s is not in one (%v); make one here with: git init && git add -A && git commit -m init (or %s)", why, dir, err, without)
 	}
 	head, err := git.Head(ctx)
 	if err != nil {
@@ -49,7 +52,11 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 }
 
 // mergeFlagHelp is --merge's help, for run and resume.
-const mergeFlagHelp = "when the job succeeds, merge its branch into the branch it started on (map.isolation: worktree; as merge_back: true)"
+const mergeFlagHelp = "when the job succeeds, merge its branch into the branch it started on (map.isolation: worktree, or a standard workflow with merge:; as merge_back: true)"
+
+// branchHolders are the workflows that have a job branch, in the messages
+// that refuse --merge.
+const branchHolders = "a workflow that runs in git worktrees (a MapReduce map with isolation: worktree, or a standard workflow with merge: or merge_back: true)"
 
 // checkMerge refuses, before anything runs, a final merge asked for (by
 // --merge or merge_back: true) that could not happen: the workflow has no
@@ -58,8 +65,8 @@ func checkMerge(ctx context.Context, wf *workflow.Workflow, flag bool) error {
 	if !flag && !wf.MergeBack {
 		return nil
 	}
-	if wf.Mode != workflow.MapReduce || wf.Map == nil || wf.Map.Isolation != workflow.IsolationWorktree {
-		return usagef("--merge merges the job branch of a MapReduce workflow whose map runs in git worktrees (map.isolation: worktree), and %s has none", wf.File)
+	if !wf.RunsInWorktree() {
+		return usagef("--merge merges the job branch of %s, and %s has none", branchHolders, wf.File)
 	}
 	branch, err := gitwork.Git{}.Branch(ctx)
 	if err != nil {
@@ -83,25 +90,25 @@ func checkResumeMerge(g *globalOptions, id string) error {
 	switch {
 	case err != nil:
 		return nil
-	case wf.Map == nil || wf.Map.Isolation != workflow.IsolationWorktree:
-		return usagef("--merge merges the job branch of a job whose map runs in git worktrees (map.isolation: worktree), and job %s has none", id)
+	case !wf.RunsInWorktree():
+		return usagef("--merge merges the job branch of %s, and job %s has none", branchHolders, id)
 	case st.Meta.TargetBranch == "":
 		return usagef("job %s started on a detached HEAD: there is no branch to merge its branch runner/%s into; merge it yourself: git merge --no-ff runner/%s", id, id, id)
 	}
 	return nil
 }
 
-// writeEndOfJob says where the work of a job whose map ran in git
-// worktrees is: merged into the branch the job started on, or on the job
+// writeEndOfJob says where the work of a job that ran in git worktrees
+// is: merged into the branch the job started on, or on the job
 // branch, with the command that merges it. merge says that a merge was
 // asked for.
 func writeEndOfJob(w io.Writer, res jobResult, merge bool) {
 	end := res.end
 	switch end.Merged {
-	case mapreduce.MergedByGit:
+	case jobtree.MergedByGit:
 		fmt.Fprintf(w, "runner: merged the job's branch %s into %s\n", end.Branch, end.Target)
 		return
-	case mapreduce.MergedByBlock:
+	case jobtree.MergedByBlock:
 		fmt.Fprintf(w, "runner: the merge: block ran to merge the job's branch %s into %s\n", end.Branch, end.Target)
 		return
 	}

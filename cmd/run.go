@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jobdlq"
+	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/plan"
 	"github.com/runnerdev/runner/state"
@@ -27,8 +28,11 @@ type runOptions struct {
 	Seed   string
 	DryRun bool
 	Set    []string
-	JUnit  string
-	Merge  bool
+	// Arg is --arg (and Args Prodigy's spelling, --args): the value of
+	// $ARG, as in Prodigy's prodigy run FILE --args VALUE.
+	Arg, Args []string
+	JUnit     string
+	Merge     bool
 }
 
 func (o *runOptions) AddFlags(cmd *cobra.Command) {
@@ -40,6 +44,9 @@ func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Seed, "seed", "", "seed for retry jitter, to reproduce a schedule exactly")
 	f.BoolVar(&o.DryRun, "dry-run", false, "validate and show what would run, run nothing")
 	f.StringArrayVar(&o.Set, "set", nil, "set a variable: --set KEY=VALUE (overrides env:)")
+	f.StringArrayVarP(&o.Arg, "arg", "a", nil, "set $ARG, as Prodigy's --args does: the same as --set ARG=VALUE")
+	f.StringArrayVar(&o.Args, "args", nil, "Prodigy's spelling of --arg")
+	f.MarkHidden("args")
 	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 	f.BoolVar(&o.Merge, "merge", false, mergeFlagHelp)
 }
@@ -52,6 +59,7 @@ func newRunCommand(g *globalOptions) *cobra.Command {
 		Long:  "Run a workflow file as a new job. The job id is printed on stderr first (job: ID);\nits state, logs and events stay under the state dir for jobs, events and resume.\n\n" + exitCodesHelp,
 		Example: `  runner run deploy.yml
   runner run --set REGION=eu-west-1 deploy.yml
+  runner run --arg 42 --merge implement.yml   # $ARG is 42, as with Prodigy's --args
   runner run --profile production deploy.yml
   runner run --output json ci.yml > summary.json
   runner run --seed 42 flaky-api.yml`,
@@ -78,8 +86,28 @@ func (o runOptions) validate() (vars map[string]string, seed *uint64, err error)
 	if err := o.parallelOptions.validate(); err != nil {
 		return nil, nil, err
 	}
-	vars, err = parseSet(o.Set)
-	return vars, seed, err
+	if vars, err = parseSet(o.Set); err != nil {
+		return nil, nil, err
+	}
+	return vars, seed, setArg(vars, append(o.Arg, o.Args...))
+}
+
+// setArg sets ARG to the value of --arg: Prodigy's $ARG, which its files
+// read (claude: "/prodigy-implement-spec $ARG"). Prodigy runs the file
+// once for each --args value; a runner job runs it once, so one value is
+// taken.
+func setArg(vars map[string]string, args []string) error {
+	switch {
+	case len(args) == 0:
+		return nil
+	case len(args) > 1:
+		return usagef("--arg is given %d times, and a job runs the workflow once, with one $ARG: run it once for each value", len(args))
+	}
+	if v, ok := vars["ARG"]; ok && v != args[0] {
+		return usagef("--arg %s and --set ARG=%s give ARG two values", args[0], v)
+	}
+	vars["ARG"] = args[0]
+	return nil
 }
 
 // parseSet reads --set KEY=VALUE flags.
@@ -158,10 +186,12 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		var sum mapreduce.Summary
 		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
 			Merge: merge || j.Workflow().MergeBack, MergeStarts: ui.mergeStarts})
-		res.items, res.end = &sum.Items, sum
+		res.items, res.end = &sum.Items, sum.End
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
+	} else if j.Workflow().RunsInWorktree() {
+		res.steps, res.end, err = jobtree.RunStandard(ctx, j, merge || j.Workflow().MergeBack, ui.mergeStarts)
 	} else {
 		res.steps, err = j.RunStandard(ctx)
 	}
@@ -208,6 +238,6 @@ type jobResult struct {
 	code   int
 	steps  job.PhaseResult   // standard workflows
 	items  *state.ItemCounts // MapReduce workflows
-	end    mapreduce.Summary // MapReduce: its job branch and final merge (map.isolation: worktree)
+	end    jobtree.End       // its job branch and final merge (Workflow.RunsInWorktree)
 	err    error
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/progress"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
@@ -298,7 +298,7 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 	case res.status == state.Failed, res.status == state.Stopped:
 		t.display.Line("runner: "+inPhase(res.err, s.Error), "")
 		resume := "runner resume "
-		if errors.As(res.err, new(*mapreduce.MergeError)) {
+		if errors.As(res.err, new(*jobtree.MergeError)) {
 			resume += "--merge " // a final merge that failed is made again only when asked for
 		}
 		t.display.Line("resume with: "+resume+s.JobID, "")

@@ -19,6 +19,7 @@ import (
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
@@ -46,16 +47,10 @@ type Options struct {
 type Summary struct {
 	Items   job.ItemCounts
 	Stopped *errorpolicy.Verdict // the error policy stopped the map phase
-	// Branch is the job branch (map.isolation: worktree), which holds
-	// setup's, the merged items' and reduce's commits; "" without
-	// isolation.
-	Branch string
-	// Target is the branch the job started on, which the job branch
-	// merges into ("" when HEAD was detached, or without isolation).
-	Target string
-	// Merged says how the job branch was merged into Target
-	// (MergedByGit, MergedByBlock); "" when it was not.
-	Merged string
+	// End is the job branch (map.isolation: worktree), which holds
+	// setup's, the merged items' and reduce's commits, and its merge;
+	// empty without isolation.
+	jobtree.End
 }
 
 // StoppedError is returned when the error policy stopped the job; items
@@ -80,21 +75,12 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 		return sum, err
 	}
 	if trees != nil {
-		start := trees.startJob
-		if j.Resumed() {
-			start = trees.resumeJob
-		}
-		if err := start(ctx); err != nil {
-			return sum, err
-		}
 		defer func() {
 			if cerr := trees.endJob(ctx); err == nil {
 				err = cerr
 			}
 		}()
-		j.SetDir(trees.Dir())
-		sum.Branch = trees.JobBranch
-		if sum.Target, err = trees.target(ctx, j); err != nil {
+		if sum.End, err = trees.Begin(ctx, j, trees.resumeJob); err != nil {
 			return sum, err
 		}
 	}
@@ -113,7 +99,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err != nil || trees == nil || !opts.Merge || sum.Items.DLQ > 0 {
 		return sum, err
 	}
-	how, err := trees.mergeEnd(ctx, j, sum.Target, opts.MergeStarts)
+	how, err := trees.MergeEnd(ctx, j, sum.Target, opts.MergeStarts)
 	if err != nil {
 		return sum, &job.PhaseError{Phase: job.PhaseMerge, Err: err}
 	}

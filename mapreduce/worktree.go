@@ -9,12 +9,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -26,27 +24,11 @@ const KindMergeConflict = "merge_conflict"
 // with isolation: worktree. The job worktree, on the job branch, is where
 // setup, the merges and reduce run; each item runs in a worktree of its
 // own on a branch made from the job branch's tip, merged back (one merge
-// at a time) when the item succeeds.
+// at a time, under the job's merge lock) when the item succeeds.
 type Worktrees struct {
-	// JobBranch is the job's branch, runner/<job id>.
-	JobBranch string
-	jobID     string
-	git       gitwork.Git // in the job worktree, with the job's environment
-	jobDir    string      // the job worktree
-	itemsDir  string      // where the items' worktrees are made
-	// prefix is the directory runner was started in, below the
-	// repository's top: steps run there in each worktree.
-	prefix string
-	merge  bool // map.merge is not none
-	// lockPath is the file whose flock orders the merges into the job
-	// branch of all the processes of a job (two dlq retries may run at
-	// once).
-	lockPath string
-
-	mergeMu sync.Mutex // one merge into the job branch at a time
-	// checked is set once this process has aborted any merge a dead
-	// process left half done in the job worktree.
-	checked bool
+	*jobtree.Tree
+	itemsDir string // where the items' worktrees are made
+	merge    bool   // map.merge is not none
 }
 
 // OpenWorktrees returns the worktrees of a job (nil when its map runs
@@ -57,113 +39,26 @@ func OpenWorktrees(ctx context.Context, jobID string, m *workflow.MapPhase, env 
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return nil, nil
 	}
-	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
+	tree, err := jobtree.Open(ctx, jobID, env, path)
 	if err != nil {
 		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
-	}
-	jobDir, err := filepath.Abs(path("worktree"))
-	if err != nil {
-		return nil, err
 	}
 	itemsDir, err := filepath.Abs(path("worktrees"))
 	if err != nil {
 		return nil, err
 	}
-	return &Worktrees{
-		JobBranch: "runner/" + jobID,
-		jobID:     jobID,
-		git:       gitwork.Git{Dir: jobDir, Env: env},
-		jobDir:    jobDir,
-		itemsDir:  itemsDir,
-		prefix:    prefix,
-		merge:     !m.NoMerge,
-		lockPath:  filepath.Join(filepath.Dir(jobDir), "worktree.lock"),
-	}, nil
-}
-
-// Dir is where the job's phases run: runner's directory in the job
-// worktree.
-func (w *Worktrees) Dir() string { return filepath.Join(w.jobDir, w.prefix) }
-
-// startJob makes the job worktree on a new job branch from the HEAD of the
-// checkout runner runs in, which stays as it is.
-func (w *Worktrees) startJob(ctx context.Context) error {
-	user := w.git.In("")
-	head, err := user.Head(ctx)
-	if err != nil {
-		return err
-	}
-	if head == "" {
-		return errors.New("map.isolation: worktree: the repository has no commit yet; make one first: git commit --allow-empty -m init")
-	}
-	if err := user.NewWorktree(ctx, w.jobDir, w.JobBranch, head); err != nil {
-		return fmt.Errorf("the job worktree: %w", err)
-	}
-	w.checked = true // new: no merge in it to abort
-	return nil
+	return &Worktrees{Tree: tree, itemsDir: itemsDir, merge: !m.NoMerge}, nil
 }
 
 // resumeJob readies the worktrees of a resumed job: the items' worktrees
 // a process that died left are removed, and the job worktree is made
 // again on the job branch or, if it is still there, has a merge that the
-// dead process left half done aborted.
+// dead process left half done aborted (Ready).
 func (w *Worktrees) resumeJob(ctx context.Context) error {
 	if err := w.removeItemTrees(ctx); err != nil {
 		return err
 	}
-	return w.readyJobTree(ctx)
-}
-
-// readyJobTree makes the job worktree on the job branch when it is not
-// there (a dlq retry runs after the job ended, and a retry that ends
-// removes it while another may still merge), and aborts a merge that a
-// process which died left half done in it. The job's merge lock is held
-// (lock), or no other process runs the job.
-func (w *Worktrees) readyJobTree(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join(w.jobDir, ".git")); err == nil {
-		if w.checked {
-			return nil
-		}
-		w.checked = true
-		return w.git.AbortMerge(ctx)
-	}
-	user := w.git.In("")
-	// What a process killed while it removed the worktree left of it.
-	if err := errors.Join(os.RemoveAll(w.jobDir), user.Prune(ctx)); err != nil {
-		return err
-	}
-	if tip, err := user.Tip(ctx, w.JobBranch); err != nil || tip == "" {
-		return errors.Join(err, fmt.Errorf("the job branch %s is gone: the job's work cannot be resumed", w.JobBranch))
-	}
-	if err := user.AddWorktree(ctx, w.jobDir, w.JobBranch); err != nil {
-		return fmt.Errorf("the job worktree: %w", err)
-	}
-	w.checked = true
-	return nil
-}
-
-// lock takes the job's merge lock: this process's, then the flock that
-// other processes of the job (dlq retries) take. unlock gives both back.
-func (w *Worktrees) lock() (unlock func(), err error) {
-	w.mergeMu.Lock()
-	f, err := os.OpenFile(w.lockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err == nil {
-		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			f.Close()
-		}
-	}
-	if err != nil {
-		w.mergeMu.Unlock()
-		return nil, fmt.Errorf("the job's merge lock: %w", err)
-	}
-	return func() {
-		// Unlocked before the close: a child forked meanwhile holds a
-		// copy of the descriptor until it execs, and the close alone
-		// would leave the flock to it.
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-		w.mergeMu.Unlock()
-	}, nil
+	return w.Ready(ctx)
 }
 
 // startRetry readies the worktrees for a dlq retry of its (known are the
@@ -175,7 +70,7 @@ func (w *Worktrees) lock() (unlock func(), err error) {
 // neither run nor merged again. The job worktree is made at the first
 // merge, under the job's merge lock.
 func (w *Worktrees) startRetry(ctx context.Context, q RetryQueue, known map[int]job.ItemRecord, its []*Item) (map[int]Outcome, error) {
-	repo := w.git.In("")
+	repo := w.Git.In("")
 	if err := repo.Prune(ctx); err != nil {
 		return nil, err
 	}
@@ -208,13 +103,12 @@ func (w *Worktrees) startRetry(ctx context.Context, q RetryQueue, known map[int]
 // retry that merges later makes it again.
 func (w *Worktrees) endRetry(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted retry still cleans up
-	unlock, err := w.lock()
+	unlock, err := w.Lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	user := w.git.In("")
-	if err := errors.Join(user.RemoveWorktree(ctx, w.jobDir), user.Prune(ctx)); err != nil {
+	if err := w.Remove(ctx); err != nil {
 		return fmt.Errorf("removing the job worktree: %w", err)
 	}
 	return w.deleteMergedBranches(ctx)
@@ -224,9 +118,7 @@ func (w *Worktrees) endRetry(ctx context.Context) error {
 // left, and the job's own); the branches stay.
 func (w *Worktrees) endJob(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted job still cleans up
-	user := w.git.In("")
-	err := errors.Join(w.removeItemTrees(ctx), user.RemoveWorktree(ctx, w.jobDir), user.Prune(ctx))
-	if err != nil {
+	if err := errors.Join(w.removeItemTrees(ctx), w.Remove(ctx)); err != nil {
 		return fmt.Errorf("removing the job's worktrees: %w", err)
 	}
 	return w.deleteMergedBranches(ctx)
@@ -242,7 +134,7 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 	if !w.merge {
 		return nil
 	}
-	user := w.git.In("")
+	user := w.Git.In("")
 	branches, err := user.MergedBranches(ctx, w.JobBranch, w.JobBranch+".items/*")
 	if err != nil {
 		return fmt.Errorf("listing the items' merged branches: %w", err)
@@ -255,7 +147,7 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 
 // removeItemTrees removes the items' worktrees that are there.
 func (w *Worktrees) removeItemTrees(ctx context.Context) error {
-	user := w.git.In("")
+	user := w.Git.In("")
 	left, err := user.Worktrees(ctx, w.itemsDir)
 	for _, t := range left {
 		err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
@@ -282,7 +174,7 @@ func (w *Worktrees) resumeItems(ctx context.Context, running map[int]job.ItemRec
 // merged into the job branch, with the outcome to record for each: a
 // process that died after the merge did not record it.
 func (w *Worktrees) mergedItems(ctx context.Context, its []*Item) (map[int]Outcome, error) {
-	repo := w.git.In("")
+	repo := w.Git.In("")
 	merged, err := repo.Merged(ctx, w.JobBranch)
 	if err != nil {
 		return nil, err
@@ -317,7 +209,7 @@ type itemTree struct {
 // lost) finds the worktree its earlier steps worked in, and keeps it.
 func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemTree, error) {
 	t := w.itemTree(it)
-	repo := w.git.In("")
+	repo := w.Git.In("")
 	if _, err := os.Stat(t.path); err == nil {
 		if resumed {
 			return t, nil
@@ -340,11 +232,11 @@ func (w *Worktrees) itemTree(it *Item) itemTree {
 
 // itemDir is where an item's steps run: runner's directory in the item's
 // worktree.
-func (w *Worktrees) itemDir(t itemTree) string { return filepath.Join(t.path, w.prefix) }
+func (w *Worktrees) itemDir(t itemTree) string { return filepath.Join(t.path, w.Prefix) }
 
 // closeItem removes an item's worktree; its branch stays.
 func (w *Worktrees) closeItem(ctx context.Context, t itemTree) error {
-	return w.git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.path)
+	return w.Git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.path)
 }
 
 // mergeBack merges the branch of an item that succeeded into the job
@@ -359,7 +251,7 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
 	// The merges of other items, which the job branch may gain meanwhile,
 	// hold none of this item's commits.
-	commits, err := w.git.In("").Commits(ctx, w.JobBranch, out.Branch)
+	commits, err := w.Git.In("").Commits(ctx, w.JobBranch, out.Branch)
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
@@ -367,16 +259,16 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	if out.Failed || !w.merge || len(commits) == 0 {
 		return out, nil
 	}
-	unlock, err := w.lock()
+	unlock, err := w.Lock()
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
 	defer unlock()
-	if err := w.readyJobTree(ctx); err != nil {
+	if err := w.Ready(ctx); err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	msg := "Merge " + it.ID + " (runner job " + w.jobID + ")"
-	conflicts, err := w.git.Merge(ctx, out.Branch, msg)
+	msg := "Merge " + it.ID + " (runner job " + w.JobID + ")"
+	conflicts, err := w.Git.Merge(ctx, out.Branch, msg)
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
@@ -401,7 +293,7 @@ func (w *Worktrees) recorded(ctx context.Context, out Outcome) {
 	}
 	// A branch left behind holds nothing the job branch lacks: failing to
 	// delete it is not worth failing the item, which has succeeded.
-	_ = w.git.In("").DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+	_ = w.Git.In("").DeleteBranch(context.WithoutCancel(ctx), out.Branch)
 }
 
 // unsafeRef is what may not appear in a git branch name's component (and

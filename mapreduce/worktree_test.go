@@ -1,12 +1,10 @@
 package mapreduce
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/runnerdev/runner/job"
@@ -42,7 +40,7 @@ func TestWorktreeName(t *testing.T) {
 // branch kept and the job branch clean.
 func TestWorktreesMergeBack(t *testing.T) {
 	w, git, repo := testWorktrees(t)
-	if err := w.startJob(t.Context()); err != nil {
+	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	edit := func(it *Item, content string) Outcome {
@@ -67,7 +65,7 @@ func TestWorktreesMergeBack(t *testing.T) {
 	if msg := git(repo, "log", "-1", "--format=%s", "runner/j"); msg != "Merge a (runner job j)" {
 		t.Errorf("the job branch ends with %q", msg)
 	}
-	if st := git(w.jobDir, "status", "--porcelain"); st != "" {
+	if st := git(w.Root, "status", "--porcelain"); st != "" {
 		t.Errorf("the job worktree is not clean after the aborted merge: %q", st)
 	}
 	branches := git(repo, "branch", "--list", "runner/j.items/*")
@@ -99,7 +97,7 @@ func TestWorktreesMergeBack(t *testing.T) {
 	if err := w.resumeJob(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if msg := git(w.jobDir, "log", "-1", "--format=%s"); msg != "Merge a (runner job j)" {
+	if msg := git(w.Root, "log", "-1", "--format=%s"); msg != "Merge a (runner job j)" {
 		t.Errorf("the resumed job worktree is at %q", msg)
 	}
 	left, err := w.openItem(t.Context(), c, false)
@@ -178,7 +176,7 @@ func editItem(t *testing.T, w *Worktrees, git func(string, ...string) string, it
 // endRetry removes it.
 func TestWorktreesRetry(t *testing.T) {
 	w, git, repo := testWorktrees(t)
-	if err := w.startJob(t.Context()); err != nil {
+	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.endJob(t.Context()); err != nil {
@@ -195,7 +193,7 @@ func TestWorktreesRetry(t *testing.T) {
 	if err != nil || outD.Failed {
 		t.Fatalf("merge of d = %+v, %v", outD, err)
 	}
-	if msg := git(w.jobDir, "log", "-1", "--format=%s"); msg != "Merge d (runner job j)" {
+	if msg := git(w.Root, "log", "-1", "--format=%s"); msg != "Merge d (runner job j)" {
 		t.Errorf("the job worktree made for the merge is at %q", msg)
 	}
 	q := heldDLQ{newFakeDLQ(), map[string]bool{"b": true}}
@@ -216,36 +214,10 @@ func TestWorktreesRetry(t *testing.T) {
 	if err := w.endRetry(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(w.jobDir); !os.IsNotExist(err) {
+	if _, err := os.Stat(w.Root); !os.IsNotExist(err) {
 		t.Errorf("the job worktree is still there after the retry: %v", err)
 	}
 	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 3 {
 		t.Errorf("worktrees: want the repository's, b's and d's\n%s", list)
-	}
-}
-
-// The job's merge lock is a flock that another process (another open
-// file) cannot take while this one holds it, and can once it is given
-// back.
-func TestWorktreesLock(t *testing.T) {
-	w, _, _ := testWorktrees(t)
-	if err := os.MkdirAll(filepath.Dir(w.lockPath), 0o700); err != nil { // the job's directory
-		t.Fatal(err)
-	}
-	unlock, err := w.lock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := os.Open(w.lockPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
-		t.Errorf("another holder took the held lock: %v", err)
-	}
-	unlock()
-	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Errorf("the lock given back cannot be taken: %v", err)
 	}
 }

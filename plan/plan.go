@@ -27,8 +27,9 @@ type Plan struct {
 	ErrorPolicy *ErrorPolicy  `json:"error_policy,omitempty"`
 }
 
-// End is what happens to the job branch of a map with isolation: worktree
-// when the job succeeds.
+// End is what happens to the job branch (a map with isolation: worktree,
+// or a standard workflow with merge: or merge_back: true) when the job
+// succeeds.
 type End struct {
 	// MergeBack (merge_back: true): it is merged into the branch the job
 	// started on; otherwise only with --merge.
@@ -189,25 +190,25 @@ func New(wf *workflow.Workflow, seed *uint64, agent executor.Agent) Plan {
 	}
 	if wf.Mode != workflow.MapReduce {
 		phase(job.PhaseCommands, wf.Steps, false)
-		return p
+	} else {
+		phase(job.PhaseSetup, wf.Setup, false)
+		if len(wf.Setup) > 0 {
+			p.Phases[len(p.Phases)-1].Timeout = optMillis(wf.SetupTimeout)
+		}
+		if wf.Map != nil {
+			p.Map = newMap(wf.Map)
+			phase("agent_template", wf.Map.Template, true)
+		}
+		phase(job.PhaseReduce, wf.Reduce, false)
+		p.ErrorPolicy = newErrorPolicy(wf)
 	}
-	phase(job.PhaseSetup, wf.Setup, false)
-	if len(wf.Setup) > 0 {
-		p.Phases[len(p.Phases)-1].Timeout = optMillis(wf.SetupTimeout)
-	}
-	if wf.Map != nil {
-		p.Map = newMap(wf.Map)
-		phase("agent_template", wf.Map.Template, true)
-	}
-	phase(job.PhaseReduce, wf.Reduce, false)
-	if wf.Map != nil && wf.Map.Isolation == workflow.IsolationWorktree {
+	if wf.RunsInWorktree() {
 		p.End = &End{MergeBack: wf.MergeBack}
 		if wf.Merge != nil {
 			p.End.MergeBlock, p.End.Timeout = true, optMillis(wf.Merge.Timeout)
 			phase(job.PhaseMerge, wf.Merge.Steps, false)
 		}
 	}
-	p.ErrorPolicy = newErrorPolicy(wf)
 	return p
 }
 

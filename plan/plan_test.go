@@ -179,6 +179,19 @@ func TestIsolationPlan(t *testing.T) {
 	}
 }
 
+// A standard workflow with a merge: block shows its merge phase after its
+// commands, and what the end of the job does with the job branch; one
+// without it has no end.
+func TestStandardMergePlan(t *testing.T) {
+	p := New(parse(t, "commands: [{claude: /implement}]\nmerge: [{claude: /merge}]\n"), nil, executor.Agent{})
+	if len(p.Phases) != 2 || p.Phases[0].Phase != "commands" || p.Phases[1].Phase != "merge" || p.End == nil || !p.End.MergeBlock || p.End.MergeBack {
+		t.Errorf("phases %+v, end %+v; want commands and merge, and the merge block on --merge", p.Phases, p.End)
+	}
+	if p := New(parse(t, "commands: [{claude: /implement}]\n"), nil, executor.Agent{}); p.End != nil || len(p.Phases) != 1 {
+		t.Errorf("without merge: phases %+v, end %+v", p.Phases, p.End)
+	}
+}
+
 // A validate block's plan says what checks the work, where its result is
 // read, and what happens while it is incomplete.
 func TestValidatePlan(t *testing.T) {

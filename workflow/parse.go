@@ -189,7 +189,7 @@ func (d *decoder) checkJSON(src []byte) bool {
 // Top-level keys by mode.
 var (
 	commonKeys   = []string{"name", "mode", "env", "secrets", "env_files", "profiles", "agent", "description"}
-	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands", "steps")
+	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands", "steps", "merge", "merge_back")
 	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back"), errorPolicyKeys...)
 )
 
@@ -237,6 +237,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	} else {
 		d.missing(f, root, "a standard workflow needs commands: a list of steps (or set mode: mapreduce)")
 	}
+	d.mergeEnd(f, wf)
 	return wf
 }
 
@@ -262,9 +263,6 @@ func (d *decoder) standardOnly(root *yaml.Node) []string {
 		switch k := root.Content[i]; k.Value {
 		case "map", "setup", "reduce", "error_policy":
 			d.errorf(k, "%q belongs to MapReduce workflows: add mode: mapreduce", k.Value)
-			found = append(found, k.Value)
-		case "merge", "merge_back":
-			d.errorf(k, "%s acts on the job branch of a MapReduce workflow whose map runs with isolation: worktree; a standard workflow runs in this checkout and has none", k.Value)
 			found = append(found, k.Value)
 		}
 	}

@@ -5,9 +5,10 @@ import "gopkg.in/yaml.v3"
 // mergeKeys are the keys of merge:'s mapping form.
 var mergeKeys = []string{"commands", "timeout"}
 
-// mergeEnd reads merge: and merge_back:, the end of a job whose map runs
-// in git worktrees: both act on the job branch, which a job without
-// isolation does not have.
+// mergeEnd reads merge: and merge_back:, the end of a job that runs on a
+// job branch: both act on that branch, which a MapReduce job whose map
+// runs without isolation does not have. A standard workflow gets one
+// because of them (RunsInWorktree).
 func (d *decoder) mergeEnd(f *fields, wf *Workflow) {
 	if n := f.get("merge"); n != nil {
 		wf.Merge = d.mergePhase(n)

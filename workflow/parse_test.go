@@ -58,7 +58,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"agent unknown key", "agent: {comand: [x]}\ncommands: [{shell: x}]\n", `1:9: unknown key "comand" in agent (did you mean "command"?)`},
 		{"foreach and shell", "- shell: x\n  foreach: {foreach: [a], do: [{shell: y}]}\n", `1:3: shell does not apply to a foreach step, which runs the steps of its do: move it into do`},
 		{"goal_seek", "- goal_seek: {}\n", `1:3: goal_seek (Prodigy's iterative refinement`},
-		{"merge at top", "name: x\nmerge: {}\ncommands: [{shell: x}]\n", `2:1: merge acts on the job branch of a MapReduce workflow whose map runs with isolation: worktree`},
+		{"merge without commands", "name: x\nmerge: {}\ncommands: [{shell: x}]\n", `2:8: merge needs commands: a list of steps`},
 		{"write_file without path", "- write_file: {content: x}\n", `1:15: write_file needs path: the file to write`},
 		{"analyze", "- analyze: {}\n", `1:3: analyze (Prodigy's code analysis) is not supported`},
 		{"missing command", "- id: build\n", `1:3: step commands[0] has no command: give it shell or claude`},
@@ -357,6 +357,38 @@ func TestParseMerge(t *testing.T) {
 	}
 }
 
+// A standard workflow with merge: or merge_back: true runs in a worktree
+// on a job branch; its merge steps read its commands' steps, which run
+// before them. Without either it runs in the checkout, as a MapReduce
+// workflow whose map has no isolation does.
+func TestStandardMerge(t *testing.T) {
+	tests := []struct {
+		name, src string
+		steps     int
+		worktree  bool
+	}{
+		{"merge block", "commands: [{shell: x, id: c}]\nmerge: [{claude: '/merge ${merge.source_branch} ${steps.c.output}'}]\n", 1, true},
+		{"merge_back", "commands: [{shell: x}]\nmerge_back: true\n", 0, true},
+		{"merge_back false", "commands: [{shell: x}]\nmerge_back: false\n", 0, false},
+		{"neither", "commands: [{shell: x}]\n", 0, false},
+		{"mapreduce with isolation", "mode: mapreduce\nmap: {input: x, agent_template: [{claude: /fix}]}\n", 0, true},
+		{"mapreduce without isolation", "mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\n", 0, false},
+	}
+	for _, tt := range tests {
+		wf, err := Parse("m.yml", []byte(tt.src))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		steps := 0
+		if wf.Merge != nil {
+			steps = len(wf.Merge.Steps)
+		}
+		if steps != tt.steps || wf.RunsInWorktree() != tt.worktree {
+			t.Errorf("%s: %d merge steps, runs in a worktree %v; want %d, %v", tt.name, steps, wf.RunsInWorktree(), tt.steps, tt.worktree)
+		}
+	}
+}
+
 func TestParseMapReduceErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"mode: mapreduce\n", `1:1: a MapReduce workflow needs map`},
@@ -384,7 +416,7 @@ func TestParseMapReduceErrors(t *testing.T) {
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {commands: [{shell: x}], timout: 9}\n", `3:33: unknown key "timout" in merge (did you mean "timeout"?)`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: []\n", `3:8: merge is empty: nothing to run`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: [{shell: x, id: m}]\nreduce: [{shell: '${steps.m.output}'}]\n", `4:18: shell: steps.m is not set here: merge runs after reduce (line 3)`},
-		{"commands: [{shell: x}]\nmerge: [{shell: x}]\n", `2:1: merge acts on the job branch of a MapReduce workflow whose map runs with isolation: worktree; a standard workflow runs in this checkout and has none`},
+		{"commands: [{shell: '${steps.m.output}'}]\nmerge: [{shell: x, id: m}]\n", `1:20: shell: steps.m is not set here: merge runs after commands (line 2)`},
 	}
 	for _, tt := range tests {
 		errs := parseErr(t, "m.yml", tt.src)

@@ -137,8 +137,8 @@ func canRead(from, to stepAt) string {
 		return "that step runs later"
 	case to.phase == "setup" && from.phase != "env":
 		return "" // map, reduce and merge run after setup, in its scope
-	case to.phase == "reduce" && from.phase == "merge":
-		return "" // merge runs after reduce, in its scope
+	case (to.phase == "reduce" || to.phase == "commands") && from.phase == "merge":
+		return "" // merge runs after reduce (or a standard workflow's commands), in its scope
 	case from.phase == "env":
 		return "the workflow env is read before any step runs"
 	case to.phase == "agent_template" && from.phase == "reduce":

@@ -150,7 +150,7 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {timeout: 600}\n",
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge: {commands: [{shell: x}], timeout: 0}\n",
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge_back: yes please\n",
-		"commands: [{shell: x}]\nmerge: [{shell: x}]\n",
+		"commands: [{shell: x}]\nmerge: []\n",
 		"- shell: x\n  validate: {threshold: 50}\n",
 		"- shell: x\n  validate: {shell: a, claude: b}\n",
 		"- shell: x\n  validate: {shell: a, threshold: 101}\n",

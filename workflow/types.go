@@ -74,6 +74,19 @@ type MergePhase struct {
 	Timeout time.Duration // the whole phase; 0 = none
 }
 
+// RunsInWorktree reports whether the job's phases run in a git worktree of
+// their own, on the job branch runner/<job id>, which the end of the job
+// may merge into the user's branch: a MapReduce workflow whose map has
+// isolation: worktree, or a standard workflow with a merge: block or
+// merge_back: true (as every Prodigy workflow runs in a worktree, and its
+// merge workflow brings the work back).
+func (wf *Workflow) RunsInWorktree() bool {
+	if wf.Mode == MapReduce {
+		return wf.Map != nil && wf.Map.Isolation == IsolationWorktree
+	}
+	return wf.Merge != nil || wf.MergeBack
+}
+
 // EnvVar is one environment entry; Value may hold placeholders. In the
 // workflow env, From may make the value at job start instead (Value nil).
 type EnvVar struct {

@@ -1,4 +1,4 @@
-package mapreduce
+package jobtree
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // How the job branch was merged into the branch the job started on
-// (Summary.Merged).
+// (End.Merged).
 const (
 	MergedByGit   = "git"   // runner's own git merge --no-ff in the user's checkout
 	MergedByBlock = "block" // the steps of the merge: block
@@ -35,44 +35,44 @@ func (e *MergeError) Unwrap() error { return e.Err }
 // target is the branch the job branch merges into: the one checked out
 // where runner runs when the job starts, recorded in the job's metadata
 // then and read from it on resume.
-func (w *Worktrees) target(ctx context.Context, j *job.Job) (string, error) {
+func (t *Tree) target(ctx context.Context, j *job.Job) (string, error) {
 	if j.Resumed() {
 		return j.Meta().TargetBranch, nil
 	}
-	branch, err := w.git.In("").Branch(ctx)
+	branch, err := t.Git.In("").Branch(ctx)
 	if err != nil {
 		return "", err
 	}
 	return branch, j.SetTargetBranch(branch)
 }
 
-// mergeEnd merges the job branch into target at the end of a job that
-// succeeded: the merge: block's steps when the file has one, run in the
+// MergeEnd merges the job branch into target at the end of a job that
+// succeeded, and says how: the merge: block's steps when the file has one, run in the
 // job worktree with ${merge.*} and journaled as the merge phase (so that
 // a resumed job does not run a finished one again); else runner's own
 // merge, in the user's checkout.
-func (w *Worktrees) mergeEnd(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
-	how, err := w.finalMerge(ctx, j, target, starts)
+func (t *Tree) MergeEnd(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
+	how, err := t.finalMerge(ctx, j, target, starts)
 	if err != nil {
 		if target == "" {
 			target = "your branch"
 		}
-		return "", &MergeError{Branch: w.JobBranch, Target: target, Err: err}
+		return "", &MergeError{Branch: t.JobBranch, Target: target, Err: err}
 	}
 	return how, nil
 }
 
-// finalMerge is mergeEnd's work.
-func (w *Worktrees) finalMerge(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
+// finalMerge is MergeEnd's work.
+func (t *Tree) finalMerge(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
 	if target == "" {
 		return "", errors.New("HEAD was detached when the job started, so there is no branch to merge into")
 	}
 	block := j.Workflow().Merge
 	if block == nil {
-		return MergedByGit, w.mergeInto(ctx, target)
+		return MergedByGit, t.mergeInto(ctx, target)
 	}
 	j.Define("merge", map[string]any{
-		"worktree": w.jobDir, "source_branch": w.JobBranch, "target_branch": target, "session_id": w.jobID,
+		"worktree": t.Root, "source_branch": t.JobBranch, "target_branch": target, "session_id": t.JobID,
 	})
 	if t := block.Timeout; t > 0 {
 		var cancel context.CancelFunc
@@ -91,9 +91,9 @@ func (w *Worktrees) finalMerge(ctx context.Context, j *job.Job, target string, s
 // to tracked files: runner never merges into a branch the user left, nor
 // mixes its merge with their work. A conflict aborts the merge, leaving
 // the checkout as it was.
-func (w *Worktrees) mergeInto(ctx context.Context, target string) error {
+func (t *Tree) mergeInto(ctx context.Context, target string) error {
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
-	user := w.git.In("")
+	user := t.Git.In("")
 	branch, err := user.Branch(ctx)
 	switch {
 	case err != nil:
@@ -110,7 +110,7 @@ func (w *Worktrees) mergeInto(ctx context.Context, target string) error {
 	if len(changed) > 0 {
 		return fmt.Errorf("your checkout has changes not committed (%s); commit or put them aside first", gitwork.Names(changed))
 	}
-	conflicts, err := user.Merge(ctx, w.JobBranch, "Merge "+w.JobBranch+" (runner job "+w.jobID+")")
+	conflicts, err := user.Merge(ctx, t.JobBranch, "Merge "+t.JobBranch+" (runner job "+t.JobID+")")
 	if err != nil {
 		return err
 	}
