@@ -75,7 +75,7 @@ chaos:
 # Go's fuzzing coordinator fixed in Go 1.27 (go.dev/issue/75804).
 fuzz:
 	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout 2h
-	$(GO) test ./workflow/ -run '^$$' -fuzz '^FuzzExprSource$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./workflow/condition/ -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -timeout 2h
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzExpandShell$$' -fuzztime $(FUZZTIME_SHELL) -timeout 2h
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout 2h
 	$(GO) test ./mapreduce/items/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) -timeout 2h

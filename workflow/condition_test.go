@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/runnerdev/runner/workflow/condition"
 	"gopkg.in/yaml.v3"
 )
 
@@ -60,7 +61,7 @@ func TestProdigyConditions(t *testing.T) {
 		}
 		got, err := e.Bool(vars)
 		if err != nil || got != tc.want {
-			t.Errorf("%s = %v, %v; want %v (expr-lang: %s)", tc.src, got, err, tc.want, translate(e.Source).out.String())
+			t.Errorf("%s = %v, %v; want %v (expr-lang: %s)", tc.src, got, err, tc.want, condition.Translate(e.Source))
 		}
 	}
 }

@@ -6,17 +6,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow/condition"
 )
 
 // parseErr parses src and returns its errors as "LINE:COL: message" lines.
@@ -497,39 +496,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzExprSource: translating a condition from Prodigy's syntax and
-// compiling it never panics, and every byte of the translation comes from
-// a place in the original text, in order, so that an error is reported
-// inside the text and never before an earlier one.
-func FuzzExprSource(f *testing.F) {
-	for _, s := range []string{`${DEPLOY} == "yes"`, `steps.build.exit_code == 0`, `${steps.my-step.output:-none} != ""`,
-		`item.size > 0 && kind in ["a", "b"]`, `${a.b[0]}`, `${`, `$`, `len(${x}) > ${y:-3}`,
-		`a = 1 AND NOT is_null(b) OR contains(c, "AND")`, `path matches '\\.rs$'`, `${x.exists} && y.z.exists`,
-		`${test-step.exit_code != 0}`, `length(tags) >= 2 && starts_with(name, "a=")`, `let x = 1; x = 1`, `"${a}-\\d"`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, src string) {
-		tr := translate(src)
-		if len(tr.from) != tr.out.Len() {
-			t.Fatalf("translate(%q): %d origins for %d bytes", src, len(tr.from), tr.out.Len())
-		}
-		for i, o := range tr.from {
-			if o < 0 || o > len(src) || i > 0 && o < tr.from[i-1] {
-				t.Fatalf("translate(%q) = %q: byte %d comes from %d (origins %v)", src, tr.out.String(), i, o, tr.from)
-			}
-		}
-		d := &decoder{file: "f.yml", src: []byte("when: " + strconv.Quote(src))}
-		n := &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.DoubleQuotedStyle, Tag: "!!str", Value: src, Line: 1, Column: 7}
-		d.compileExpr(n, "when", nil)
-		d.compileExpr(n, "retry_on.when", outcomeEnv)
-		for _, e := range d.errs {
-			if e.Line != 1 || e.Col < 7 || e.Col > 7+utf8.RuneCountInString(strconv.Quote(src)) {
-				t.Fatalf("%q: error outside the value: %v", src, e)
-			}
-		}
-	})
-}
-
 // BenchmarkParse parses the release example.
 func BenchmarkParse(b *testing.B) {
 	src, err := os.ReadFile("../examples/release.yml")
@@ -579,7 +545,7 @@ func TestExprQuotedPlaceholder(t *testing.T) {
 		}
 		got, err := e.Bool(vars)
 		if err != nil || got != tc.want {
-			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, translate(tc.src).out.String())
+			t.Errorf("%s = %v, %v; want %v (expr %s)", tc.src, got, err, tc.want, condition.Translate(tc.src))
 		}
 	}
 }
