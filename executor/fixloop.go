@@ -33,15 +33,8 @@ func (x *Executor) fixLoop(ctx context.Context, step *workflow.Step, r Run, last
 				Err: errors.Join(stepError(step, cause), herr)}
 		}
 		run := x.run(ctx, step, r)
-		if run.handlerErr != nil {
-			return x.handlerFailed(step, r, run.res, run.err, run.handlerErr)
-		}
-		if run.err == nil {
-			res, err := x.succeed(ctx, step, r, run)
-			if err == nil {
-				return res
-			}
-			run.err = err
+		if res, final := x.settle(ctx, step, r, &run); final {
+			return res
 		}
 		last, cause = run.res, run.err
 		err := stepError(step, cause)

@@ -95,17 +95,28 @@ func (x *Executor) run(ctx context.Context, step *workflow.Step, r Run) stepRun 
 // conclude turns a run into the step's result: its capture and on_success
 // handler when it succeeded, its failure handling otherwise.
 func (x *Executor) conclude(ctx context.Context, step *workflow.Step, r Run, run stepRun) StepResult {
+	if res, final := x.settle(ctx, step, r, &run); final {
+		return res
+	}
+	return x.handleFailure(ctx, step, r, run.res, run.err)
+}
+
+// settle gives a run's result when nothing is left to handle: its
+// on_exit_code handler failed, or it succeeded (captured, validated, its
+// on_success run). Otherwise run.err is the failure to handle, which a
+// capture that failed becomes.
+func (x *Executor) settle(ctx context.Context, step *workflow.Step, r Run, run *stepRun) (StepResult, bool) {
 	if run.handlerErr != nil {
-		return x.handlerFailed(step, r, run.res, run.err, run.handlerErr)
+		return x.handlerFailed(step, r, run.res, run.err, run.handlerErr), true
 	}
 	if run.err == nil {
-		res, err := x.succeed(ctx, step, r, run)
+		res, err := x.succeed(ctx, step, r, *run)
 		if err == nil {
-			return res
+			return res, true
 		}
 		run.err = err
 	}
-	return x.handleFailure(ctx, step, r, run.res, run.err)
+	return StepResult{}, false
 }
 
 // succeed captures a successful run's output and runs the on_success
