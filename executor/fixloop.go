@@ -78,6 +78,10 @@ func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r
 	hr := r
 	hr.Scope = r.Scope.Child()
 	hr.Scope.Set("error", errorVars(step, last, cause))
+	// The failed run's own variables (${ID.output}, ${ID.success} false,
+	// a capture), as the handler reads them; a capture whose output does
+	// not convert has no value.
+	_, _ = x.capture(step, last, hr.Scope)
 	output, cleanup, err := x.failedOutput(last.Outcome)
 	if err != nil {
 		return &HandlerError{What: "on_failure handler", Message: err.Error()}

@@ -284,3 +284,17 @@ func TestFailureHandlerReadsStreamsApart(t *testing.T) {
 		t.Errorf("the handler read %q", got)
 	}
 }
+
+// An on_failure handler reads the failed run's own ${ID.*} (Prodigy's
+// "/fix-failing-tests '${test.output}'"), success false.
+func TestFailureHandlerReadsItsStep(t *testing.T) {
+	_, _, dir := runFirstStep(t, t.Context(), `
+- id: test
+  shell: 'echo "2 failed"; exit 1'
+  on_failure:
+    shell: 'echo "${test.output}|${test.success}|${steps.test.exit_code}" > seen'
+`)
+	if got := readFile(t, filepath.Join(dir, "seen")); got != "2 failed|false|1\n" {
+		t.Errorf("the handler read %q", got)
+	}
+}

@@ -33,7 +33,7 @@ func (d *decoder) handlers(f *fields, s *Step, what string) {
 	}
 	if n := f.get("on_success"); n != nil {
 		outer := d.at
-		d.at.succeeded = true
+		d.at.ran = true
 		s.OnSuccess = d.handlerSteps(n, what+".on_success", s.Key()+".on_success", s.Index)
 		d.at = outer
 	}

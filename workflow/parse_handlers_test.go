@@ -161,3 +161,12 @@ func TestParseIsolationSeesHandlers(t *testing.T) {
 		}
 	}
 }
+
+// An on_failure handler runs once its step ran, and may read the step's
+// own variables (Prodigy's "/fix-failing-tests '${test.output}'").
+func TestFailureHandlerReadsItsStep(t *testing.T) {
+	src := "- id: test\n  shell: cargo test\n  on_failure:\n    claude: \"/fix-failing-tests '${test.output}'\"\n    max_attempts: 3\n"
+	if _, err := Parse("w.yml", []byte(src)); err != nil {
+		t.Fatal(err)
+	}
+}

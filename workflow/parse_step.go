@@ -110,7 +110,10 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	case n != nil && retryFailure != nil:
 		d.errorf(f.key("on_failure"), "a step may use retry_config.on_failure or on_failure, not both")
 	case n != nil:
+		outer := d.at
+		d.at.ran = true // the handler reads the failed run's ${ID.*}
 		s.OnFailure = d.stepOnFailure(n)
+		d.at = outer
 	case retryFailure != nil:
 		s.OnFailure = *retryFailure
 	}

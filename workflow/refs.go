@@ -15,9 +15,9 @@ type stepAt struct {
 	phase string // commands, setup, agent_template, reduce, merge; env and map.* outside steps
 	index int
 	outer *stepAt // a foreach's do steps: where the foreach step stands; nil for the others
-	// succeeded is set in a step's on_success, which runs once the step's
-	// own variables are set.
-	succeeded bool
+	// ran is set in a step's on_success and on_failure handlers, which
+	// run once the step's command ran and set its variables.
+	ran bool
 }
 
 // stepRef is a read of a step's variables, checked once every id is known.
@@ -129,7 +129,7 @@ func canRead(from, to stepAt) string {
 	switch {
 	case from.phase == to.phase && to.index < from.index:
 		return ""
-	case from.phase == to.phase && to.index == from.index && from.succeeded:
+	case from.phase == to.phase && to.index == from.index && from.ran:
 		return ""
 	case from.phase == to.phase && to.index == from.index:
 		return "a step's own steps.ID is set only once it has succeeded"
