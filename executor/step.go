@@ -189,7 +189,7 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 		spec.Waiting = func(p retryv2.Progress) error { return r.Waiting(retryingRecord(step, p)) }
 	}
 	last, err := retryv2.Run(ctx, spec, func(ctx context.Context, n int) retryv2.Outcome {
-		ran = x.runCommand(ctx, step, step.Command, r, n, capture)
+		ran = x.runCommandTo(ctx, step, r, n, capture)
 		if r.commits != nil && !ran.Failed() {
 			ran = r.commits.check(ctx, ran)
 		}

@@ -125,7 +125,7 @@ func (x *Executor) check(ctx context.Context, step *workflow.Step, r Run, cmds [
 		}
 		return parseCheck(out, "the check's stdout")
 	}
-	path, err := x.resultFile(step, r)
+	path, err := x.stepPath(step, r, v.ResultFile, "validate.result_file")
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -139,12 +139,13 @@ func (x *Executor) check(ctx context.Context, step *workflow.Step, r Run, cmds [
 	return parseCheck(data, "result_file "+path)
 }
 
-// resultFile is the path of validate.result_file, relative to the step's
+// stepPath is the path a step's template names (what names it in
+// errors), interpolated without shell escaping, relative to the step's
 // directory.
-func (x *Executor) resultFile(step *workflow.Step, r Run) (string, error) {
-	name, err := step.Validate.ResultFile.Expand(r.Scope.PlainLookup(), interp.Plain)
+func (x *Executor) stepPath(step *workflow.Step, r Run, t *interp.Template, what string) (string, error) {
+	name, err := t.Expand(r.Scope.PlainLookup(), interp.Plain)
 	if err != nil {
-		return "", fmt.Errorf("interpolation: validate.result_file: %w", err)
+		return "", fmt.Errorf("interpolation: %s: %w", what, err)
 	}
 	_, dir, err := x.stepEnv(step, r, 1, nil)
 	if err != nil || filepath.IsAbs(name) {

@@ -113,3 +113,17 @@ func TestLegacyFields(t *testing.T) {
 		}
 	}
 }
+
+// output_file belongs to a step that runs a command.
+func TestOutputFileErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		"- shell: x\n  output_file: ' '\n":                                    `2:16: output_file is empty`,
+		"- write_file: {path: a, content: b}\n  output_file: o.txt\n":         `2:3: output_file receives a command's stdout: it belongs to a shell: or claude: step, not a write_file step`,
+		"- foreach: {foreach: [a], do: [{shell: x}]}\n  output_file: o.txt\n": `2:3: output_file receives a command's stdout: it belongs to a shell: or claude: step, not a foreach step`,
+	} {
+		_, err := Parse("w.yml", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %s", src, err, want)
+		}
+	}
+}

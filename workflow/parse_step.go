@@ -21,7 +21,7 @@ var stepKeys = []string{
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message", "on_success", "on_exit_code",
 	"write_file", "description", "options", "args", "metadata",
-	"validate", "clear_env", "temporary", "foreach",
+	"validate", "clear_env", "temporary", "foreach", "output_file",
 }
 
 var (
@@ -123,6 +123,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	}
 	d.handlers(f, s, what)
 	d.legacyFields(f, s)
+	d.outputFile(f, s)
 	return s
 }
 

@@ -156,6 +156,9 @@ type Step struct {
 	CaptureFormat  CaptureFormat
 	CaptureStreams CaptureStreams
 	Outputs        []StepOutput // Prodigy's outputs: files the step makes, read as ${ID.NAME}
+	// OutputFile (Prodigy's output_file) is a file that receives the
+	// command's stdout too, written again by each attempt; nil: none.
+	OutputFile *interp.Template
 
 	When *Expr
 
