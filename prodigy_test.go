@@ -27,7 +27,6 @@ var prodigyNotYet = map[string]string{
 	"workflows_coverage-simplified.yml":      `analysis (Prodigy's code analysis before a command) is not supported`,
 	"workflows_coverage-with-test-debug.yml": `analysis (Prodigy's code analysis before a command) is not supported`,
 	"workflows_coverage.yml":                 `analyze (Prodigy's code analysis) is not supported`,
-	"workflows_debtmap-reduce.yml":           `map.filter: invalid expression`,
 	"workflows_documentation-maintain.yml":   `unknown key "output" in step commands[2]`,
 	"workflows_implement-with-tests.yml":     `implement-with-tests.yml:66:1: invalid YAML: did not find expected '-' indicator`,
 	"workflows_tech-debt.yml":                `analyze (Prodigy's code analysis) is not supported`,
