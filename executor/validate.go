@@ -125,7 +125,7 @@ func (x *Executor) check(ctx context.Context, step *workflow.Step, r Run, cmds [
 		}
 		return parseCheck(out, "the check's stdout")
 	}
-	path, err := x.resultFile(step, r)
+	_, path, err := x.stepPath(step, r, step.Validate.ResultFile, "validate.result_file")
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -139,18 +139,19 @@ func (x *Executor) check(ctx context.Context, step *workflow.Step, r Run, cmds [
 	return parseCheck(data, "result_file "+path)
 }
 
-// resultFile is the path of validate.result_file, relative to the step's
-// directory.
-func (x *Executor) resultFile(step *workflow.Step, r Run) (string, error) {
-	name, err := step.Validate.ResultFile.Expand(r.Scope.PlainLookup(), interp.Plain)
+// stepPath reads a path a step's key names (validate.result_file,
+// output): name is the key's text interpolated without shell escaping,
+// path is name relative to the step's directory.
+func (x *Executor) stepPath(step *workflow.Step, r Run, t *interp.Template, key string) (name, path string, err error) {
+	name, err = t.Expand(r.Scope.PlainLookup(), interp.Plain)
 	if err != nil {
-		return "", fmt.Errorf("interpolation: validate.result_file: %w", err)
+		return "", "", fmt.Errorf("interpolation: %s: %w", key, err)
 	}
 	_, dir, err := x.stepEnv(step, r, 1, nil)
 	if err != nil || filepath.IsAbs(name) {
-		return name, err
+		return name, name, err
 	}
-	return filepath.Join(dir, name), nil
+	return name, filepath.Join(dir, name), nil
 }
 
 // failedCheck is the result of a check whose command number n failed: 0%

@@ -64,9 +64,22 @@ var metadataKeys = []string{"continue_on_error", "timeout", "retries", "env", "c
 
 // legacyFields reads Prodigy's legacy structured-command fields: options
 // and args, which must repeat what the claude text already says (runner
-// runs the text as written, and adds nothing to it), and metadata, whose
-// keys are the old spellings of step keys.
-func (d *decoder) legacyFields(f *fields, s *Step) {
+// runs the text as written, and adds nothing to it), metadata, whose keys
+// are the old spellings of step keys, allow_failure, the old spelling of
+// on_failure: continue, and output, the file the step writes. onFailure
+// tells whether the step also gives on_failure or retry_config.on_failure.
+func (d *decoder) legacyFields(f *fields, s *Step, onFailure bool) {
+	if n := f.get("allow_failure"); n != nil {
+		d.allowFailure(n, f, s, onFailure)
+	}
+	if n := f.get("output"); n != nil {
+		switch text, ok := d.str(n, "output"); {
+		case ok && strings.TrimSpace(text) == "":
+			d.errorf(n, "output: needs the path of the file the step writes")
+		case ok:
+			s.Output = d.template(n, "output", text)
+		}
+	}
 	if n := f.get("options"); n != nil {
 		d.legacyOptions(n, f, s)
 	}
@@ -74,7 +87,21 @@ func (d *decoder) legacyFields(f *fields, s *Step) {
 		d.legacyArgs(n, f, s)
 	}
 	if n := f.get("metadata"); n != nil {
-		d.metadata(n, f, s)
+		d.metadata(n, f, s, onFailure)
+	}
+}
+
+// allowFailure reads allow_failure: true, Prodigy's spelling of
+// on_failure: continue (the step's failure is recorded and the workflow
+// goes on); false changes nothing.
+func (d *decoder) allowFailure(n *yaml.Node, f *fields, s *Step, onFailure bool) {
+	allow, ok := d.boolean(n, "allow_failure")
+	switch {
+	case !ok || !allow:
+	case onFailure:
+		d.errorf(f.key("allow_failure"), "allow_failure: true is Prodigy's spelling of on_failure: continue, and this step also sets on_failure; keep one")
+	default:
+		s.OnFailure = Failure{Action: FailContinue}
 	}
 }
 
@@ -164,7 +191,7 @@ func (d *decoder) legacyArgs(n *yaml.Node, f *fields, s *Step) {
 // the step key of today's format: continue_on_error: true is on_failure:
 // continue, retries: N is retry_config: {attempts: N+1}, timeout, env and
 // commit_required are themselves.
-func (d *decoder) metadata(n *yaml.Node, f *fields, s *Step) {
+func (d *decoder) metadata(n *yaml.Node, f *fields, s *Step, onFailure bool) {
 	m := d.mapping(n, "metadata", metadataKeys)
 	if m == nil {
 		return
@@ -178,7 +205,7 @@ func (d *decoder) metadata(n *yaml.Node, f *fields, s *Step) {
 		}
 		return !m.has(key)
 	}
-	if v := m.get("continue_on_error"); !skip("continue_on_error", "on_failure", f.has("on_failure") || s.OnFailure.Action != FailStop) {
+	if v := m.get("continue_on_error"); !skip("continue_on_error", "on_failure", onFailure || s.OnFailure.Action != FailStop) {
 		if cont, _ := d.boolean(v, "metadata.continue_on_error"); cont {
 			s.OnFailure = Failure{Action: FailContinue}
 		}
