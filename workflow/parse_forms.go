@@ -65,13 +65,12 @@ var metadataKeys = []string{"continue_on_error", "timeout", "retries", "env", "c
 // legacyFields reads Prodigy's legacy structured-command fields: options
 // and args, which must repeat what the claude text already says (runner
 // runs the text as written, and adds nothing to it), metadata, whose keys
-// are the old spellings of step keys, allow_failure, the old spelling of
-// on_failure: continue, and output, the file the step writes. onFailure
-// tells whether the step also gives on_failure or retry_config.on_failure.
+// are the old spellings of step keys, allow_failure and fail_workflow, old
+// spellings of on_failure: continue, and output, the file the step writes.
+// onFailure tells whether the step also gives on_failure or
+// retry_config.on_failure.
 func (d *decoder) legacyFields(f *fields, s *Step, onFailure bool) {
-	if n := f.get("allow_failure"); n != nil {
-		d.allowFailure(n, f, s, onFailure)
-	}
+	d.continueOnFailure(f, s, onFailure)
 	if n := f.get("output"); n != nil {
 		switch text, ok := d.str(n, "output"); {
 		case ok && strings.TrimSpace(text) == "":
@@ -91,17 +90,31 @@ func (d *decoder) legacyFields(f *fields, s *Step, onFailure bool) {
 	}
 }
 
-// allowFailure reads allow_failure: true, Prodigy's spelling of
-// on_failure: continue (the step's failure is recorded and the workflow
-// goes on); false changes nothing.
-func (d *decoder) allowFailure(n *yaml.Node, f *fields, s *Step, onFailure bool) {
-	allow, ok := d.boolean(n, "allow_failure")
-	switch {
-	case !ok || !allow:
-	case onFailure:
-		d.errorf(f.key("allow_failure"), "allow_failure: true is Prodigy's spelling of on_failure: continue, and this step also sets on_failure; keep one")
-	default:
-		s.OnFailure = Failure{Action: FailContinue}
+// continueKeys are Prodigy's step-level spellings of on_failure:
+// continue, each with the value that means it: allow_failure: true and
+// fail_workflow: false.
+var continueKeys = []struct {
+	key   string
+	value bool
+}{{"allow_failure", true}, {"fail_workflow", false}}
+
+// continueOnFailure reads the step-level spellings of on_failure: continue
+// (the step's failure is recorded and the workflow goes on); their other
+// value changes nothing.
+func (d *decoder) continueOnFailure(f *fields, s *Step, onFailure bool) {
+	for _, c := range continueKeys {
+		n := f.get(c.key)
+		if n == nil {
+			continue
+		}
+		v, ok := d.boolean(n, c.key)
+		switch {
+		case !ok || v != c.value:
+		case onFailure || s.OnFailure.Action != FailStop:
+			d.errorf(f.key(c.key), "%s: %t is Prodigy's spelling of on_failure: continue, and this step also sets on_failure; keep one", c.key, v)
+		default:
+			s.OnFailure = Failure{Action: FailContinue}
+		}
 	}
 }
 

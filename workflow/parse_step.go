@@ -21,7 +21,7 @@ var stepKeys = []string{
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message", "on_success", "on_exit_code",
 	"write_file", "description", "options", "args", "metadata",
-	"validate", "clear_env", "temporary", "foreach", "allow_failure", "output",
+	"validate", "clear_env", "temporary", "foreach", "allow_failure", "fail_workflow", "output",
 }
 
 var (
