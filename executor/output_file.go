@@ -17,7 +17,7 @@ func (x *Executor) runCommandTo(ctx context.Context, step *workflow.Step, r Run,
 	if step.OutputFile == nil {
 		return x.runCommand(ctx, step, step.Command, r, n, capture)
 	}
-	path, err := x.stepPath(step, r, step.OutputFile, "output_file")
+	_, path, err := x.stepPath(step, r, step.OutputFile, "output_file")
 	var f *os.File
 	if err == nil {
 		f, err = os.Create(path)

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/runnerdev/runner/eventlog"
@@ -119,9 +121,13 @@ func (x *Executor) settle(ctx context.Context, step *workflow.Step, r Run, run *
 	return StepResult{}, false
 }
 
-// succeed captures a successful run's output and runs the on_success
-// handler; the error is a capture that failed, which fails the run.
+// succeed checks the step's declared output file, captures a successful
+// run's output and runs the on_success handler; the error is a missing
+// output or a capture that failed, which fails the run.
 func (x *Executor) succeed(ctx context.Context, step *workflow.Step, r Run, run stepRun) (StepResult, error) {
+	if err := x.checkOutput(step, r); err != nil {
+		return StepResult{}, err
+	}
 	vars, err := x.capture(step, run.res, r.Scope)
 	if err != nil {
 		return StepResult{}, err
@@ -143,6 +149,25 @@ func (x *Executor) succeed(ctx context.Context, step *workflow.Step, r Run, run 
 	x.emit(r, eventlog.StepCompleted(step.Key(), run.res.ExitCode, time.Since(run.start)))
 	// The handlers' handled failures are the step's, for the summary.
 	return StepResult{Status: StepSucceeded, Outcome: run.res.Outcome, Attempts: run.res.Attempt, Err: handled, Vars: vars}, nil
+}
+
+// checkOutput fails a step whose command succeeded without writing the
+// file its output: key declares, so that the steps that read the file do
+// not fail later with a message that does not name the step at fault.
+func (x *Executor) checkOutput(step *workflow.Step, r Run) error {
+	if step.Output == nil {
+		return nil
+	}
+	name, path, err := x.stepPath(step, r, step.Output, "output")
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("output: the step did not write %s", name)
+	} else if err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	return nil
 }
 
 // stepError names the step in its final error: "step "x" failed after 3

@@ -125,7 +125,7 @@ func (x *Executor) check(ctx context.Context, step *workflow.Step, r Run, cmds [
 		}
 		return parseCheck(out, "the check's stdout")
 	}
-	path, err := x.stepPath(step, r, v.ResultFile, "validate.result_file")
+	_, path, err := x.stepPath(step, r, step.Validate.ResultFile, "validate.result_file")
 	if err != nil {
 		return checkResult{}, err
 	}
@@ -139,19 +139,19 @@ func (x *Executor) check(ctx context.Context, step *workflow.Step, r Run, cmds [
 	return parseCheck(data, "result_file "+path)
 }
 
-// stepPath is the path a step's template names (what names it in
-// errors), interpolated without shell escaping, relative to the step's
-// directory.
-func (x *Executor) stepPath(step *workflow.Step, r Run, t *interp.Template, what string) (string, error) {
-	name, err := t.Expand(r.Scope.PlainLookup(), interp.Plain)
+// stepPath reads a path a step's key names (validate.result_file,
+// output): name is the key's text interpolated without shell escaping,
+// path is name relative to the step's directory.
+func (x *Executor) stepPath(step *workflow.Step, r Run, t *interp.Template, key string) (name, path string, err error) {
+	name, err = t.Expand(r.Scope.PlainLookup(), interp.Plain)
 	if err != nil {
-		return "", fmt.Errorf("interpolation: %s: %w", what, err)
+		return "", "", fmt.Errorf("interpolation: %s: %w", key, err)
 	}
 	_, dir, err := x.stepEnv(step, r, 1, nil)
 	if err != nil || filepath.IsAbs(name) {
-		return name, err
+		return name, name, err
 	}
-	return filepath.Join(dir, name), nil
+	return name, filepath.Join(dir, name), nil
 }
 
 // failedCheck is the result of a check whose command number n failed: 0%

@@ -64,9 +64,21 @@ var metadataKeys = []string{"continue_on_error", "timeout", "retries", "env", "c
 
 // legacyFields reads Prodigy's legacy structured-command fields: options
 // and args, which must repeat what the claude text already says (runner
-// runs the text as written, and adds nothing to it), and metadata, whose
-// keys are the old spellings of step keys.
-func (d *decoder) legacyFields(f *fields, s *Step) {
+// runs the text as written, and adds nothing to it), metadata, whose keys
+// are the old spellings of step keys, allow_failure and fail_workflow, old
+// spellings of on_failure: continue, and output, the file the step writes.
+// onFailure tells whether the step also gives on_failure or
+// retry_config.on_failure.
+func (d *decoder) legacyFields(f *fields, s *Step, onFailure bool) {
+	d.continueOnFailure(f, s, onFailure)
+	if n := f.get("output"); n != nil {
+		switch text, ok := d.str(n, "output"); {
+		case ok && strings.TrimSpace(text) == "":
+			d.errorf(n, "output: needs the path of the file the step writes")
+		case ok:
+			s.Output = d.template(n, "output", text)
+		}
+	}
 	if n := f.get("options"); n != nil {
 		d.legacyOptions(n, f, s)
 	}
@@ -74,7 +86,35 @@ func (d *decoder) legacyFields(f *fields, s *Step) {
 		d.legacyArgs(n, f, s)
 	}
 	if n := f.get("metadata"); n != nil {
-		d.metadata(n, f, s)
+		d.metadata(n, f, s, onFailure)
+	}
+}
+
+// continueKeys are Prodigy's step-level spellings of on_failure:
+// continue, each with the value that means it: allow_failure: true and
+// fail_workflow: false.
+var continueKeys = []struct {
+	key   string
+	value bool
+}{{"allow_failure", true}, {"fail_workflow", false}}
+
+// continueOnFailure reads the step-level spellings of on_failure: continue
+// (the step's failure is recorded and the workflow goes on); their other
+// value changes nothing.
+func (d *decoder) continueOnFailure(f *fields, s *Step, onFailure bool) {
+	for _, c := range continueKeys {
+		n := f.get(c.key)
+		if n == nil {
+			continue
+		}
+		v, ok := d.boolean(n, c.key)
+		switch {
+		case !ok || v != c.value:
+		case onFailure || s.OnFailure.Action != FailStop:
+			d.errorf(f.key(c.key), "%s: %t is Prodigy's spelling of on_failure: continue, and this step also sets on_failure; keep one", c.key, v)
+		default:
+			s.OnFailure = Failure{Action: FailContinue}
+		}
 	}
 }
 
@@ -164,7 +204,7 @@ func (d *decoder) legacyArgs(n *yaml.Node, f *fields, s *Step) {
 // the step key of today's format: continue_on_error: true is on_failure:
 // continue, retries: N is retry_config: {attempts: N+1}, timeout, env and
 // commit_required are themselves.
-func (d *decoder) metadata(n *yaml.Node, f *fields, s *Step) {
+func (d *decoder) metadata(n *yaml.Node, f *fields, s *Step, onFailure bool) {
 	m := d.mapping(n, "metadata", metadataKeys)
 	if m == nil {
 		return
@@ -178,7 +218,7 @@ func (d *decoder) metadata(n *yaml.Node, f *fields, s *Step) {
 		}
 		return !m.has(key)
 	}
-	if v := m.get("continue_on_error"); !skip("continue_on_error", "on_failure", f.has("on_failure") || s.OnFailure.Action != FailStop) {
+	if v := m.get("continue_on_error"); !skip("continue_on_error", "on_failure", onFailure || s.OnFailure.Action != FailStop) {
 		if cont, _ := d.boolean(v, "metadata.continue_on_error"); cont {
 			s.OnFailure = Failure{Action: FailContinue}
 		}

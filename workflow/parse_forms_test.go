@@ -127,3 +127,58 @@ func TestOutputFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// allow_failure: true and fail_workflow: false are Prodigy's spellings of
+// on_failure: continue, and output: PATH declares the file a step writes.
+func TestAllowFailureAndOutput(t *testing.T) {
+	wf, err := Parse("w.yml", []byte(`
+- shell: cargo test
+  allow_failure: true
+- shell: cargo build
+  allow_failure: false
+  on_failure: {shell: make clean}
+- shell: echo x > ${dir}/out.txt
+  output: "${dir}/out.txt"
+- shell: ./quality-gate
+  fail_workflow: false
+- shell: ./quality-gate
+  fail_workflow: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wf.Steps[0].OnFailure.Action; got != FailContinue {
+		t.Errorf("allow_failure: true gave on_failure %s, want continue", got)
+	}
+	if got := wf.Steps[1].OnFailure; got.Action != FailHandler || len(got.Commands) != 1 {
+		t.Errorf("allow_failure: false changed on_failure to %+v", got)
+	}
+	if got := wf.Steps[3].OnFailure.Action; got != FailContinue {
+		t.Errorf("fail_workflow: false gave on_failure %s, want continue", got)
+	}
+	if got := wf.Steps[4].OnFailure.Action; got != FailStop {
+		t.Errorf("fail_workflow: true gave on_failure %s, want stop", got)
+	}
+	if wf.Steps[0].Output != nil || wf.Steps[2].Output.String() != "${dir}/out.txt" {
+		t.Errorf("output gave %v and %v", wf.Steps[0].Output, wf.Steps[2].Output)
+	}
+
+	for _, tt := range []struct{ src, want string }{
+		{"- shell: x\n  allow_failure: true\n  on_failure: continue\n", `2:3: allow_failure: true is Prodigy's spelling of on_failure: continue, and this step also sets on_failure; keep one`},
+		{"- shell: x\n  allow_failure: true\n  retry_config: {attempts: 2, on_failure: stop}\n", `2:3: allow_failure: true is Prodigy's spelling of on_failure: continue, and this step also sets on_failure`},
+		{"- claude: /x\n  allow_failure: true\n  metadata: {continue_on_error: true}\n", `3:14: metadata.continue_on_error is Prodigy's old spelling of on_failure, which this step also sets; keep one`},
+		{"- shell: x\n  on_failure: {claude: /fix, max_attempts: 3}\n  fail_workflow: false\n", `3:3: fail_workflow: false is Prodigy's spelling of on_failure: continue, and this step also sets on_failure; keep one`},
+		{"- shell: x\n  allow_failure: sometimes\n", `2:18: allow_failure must be true or false, not "sometimes"`},
+		{"- shell: x\n  output: [a]\n", `2:11: output must be a string, not a list`},
+		{"- shell: x\n  output: \" \"\n", `2:11: output: needs the path of the file the step writes`},
+		{"- shell: x\n  output: ${nope.output}/a\n", `nope`},
+	} {
+		errs := parseErr(t, "w.yml", tt.src)
+		if !strings.Contains(strings.Join(errs, "\n"), tt.want) {
+			t.Errorf("%q: want an error containing\n  %s\ngot\n  %s", tt.src, tt.want, strings.Join(errs, "\n  "))
+		}
+		if len(errs) != 1 {
+			t.Errorf("%q: want one error, got\n  %s", tt.src, strings.Join(errs, "\n  "))
+		}
+	}
+}

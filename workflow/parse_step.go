@@ -21,7 +21,7 @@ var stepKeys = []string{
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message", "on_success", "on_exit_code",
 	"write_file", "description", "options", "args", "metadata",
-	"validate", "clear_env", "temporary", "foreach", "output_file",
+	"validate", "clear_env", "temporary", "foreach", "output_file", "allow_failure", "fail_workflow", "output",
 }
 
 var (
@@ -122,7 +122,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		s.Validate = d.validate(n)
 	}
 	d.handlers(f, s, what)
-	d.legacyFields(f, s)
+	d.legacyFields(f, s, f.has("on_failure") || retryFailure != nil)
 	d.outputFile(f, s)
 	return s
 }

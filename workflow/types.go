@@ -184,6 +184,10 @@ type Step struct {
 	CommitMessage  *interp.Template
 
 	Validate *Validation // nil: the step is done when its command succeeded
+	// Output is the file the step declares it writes (Prodigy's output:),
+	// relative to the step's directory: the step fails when its command
+	// succeeded without writing it. nil: no file is declared.
+	Output *interp.Template
 }
 
 // TracksCommits reports whether runner watches the step's git HEAD.

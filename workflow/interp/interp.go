@@ -70,6 +70,7 @@ type placeholder struct {
 	off    int    // byte offset in the template
 	path   string
 	def    []segment // the default after ":-": text and nested placeholders; nil without one
+	shell  string    // what the shell reads when runner leaves p to it, when not src: ${path:-text} for Prodigy's ${path|default:text}
 	filter string    // "", "raw" or "json"
 	inert  bool      // $NAME where sh would not expand it (single quotes, comments...)
 	ctx    context
@@ -170,18 +171,26 @@ func (t *Template) hasPlaceholder(from, to int) bool {
 // expand returns the text that replaces p.
 func (p *placeholder) expand(lookup Lookup, mode Mode) (string, error) {
 	if p.inert && mode == Shell {
-		return p.src, nil
+		return p.forShell(), nil
 	}
 	text, ok, err := p.text(lookup)
 	switch {
 	case err != nil:
 		return "", err
 	case !ok:
-		return p.src, nil
+		return p.forShell(), nil
 	case mode == Plain:
 		return text, nil
 	}
 	return p.ctx.escape(text, p.filter == "raw")
+}
+
+// forShell is p as the shell reads it when runner leaves it to the shell.
+func (p *placeholder) forShell() string {
+	if p.shell != "" {
+		return p.shell
+	}
+	return p.src
 }
 
 // text returns p's value, or its default, as unescaped text; ok=false when

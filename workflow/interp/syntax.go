@@ -19,6 +19,9 @@ const maxNesting = 8
 // as the shell expansions ${var%%.*} or ${#arr}.
 func parseBraced(src string, i int) (*placeholder, error) { return parseNested(src, i, 0) }
 
+// prodigyDefault starts Prodigy's spelling of a default: ${path|default:text}.
+const prodigyDefault = "|default:"
+
 // parseNested is parseBraced for a placeholder nested depth defaults deep.
 func parseNested(src string, i, depth int) (*placeholder, error) {
 	j := i + 2
@@ -32,23 +35,27 @@ func parseNested(src string, i, depth int) (*placeholder, error) {
 	switch {
 	case strings.HasPrefix(rest, "}"):
 		j++
-	case strings.HasPrefix(rest, ":-"):
-		def, n, err := parseDefault(src, j+2, depth)
+	case strings.HasPrefix(rest, ":-"), strings.HasPrefix(rest, prodigyDefault):
+		// ${path|default:text} is Prodigy's spelling of ${path:-text}.
+		mark := len(":-")
+		if strings.HasPrefix(rest, prodigyDefault) {
+			mark = len(prodigyDefault)
+		}
+		def, n, err := parseDefault(src, j+mark, depth)
 		if def == nil || err != nil {
 			return nil, err
 		}
 		p.def = def
-		j += 2 + n + 1
+		j += mark + n + 1
+		if mark == len(prodigyDefault) {
+			p.shell = "${" + p.path + ":-" + src[j-1-n:j-1] + "}"
+		}
 	case strings.HasPrefix(rest, "|"):
 		k := 1
 		for k < len(rest) && isLetter(rest[k]) {
 			k++
 		}
 		name := rest[1:k]
-		if def, ok := strings.CutPrefix(rest, "|default:"); ok {
-			def, _, _ = strings.Cut(def, "}")
-			return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("|default: is Prodigy's spelling of a default; write ${%s:-%s}", p.path, def), src: src}
-		}
 		if k == len(rest) || rest[k] != '}' {
 			return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("bad filter in placeholder (want ${%s|raw} or ${%s|json})", p.path, p.path), src: src}
 		}
