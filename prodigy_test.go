@@ -19,7 +19,6 @@ import (
 // a mistake in the file itself. A file that starts to validate must leave
 // the list and get a script, so the list never claims less than is true.
 var prodigyNotYet = map[string]string{
-	"examples_capture-conditional-flow.yml":  `|default: is Prodigy's spelling of a default; write ${build_output.success:-false}`,
 	"examples_capture-json-processing.yml":   `want ${final_summary|raw} or ${final_summary|json}`,
 	"examples_capture-parallel-analysis.yml": `capture-parallel-analysis.yml:103:5: invalid YAML: could not find expected ':'`,
 	"examples_mapreduce-json-input.yml":      `mapreduce-json-input.yml:30:46: invalid YAML: mapping values are not allowed in this context`,

@@ -122,11 +122,17 @@ func captureValue(format workflow.CaptureFormat, out []byte, succeeded bool) (an
 		}
 		return f, nil
 	case workflow.CaptureBoolean:
-		b, err := strconv.ParseBool(strings.TrimSpace(text))
-		if err != nil {
-			return succeeded, nil
+		// The output, or its last line (a command that prints a log and
+		// then its verdict: cargo test && echo true || echo false), else
+		// whether the command succeeded.
+		text = strings.TrimSpace(text)
+		if b, err := strconv.ParseBool(text); err == nil {
+			return b, nil
 		}
-		return b, nil
+		if b, err := strconv.ParseBool(strings.TrimSpace(text[strings.LastIndexByte(text, '\n')+1:])); err == nil {
+			return b, nil
+		}
+		return succeeded, nil
 	}
 	return text, nil
 }

@@ -87,7 +87,7 @@ func TestBooleanCaptureFallsBackToExitStatus(t *testing.T) {
 		out       string
 		succeeded bool
 		want      bool
-	}{{"true\n", false, true}, {"false", true, false}, {"no warnings", true, true}, {"Diff in a.rs", false, false}} {
+	}{{"true\n", false, true}, {"false", true, false}, {"no warnings", true, true}, {"Diff in a.rs", false, false}, {"test result: FAILED\nfalse\n", true, false}, {"1 passed\n true", false, true}} {
 		v, err := captureValue(workflow.CaptureBoolean, []byte(c.out), c.succeeded)
 		if err != nil || v != c.want {
 			t.Errorf("%q (succeeded %v) = %v, %v; want %v", c.out, c.succeeded, v, err, c.want)

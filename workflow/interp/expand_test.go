@@ -145,6 +145,7 @@ var expandTests = []struct {
 	{name: "unterminated ${", tmpl: "echo\n  ${x", err: `unterminated "${" at offset 7 (line 2, column 3)`},
 	{name: "unterminated ${ in double quotes", tmpl: `echo "${x"`, err: `unterminated "${"`},
 	{name: "unknown filter", tmpl: `echo ${item.x|foo}`, err: `unknown filter "foo"`},
+	{name: "default of a path runner does not have", tmpl: `echo ${build.success:-false} ${x:-y}`, want: `echo 'false' ${x:-y}`},
 	{name: "Prodigy's default filter", tmpl: `echo ${x|default:n/a} ${item.x|default:none}`, want: `echo ${x:-n/a} 'none'`},
 	{name: "bad filter syntax", tmpl: `echo ${item.x|raw`, err: "bad filter"},
 

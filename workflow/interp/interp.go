@@ -194,8 +194,9 @@ func (p *placeholder) forShell() string {
 }
 
 // text returns p's value, or its default, as unescaped text; ok=false when
-// runner leaves p to the shell: a plain name it does not define, whose
-// default holds none of its variables either.
+// runner leaves p to the shell: a name it does not define (not a path such
+// as a.b, which no shell reads), whose default holds none of its variables
+// either.
 func (p *placeholder) text(lookup Lookup) (text string, ok bool, err error) {
 	var v any
 	if lookup != nil {
@@ -208,7 +209,7 @@ func (p *placeholder) text(lookup Lookup) (text string, ok bool, err error) {
 		if err != nil || text != "" || p.def == nil {
 			return text, true, err
 		}
-	case !ok && !namespaced(p.path) && !p.defaultUses(lookup):
+	case !ok && !namespaced(p.path) && !p.defaultUses(lookup) && (p.def == nil || !strings.ContainsAny(p.path, ".[")):
 		return "", false, nil
 	case p.def == nil:
 		return "", false, &UndefinedError{Path: p.path}
