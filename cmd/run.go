@@ -222,10 +222,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		}
 	}
 	res.err = err
-	ui.summary(j, res)
-	if res.end.Branch != "" {
-		writeEndOfJob(ui.g.stderr, res, merge || j.Workflow().MergeBack)
-	}
+	ui.summary(j, res, merge || j.Workflow().MergeBack)
 	if err != nil {
 		return alreadyReported(err)
 	}

@@ -237,8 +237,16 @@ func inPhase(err error, msg string) string {
 	return phase + ": " + msg
 }
 
+// endOfJob says where the work of a job that ran in git worktrees is;
+// merge says that a merge was asked for.
+func (t *terminal) endOfJob(res jobResult, merge bool) {
+	if res.end.Branch != "" {
+		writeEndOfJob(t.g.stderr, res, merge)
+	}
+}
+
 // summary reports how a job ended.
-func (t *terminal) summary(j *job.Job, res jobResult) {
+func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 	s := runSummary{
 		JobID: j.ID(), Workflow: j.Workflow().Name, Status: string(res.status), ExitCode: res.code,
 		DurationMS: j.Elapsed().Milliseconds(), Items: res.items,
@@ -263,6 +271,7 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 			enc.SetIndent("", "  ")
 			_ = enc.Encode(s)
 		})
+		t.endOfJob(res, merge)
 		return
 	}
 	d := time.Duration(s.DurationMS) * time.Millisecond
@@ -294,14 +303,17 @@ func (t *terminal) summary(j *job.Job, res jobResult) {
 	for _, h := range s.Handled {
 		t.display.Line("  handled failure: "+h, "")
 	}
+	t.endOfJob(res, merge)
 	switch {
 	case res.status == state.Failed, res.status == state.Stopped:
-		t.display.Line("runner: "+inPhase(res.err, s.Error), "")
+		// The error, which names the phase, is the last line: what a
+		// terminal or a CI log shows first.
 		resume := "runner resume "
 		if errors.As(res.err, new(*jobtree.MergeError)) {
 			resume += "--merge " // a final merge that failed is made again only when asked for
 		}
 		t.display.Line("resume with: "+resume+s.JobID, "")
+		t.display.Line("runner: "+inPhase(res.err, s.Error), "")
 	case res.status == state.Interrupted:
 		t.display.Line(fmt.Sprintf("runner: %s; resume with: runner resume %s", s.Error, s.JobID), "")
 	case res.items != nil && res.items.DLQ > 0:
