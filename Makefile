@@ -10,7 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 FUZZTIME ?= 10s
 FUZZTIME_SHELL ?= $(FUZZTIME)
 
-.PHONY: build release demo test short race unit fmt vet tidy-check bench fuzz chaos ci clean
+.PHONY: build release demo test short race prodigy unit fmt vet tidy-check bench fuzz chaos ci clean
 
 build:
 	$(BUILD) -o $(BIN) .
@@ -28,13 +28,20 @@ release:
 demo: build
 	./$(BIN) run examples/release.yml
 
-# The whole suite: formatting, vet, and every test with the race detector.
-test: fmt vet race
+# The whole suite: formatting, vet, every test with the race detector, and
+# the scripts that run Prodigy's own files (without it: see prodigy).
+test: fmt vet race prodigy
 
 # The end-to-end package takes ~5 minutes under -race on 2 cores and three
 # times that on a loaded machine: go test's default 10m limit is too tight.
 race:
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# The scripts of testdata/prodigy run Prodigy's files through stand-ins;
+# -race skips them (they would add minutes to CI for code the race run of
+# testdata/script covers), so they run here without it.
+prodigy:
+	$(GO) test -count=1 -timeout 30m -run '^TestProdigyRealFiles$$' .
 
 # The inner loop: every package, without the race detector, the slow
 # shell-spawning property tests and most kill -9 rounds (-short).

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceDetector reports whether the tests were built with -race.
+const raceDetector = true
