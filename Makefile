@@ -15,13 +15,13 @@ FUZZTIME_SHELL ?= $(FUZZTIME)
 build:
 	$(BUILD) -o $(BIN) .
 
-# Static binaries for each platform in dist/, stamped with VERSION.
+# Static binaries for each platform in bin/release/, stamped with VERSION.
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 release:
 	@for p in $(PLATFORMS); do \
-		echo "dist/runner-$${p%/*}-$${p#*/}"; \
+		echo "bin/release/runner-$${p%/*}-$${p#*/}"; \
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(BUILD) -ldflags "-s -w -X github.com/runnerdev/runner/cmd.Version=$(VERSION)" \
-			-o dist/runner-$${p%/*}-$${p#*/} . || exit 1; \
+			-o bin/release/runner-$${p%/*}-$${p#*/} . || exit 1; \
 	done
 
 # Build runner and run a real example workflow (state goes to .runner/).
@@ -91,4 +91,4 @@ fuzz:
 ci: tidy-check test
 
 clean:
-	rm -rf bin dist .runner
+	rm -rf bin .runner
