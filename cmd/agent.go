@@ -74,10 +74,14 @@ func (o parallelOptions) validate() error {
 	return nil
 }
 
-// dispatcher is where j's items run: nil for this process, or a pool of
-// agents started from this executable (which is what runs under tests
-// too), given the job's secrets in their environment.
+// dispatcher is where j's items run: NATS workers (connectNATS), nil for
+// this process, or a pool of agents started from this executable (which
+// is what runs under tests too), given the job's secrets in their
+// environment.
 func (o parallelOptions) dispatcher(g *globalOptions, j *job.Job) mapreduce.NewDispatcher {
+	if o.nats != nil {
+		return o.nats.dispatcher(j)
+	}
 	if o.dispatchMode() != dispatchAgents {
 		return nil
 	}

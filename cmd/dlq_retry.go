@@ -100,6 +100,11 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		j.Close()
 		return usagef("job %s is a standard workflow; it has no dead-letter queue", jobID)
 	}
+	if err := o.parallelOptions.connectNATS(ctx, j.Workflow(), j.Meta().Dist); err != nil {
+		j.Close()
+		return err
+	}
+	defer o.nats.close()
 	q := jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), g.stderr)
 	sum, err := retryDLQ(ctx, g, o, j, q)
 	if cerr := j.Close(); err == nil {

@@ -40,12 +40,21 @@ func (o outputOptions) asJSON() bool { return o.Output == "json" }
 type parallelOptions struct {
 	MaxParallel int    // 0: the workflow's map.max_parallel
 	Dispatch    string // where items run (hidden): local or agents; "": RUNNER_DISPATCH
+	// NATS sends the items to NATS workers; MaxDeliveries is how many
+	// deliveries of one attempt's task they get (0: the workflow's, else
+	// the default).
+	NATS          natsOptions
+	MaxDeliveries int
+
+	nats *natsRun // connected by connectNATS; nil: items run here
 }
 
 func (o *parallelOptions) AddFlags(c *cobra.Command) {
-	c.Flags().Var((*positiveInt)(&o.MaxParallel), "max-parallel", "items at once (default: the workflow's map.max_parallel)")
+	c.Flags().Var((*positiveInt)(&o.MaxParallel), "max-parallel", "items at once (default: the workflow's map.max_parallel; on NATS, the tasks out at once)")
 	c.Flags().StringVar(&o.Dispatch, "dispatch", "", "where items run: local or agents (env RUNNER_DISPATCH; default local)")
 	c.Flags().MarkHidden("dispatch")
+	o.NATS.AddFlags(c, "run the map's items on NATS workers reached at this URL (a comma-separated list for a cluster)")
+	c.Flags().Var((*positiveInt)(&o.MaxDeliveries), "max-deliveries", "on NATS, deliveries of one attempt's task before it fails as kind lost (default: the workflow's distributed.max_deliveries, else 4)")
 }
 
 // positiveInt is an int flag that refuses values below 1 when it is parsed,

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/state"
 )
 
 type resumeOptions struct {
@@ -68,6 +69,14 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 		return err
 	}
 	ui.setWorkflow(j.Workflow())
+	if err := o.parallelOptions.connectNATS(ctx, j.Workflow(), j.Meta().Dist); err != nil {
+		_ = j.Finish(state.Failed, exitCode(err), err, nil) // resumed, then stopped before anything ran
+		return err
+	}
+	defer o.nats.close()
 	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.ID())
+	if o.nats != nil {
+		fmt.Fprintf(g.stderr, "%s\n", o.nats.describe())
+	}
 	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, o.Merge)
 }

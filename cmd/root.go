@@ -106,6 +106,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newReportCommand(g),
 		newCompletionCommand(g),
 		newVersionCommand(g),
+		newWorkerCommand(g),
 		newAgentCommand(g),
 	)
 	return root

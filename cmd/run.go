@@ -151,6 +151,15 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		}
 		return p.WriteText(g.stdout)
 	}
+	if err := o.parallelOptions.connectNATS(ctx, wf, nil); err != nil {
+		return err
+	}
+	defer o.nats.close()
+	if o.nats != nil {
+		if err := refuseCarriedSecrets(wf, source, vars, o.Profile); err != nil {
+			return err
+		}
+	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{
 		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed, Profile: o.Profile,
@@ -160,6 +169,9 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	fmt.Fprintf(g.stderr, "job: %s\n", j.ID())
+	if o.nats != nil {
+		fmt.Fprintf(g.stderr, "%s\n", o.nats.describe())
+	}
 	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, o.Merge)
 }
 
@@ -183,6 +195,9 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		err error
 	)
 	if j.Workflow().Mode == workflow.MapReduce {
+		if par.nats != nil {
+			defer par.nats.showQueue(ui.display)()
+		}
 		var sum mapreduce.Summary
 		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
 			Merge: merge || j.Workflow().MergeBack, MergeStarts: ui.mergeStarts})

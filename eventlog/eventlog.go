@@ -129,8 +129,7 @@ func (l *Log) Emit(e Event) (Event, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.redact != nil {
-		e.Fields = redactFields(e.Fields, l.redact)
-		e.ItemID, _ = e.Fields["item_id"].(string)
+		e = e.Redacted(l.redact)
 	}
 	e.Time, e.JobID = l.now(), l.jobID
 	line, err := e.MarshalJSON()

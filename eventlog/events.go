@@ -253,6 +253,38 @@ func ItemFailed(id string, f Failure, action string, item any) Event {
 	return newEvent(TypeItemFailed, fields)
 }
 
+// ResultDuplicate: a result of attempt of item id, run by worker (its
+// delivery-th delivery) in epoch, was dropped: the attempt had one.
+func ResultDuplicate(id string, attempt, epoch int, worker string, delivery int) Event {
+	return newEvent(TypeResultDuplicate, map[string]any{"item_id": id, "attempt": attempt, "epoch": epoch, "worker": worker, "delivery": delivery})
+}
+
+// WithWorker returns a copy of e told of the NATS worker that ran it, in
+// the delivery-th delivery of its task; e itself when worker is "".
+func (e Event) WithWorker(worker string, delivery int) Event {
+	if worker == "" {
+		return e
+	}
+	fields := make(map[string]any, len(e.Fields)+2)
+	for k, v := range e.Fields {
+		fields[k] = v
+	}
+	fields["worker"] = worker
+	if delivery > 0 {
+		fields["delivery"] = delivery
+	}
+	e.Fields = fields
+	return e
+}
+
+// Redacted returns a copy of e with redact applied to every string in
+// its fields.
+func (e Event) Redacted(redact func(string) string) Event {
+	e.Fields = redactFields(e.Fields, redact)
+	e.ItemID, _ = e.Fields["item_id"].(string)
+	return e
+}
+
 // ItemSkipped: item id did not run, or is not retried, for reason.
 func ItemSkipped(id, reason string) Event {
 	return newEvent(TypeItemSkipped, map[string]any{"item_id": id, "reason": reason})

@@ -36,6 +36,9 @@ const (
 	TypeItemFailed    Type = "item_failed"
 	TypeItemRetrying  Type = "item_retrying"
 	TypeItemSkipped   Type = "item_skipped"
+	// TypeResultDuplicate: a NATS worker's result for an attempt that
+	// already has one (a redelivered task ran again) was dropped.
+	TypeResultDuplicate Type = "result_duplicate"
 
 	TypeDLQAdded         Type = "dlq_added"
 	TypeDLQRemoved       Type = "dlq_removed"
@@ -56,7 +59,7 @@ var Types = []Type{
 	TypeAttemptStarted, TypeAttemptSucceeded, TypeAttemptFailed, TypeRetryDecision,
 	TypeFallbackFailed, TypeHandlerCompleted,
 	TypeItemsLoaded, TypeMapStarted, TypeMapCompleted,
-	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped,
+	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped, TypeResultDuplicate,
 	TypeDLQAdded, TypeDLQRemoved, TypeDLQRetryStarted, TypeDLQRetryFinished,
 	TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed, TypeThresholdReached,
 }

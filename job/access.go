@@ -80,6 +80,21 @@ func (j *Job) SetTargetBranch(branch string) error {
 	return j.st.Save()
 }
 
+// NextDistEpoch records that this process runs the job's items on NATS
+// as d says, in an epoch after every earlier process's, and returns it.
+// It is saved before it returns: a process that dies after publishing
+// cannot leave its epoch to the next one.
+func (j *Job) NextDistEpoch(d state.Dist) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if prev := j.st.Meta.Dist; prev != nil {
+		d.Epoch = prev.Epoch
+	}
+	d.Epoch++
+	j.st.Meta.Dist = &d
+	return d.Epoch, j.st.Save()
+}
+
 // SetDir makes dir the directory the job's phases run in (and that a
 // relative working_dir is resolved in): the job's git worktree with map
 // isolation. "" is this process's directory.

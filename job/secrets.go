@@ -209,3 +209,17 @@ type maskedError struct {
 
 func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Unwrap() error { return e.err }
+
+// CarriedSecrets names the secrets of a job about to start whose values
+// would travel with it: given by --set (set) or written in the workflow
+// file itself (source), where a secret's value is read from the
+// environment or a reference otherwise. A job whose items run on other
+// machines refuses them: there, each machine gives its own.
+func CarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]string, profile string) ([]string, error) {
+	env, err := resolveEnv(wf, envSpec{set: set, profile: profile}, os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	_, names, _ := withhold(wf, set, source, env, profile)
+	return names, nil
+}

@@ -65,7 +65,7 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 		}
 		l.job.Emit(eventlog.DLQRemoved(it.ID, ""))
 	}
-	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration))
+	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithWorker(out.Worker, out.Delivery))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.counts.Succeeded++
@@ -122,7 +122,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	}
 	// The item is in the event so that a failure summary can group by
 	// signature as the DLQ does.
-	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value))
+	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value).WithWorker(out.Worker, out.Delivery))
 	if action == errorpolicy.Skip {
 		l.job.Emit(eventlog.ItemSkipped(it.ID, "on_item_failure: skip"))
 	} else if !l.fromDLQ {

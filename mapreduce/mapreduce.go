@@ -176,16 +176,29 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	}
 	j.Emit(eventlog.MapStarted(total, counts.Pending, parallel, string(j.Workflow().Map.Isolation)))
 	stopSaving := saveCounts(j, l, opts.SaveEvery)
-	err = items.Read(itemsPath, func(it *Item) (bool, error) {
-		if _, finished := done[it.Index]; finished {
-			return true, nil
+	// The items an ended process left running go first (their tasks may
+	// still be out, SPEC §11.2), then the others in order.
+	start := func(resumed bool) func(it *Item) (bool, error) {
+		return func(it *Item) (bool, error) {
+			if _, finished := done[it.Index]; finished {
+				return true, nil
+			}
+			if _, ok := running[it.Index]; ok != resumed {
+				return true, nil
+			}
+			if out, ok := merged[it.Index]; ok {
+				s.recordMerged(ctx, it, running[it.Index].Attempt, out)
+				return s.running(ctx), nil
+			}
+			return s.dispatch(ctx, it), nil
 		}
-		if out, ok := merged[it.Index]; ok {
-			s.recordMerged(ctx, it, running[it.Index].Attempt, out)
-			return s.running(ctx), nil
-		}
-		return s.dispatch(ctx, it), nil
-	})
+	}
+	if len(running) > 0 {
+		err = items.Read(itemsPath, start(true))
+	}
+	if err == nil && s.running(ctx) {
+		err = items.Read(itemsPath, start(false))
+	}
 	s.wait()
 	stopSaving()
 	sum := Summary{Items: l.Counts(), Stopped: s.stopped}
@@ -210,7 +223,7 @@ func newScheduler(j *job.Job, l *ledger, parallel int, trees *Worktrees, dispatc
 	s := &scheduler{
 		ledger: l,
 		trees:  trees,
-		slots:  make(slots, parallel),
+		slots:  make(Slots, parallel),
 		jobID:  j.ID(),
 		seed:   j.Seed(),
 		emit:   j.Emit,

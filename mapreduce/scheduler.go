@@ -22,7 +22,7 @@ import (
 type scheduler struct {
 	dispatcher Dispatcher
 	ledger     *ledger
-	slots      slots
+	slots      Slots
 	gate       *errorpolicy.Gate // nil without a workflow circuit breaker
 	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
 	trees      *Worktrees        // map.isolation: worktree; nil otherwise
@@ -51,7 +51,7 @@ type scheduler struct {
 type dispatch struct {
 	it      *Item
 	attempt int
-	slot    *slot
+	slot    *Slot
 	steps   []job.StepRecord
 }
 
@@ -61,7 +61,7 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 	if !s.running(ctx) {
 		return false
 	}
-	sl := &slot{sem: s.slots}
+	sl := s.slots.Hold()
 	from, resumed := s.resumed[it.Index]
 	from.Attempt = max(from.Attempt, 1)
 	for {
@@ -131,7 +131,7 @@ func (s *scheduler) running(ctx context.Context) bool {
 // attempts per the item-level retry policy, from where from (the item's
 // running record, if an ended process left one) says, then the ledger
 // records how it ended.
-func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *errorpolicy.Pass, from job.ItemRecord) {
+func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *errorpolicy.Pass, from job.ItemRecord) {
 	defer s.wg.Done()
 	defer sl.Release()
 	if s.ended != nil {
@@ -175,6 +175,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 				s.fail(err)
 				return
 			}
+			settle(out)
 			if retryv2.Pause(ctx, delay, sl) != nil {
 				return
 			}
@@ -190,13 +191,23 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *slot, pass *error
 		}
 		if err != nil {
 			s.fail(err)
-		} else if s.trees != nil {
-			s.trees.recorded(ctx, out)
+		} else {
+			settle(out)
+			if s.trees != nil {
+				s.trees.recorded(ctx, out)
+			}
 		}
 		if verdict != nil {
 			s.stop(verdict)
 		}
 		return
+	}
+}
+
+// settle tells the dispatcher that out is recorded.
+func settle(out Outcome) {
+	if out.Settle != nil {
+		out.Settle()
 	}
 }
 
@@ -223,7 +234,7 @@ const lostPause = 100 * time.Millisecond
 // the steps it saved, until maxLost runners were lost, which fails it as
 // kind lost. It reports false, and no outcome, when ctx ended or a
 // checkpoint could not be saved.
-func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *slot, saved []job.StepRecord) (Outcome, bool) {
+func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *Slot, saved []job.StepRecord) (Outcome, bool) {
 	for lost := 1; ; lost++ {
 		out, steps, err := s.send(ctx, it, attempt, sl, saved)
 		switch {
@@ -247,7 +258,7 @@ func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *slot, sa
 // and returns its outcome. When the dispatch ends without an outcome (or
 // with another dispatch's) it returns an error and the checkpoints of the
 // attempt so far.
-func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *slot, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
+func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *Slot, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
 	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Checkpoints: saved, item: it}
 	d := &dispatch{it: it, attempt: attempt, slot: sl, steps: slices.Clone(saved)}
 	s.mu.Lock()

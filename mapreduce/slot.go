@@ -2,17 +2,22 @@ package mapreduce
 
 import "context"
 
-// slots are a job's max_parallel places to run a command in.
-type slots chan struct{}
+// Slots are the places to run a command in: a job's max_parallel, a NATS
+// worker's --concurrency.
+type Slots chan struct{}
 
-// slot is one item's hold on a place. It is used by the item's goroutine
-// only; Acquire on a held slot and Release on a free one do nothing.
-type slot struct {
-	sem  slots
+// Hold returns a hold on one of s, not yet acquired.
+func (s Slots) Hold() *Slot { return &Slot{sem: s} }
+
+// Slot is one item's hold on a place (a retryv2.Slot). It is used by the
+// item's goroutine only; Acquire on a held slot and Release on a free one
+// do nothing.
+type Slot struct {
+	sem  Slots
 	held bool
 }
 
-func (s *slot) Acquire(ctx context.Context) error {
+func (s *Slot) Acquire(ctx context.Context) error {
 	if s.held {
 		return nil
 	}
@@ -25,7 +30,7 @@ func (s *slot) Acquire(ctx context.Context) error {
 	}
 }
 
-func (s *slot) Release() {
+func (s *Slot) Release() {
 	if s.held {
 		<-s.sem
 		s.held = false

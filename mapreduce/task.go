@@ -50,6 +50,15 @@ type Outcome struct {
 	// commits the item made on it, oldest first.
 	Branch  string   `json:"branch,omitempty"`
 	Commits []string `json:"commits,omitzero"`
+	// Worker is the NATS worker that ran the task, in the Delivery-th
+	// delivery of its message; "" for a task run by this machine.
+	Worker   string `json:"worker,omitempty"`
+	Delivery int    `json:"delivery,omitempty"`
+	// Settle, when set, is called once the ledger has recorded the
+	// outcome: a dispatcher whose outcomes are messages acknowledges one
+	// only then, so that a crash before the record leaves it to be read
+	// again.
+	Settle func() `json:"-"`
 }
 
 // Dispatcher sends tasks to where items run: this process (Local),

@@ -132,6 +132,16 @@ func (d *Display) SetBreaker(configured bool) {
 	}
 }
 
+// SetQueue tells that the job's items go to the NATS queue named queue,
+// on which pulling pulls wait now (each free slot of a worker pulls on its
+// own): the status line shows it, so that a queue no worker serves is
+// seen.
+func (d *Display) SetQueue(queue string, pulling int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.job.queue, d.job.pulling = queue, pulling
+}
+
 // Observe updates the status from an event of the job.
 func (d *Display) Observe(e eventlog.Event) {
 	d.mu.Lock()

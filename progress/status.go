@@ -19,6 +19,8 @@ type jobStatus struct {
 	items        map[string]itemState // started items not finished
 	inState      [itemStates]int      // how many items are in each state
 	breaker      string               // "": no workflow circuit breaker
+	queue        string               // the NATS queue the items go to; "": they run here
+	pulling      int                  // pulls waiting on the queue: its workers' free slots
 	// standard
 	step           string
 	stepN, steps   int
@@ -65,6 +67,9 @@ func (j *jobStatus) line() string {
 		}
 		if j.breaker != "" {
 			parts = append(parts, "breaker "+strings.ReplaceAll(j.breaker, "_", "-"))
+		}
+		if j.queue != "" {
+			parts = append(parts, fmt.Sprintf("queue %s: %d workers pulling", j.queue, j.pulling))
 		}
 		return strings.Join(parts, " · ")
 	}

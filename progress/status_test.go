@@ -1,6 +1,8 @@
 package progress
 
 import (
+	"io"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -83,6 +85,24 @@ func TestMapStatusShowsRateAndETA(t *testing.T) {
 		j.observe(eventlog.ItemSucceeded("a", 1, 2*time.Second))
 		if got, want := j.line(), "map 1/4 done · 0 running · 3 pending · 0.5/s · ETA 6s"; got != want {
 			t.Errorf("got  %q\nwant %q", got, want)
+		}
+	})
+}
+
+// Items that go to NATS workers: the line tells how many pulls wait on
+// their queue, so that a queue no worker serves shows.
+func TestMapStatusShowsTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(io.Discard, io.Discard, "never", true, false)
+		defer d.Close()
+		d.Observe(eventlog.MapStarted(2, 2, 2, "none"))
+		d.SetQueue("gpu", 0)
+		if got, want := d.job.line(), "map 0/2 done · 0 running · 2 pending · queue gpu: 0 workers pulling"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+		d.SetQueue("gpu", 3)
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 3 workers pulling") {
+			t.Errorf("got %q", got)
 		}
 	})
 }

@@ -67,10 +67,24 @@ type Meta struct {
 	// in git worktrees started, which --merge merges the job branch into
 	// ("" when HEAD was detached).
 	TargetBranch string `json:"target_branch,omitempty"`
+	// Dist is where a job whose items run on NATS workers sends them
+	// (runner run --nats); nil for a job whose items run here.
+	Dist *Dist `json:"dist,omitempty"`
 
 	// OwnerDied is set by List, never saved: the job was running and the
 	// process running it is gone without recording how it ended.
 	OwnerDied bool `json:"owner_died,omitempty"`
+}
+
+// Dist is how a job reaches its NATS workers: never credentials.
+type Dist struct {
+	URL     string `json:"url,omitempty"` // without userinfo
+	Context string `json:"context,omitempty"`
+	Queue   string `json:"queue"`
+	// Epoch counts the processes that have run the job's items on NATS
+	// (run, resume, dlq retry): each takes the next one before it
+	// publishes, so that no process reuses another's message ids.
+	Epoch int `json:"epoch"`
 }
 
 // ItemCounts are a MapReduce job's item totals.

@@ -190,7 +190,7 @@ func (d *decoder) checkJSON(src []byte) bool {
 var (
 	commonKeys   = []string{"name", "mode", "env", "secrets", "env_files", "profiles", "agent", "description"}
 	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands", "steps", "merge", "merge_back")
-	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back"), errorPolicyKeys...)
+	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back", "distributed"), errorPolicyKeys...)
 )
 
 // workflow decodes the top level: a bare list of steps, or a mapping.
@@ -230,6 +230,9 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	if mode == MapReduce {
 		d.mapReduce(f, wf)
 		d.mergeEnd(f, wf)
+		if n := f.get("distributed"); n != nil {
+			wf.Distributed = d.distributed(n)
+		}
 		return wf
 	}
 	if n := d.oneOf(f, "commands", "steps"); n != nil { // steps: is the spelling of some of Prodigy's examples
@@ -315,6 +318,31 @@ func (d *decoder) envValue(n *yaml.Node, what string) *interp.Template {
 		return nil
 	}
 	return d.template(v, what, envColon.ReplaceAllString(v.Value, "$${env.$1}"))
+}
+
+var distributedKeys = []string{"queue", "max_deliveries"}
+
+// queueName is what a NATS subject token allows.
+var queueName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// distributed reads distributed: {queue, max_deliveries}.
+func (d *decoder) distributed(n *yaml.Node) *Distributed {
+	f := d.mapping(n, "distributed", distributedKeys)
+	if f == nil {
+		return nil
+	}
+	dist := &Distributed{}
+	if q := f.get("queue"); q != nil {
+		if name, ok := d.str(q, "distributed.queue"); ok && !queueName.MatchString(name) {
+			d.errorf(q, "distributed.queue %q: use 1 to 32 letters, digits, '_' or '-'", name)
+		} else {
+			dist.Queue = name
+		}
+	}
+	if m := f.get("max_deliveries"); m != nil {
+		dist.MaxDeliveries, _ = d.integer(m, "distributed.max_deliveries", 1)
+	}
+	return dist
 }
 
 var agentKeys = []string{"command", "env"}

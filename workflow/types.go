@@ -65,6 +65,15 @@ type Workflow struct {
 	// MergeBack (merge_back: true) asks for that merge whenever the job
 	// succeeds, as runner run --merge does.
 	MergeBack bool
+	// Distributed is the distributed: block, read only when the map's
+	// items run on NATS workers (runner run --nats); nil when absent.
+	Distributed *Distributed
+}
+
+// Distributed says how a MapReduce job's items go to NATS workers.
+type Distributed struct {
+	Queue         string // the worker pool; "" = default
+	MaxDeliveries int    // deliveries of one attempt before it fails as kind lost; 0 = default
 }
 
 // MergePhase is the merge: block (Prodigy's merge workflow): steps run in

@@ -1,0 +1,145 @@
+package cmd
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/runnerdev/runner/dist"
+	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/progress"
+	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// natsOptions are the flags that reach a NATS server, named as the nats
+// CLI names them, and the worker pool (SPEC §11.8).
+type natsOptions struct {
+	Conn  dist.Connection
+	Queue string
+}
+
+func (o *natsOptions) AddFlags(c *cobra.Command, what string) {
+	f := c.Flags()
+	f.StringVar(&o.Conn.URL, "nats", "", what+" (env RUNNER_NATS)")
+	f.StringVar(&o.Conn.Context, "nats-context", "", "a nats CLI context: its name or JSON file (env NATS_CONTEXT)")
+	f.StringVar(&o.Conn.Creds, "nats-creds", "", "NATS credentials file (env NATS_CREDS)")
+	f.StringVar(&o.Conn.NKey, "nats-nkey", "", "NATS NKey seed file (env NATS_NKEY)")
+	f.StringVar(&o.Conn.User, "nats-user", "", "NATS user (env NATS_USER)")
+	f.StringVar(&o.Conn.Password, "nats-password", "", "NATS password (env NATS_PASSWORD)")
+	f.StringVar(&o.Conn.TLSCert, "nats-tlscert", "", "TLS client certificate (env NATS_CERT)")
+	f.StringVar(&o.Conn.TLSKey, "nats-tlskey", "", "TLS client key (env NATS_KEY)")
+	f.StringVar(&o.Conn.TLSCA, "nats-tlsca", "", "TLS certificate authority (env NATS_CA)")
+	f.StringVar(&o.Queue, "queue", "", "the NATS worker pool (default: the workflow's distributed.queue, else "+dist.DefaultQueue+")")
+}
+
+// natsRun is a job's connection to the NATS server its items go through.
+type natsRun struct {
+	conn          *nats.Conn
+	where         state.Dist
+	maxDeliveries int
+}
+
+// connectNATS connects a run, resume or dlq retry of wf to NATS when the
+// flags, RUNNER_NATS or the job's record (stored: nil for a new job) ask
+// for it, after refusing what cannot run there; nil when its items run
+// here. A stray NATS_URL or NATS_CONTEXT never sends a job's items away.
+func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow, stored *state.Dist) error {
+	flags := o.NATS.Conn
+	if flags.URL == "" && flags.Context == "" && os.Getenv("RUNNER_NATS") == "" && stored == nil {
+		if o.NATS.Queue != "" || o.MaxDeliveries > 0 {
+			return usagef("--queue and --max-deliveries are for items run on NATS workers: add --nats URL or --nats-context NAME")
+		}
+		return nil
+	}
+	if stored != nil && flags.URL == "" && flags.Context == "" {
+		flags.URL, flags.Context = stored.URL, stored.Context
+	}
+	if wf.Mode != workflow.MapReduce {
+		return usagef("--nats runs a MapReduce workflow's items on workers; %s is a standard workflow", wf.File)
+	}
+	if wf.Map.Isolation == workflow.IsolationWorktree {
+		return usagef("items that run in git worktrees (map.isolation: worktree, as claude: steps and commit_required make the default) cannot run on NATS workers yet: set map.isolation: none, or run without --nats")
+	}
+	var fromFile workflow.Distributed
+	if wf.Distributed != nil {
+		fromFile = *wf.Distributed
+	}
+	queue := cmp.Or(o.NATS.Queue, storedQueue(stored), fromFile.Queue, dist.DefaultQueue)
+	if err := dist.CheckQueue(queue); err != nil {
+		return usagef("--queue: %v", err)
+	}
+	c := flags.FromEnv(os.Getenv, false)
+	conn, err := dist.Connect(ctx, c, "runner "+wf.Name)
+	if err != nil {
+		return err
+	}
+	o.nats = &natsRun{
+		conn:          conn,
+		where:         state.Dist{URL: c.Redacted(), Context: c.Context, Queue: queue},
+		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, dist.DefaultMaxDeliveries),
+	}
+	return nil
+}
+
+func storedQueue(d *state.Dist) string {
+	if d == nil {
+		return ""
+	}
+	return d.Queue
+}
+
+// refuseCarriedSecrets refuses a run on NATS whose secrets would travel
+// with its spec: each worker must take them from its own environment.
+func refuseCarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]string, profile string) error {
+	names, err := job.CarriedSecrets(wf, source, set, profile)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	return usagef("secret %s is written in the workflow file or given with --set: on NATS, each worker takes its secrets from its own environment (secrets never go on NATS); use a reference such as \"${env:NAME}\" and set NAME where the workers run", names[0])
+}
+
+// natsDispatcher is where j's items go on NATS.
+func (r *natsRun) dispatcher(j *job.Job) mapreduce.NewDispatcher {
+	return dist.New(j, dist.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr})
+}
+
+// close closes the connection once its job is done with it.
+func (r *natsRun) close() {
+	if r != nil {
+		r.conn.Close()
+	}
+}
+
+// describe is where the job's items go, for its first lines.
+func (r *natsRun) describe() string {
+	where := cmp.Or(r.where.URL, "context "+r.where.Context)
+	return fmt.Sprintf("items run on NATS workers of queue %s at %s", r.where.Queue, where)
+}
+
+// showQueue shows on the status line how many pulls wait on the job's
+// queue, read every 2 s, until the returned function is called.
+func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if n, err := dist.PullsWaiting(ctx, r.conn, r.where.Queue); err == nil {
+				d.SetQueue(r.where.Queue, n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}

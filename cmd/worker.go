@@ -1,0 +1,107 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runnerdev/runner/dist"
+)
+
+type workerOptions struct {
+	natsOptions
+	Concurrency  int
+	WorkDir      string
+	Name         string
+	AckWait      time.Duration
+	DrainTimeout time.Duration
+	IdleExit     time.Duration
+}
+
+func (o *workerOptions) AddFlags(c *cobra.Command) {
+	o.natsOptions.AddFlags(c, "the NATS server to pull tasks from (env RUNNER_NATS, then NATS_URL)")
+	f := c.Flags()
+	f.Var((*positiveInt)(&o.Concurrency), "concurrency", "items at once (default: the number of CPUs)")
+	f.StringVar(&o.WorkDir, "work-dir", "", "the directory items run in: the same code as the coordinator's (default: the current directory)")
+	f.StringVar(&o.Name, "name", "", "this worker's name in results and events (default: HOST-PID)")
+	f.DurationVar(&o.AckWait, "ack-wait", dist.DefaultAckWait, "how long a task may go without a heartbeat before another worker gets it (when this worker creates the queue's consumer)")
+	f.DurationVar(&o.DrainTimeout, "drain-timeout", 0, "on SIGINT/SIGTERM, how long running items may go on before they are stopped (default: until they end)")
+	f.DurationVar(&o.IdleExit, "idle-exit", 0, "exit 0 after this long without a task (default: never)")
+}
+
+func newWorkerCommand(g *globalOptions) *cobra.Command {
+	var o workerOptions
+	c := &cobra.Command{
+		Use:   "worker",
+		Short: "Run map items that jobs send through NATS (runner run --nats)",
+		Long: `Pull the tasks of one queue from a NATS JetStream server and run each job's
+map template on them, in --work-dir, with this machine's environment: its
+secrets are taken from here, never sent through NATS. A job's results go
+back to the runner run that sent them. On SIGINT or SIGTERM the worker takes
+no new task, lets its items end (within --drain-timeout) and exits.`,
+		Example: `  nats-server -js -sd /var/lib/nats &
+  runner worker --nats nats://127.0.0.1:4222 --concurrency 4
+  runner worker --nats-context prod --queue gpu --work-dir /srv/checkout`,
+		Args: exactArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runWorker(c.Context(), g, o)
+		},
+	}
+	o.AddFlags(c)
+	return c
+}
+
+func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
+	conn := o.Conn.FromEnv(os.Getenv, true)
+	if conn.URL == "" && conn.Context == "" {
+		return usagef("runner worker needs a NATS server: --nats URL, --nats-context NAME, RUNNER_NATS or NATS_URL")
+	}
+	queue := o.Queue
+	if queue == "" {
+		queue = dist.DefaultQueue
+	}
+	if err := dist.CheckQueue(queue); err != nil {
+		return usagef("--queue: %v", err)
+	}
+	if o.AckWait < 6*time.Millisecond {
+		return usagef("--ack-wait %s is too short: heartbeats go every sixth of it", o.AckWait)
+	}
+	if o.WorkDir != "" {
+		if err := os.Chdir(o.WorkDir); err != nil {
+			return usagef("--work-dir: %v", err)
+		}
+	}
+	if o.Name == "" {
+		host, _ := os.Hostname()
+		o.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = runtime.NumCPU()
+	}
+	store, err := os.MkdirTemp("", "runner-worker-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(store)
+	nc, err := dist.Connect(ctx, conn, "runner worker "+o.Name)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	w, err := dist.NewWorker(ctx, dist.WorkerOptions{
+		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait,
+		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, StoreDir: store, Log: g.stderr,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stderr, "runner worker %s: pulling queue %s at %s, %d at once\n", o.Name, queue, conn.Redacted(), o.Concurrency)
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	return context.Cause(ctx) // a signal's exit code, after draining
+}

@@ -1,0 +1,413 @@
+package dist
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/state"
+)
+
+// Options configure a job's dispatcher.
+type Options struct {
+	Conn          *nats.Conn
+	Dist          state.Dist // where: url, context, queue (the epoch is taken)
+	MaxDeliveries int        // 0: DefaultMaxDeliveries
+	Version       string     // this runner's, for the spec
+	Warn          io.Writer  // warnings about the NATS objects
+}
+
+// Dispatcher sends a job's tasks to the workers of its queue and waits for
+// their results (SPEC §11.4): one process, one epoch.
+type Dispatcher struct {
+	j       *job.Job
+	host    mapreduce.Host
+	js      jetstream.JetStream
+	objs    *objects
+	queue   string
+	key     string
+	epoch   int
+	maxDel  int
+	results jetstream.Consumer
+	stop    context.CancelFunc
+	done    chan struct{}
+
+	mu sync.Mutex
+	// waiting are the dispatches out, by item index.
+	waiting map[int]*waiter
+	// early are results read before their item's dispatch asked for them:
+	// the items an ended process left running (resume drains them).
+	early map[int]inbound
+	// expected are those items, by index, with their running attempt.
+	expected map[int]int
+	// adopted are the attempts whose tasks an ended process published
+	// and that are still in the stream: they are waited for, not sent
+	// again.
+	adopted     map[int]int
+	ids         map[int]string // item ids by index, as far as known
+	interrupted bool
+}
+
+type waiter struct {
+	attempt int
+	ch      chan inbound // buffered, one
+}
+
+// inbound is a result as it arrived, with its message to acknowledge.
+type inbound struct {
+	r   result
+	msg jetstream.Msg
+}
+
+// New returns the NewDispatcher of job j's map items over NATS.
+func New(j *job.Job, opts Options) mapreduce.NewDispatcher {
+	return func(h mapreduce.Host) (mapreduce.Dispatcher, error) {
+		return open(j, h, opts)
+	}
+}
+
+func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
+	ctx := context.Background()
+	js, err := jetstream.New(opts.Conn)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := openObjects(ctx, js, opts.Warn)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dispatcher{
+		j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, key: jobKey(j.ID()),
+		maxDel:  cmpOr(opts.MaxDeliveries, DefaultMaxDeliveries),
+		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
+		done: make(chan struct{}),
+	}
+	if d.epoch, err = j.NextDistEpoch(opts.Dist); err != nil {
+		return nil, err
+	}
+	if err := d.putSpec(ctx, opts.Version, statusRunning); err != nil {
+		return nil, err
+	}
+	if d.results, err = objs.results(ctx, d.key); err != nil {
+		return nil, err
+	}
+	if err := d.recover(ctx); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	d.stop = cancel
+	go d.consume(cctx)
+	return d, nil
+}
+
+func cmpOr(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// putSpec writes the job's spec with status to RUNNER_JOBS.
+func (d *Dispatcher) putSpec(ctx context.Context, version, status string) error {
+	p, err := d.j.Portable()
+	if err != nil {
+		return err
+	}
+	sp := spec{
+		Proto: proto, RunnerVersion: version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
+		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.Workflow().Map.AgentTimeout,
+	}
+	data, err := json.Marshal(sp)
+	if err != nil {
+		return err
+	}
+	if len(data) > maxSpec {
+		return fmt.Errorf("the job's spec for NATS workers is %d bytes, over the %d a NATS message may hold (the workflow file and setup's captures make it up)", len(data), maxSpec)
+	}
+	ctx, cancel := context.WithTimeout(ctx, callDeadline)
+	defer cancel()
+	if _, err := d.objs.jobs.Put(ctx, d.key, data); err != nil {
+		return fmt.Errorf("NATS bucket %s: %w", jobsBucket, err)
+	}
+	return nil
+}
+
+// recover finds, for the items an ended process left running, the tasks
+// still in the stream (adopted: not sent again) and then the results
+// stored for them (§11.7). The order matters: a worker acknowledges its
+// task only after its result is stored, so a task gone by the time the
+// results are read has its result among them.
+func (d *Dispatcher) recover(ctx context.Context) error {
+	states, err := d.j.ReadItemStates()
+	if err != nil {
+		return err
+	}
+	for i, rec := range states {
+		d.ids[i] = rec.ID
+		if rec.State != job.ItemRunning {
+			continue
+		}
+		d.expected[i] = max(rec.Attempt, 1)
+		cctx, cancel := context.WithTimeout(ctx, callDeadline)
+		raw, err := d.objs.tasks.GetLastMsgForSubject(cctx, taskSubject(d.queue, d.key, i))
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue
+		case err != nil:
+			return fmt.Errorf("NATS stream %s: %w", tasksStream, err)
+		}
+		var t task
+		if json.Unmarshal(raw.Data, &t) == nil && t.Attempt == d.expected[i] {
+			d.adopted[i] = t.Attempt
+		}
+	}
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callDeadline)
+		batch, err := d.results.FetchNoWait(64)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("NATS consumer %s: %w", jobConsumer(d.key), err)
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			d.receive(cctx, msg)
+		}
+		cancel()
+		if batch.Error() != nil || n == 0 {
+			return nil
+		}
+	}
+}
+
+// consume reads the job's results until ctx ends.
+func (d *Dispatcher) consume(ctx context.Context) {
+	defer close(d.done)
+	for ctx.Err() == nil {
+		if msg, err := next(ctx, d.results); err == nil {
+			d.receive(ctx, msg)
+		}
+	}
+}
+
+// receive gives a result to the dispatch waiting for it, keeps it for an
+// item resumed from an ended process, or drops it as a duplicate.
+func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
+	var r result
+	if err := json.Unmarshal(msg.Data(), &r); err != nil || msg.Headers().Get(headerProto) != proto {
+		d.ack(ctx, msg) // not a result this runner can read: nothing waits for it
+		return
+	}
+	in := inbound{r: r, msg: msg}
+	d.mu.Lock()
+	if w, ok := d.waiting[r.Index]; ok && w.attempt == r.Attempt {
+		delete(d.waiting, r.Index)
+		d.mu.Unlock()
+		w.ch <- in
+		return
+	}
+	if a, ok := d.expected[r.Index]; ok && a == r.Attempt {
+		// Kept until its item's dispatch takes it. Its message may come
+		// again meanwhile (the consumer's ack_wait ran out): then the new
+		// delivery is the one to acknowledge.
+		if have, ok := d.early[r.Index]; !ok || streamSeq(have.msg) == streamSeq(msg) {
+			d.early[r.Index] = in
+			d.mu.Unlock()
+			return
+		}
+	}
+	d.mu.Unlock()
+	d.duplicate(ctx, in)
+}
+
+// streamSeq is where msg is in its stream: the same for every delivery
+// of it.
+func streamSeq(msg jetstream.Msg) uint64 {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return 0
+	}
+	return meta.Sequence.Stream
+}
+
+// duplicate drops a result whose attempt has one already.
+func (d *Dispatcher) duplicate(ctx context.Context, in inbound) {
+	d.ack(ctx, in.msg)
+	d.j.Emit(eventlog.ResultDuplicate(d.itemID(in.r.Index), in.r.Attempt, in.r.Epoch, in.r.Worker, in.r.Delivery))
+}
+
+// itemID is the id of the item at index, for events about results that
+// no dispatch waits for.
+func (d *Dispatcher) itemID(index int) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if id, ok := d.ids[index]; ok {
+		return id
+	}
+	return "#" + strconv.Itoa(index)
+}
+
+func (d *Dispatcher) ack(ctx context.Context, msg jetstream.Msg) {
+	ctx, cancel := context.WithTimeout(ctx, ackDeadline)
+	defer cancel()
+	_ = msg.DoubleAck(ctx) // unacknowledged, it comes back and is dropped then
+}
+
+// Dispatch publishes t's task, unless an ended process's is still out, and
+// waits for its result (mapreduce.Dispatcher).
+func (d *Dispatcher) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.Outcome, error) {
+	d.mu.Lock()
+	d.ids[t.Index] = t.ItemID
+	if in, ok := d.early[t.Index]; ok && in.r.Attempt == t.Attempt {
+		delete(d.early, t.Index)
+		delete(d.expected, t.Index)
+		d.mu.Unlock()
+		return d.outcome(t, in), nil
+	}
+	delete(d.expected, t.Index)
+	w := &waiter{attempt: t.Attempt, ch: make(chan inbound, 1)}
+	d.waiting[t.Index] = w
+	adopted := d.adopted[t.Index] == t.Attempt
+	delete(d.adopted, t.Index)
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		if d.waiting[t.Index] == w {
+			delete(d.waiting, t.Index)
+		}
+		d.mu.Unlock()
+	}()
+	if !adopted {
+		if out, sent := d.send(ctx, t); !sent {
+			return out, nil
+		}
+	}
+	select {
+	case in := <-w.ch:
+		return d.outcome(t, in), nil
+	case <-ctx.Done():
+		d.mu.Lock()
+		d.interrupted = true
+		d.mu.Unlock()
+		return mapreduce.Outcome{}, context.Cause(ctx)
+	}
+}
+
+// send publishes t's task. It reports false, with the outcome of the
+// attempt, when the task cannot be sent (too large for NATS).
+func (d *Dispatcher) send(ctx context.Context, t mapreduce.Task) (mapreduce.Outcome, bool) {
+	body, err := json.Marshal(task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel})
+	if err == nil && len(body) > maxTask {
+		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), maxTask)
+	}
+	if err == nil {
+		m := newMsg(taskSubject(d.queue, d.key, t.Index), t.JobID, body)
+		err = publish(ctx, d.js, m, taskMsgID(d.key, t.Index, t.Attempt, d.epoch))
+		if ctx.Err() != nil {
+			return mapreduce.Outcome{}, true // interrupted: the wait says so
+		}
+	}
+	if err == nil {
+		return mapreduce.Outcome{}, true
+	}
+	return mapreduce.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: mapreduce.Failure{
+		Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: err.Error(),
+	}}, false
+}
+
+// outcome is the outcome of t that in carries: the worker's events are
+// recorded and its log appended to the item's, and the result is
+// acknowledged once the ledger has recorded it.
+func (d *Dispatcher) outcome(t mapreduce.Task, in inbound) mapreduce.Outcome {
+	r := in.r
+	for _, e := range r.Events {
+		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery))
+	}
+	if r.LogTail != "" {
+		d.appendLog(t.Index, r.LogTail)
+	}
+	out := mapreduce.Outcome{
+		DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: time.Duration(r.DurationMS) * time.Millisecond,
+		Worker: r.Worker, Delivery: r.Delivery,
+		Settle: func() { d.ack(context.Background(), in.msg) },
+	}
+	if r.Failed && r.Failure != nil {
+		out.Failure = r.Failure.local()
+		out.Failure.Attempt = t.Attempt
+	} else if r.Failed {
+		out.Failure = mapreduce.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "failed", Message: "the worker's result gave no failure"}
+	}
+	return out
+}
+
+// appendLog adds what the worker logged of an item to the item's log.
+func (d *Dispatcher) appendLog(index int, text string) {
+	f, err := os.OpenFile(filepath.Join(d.j.Path("logs"), "item-"+strconv.Itoa(index)+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return // a log that cannot be written does not fail the item
+	}
+	defer f.Close()
+	_, _ = f.WriteString(text)
+}
+
+// Close stops reading results. After an interrupt it marks the job
+// interrupted in its spec, which stops its items on the workers, and
+// removes its tasks from the stream; otherwise the job's consumer and spec
+// go, as nothing of it is out any more.
+func (d *Dispatcher) Close() error {
+	d.stop()
+	<-d.done
+	ctx, cancel := context.WithTimeout(context.Background(), 3*callDeadline)
+	defer cancel()
+	d.mu.Lock()
+	interrupted := d.interrupted
+	d.mu.Unlock()
+	if interrupted {
+		err := d.setStatus(ctx, statusInterrupted)
+		if perr := d.objs.tasks.Purge(ctx, jetstream.WithPurgeSubject("runner.task."+d.queue+"."+d.key+".>")); err == nil {
+			err = perr
+		}
+		return err
+	}
+	err := d.js.DeleteConsumer(ctx, resultsStream, jobConsumer(d.key))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		err = nil
+	}
+	if derr := d.objs.jobs.Delete(ctx, d.key); err == nil {
+		err = derr
+	}
+	return err
+}
+
+// setStatus rewrites the status in the job's spec.
+func (d *Dispatcher) setStatus(ctx context.Context, status string) error {
+	entry, err := d.objs.jobs.Get(ctx, d.key)
+	if err != nil {
+		return err
+	}
+	var sp spec
+	if err := json.Unmarshal(entry.Value(), &sp); err != nil {
+		return err
+	}
+	sp.Status = status
+	data, err := json.Marshal(sp)
+	if err != nil {
+		return err
+	}
+	_, err = d.objs.jobs.Put(ctx, d.key, data)
+	return err
+}

@@ -1,0 +1,124 @@
+package dist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultAckWait is how long a worker may go without a heartbeat before
+// the server gives its task to another worker.
+const DefaultAckWait = 30 * time.Second
+
+// objects are the streams, consumers and bucket both sides use. Whichever
+// side starts first creates them; one that exists with another config is
+// used as it is, with a warning (runner never updates it).
+type objects struct {
+	js    jetstream.JetStream
+	warn  io.Writer
+	tasks jetstream.Stream
+	jobs  jetstream.KeyValue
+}
+
+func openObjects(ctx context.Context, js jetstream.JetStream, warn io.Writer) (*objects, error) {
+	o := &objects{js: js, warn: warn}
+	var err error
+	if o.tasks, err = o.stream(ctx, jetstream.StreamConfig{
+		Name: tasksStream, Subjects: []string{"runner.task.>"}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Duplicates: duplicateSpan, MaxMsgSize: maxPayload,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err = o.stream(ctx, jetstream.StreamConfig{
+		Name: resultsStream, Subjects: []string{"runner.result.>"}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Duplicates: duplicateSpan, MaxAge: 7 * 24 * time.Hour,
+	}); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, callDeadline)
+	defer cancel()
+	o.jobs, err = js.CreateKeyValue(cctx, jetstream.KeyValueConfig{Bucket: jobsBucket, History: 1, Storage: jetstream.FileStorage})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		o.warnf("NATS bucket %s exists with another config; runner uses it as it is", jobsBucket)
+		o.jobs, err = js.KeyValue(cctx, jobsBucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("NATS bucket %s: %w", jobsBucket, err)
+	}
+	return o, nil
+}
+
+func (o *objects) stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	ctx, cancel := context.WithTimeout(ctx, callDeadline)
+	defer cancel()
+	s, err := o.js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		o.warnf("NATS stream %s exists with another config; runner uses it as it is", cfg.Name)
+		s, err = o.js.Stream(ctx, cfg.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("NATS stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
+
+// consumer returns the durable pull consumer cfg names on stream.
+func (o *objects) consumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, callDeadline)
+	defer cancel()
+	c, err := o.js.CreateConsumer(ctx, stream, cfg)
+	if errors.Is(err, jetstream.ErrConsumerExists) {
+		o.warnf("NATS consumer %s/%s exists with another config; runner uses it as it is", stream, cfg.Durable)
+		c, err = o.js.Consumer(ctx, stream, cfg.Durable)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("NATS consumer %s/%s: %w", stream, cfg.Durable, err)
+	}
+	return c, nil
+}
+
+// workers is the consumer all workers of queue pull from.
+func (o *objects) workers(ctx context.Context, queue string, ackWait time.Duration) (jetstream.Consumer, error) {
+	return o.consumer(ctx, tasksStream, jetstream.ConsumerConfig{
+		Durable: workersConsumer(queue), FilterSubject: "runner.task." + queue + ".>",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: -1, MaxAckPending: -1, MaxWaiting: 4096,
+	})
+}
+
+// results is the consumer of one job's results.
+func (o *objects) results(ctx context.Context, key string) (jetstream.Consumer, error) {
+	return o.consumer(ctx, resultsStream, jetstream.ConsumerConfig{
+		Durable: jobConsumer(key), FilterSubject: "runner.result." + key + ".>",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 60 * time.Second, InactiveThreshold: 7 * 24 * time.Hour,
+	})
+}
+
+func (o *objects) warnf(format string, args ...any) {
+	if o.warn != nil {
+		fmt.Fprintf(o.warn, "runner: warning: "+format+"\n", args...)
+	}
+}
+
+// PullsWaiting is how many pulls wait on queue now: the free slots of
+// its workers (0 when no worker ever pulled from it).
+func PullsWaiting(ctx context.Context, nc *nats.Conn, queue string) (int, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callDeadline)
+	defer cancel()
+	c, err := js.Consumer(ctx, tasksStream, workersConsumer(queue))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return c.CachedInfo().NumWaiting, nil
+}

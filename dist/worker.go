@@ -1,0 +1,473 @@
+package dist
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// WorkerOptions configure a worker.
+type WorkerOptions struct {
+	Conn        *nats.Conn
+	Queue       string
+	Concurrency int           // items at once
+	Name        string        // in results and events
+	AckWait     time.Duration // of the queue's consumer, when this worker creates it
+	// DrainTimeout is how long a stopping worker lets its items run on
+	// (0: until they end); IdleExit ends a worker that got no task for
+	// that long (0: never).
+	DrainTimeout, IdleExit time.Duration
+	StoreDir               string    // where the jobs' copies and item logs go
+	Log                    io.Writer // one line per item and per problem
+}
+
+// Worker pulls the tasks of one queue and runs them (SPEC §11.2).
+type Worker struct {
+	opts    WorkerOptions
+	js      jetstream.JetStream
+	objs    *objects
+	tasks   jetstream.Consumer
+	ackWait time.Duration // the consumer's, as the server has it
+	slots   mapreduce.Slots
+	seq     atomic.Uint64
+
+	mu   sync.Mutex
+	jobs map[string]*workerJob // by key
+	runs map[*workerRun]struct{}
+
+	logMu sync.Mutex
+}
+
+// workerJob is a job as this worker runs its items: opened from its spec
+// at one revision of it.
+type workerJob struct {
+	key      string
+	revision uint64
+	spec     spec
+	worker   *job.Worker // nil when missing names secrets this worker lacks
+	missing  []string
+	runner   *mapreduce.Runner
+	logDir   string
+}
+
+// workerRun is one task running: its job and item, its events, and how
+// to stop it.
+type workerRun struct {
+	key, itemID string
+	events      []eventlog.Event // guarded by Worker.mu
+	cancel      context.CancelCauseFunc
+}
+
+// Why a run stops without a result.
+var (
+	errCutOff      = errors.New("no answer from the NATS server to heartbeats: another worker will get the task")
+	errInterrupted = errors.New("the job was interrupted")
+	errDrained     = errors.New("the worker stopped before the item ended")
+)
+
+// NewWorker connects a worker to its queue, creating the NATS objects it
+// needs if they are missing.
+func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
+	if err := CheckQueue(opts.Queue); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(opts.Conn)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := openObjects(ctx, js, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{opts: opts, js: js, objs: objs, slots: make(mapreduce.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, runs: map[*workerRun]struct{}{}}
+	if w.tasks, err = objs.workers(ctx, opts.Queue, cmpDuration(opts.AckWait, DefaultAckWait)); err != nil {
+		return nil, err
+	}
+	w.ackWait = w.tasks.CachedInfo().Config.AckWait
+	return w, nil
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// heartbeat is how often a running task tells the server it is in
+// progress.
+func (w *Worker) heartbeat() time.Duration { return w.ackWait / 6 }
+
+// Run pulls and runs tasks until ctx ends, then lets the items running
+// end (within DrainTimeout) and returns nil; or until no task came for
+// IdleExit.
+func (w *Worker) Run(ctx context.Context) error {
+	runCtx, stopRuns := context.WithCancelCause(context.Background())
+	defer stopRuns(nil)
+	go w.watchJobs(ctx)
+	var running sync.WaitGroup
+	idleSince := time.Now()
+	for ctx.Err() == nil {
+		sl := w.slots.Hold()
+		if sl.Acquire(ctx) != nil {
+			break
+		}
+		msg, err := next(ctx, w.tasks)
+		if err != nil {
+			sl.Release()
+			if w.opts.IdleExit > 0 && time.Since(idleSince) >= w.opts.IdleExit && w.idle() {
+				break
+			}
+			continue
+		}
+		if ctx.Err() != nil { // pulled while stopping: another worker gets it at once
+			_ = msg.NakWithDelay(0)
+			sl.Release()
+			break
+		}
+		idleSince = time.Now()
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			defer sl.Release()
+			w.handle(runCtx, msg, sl)
+		}()
+	}
+	ended := make(chan struct{})
+	go func() { running.Wait(); close(ended) }()
+	var deadline <-chan time.Time
+	if w.opts.DrainTimeout > 0 {
+		deadline = time.After(w.opts.DrainTimeout)
+	}
+	select {
+	case <-ended:
+	case <-deadline:
+		stopRuns(errDrained)
+		<-ended
+	}
+	return nil
+}
+
+// idle reports whether no item is running.
+func (w *Worker) idle() bool { return len(w.slots) == 0 }
+
+// handle runs one task message to its result.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Slot) {
+	if msg.Headers().Get(headerProto) != proto {
+		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
+		return
+	}
+	var t task
+	if err := json.Unmarshal(msg.Data(), &t); err != nil {
+		_ = msg.TermWithReason("unreadable task")
+		return
+	}
+	delivery := 1
+	if meta, err := msg.Metadata(); err == nil {
+		delivery = int(meta.NumDelivered)
+	}
+	key := jobKey(t.JobID)
+	wj, err := w.job(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		_ = msg.TermWithReason("unknown job")
+		return
+	case err != nil:
+		w.logf("job %s: %v", t.JobID, err)
+		_ = msg.NakWithDelay(5 * time.Second)
+		return
+	case wj.spec.Status != statusRunning:
+		_ = msg.TermWithReason("job " + wj.spec.Status)
+		return
+	}
+	r := result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
+	switch {
+	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
+		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: mapreduce.KindLost, ExitCode: -1,
+			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", delivery, t.MaxDeliveries)}
+	case wj.worker == nil:
+		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1,
+			Message: fmt.Sprintf("secret %s is not set on worker %s", strings.Join(wj.missing, ", "), w.opts.Name)}
+	default:
+		var ok bool
+		if r, ok = w.run(ctx, wj, t, msg, sl, r); !ok {
+			return
+		}
+	}
+	body, err := r.trim()
+	if err != nil {
+		w.logf("item %s: %v", t.ItemID, err)
+		return
+	}
+	m := newMsg(resultSubject(key, t.Index), t.JobID, body)
+	pctx, cancel := context.WithTimeout(context.Background(), w.ackWait)
+	defer cancel()
+	if err := publish(pctx, w.js, m, resultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
+		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
+		return
+	}
+	actx, cancel := context.WithTimeout(context.Background(), ackDeadline)
+	defer cancel()
+	if err := msg.DoubleAck(actx); err != nil {
+		// The task comes back; its second result is dropped by the
+		// coordinator (first result per attempt wins).
+		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
+	}
+}
+
+// run runs the item of t with its job's template, sending heartbeats. It
+// reports false when the run stopped without a result to send: the job
+// was interrupted, the server stopped answering, or the worker stopped.
+func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.Msg, sl *mapreduce.Slot, r result) (result, bool) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel}
+	w.mu.Lock()
+	w.runs[run] = struct{}{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.runs, run)
+		w.mu.Unlock()
+	}()
+	stopBeats := w.beat(rctx, msg, cancel)
+	logPath := filepath.Join(wj.logDir, "item-"+strconv.Itoa(t.Index)+".log")
+	logStart := fileSize(logPath)
+	mt := mapreduce.Task{
+		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt,
+		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
+	}
+	out, err := wj.runner.Run(rctx, mt, sl, func(job.StepRecord) error { return nil })
+	stopBeats()
+	if err != nil || context.Cause(rctx) != nil {
+		cause := context.Cause(rctx)
+		if errors.Is(cause, errDrained) {
+			_ = msg.NakWithDelay(0)
+		}
+		w.logf("item %s: stopped: %v", t.ItemID, cmpErr(cause, err))
+		return r, false
+	}
+	mask := wj.worker.Mask
+	r.Output = tail(mask(out.Output), maxOutput)
+	r.DurationMS = out.Duration.Milliseconds()
+	if out.Failed {
+		f := wireFailure(out.Failure)
+		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
+		r.Failed, r.Failure = true, f
+	}
+	w.mu.Lock()
+	for _, e := range run.events {
+		r.Events = append(r.Events, e.Redacted(mask))
+	}
+	w.mu.Unlock()
+	r.LogTail = mask(readTail(logPath, logStart, maxLogTail))
+	return r, true
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// beat sends "+WPI" to the server every heartbeat while the task runs, as
+// a request: a worker whose heartbeats go unanswered for ack_wait less two
+// heartbeats stops the run (stop) before the server gives the task to
+// another worker. The returned function ends the heartbeats.
+func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, stop context.CancelCauseFunc) func() {
+	every := w.heartbeat()
+	limit := w.ackWait - 2*every
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		last := time.Now()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rctx, cancel := context.WithTimeout(ctx, every)
+			_, err := w.opts.Conn.RequestWithContext(rctx, msg.Reply(), []byte("+WPI"))
+			cancel()
+			if err == nil {
+				last = time.Now()
+			} else if time.Since(last) >= limit {
+				stop(errCutOff)
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// job returns the job of key as its spec in RUNNER_JOBS has it now,
+// opening it again when the spec changed.
+func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
+	cctx, cancel := context.WithTimeout(ctx, callDeadline)
+	entry, err := w.objs.jobs.Get(cctx, key)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wj, ok := w.jobs[key]; ok && wj.revision == entry.Revision() {
+		return wj, nil
+	}
+	var sp spec
+	if err := json.Unmarshal(entry.Value(), &sp); err != nil {
+		return nil, fmt.Errorf("its spec: %w", err)
+	}
+	if sp.Proto != proto {
+		return nil, fmt.Errorf("its spec speaks protocol %q, this worker %q", sp.Proto, proto)
+	}
+	wj := &workerJob{key: key, revision: entry.Revision(), spec: sp}
+	for _, name := range sp.Job.Meta.Secrets {
+		if _, ok := os.LookupEnv(name); !ok {
+			wj.missing = append(wj.missing, name)
+		}
+	}
+	if len(wj.missing) == 0 && sp.Status == statusRunning {
+		if err := w.open(wj); err != nil {
+			return nil, err
+		}
+	}
+	w.jobs[key] = wj
+	return wj, nil
+}
+
+// open makes the job's copy in the worker's store, one per revision of
+// its spec (runs of an older one may go on in theirs), and its template
+// runner. It is called with w.mu held.
+func (w *Worker) open(wj *workerJob) error {
+	emit := func(e eventlog.Event) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for run := range w.runs {
+			if run.key == wj.key && run.itemID == e.ItemID {
+				run.events = append(run.events, e)
+			}
+		}
+	}
+	store := state.Store{Dir: filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))}
+	jw, err := job.OpenPortable(wj.spec.Job, store, job.Options{Stdout: io.Discard, Stderr: io.Discard}, emit)
+	if err != nil {
+		return err
+	}
+	wf := jw.Workflow()
+	if wf.Mode != workflow.MapReduce || wf.Map == nil {
+		return fmt.Errorf("job %s has no map phase", wj.spec.JobID)
+	}
+	x := jw.Executor()
+	x.Env = append(x.Env, "RUNNER_WORKER="+w.opts.Name)
+	wj.worker, wj.logDir = jw, jw.Path("logs")
+	if err := os.MkdirAll(wj.logDir, 0o700); err != nil {
+		return err
+	}
+	wj.runner = mapreduce.NewRunner(jw.Executor(), jw.Scope(), wf.Map, wj.logDir, nil)
+	return nil
+}
+
+// watchJobs stops the runs of a job whose spec says it was interrupted,
+// or is gone, until ctx ends.
+func (w *Worker) watchJobs(ctx context.Context) {
+	for ctx.Err() == nil {
+		watcher, err := w.objs.jobs.WatchAll(ctx, jetstream.UpdatesOnly())
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for entry := range watcher.Updates() {
+			if entry == nil {
+				continue
+			}
+			var sp spec
+			gone := entry.Operation() != jetstream.KeyValuePut
+			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == statusRunning {
+				continue
+			}
+			w.stopJob(entry.Key())
+		}
+		_ = watcher.Stop()
+	}
+}
+
+// stopJob stops every run of the job of key: its items' process groups
+// get TERM, then KILL after their grace.
+func (w *Worker) stopJob(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for run := range w.runs {
+		if run.key == key {
+			run.cancel(errInterrupted)
+		}
+	}
+}
+
+func (w *Worker) logf(format string, args ...any) {
+	if w.opts.Log == nil {
+		return
+	}
+	w.logMu.Lock()
+	defer w.logMu.Unlock()
+	fmt.Fprintf(w.opts.Log, "runner worker %s: "+format+"\n", append([]any{w.opts.Name}, args...)...)
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// readTail reads what path gained from offset from on, at most n bytes
+// (its end).
+func readTail(path string, from int64, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	size := fileSize(path)
+	from = max(from, size-int64(n))
+	buf := make([]byte, size-from)
+	k, _ := f.ReadAt(buf, from)
+	return string(buf[:k])
+}
