@@ -10,7 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 FUZZTIME ?= 10s
 FUZZTIME_SHELL ?= $(FUZZTIME)
 
-.PHONY: build release demo test short race prodigy unit fmt vet tidy-check bench fuzz chaos ci clean
+.PHONY: build release demo test short race prodigy unit fmt vet tidy-check binary-check bench fuzz chaos ci clean
 
 build:
 	$(BUILD) -o $(BIN) .
@@ -88,7 +88,14 @@ fuzz:
 	$(GO) test ./mapreduce/items/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) -timeout 2h
 	$(GO) test ./mapreduce/items/ -run '^$$' -fuzz '^FuzzDefaultIDs$$' -fuzztime $(FUZZTIME) -timeout 2h
 
-ci: tidy-check test
+# The shipped binary links the NATS client but not the server, which only
+# the tests embed (SPEC §11.1): go version -m lists the modules it has.
+binary-check: build
+	@$(GO) version -m $(BIN) | grep -q 'github.com/nats-io/nats.go' || { echo "$(BIN) lacks the NATS client"; exit 1; }
+	@! $(GO) version -m $(BIN) | grep 'github.com/nats-io/nats-server' || { echo "$(BIN) embeds the NATS server"; exit 1; }
+	@echo "$(BIN): NATS client linked, server not"
+
+ci: tidy-check binary-check test
 
 clean:
 	rm -rf bin .runner
