@@ -107,6 +107,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newCompletionCommand(g),
 		newVersionCommand(g),
 		newWorkerCommand(g),
+		newWatchdogCommand(),
 		newAgentCommand(g),
 	)
 	return root

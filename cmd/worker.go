@@ -92,9 +92,14 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		return err
 	}
 	defer nc.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	w, err := dist.NewWorker(ctx, dist.WorkerOptions{
 		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait,
 		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, StoreDir: store, Log: g.stderr,
+		Watchdog: []string{exe, "worker-watchdog"},
 	})
 	if err != nil {
 		return err
@@ -104,4 +109,20 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		return err
 	}
 	return context.Cause(ctx) // a signal's exit code, after draining
+}
+
+// newWatchdogCommand is `runner worker-watchdog`, the process a worker
+// starts to kill its items' process groups when their leases run out (see
+// dist.ServeWatchdog): not for users, so hidden.
+func newWatchdogCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "worker-watchdog",
+		Short:  "Kill a worker's items whose leases ran out (started by runner worker)",
+		Hidden: true,
+		Args:   exactArgs(0),
+		RunE: func(c *cobra.Command, args []string) error {
+			dist.IgnoreSignals()
+			return dist.ServeWatchdog(c.InOrStdin())
+		},
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -37,6 +38,10 @@ type WorkerOptions struct {
 	DrainTimeout, IdleExit time.Duration
 	StoreDir               string    // where the jobs' copies and item logs go
 	Log                    io.Writer // one line per item and per problem
+	// Watchdog is the command that serves ServeWatchdog (this
+	// executable's); nil: no watchdog, the heartbeat check alone stops
+	// runs whose lease ran out.
+	Watchdog []string
 }
 
 // Worker pulls the tasks of one queue and runs them (SPEC §11.2).
@@ -47,6 +52,7 @@ type Worker struct {
 	tasks   jetstream.Consumer
 	ackWait time.Duration // the consumer's, as the server has it
 	slots   mapreduce.Slots
+	wd      *watchdog // nil without one
 	seq     atomic.Uint64
 
 	mu   sync.Mutex
@@ -102,6 +108,11 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
+	if len(opts.Watchdog) > 0 {
+		if w.wd, err = startWatchdog(opts.Watchdog); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -122,6 +133,7 @@ func (w *Worker) heartbeat() time.Duration { return w.ackWait / 6 }
 func (w *Worker) Run(ctx context.Context) error {
 	runCtx, stopRuns := context.WithCancelCause(context.Background())
 	defer stopRuns(nil)
+	defer w.wd.close()
 	go w.watchJobs(ctx)
 	var running sync.WaitGroup
 	idleSince := time.Now()
@@ -171,6 +183,7 @@ func (w *Worker) idle() bool { return len(w.slots) == 0 }
 
 // handle runs one task message to its result.
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Slot) {
+	received := time.Now()
 	if msg.Headers().Get(headerProto) != proto {
 		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
 		return
@@ -208,7 +221,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 			Message: fmt.Sprintf("secret %s is not set on worker %s", strings.Join(wj.missing, ", "), w.opts.Name)}
 	default:
 		var ok bool
-		if r, ok = w.run(ctx, wj, t, msg, sl, r); !ok {
+		if r, ok = w.run(ctx, wj, t, msg, received, sl, r); !ok {
 			return
 		}
 	}
@@ -236,7 +249,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 // run runs the item of t with its job's template, sending heartbeats. It
 // reports false when the run stopped without a result to send: the job
 // was interrupted, the server stopped answering, or the worker stopped.
-func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.Msg, sl *mapreduce.Slot, r result) (result, bool) {
+func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.Msg, received time.Time, sl *mapreduce.Slot, r result) (result, bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel}
@@ -248,15 +261,21 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 		delete(w.runs, run)
 		w.mu.Unlock()
 	}()
-	stopBeats := w.beat(rctx, msg, cancel)
+	ls := newLease(w.wd, w.ackWait-2*w.heartbeat(), received)
+	stopBeats := w.beat(rctx, msg, ls, cancel)
 	logPath := filepath.Join(wj.logDir, "item-"+strconv.Itoa(t.Index)+".log")
 	logStart := fileSize(logPath)
 	mt := mapreduce.Task{
 		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt,
 		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
 	}
-	out, err := wj.runner.Run(rctx, mt, sl, func(job.StepRecord) error { return nil })
+	out, err := wj.runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, sl, func(job.StepRecord) error { return nil })
 	stopBeats()
+	if err == nil && ls.expired(time.Now()) {
+		// Frozen or cut off past the lease: the task may be another
+		// worker's by now, and this run may have been killed.
+		cancel(errCutOff)
+	}
 	if err != nil || context.Cause(rctx) != nil {
 		cause := context.Cause(rctx)
 		if errors.Is(cause, errDrained) {
@@ -290,17 +309,14 @@ func cmpErr(a, b error) error {
 }
 
 // beat sends "+WPI" to the server every heartbeat while the task runs, as
-// a request: a worker whose heartbeats go unanswered for ack_wait less two
-// heartbeats stops the run (stop) before the server gives the task to
-// another worker. The returned function ends the heartbeats.
-func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, stop context.CancelCauseFunc) func() {
+// a request whose answer renews the run's lease; once the lease has run
+// out it stops the run. The returned function ends the heartbeats.
+func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc) func() {
 	every := w.heartbeat()
-	limit := w.ackWait - 2*every
 	done := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		last := time.Now()
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
@@ -315,8 +331,8 @@ func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, stop context.Cance
 			_, err := w.opts.Conn.RequestWithContext(rctx, msg.Reply(), []byte("+WPI"))
 			cancel()
 			if err == nil {
-				last = time.Now()
-			} else if time.Since(last) >= limit {
+				ls.renew(time.Now())
+			} else if ls.expired(time.Now()) {
 				stop(errCutOff)
 				return
 			}

@@ -190,6 +190,9 @@ func run(ctx context.Context, spec *Spec) Result {
 	}
 
 	g := &group{pid: pid, grace: grace}
+	if hook := groupHookOf(ctx); hook != nil {
+		defer hook(pid)() // after g.finish: the group is done with
+	}
 	stop := context.AfterFunc(runCtx, g.interrupt)
 	ws, waitErr := collect(g, pidfd, out, errs)
 	stop()
