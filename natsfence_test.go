@@ -1,0 +1,140 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/natstest"
+)
+
+// fenceWorkflow's items each run for about 3 s, writing a tick every
+// 100 ms: a run's last tick is as late as it ran.
+const fenceWorkflow = `mode: mapreduce
+map:
+  input: seq 1 2
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        for i in $(seq 30); do
+          echo "${item} $RUNNER_WORKER $(date +%s%N)" >> runs.log
+          sleep 0.1
+        done
+`
+
+// TestNATSFencing stops a worker with SIGSTOP (its processes, not its
+// items' children) for longer than ack_wait while it runs both items of a
+// job, so that the server gives their tasks to another worker, then lets
+// it go on (SIGCONT). The frozen worker's watchdog kills its items once
+// their leases run out, before the server gives the tasks away, and the
+// thawed worker sends no result: no item has two runs at once, and each
+// item succeeded once, run by the second worker (§11.9.6).
+func TestNATSFencing(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: process-level NATS tests run in make nats")
+	}
+	srv := natstest.Start(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fence.yml"), []byte(fenceWorkflow), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runsLog := filepath.Join(dir, "runs.log")
+	frozen := startWorker(t, dir, srv.URL(), "fence", "frozen")
+	run := exec.Command("runner", "run", "--nats", srv.URL(), "--queue", "fence", "--job-id", "j", "fence.yml")
+	run.Dir = dir
+	out := &strings.Builder{}
+	run.Stdout, run.Stderr = out, out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = run.Wait(); close(exited) }()
+	waitForLines(runsLog, 4, exited) // both items are running on it
+	if err := frozen.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, dir, srv.URL(), "fence", "other")
+	time.Sleep(3500 * time.Millisecond) // ack_wait 2 s, and then some
+	if err := frozen.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, exited)
+	if code := run.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+
+	type span struct {
+		worker      string
+		first, last int64
+	}
+	runs := map[string][]*span{} // by item, in order of start
+	for _, line := range readLines(t, runsLog) {
+		f := strings.Fields(line)
+		at, _ := strconv.ParseInt(f[2], 10, 64)
+		spans := runs[f[0]]
+		if n := len(spans); n == 0 || spans[n-1].worker != f[1] {
+			runs[f[0]] = append(spans, &span{worker: f[1], first: at, last: at})
+			continue
+		}
+		spans[len(spans)-1].last = at
+	}
+	for item, spans := range runs {
+		if len(spans) != 2 || spans[0].worker != "frozen" || spans[1].worker != "other" {
+			var seen []string
+			for _, s := range spans {
+				seen = append(seen, s.worker+" "+time.Duration(s.last-s.first).String())
+			}
+			t.Errorf("item %s: %d runs (%s), want one on the frozen worker, then one on the other", item, len(spans), strings.Join(seen, ", "))
+			continue
+		}
+		if gap := time.Duration(spans[1].first - spans[0].last); gap <= 0 {
+			t.Errorf("item %s: the second run started %v before the frozen worker's run stopped", item, -gap)
+		}
+	}
+	events, err := eventlog.Read(filepath.Join(dir, ".runner", "jobs", "j", "events.jsonl"), eventlog.Query{Types: []eventlog.Type{eventlog.TypeItemSucceeded, eventlog.TypeItemFailed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []string
+	for _, e := range events {
+		ends = append(ends, string(e.Type)+" "+e.ItemID+" by "+e.Str("worker"))
+	}
+	slices.Sort(ends)
+	if want := []string{"item_succeeded 1 by other", "item_succeeded 2 by other"}; !slices.Equal(ends, want) {
+		t.Errorf("items ended %q, want %q", ends, want)
+	}
+}
+
+// startWorker starts `runner worker` for queue in dir (ack_wait 2 s, two
+// items at once), killed when the test ends.
+func startWorker(t *testing.T, dir, url, queue, name string) *exec.Cmd {
+	t.Helper()
+	w := exec.Command("runner", "worker", "--nats", url, "--queue", queue, "--name", name, "--ack-wait", "2s", "--concurrency", "2")
+	w.Dir = dir
+	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stdout, w.Stderr = log, log
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = w.Process.Signal(syscall.SIGCONT)
+		_ = w.Process.Kill()
+		_ = w.Wait()
+		log.Close()
+		if t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			t.Logf("worker %s:\n%s", name, data)
+		}
+	})
+	return w
+}
