@@ -10,7 +10,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 FUZZTIME ?= 10s
 FUZZTIME_SHELL ?= $(FUZZTIME)
 
-.PHONY: build release demo test short race prodigy unit fmt vet tidy-check binary-check bench fuzz chaos ci clean
+.PHONY: build release demo test short race prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos ci clean
 
 build:
 	$(BUILD) -o $(BIN) .
@@ -29,8 +29,9 @@ demo: build
 	./$(BIN) run examples/release.yml
 
 # The whole suite: formatting, vet, every test with the race detector, and
-# the scripts that run Prodigy's own files (without it: see prodigy).
-test: fmt vet race prodigy
+# the scripts that run Prodigy's own files and the process-level NATS tests
+# (without it: see prodigy and nats).
+test: fmt vet race prodigy nats
 
 # The end-to-end package takes ~5 minutes under -race on 2 cores and three
 # times that on a loaded machine: go test's default 10m limit is too tight.
@@ -42,6 +43,12 @@ race:
 # testdata/script covers), so they run here without it.
 prodigy:
 	$(GO) test -count=1 -timeout 30m -run '^TestProdigyRealFiles$$' .
+
+# The tests that run jobs on NATS workers as processes (TestNATS*: runner,
+# runner worker and server processes, kill -9, SIGSTOP) wait on ack_wait
+# and on processes; -race skips them (dist's own tests run under it).
+nats:
+	$(GO) test -count=1 -timeout 30m -run '^TestNATS' .
 
 # The inner loop: every package, without the race detector, the slow
 # shell-spawning property tests and most kill -9 rounds (-short).
