@@ -10,10 +10,15 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 FUZZTIME ?= 10s
 FUZZTIME_SHELL ?= $(FUZZTIME)
 
-.PHONY: build release demo test short race prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos ci clean
+.PHONY: build nats-server release demo test short race prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos ci clean
 
 build:
 	$(BUILD) -o $(BIN) .
+
+# A NATS server for trying `runner run --nats` here: the version go.mod
+# pins for the tests, built from the module proxy (runner never links it).
+nats-server:
+	$(BUILD) -o bin/nats-server github.com/nats-io/nats-server/v2
 
 # Static binaries for each platform in bin/release/, stamped with VERSION.
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64

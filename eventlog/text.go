@@ -23,8 +23,17 @@ func (e Event) AppendLine(b []byte) []byte {
 }
 
 // Describe says what the event means in a few words; types without a
-// description show their fields as key=value.
+// description show their fields as key=value. What a NATS worker did
+// names it.
 func (e Event) Describe() string {
+	s := e.describe()
+	if w := e.Str("worker"); w != "" && e.Type != TypeResultDuplicate {
+		s += " (worker " + w + ")"
+	}
+	return s
+}
+
+func (e Event) describe() string {
 	who := e.Str("step")
 	if e.ItemID != "" {
 		who = "item " + e.ItemID
@@ -63,6 +72,8 @@ func (e Event) Describe() string {
 		return who + ": " + e.RetryText()
 	case TypeItemStarted:
 		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
+	case TypeResultDuplicate:
+		return fmt.Sprintf("%s: attempt %d has a result; dropped another from worker %s (delivery %d, epoch %d)", who, n("attempt"), e.Str("worker"), n("delivery"), n("epoch"))
 	case TypeItemSucceeded:
 		return fmt.Sprintf("%s in %s", who, ms("duration_ms"))
 	case TypeItemFailed:

@@ -35,6 +35,8 @@ func TestDescribe(t *testing.T) {
 			"build: attempt 3/3 failed (timed out); giving up: attempts exhausted"},
 		{JobFinished("failed", 1, 2*time.Second, nil, nil), "failed, exit 1, after 2s"},
 		{ItemSucceeded("a", 1, 30*time.Millisecond), "item a in 30ms"},
+		{ItemSucceeded("a", 1, 30*time.Millisecond).WithWorker("w1", 2), "item a in 30ms (worker w1)"},
+		{ResultDuplicate("a", 2, 3, "w1", 5), "item a: attempt 2 has a result; dropped another from worker w1 (delivery 5, epoch 3)"},
 		{MapStarted(3, 2, 1, "none"), `isolation="none" max_parallel=1 pending=2 total=3`},
 	} {
 		if got := tc.e.Describe(); got != tc.want {
