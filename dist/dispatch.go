@@ -66,10 +66,14 @@ type waiter struct {
 	ch      chan inbound // buffered, one
 }
 
-// inbound is a result as it arrived, with its message to acknowledge.
+// inbound is a result as it arrived, with its message to acknowledge
+// (nil for one read from the stream while delivered to an ended process:
+// its delivery comes back later and is dropped then) and its place in the
+// stream.
 type inbound struct {
 	r   result
 	msg jetstream.Msg
+	seq uint64
 }
 
 // New returns the NewDispatcher of job j's map items over NATS.
@@ -101,7 +105,7 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 	if err := d.putSpec(ctx, opts.Version, statusRunning); err != nil {
 		return nil, err
 	}
-	if d.results, err = objs.results(ctx, d.key); err != nil {
+	if d.results, err = objs.jobResults(ctx, d.key); err != nil {
 		return nil, err
 	}
 	if err := d.recover(ctx); err != nil {
@@ -189,9 +193,40 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 		}
 		cancel()
 		if batch.Error() != nil || n == 0 {
-			return nil
+			break
 		}
 	}
+	return d.readDelivered(ctx)
+}
+
+// readDelivered reads from the stream the results of running items that
+// neither a task still out nor a drained result accounts for: results
+// delivered to the ended process, which it did not record, wait out the
+// consumer's ack_wait before they come again, and without them the items
+// would run again.
+func (d *Dispatcher) readDelivered(ctx context.Context) error {
+	for i, attempt := range d.expected {
+		if _, ok := d.adopted[i]; ok {
+			continue
+		}
+		if _, ok := d.early[i]; ok {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, callDeadline)
+		raw, err := d.objs.results.GetLastMsgForSubject(cctx, resultSubject(d.key, i))
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue
+		case err != nil:
+			return fmt.Errorf("NATS stream %s: %w", resultsStream, err)
+		}
+		var r result
+		if json.Unmarshal(raw.Data, &r) == nil && r.Attempt == attempt {
+			d.early[i] = inbound{r: r, seq: raw.Sequence}
+		}
+	}
+	return nil
 }
 
 // consume reads the job's results until ctx ends.
@@ -212,7 +247,7 @@ func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
 		d.ack(ctx, msg) // not a result this runner can read: nothing waits for it
 		return
 	}
-	in := inbound{r: r, msg: msg}
+	in := inbound{r: r, msg: msg, seq: streamSeq(msg)}
 	d.mu.Lock()
 	if w, ok := d.waiting[r.Index]; ok && w.attempt == r.Attempt {
 		delete(d.waiting, r.Index)
@@ -224,7 +259,7 @@ func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
 		// Kept until its item's dispatch takes it. Its message may come
 		// again meanwhile (the consumer's ack_wait ran out): then the new
 		// delivery is the one to acknowledge.
-		if have, ok := d.early[r.Index]; !ok || streamSeq(have.msg) == streamSeq(msg) {
+		if have, ok := d.early[r.Index]; !ok || have.seq == in.seq {
 			d.early[r.Index] = in
 			d.mu.Unlock()
 			return
@@ -343,7 +378,11 @@ func (d *Dispatcher) outcome(t mapreduce.Task, in inbound) mapreduce.Outcome {
 	out := mapreduce.Outcome{
 		DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: time.Duration(r.DurationMS) * time.Millisecond,
 		Worker: r.Worker, Delivery: r.Delivery,
-		Settle: func() { d.ack(context.Background(), in.msg) },
+		Settle: func() {
+			if in.msg != nil {
+				d.ack(context.Background(), in.msg)
+			}
+		},
 	}
 	if r.Failed && r.Failure != nil {
 		out.Failure = r.Failure.local()

@@ -19,10 +19,11 @@ const DefaultAckWait = 30 * time.Second
 // side starts first creates them; one that exists with another config is
 // used as it is, with a warning (runner never updates it).
 type objects struct {
-	js    jetstream.JetStream
-	warn  io.Writer
-	tasks jetstream.Stream
-	jobs  jetstream.KeyValue
+	js      jetstream.JetStream
+	warn    io.Writer
+	tasks   jetstream.Stream
+	results jetstream.Stream
+	jobs    jetstream.KeyValue
 }
 
 func openObjects(ctx context.Context, js jetstream.JetStream, warn io.Writer) (*objects, error) {
@@ -34,7 +35,7 @@ func openObjects(ctx context.Context, js jetstream.JetStream, warn io.Writer) (*
 	}); err != nil {
 		return nil, err
 	}
-	if _, err = o.stream(ctx, jetstream.StreamConfig{
+	if o.results, err = o.stream(ctx, jetstream.StreamConfig{
 		Name: resultsStream, Subjects: []string{"runner.result.>"}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Duplicates: duplicateSpan, MaxAge: 7 * 24 * time.Hour,
 	}); err != nil {
@@ -82,16 +83,16 @@ func (o *objects) consumer(ctx context.Context, stream string, cfg jetstream.Con
 	return c, nil
 }
 
-// workers is the consumer all workers of queue pull from.
-func (o *objects) workers(ctx context.Context, queue string, ackWait time.Duration) (jetstream.Consumer, error) {
+// workerTasks is the consumer all workers of queue pull from.
+func (o *objects) workerTasks(ctx context.Context, queue string, ackWait time.Duration) (jetstream.Consumer, error) {
 	return o.consumer(ctx, tasksStream, jetstream.ConsumerConfig{
 		Durable: workersConsumer(queue), FilterSubject: "runner.task." + queue + ".>",
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: -1, MaxAckPending: -1, MaxWaiting: 4096,
 	})
 }
 
-// results is the consumer of one job's results.
-func (o *objects) results(ctx context.Context, key string) (jetstream.Consumer, error) {
+// jobResults is the consumer of one job's results.
+func (o *objects) jobResults(ctx context.Context, key string) (jetstream.Consumer, error) {
 	return o.consumer(ctx, resultsStream, jetstream.ConsumerConfig{
 		Durable: jobConsumer(key), FilterSubject: "runner.result." + key + ".>",
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 60 * time.Second, InactiveThreshold: 7 * 24 * time.Hour,

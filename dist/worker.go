@@ -104,7 +104,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(mapreduce.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, runs: map[*workerRun]struct{}{}}
-	if w.tasks, err = objs.workers(ctx, opts.Queue, cmpDuration(opts.AckWait, DefaultAckWait)); err != nil {
+	if w.tasks, err = objs.workerTasks(ctx, opts.Queue, cmpDuration(opts.AckWait, DefaultAckWait)); err != nil {
 		return nil, err
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
