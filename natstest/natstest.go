@@ -24,17 +24,31 @@ type Server struct{ srv *server.Server }
 // temporary directory; it is shut down when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	srv, err := server.NewServer(options(t.TempDir(), -1))
+	s, err := StartIn(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("natstest: the server did not start within 10s")
-	}
-	return &Server{srv: srv}
+	t.Cleanup(s.Shutdown)
+	return s
 }
+
+// StartIn starts a JetStream server on 127.0.0.1 with its store in dir,
+// for callers without a testing.TB (a script's setup); Shutdown stops it.
+func StartIn(dir string) (*Server, error) {
+	srv, err := server.NewServer(options(dir, -1))
+	if err != nil {
+		return nil, err
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("natstest: the server did not start within 10s")
+	}
+	return &Server{srv: srv}, nil
+}
+
+// Shutdown stops the server.
+func (s *Server) Shutdown() { s.srv.Shutdown() }
 
 // URL is where clients connect.
 func (s *Server) URL() string { return s.srv.ClientURL() }
