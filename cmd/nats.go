@@ -49,7 +49,8 @@ type natsRun struct {
 // connectNATS connects a run, resume or dlq retry of wf to NATS when the
 // flags, RUNNER_NATS or the job's record (stored: nil for a new job) ask
 // for it, after refusing what cannot run there; nil when its items run
-// here. A stray NATS_URL or NATS_CONTEXT never sends a job's items away.
+// here. A stray NATS_URL or NATS_CONTEXT never sends a job's items away,
+// and RUNNER_NATS leaves a standard workflow (which has no items) alone.
 func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow, stored *state.Dist) error {
 	flags := o.NATS.Conn
 	if flags.URL == "" && flags.Context == "" && os.Getenv("RUNNER_NATS") == "" && stored == nil {
@@ -62,6 +63,9 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		flags.URL, flags.Context = stored.URL, stored.Context
 	}
 	if wf.Mode != workflow.MapReduce {
+		if flags.URL == "" && flags.Context == "" {
+			return nil // RUNNER_NATS is where items go; a standard workflow has none
+		}
 		return usagef("--nats runs a MapReduce workflow's items on workers; %s is a standard workflow", wf.File)
 	}
 	if wf.Map.Isolation == workflow.IsolationWorktree {
@@ -76,7 +80,7 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		return usagef("--queue: %v", err)
 	}
 	c := flags.FromEnv(os.Getenv, false)
-	conn, err := dist.Connect(ctx, c, "runner "+wf.Name)
+	conn, err := dist.Connect(c, "runner "+wf.Name)
 	if err != nil {
 		return err
 	}

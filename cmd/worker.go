@@ -87,7 +87,7 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		return err
 	}
 	defer os.RemoveAll(store)
-	nc, err := dist.Connect(ctx, conn, "runner worker "+o.Name)
+	nc, err := dist.Connect(conn, "runner worker "+o.Name)
 	if err != nil {
 		return err
 	}
