@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,6 +35,7 @@ type Options struct {
 // Dispatcher sends a job's tasks to the workers of its queue and waits for
 // their results (SPEC §11.4): one process, one epoch.
 type Dispatcher struct {
+	lock    *os.File // the job's NATS lock, held until Close
 	j       *job.Job
 	host    mapreduce.Host
 	js      jetstream.JetStream
@@ -93,22 +96,18 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{
+	lock, err := lockJob(j)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dispatcher{lock: lock,
 		j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, key: jobKey(j.ID()),
-		maxDel:  cmpOr(opts.MaxDeliveries, DefaultMaxDeliveries),
+		maxDel:  cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
 		done: make(chan struct{}),
 	}
-	if d.epoch, err = j.NextDistEpoch(opts.Dist); err != nil {
-		return nil, err
-	}
-	if err := d.putSpec(ctx, opts.Version, statusRunning); err != nil {
-		return nil, err
-	}
-	if d.results, err = objs.jobResults(ctx, d.key); err != nil {
-		return nil, err
-	}
-	if err := d.recover(ctx); err != nil {
+	if err := d.start(ctx, opts); err != nil {
+		lock.Close()
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
@@ -117,11 +116,36 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 	return d, nil
 }
 
-func cmpOr(v, def int) int {
-	if v > 0 {
-		return v
+// start takes the job's next epoch, puts its spec and reads what an
+// ended process left out.
+func (d *Dispatcher) start(ctx context.Context, opts Options) error {
+	var err error
+	if d.epoch, err = d.j.NextDistEpoch(opts.Dist); err != nil {
+		return err
 	}
-	return def
+	if err := d.putSpec(ctx, opts.Version, statusRunning); err != nil {
+		return err
+	}
+	if d.results, err = d.objs.jobResults(ctx, d.key); err != nil {
+		return err
+	}
+	return d.recover(ctx)
+}
+
+// lockJob takes the job's NATS lock: one process at a time sends a job's
+// items to NATS, as they share the job's results consumer (two `dlq retry`
+// processes, which may run at once on one machine, would take each
+// other's results). The kernel releases it when the process dies.
+func lockJob(j *job.Job) (*os.File, error) {
+	f, err := os.OpenFile(j.Path("nats.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another process of job %s sends its items to NATS (a dlq retry?): on NATS, one process of a job runs items at a time; try again when it ends", j.ID())
+	}
+	return f, nil
 }
 
 // putSpec writes the job's spec with status to RUNNER_JOBS.
@@ -408,6 +432,7 @@ func (d *Dispatcher) appendLog(index int, text string) {
 // removes its tasks from the stream; otherwise the job's consumer and spec
 // go, as nothing of it is out any more.
 func (d *Dispatcher) Close() error {
+	defer d.lock.Close()
 	d.stop()
 	<-d.done
 	ctx, cancel := context.WithTimeout(context.Background(), 3*callDeadline)

@@ -55,9 +55,24 @@ func ServeWatchdog(in io.Reader) error {
 		}
 	}()
 	leases := map[int]time.Time{}
-	tick := time.NewTicker(watchdogTick)
-	defer tick.Stop()
+	// It ticks only while something is leased: an idle worker's watchdog
+	// costs nothing.
+	var tick *time.Ticker
+	var ticks <-chan time.Time
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
 	for {
+		switch {
+		case len(leases) > 0 && tick == nil:
+			tick = time.NewTicker(watchdogTick)
+			ticks = tick.C
+		case len(leases) == 0 && tick != nil:
+			tick.Stop()
+			tick, ticks = nil, nil
+		}
 		select {
 		case c, ok := <-changes:
 			if !ok {
@@ -76,7 +91,7 @@ func ServeWatchdog(in io.Reader) error {
 			} else {
 				leases[c.pgid] = c.until
 			}
-		case now := <-tick.C:
+		case now := <-ticks:
 			for pgid, until := range leases {
 				if now.After(until) {
 					_ = syscall.Kill(-pgid, syscall.SIGKILL)

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,8 +69,8 @@ type workerJob struct {
 	key      string
 	revision uint64
 	spec     spec
-	worker   *job.Worker // nil when missing names secrets this worker lacks
-	missing  []string
+	worker   *job.Worker // nil when unable says why it cannot be opened here
+	unable   error
 	runner   *mapreduce.Runner
 	logDir   string
 }
@@ -104,7 +105,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(mapreduce.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, runs: map[*workerRun]struct{}{}}
-	if w.tasks, err = objs.workerTasks(ctx, opts.Queue, cmpDuration(opts.AckWait, DefaultAckWait)); err != nil {
+	if w.tasks, err = objs.workerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, DefaultAckWait)); err != nil {
 		return nil, err
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
@@ -114,13 +115,6 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		}
 	}
 	return w, nil
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // heartbeat is how often a running task tells the server it is in
@@ -216,9 +210,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
 		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: mapreduce.KindLost, ExitCode: -1,
 			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", delivery, t.MaxDeliveries)}
-	case wj.worker == nil:
-		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1,
-			Message: fmt.Sprintf("secret %s is not set on worker %s", strings.Join(wj.missing, ", "), w.opts.Name)}
+	case wj.unable != nil:
+		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
 	default:
 		var ok bool
 		if r, ok = w.run(ctx, wj, t, msg, received, sl, r); !ok {
@@ -281,7 +274,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 		if errors.Is(cause, errDrained) {
 			_ = msg.NakWithDelay(0)
 		}
-		w.logf("item %s: stopped: %v", t.ItemID, cmpErr(cause, err))
+		w.logf("item %s: stopped: %v", t.ItemID, cmp.Or(cause, err))
 		return r, false
 	}
 	mask := wj.worker.Mask
@@ -299,13 +292,6 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 	w.mu.Unlock()
 	r.LogTail = mask(readTail(logPath, logStart, maxLogTail))
 	return r, true
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // beat sends "+WPI" to the server every heartbeat while the task runs, as
@@ -363,24 +349,37 @@ func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 		return nil, fmt.Errorf("its spec speaks protocol %q, this worker %q", sp.Proto, proto)
 	}
 	wj := &workerJob{key: key, revision: entry.Revision(), spec: sp}
-	for _, name := range sp.Job.Meta.Secrets {
-		if _, ok := os.LookupEnv(name); !ok {
-			wj.missing = append(wj.missing, name)
-		}
-	}
-	if len(wj.missing) == 0 && sp.Status == statusRunning {
-		if err := w.open(wj); err != nil {
-			return nil, err
-		}
+	if sp.Status == statusRunning {
+		wj.unable = w.open(wj)
 	}
 	w.jobs[key] = wj
 	return wj, nil
 }
 
+// missingSecrets is an error naming the secrets the job needs from this
+// worker's environment that it lacks.
+func (w *Worker) missingSecrets(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("secret %s is not set on worker %s", strings.Join(names, ", "), w.opts.Name)
+}
+
 // open makes the job's copy in the worker's store, one per revision of
 // its spec (runs of an older one may go on in theirs), and its template
-// runner. It is called with w.mu held.
+// runner; its error says why this worker cannot run the job's items (a
+// secret it lacks, an environment it cannot resolve). It is called with
+// w.mu held.
 func (w *Worker) open(wj *workerJob) error {
+	var missing []string
+	for _, name := range wj.spec.Job.Meta.Secrets {
+		if _, ok := os.LookupEnv(name); !ok {
+			missing = append(missing, name)
+		}
+	}
+	if err := w.missingSecrets(missing); err != nil {
+		return err
+	}
 	emit := func(e eventlog.Event) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -393,11 +392,20 @@ func (w *Worker) open(wj *workerJob) error {
 	store := state.Store{Dir: filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))}
 	jw, err := job.OpenPortable(wj.spec.Job, store, job.Options{Stdout: io.Discard, Stderr: io.Discard}, emit)
 	if err != nil {
-		return err
+		return fmt.Errorf("worker %s cannot run job %s: %w", w.opts.Name, wj.spec.JobID, err)
 	}
 	wf := jw.Workflow()
 	if wf.Mode != workflow.MapReduce || wf.Map == nil {
 		return fmt.Errorf("job %s has no map phase", wj.spec.JobID)
+	}
+	// The secrets the file lists without a value are this environment's.
+	for _, name := range wf.EnvSecrets {
+		if _, ok := os.LookupEnv(name); !ok {
+			missing = append(missing, name)
+		}
+	}
+	if err := w.missingSecrets(missing); err != nil {
+		return err
 	}
 	x := jw.Executor()
 	x.Env = append(x.Env, "RUNNER_WORKER="+w.opts.Name)

@@ -147,6 +147,7 @@ func (d *decoder) secrets(n *yaml.Node, wf *Workflow) {
 	for _, it := range items {
 		if s, ok := d.str(it, "secrets"); ok {
 			wf.Secrets = append(wf.Secrets, s)
+			wf.EnvSecrets = append(wf.EnvSecrets, s)
 		}
 	}
 }

@@ -36,7 +36,10 @@ type Workflow struct {
 	Mode    Mode
 	Env     []EnvVar
 	Secrets []string // names of environment variables whose values are masked
-	Agent   *Agent   // the top-level agent key; nil when absent
+	// EnvSecrets are the names secrets: lists without a value: the
+	// environment gives them (on NATS, each worker's own).
+	EnvSecrets []string
+	Agent      *Agent // the top-level agent key; nil when absent
 
 	Description string // a label for people (Prodigy's description:)
 	// The rest of the environment (parse_env.go): secrets written as
