@@ -18,11 +18,13 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/natstest"
 )
 
 // TestMain lets the test binary act as runner and as the helper commands
 // the scripts use.
 func TestMain(m *testing.M) {
+	natstest.ServeIfChild() // a NATS server process that a test kills and restarts
 	commands := map[string]func(){
 		"runner":  main,
 		"flaky":   flaky,

@@ -118,6 +118,7 @@ func startWorker(t *testing.T, dir, url, queue, name string) *exec.Cmd {
 	t.Helper()
 	w := exec.Command("runner", "worker", "--nats", url, "--queue", queue, "--name", name, "--ack-wait", "2s", "--concurrency", "2")
 	w.Dir = dir
+	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind
 	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)

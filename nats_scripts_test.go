@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/runnerdev/runner/natstest"
+)
+
+// TestNATSScripts runs the scripts that run map items again with the items
+// on NATS workers (§11.9.1): each script gets a JetStream server and two
+// `runner worker` processes in its directory, and RUNNER_NATS, so that
+// every run, resume and dlq retry in it sends its items there. What the
+// scripts check (exit codes, counts, the DLQ, results, events, reports)
+// must not change.
+func TestNATSScripts(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: process-level NATS tests run in make nats")
+	}
+	t.Parallel()
+	p := scriptParams()
+	for _, name := range natsScripts {
+		p.Files = append(p.Files, filepath.Join("testdata/script", name+".txtar"))
+	}
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		if err := setup(env); err != nil {
+			return err
+		}
+		store, err := os.MkdirTemp("", "runner-nats-")
+		if err != nil {
+			return err
+		}
+		env.Defer(func() { os.RemoveAll(store) })
+		srv, err := natstest.StartIn(store)
+		if err != nil {
+			return err
+		}
+		env.Defer(srv.Shutdown)
+		env.Setenv("RUNNER_NATS", srv.URL())
+		for i := range 2 {
+			if err := startScriptWorker(env, srv.URL(), fmt.Sprintf("w%d", i+1)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	testscript.Run(t, p)
+}
+
+// startScriptWorker starts a worker for a script: in its directory, with
+// its environment, stopped when it ends.
+func startScriptWorker(env *testscript.Env, url, name string) error {
+	w := exec.Command("runner", "worker", "--nats", url, "--name", name, "--ack-wait", "2s", "--concurrency", "4", "--work-dir", env.WorkDir)
+	w.Env = env.Vars
+	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind
+	log, err := os.Create(filepath.Join(os.TempDir(), "runner-worker-"+name+"-"+filepath.Base(env.WorkDir)+".log"))
+	if err != nil {
+		return err
+	}
+	w.Stdout, w.Stderr = log, log
+	if err := w.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	env.Defer(func() {
+		_ = w.Process.Signal(syscall.SIGTERM)
+		_ = w.Wait()
+		log.Close()
+		os.Remove(log.Name())
+	})
+	return nil
+}
+
+// natsScripts are the scripts that run map items, as agentScripts are,
+// but for those that cannot hold on NATS workers by design (SPEC §11):
+//   - dlq_concurrent_retry runs two dlq retries of a job at once; on NATS
+//     one process of a job sends items at a time (they share its results
+//     consumer) and the second is refused;
+//   - mapreduce_breaker_probe, prodigy_mapreduce and secrets change the
+//     environment after the script's workers started (env FAIL=6, PATH,
+//     API_TOKEN): a worker runs items with its own environment;
+//   - breaker_kills counts a step's circuit breaker across items, which on
+//     NATS is per worker process (§11.5);
+//   - mapreduce_concurrency ends by checking that a step's retry delay
+//     gives the job's slot to the next item; on NATS it frees the worker's
+//     slot and the item keeps the job's (§11.5);
+//   - mapreduce_resume_steps checks that a resumed item goes on from its
+//     last finished step; on NATS an item's attempt is one task, which a
+//     resume runs again from its first step (§11.4);
+//   - progress_counts watches the live line count items retrying; a
+//     worker's step events come back with its result, not live (§11.1);
+//   - secrets_not_stored gives secrets with --set, which a run on NATS
+//     refuses: secrets never go on NATS (§11.6; TestNATSSecrets).
+var natsScripts = []string{
+	"dlq_commands", "dlq_damaged_empty", "dlq_filter_fields",
+	"dlq_locked_job_waits", "dlq_purge_during_retry", "dlq_purge_events", "dlq_retry_counts", "dlq_retry_crash",
+	"dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
+	"dlq_stats_damaged_job", "junit", "mapreduce_breaker", "mapreduce_collection",
+	"mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
+	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry",
+	"mapreduce_state", "mapreduce_value_ids", "nested_default", "progress",
+	"prodigy_validate", "prodigy_environment",
+}
