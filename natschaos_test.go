@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -121,8 +120,8 @@ func natsFinish(t *testing.T, dir, url string) {
 
 // startNATSWorkers starts n workers of the chaos queue on url in dir,
 // named prefix1..n.
-func startNATSWorkers(t *testing.T, dir, url, prefix string, n int) []*exec.Cmd {
-	var ws []*exec.Cmd
+func startNATSWorkers(t *testing.T, dir, url, prefix string, n int) []*testWorker {
+	var ws []*testWorker
 	for i := range n {
 		ws = append(ws, startWorker(t, dir, url, "chaos", fmt.Sprintf("%s%d", prefix, i+1)))
 	}
@@ -204,7 +203,7 @@ func TestNATSWorkerChaos(t *testing.T) {
 			for k := range 1 + rng.IntN(3) {
 				waitForLines(runsLog, len(readLines(t, runsLog))+1+rng.IntN(8), exited)
 				i := rng.IntN(len(workers))
-				name := workers[i].Args[slices.Index(workers[i].Args, "--name")+1]
+				name := workers[i].name
 				_ = workers[i].Process.Signal(syscall.SIGKILL)
 				kills = append(kills, kill{name, time.Now()})
 				workers[i] = startWorker(t, dir, srv.URL(), "chaos", fmt.Sprintf("r%d", k+1))

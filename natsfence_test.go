@@ -112,12 +112,31 @@ func TestNATSFencing(t *testing.T) {
 	}
 }
 
+// testWorker is a `runner worker` process of a test.
+type testWorker struct {
+	*exec.Cmd
+	name   string
+	exited chan struct{} // closed once it has exited
+}
+
 // startWorker starts `runner worker` for queue in dir (ack_wait 2 s, two
-// items at once), killed when the test ends.
-func startWorker(t *testing.T, dir, url, queue, name string) *exec.Cmd {
+// items at once) with the test's environment, killed when the test ends.
+func startWorker(t *testing.T, dir, url, queue, name string) *testWorker {
 	t.Helper()
-	w := exec.Command("runner", "worker", "--nats", url, "--queue", queue, "--name", name, "--ack-wait", "2s", "--concurrency", "2")
-	w.Dir = dir
+	return startWorkerArgs(t, dir, url, queue, name, nil)
+}
+
+// startWorkerArgs is startWorker with env as the worker's environment
+// (nil: the test's) and more flags, which override the defaults.
+func startWorkerArgs(t *testing.T, dir, url, queue, name string, env []string, flags ...string) *testWorker {
+	t.Helper()
+	args := append([]string{"worker", "--nats", url, "--queue", queue, "--name", name, "--ack-wait", "2s", "--concurrency", "2"}, flags...)
+	w := &testWorker{
+		Cmd:    exec.Command("runner", args...),
+		name:   name,
+		exited: make(chan struct{}),
+	}
+	w.Dir, w.Env = dir, env
 	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind
 	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
@@ -127,10 +146,11 @@ func startWorker(t *testing.T, dir, url, queue, name string) *exec.Cmd {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
+	go func() { _ = w.Wait(); close(w.exited) }()
 	t.Cleanup(func() {
 		_ = w.Process.Signal(syscall.SIGCONT)
 		_ = w.Process.Kill()
-		_ = w.Wait()
+		<-w.exited
 		log.Close()
 		if t.Failed() {
 			data, _ := os.ReadFile(log.Name())

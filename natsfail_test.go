@@ -1,0 +1,450 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/natstest"
+	"github.com/runnerdev/runner/proc"
+	"github.com/runnerdev/runner/state"
+)
+
+// natsJob writes file in a new directory and returns the directory.
+func natsJob(t *testing.T, name, workflow string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(workflow), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runRunner runs the runner binary in dir with extra environment and
+// returns its exit code and output.
+func runRunner(t *testing.T, dir string, env []string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("runner", args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	done := make(chan struct{})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(done) }()
+	waitExit(t, done)
+	return cmd.ProcessState.ExitCode(), out.String()
+}
+
+// dlqFailures reads a job's DLQ: each item's failures.
+func dlqFailures(t *testing.T, dir, jobID string) map[string][]dlq.Failure {
+	t.Helper()
+	job, err := state.Store{Dir: filepath.Join(dir, ".runner")}.Open(jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dlq.Open(job.Path("dlq.db"), dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	out := map[string][]dlq.Failure{}
+	if err := d.List(func(it dlq.Item) bool { out[it.ItemID] = it.Failures; return true }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// poisonWorkflow's item 3 kills the worker that runs it (its shell's
+// parent), every time.
+const poisonWorkflow = `mode: mapreduce
+map:
+  input: seq 1 6
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        echo "${item} $RUNNER_WORKER" >> runs.log
+        if [ ${item} = 3 ]; then kill -9 $PPID; sleep 5; fi
+distributed:
+  max_deliveries: 3
+`
+
+// TestNATSPoisonItem runs an item that kills its worker every time: once
+// its task has been delivered max_deliveries times, the worker it comes
+// to next fails it as kind lost without running it, the error policy
+// puts it in the DLQ, and the other items succeed (§11.9.7). Dead workers
+// are replaced, a bounded number of times.
+func TestNATSPoisonItem(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: process-level NATS tests run in make nats")
+	}
+	srv := natstest.Start(t)
+	dir := natsJob(t, "poison.yml", poisonWorkflow)
+	workers := []*testWorker{startWorker(t, dir, srv.URL(), "poison", "w1"), startWorker(t, dir, srv.URL(), "poison", "w2")}
+	stop := make(chan struct{})
+	replaced := make(chan int)
+	go func() { // replaces dead workers, at most 8 times
+		n := 0
+		defer func() { replaced <- n }()
+		for n < 8 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			for i, w := range workers {
+				select {
+				case <-w.exited:
+					n++
+					workers[i] = startWorker(t, dir, srv.URL(), "poison", "r"+strconv.Itoa(n))
+				default:
+				}
+			}
+		}
+	}()
+	code, out := runRunner(t, dir, nil, "run", "--nats", srv.URL(), "--queue", "poison", "--job-id", "j", "poison.yml")
+	close(stop)
+	t.Logf("%d workers replaced", <-replaced)
+	if code != 3 {
+		t.Fatalf("run: exit %d, want 3 (the poison item in the DLQ)\n%s", code, out)
+	}
+	counts := auditJob(t, state.Store{Dir: filepath.Join(dir, ".runner")}, "j", 6, true)
+	if counts[state.ItemSucceeded] != 5 || counts[state.ItemDLQ] != 1 {
+		t.Errorf("end state %v, want 5 succeeded and item 3 in the DLQ", counts)
+	}
+	failures := dlqFailures(t, dir, "j")["3"]
+	if len(failures) != 1 || failures[0].Kind != "lost" {
+		t.Errorf("item 3's DLQ failures %+v, want one of kind lost", failures)
+	}
+	runs := 0
+	for _, line := range readLines(t, filepath.Join(dir, "runs.log")) {
+		if strings.HasPrefix(line, "3 ") {
+			runs++
+		}
+	}
+	if runs != 3 {
+		t.Errorf("item 3 ran %d times, want max_deliveries (3)", runs)
+	}
+}
+
+// secretsWorkflow's items print TOKEN on both outputs; item 4 fails with
+// it in its message.
+const secretsWorkflow = `mode: mapreduce
+secrets: [TOKEN]
+map:
+  input: seq 1 4
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        echo "item ${item} token $TOKEN"
+        echo "stderr of ${item}: $TOKEN" >&2
+        [ ${item} -ne 4 ] || { echo "failing with $TOKEN" >&2; exit 1; }
+`
+
+// TestNATSSecrets runs a job whose workers print a secret they take from
+// their own environment: nothing of it reaches the server's store (the
+// spec carries no value; the workers mask results, tails and events),
+// while the masked failure still reaches the DLQ. A worker without the
+// variable fails items as spawn naming it (§11.9.8).
+func TestNATSSecrets(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: process-level NATS tests run in make nats")
+	}
+	const value = "s3cr3tvalue"
+	storeDir := t.TempDir()
+	srv, err := natstest.StartIn(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	// Everything published on the server, as a client subscribed to all
+	// subjects sees it: tasks, results, the spec, heartbeats, acks.
+	var (
+		mu   sync.Mutex
+		seen bytes.Buffer
+	)
+	nc := srv.Connect(t)
+	if _, err := nc.Subscribe(">", func(m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(&seen, "%s %v %s\n", m.Subject, m.Header, m.Data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	dir := natsJob(t, "secrets.yml", secretsWorkflow)
+	env := []string{"TOKEN=" + value}
+	startWorkerArgs(t, dir, srv.URL(), "secrets", "has", append(os.Environ(), env...))
+	code, out := runRunner(t, dir, env, "run", "--nats", srv.URL(), "--queue", "secrets", "--job-id", "j", "secrets.yml")
+	if code != 3 {
+		t.Fatalf("run: exit %d, want 3 (item 4 in the DLQ)\n%s", code, out)
+	}
+	failures := dlqFailures(t, dir, "j")["4"]
+	if len(failures) != 1 || !strings.Contains(failures[0].StderrTail, "failing with ***") {
+		t.Errorf("item 4's DLQ failures %+v, want one whose stderr tail says \"failing with ***\"", failures)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if !strings.Contains(seen.String(), "item 1 token ***") {
+		t.Errorf("no result with item 1's masked output went over NATS: the test saw nothing")
+	}
+	if strings.Contains(seen.String(), value) {
+		t.Errorf("the secret went over NATS:\n%s", seen.String())
+	}
+	mu.Unlock()
+	err = filepath.WalkDir(storeDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if strings.Contains(string(data), value) {
+			t.Errorf("the server's store holds the secret in %s", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	bare := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TOKEN=") })
+	startWorkerArgs(t, dir, srv.URL(), "bare", "lacks", bare)
+	code, out = runRunner(t, dir, env, "run", "--nats", srv.URL(), "--queue", "bare", "--job-id", "k", "secrets.yml")
+	if code != 3 {
+		t.Fatalf("run on a worker without TOKEN: exit %d, want 3\n%s", code, out)
+	}
+	for item, fs := range dlqFailures(t, dir, "k") {
+		if len(fs) != 1 || fs[0].Kind != "spawn" || !strings.Contains(fs[0].Message, "secret TOKEN is not set on worker lacks") {
+			t.Errorf("item %s's DLQ failures %+v, want one of kind spawn naming TOKEN and the worker", item, fs)
+		}
+	}
+}
+
+// interruptWorkflow's items run until they are stopped, each recording
+// its process group (its shell's pid) first; item 2 ignores SIGTERM. Once
+// the file resumed exists, they succeed at once.
+const interruptWorkflow = `mode: mapreduce
+map:
+  input: seq 1 4
+  max_parallel: 4
+  agent_template:
+    - shell: |
+        if [ -e resumed ]; then echo ${item} >> done.log; exit 0; fi
+        [ ${item} -ne 2 ] || trap '' TERM
+        echo $$ ${item} >> pgids
+        sleep 60
+`
+
+// TestNATSInterrupt sends SIGINT to a coordinator whose items run on two
+// workers: it exits 130, the workers kill the job's process groups within
+// their grace and a second (the one that ignores SIGTERM gets SIGKILL),
+// and a resume runs every item to its end (§11.9.9).
+func TestNATSInterrupt(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: process-level NATS tests run in make nats")
+	}
+	srv := natstest.Start(t)
+	dir := natsJob(t, "interrupt.yml", interruptWorkflow)
+	// Their leases (ack_wait less two heartbeats) outlast the grace: only
+	// the interrupt can stop the items in time.
+	for _, name := range []string{"w1", "w2"} {
+		startWorkerArgs(t, dir, srv.URL(), "int", name, nil, "--ack-wait", "10s")
+	}
+	run := exec.Command("runner", "run", "--nats", srv.URL(), "--queue", "int", "--job-id", "j", "interrupt.yml")
+	run.Dir = dir
+	run.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out := &strings.Builder{}
+	run.Stdout, run.Stderr = out, out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = run.Wait(); close(exited) }()
+	pgidsFile := filepath.Join(dir, "pgids")
+	waitForLines(pgidsFile, 4, exited)
+	var pgids []int
+	for _, line := range readLines(t, pgidsFile) {
+		pgid, _ := strconv.Atoi(strings.Fields(line)[0])
+		pgids = append(pgids, pgid)
+	}
+	if len(pgids) != 4 {
+		t.Fatalf("%d items started, want 4\n%s", len(pgids), out)
+	}
+	sent := time.Now()
+	if err := run.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, exited)
+	if code := run.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("run after SIGINT: exit %d, want 130\n%s", code, out)
+	}
+	limit := proc.DefaultGrace + time.Second
+	for _, pgid := range pgids {
+		for groupAlive(pgid) && time.Since(sent) < 2*limit {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if took := time.Since(sent); groupAlive(pgid) || took > limit {
+			t.Errorf("process group %d still ran %v after SIGINT, want it gone within grace + 1 s (%v)", pgid, took.Round(time.Millisecond), limit)
+		}
+	}
+	t.Logf("items stopped %v after SIGINT", time.Since(sent).Round(time.Millisecond))
+
+	if err := os.WriteFile(filepath.Join(dir, "resumed"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runRunner(t, dir, nil, "resume", "j"); code != 0 {
+		t.Fatalf("resume: exit %d, want 0\n%s", code, out)
+	}
+	counts := auditJob(t, state.Store{Dir: filepath.Join(dir, ".runner")}, "j", 4, true)
+	if counts[state.ItemSucceeded] != 4 {
+		t.Errorf("end state %v, want 4 succeeded", counts)
+	}
+	done := readLines(t, filepath.Join(dir, "done.log"))
+	slices.Sort(done)
+	if want := []string{"1", "2", "3", "4"}; !slices.Equal(done, want) {
+		t.Errorf("items that ran to their end after the resume: %q, want each once: %q", done, want)
+	}
+}
+
+// groupAlive reports whether a process of group pgid is alive (a zombie
+// is not).
+func groupAlive(pgid int) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if stat := procStat(pid); len(stat) > 2 && stat[0] != "Z" && stat[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
+}
+
+// creditWorkflow's items 5 to 9 fail, which opens the workflow breaker
+// for a second; six worker slots could take more than max_parallel.
+const creditWorkflow = `mode: mapreduce
+map:
+  input: seq 1 30
+  max_parallel: 3
+  agent_template:
+    - shell: sleep 0.1; [ ${item} -lt 5 ] || [ ${item} -gt 9 ]
+error_policy:
+  circuit_breaker:
+    failure_threshold: 3
+    success_threshold: 1
+    timeout: 1s
+    half_open_requests: 1
+`
+
+// creditSample is the job's tasks as the server saw them at one moment.
+type creditSample struct {
+	at      time.Time
+	msgs    uint64 // in RUNNER_TASKS: queued or running
+	out     uint64 // the workers' consumer: not delivered yet + delivered, not acked
+	lastSeq uint64 // the stream's last publish
+}
+
+// TestNATSCreditWindow samples the tasks stream and the workers' consumer
+// every 5 ms while a job runs on workers with more slots than its
+// max_parallel: the job's tasks queued and running never exceed
+// max_parallel, and nothing is published while its breaker is open
+// (between circuit_opened and circuit_half_open) (§11.9.2).
+func TestNATSCreditWindow(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: process-level NATS tests run in make nats")
+	}
+	srv := natstest.Start(t)
+	dir := natsJob(t, "credit.yml", creditWorkflow)
+	for _, name := range []string{"w1", "w2", "w3"} {
+		startWorker(t, dir, srv.URL(), "credit", name)
+	}
+	js, err := jetstream.New(srv.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	samples := make(chan []creditSample)
+	go func() {
+		var got []creditSample
+		defer func() { samples <- got }()
+		for ctx.Err() == nil && len(got) < 100_000 {
+			time.Sleep(5 * time.Millisecond)
+			s, err1 := js.Stream(ctx, "RUNNER_TASKS")
+			c, err2 := js.Consumer(ctx, "RUNNER_TASKS", "workers_credit")
+			if err := errors.Join(err1, err2); err != nil {
+				continue // not made yet
+			}
+			si, err1 := s.Info(ctx)
+			ci, err2 := c.Info(ctx)
+			if errors.Join(err1, err2) != nil {
+				continue
+			}
+			got = append(got, creditSample{at: time.Now(), msgs: si.State.Msgs, out: ci.NumPending + uint64(ci.NumAckPending), lastSeq: si.State.LastSeq})
+		}
+	}()
+	code, out := runRunner(t, dir, nil, "run", "--nats", srv.URL(), "--queue", "credit", "--job-id", "j", "credit.yml")
+	cancel()
+	got := <-samples
+	if code != 3 {
+		t.Fatalf("run: exit %d, want 3 (items 5-9 in the DLQ)\n%s", code, out)
+	}
+	if len(got) < 20 {
+		t.Fatalf("only %d samples of the server's state", len(got))
+	}
+	for _, s := range got {
+		if s.msgs > 3 || s.out > 3 {
+			t.Fatalf("at %s: %d tasks in the stream, %d out to workers, over max_parallel 3", s.at.Format(time.StampMilli), s.msgs, s.out)
+		}
+	}
+	events, err := eventlog.Read(filepath.Join(dir, ".runner", "jobs", "j", "events.jsonl"), eventlog.Query{Types: []eventlog.Type{eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opened time.Time
+	openings := 0
+	for _, e := range events {
+		if e.Type == eventlog.TypeCircuitOpened {
+			opened = e.Time
+			openings++
+			continue
+		}
+		if opened.IsZero() {
+			continue
+		}
+		// A sample pair within the open time whose last publish moved.
+		for i := 1; i < len(got); i++ {
+			if got[i-1].at.After(opened) && got[i].at.Before(e.Time) && got[i].lastSeq != got[i-1].lastSeq {
+				t.Errorf("a task was published between %s and %s, while the breaker was open (%s to %s)",
+					got[i-1].at.Format(time.StampMilli), got[i].at.Format(time.StampMilli), opened.Format(time.StampMilli), e.Time.Format(time.StampMilli))
+			}
+		}
+		opened = time.Time{}
+	}
+	if openings == 0 {
+		t.Fatal("the breaker never opened: the test tells nothing")
+	}
+	t.Logf("%d samples, breaker opened %d times", len(got), openings)
+}
