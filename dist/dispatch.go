@@ -321,9 +321,7 @@ func (d *Dispatcher) itemID(index int) string {
 }
 
 func (d *Dispatcher) ack(ctx context.Context, msg jetstream.Msg) {
-	ctx, cancel := context.WithTimeout(ctx, ackDeadline)
-	defer cancel()
-	_ = msg.DoubleAck(ctx) // unacknowledged, it comes back and is dropped then
+	_ = ack(ctx, msg) // unacknowledged, it comes back and is dropped then
 }
 
 // Dispatch publishes t's task, unless an ended process's is still out, and

@@ -211,6 +211,15 @@ func publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg, id string
 	}
 }
 
+// ack acknowledges msg and waits for the server to confirm, at most
+// ackDeadline: a server restarted after a kill -9 may have forgotten the
+// delivery and never answer (§11.7).
+func ack(ctx context.Context, msg jetstream.Msg) error {
+	ctx, cancel := context.WithTimeout(ctx, ackDeadline)
+	defer cancel()
+	return msg.DoubleAck(ctx)
+}
+
 // next pulls one message from c, waiting at most 30 s; the server's
 // heartbeats every 2 s tell a pull that a restarted server forgot. After
 // an error other than an empty pull it pauses, as the client is

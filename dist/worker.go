@@ -230,9 +230,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	actx, cancel := context.WithTimeout(context.Background(), ackDeadline)
-	defer cancel()
-	if err := msg.DoubleAck(actx); err != nil {
+	if err := ack(context.Background(), msg); err != nil {
 		// The task comes back; its second result is dropped by the
 		// coordinator (first result per attempt wins).
 		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
