@@ -37,20 +37,21 @@ func natsJob(t *testing.T, name, workflow string) string {
 }
 
 // runRunner runs the runner binary in dir with extra environment and
-// returns its exit code and output.
-func runRunner(t *testing.T, dir string, env []string, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command("runner", args...)
+// returns its exit code and output; one that has not exited within 2
+// minutes is killed (exit -1). It may be called from any goroutine.
+func runRunner(dir string, env []string, args ...string) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "runner", args...)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
-	done := make(chan struct{})
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if err := cmd.Run(); ctx.Err() != nil {
+		return -1, out.String() + "\n(killed: no exit within 2 minutes)"
+	} else if cmd.ProcessState == nil {
+		return -1, err.Error()
 	}
-	go func() { _ = cmd.Wait(); close(done) }()
-	waitExit(t, done)
 	return cmd.ProcessState.ExitCode(), out.String()
 }
 
@@ -120,7 +121,7 @@ func TestNATSPoisonItem(t *testing.T) {
 			}
 		}
 	}()
-	code, out := runRunner(t, dir, nil, "run", "--nats", srv.URL(), "--queue", "poison", "--job-id", "j", "poison.yml")
+	code, out := runRunner(dir, nil, "run", "--nats", srv.URL(), "--queue", "poison", "--job-id", "j", "poison.yml")
 	close(stop)
 	t.Logf("%d workers replaced", <-replaced)
 	if code != 3 {
@@ -195,7 +196,7 @@ func TestNATSSecrets(t *testing.T) {
 	dir := natsJob(t, "secrets.yml", secretsWorkflow)
 	env := []string{"TOKEN=" + value}
 	startWorkerArgs(t, dir, srv.URL(), "secrets", "has", append(os.Environ(), env...))
-	code, out := runRunner(t, dir, env, "run", "--nats", srv.URL(), "--queue", "secrets", "--job-id", "j", "secrets.yml")
+	code, out := runRunner(dir, env, "run", "--nats", srv.URL(), "--queue", "secrets", "--job-id", "j", "secrets.yml")
 	if code != 3 {
 		t.Fatalf("run: exit %d, want 3 (item 4 in the DLQ)\n%s", code, out)
 	}
@@ -230,7 +231,7 @@ func TestNATSSecrets(t *testing.T) {
 
 	bare := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TOKEN=") })
 	startWorkerArgs(t, dir, srv.URL(), "bare", "lacks", bare)
-	code, out = runRunner(t, dir, env, "run", "--nats", srv.URL(), "--queue", "bare", "--job-id", "k", "secrets.yml")
+	code, out = runRunner(dir, env, "run", "--nats", srv.URL(), "--queue", "bare", "--job-id", "k", "secrets.yml")
 	if code != 3 {
 		t.Fatalf("run on a worker without TOKEN: exit %d, want 3\n%s", code, out)
 	}
@@ -313,7 +314,7 @@ func TestNATSInterrupt(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "resumed"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, out := runRunner(t, dir, nil, "resume", "j"); code != 0 {
+	if code, out := runRunner(dir, nil, "resume", "j"); code != 0 {
 		t.Fatalf("resume: exit %d, want 0\n%s", code, out)
 	}
 	counts := auditJob(t, state.Store{Dir: filepath.Join(dir, ".runner")}, "j", 4, true)
@@ -405,7 +406,7 @@ func TestNATSCreditWindow(t *testing.T) {
 			got = append(got, creditSample{at: time.Now(), msgs: si.State.Msgs, out: ci.NumPending + uint64(ci.NumAckPending), lastSeq: si.State.LastSeq})
 		}
 	}()
-	code, out := runRunner(t, dir, nil, "run", "--nats", srv.URL(), "--queue", "credit", "--job-id", "j", "credit.yml")
+	code, out := runRunner(dir, nil, "run", "--nats", srv.URL(), "--queue", "credit", "--job-id", "j", "credit.yml")
 	cancel()
 	got := <-samples
 	if code != 3 {
@@ -447,4 +448,47 @@ func TestNATSCreditWindow(t *testing.T) {
 		t.Fatal("the breaker never opened: the test tells nothing")
 	}
 	t.Logf("%d samples, breaker opened %d times", len(got), openings)
+}
+
+// sameIDWorkflow's items record which directory's job ran them.
+const sameIDWorkflow = `mode: mapreduce
+map:
+  input: seq 1 6
+  max_parallel: 3
+  agent_template:
+    - shell: echo ${item} >> "${dir}/runs.log"
+`
+
+// TestNATSSameJobID runs two jobs of one id from two state directories
+// on one server, at once and then again: each runs its own items once,
+// as their subjects and message ids differ (a job key drawn per job).
+func TestNATSSameJobID(t *testing.T) {
+	if raceDetector {
+		t.Skip("-race: process-level NATS tests run in make nats")
+	}
+	srv := natstest.Start(t)
+	startWorker(t, t.TempDir(), srv.URL(), "same", "w1")
+	dirs := []string{natsJob(t, "same.yml", sameIDWorkflow), natsJob(t, "same.yml", sameIDWorkflow)}
+	for round := range 2 {
+		codes := make(chan string, len(dirs))
+		for _, dir := range dirs {
+			go func() {
+				store := filepath.Join(dir, ".runner"+strconv.Itoa(round))
+				code, out := runRunner(dir, nil, "run", "--state-dir", store, "--set", "dir="+dir, "--nats", srv.URL(), "--queue", "same", "--job-id", "j", "same.yml")
+				codes <- fmt.Sprintf("exit %d\n%s", code, out)
+			}()
+		}
+		for range dirs {
+			if got := <-codes; !strings.HasPrefix(got, "exit 0\n") {
+				t.Fatalf("round %d: run: %s", round, got)
+			}
+		}
+	}
+	for _, dir := range dirs {
+		runs := readLines(t, filepath.Join(dir, "runs.log"))
+		slices.Sort(runs)
+		if want := []string{"1", "1", "2", "2", "3", "3", "4", "4", "5", "5", "6", "6"}; !slices.Equal(runs, want) {
+			t.Errorf("%s: items run %q, want each once per round: %q", dir, runs, want)
+		}
+	}
 }

@@ -100,8 +100,8 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{lock: lock,
-		j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, key: jobKey(j.ID()),
+	d := &Dispatcher{
+		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue,
 		maxDel:  cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
 		done: make(chan struct{}),
@@ -119,10 +119,13 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 // start takes the job's next epoch, puts its spec and reads what an
 // ended process left out.
 func (d *Dispatcher) start(ctx context.Context, opts Options) error {
-	var err error
-	if d.epoch, err = d.j.NextDistEpoch(opts.Dist); err != nil {
+	want := opts.Dist
+	want.Key = newJobKey(d.j.ID())
+	rec, err := d.j.NextDistEpoch(want)
+	if err != nil {
 		return err
 	}
+	d.epoch, d.key = rec.Epoch, rec.Key
 	if err := d.putSpec(ctx, opts.Version, statusRunning); err != nil {
 		return err
 	}

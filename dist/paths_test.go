@@ -91,7 +91,7 @@ func consumerInfo(t *testing.T, js jetstream.JetStream, stream, name string) *je
 func TestWorkerLeavesUnknownProtocol(t *testing.T) {
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
-	m := newMsg(taskSubject("q", jobKey("j"), 0), "j", []byte(`{"job_id":"j"}`))
+	m := newMsg(taskSubject("q", newJobKey("j"), 0), "j", []byte(`{"job_id":"j"}`))
 	m.Header.Set(headerProto, "99")
 	if err := publish(t.Context(), js, m, "t.future"); err != nil {
 		t.Fatal(err)
@@ -113,8 +113,9 @@ func TestWorkerLeavesUnknownProtocol(t *testing.T) {
 func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
+	key := newJobKey("gone")
 	body, _ := json.Marshal(task{JobID: "gone", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
-	if err := publish(t.Context(), js, newMsg(taskSubject("q", jobKey("gone"), 0), "gone", body), taskMsgID(jobKey("gone"), 0, 1, 1)); err != nil {
+	if err := publish(t.Context(), js, newMsg(taskSubject("q", key, 0), "gone", body), taskMsgID(key, 0, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if !eventually(func() bool { return streamState(t, objs.tasks).Msgs == 0 }) {
@@ -129,7 +130,7 @@ func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 // window is stored once; another epoch's id is a new task.
 func TestRepublishedTaskIsStoredOnce(t *testing.T) {
 	_, js, objs := serve(t)
-	key := jobKey("j")
+	key := newJobKey("j")
 	body, _ := json.Marshal(task{JobID: "j", Index: 3, ItemID: "4", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"4"`), MaxDeliveries: 4})
 	for _, epoch := range []int{1, 1, 2} {
 		if err := publish(t.Context(), js, newMsg(taskSubject("q", key, 3), "j", body), taskMsgID(key, 3, 1, epoch)); err != nil {

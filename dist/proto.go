@@ -2,6 +2,7 @@ package dist
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -64,10 +66,22 @@ func CheckQueue(q string) error {
 	return nil
 }
 
-// jobKey is J of §11.3: job ids may hold '.', which subjects cannot.
-func jobKey(jobID string) string {
-	sum := sha256.Sum256([]byte(jobID))
+// newJobKey is a new J (§11.3) for a job: 16 hex digits of SHA-256 of
+// its id (which may hold '.', which subjects cannot) and random bytes,
+// so that jobs of one id on one server (other state directories, or one
+// deleted and run again) never share subjects or message ids.
+func newJobKey(jobID string) string {
+	sum := sha256.Sum256([]byte(jobID + "\x00" + rand.Text()))
 	return hex.EncodeToString(sum[:8])
+}
+
+// subjectKey is J in a task's subject, runner.task.Q.J.<index>.
+func subjectKey(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 {
+		return ""
+	}
+	return parts[3]
 }
 
 func taskSubject(queue, key string, index int) string {

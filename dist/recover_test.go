@@ -87,7 +87,11 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := jobKey("j")
+	rec, err := j.NextDistEpoch(state.Dist{Queue: DefaultQueue, Key: newJobKey("j")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := rec.Key
 	ended := &Dispatcher{j: j, objs: objs, queue: DefaultQueue, key: key, maxDel: DefaultMaxDeliveries}
 	if err := ended.putSpec(ctx, "test", statusRunning); err != nil {
 		t.Fatal(err)

@@ -183,7 +183,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 		return
 	}
 	var t task
-	if err := json.Unmarshal(msg.Data(), &t); err != nil {
+	key := subjectKey(msg.Subject())
+	if err := json.Unmarshal(msg.Data(), &t); err != nil || key == "" {
 		_ = msg.TermWithReason("unreadable task")
 		return
 	}
@@ -191,7 +192,6 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 	if meta, err := msg.Metadata(); err == nil {
 		delivery = int(meta.NumDelivered)
 	}
-	key := jobKey(t.JobID)
 	wj, err := w.job(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):

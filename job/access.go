@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
@@ -81,18 +82,20 @@ func (j *Job) SetTargetBranch(branch string) error {
 }
 
 // NextDistEpoch records that this process runs the job's items on NATS
-// as d says, in an epoch after every earlier process's, and returns it.
-// It is saved before it returns: a process that dies after publishing
-// cannot leave its epoch to the next one.
-func (j *Job) NextDistEpoch(d state.Dist) (int, error) {
+// as d says, in an epoch after every earlier process's, and returns the
+// record: its epoch, and the key of the first process (d's for the
+// first). It is saved before it returns: a process that dies after
+// publishing cannot leave its epoch to the next one.
+func (j *Job) NextDistEpoch(d state.Dist) (state.Dist, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if prev := j.st.Meta.Dist; prev != nil {
 		d.Epoch = prev.Epoch
+		d.Key = cmp.Or(prev.Key, d.Key)
 	}
 	d.Epoch++
 	j.st.Meta.Dist = &d
-	return d.Epoch, j.st.Save()
+	return d, j.st.Save()
 }
 
 // SetDir makes dir the directory the job's phases run in (and that a

@@ -81,6 +81,10 @@ type Dist struct {
 	URL     string `json:"url,omitempty"` // without userinfo
 	Context string `json:"context,omitempty"`
 	Queue   string `json:"queue"`
+	// Key is J of SPEC §11.3, the job's name in subjects, message ids and
+	// the spec bucket: drawn at random once per job, so that two jobs of
+	// one id (in other state directories) never share them.
+	Key string `json:"key"`
 	// Epoch counts the processes that have run the job's items on NATS
 	// (run, resume, dlq retry): each takes the next one before it
 	// publishes, so that no process reuses another's message ids.
