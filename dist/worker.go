@@ -56,9 +56,10 @@ type Worker struct {
 	wd      *watchdog // nil without one
 	seq     atomic.Uint64
 
-	mu   sync.Mutex
-	jobs map[string]*workerJob // by key
-	runs map[*workerRun]struct{}
+	mu        sync.Mutex
+	jobs      map[string]*workerJob // by key
+	revisions map[string]uint64     // the newest revision of each job's spec the watch saw
+	runs      map[*workerRun]struct{}
 
 	logMu sync.Mutex
 }
@@ -104,7 +105,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{opts: opts, js: js, objs: objs, slots: make(mapreduce.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, runs: map[*workerRun]struct{}{}}
+	w := &Worker{opts: opts, js: js, objs: objs, slots: make(mapreduce.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
 	if w.tasks, err = objs.workerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, DefaultAckWait)); err != nil {
 		return nil, err
 	}
@@ -326,8 +327,17 @@ func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop co
 }
 
 // job returns the job of key as its spec in RUNNER_JOBS has it now,
-// opening it again when the spec changed.
+// opening it again when the spec changed. A running job's spec is read once per revision: the watch of RUNNER_JOBS
+// tells of newer ones (an interrupted or a resumed job's), and a spec that
+// does not say running is read again every time.
 func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
+	w.mu.Lock()
+	wj, ok := w.jobs[key]
+	fresh := ok && wj.spec.Status == statusRunning && wj.revision >= w.revisions[key]
+	w.mu.Unlock()
+	if fresh {
+		return wj, nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, callDeadline)
 	entry, err := w.objs.jobs.Get(cctx, key)
 	cancel()
@@ -346,7 +356,7 @@ func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 	if sp.Proto != proto {
 		return nil, fmt.Errorf("its spec speaks protocol %q, this worker %q", sp.Proto, proto)
 	}
-	wj := &workerJob{key: key, revision: entry.Revision(), spec: sp}
+	wj = &workerJob{key: key, revision: entry.Revision(), spec: sp}
 	if sp.Status == statusRunning {
 		wj.unable = w.open(wj)
 	}
@@ -433,6 +443,7 @@ func (w *Worker) watchJobs(ctx context.Context) {
 			}
 			var sp spec
 			gone := entry.Operation() != jetstream.KeyValuePut
+			w.noteRevision(entry.Key(), entry.Revision(), gone)
 			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == statusRunning {
 				continue
 			}
@@ -440,6 +451,19 @@ func (w *Worker) watchJobs(ctx context.Context) {
 		}
 		_ = watcher.Stop()
 	}
+}
+
+// noteRevision records a change to a job's spec that the watch saw: a
+// cached spec older than rev is read again; a deleted job is forgotten.
+func (w *Worker) noteRevision(key string, rev uint64, gone bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gone {
+		delete(w.jobs, key)
+		delete(w.revisions, key)
+		return
+	}
+	w.revisions[key] = max(w.revisions[key], rev)
 }
 
 // stopJob stops every run of the job of key: its items' process groups

@@ -8,19 +8,23 @@
 #   streaming      a 1,000,000-item input: peak RSS while it loads
 #   isolation      per-item cost of map.isolation: worktree on a repository of
 #                  1,000 files, against a shell loop of git worktree add + remove
+#   nats           items on NATS workers (SPEC §11.10): server, coordinator and
+#                  workers as processes on this machine, against local mode
 # Alternating runs, medians. QUICK=1 runs a small version (about a
 # minute or two); SECTIONS="chain scale" runs only those sections.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/runner .
+if [[ " ${SECTIONS:-nats} " == *" nats "* ]]; then go build -o bin/nats-server github.com/nats-io/nats-server/v2; fi
 repo=$PWD
 runner=$PWD/bin/runner
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait; rm -rf "$work"' EXIT
 cd "$work"
 
 rounds=${ROUNDS:-5}
-sections=${SECTIONS:-"map chain retries scale streaming isolation"}
+sections=${SECTIONS:-"map chain retries scale streaming isolation nats"}
 section() { [[ " $sections " == *" $1 "* ]]; }
 map_sizes=${MAP_SIZES:-"2000 10000"}
 map_parallel=${MAP_PARALLEL:-"2 16"}
@@ -29,8 +33,12 @@ retry_items=${RETRY_ITEMS:-10000}
 scale_items=${SCALE_ITEMS:-100000}
 stream_items=${STREAM_ITEMS:-1000000}
 iso_items=${ISO_ITEMS:-40}
+nats_noop=${NATS_NOOP:-10000}
+nats_true=${NATS_TRUE:-2000}
+nats_sleep=${NATS_SLEEP:-1500}
 if [ "${QUICK:-}" = 1 ]; then
 	rounds=2 map_sizes=300 map_parallel=2 chain_steps="10 50" retry_items=500 scale_items=2000 stream_items=20000 iso_items=10
+	nats_noop=1000 nats_true=300 nats_sleep=240
 fi
 
 now() { date +%s.%N; }
@@ -232,4 +240,87 @@ echo "  runner, isolation none      ${n}s"
 echo "  runner, per item            ${per_runner} ms"
 echo "  shell loop, per item        ${per_loop} ms"
 echo "  ratio                       $(ratio "$per_runner" "$per_loop") (target: at most 1.5)"
+fi
+
+if section nats; then
+echo
+echo "## items on NATS workers (server, coordinator and workers as processes here; median of $rounds runs)"
+port=$((14222 + $$ % 1000))
+url=nats://127.0.0.1:$port
+"$repo/bin/nats-server" -js -sd "$work/nats" -a 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+server=$!; pids+=("$server")
+for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+# worker NAME QUEUE CONCURRENCY starts a worker; its pid goes in $worker.
+worker() { "$runner" worker --nats "$url" --name "$1" --queue "$2" --concurrency "$3" >/dev/null 2>&1 & worker=$!; pids+=("$worker"); }
+# ticks PID: the CPU time (user + system, in clock ticks) PID has used.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+# latency JOB: publish->recorded (item_started to item_succeeded) per item, in ms.
+latency() {
+	"$runner" --state-dir "$1" events --json "${2:-j}" | jq -r '.[] | select(.type == "item_started" or .type == "item_succeeded") | [.type, .item_id, .time] | @tsv' |
+		awk -F'\t' 'function secs(t,  a) { split(substr(t, 12, 18), a, ":"); return a[1]*3600 + a[2]*60 + a[3] }
+			$1 == "item_started" { s[$2] = secs($3) } $1 == "item_succeeded" && ($2 in s) { printf "%.3f\n", (secs($3) - s[$2]) * 1000 }'
+}
+pct() { sort -g | awk -v p="$1" '{a[NR]=$1} END {print a[int(NR*p)+1]}'; }
+noop() { printf 'name: noop\nmode: mapreduce\nmap:\n  input: seq 1 %d\n  max_parallel: %d\n  agent_template:\n    - shell: "true"\n      when: "false"\n' "$1" "$2"; }
+echo "(no-op items: a step skipped by when: false, so an item costs only its way through runner and NATS)"
+
+# 1. no-op items at window 64: items/s, and CPU per item of each process.
+noop "$nats_noop" 64 > noop64.yml
+worker n1 noop 32; w1=$worker; worker n2 noop 32; w2=$worker
+: > t.rate; : > t.cpu
+for r in $(seq 1 "$rounds"); do
+	s0=$(ticks "$server"); a0=$(( $(ticks "$w1") + $(ticks "$w2") ))
+	/usr/bin/time -f '%e %U %S' -o coord.txt "$runner" run -q --progress never --state-dir "n64-$r" --nats "$url" --queue noop noop64.yml >/dev/null 2>&1
+	s1=$(ticks "$server"); a1=$(( $(ticks "$w1") + $(ticks "$w2") ))
+	read -r wall cu cs < coord.txt
+	awk -v n="$nats_noop" -v w="$wall" 'BEGIN {printf "%.0f\n", n / w}' >> t.rate
+	awk -v n="$nats_noop" -v hz="$hz" -v s=$((s1 - s0)) -v a=$((a1 - a0)) -v c="$cu" -v d="$cs" \
+		'BEGIN {printf "%.3f %.3f %.3f\n", 1000 * s / hz / n, 1000 * (c + d) / n, 1000 * a / hz / n}' >> t.cpu
+	rm -rf "n64-$r"
+done
+read -r cpu_s cpu_c cpu_w < <(sort -g t.cpu | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
+echo "  no-op items, window 64, 2 workers x 32: $(median < t.rate) items/s (target: at least 1,000/s on the coordinator host)"
+echo "    CPU per item: server ${cpu_s} ms, coordinator ${cpu_c} ms (coordinator host $(awk -v a="$cpu_s" -v b="$cpu_c" 'BEGIN {printf "%.2f", a + b}') ms; target: at most 1 ms), workers ${cpu_w} ms"
+kill "$w1" "$w2"
+
+# 2. publish->recorded at window 8, against local mode's item_started->item_succeeded.
+noop "$nats_noop" 8 > noop8.yml
+worker l1 lat 8; w1=$worker
+: > lat.nats; : > lat.local
+for r in $(seq 1 "$rounds"); do
+	"$runner" run -q --progress never --state-dir "l8-$r" --job-id j --nats "$url" --queue lat noop8.yml >/dev/null 2>&1
+	latency "l8-$r" >> lat.nats
+	"$runner" run -q --progress never --state-dir "ll-$r" --job-id j noop8.yml >/dev/null 2>&1
+	latency "ll-$r" >> lat.local
+	rm -rf "l8-$r" "ll-$r"
+done
+echo "  publish->recorded at max_parallel 8 (1 worker x 8): p50 $(pct 0.5 < lat.nats) ms, p99 $(pct 0.99 < lat.nats) ms (targets: 2 ms, 20 ms)"
+echo "    local mode, start->recorded:                  p50 $(pct 0.5 < lat.local) ms, p99 $(pct 0.99 < lat.local) ms"
+kill "$w1"
+
+# 3. 'true' items at max_parallel 8, everything on this box: NATS against local.
+printf 'name: true\nmode: mapreduce\nmap:\n  input: seq 1 %d\n  max_parallel: 8\n  agent_template:\n    - shell: "true"\n' "$nats_true" > true8.yml
+worker t1 true 4; w1=$worker; worker t2 true 4; w2=$worker
+: > t.local; : > t.nats
+for r in $(seq 1 "$rounds"); do
+	t0=$(now); "$runner" run -q --progress never --state-dir "tl-$r" true8.yml >/dev/null 2>&1; since "$t0" >> t.local
+	t0=$(now); "$runner" run -q --progress never --state-dir "tn-$r" --nats "$url" --queue true true8.yml >/dev/null 2>&1; since "$t0" >> t.nats
+	rm -rf "tl-$r" "tn-$r"
+done
+l=$(median < t.local); n=$(median < t.nats)
+echo "  $nats_true 'true' items at max_parallel 8: local ${l}s, NATS (2 workers x 4) ${n}s: $(ratio "$l" "$n") of local throughput (target: at least 0.70)"
+kill "$w1" "$w2"
+
+# 4. 50 ms items on W workers x c slots against the ideal N * 50 ms / (W * c).
+printf 'name: sleep\nmode: mapreduce\nmap:\n  input: seq 1 %d\n  max_parallel: 12\n  agent_template:\n    - shell: sleep 0.05\n' "$nats_sleep" > sleep.yml
+worker s1 sleep 6; w1=$worker; worker s2 sleep 6; w2=$worker
+: > t.sleep
+for r in $(seq 1 "$rounds"); do
+	t0=$(now); "$runner" run -q --progress never --state-dir "sl-$r" --nats "$url" --queue sleep sleep.yml >/dev/null 2>&1; since "$t0" >> t.sleep
+	rm -rf "sl-$r"
+done
+s=$(median < t.sleep); ideal=$(awk -v n="$nats_sleep" 'BEGIN {printf "%.3f", n * 0.05 / 12}')
+echo "  $nats_sleep 50 ms items, 2 workers x 6 slots: ${s}s against an ideal of ${ideal}s: $(ratio "$ideal" "$s") (target: at least 0.85)"
+kill "$w1" "$w2"
 fi
