@@ -75,7 +75,7 @@ const crashSteps = "abc"
 // repeated step executions. RUNNER_CHAOS_ROUNDS sets the number of rounds
 // (default 20; 2 with -short).
 func TestCrashResume(t *testing.T) {
-	rounds, rng := chaos(t, 20)
+	rounds, rng := chaos(t, 20, 1)
 	for r := range rounds {
 		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
 			crashRound(t, rng, false)
@@ -93,7 +93,7 @@ func TestCrashResumeAgents(t *testing.T) {
 	needProc(t)
 	t.Setenv("RUNNER_DISPATCH", "agents")
 	t.Setenv("GORACE", raceNoExitSleep())
-	rounds, rng := chaos(t, 20)
+	rounds, rng := chaos(t, 20, 0)
 	kills := 0
 	for r := range rounds {
 		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
@@ -106,12 +106,15 @@ func TestCrashResumeAgents(t *testing.T) {
 }
 
 // chaos returns the number of rounds of a kill test (RUNNER_CHAOS_ROUNDS,
-// else def, at most 2 with -short) and its randomness, seeded from
+// else def, or short with -short, where 0 skips the test) and its randomness, seeded from
 // RUNNER_CHAOS_SEED or the clock (and logged, to repeat a run).
-func chaos(t *testing.T, def int) (rounds int, rng *rand.Rand) {
+func chaos(t *testing.T, def, short int) (rounds int, rng *rand.Rand) {
 	rounds = def
 	if testing.Short() {
-		rounds = min(def, 2)
+		rounds = short
+		if short == 0 {
+			t.Skip("-short: a full run has its rounds")
+		}
 	}
 	if s := os.Getenv("RUNNER_CHAOS_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)

@@ -37,7 +37,7 @@ map:
 // DLQ is empty and the job's counts add up with exit code 0.
 // RUNNER_CHAOS_ROUNDS sets the number of kills (default 8; 2 with -short).
 func TestDLQRetryCrash(t *testing.T) {
-	kills, rng := chaos(t, 8)
+	kills, rng := chaos(t, 8, 2)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "crash.yml"), []byte(retryCrashWorkflow), 0o600); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func TestCrashResumeIsolation(t *testing.T) {
 		{"GIT_COMMITTER_NAME", "runner-test"}, {"GIT_COMMITTER_EMAIL", "test@example.com"}} {
 		t.Setenv(kv[0], kv[1])
 	}
-	rounds, rng := chaos(t, 20)
+	rounds, rng := chaos(t, 20, 0)
 	var kills, reruns int
 	for r := range rounds {
 		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {

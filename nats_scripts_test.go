@@ -18,14 +18,16 @@ import (
 // `runner worker` processes in its directory, and RUNNER_NATS, so that
 // every run, resume and dlq retry in it sends its items there. What the
 // scripts check (exit codes, counts, the DLQ, results, events, reports)
-// must not change.
+// must not change. With -short it runs one of them.
 func TestNATSScripts(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
+	skipNATSProcesses(t, "")
 	t.Parallel()
 	p := scriptParams()
-	for _, name := range natsScripts {
+	scripts := natsScripts
+	if testing.Short() {
+		scripts = []string{"mapreduce_dlq"}
+	}
+	for _, name := range scripts {
 		p.Files = append(p.Files, filepath.Join("testdata/script", name+".txtar"))
 	}
 	setup := p.Setup

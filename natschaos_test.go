@@ -136,10 +136,9 @@ func startNATSWorkers(t *testing.T, dir, url, prefix string, n int) []*testWorke
 // results that came meanwhile and publishes only what has neither
 // (§11.9.4).
 func TestNATSCoordinatorChaos(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
-	rounds, rng := chaos(t, 10)
+	skipNATSProcesses(t, "")
+	t.Parallel()
+	rounds, rng := chaos(t, 10, 1)
 	seeds := make([]uint64, rounds)
 	for r := range seeds {
 		seeds[r] = rng.Uint64()
@@ -178,10 +177,9 @@ func TestNATSCoordinatorChaos(t *testing.T) {
 // up on it: at least ack_wait after its last heartbeat, which came at most
 // a heartbeat before the kill (§11.9.3).
 func TestNATSWorkerChaos(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
-	rounds, rng := chaos(t, 10)
+	skipNATSProcesses(t, "")
+	t.Parallel()
+	rounds, rng := chaos(t, 10, 1)
 	seeds := make([]uint64, rounds)
 	for r := range seeds {
 		seeds[r] = rng.Uint64()
@@ -242,10 +240,9 @@ func TestNATSWorkerChaos(t *testing.T) {
 // is lost, and the extra runs are at most max_parallel per crash
 // (§11.9.5).
 func TestNATSServerChaos(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
-	rounds, rng := chaos(t, 10)
+	skipNATSProcesses(t, "")
+	t.Parallel()
+	rounds, rng := chaos(t, 10, 0)
 	seeds := make([]uint64, rounds)
 	for r := range seeds {
 		seeds[r] = rng.Uint64()

@@ -94,9 +94,8 @@ distributed:
 // puts it in the DLQ, and the other items succeed (§11.9.7). Dead workers
 // are replaced, a bounded number of times.
 func TestNATSPoisonItem(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
+	skipNATSProcesses(t, "waits out ack_wait after each of its worker kills")
+	t.Parallel()
 	srv := natstest.Start(t)
 	dir := natsJob(t, "poison.yml", poisonWorkflow)
 	workers := []*testWorker{startWorker(t, dir, srv.URL(), "poison", "w1"), startWorker(t, dir, srv.URL(), "poison", "w2")}
@@ -166,9 +165,8 @@ map:
 // while the masked failure still reaches the DLQ. A worker without the
 // variable fails items as spawn naming it (§11.9.8).
 func TestNATSSecrets(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
+	skipNATSProcesses(t, "")
+	t.Parallel()
 	const value = "s3cr3tvalue"
 	storeDir := t.TempDir()
 	srv, err := natstest.StartIn(storeDir)
@@ -262,9 +260,8 @@ map:
 // their grace and a second (the one that ignores SIGTERM gets SIGKILL),
 // and a resume runs every item to its end (§11.9.9).
 func TestNATSInterrupt(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
+	skipNATSProcesses(t, "")
+	// Not parallel: it bounds how soon the workers stop the items.
 	srv := natstest.Start(t)
 	dir := natsJob(t, "interrupt.yml", interruptWorkflow)
 	// Their leases (ack_wait less two heartbeats) outlast the grace: only
@@ -374,9 +371,8 @@ type creditSample struct {
 // max_parallel, and nothing is published while its breaker is open
 // (between circuit_opened and circuit_half_open) (§11.9.2).
 func TestNATSCreditWindow(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
+	skipNATSProcesses(t, "")
+	t.Parallel()
 	srv := natstest.Start(t)
 	dir := natsJob(t, "credit.yml", creditWorkflow)
 	for _, name := range []string{"w1", "w2", "w3"} {
@@ -463,9 +459,8 @@ map:
 // on one server, at once and then again: each runs its own items once,
 // as their subjects and message ids differ (a job key drawn per job).
 func TestNATSSameJobID(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
+	skipNATSProcesses(t, "")
+	t.Parallel()
 	srv := natstest.Start(t)
 	startWorker(t, t.TempDir(), srv.URL(), "same", "w1")
 	dirs := []string{natsJob(t, "same.yml", sameIDWorkflow), natsJob(t, "same.yml", sameIDWorkflow)}

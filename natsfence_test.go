@@ -37,9 +37,8 @@ map:
 // thawed worker sends no result: no item has two runs at once, and each
 // item succeeded once, run by the second worker (§11.9.6).
 func TestNATSFencing(t *testing.T) {
-	if raceDetector {
-		t.Skip("-race: process-level NATS tests run in make nats")
-	}
+	skipNATSProcesses(t, "freezes a worker past ack_wait")
+	t.Parallel()
 	srv := natstest.Start(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "fence.yml"), []byte(fenceWorkflow), 0o600); err != nil {
@@ -109,6 +108,19 @@ func TestNATSFencing(t *testing.T) {
 	slices.Sort(ends)
 	if want := []string{"item_succeeded 1 by other", "item_succeeded 2 by other"}; !slices.Equal(ends, want) {
 		t.Errorf("items ended %q, want %q", ends, want)
+	}
+}
+
+// skipNATSProcesses skips a test that runs runner, its workers and a NATS
+// server as processes under -race (make nats runs them without it), and
+// one that spends seconds waiting (slow says on what) under -short.
+func skipNATSProcesses(t *testing.T, slow string) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("-race: process-level NATS tests run in make nats")
+	}
+	if slow != "" && testing.Short() {
+		t.Skip("-short: it " + slow + "; make nats runs it")
 	}
 }
 
