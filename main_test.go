@@ -52,73 +52,16 @@ func shortParallel() {
 	}
 }
 
-// TestScripts runs every end-to-end script under testdata/script; -short
-// leaves out the slowest (slowScripts).
+// TestScripts runs every end-to-end script under testdata/script (-short
+// skips the slowest: their [short] lines say why).
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	p := scriptParams()
-	files, err := filepath.Glob("testdata/script/*.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
-		if why, slow := slowScripts[name]; slow && testing.Short() {
-			t.Logf("-short leaves out %s: %s", name, why)
-			continue
-		}
-		p.Files = append(p.Files, f)
-	}
+	p.Dir = "testdata/script"
 	// UPDATE=1 rewrites the golden files inside the scripts: the file a
 	// `cmp stdout FILE` compares with gets what the command printed.
 	p.UpdateScripts = os.Getenv("UPDATE") != ""
 	testscript.Run(t, p)
-}
-
-// slowScripts are the scripts -short leaves out, so that `go test -short
-// ./...` stays an inner loop (under 30 s on 2 cores): the forty that take
-// longest, each with what makes it slow. Every full run has them.
-var slowScripts = map[string]string{
-	"standard_merge":              "git repositories, worktrees and merges",
-	"mapreduce_features":          "many runs of one job's features",
-	"isolation_resume":            "kill -9 and resume of a job in git worktrees",
-	"progress":                    "waits for timed progress lines",
-	"mapreduce_state":             "two jobs running at once while commands query them",
-	"prodigy_validate":            "many runs of validate: loops",
-	"mapreduce_policy":            "many runs, one per error policy",
-	"mapreduce_resume_item_retry": "a crash during real retry delays, then resume",
-	"prodigy_mapreduce":           "git worktrees for Prodigy's MapReduce example",
-	"retry_budget":                "real retry delays up to a budget",
-	"interrupt_sighup":            "waits out a signal's grace",
-	"secrets_not_stored":          "many runs, then a search of every file",
-	"prodigy_environment":         "many runs of env profiles and secrets",
-	"timeout_kills_stubborn":      "waits out timeouts and their grace",
-	"prodigy_fix_loop":            "handler loops with real attempts",
-	"retry_matchers":              "real retry delays per matcher",
-	"prodigy_output":              "many runs of output captures",
-	"mapreduce_value_ids":         "many runs, one per id rule",
-	"validate_errors":             "a validate run per broken file",
-	"prodigy_forms":               "many runs of Prodigy's spellings",
-	"commit_required":             "git repositories and commits",
-	"dlq_commands":                "many dlq commands over one job",
-	"usage_errors":                "a run per usage error",
-	"claude_steps":                "many runs of the stand-in agent",
-	"prodigy_foreach":             "foreach loops of real commands",
-	"dlq_concurrent_retry":        "two retries racing for leases",
-	"prodigy_step_refs":           "many runs of step references",
-	"dlq_locked_job_waits":        "waits for another process's lock",
-	"breaker_kills":               "breaker timeouts and killed commands",
-	"dispatch_agents":             "runner agent processes",
-	"timeout_kills_group":         "waits out timeouts",
-	"mapreduce_breaker_probe":     "breaker timeouts and probes",
-	"mapreduce_raw_bytes":         "many runs of raw bytes through every output",
-	"dlq_retry_sighup":            "waits out a signal's grace",
-	"retry_attempts":              "real retry delays",
-	"interrupt_sigint":            "waits out a signal's grace",
-	"workflow_not_regular":        "a run per kind of file",
-	"prodigy_on_success":          "many runs of handlers",
-	"events_jobs":                 "many queries over several jobs",
-	"prodigy_write_file":          "many runs of write_file",
 }
 
 // scriptParams is the setup of the end-to-end scripts, without the
