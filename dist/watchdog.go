@@ -26,9 +26,6 @@ import (
 // and closes it when it ends; the watchdog then kills every group still
 // leased (the worker died) and exits.
 
-// watchdogTick is how often the watchdog looks for leases run out.
-const watchdogTick = 20 * time.Millisecond
-
 // ServeWatchdog is the watchdog: it reads leases from in until it ends.
 // Its process should ignore SIGINT, SIGTERM and SIGHUP (IgnoreSignals): it
 // ends when the worker does.
@@ -55,24 +52,12 @@ func ServeWatchdog(in io.Reader) error {
 		}
 	}()
 	leases := map[int]time.Time{}
-	// It ticks only while something is leased: an idle worker's watchdog
-	// costs nothing.
-	var tick *time.Ticker
-	var ticks <-chan time.Time
-	defer func() {
-		if tick != nil {
-			tick.Stop()
-		}
-	}()
+	// A timer set for the earliest lease, not a ticker: a worker whose
+	// items renew their leases wakes its watchdog only with news.
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
-		switch {
-		case len(leases) > 0 && tick == nil:
-			tick = time.NewTicker(watchdogTick)
-			ticks = tick.C
-		case len(leases) == 0 && tick != nil:
-			tick.Stop()
-			tick, ticks = nil, nil
-		}
 		select {
 		case c, ok := <-changes:
 			if !ok {
@@ -91,13 +76,23 @@ func ServeWatchdog(in io.Reader) error {
 			} else {
 				leases[c.pgid] = c.until
 			}
-		case now := <-ticks:
+		case now := <-timer.C:
 			for pgid, until := range leases {
-				if now.After(until) {
+				if !now.Before(until) {
 					_ = syscall.Kill(-pgid, syscall.SIGKILL)
 					delete(leases, pgid)
 				}
 			}
+		}
+		timer.Stop()
+		var earliest time.Time
+		for _, until := range leases {
+			if earliest.IsZero() || until.Before(earliest) {
+				earliest = until
+			}
+		}
+		if !earliest.IsZero() {
+			timer.Reset(time.Until(earliest))
 		}
 	}
 }
