@@ -73,13 +73,23 @@ func TestCrashResumeIsolation(t *testing.T) {
 func isolationCrashRound(t *testing.T, rng *rand.Rand) (kills, reruns int) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
+	// A git command that runner started may outlive a kill -9 of runner
+	// for a moment, writing the repository's worktree files while the
+	// audit reads them ("failed to read .git/worktrees/N/commondir"): a
+	// failing command is tried again for up to a second before it counts.
 	git := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		var out []byte
+		var err error
+		for range 6 {
+			out, err = exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+			if err == nil {
+				return string(out)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		return string(out)
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		return ""
 	}
 	if err := os.MkdirAll(repo, 0o700); err != nil {
 		t.Fatal(err)
