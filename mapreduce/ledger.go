@@ -11,6 +11,7 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/mapreduce/items"
 )
 
 // ledger makes every item state transition, in one place and in an order
@@ -195,9 +196,11 @@ func (f Failure) event() eventlog.Failure {
 // reconcile turns the item log's last records into the starting state of
 // a (resumed) job: terminal items are skipped by the map phase; an item
 // last seen running that the DLQ holds failed after the DLQ write and
-// before its state was logged, so it is recorded as in the DLQ now; the
-// other items last seen running are returned with their checkpoints.
-func reconcile(j *job.Job, log *job.ItemLog, dlq DeadLetters, total int) (done map[int]string, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
+// before its state was logged, so it is recorded as in the DLQ now, with
+// its result (which goes between the two, so it may be missing: written
+// again, without the lost output); the other items last seen running are
+// returned with their checkpoints.
+func reconcile(j *job.Job, log *job.ItemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done map[int]string, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
 	records, err := j.ReadItemStates()
 	if err != nil {
 		return nil, nil, counts, err
@@ -215,16 +218,28 @@ func reconcile(j *job.Job, log *job.ItemLog, dlq DeadLetters, total int) (done m
 		if err != nil {
 			return nil, nil, counts, err
 		}
+		settled := map[int]job.ItemRecord{}
 		for id, in := range queued {
-			if !in {
-				continue
+			if in {
+				settled[byID[id].Index] = byID[id]
 			}
-			rec := byID[id]
-			rec.State, rec.Error = job.ItemDLQ, "recorded in the DLQ before a crash"
-			if err := log.Append(rec); err != nil {
+		}
+		if len(settled) > 0 {
+			err := items.Read(itemsPath, func(it *Item) (bool, error) {
+				rec, ok := settled[it.Index]
+				if !ok {
+					return true, nil
+				}
+				if err := results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: "failed", DurationMS: rec.DurationMS}); err != nil {
+					return false, err
+				}
+				rec.State, rec.Error = job.ItemDLQ, "recorded in the DLQ before a crash"
+				records[rec.Index] = rec
+				return true, log.Append(rec)
+			})
+			if err != nil {
 				return nil, nil, counts, err
 			}
-			records[rec.Index] = rec
 		}
 	}
 	done, running = map[int]string{}, map[int]job.ItemRecord{}

@@ -142,15 +142,15 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	done, running, counts, err := reconcile(j, itemLog, opts.DLQ, total)
-	if err != nil {
-		return Summary{}, err
-	}
 	results, err := openResults(j.Path("results.jsonl"))
 	if err != nil {
 		return Summary{}, err
 	}
 	defer results.close()
+	done, running, counts, err := reconcile(j, itemLog, results, opts.DLQ, itemsPath, total)
+	if err != nil {
+		return Summary{}, err
+	}
 
 	ep := j.Workflow().ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
