@@ -2,12 +2,14 @@ package mapreduce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -270,6 +272,22 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	states, _ := j.ReadItemStates()
 	if states[1].State != job.ItemDLQ {
 		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
+	}
+	// Its result, which goes between the two writes, is written too: the
+	// last one of item 1 says failed.
+	data, err := os.ReadFile(j.Path("results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last Result
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		var r Result
+		if err := json.Unmarshal([]byte(line), &r); err == nil && r.ItemIndex == 1 {
+			last = r
+		}
+	}
+	if last.Status != "failed" || last.ItemID != "1" {
+		t.Errorf("item 1's last result %+v, want one that says failed", last)
 	}
 }
 
