@@ -19,7 +19,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/runnerdev/runner/cmd"
-	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -331,19 +330,10 @@ func checkDLQFailures(t *testing.T, store state.Store, jobID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dlq.Open(job.Path("dlq.db"), dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	err = d.List(func(it dlq.Item) bool {
-		if len(it.Failures) != 1 || it.Failures[0].Kind != "exit" {
-			t.Errorf("item %s has DLQ failures %+v, want one, of its command's exit", it.ItemID, it.Failures)
+	for id, failures := range dlqItems(t, job) {
+		if len(failures) != 1 || failures[0].Kind != "exit" {
+			t.Errorf("item %s has DLQ failures %+v, want one, of its command's exit", id, failures)
 		}
-		return true
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

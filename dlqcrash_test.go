@@ -119,13 +119,23 @@ func succeededItems(t *testing.T, job *state.Job) map[string]bool {
 // queuedItems returns the items in the job's DLQ.
 func queuedItems(t *testing.T, job *state.Job) map[string]bool {
 	t.Helper()
+	out := map[string]bool{}
+	for id := range dlqItems(t, job) {
+		out[id] = true
+	}
+	return out
+}
+
+// dlqItems reads a job's DLQ: each item's failures.
+func dlqItems(t *testing.T, job *state.Job) map[string][]dlq.Failure {
+	t.Helper()
 	d, err := dlq.Open(job.Path("dlq.db"), dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	out := map[string]bool{}
-	if err := d.List(func(it dlq.Item) bool { out[it.ItemID] = true; return true }); err != nil {
+	out := map[string][]dlq.Failure{}
+	if err := d.List(func(it dlq.Item) bool { out[it.ItemID] = it.Failures; return true }); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -88,14 +88,7 @@ func natsCoordinator(t *testing.T, dir, url string) (*exec.Cmd, <-chan struct{})
 	if _, err := os.Stat(filepath.Join(dir, ".runner", "jobs", "j", "job.json")); err != nil {
 		args = []string{"run", "--nats", url, "--queue", "chaos", "--job-id", "j", "chaos.yml"}
 	}
-	cmd := exec.Command("runner", args...)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	cmd, _, exited := startRunner(t, dir, args...)
 	return cmd, exited
 }
 
@@ -115,6 +108,22 @@ func natsFinish(t *testing.T, dir, url string) {
 	counts := auditJob(t, store, "j", natsChaosItems, true)
 	if counts[state.ItemDLQ] != natsChaosFailing || counts[state.ItemSucceeded] != natsChaosItems-natsChaosFailing {
 		t.Errorf("end state %v, want %d succeeded and %d in the DLQ", counts, natsChaosItems-natsChaosFailing, natsChaosFailing)
+	}
+}
+
+// parallelRounds runs round as parallel subtests, chaos(t, 10, short)
+// of them, each with its own randomness drawn from the test's seed.
+func parallelRounds(t *testing.T, short int, round func(t *testing.T, rng *rand.Rand)) {
+	rounds, rng := chaos(t, 10, short)
+	seeds := make([]uint64, rounds)
+	for r := range seeds {
+		seeds[r] = rng.Uint64()
+	}
+	for r := range rounds {
+		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
+			t.Parallel()
+			round(t, rand.New(rand.NewPCG(seeds[r], 0)))
+		})
 	}
 }
 
@@ -138,38 +147,29 @@ func startNATSWorkers(t *testing.T, dir, url, prefix string, n int) []*testWorke
 func TestNATSCoordinatorChaos(t *testing.T) {
 	skipNATSProcesses(t, "")
 	t.Parallel()
-	rounds, rng := chaos(t, 10, 1)
-	seeds := make([]uint64, rounds)
-	for r := range seeds {
-		seeds[r] = rng.Uint64()
-	}
-	for r := range rounds {
-		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
-			t.Parallel()
-			rng := rand.New(rand.NewPCG(seeds[r], 0))
-			srv := natstest.Start(t)
-			dir := natsChaosDir(t)
-			runsLog := filepath.Join(dir, "runs.log")
-			startNATSWorkers(t, dir, srv.URL(), "w", 2)
-			store := state.Store{Dir: filepath.Join(dir, ".runner")}
-			crashes := 1 + rng.IntN(3)
-			for range crashes {
-				cmd, exited := natsCoordinator(t, dir, srv.URL())
-				before := len(readLines(t, runsLog))
-				waitForLines(runsLog, before+1+rng.IntN(12), exited)
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				<-exited
-				auditJob(t, store, "j", natsChaosItems, false)
+	parallelRounds(t, 1, func(t *testing.T, rng *rand.Rand) {
+		srv := natstest.Start(t)
+		dir := natsChaosDir(t)
+		runsLog := filepath.Join(dir, "runs.log")
+		startNATSWorkers(t, dir, srv.URL(), "w", 2)
+		store := state.Store{Dir: filepath.Join(dir, ".runner")}
+		crashes := 1 + rng.IntN(3)
+		for range crashes {
+			cmd, exited := natsCoordinator(t, dir, srv.URL())
+			before := len(readLines(t, runsLog))
+			waitForLines(runsLog, before+1+rng.IntN(12), exited)
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-exited
+			auditJob(t, store, "j", natsChaosItems, false)
+		}
+		natsFinish(t, dir, srv.URL())
+		for item, runs := range natsRuns(t, runsLog) {
+			if len(runs) != 1 {
+				t.Errorf("item %s ran %d times, want once: coordinator crashes add no runs", item, len(runs))
 			}
-			natsFinish(t, dir, srv.URL())
-			for item, runs := range natsRuns(t, runsLog) {
-				if len(runs) != 1 {
-					t.Errorf("item %s ran %d times, want once: coordinator crashes add no runs", item, len(runs))
-				}
-			}
-			t.Logf("%d coordinator crashes, every item ran once", crashes)
-		})
-	}
+		}
+		t.Logf("%d coordinator crashes, every item ran once", crashes)
+	})
 }
 
 // TestNATSWorkerChaos kills random workers of three with kill -9 while a
@@ -181,59 +181,50 @@ func TestNATSCoordinatorChaos(t *testing.T) {
 func TestNATSWorkerChaos(t *testing.T) {
 	skipNATSProcesses(t, "")
 	t.Parallel()
-	rounds, rng := chaos(t, 10, 1)
-	seeds := make([]uint64, rounds)
-	for r := range seeds {
-		seeds[r] = rng.Uint64()
-	}
-	for r := range rounds {
-		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
-			t.Parallel()
-			rng := rand.New(rand.NewPCG(seeds[r], 0))
-			srv := natstest.Start(t)
-			dir := natsChaosDir(t)
-			runsLog := filepath.Join(dir, "runs.log")
-			workers := startNATSWorkers(t, dir, srv.URL(), "w", 3)
-			cmd, exited := natsCoordinator(t, dir, srv.URL())
-			type kill struct {
-				worker string
-				at     time.Time
-			}
-			var kills []kill
-			for k := range 1 + rng.IntN(3) {
-				waitForLines(runsLog, len(readLines(t, runsLog))+1+rng.IntN(8), exited)
-				i := rng.IntN(len(workers))
-				name := workers[i].name
-				_ = workers[i].Process.Signal(syscall.SIGKILL)
-				kills = append(kills, kill{name, time.Now()})
-				workers[i] = startWorker(t, dir, srv.URL(), "chaos", fmt.Sprintf("r%d", k+1))
-			}
-			waitExit(t, exited)
-			if code := cmd.ProcessState.ExitCode(); code != 3 {
-				t.Fatalf("run: exit %d, want 3", code)
-			}
-			natsFinish(t, dir, srv.URL())
-			extra := 0
-			for item, runs := range natsRuns(t, runsLog) {
-				extra += len(runs) - 1
-				for i, run := range runs[:len(runs)-1] {
-					next := runs[i+1]
-					for _, k := range kills {
-						if k.worker != run.worker || !run.end.IsZero() && run.end.Before(k.at) {
-							continue
-						}
-						if earliest := k.at.Add(-natsChaosBeat + natsChaosAckWait - 100*time.Millisecond); next.start.Before(earliest) {
-							t.Errorf("item %s started again %v after worker %s was killed, before ack_wait less a heartbeat", item, next.start.Sub(k.at), k.worker)
-						}
+	parallelRounds(t, 1, func(t *testing.T, rng *rand.Rand) {
+		srv := natstest.Start(t)
+		dir := natsChaosDir(t)
+		runsLog := filepath.Join(dir, "runs.log")
+		workers := startNATSWorkers(t, dir, srv.URL(), "w", 3)
+		cmd, exited := natsCoordinator(t, dir, srv.URL())
+		type kill struct {
+			worker string
+			at     time.Time
+		}
+		var kills []kill
+		for k := range 1 + rng.IntN(3) {
+			waitForLines(runsLog, len(readLines(t, runsLog))+1+rng.IntN(8), exited)
+			i := rng.IntN(len(workers))
+			name := workers[i].name
+			_ = workers[i].Process.Signal(syscall.SIGKILL)
+			kills = append(kills, kill{name, time.Now()})
+			workers[i] = startWorker(t, dir, srv.URL(), "chaos", fmt.Sprintf("r%d", k+1))
+		}
+		waitExit(t, exited)
+		if code := cmd.ProcessState.ExitCode(); code != 3 {
+			t.Fatalf("run: exit %d, want 3", code)
+		}
+		natsFinish(t, dir, srv.URL())
+		extra := 0
+		for item, runs := range natsRuns(t, runsLog) {
+			extra += len(runs) - 1
+			for i, run := range runs[:len(runs)-1] {
+				next := runs[i+1]
+				for _, k := range kills {
+					if k.worker != run.worker || !run.end.IsZero() && run.end.Before(k.at) {
+						continue
+					}
+					if earliest := k.at.Add(-natsChaosBeat + natsChaosAckWait - 100*time.Millisecond); next.start.Before(earliest) {
+						t.Errorf("item %s started again %v after worker %s was killed, before ack_wait less a heartbeat", item, next.start.Sub(k.at), k.worker)
 					}
 				}
 			}
-			if max := len(kills) * natsChaosSlots; extra > max {
-				t.Errorf("%d extra runs for %d killed workers of %d slots, want at most %d", extra, len(kills), natsChaosSlots, max)
-			}
-			t.Logf("%d workers killed, %d extra runs", len(kills), extra)
-		})
-	}
+		}
+		if max := len(kills) * natsChaosSlots; extra > max {
+			t.Errorf("%d extra runs for %d killed workers of %d slots, want at most %d", extra, len(kills), natsChaosSlots, max)
+		}
+		t.Logf("%d workers killed, %d extra runs", len(kills), extra)
+	})
 }
 
 // TestNATSServerChaos kills the NATS server with kill -9 once or twice
@@ -244,40 +235,31 @@ func TestNATSWorkerChaos(t *testing.T) {
 func TestNATSServerChaos(t *testing.T) {
 	skipNATSProcesses(t, "")
 	t.Parallel()
-	rounds, rng := chaos(t, 10, 0)
-	seeds := make([]uint64, rounds)
-	for r := range seeds {
-		seeds[r] = rng.Uint64()
-	}
-	for r := range rounds {
-		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
-			t.Parallel()
-			rng := rand.New(rand.NewPCG(seeds[r], 0))
-			dir := natsChaosDir(t)
-			srv := natstest.Process(t, t.TempDir(), 0)
-			runsLog := filepath.Join(dir, "runs.log")
-			startNATSWorkers(t, dir, srv.URL(), "w", 2)
-			cmd, exited := natsCoordinator(t, dir, srv.URL())
-			crashes := 1 + rng.IntN(2)
-			for range crashes {
-				waitForLines(runsLog, len(readLines(t, runsLog))+1+rng.IntN(10), exited)
-				srv.Kill()
-				time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
-				srv.Restart()
-			}
-			waitExit(t, exited)
-			if code := cmd.ProcessState.ExitCode(); code != 3 {
-				t.Fatalf("run: exit %d, want 3", code)
-			}
-			natsFinish(t, dir, srv.URL())
-			extra := 0
-			for _, runs := range natsRuns(t, runsLog) {
-				extra += len(runs) - 1
-			}
-			if max := crashes * natsChaosWindow; extra > max {
-				t.Errorf("%d extra runs for %d server crashes at max_parallel %d, want at most %d", extra, crashes, natsChaosWindow, max)
-			}
-			t.Logf("%d server crashes, %d extra runs", crashes, extra)
-		})
-	}
+	parallelRounds(t, 0, func(t *testing.T, rng *rand.Rand) {
+		dir := natsChaosDir(t)
+		srv := natstest.Process(t, t.TempDir(), 0)
+		runsLog := filepath.Join(dir, "runs.log")
+		startNATSWorkers(t, dir, srv.URL(), "w", 2)
+		cmd, exited := natsCoordinator(t, dir, srv.URL())
+		crashes := 1 + rng.IntN(2)
+		for range crashes {
+			waitForLines(runsLog, len(readLines(t, runsLog))+1+rng.IntN(10), exited)
+			srv.Kill()
+			time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			srv.Restart()
+		}
+		waitExit(t, exited)
+		if code := cmd.ProcessState.ExitCode(); code != 3 {
+			t.Fatalf("run: exit %d, want 3", code)
+		}
+		natsFinish(t, dir, srv.URL())
+		extra := 0
+		for _, runs := range natsRuns(t, runsLog) {
+			extra += len(runs) - 1
+		}
+		if max := crashes * natsChaosWindow; extra > max {
+			t.Errorf("%d extra runs for %d server crashes at max_parallel %d, want at most %d", extra, crashes, natsChaosWindow, max)
+		}
+		t.Logf("%d server crashes, %d extra runs", crashes, extra)
+	})
 }

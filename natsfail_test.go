@@ -62,16 +62,7 @@ func dlqFailures(t *testing.T, dir, jobID string) map[string][]dlq.Failure {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dlq.Open(job.Path("dlq.db"), dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	out := map[string][]dlq.Failure{}
-	if err := d.List(func(it dlq.Item) bool { out[it.ItemID] = it.Failures; return true }); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return dlqItems(t, job)
 }
 
 // poisonWorkflow's item 3 kills the worker that runs it (its shell's
@@ -269,16 +260,7 @@ func TestNATSInterrupt(t *testing.T) {
 	for _, name := range []string{"w1", "w2"} {
 		startWorkerArgs(t, dir, srv.URL(), "int", name, nil, "--ack-wait", "10s")
 	}
-	run := exec.Command("runner", "run", "--nats", srv.URL(), "--queue", "int", "--job-id", "j", "interrupt.yml")
-	run.Dir = dir
-	run.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out := &strings.Builder{}
-	run.Stdout, run.Stderr = out, out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = run.Wait(); close(exited) }()
+	run, out, exited := startRunner(t, dir, "run", "--nats", srv.URL(), "--queue", "int", "--job-id", "j", "interrupt.yml")
 	pgidsFile := filepath.Join(dir, "pgids")
 	waitForLines(pgidsFile, 4, exited)
 	var pgids []int

@@ -46,15 +46,7 @@ func TestNATSFencing(t *testing.T) {
 	}
 	runsLog := filepath.Join(dir, "runs.log")
 	frozen := startWorker(t, dir, srv.URL(), "fence", "frozen")
-	run := exec.Command("runner", "run", "--nats", srv.URL(), "--queue", "fence", "--job-id", "j", "fence.yml")
-	run.Dir = dir
-	out := &strings.Builder{}
-	run.Stdout, run.Stderr = out, out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = run.Wait(); close(exited) }()
+	run, out, exited := startRunner(t, dir, "run", "--nats", srv.URL(), "--queue", "fence", "--job-id", "j", "fence.yml")
 	waitForLines(runsLog, 4, exited) // both items are running on it
 	if err := frozen.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -122,6 +114,23 @@ func skipNATSProcesses(t *testing.T, slow string) {
 	if slow != "" && testing.Short() {
 		t.Skip("-short: it " + slow + "; make nats runs it")
 	}
+}
+
+// startRunner starts runner with args in dir (it dies with the test) and
+// returns it, its output and a channel closed once it has exited.
+func startRunner(t *testing.T, dir string, args ...string) (*exec.Cmd, *strings.Builder, <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("runner", args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return cmd, out, exited
 }
 
 // testWorker is a `runner worker` process of a test.
