@@ -131,12 +131,22 @@ func checkLogsWhole(t *testing.T, dir, stateDir, jobID string, total int) {
 	}
 }
 
+// dlqWorkflow puts item 10 of its 12 in the DLQ.
+const dlqWorkflow = `name: fill
+mode: mapreduce
+map:
+  input: seq 1 12
+  max_parallel: 4
+  agent_template:
+    - shell: '[ ${item} -ne 10 ]'
+`
+
 // A read-only state dir: commands that only read work; those that write
 // say why they cannot.
 func TestReadOnlyStateDir(t *testing.T) {
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
-	os.WriteFile(filepath.Join(dir, "fill.yml"), []byte(fillWorkflow), 0o600)
+	os.WriteFile(filepath.Join(dir, "fill.yml"), []byte(dlqWorkflow), 0o600)
 	if code, out := runnerIn(t, dir, "run", "-q", "--state-dir", stateDir, "--job-id", "f", "fill.yml"); code != 3 {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}

@@ -124,9 +124,9 @@ var agentScripts = []string{
 	"isolation_merge", "prodigy_validate", "prodigy_environment",
 }
 
-// agentScriptsShort are the few that -short runs: items, resume, the DLQ
-// and its retry, secrets.
-var agentScriptsShort = []string{"mapreduce_dlq", "mapreduce_resume", "dlq_retry_counts", "secrets"}
+// agentScriptsShort are the two that -short runs: a resume, and items
+// failing into the DLQ and retried from it.
+var agentScriptsShort = []string{"mapreduce_resume", "dlq_retry_counts"}
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,
 // interp's TestShellDelivery) run in temporary directories and assert

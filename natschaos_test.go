@@ -111,10 +111,11 @@ func natsFinish(t *testing.T, dir, url string) {
 	}
 }
 
-// parallelRounds runs round as parallel subtests, chaos(t, 10, short)
-// of them, each with its own randomness drawn from the test's seed.
-func parallelRounds(t *testing.T, short int, round func(t *testing.T, rng *rand.Rand)) {
-	rounds, rng := chaos(t, 10, short)
+// parallelRounds runs round as parallel subtests, chaos(t, 10, 0) of them
+// (none with -short), each with its own randomness drawn from the test's
+// seed.
+func parallelRounds(t *testing.T, round func(t *testing.T, rng *rand.Rand)) {
+	rounds, rng := chaos(t, 10, 0)
 	seeds := make([]uint64, rounds)
 	for r := range seeds {
 		seeds[r] = rng.Uint64()
@@ -147,7 +148,7 @@ func startNATSWorkers(t *testing.T, dir, url, prefix string, n int) []*testWorke
 func TestNATSCoordinatorChaos(t *testing.T) {
 	skipNATSProcesses(t, "")
 	t.Parallel()
-	parallelRounds(t, 1, func(t *testing.T, rng *rand.Rand) {
+	parallelRounds(t, func(t *testing.T, rng *rand.Rand) {
 		srv := natstest.Start(t)
 		dir := natsChaosDir(t)
 		runsLog := filepath.Join(dir, "runs.log")
@@ -181,7 +182,7 @@ func TestNATSCoordinatorChaos(t *testing.T) {
 func TestNATSWorkerChaos(t *testing.T) {
 	skipNATSProcesses(t, "")
 	t.Parallel()
-	parallelRounds(t, 1, func(t *testing.T, rng *rand.Rand) {
+	parallelRounds(t, func(t *testing.T, rng *rand.Rand) {
 		srv := natstest.Start(t)
 		dir := natsChaosDir(t)
 		runsLog := filepath.Join(dir, "runs.log")
@@ -235,7 +236,7 @@ func TestNATSWorkerChaos(t *testing.T) {
 func TestNATSServerChaos(t *testing.T) {
 	skipNATSProcesses(t, "")
 	t.Parallel()
-	parallelRounds(t, 0, func(t *testing.T, rng *rand.Rand) {
+	parallelRounds(t, func(t *testing.T, rng *rand.Rand) {
 		dir := natsChaosDir(t)
 		srv := natstest.Process(t, t.TempDir(), 0)
 		runsLog := filepath.Join(dir, "runs.log")

@@ -353,7 +353,7 @@ type creditSample struct {
 // max_parallel, and nothing is published while its breaker is open
 // (between circuit_opened and circuit_half_open) (§11.9.2).
 func TestNATSCreditWindow(t *testing.T) {
-	skipNATSProcesses(t, "")
+	skipNATSProcesses(t, "samples the server's state while a 30-item job runs")
 	t.Parallel()
 	srv := natstest.Start(t)
 	dir := natsJob(t, "credit.yml", creditWorkflow)
@@ -441,7 +441,7 @@ map:
 // on one server, at once and then again: each runs its own items once,
 // as their subjects and message ids differ (a job key drawn per job).
 func TestNATSSameJobID(t *testing.T) {
-	skipNATSProcesses(t, "")
+	skipNATSProcesses(t, "runs four jobs")
 	t.Parallel()
 	srv := natstest.Start(t)
 	startWorker(t, t.TempDir(), srv.URL(), "same", "w1")

@@ -36,6 +36,7 @@ func TestRedacted(t *testing.T) {
 // A nats CLI context (here by path) gives the URL; a URL given by flag or
 // environment goes over it.
 func TestConnectWithContext(t *testing.T) {
+	t.Parallel()
 	srv := natstest.Start(t)
 	dir := t.TempDir()
 	good, bad := filepath.Join(dir, "good.json"), filepath.Join(dir, "bad.json")

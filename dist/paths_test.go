@@ -89,6 +89,7 @@ func consumerInfo(t *testing.T, js jetstream.JetStream, stream, name string) *je
 // A task in a protocol this worker does not speak stays in the stream for
 // a worker that does, and comes back only after 5 s, not in a tight loop.
 func TestWorkerLeavesUnknownProtocol(t *testing.T) {
+	t.Parallel()
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
 	m := newMsg(taskSubject("q", newJobKey("j"), 0), "j", []byte(`{"job_id":"j"}`))
@@ -111,6 +112,7 @@ func TestWorkerLeavesUnknownProtocol(t *testing.T) {
 // A task of a job with no spec in RUNNER_JOBS (it ended, or never was)
 // is dropped without a run or a result.
 func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
+	t.Parallel()
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
 	key := newJobKey("gone")
@@ -129,6 +131,7 @@ func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 // A task published again under its message id within the duplicate
 // window is stored once; another epoch's id is a new task.
 func TestRepublishedTaskIsStoredOnce(t *testing.T) {
+	t.Parallel()
 	_, js, objs := serve(t)
 	key := newJobKey("j")
 	body, _ := json.Marshal(task{JobID: "j", Index: 3, ItemID: "4", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"4"`), MaxDeliveries: 4})
@@ -145,6 +148,7 @@ func TestRepublishedTaskIsStoredOnce(t *testing.T) {
 // An acknowledgement whose confirmation never comes (a restarted server
 // that forgot the delivery) gives up at its deadline instead of hanging.
 func TestAckGivesUpWhenNoConfirmationComes(t *testing.T) {
+	t.Parallel()
 	srv, js, _ := serve(t)
 	ctx := t.Context()
 	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s"}})

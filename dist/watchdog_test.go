@@ -37,6 +37,7 @@ func ended(cmd *exec.Cmd, d time.Duration) bool {
 // alone, and kills the groups still leased when its input ends (the
 // worker died).
 func TestWatchdogKillsGroupsWhoseLeaseRanOut(t *testing.T) {
+	t.Parallel()
 	r, w := io.Pipe()
 	served := make(chan error, 1)
 	go func() { served <- ServeWatchdog(r) }()

@@ -31,8 +31,13 @@ func TestMain(m *testing.M) {
 }
 
 // TestWithoutPidFD runs the package's tests again with the exit checks
-// used where there is no pidfd (other Unixes, Linux before 5.3).
+// used where there is no pidfd (other Unixes, Linux before 5.3), while
+// the others run.
 func TestWithoutPidFD(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs take the pidfd path here; a full run checks the other")
+	}
+	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run=^Test", "-test.skip=^TestWithoutPidFD$|^TestPidFD$", "-test.count=1", "-test.timeout=2m")
 	cmd.Env = append(os.Environ(), noPidFDEnv+"=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
