@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,31 +24,11 @@ import (
 // the scripts use.
 func TestMain(m *testing.M) {
 	natstest.ServeIfChild() // a NATS server process that a test kills and restarts
-	commands := map[string]func(){
+	testscript.Main(m, map[string]func(){
 		"runner":  main,
 		"flaky":   flaky,
 		"dlqhold": dlqHold,
-	}
-	if _, ok := commands[filepath.Base(os.Args[0])]; !ok {
-		shortParallel() // go test itself, not one of the commands
-	}
-	testscript.Main(m, commands)
-}
-
-// shortParallel lets -short run 8 scripts at once unless -parallel says
-// otherwise: the scripts mostly wait on their child processes, so go
-// test's default of GOMAXPROCS (2 here) leaves the cores idle. A full run
-// keeps the default, which the timing of its scripts was tuned on.
-func shortParallel() {
-	flag.Parse()
-	if !testing.Short() {
-		return
-	}
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", "8")
-	}
+	})
 }
 
 // TestScripts runs every end-to-end script under testdata/script (-short
@@ -124,9 +103,9 @@ var agentScripts = []string{
 	"isolation_merge", "prodigy_validate", "prodigy_environment",
 }
 
-// agentScriptsShort are the two that -short runs: a resume, and items
-// failing into the DLQ and retried from it.
-var agentScriptsShort = []string{"mapreduce_resume", "dlq_retry_counts"}
+// agentScriptsShort is what -short runs: items failing into the DLQ and
+// retried from it.
+var agentScriptsShort = []string{"dlq_retry_counts"}
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,
 // interp's TestShellDelivery) run in temporary directories and assert

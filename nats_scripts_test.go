@@ -18,16 +18,12 @@ import (
 // `runner worker` processes in its directory, and RUNNER_NATS, so that
 // every run, resume and dlq retry in it sends its items there. What the
 // scripts check (exit codes, counts, the DLQ, results, events, reports)
-// must not change. With -short it runs one of them.
+// must not change.
 func TestNATSScripts(t *testing.T) {
-	skipNATSProcesses(t, "")
+	skipNATSProcesses(t, "runs the MapReduce scripts on workers")
 	t.Parallel()
 	p := scriptParams()
-	scripts := natsScripts
-	if testing.Short() {
-		scripts = []string{"mapreduce_dlq"}
-	}
-	for _, name := range scripts {
+	for _, name := range natsScripts {
 		p.Files = append(p.Files, filepath.Join("testdata/script", name+".txtar"))
 	}
 	setup := p.Setup

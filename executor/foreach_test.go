@@ -187,12 +187,21 @@ func TestForeachParallel(t *testing.T) {
 	if res.Status != StepSucceeded {
 		t.Fatal(res.Err)
 	}
+	pairs := 0
 	for i := range 6 {
 		seen, _ := os.ReadFile(filepath.Join(dir, "seen-"+strconv.Itoa(i)))
 		n, _ := strconv.Atoi(strings.TrimSpace(string(seen)))
-		if n < 1 || n > 2 || i < 2 && n != 2 {
+		if n < 1 || n > 2 {
 			t.Errorf("item %d saw %d items running, want 2 (or 1 for the last ones)", i, n)
 		}
+		if n == 2 {
+			pairs++
+		}
+	}
+	// Not "items 0 and 1 saw 2": on a loaded machine item 0 can sleep
+	// through items 1 to 5 running beside it, and then see only itself.
+	if pairs == 0 {
+		t.Error("no item saw another one running")
 	}
 }
 
