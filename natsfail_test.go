@@ -499,3 +499,34 @@ func TestNATSSameJobID(t *testing.T) {
 		}
 	}
 }
+
+// A worker killed with -9 leaves its store (its jobs' copies, its items'
+// logs) behind; the next worker to start on the machine removes it.
+func TestNATSKilledWorkersStoreIsRemoved(t *testing.T) {
+	skipNATSProcesses(t, "")
+	t.Parallel()
+	srv := natstest.Start(t)
+	dir, tmp := t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "TMPDIR="+tmp)
+	// storesBut waits until the one store in tmp is not old.
+	storesBut := func(old string) string {
+		t.Helper()
+		var got []string
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if got, _ = filepath.Glob(filepath.Join(tmp, "runner-worker-*")); len(got) == 1 && got[0] != old {
+				return got[0]
+			}
+		}
+		t.Fatalf("stores %v, want one, not %q", got, old)
+		return ""
+	}
+	w1 := startWorkerArgs(t, dir, srv.URL(), "store", "w1", env)
+	first := storesBut("")
+	_ = w1.Process.Kill()
+	<-w1.exited
+	if _, err := os.Stat(first); err != nil {
+		t.Fatalf("the killed worker's store: %v", err)
+	}
+	startWorkerArgs(t, dir, srv.URL(), "store", "w2", env)
+	storesBut(first)
+}

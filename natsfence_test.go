@@ -157,7 +157,12 @@ func startWorkerArgs(t *testing.T, dir, url, queue, name string, env []string, f
 		name:   name,
 		exited: make(chan struct{}),
 	}
-	w.Dir, w.Env = dir, env
+	if env == nil {
+		env = os.Environ()
+	}
+	// Its store in the test's directory: a killed worker cannot remove it
+	// (env may put it elsewhere: a later TMPDIR wins).
+	w.Dir, w.Env = dir, append([]string{"TMPDIR=" + t.TempDir()}, env...)
 	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind
 	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {

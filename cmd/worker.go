@@ -82,11 +82,11 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	if o.Concurrency == 0 {
 		o.Concurrency = runtime.NumCPU()
 	}
-	store, err := os.MkdirTemp("", "runner-worker-")
+	store, release, err := dist.NewStore(os.TempDir())
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(store)
+	defer release()
 	nc, err := dist.Connect(conn, "runner worker "+o.Name)
 	if err != nil {
 		return err
