@@ -508,13 +508,14 @@ func TestNATSKilledWorkersStoreIsRemoved(t *testing.T) {
 	srv := natstest.Start(t)
 	dir, tmp := t.TempDir(), t.TempDir()
 	env := append(os.Environ(), "TMPDIR="+tmp)
-	// storesBut waits until the one store in tmp is not old.
+	// storesBut waits until the one store in tmp is not old and is made
+	// (its lock file is there).
 	storesBut := func(old string) string {
 		t.Helper()
 		var got []string
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if got, _ = filepath.Glob(filepath.Join(tmp, "runner-worker-*")); len(got) == 1 && got[0] != old {
-				return got[0]
+			if got, _ = filepath.Glob(filepath.Join(tmp, "runner-worker-*", "worker.lock")); len(got) == 1 && filepath.Dir(got[0]) != old {
+				return filepath.Dir(got[0])
 			}
 		}
 		t.Fatalf("stores %v, want one, not %q", got, old)

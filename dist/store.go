@@ -1,10 +1,13 @@
 package dist
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // A worker keeps its jobs' copies and its items' logs in a store
@@ -43,13 +46,20 @@ func NewStore(tmp string) (dir string, release func(), err error) {
 	}, nil
 }
 
-// sweepStores removes the stores in tmp whose lock files nobody holds.
-// A store being made has no lock file yet and is left alone, as are
-// other users' stores, whose lock files this process cannot open.
+// sweepStores removes the stores in tmp whose lock files nobody holds,
+// and those without a lock file a minute after they last changed (their
+// workers died making them; making one takes microseconds). Other users'
+// stores, whose lock files this process cannot open, are left alone.
 func sweepStores(tmp string) {
 	dirs, _ := filepath.Glob(filepath.Join(tmp, storePrefix+"*"))
 	for _, dir := range dirs {
 		lock, err := os.Open(filepath.Join(dir, storeLock))
+		if errors.Is(err, fs.ErrNotExist) {
+			if info, err := os.Stat(dir); err == nil && time.Since(info.ModTime()) > time.Minute {
+				os.RemoveAll(dir)
+			}
+			continue
+		}
 		if err != nil {
 			continue
 		}
