@@ -66,15 +66,14 @@ func scriptParams() testscript.Params {
 
 // TestScriptsAgents runs the scripts that run map items again with the
 // items in `runner agent` processes (RUNNER_DISPATCH=agents), which must
-// change nothing they check. With -short it runs a few of them.
+// change nothing they check.
 func TestScriptsAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestAgentStopsItsCommands and TestAgentSecretsInEnvironmentOnly run agents; the full suite runs the scripts with them")
+	}
 	t.Parallel()
 	p := scriptParams()
-	scripts := agentScripts
-	if testing.Short() {
-		scripts = agentScriptsShort
-	}
-	for _, name := range scripts {
+	for _, name := range agentScripts {
 		p.Files = append(p.Files, filepath.Join("testdata/script", name+".txtar"))
 	}
 	setup := p.Setup
@@ -102,10 +101,6 @@ var agentScripts = []string{
 	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
 	"isolation_merge", "prodigy_validate", "prodigy_environment",
 }
-
-// agentScriptsShort is what -short runs: items failing into the DLQ and
-// retried from it.
-var agentScriptsShort = []string{"dlq_retry_counts"}
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,
 // interp's TestShellDelivery) run in temporary directories and assert

@@ -250,7 +250,7 @@ map:
 // their grace and a second (the one that ignores SIGTERM gets SIGKILL),
 // and a resume runs every item to its end (§11.9.9).
 func TestNATSInterrupt(t *testing.T) {
-	skipNATSProcesses(t, "")
+	skipNATSProcesses(t, "waits out the 2 s kill grace of its items")
 	// Not parallel: it bounds how soon the workers stop the items.
 	srv := natstest.Start(t)
 	dir := natsJob(t, "interrupt.yml", interruptWorkflow)
