@@ -72,7 +72,7 @@ const crashSteps = "abc"
 // step that was running: no step that had completed before a crash runs
 // again, captures are restored, and no crash causes more than max_parallel
 // repeated step executions. RUNNER_CHAOS_ROUNDS sets the number of rounds
-// (default 20; 2 with -short).
+// (default 20; 1 with -short).
 func TestCrashResume(t *testing.T) {
 	rounds, rng := chaos(t, 20, 1)
 	for r := range rounds {
@@ -105,8 +105,9 @@ func TestCrashResumeAgents(t *testing.T) {
 }
 
 // chaos returns the number of rounds of a kill test (RUNNER_CHAOS_ROUNDS,
-// else def, or short with -short, where 0 skips the test) and its randomness, seeded from
-// RUNNER_CHAOS_SEED or the clock (and logged, to repeat a run).
+// else def, or short with -short, where 0 skips the test) and its
+// randomness, seeded from RUNNER_CHAOS_SEED or the clock (and logged, to
+// repeat a run).
 func chaos(t *testing.T, def, short int) (rounds int, rng *rand.Rand) {
 	rounds = def
 	if testing.Short() {

@@ -48,7 +48,7 @@ map:
 // once, merged once; no item is merged twice; no item is lost (auditJob);
 // and once the job or the retry ended, no worktree of the job is left and
 // only the items in the DLQ keep a branch. RUNNER_CHAOS_ROUNDS sets the
-// number of rounds (default 20; 2 with -short).
+// number of rounds (default 20; none with -short).
 func TestCrashResumeIsolation(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs git")

@@ -32,7 +32,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs every end-to-end script under testdata/script (-short
-// skips the slowest: their [short] lines say why).
+// runs the core ones: the others' [short] lines say why they wait for a
+// full run).
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	p := scriptParams()

@@ -70,15 +70,6 @@ func natsRuns(t *testing.T, path string) map[string][]*natsRun {
 	return runs
 }
 
-// natsChaosDir writes the workflow in a new directory.
-func natsChaosDir(t *testing.T) string {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "chaos.yml"), []byte(natsChaosWorkflow), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // natsCoordinator starts `runner run` (or `runner resume` once the job
 // exists) of chaos.yml on url and returns it with a channel closed when it
 // exits.
@@ -92,23 +83,32 @@ func natsCoordinator(t *testing.T, dir, url string) (*exec.Cmd, <-chan struct{})
 	return cmd, exited
 }
 
+// natsEnded waits for a coordinator of the job and checks that it ended
+// with the items in the DLQ (exit 3).
+func natsEnded(t *testing.T, cmd *exec.Cmd, exited <-chan struct{}) {
+	t.Helper()
+	waitExit(t, exited)
+	if code := cmd.ProcessState.ExitCode(); code != 3 {
+		t.Fatalf("runner %s: exit %d, want 3 (items in the DLQ)", strings.Join(cmd.Args[1:], " "), code)
+	}
+}
+
 // natsFinish resumes the job until it has ended (a kill may have come
-// after its end was recorded) and checks the end state: every item
-// succeeded but the failing ones, which are in the DLQ.
-func natsFinish(t *testing.T, dir, url string) {
+// after its end was recorded), checks the end state (every item succeeded
+// but the failing ones, which are in the DLQ) and returns the runs of
+// runs.log.
+func natsFinish(t *testing.T, dir, url string) map[string][]*natsRun {
 	t.Helper()
 	store := state.Store{Dir: filepath.Join(dir, ".runner")}
 	if job, err := store.Open("j"); err != nil || job.Meta.Status != state.Completed {
 		cmd, exited := natsCoordinator(t, dir, url)
-		waitExit(t, exited)
-		if code := cmd.ProcessState.ExitCode(); code != 3 {
-			t.Fatalf("the last run of the job: exit %d, want 3 (items in the DLQ)", code)
-		}
+		natsEnded(t, cmd, exited)
 	}
 	counts := auditJob(t, store, "j", natsChaosItems, true)
 	if counts[state.ItemDLQ] != natsChaosFailing || counts[state.ItemSucceeded] != natsChaosItems-natsChaosFailing {
 		t.Errorf("end state %v, want %d succeeded and %d in the DLQ", counts, natsChaosItems-natsChaosFailing, natsChaosFailing)
 	}
+	return natsRuns(t, filepath.Join(dir, "runs.log"))
 }
 
 // parallelRounds runs round as parallel subtests, chaos(t, 10, 0) of them
@@ -150,7 +150,7 @@ func TestNATSCoordinatorChaos(t *testing.T) {
 	t.Parallel()
 	parallelRounds(t, func(t *testing.T, rng *rand.Rand) {
 		srv := natstest.Start(t)
-		dir := natsChaosDir(t)
+		dir := natsJob(t, "chaos.yml", natsChaosWorkflow)
 		runsLog := filepath.Join(dir, "runs.log")
 		startNATSWorkers(t, dir, srv.URL(), "w", 2)
 		store := state.Store{Dir: filepath.Join(dir, ".runner")}
@@ -163,8 +163,7 @@ func TestNATSCoordinatorChaos(t *testing.T) {
 			<-exited
 			auditJob(t, store, "j", natsChaosItems, false)
 		}
-		natsFinish(t, dir, srv.URL())
-		for item, runs := range natsRuns(t, runsLog) {
+		for item, runs := range natsFinish(t, dir, srv.URL()) {
 			if len(runs) != 1 {
 				t.Errorf("item %s ran %d times, want once: coordinator crashes add no runs", item, len(runs))
 			}
@@ -184,7 +183,7 @@ func TestNATSWorkerChaos(t *testing.T) {
 	t.Parallel()
 	parallelRounds(t, func(t *testing.T, rng *rand.Rand) {
 		srv := natstest.Start(t)
-		dir := natsChaosDir(t)
+		dir := natsJob(t, "chaos.yml", natsChaosWorkflow)
 		runsLog := filepath.Join(dir, "runs.log")
 		workers := startNATSWorkers(t, dir, srv.URL(), "w", 3)
 		cmd, exited := natsCoordinator(t, dir, srv.URL())
@@ -201,13 +200,9 @@ func TestNATSWorkerChaos(t *testing.T) {
 			kills = append(kills, kill{name, time.Now()})
 			workers[i] = startWorker(t, dir, srv.URL(), "chaos", fmt.Sprintf("r%d", k+1))
 		}
-		waitExit(t, exited)
-		if code := cmd.ProcessState.ExitCode(); code != 3 {
-			t.Fatalf("run: exit %d, want 3", code)
-		}
-		natsFinish(t, dir, srv.URL())
+		natsEnded(t, cmd, exited)
 		extra := 0
-		for item, runs := range natsRuns(t, runsLog) {
+		for item, runs := range natsFinish(t, dir, srv.URL()) {
 			extra += len(runs) - 1
 			for i, run := range runs[:len(runs)-1] {
 				next := runs[i+1]
@@ -237,7 +232,7 @@ func TestNATSServerChaos(t *testing.T) {
 	skipNATSProcesses(t, "")
 	t.Parallel()
 	parallelRounds(t, func(t *testing.T, rng *rand.Rand) {
-		dir := natsChaosDir(t)
+		dir := natsJob(t, "chaos.yml", natsChaosWorkflow)
 		srv := natstest.Process(t, t.TempDir(), 0)
 		runsLog := filepath.Join(dir, "runs.log")
 		startNATSWorkers(t, dir, srv.URL(), "w", 2)
@@ -249,13 +244,9 @@ func TestNATSServerChaos(t *testing.T) {
 			time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
 			srv.Restart()
 		}
-		waitExit(t, exited)
-		if code := cmd.ProcessState.ExitCode(); code != 3 {
-			t.Fatalf("run: exit %d, want 3", code)
-		}
-		natsFinish(t, dir, srv.URL())
+		natsEnded(t, cmd, exited)
 		extra := 0
-		for _, runs := range natsRuns(t, runsLog) {
+		for _, runs := range natsFinish(t, dir, srv.URL()) {
 			extra += len(runs) - 1
 		}
 		if max := crashes * natsChaosWindow; extra > max {

@@ -157,12 +157,15 @@ func startWorkerArgs(t *testing.T, dir, url, queue, name string, env []string, f
 		name:   name,
 		exited: make(chan struct{}),
 	}
+	// Its store in the test's directory, as a killed worker cannot remove
+	// it; a TMPDIR in env (not the test's own) puts it elsewhere.
+	tmp := "TMPDIR=" + t.TempDir()
 	if env == nil {
-		env = os.Environ()
+		env = append(os.Environ(), tmp)
+	} else {
+		env = append([]string{tmp}, env...)
 	}
-	// Its store in the test's directory: a killed worker cannot remove it
-	// (env may put it elsewhere: a later TMPDIR wins).
-	w.Dir, w.Env = dir, append([]string{"TMPDIR=" + t.TempDir()}, env...)
+	w.Dir, w.Env = dir, env
 	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind
 	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
