@@ -195,7 +195,7 @@ func (r *environment) readEnvFiles(wf *workflow.Workflow, lookup interp.Lookup, 
 			return fmt.Errorf("env_files[%d]: %w", i, err)
 		}
 		path = besideWorkflow(wf, path)
-		data, err := os.ReadFile(path)
+		data, err := workflow.ReadNamedFile(path)
 		if errors.Is(err, fs.ErrNotExist) && !f.Required {
 			continue // an optional layer (.env.local) that is not there
 		}
@@ -271,7 +271,7 @@ func secretValue(wf *workflow.Workflow, s workflow.Secret, sc *executor.Scope, e
 		}
 		return "", fmt.Errorf("environment variable %s is not set", s.Key)
 	}
-	data, err := os.ReadFile(besideWorkflow(wf, s.Key))
+	data, err := workflow.ReadNamedFile(besideWorkflow(wf, s.Key))
 	if err != nil {
 		return "", fmt.Errorf("cannot read the secret file: %w", err)
 	}
