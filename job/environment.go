@@ -279,28 +279,13 @@ func secretValue(wf *workflow.Workflow, s workflow.Secret, sc *executor.Scope, e
 }
 
 // stepSecrets returns, as NAME=VALUE, the values of the steps' env
-// entries whose names are secret, as far as they are known at job start
-// (a value made from a capture is not), so that they are masked too.
+// entries (and agent.env's) whose names are secret, as far as they are
+// known at job start (a value made from a capture is not), so that they
+// are masked too.
 func stepSecrets(wf *workflow.Workflow, sc *executor.Scope) []string {
-	phases := [][]*workflow.Step{wf.Steps, wf.Setup, wf.Reduce}
-	if wf.Map != nil {
-		phases = append(phases, wf.Map.Template)
-	}
-	if wf.Merge != nil {
-		phases = append(phases, wf.Merge.Steps)
-	}
 	var out []string
-	for _, steps := range phases {
-		for _, s := range steps {
-			for _, e := range s.Env {
-				if !isSecretName(wf, e.Name) {
-					continue
-				}
-				if v, err := e.Value.Expand(sc.PlainLookup(), interp.Plain); err == nil {
-					out = append(out, e.Name+"="+v)
-				}
-			}
-		}
+	for _, s := range stepEnvSecrets(wf, sc.PlainLookup()) {
+		out = append(out, s.name+"="+s.value)
 	}
 	return out
 }
