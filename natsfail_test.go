@@ -203,19 +203,7 @@ func TestNATSSecrets(t *testing.T) {
 		t.Errorf("the secret went over NATS:\n%s", seen.String())
 	}
 	mu.Unlock()
-	err = filepath.WalkDir(storeDir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if strings.Contains(string(data), value) {
-			t.Errorf("the server's store holds the secret in %s", path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	storeHolds(t, storeDir, value)
 
 	bare := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TOKEN=") })
 	startWorkerArgs(t, dir, srv.URL(), "bare", "lacks", bare)

@@ -102,11 +102,11 @@ func storedQueue(d *state.Dist) string {
 // refuseCarriedSecrets refuses a run on NATS whose secrets would travel
 // with its spec: each worker must take them from its own environment.
 func refuseCarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]string, profile string) error {
-	names, err := job.CarriedSecrets(wf, source, set, profile)
-	if err != nil || len(names) == 0 {
+	carried, err := job.CarriedSecrets(wf, source, set, profile)
+	if err != nil || len(carried) == 0 {
 		return err
 	}
-	return usagef("secret %s is written in the workflow file or given with --set: on NATS, each worker takes its secrets from its own environment (secrets never go on NATS); use a reference such as \"${env:NAME}\" and set NAME where the workers run", names[0])
+	return usagef("secret %s is given %s: on NATS, each worker takes its secrets from its own environment (secrets never go on NATS); use a reference such as \"${env:NAME}\" and set NAME where the workers run", carried[0].Name, carried[0].Where)
 }
 
 // natsDispatcher is where j's items go on NATS.

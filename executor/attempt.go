@@ -277,7 +277,7 @@ func (x *Executor) retryAfterFile() string {
 
 // readRetryAfter reads a delay in seconds from a Retry-After file.
 func readRetryAfter(path string) *time.Duration {
-	data, err := os.ReadFile(path)
+	data, err := workflow.ReadNamedFile(path)
 	if err != nil {
 		return nil
 	}

@@ -27,6 +27,7 @@ type commitTracker struct {
 	r    Run
 	g    gitwork.Git // in the step's directory, with the step's environment
 	base string      // HEAD before the step; "" in a repository without commits
+	mask func(string) string
 }
 
 // trackCommits records HEAD before the step runs. The step's directory
@@ -36,7 +37,7 @@ func (x *Executor) trackCommits(ctx context.Context, step *workflow.Step, r Run)
 	if err != nil {
 		return nil, err
 	}
-	t := &commitTracker{step: step, r: r, g: gitwork.Git{Dir: dir, Env: env, Grace: x.Grace}}
+	t := &commitTracker{step: step, r: r, g: gitwork.Git{Dir: dir, Env: env, Grace: x.Grace}, mask: x.mask}
 	if res := t.g.Run(ctx, "rev-parse", "--is-inside-work-tree"); res.Kind != proc.KindOK || strings.TrimSpace(string(res.Stdout)) != "true" {
 		field := "commit_required"
 		switch {
@@ -93,14 +94,9 @@ func (t *commitTracker) autoCommit(ctx context.Context) ([]string, error) {
 	if err != nil || status == "" {
 		return []string{}, err
 	}
-	msg := "runner: " + t.step.Label()
-	if t.r.ItemID != "" {
-		msg += " (" + t.r.ItemID + ")"
-	}
-	if t.step.CommitMessage != nil {
-		if msg, err = t.step.CommitMessage.Expand(t.r.Scope.PlainLookup(), interp.Plain); err != nil {
-			return nil, fmt.Errorf("auto_commit: commit_message: %w", err)
-		}
+	msg, err := t.message()
+	if err != nil {
+		return nil, err
 	}
 	if _, err := t.g.Output(ctx, "add", "-A"); err != nil {
 		return nil, fmt.Errorf("auto_commit: %w", err)
@@ -109,4 +105,25 @@ func (t *commitTracker) autoCommit(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("auto_commit: %w", err)
 	}
 	return t.newCommits(ctx)
+}
+
+// message is auto_commit's commit message: commit_message expanded as the
+// step's command is (the step's own env over the workflow's variables),
+// else runner's own; secrets masked, as everywhere runner writes, since
+// git history outlives any log.
+func (t *commitTracker) message() (string, error) {
+	msg := "runner: " + t.step.Label()
+	if t.r.ItemID != "" {
+		msg += " (" + t.r.ItemID + ")"
+	}
+	if t.step.CommitMessage != nil {
+		sc, err := stepScope(t.step, t.r.Scope)
+		if err != nil {
+			return "", err
+		}
+		if msg, err = t.step.CommitMessage.Expand(sc.PlainLookup(), interp.Plain); err != nil {
+			return "", fmt.Errorf("auto_commit: commit_message: %w", err)
+		}
+	}
+	return t.mask(msg), nil
 }

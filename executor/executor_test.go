@@ -4,7 +4,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/workflow"
@@ -49,5 +51,24 @@ func benchmarkStep(b *testing.B, src string) {
 		if res := x.RunStep(b.Context(), wf.Steps[0], Run{Scope: sc}); res.Status != StepSucceeded {
 			b.Fatal(res.Err)
 		}
+	}
+}
+
+// A command that makes $RUNNER_RETRY_AFTER_FILE a named pipe does not
+// hang runner: the file is opened without blocking and ignored.
+func TestRetryAfterFileThatIsAPipe(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "retry-after")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *time.Duration, 1)
+	go func() { done <- readRetryAfter(fifo) }()
+	select {
+	case d := <-done:
+		if d != nil {
+			t.Errorf("a pipe gave a delay of %s", *d)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("reading the Retry-After file still waits on the pipe after a minute")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 
 	"github.com/runnerdev/runner/eventlog"
@@ -129,12 +128,14 @@ func (x *Executor) check(ctx context.Context, step *workflow.Step, r Run, cmds [
 	if err != nil {
 		return checkResult{}, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := workflow.ReadNamedFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return checkResult{}, fmt.Errorf("validate: the check wrote no result_file %s", path)
 	}
 	if err != nil {
-		return checkResult{}, fmt.Errorf("validate: result_file: %w", err)
+		// %v: a result file that is not a regular file fails the step
+		// (exit 1); the same error of a workflow file is a usage error.
+		return checkResult{}, fmt.Errorf("validate: result_file: %v", err)
 	}
 	return parseCheck(data, "result_file "+path)
 }

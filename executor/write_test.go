@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,83 @@ func TestWriteFileStep(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad.json")); !os.IsNotExist(err) {
 		t.Errorf("bad.json written: %v", err)
+	}
+}
+
+// write_file never writes through a symlink: one at the path is replaced
+// by the file (its target, a 0600 file elsewhere, keeps its content and
+// mode), and a path whose directory resolves outside the step's tree (a
+// symlinked directory, .., an absolute value) is refused unless the
+// workflow author wrote it absolute. An agent of a worktree job could
+// commit .prodigy/map-results.json -> ~/.bashrc for reduce to write.
+func TestWriteFileSymlinks(t *testing.T) {
+	outside := t.TempDir()
+	bashrc := filepath.Join(outside, "bashrc")
+	if err := os.WriteFile(bashrc, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, link, to string // link (in the step's directory) -> to, made first
+		refused              bool
+	}{
+		{name: "symlink at the path", path: "map-results.json", link: "map-results.json", to: bashrc},
+		{name: "symlink to a directory outside", path: ".prodigy/map-results.json", link: ".prodigy", to: outside, refused: true},
+		{name: "dot-dot", path: "../escape.txt", refused: true},
+		{name: "absolute value", path: "${item.path}", refused: true},
+		{name: "written absolute", path: filepath.Join(outside, "link", "ok.txt")},
+		{name: "symlink to a directory inside", path: "in/x.txt", link: "in", to: "sub"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "work")
+			if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(outside, "link")); err != nil && !os.IsExist(err) {
+				t.Fatal(err)
+			}
+			if tt.link != "" {
+				if err := os.Symlink(tt.to, filepath.Join(dir, tt.link)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wf, err := workflow.Parse("w.yml", []byte("- write_file: {path: '"+tt.path+"', content: new, mode: '0666'}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := &Executor{Env: os.Environ(), TmpDir: t.TempDir(), Stdout: io.Discard}
+			sc := NewScope(map[string]any{"item": map[string]any{"path": filepath.Join(outside, "abs.txt")}}, nil)
+			res := x.RunStep(t.Context(), wf.Steps[0], Run{Scope: sc, Dir: dir})
+			if data, err := os.ReadFile(bashrc); string(data) != "keep" || err != nil {
+				t.Errorf("the symlink's target holds %q, %v", data, err)
+			}
+			if fi, err := os.Stat(bashrc); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("the symlink's target has mode %v, %v; want 0600", fi.Mode(), err)
+			}
+			if tt.refused {
+				if res.Status != StepFailed || !strings.Contains(res.Err.Error(), "the directory the step writes in") {
+					t.Errorf("%s %v, want refused", res.Status, res.Err)
+				}
+				for _, name := range []string{"map-results.json", "escape.txt", "abs.txt"} {
+					if _, err := os.Lstat(filepath.Join(outside, name)); err == nil {
+						t.Errorf("%s written outside", name)
+					}
+				}
+				return
+			}
+			if res.Status != StepSucceeded {
+				t.Fatalf("write: %v", res.Err)
+			}
+			written := tt.path
+			if !filepath.IsAbs(written) {
+				written = filepath.Join(dir, written)
+			}
+			if fi, err := os.Lstat(written); tt.link == tt.path && (err != nil || !fi.Mode().IsRegular()) {
+				t.Errorf("the symlink at the path is left: %v, %v", fi.Mode(), err)
+			}
+			if data, err := os.ReadFile(written); string(data) != "new" || err != nil {
+				t.Errorf("%s holds %q, %v", written, data, err)
+			}
+		})
 	}
 }

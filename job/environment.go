@@ -195,7 +195,7 @@ func (r *environment) readEnvFiles(wf *workflow.Workflow, lookup interp.Lookup, 
 			return fmt.Errorf("env_files[%d]: %w", i, err)
 		}
 		path = besideWorkflow(wf, path)
-		data, err := os.ReadFile(path)
+		data, err := workflow.ReadNamedFile(path)
 		if errors.Is(err, fs.ErrNotExist) && !f.Required {
 			continue // an optional layer (.env.local) that is not there
 		}
@@ -271,7 +271,7 @@ func secretValue(wf *workflow.Workflow, s workflow.Secret, sc *executor.Scope, e
 		}
 		return "", fmt.Errorf("environment variable %s is not set", s.Key)
 	}
-	data, err := os.ReadFile(besideWorkflow(wf, s.Key))
+	data, err := workflow.ReadNamedFile(besideWorkflow(wf, s.Key))
 	if err != nil {
 		return "", fmt.Errorf("cannot read the secret file: %w", err)
 	}
@@ -279,28 +279,13 @@ func secretValue(wf *workflow.Workflow, s workflow.Secret, sc *executor.Scope, e
 }
 
 // stepSecrets returns, as NAME=VALUE, the values of the steps' env
-// entries whose names are secret, as far as they are known at job start
-// (a value made from a capture is not), so that they are masked too.
+// entries (and agent.env's) whose names are secret, as far as they are
+// known at job start (a value made from a capture is not), so that they
+// are masked too.
 func stepSecrets(wf *workflow.Workflow, sc *executor.Scope) []string {
-	phases := [][]*workflow.Step{wf.Steps, wf.Setup, wf.Reduce}
-	if wf.Map != nil {
-		phases = append(phases, wf.Map.Template)
-	}
-	if wf.Merge != nil {
-		phases = append(phases, wf.Merge.Steps)
-	}
 	var out []string
-	for _, steps := range phases {
-		for _, s := range steps {
-			for _, e := range s.Env {
-				if !isSecretName(wf, e.Name) {
-					continue
-				}
-				if v, err := e.Value.Expand(sc.PlainLookup(), interp.Plain); err == nil {
-					out = append(out, e.Name+"="+v)
-				}
-			}
-		}
+	for _, s := range stepEnvSecrets(wf, sc.PlainLookup()) {
+		out = append(out, s.name+"="+s.value)
 	}
 	return out
 }

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/runnerdev/runner/workflow"
 )
@@ -182,6 +184,47 @@ func TestEnvErrors(t *testing.T) {
 				t.Errorf("error %v, want an EnvError with %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// An env file or a file secret that is a named pipe, a device or larger
+// than a workflow file may be is refused at once (a pipe's open used to
+// wait for a writer for ever, /dev/zero was read until memory ran out),
+// as an EnvError naming it: the job does not start.
+func TestEnvFilesRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.env")
+	if err := os.WriteFile(big, []byte("A="+strings.Repeat("x", workflow.MaxFileSize-1)), 0o600); err != nil {
+		t.Fatal(err) // MaxFileSize+1 bytes: one over the cap
+	}
+	for _, path := range []string{fifo, "/dev/zero", big} {
+		want := "not a regular file"
+		if path == big {
+			want = "file too large: runner reads at most 4 MiB"
+		}
+		for _, src := range []string{"env_files: [" + path + "]\n", "secrets: {K: {provider: file, key: " + path + "}}\n"} {
+			t.Run(src, func(t *testing.T) {
+				wf := envWorkflow(t, src, nil)
+				done := make(chan error, 1)
+				go func() {
+					_, err := resolveEnv(wf, envSpec{}, nil)
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					var ee *EnvError
+					if !errors.As(err, &ee) || !strings.Contains(err.Error(), path+": "+want) {
+						t.Errorf("error %v, want an EnvError with %q", err, path+": "+want)
+					}
+				case <-time.After(time.Minute):
+					t.Fatal("resolving the environment still waits on the file after a minute")
+				}
+			})
+		}
 	}
 }
 

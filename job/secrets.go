@@ -10,8 +10,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // minSecretLen is the shortest value that is masked: shorter values would
@@ -210,16 +212,69 @@ type maskedError struct {
 func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Unwrap() error { return e.err }
 
-// CarriedSecrets names the secrets of a job about to start whose values
+// CarriedSecret is a secret whose value would travel with a job: its
+// name and where the value is given.
+type CarriedSecret struct {
+	Name  string
+	Where string // "with --set", "in the workflow file", or "in the workflow file, " and the place
+}
+
+// CarriedSecrets lists the secrets of a job about to start whose values
 // would travel with it: given by --set (set) or written in the workflow
-// file itself (source), where a secret's value is read from the
-// environment or a reference otherwise. A job whose items run on other
-// machines refuses them: there, each machine gives its own.
-func CarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]string, profile string) ([]string, error) {
+// file itself (source: env, profiles, secrets, a step's env, agent.env),
+// where a secret's value is read from the environment or a reference
+// otherwise. A job whose items run on other machines refuses them:
+// there, each machine gives its own.
+func CarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]string, profile string) ([]CarriedSecret, error) {
 	env, err := resolveEnv(wf, envSpec{set: set, profile: profile}, os.Environ())
 	if err != nil {
 		return nil, err
 	}
 	_, names, _ := withhold(wf, set, source, env, profile)
-	return names, nil
+	var out []CarriedSecret
+	for _, name := range names {
+		where := "in the workflow file"
+		if _, given := set[name]; given {
+			where = "with --set"
+		}
+		out = append(out, CarriedSecret{Name: name, Where: where})
+	}
+	lookup := executor.NewScope(env.vars, os.Environ()).PlainLookup()
+	for _, s := range stepEnvSecrets(wf, lookup) {
+		if len(s.value) >= minSecretLen && bytes.Contains(source, []byte(s.value)) {
+			out = append(out, CarriedSecret{Name: s.name, Where: "in the workflow file, " + s.where})
+		}
+	}
+	return out, nil
+}
+
+// envSecret is the value of a secret-named entry of a step's env or of
+// agent.env, and where it is written.
+type envSecret struct {
+	name, value, where string
+}
+
+// stepEnvSecrets lists the secret-named entries of every step's env (in
+// every phase, foreach do steps and handlers included) and of agent.env,
+// with their values expanded over lookup (an entry that does not expand
+// yet, such as one reading a capture, is left out).
+func stepEnvSecrets(wf *workflow.Workflow, lookup interp.Lookup) []envSecret {
+	var out []envSecret
+	add := func(vars []workflow.EnvVar, where string) {
+		for _, e := range vars {
+			if e.Value == nil || !isSecretName(wf, e.Name) {
+				continue
+			}
+			if v, err := e.Value.Expand(lookup, interp.Plain); err == nil {
+				out = append(out, envSecret{name: e.Name, value: v, where: where})
+			}
+		}
+	}
+	for s := range workflow.AllSteps(wf.PhaseSteps()) {
+		add(s.Env, fmt.Sprintf("line %d (the env of step %q)", s.Pos.Line, s.Label()))
+	}
+	if wf.Agent != nil {
+		add(wf.Agent.Env, "agent.env")
+	}
+	return out
 }

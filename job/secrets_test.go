@@ -3,9 +3,11 @@ package job
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -40,5 +42,32 @@ func TestVarSealerRoundTrip(t *testing.T) {
 	var none *varSealer
 	if got := none.Seal(vars); !reflect.DeepEqual(got, vars) {
 		t.Errorf("no secrets: sealed = %v", got)
+	}
+}
+
+// The secret-named env values of every step are masked, nested ones and
+// agent.env's included.
+func TestStepSecretsEverywhere(t *testing.T) {
+	wf, err := workflow.Parse("wf.yml", []byte(`mode: mapreduce
+agent: {env: {AGENT_TOKEN: agent-value}}
+setup:
+  - {shell: x, env: {SETUP_KEY: setup-value}}
+  - foreach:
+      foreach: [a]
+      do:
+        - {shell: x, env: {LOOP_PASSWORD: loop-value}}
+    on_success:
+      - {shell: x, env: {HANDLER_SECRET: handler-value}}
+map:
+  input: items.json
+  agent_template: [{shell: x}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := stepSecrets(wf, executor.NewScope(nil, nil))
+	want := []string{"SETUP_KEY=setup-value", "LOOP_PASSWORD=loop-value", "HANDLER_SECRET=handler-value", "AGENT_TOKEN=agent-value"}
+	if !slices.Equal(got, want) {
+		t.Errorf("step secrets %q, want %q", got, want)
 	}
 }

@@ -25,9 +25,14 @@ import (
 // MaxFileSize is the largest workflow file runner reads.
 const MaxFileSize = 4 << 20
 
-// ErrNotRegular is the error for a workflow path that is not a regular
-// file: reading a named pipe or a device could block or never end.
+// ErrNotRegular is the error for a path runner reads (a workflow file,
+// or a file it names) that is not a regular file: reading a named pipe
+// or a device could block or never end.
 var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is the error for a file a workflow names (an env file, a
+// secret file, a check's result file) that is larger than MaxFileSize.
+var ErrTooLarge = errors.New("file too large")
 
 // Load reads and parses a workflow file.
 func Load(path string) (*Workflow, error) {
@@ -57,6 +62,19 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, fileKind(fi.Mode()))
 	}
 	return io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+}
+
+// ReadNamedFile reads a file that a workflow names and runner reads
+// whole (an env file, a secret file, a check's result file) as ReadFile
+// reads a workflow file: anything but a regular file is refused without
+// blocking, and a file larger than MaxFileSize is refused (ErrTooLarge)
+// after reading at most one byte more.
+func ReadNamedFile(path string) ([]byte, error) {
+	data, err := ReadFile(path)
+	if err == nil && len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: %w: runner reads at most %d MiB", path, ErrTooLarge, MaxFileSize>>20)
+	}
+	return data, err
 }
 
 // fileKind names what a file that is not regular is.
