@@ -138,9 +138,10 @@ func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 }
 
 // lockJob takes the job's NATS lock: one process at a time sends a job's
-// items to NATS, as they share the job's results consumer (two `dlq retry`
-// processes, which may run at once on one machine, would take each
-// other's results). The kernel releases it when the process dies.
+// items to NATS, as they share the job's results consumer (two processes
+// would take each other's results; two `dlq retry` processes are also
+// kept apart by the hold of the job's DLQ). The kernel releases it when
+// the process dies.
 func lockJob(j *job.Job) (*os.File, error) {
 	f, err := os.OpenFile(j.Path("nats.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
