@@ -44,16 +44,16 @@ func (e *HeldError) Unwrap() error { return dlq.ErrLocked }
 func OpenReader(path string) (*dlq.DB, error) {
 	d, err := openDB(path, dlq.Options{ReadOnly: true})
 	if errors.Is(err, dlq.ErrLocked) {
-		return nil, heldError(path, "")
+		return nil, fmt.Errorf("%w; try again", heldError(path, ""))
 	}
 	return d, err
 }
 
 func (e *HeldError) Error() string {
 	if e.Holder == nil {
-		return fmt.Sprintf("%s: another process holds it", e.Path)
+		return fmt.Sprintf("dlq: %s: locked by another process", e.Path)
 	}
-	return fmt.Sprintf("%s: held by %s", e.Path, e.Holder)
+	return fmt.Sprintf("dlq: %s: held by %s", e.Path, e.Holder)
 }
 
 // Hold opens the queue once for the life of a process that works through
