@@ -46,13 +46,11 @@ func newDLQRetryCommand(g *globalOptions) *cobra.Command {
 		Long: `Re-run the job's agent template (from the workflow copy stored with the
 job, with its variables and setup captures) on the items in its DLQ. An item
 that succeeds leaves the DLQ; one that fails again gets the failure added to
-its history and stays. Two retries of one job may run at once: each item is
-claimed by one of them, and the items another retry holds are skipped and
-named with the process that holds them. Items a killed retry ran to success
-leave the DLQ first, without running again. A retry holds the job's DLQ
-until it ends: another process that holds it (another retry, a purge) makes
-it fail at once with exit code 1, naming that process, unless --wait gives
-it time. Exit code 0 when the DLQ is empty afterwards, 3 when items remain.`,
+its history and stays. Items a killed retry ran to success leave the DLQ
+first, without running again. A retry holds the job's DLQ until it ends:
+when another process holds it (another retry, a purge), it fails at once
+with exit code 1, naming that process, unless --wait gives it time. Exit
+code 0 when the DLQ is empty afterwards, 3 when items remain.`,
 		Example: `  runner dlq retry resize-20261122-101500-a1b2c3
   runner dlq retry resize-20261122-101500-a1b2c3 --filter 'kind == "timeout"' --max-parallel 2
   runner dlq retry resize-20261122-101500-a1b2c3 --dry-run
