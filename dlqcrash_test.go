@@ -212,4 +212,7 @@ func TestJobsCountsAfterKilledRetry(t *testing.T) {
 	if _, out := runnerIn(t, dir, "jobs"); !strings.Contains(out, fmt.Sprintf(" %d/12 items ", len(succeeded))) {
 		t.Errorf("jobs after the kill:\n%s\nwant %d/12 items", out, len(succeeded))
 	}
+	if _, out := runnerIn(t, dir, "report", "j"); !strings.Contains(out, fmt.Sprintf("completed with %d item(s) in the DLQ", inDLQ)) {
+		t.Errorf("report after the kill does not say %d item(s) are in the DLQ", inDLQ)
+	}
 }
