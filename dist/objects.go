@@ -76,9 +76,11 @@ func (o *objects) remade() *objects { return &objects{js: o.js, warn: o.warn} }
 // lost reports whether a failed pull from the consumer durable of stream
 // failed because the server no longer has it: it was restarted on an
 // empty store (its directory lost), or someone deleted it. An empty pull,
-// or a server that does not answer, is not that.
+// or a server that does not answer (not asked while the client is
+// reconnecting), is not that.
 func (o *objects) lost(ctx context.Context, pullErr error, stream, durable string) bool {
-	if pullErr == nil || errors.Is(pullErr, nats.ErrTimeout) || errors.Is(pullErr, context.DeadlineExceeded) || ctx.Err() != nil {
+	if pullErr == nil || errors.Is(pullErr, nats.ErrTimeout) || errors.Is(pullErr, context.DeadlineExceeded) || ctx.Err() != nil ||
+		!o.js.Conn().IsConnected() {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, callDeadline)
