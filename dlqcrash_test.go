@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -38,16 +40,7 @@ map:
 // RUNNER_CHAOS_ROUNDS sets the number of kills (default 8; none with -short).
 func TestDLQRetryCrash(t *testing.T) {
 	kills, rng := chaos(t, 8, 0)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "crash.yml"), []byte(retryCrashWorkflow), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if code, out := runnerIn(t, dir, "run", "--job-id", "j", "crash.yml"); code != cmd.ExitItemsInDLQ {
-		t.Fatalf("run: exit %d\n%s", code, out)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "fixed"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := fixedJob(t, retryCrashWorkflow)
 	store := state.Store{Dir: filepath.Join(dir, ".runner")}
 	job, err := store.Open("j")
 	if err != nil {
@@ -99,6 +92,24 @@ func TestDLQRetryCrash(t *testing.T) {
 	}
 }
 
+// fixedJob runs job j of a workflow whose items fail until the file
+// "fixed" exists, in a directory of its own, then makes that file; it
+// returns the directory.
+func fixedJob(t *testing.T, workflow string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "w.yml"), []byte(workflow), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runnerIn(t, dir, "run", "--job-id", "j", "w.yml"); code != cmd.ExitItemsInDLQ {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fixed"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // succeededItems returns the items whose last record in the item log is
 // "succeeded".
 func succeededItems(t *testing.T, job *state.Job) map[string]bool {
@@ -139,4 +150,69 @@ func dlqItems(t *testing.T, job *state.Job) map[string][]dlq.Failure {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// killedRetryWorkflow fails its 12 items until the file "fixed" exists,
+// then logs each item it runs and takes 0.2 s over it.
+const killedRetryWorkflow = `name: killedretry
+mode: mapreduce
+map:
+  input: seq 1 12
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        [ -f fixed ] || exit 1
+        echo "${item_id}" >> runs.log
+        sleep 0.2
+`
+
+// After a dlq retry killed with -9 half way, `runner jobs` shows the
+// job's counts as its DLQ and item log are, not as the killed retry left
+// its metadata when it started (every item in the DLQ): the items logged
+// as succeeded count as succeeded, the others in the DLQ as in the DLQ, and
+// the exit code and error follow.
+func TestJobsCountsAfterKilledRetry(t *testing.T) {
+	dir := fixedJob(t, killedRetryWorkflow)
+	retry := exec.Command("runner", "dlq", "retry", "j")
+	retry.Dir = dir
+	if err := retry.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once 5 items started (at most 2 minutes).
+	for i := 0; i < 1200 && len(readLines(t, filepath.Join(dir, "runs.log"))) < 5; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	retry.Process.Signal(syscall.SIGKILL)
+	retry.Wait()
+	job, err := state.Store{Dir: filepath.Join(dir, ".runner")}.Open("j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	succeeded, queued := succeededItems(t, job), queuedItems(t, job)
+	inDLQ := 0
+	for id := range queued {
+		if !succeeded[id] {
+			inDLQ++
+		}
+	}
+	if len(succeeded) < 3 || inDLQ == 0 {
+		t.Fatalf("the kill left %d item(s) succeeded and %d in the DLQ; want some of each", len(succeeded), inDLQ)
+	}
+	_, out := runnerIn(t, dir, "jobs", "--json")
+	var metas []state.Meta
+	if err := json.Unmarshal([]byte(out), &metas); err != nil || len(metas) != 1 || metas[0].Items == nil {
+		t.Fatalf("jobs --json: %v\n%s", err, out)
+	}
+	m := metas[0]
+	want := state.ItemCounts{Total: 12, Failed: 12, Succeeded: len(succeeded), DLQ: inDLQ, Pending: 12 - len(succeeded) - inDLQ}
+	if *m.Items != want || m.ExitCode != cmd.ExitItemsInDLQ || !strings.HasPrefix(m.Error, fmt.Sprintf("%d item(s) in the dead-letter queue", inDLQ)) {
+		t.Errorf("jobs --json after the kill: %+v, exit code %d, error %q; want %+v (the item log and DLQ), exit code 3 and %d item(s) in the error",
+			*m.Items, m.ExitCode, m.Error, want, inDLQ)
+	}
+	if _, out := runnerIn(t, dir, "jobs"); !strings.Contains(out, fmt.Sprintf(" %d/12 items ", len(succeeded))) {
+		t.Errorf("jobs after the kill:\n%s\nwant %d/12 items", out, len(succeeded))
+	}
+	if _, out := runnerIn(t, dir, "report", "j"); !strings.Contains(out, fmt.Sprintf("completed with %d item(s) in the DLQ", inDLQ)) {
+		t.Errorf("report after the kill does not say %d item(s) are in the DLQ", inDLQ)
+	}
 }

@@ -94,7 +94,7 @@ func TestScriptsAgents(t *testing.T) {
 var agentScripts = []string{
 	"breaker_kills", "dlq_commands", "dlq_concurrent_retry", "dlq_damaged_empty", "dlq_filter_fields",
 	"dlq_locked_job_waits", "dlq_purge_during_retry", "dlq_purge_events", "dlq_retry_counts", "dlq_retry_crash",
-	"dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
+	"dlq_retry_held", "dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
 	"dlq_stats_damaged_job", "junit", "mapreduce_breaker", "mapreduce_breaker_probe", "mapreduce_collection",
 	"mapreduce_concurrency", "mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
 	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",

@@ -78,9 +78,6 @@ func startScriptWorker(env *testscript.Env, url, name string) error {
 
 // natsScripts are the scripts that run map items, as agentScripts are,
 // but for those that cannot hold on NATS workers by design (SPEC §11):
-//   - dlq_concurrent_retry runs two dlq retries of a job at once; on NATS
-//     one process of a job sends items at a time (they share its results
-//     consumer) and the second is refused;
 //   - mapreduce_breaker_probe, prodigy_mapreduce and secrets change the
 //     environment after the script's workers started (env FAIL=6, PATH,
 //     API_TOKEN): a worker runs items with its own environment;
@@ -97,9 +94,9 @@ func startScriptWorker(env *testscript.Env, url, name string) error {
 //   - secrets_not_stored gives secrets with --set, which a run on NATS
 //     refuses: secrets never go on NATS (§11.6; TestNATSSecrets).
 var natsScripts = []string{
-	"dlq_commands", "dlq_damaged_empty", "dlq_filter_fields",
+	"dlq_commands", "dlq_concurrent_retry", "dlq_damaged_empty", "dlq_filter_fields",
 	"dlq_locked_job_waits", "dlq_purge_during_retry", "dlq_purge_events", "dlq_retry_counts", "dlq_retry_crash",
-	"dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
+	"dlq_retry_held", "dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
 	"dlq_stats_damaged_job", "junit", "mapreduce_breaker", "mapreduce_collection",
 	"mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
 	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry",

@@ -255,3 +255,32 @@ func TestNATSServerChaos(t *testing.T) {
 		t.Logf("%d server crashes, %d extra runs", crashes, extra)
 	})
 }
+
+// TestNATSServerStoreLost kills the NATS server with kill -9 while a job
+// runs on two workers and starts it again on a new, empty store (its -sd
+// lost: no stream, consumer, bucket or task left): the live workers and
+// the live coordinator notice, make the NATS objects again, the
+// coordinator puts its spec back and sends again the tasks it has no
+// result for, and the job ends with no item lost and at most max_parallel
+// extra runs (the items in flight).
+func TestNATSServerStoreLost(t *testing.T) {
+	skipNATSProcesses(t, "")
+	t.Parallel()
+	dir := natsJob(t, "chaos.yml", natsChaosWorkflow)
+	srv := natstest.Process(t, t.TempDir(), 0)
+	runsLog := filepath.Join(dir, "runs.log")
+	startNATSWorkers(t, dir, srv.URL(), "w", 2)
+	cmd, exited := natsCoordinator(t, dir, srv.URL())
+	waitForLines(runsLog, 8, exited)
+	srv.Kill()
+	srv.RestartEmpty()
+	natsEnded(t, cmd, exited)
+	extra := 0
+	for _, runs := range natsFinish(t, dir, srv.URL()) {
+		extra += len(runs) - 1
+	}
+	if extra > natsChaosWindow {
+		t.Errorf("%d extra runs after the store was lost, at max_parallel %d: want at most %d", extra, natsChaosWindow, natsChaosWindow)
+	}
+	t.Logf("%d extra runs", extra)
+}

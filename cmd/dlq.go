@@ -2,11 +2,14 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/jobdlq"
@@ -43,6 +46,33 @@ error_signature, and the last failure's kind, exit_code, step, message.`,
 	return c
 }
 
+// holdOptions is --wait of the commands that hold a job's DLQ (retry,
+// purge) for another process that holds it.
+type holdOptions struct {
+	Wait time.Duration
+}
+
+func (o *holdOptions) AddFlags(f *pflag.FlagSet) {
+	f.DurationVar(&o.Wait, "wait", 0, "wait up to this long for another process that holds the job's DLQ (default: fail at once, naming it)")
+}
+
+func (o holdOptions) validate() error {
+	if o.Wait < 0 {
+		return usagef("--wait %s: a duration of 0 or more, like 30s or 10m", o.Wait)
+	}
+	return nil
+}
+
+// hold holds a job's DLQ for command (jobdlq.Queue.Hold); the error of a
+// DLQ another process holds says how to go on.
+func (o holdOptions) hold(q *jobdlq.Queue, command string) error {
+	err := q.Hold(command, o.Wait)
+	if errors.As(err, new(*jobdlq.HeldError)) {
+		return fmt.Errorf("%w; run again once it ends, or give --wait DURATION", err)
+	}
+	return err
+}
+
 // openDLQ opens a job's queue for reading; a job without failures has an
 // empty queue.
 func openDLQ(g *globalOptions, jobID string) (*state.Job, *dlq.DB, error) {
@@ -50,7 +80,7 @@ func openDLQ(g *globalOptions, jobID string) (*state.Job, *dlq.DB, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := dlq.Open(j.Path(jobdlq.File), dlq.Options{ReadOnly: true})
+	d, err := jobdlq.OpenReader(j.Path(jobdlq.File))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,8 +90,7 @@ func openDLQ(g *globalOptions, jobID string) (*state.Job, *dlq.DB, error) {
 // dlqItems returns a job's queued items that match filter, at most limit
 // (0: all).
 func dlqItems(g *globalOptions, jobID, filter string, limit int) ([]dlq.Item, error) {
-	match, err := compileItemFilter(filter)
-	if err != nil {
+	if _, err := compileItemFilter(filter); err != nil {
 		return nil, err
 	}
 	_, d, err := openDLQ(g, jobID)
@@ -69,6 +98,16 @@ func dlqItems(g *globalOptions, jobID, filter string, limit int) ([]dlq.Item, er
 		return nil, err
 	}
 	defer d.Close()
+	return listItems(d, filter, limit)
+}
+
+// listItems returns the items of an open queue that match filter, at most
+// limit (0: all).
+func listItems(d *dlq.DB, filter string, limit int) ([]dlq.Item, error) {
+	match, err := compileItemFilter(filter)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		items   []dlq.Item
 		evalErr error

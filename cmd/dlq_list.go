@@ -72,7 +72,7 @@ func runDLQJobs(g *globalOptions, o dlqListOptions) error {
 		if _, err := os.Stat(j.Path(jobdlq.File)); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		d, err := dlq.Open(j.Path(jobdlq.File), dlq.Options{ReadOnly: true})
+		d, err := jobdlq.OpenReader(j.Path(jobdlq.File))
 		if err != nil {
 			return err
 		}

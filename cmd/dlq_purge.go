@@ -21,6 +21,7 @@ import (
 type dlqPurgeOptions struct {
 	OlderThan string
 	Yes       bool
+	holdOptions
 }
 
 func newDLQPurgeCommand(g *globalOptions) *cobra.Command {
@@ -29,9 +30,9 @@ func newDLQPurgeCommand(g *globalOptions) *cobra.Command {
 		Use:   "purge JOB",
 		Short: "Delete items from a job's DLQ",
 		Long: `Delete a job's DLQ items (all, or those whose last failure is older than
---older-than); they count as skipped afterwards. Items that a running
-` + "`dlq retry`" + ` holds are left alone. It asks first on a terminal; elsewhere
-it needs --yes.`,
+--older-than); they count as skipped afterwards. While a ` + "`dlq retry`" + ` holds
+the job's DLQ, purge fails at once with exit code 1, naming it, unless --wait
+gives it time. It asks first on a terminal; elsewhere it needs --yes.`,
 		Example: `  runner dlq purge resize-20261122-101500-a1b2c3
   runner dlq purge resize-20261122-101500-a1b2c3 --older-than 7d --yes`,
 		Args: exactArgs(1),
@@ -42,6 +43,7 @@ it needs --yes.`,
 	f := c.Flags()
 	f.StringVar(&o.OlderThan, "older-than", "", "only items whose last failure is older than this (e.g. 7d, 12h)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "do not ask")
+	o.holdOptions.AddFlags(f)
 	return c
 }
 
@@ -53,6 +55,9 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 			return usagef("--older-than: %v", err)
 		}
 		before = time.Now().Add(-d)
+	}
+	if err := o.holdOptions.validate(); err != nil {
+		return err
 	}
 	j, err := g.store().Open(jobID)
 	if err != nil {
@@ -78,6 +83,10 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		held   int
 	)
 	q := jobdlq.Open(ctx, j.Meta.ID, j.Path(jobdlq.File), g.stderr)
+	if err := o.hold(q, "runner dlq purge "+jobID); err != nil {
+		return err
+	}
+	defer q.Close()
 	if err := q.Update(func(d *dlq.DB) (err error) {
 		purged, held, err = d.Purge(before)
 		return err
@@ -89,6 +98,9 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		items[i] = &mapreduce.Item{Index: p.ItemIndex, ID: p.ItemID}
 	}
 	if err := mapreduce.RecordPurged(job.Stored{Job: j}, q, items); err != nil {
+		return err
+	}
+	if err := q.Close(); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stderr, "deleted %d item(s) from the dead-letter queue of %s\n", len(purged), jobID)

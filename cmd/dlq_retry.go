@@ -25,6 +25,7 @@ type dlqRetryOptions struct {
 	Filter string
 	DryRun bool
 	Set    []string
+	holdOptions
 }
 
 func (o *dlqRetryOptions) AddFlags(c *cobra.Command) {
@@ -34,6 +35,7 @@ func (o *dlqRetryOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Filter, "filter", "", "only items for which this expression is true")
 	f.BoolVar(&o.DryRun, "dry-run", false, "list the items that would be retried, run nothing")
 	f.StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
+	o.holdOptions.AddFlags(f)
 }
 
 func newDLQRetryCommand(g *globalOptions) *cobra.Command {
@@ -44,14 +46,15 @@ func newDLQRetryCommand(g *globalOptions) *cobra.Command {
 		Long: `Re-run the job's agent template (from the workflow copy stored with the
 job, with its variables and setup captures) on the items in its DLQ. An item
 that succeeds leaves the DLQ; one that fails again gets the failure added to
-its history and stays. Two retries of one job may run at once: each item is
-claimed by one of them, and the items another retry holds are skipped and
-named with the process that holds them. Items a killed retry ran to success
-leave the DLQ first, without running again. Exit code 0 when the DLQ is
-empty afterwards, 3 when items remain.`,
+its history and stays. Items a killed retry ran to success leave the DLQ
+first, without running again. A retry holds the job's DLQ until it ends:
+when another process holds it (another retry, a purge), it fails at once
+with exit code 1, naming that process, unless --wait gives it time. Exit
+code 0 when the DLQ is empty afterwards, 3 when items remain.`,
 		Example: `  runner dlq retry resize-20261122-101500-a1b2c3
   runner dlq retry resize-20261122-101500-a1b2c3 --filter 'kind == "timeout"' --max-parallel 2
-  runner dlq retry resize-20261122-101500-a1b2c3 --dry-run`,
+  runner dlq retry resize-20261122-101500-a1b2c3 --dry-run
+  runner dlq retry resize-20261122-101500-a1b2c3 --wait 10m`,
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			return runDLQRetry(c.Context(), g, o, args[0])
@@ -80,6 +83,9 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if err := o.parallelOptions.validate(); err != nil {
 		return err
 	}
+	if err := o.holdOptions.validate(); err != nil {
+		return err
+	}
 	if _, err := compileItemFilter(o.Filter); err != nil {
 		return err // before the job is attached
 	}
@@ -106,9 +112,17 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	}
 	defer o.nats.close()
 	q := jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), g.stderr)
-	sum, err := retryDLQ(ctx, g, o, j, q)
+	if err := o.hold(q, "runner dlq retry "+jobID); err != nil {
+		j.Close()
+		return err
+	}
+	sum, read, err := retryDLQ(ctx, g, o, j, q)
+	err = errors.Join(err, q.Close())
 	if cerr := j.Close(); err == nil {
 		err = cerr
+	}
+	if !read {
+		return err // interrupted or failed before it read the DLQ: nothing to sum up
 	}
 	sum.ExitCode = exitCode(err)
 	if err == nil && sum.Remaining > 0 {
@@ -136,14 +150,20 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	return err
 }
 
-// retryDLQ runs `dlq retry` on an attached job (mapreduce.RetryDLQ) and
-// sums it up, naming the items another retry holds.
-func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue) (dlqRetrySummary, error) {
+// retryDLQ runs `dlq retry` on an attached job whose DLQ q holds
+// (mapreduce.RetryDLQ) and sums it up, naming the items another retry
+// holds; read is false when it ended before it read the items to retry.
+func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue) (sum dlqRetrySummary, read bool, err error) {
 	res, err := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
 		MaxParallel: o.MaxParallel,
 		Dispatcher:  o.dispatcher(g, j),
 		Select: func() ([]*mapreduce.Item, error) {
-			selected, err := dlqItems(g, j.ID(), o.Filter, 0)
+			read = true
+			var selected []dlq.Item
+			err := q.View(func(d *dlq.DB) (err error) {
+				selected, err = listItems(d, o.Filter, 0)
+				return err
+			})
 			items := make([]*mapreduce.Item, 0, len(selected))
 			for _, it := range selected {
 				v, _ := jsonvalue.Decode(it.Item)
@@ -152,14 +172,14 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 			return items, err
 		},
 	})
-	sum := dlqRetrySummary{JobID: j.ID(), Selected: res.Selected, Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Remaining: res.Remaining}
+	sum = dlqRetrySummary{JobID: j.ID(), Selected: res.Selected, Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Remaining: res.Remaining}
 	if len(q.Held()) > 0 {
 		sum.HeldBy = map[string]string{}
 		for id, l := range q.Held() {
 			sum.HeldBy[id] = l.Owner
 		}
 	}
-	return sum, err
+	return sum, read, err
 }
 
 // dlqRetryPlan is the document of `dlq retry --dry-run --output json`.

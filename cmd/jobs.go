@@ -3,11 +3,16 @@ package cmd
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jobdlq"
+	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -35,6 +40,9 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 	if err != nil {
 		return err
 	}
+	for i := range jobs {
+		settleCounts(g, &jobs[i])
+	}
 	if o.JSON {
 		if jobs == nil {
 			jobs = []state.Meta{}
@@ -54,6 +62,42 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 			m.Started.Local().Format("2006-01-02 15:04:05"), duration(m))
 	}
 	return tw.Flush()
+}
+
+// settleCounts shows the item counts of a MapReduce job that no process
+// holds as its DLQ and item log are (mapreduce.SettledCounts), rather than
+// as its metadata says: a `dlq retry` killed with -9 leaves the counts of
+// its start there. A job that some process holds keeps the counts that
+// process keeps up to date, and one whose files cannot be read those of
+// its metadata.
+func settleCounts(g *globalOptions, m *state.Meta) {
+	if m.Items == nil || m.Status == state.Running {
+		return
+	}
+	j, err := g.store().Open(m.ID)
+	if err != nil {
+		return
+	}
+	if _, err := os.Stat(j.Path(jobdlq.File)); err != nil {
+		return // no item ever failed
+	}
+	if pid, err := j.Owner(); err != nil || pid != 0 {
+		return
+	}
+	records, err := j.ReadItemStates()
+	if err != nil {
+		return
+	}
+	d, err := jobdlq.OpenReader(j.Path(jobdlq.File))
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	queued := map[string]bool{}
+	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
+		return
+	}
+	job.SetItemCounts(m, mapreduce.SettledCounts(records, queued, *m.Items))
 }
 
 // jobStatus is the status column: a job whose process died is said to be

@@ -36,6 +36,7 @@ func runReport(g *globalOptions, jobID, out string) error {
 	if err != nil {
 		return err
 	}
+	settleCounts(g, &j.Meta)
 	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{})
 	if err != nil {
 		return err

@@ -44,6 +44,7 @@ type Dispatcher struct {
 	key     string
 	epoch   int
 	maxDel  int
+	version string // this runner's, for the spec
 	results jetstream.Consumer
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -66,7 +67,8 @@ type Dispatcher struct {
 
 type waiter struct {
 	attempt int
-	ch      chan inbound // buffered, one
+	task    mapreduce.Task // to send again if the server loses it
+	ch      chan inbound   // buffered, one
 }
 
 // inbound is a result as it arrived, with its message to acknowledge
@@ -102,7 +104,7 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue,
-		maxDel:  cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries),
+		maxDel: cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries), version: opts.Version,
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
 		done: make(chan struct{}),
 	}
@@ -126,7 +128,7 @@ func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	d.epoch, d.key = rec.Epoch, rec.Key
-	if err := d.putSpec(ctx, opts.Version, statusRunning); err != nil {
+	if err := d.putSpec(ctx, statusRunning); err != nil {
 		return err
 	}
 	if d.results, err = d.objs.jobResults(ctx, d.key); err != nil {
@@ -136,9 +138,10 @@ func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 }
 
 // lockJob takes the job's NATS lock: one process at a time sends a job's
-// items to NATS, as they share the job's results consumer (two `dlq retry`
-// processes, which may run at once on one machine, would take each
-// other's results). The kernel releases it when the process dies.
+// items to NATS, as they share the job's results consumer (two processes
+// would take each other's results; two `dlq retry` processes are also
+// kept apart by the hold of the job's DLQ). The kernel releases it when
+// the process dies.
 func lockJob(j *job.Job) (*os.File, error) {
 	f, err := os.OpenFile(j.Path("nats.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -152,13 +155,13 @@ func lockJob(j *job.Job) (*os.File, error) {
 }
 
 // putSpec writes the job's spec with status to RUNNER_JOBS.
-func (d *Dispatcher) putSpec(ctx context.Context, version, status string) error {
+func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 	p, err := d.j.Portable()
 	if err != nil {
 		return err
 	}
 	sp := spec{
-		Proto: proto, RunnerVersion: version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
+		Proto: proto, RunnerVersion: d.version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
 		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.Workflow().Map.AgentTimeout,
 	}
 	data, err := json.Marshal(sp)
@@ -260,10 +263,74 @@ func (d *Dispatcher) readDelivered(ctx context.Context) error {
 func (d *Dispatcher) consume(ctx context.Context) {
 	defer close(d.done)
 	for ctx.Err() == nil {
-		if msg, err := next(ctx, d.results); err == nil {
-			d.receive(ctx, msg)
+		msg, err := next(ctx, d.results)
+		if err != nil {
+			d.restore(ctx, err)
+			continue
+		}
+		d.receive(ctx, msg)
+	}
+}
+
+// restore makes the NATS objects again when a pull failed because the
+// server lost the job's consumer (restarted on an empty store): first the
+// jobs bucket with the job's spec, so that no worker takes a task of the
+// job for one of an unknown job, then the streams and the consumer; then
+// it sends again the tasks of the dispatches still waiting for a result
+// that the tasks stream no longer holds. Only the items in flight can run
+// twice: a result a worker stores after this is taken, the other one
+// dropped as a duplicate.
+func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
+	if !d.objs.lost(ctx, pullErr, resultsStream, jobConsumer(d.key)) {
+		return
+	}
+	d.objs.warnf("the NATS server lost job %s's consumer (restarted on an empty store?): making the NATS objects again and sending the tasks it lost", d.j.ID())
+	objs := d.objs.remade()
+	err := objs.openBucket(ctx)
+	if err == nil {
+		err = d.putSpec(ctx, statusRunning)
+	}
+	if err == nil {
+		err = objs.openStreams(ctx)
+	}
+	var results jetstream.Consumer
+	if err == nil {
+		results, err = objs.jobResults(ctx, d.key)
+	}
+	if err != nil {
+		d.objs.warnf("%v", err) // the next failed pull tries again
+		return
+	}
+	d.results = results
+	for _, t := range d.outstanding() {
+		if !d.queued(ctx, t) {
+			d.send(ctx, t)
 		}
 	}
+}
+
+// outstanding are the tasks of the dispatches waiting for a result.
+func (d *Dispatcher) outstanding() []mapreduce.Task {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	tasks := make([]mapreduce.Task, 0, len(d.waiting))
+	for _, w := range d.waiting {
+		tasks = append(tasks, w.task)
+	}
+	return tasks
+}
+
+// queued reports whether the tasks stream holds t's task (an error counts
+// as no: sending it again under its message id is harmless).
+func (d *Dispatcher) queued(ctx context.Context, t mapreduce.Task) bool {
+	ctx, cancel := context.WithTimeout(ctx, callDeadline)
+	defer cancel()
+	raw, err := d.objs.tasks.GetLastMsgForSubject(ctx, taskSubject(d.queue, d.key, t.Index))
+	if err != nil {
+		return false
+	}
+	var sent task
+	return json.Unmarshal(raw.Data, &sent) == nil && sent.Attempt == t.Attempt
 }
 
 // receive gives a result to the dispatch waiting for it, keeps it for an
@@ -339,7 +406,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.
 		return d.outcome(t, in), nil
 	}
 	delete(d.expected, t.Index)
-	w := &waiter{attempt: t.Attempt, ch: make(chan inbound, 1)}
+	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1)}
 	d.waiting[t.Index] = w
 	adopted := d.adopted[t.Index] == t.Attempt
 	delete(d.adopted, t.Index)

@@ -28,30 +28,65 @@ type objects struct {
 
 func openObjects(ctx context.Context, js jetstream.JetStream, warn io.Writer) (*objects, error) {
 	o := &objects{js: js, warn: warn}
-	var err error
+	if err := o.openStreams(ctx); err != nil {
+		return nil, err
+	}
+	if err := o.openBucket(ctx); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// openStreams creates (or opens) the tasks and results streams.
+func (o *objects) openStreams(ctx context.Context) (err error) {
 	if o.tasks, err = o.stream(ctx, jetstream.StreamConfig{
 		Name: tasksStream, Subjects: []string{"runner.task.>"}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Duplicates: duplicateSpan, MaxMsgSize: maxPayload,
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if o.results, err = o.stream(ctx, jetstream.StreamConfig{
+	o.results, err = o.stream(ctx, jetstream.StreamConfig{
 		Name: resultsStream, Subjects: []string{"runner.result.>"}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Duplicates: duplicateSpan, MaxAge: 7 * 24 * time.Hour,
-	}); err != nil {
-		return nil, err
-	}
+	})
+	return err
+}
+
+// openBucket creates (or opens) the jobs bucket.
+func (o *objects) openBucket(ctx context.Context) (err error) {
 	cctx, cancel := context.WithTimeout(ctx, callDeadline)
 	defer cancel()
-	o.jobs, err = js.CreateKeyValue(cctx, jetstream.KeyValueConfig{Bucket: jobsBucket, History: 1, Storage: jetstream.FileStorage})
+	o.jobs, err = o.js.CreateKeyValue(cctx, jetstream.KeyValueConfig{Bucket: jobsBucket, History: 1, Storage: jetstream.FileStorage})
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		o.warnf("NATS bucket %s exists with another config; runner uses it as it is", jobsBucket)
-		o.jobs, err = js.KeyValue(cctx, jobsBucket)
+		o.jobs, err = o.js.KeyValue(cctx, jobsBucket)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("NATS bucket %s: %w", jobsBucket, err)
+		return fmt.Errorf("NATS bucket %s: %w", jobsBucket, err)
 	}
-	return o, nil
+	return nil
+}
+
+// remade returns a fresh objects value, for making the streams or the
+// bucket again on a server that lost them: o's handles name the objects
+// and go on working once they exist again, and other goroutines use them
+// meanwhile, so they are not replaced.
+func (o *objects) remade() *objects { return &objects{js: o.js, warn: o.warn} }
+
+// lost reports whether a failed pull from the consumer durable of stream
+// failed because the server no longer has it: it was restarted on an
+// empty store (its directory lost), or someone deleted it. An empty pull,
+// or a server that does not answer (not asked while the client is
+// reconnecting), is not that.
+func (o *objects) lost(ctx context.Context, pullErr error, stream, durable string) bool {
+	if pullErr == nil || errors.Is(pullErr, nats.ErrTimeout) || errors.Is(pullErr, context.DeadlineExceeded) || ctx.Err() != nil ||
+		!o.js.Conn().IsConnected() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, callDeadline)
+	defer cancel()
+	_, err := o.js.Consumer(ctx, stream, durable)
+	return errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
 }
 
 func (o *objects) stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {

@@ -54,6 +54,20 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 	t.Cleanup(func() { stop(); <-done })
 }
 
+// startJob starts job j of the workflow file with its state in dir.
+func startJob(t *testing.T, dir, file string) *job.Job {
+	t.Helper()
+	wf, err := workflow.Parse("w.yml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := job.Start(wf, []byte(file), job.Options{Store: state.Store{Dir: filepath.Join(dir, ".runner")}, JobID: "j", Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
 // eventually polls cond every 20 ms for at most 10 s.
 func eventually(cond func() bool) bool {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -207,14 +221,7 @@ map:
   agent_template:
     - shell: "true"
 `
-	wf, err := workflow.Parse("big.yml", []byte(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := job.Start(wf, []byte(file), job.Options{Store: state.Store{Dir: filepath.Join(dir, ".runner")}, JobID: "j", Stdout: io.Discard, Stderr: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := startJob(t, dir, file)
 	runWorker(t, srv, DefaultQueue)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

@@ -92,8 +92,8 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := rec.Key
-	ended := &Dispatcher{j: j, objs: objs, queue: DefaultQueue, key: key, maxDel: DefaultMaxDeliveries}
-	if err := ended.putSpec(ctx, "test", statusRunning); err != nil {
+	ended := &Dispatcher{j: j, objs: objs, queue: DefaultQueue, key: key, maxDel: DefaultMaxDeliveries, version: "test"}
+	if err := ended.putSpec(ctx, statusRunning); err != nil {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(task{JobID: "j", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})

@@ -140,6 +140,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		msg, err := next(ctx, w.tasks)
 		if err != nil {
 			sl.Release()
+			w.restore(ctx, err)
 			if w.opts.IdleExit > 0 && time.Since(idleSince) >= w.opts.IdleExit && w.idle() {
 				break
 			}
@@ -171,6 +172,29 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-ended
 	}
 	return nil
+}
+
+// restore makes the streams and the queue's consumer again when a pull
+// failed because the server lost them (restarted on an empty store): the
+// worker pulls again from the new consumer, and can store results. The
+// jobs bucket is the coordinators' to make again, with their specs in it:
+// until then a task of a job this worker has not seen waits (see handle).
+func (w *Worker) restore(ctx context.Context, pullErr error) {
+	if !w.objs.lost(ctx, pullErr, tasksStream, workersConsumer(w.opts.Queue)) {
+		return
+	}
+	w.logf("the NATS server lost queue %s's consumer (restarted on an empty store?): making the streams and the consumer again", w.opts.Queue)
+	objs := w.objs.remade()
+	err := objs.openStreams(ctx)
+	if err == nil {
+		var c jetstream.Consumer
+		if c, err = objs.workerTasks(ctx, w.opts.Queue, w.ackWait); err == nil {
+			w.tasks = c
+		}
+	}
+	if err != nil {
+		w.logf("%v", err)
+	}
 }
 
 // idle reports whether no item is running.

@@ -62,18 +62,25 @@ func (s Stored) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (I
 		if counts, serr = settle(*m.Items); serr != nil {
 			return
 		}
-		*m.Items = counts
-		if m.Status == state.Completed && (m.ExitCode == 0 || m.ExitCode == ExitItemsInDLQ) {
-			m.ExitCode, m.Error = 0, ""
-			if counts.DLQ > 0 {
-				m.ExitCode, m.Error = ExitItemsInDLQ, ItemsInDLQ{N: counts.DLQ, Job: m.ID}.Error()
-			}
-		}
+		SetItemCounts(m, counts)
 	})
 	if serr != nil {
 		return counts, serr
 	}
 	return counts, err
+}
+
+// SetItemCounts gives a MapReduce job's metadata new item counts; a
+// completed job's exit code and error follow its DLQ (see
+// Stored.UpdateItemCounts).
+func SetItemCounts(m *state.Meta, counts ItemCounts) {
+	*m.Items = counts
+	if m.Status == state.Completed && (m.ExitCode == 0 || m.ExitCode == ExitItemsInDLQ) {
+		m.ExitCode, m.Error = 0, ""
+		if counts.DLQ > 0 {
+			m.ExitCode, m.Error = ExitItemsInDLQ, ItemsInDLQ{N: counts.DLQ, Job: m.ID}.Error()
+		}
+	}
 }
 
 // UpdateItemCounts is Stored.UpdateItemCounts for a job this process holds

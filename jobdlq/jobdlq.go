@@ -1,8 +1,9 @@
 // Package jobdlq is a job's bbolt dead-letter queue (package dlq) as the
-// map phase and `dlq retry` use it (mapreduce.RetryQueue): every open
-// waits out another process's hold, and `dlq retry` processes lease the
-// items they run, naming themselves so that a lease of a process that died
-// is free at once.
+// map phase and `dlq retry` use it (mapreduce.RetryQueue). The map phase
+// opens the file for each write and waits out another process's hold; a
+// `dlq retry` holds it for its whole life (Hold), recording who it is so
+// that another process can name it. Leases name their process so that a
+// lease of a process that died is free at once.
 package jobdlq
 
 import (
@@ -29,17 +30,25 @@ const File = "dlq.db"
 // lease is free earlier once its process is gone (see ownerGone).
 const claimLease = 24 * time.Hour
 
-// Queue is a job's bbolt dead-letter queue as mapreduce sees it. Every
-// open of the file waits for another process's lock as long as ctx lasts
-// (saying so once on stderr), so that a job never fails because someone
-// else holds its DLQ for a while.
+// openDB is dlq.Open as this package calls it (the map phase's
+// dlq.Writer opens the file itself); tests count the opens through it.
+var openDB = dlq.Open
+
+// Queue is a job's bbolt dead-letter queue as mapreduce sees it. Until
+// Hold, every operation opens the file and waits for another process's
+// lock as long as ctx lasts (saying so once on stderr, with the holder's
+// name when it left one), so that a job never fails because someone else
+// holds its DLQ for a while. After Hold, every operation uses the one
+// open file.
 type Queue struct {
+	ctx    context.Context
 	jobID  string
 	path   string
 	opts   dlq.Options
 	w      *dlq.Writer
 	owner  string               // this process's name in leases (claimOwner)
-	held   map[string]dlq.Lease // items Claim found leased to another process
+	leased map[string]dlq.Lease // items Claim found leased to another process
+	held   *dlq.DB              // the file, open from Hold to Close
 	stderr io.Writer
 	once   sync.Once
 }
@@ -47,14 +56,14 @@ type Queue struct {
 // Open returns the queue of job jobID in the file at path; ctx bounds
 // every wait for another process's hold, which it tells stderr once.
 func Open(ctx context.Context, jobID, path string, stderr io.Writer) *Queue {
-	q := &Queue{jobID: jobID, path: path, owner: claimOwner(), held: map[string]dlq.Lease{}, stderr: stderr}
+	q := &Queue{ctx: ctx, jobID: jobID, path: path, owner: claimOwner(), leased: map[string]dlq.Lease{}, stderr: stderr}
 	q.opts = dlq.Options{Gone: ownerGone, Wait: ctx, Waiting: q.waiting}
 	q.w = dlq.NewWriter(q.path, q.opts)
 	return q
 }
 
 func (q *Queue) waiting() {
-	q.once.Do(func() { fmt.Fprintf(q.stderr, "runner: %s: another process holds it; waiting\n", q.path) })
+	q.once.Do(func() { fmt.Fprintf(q.stderr, "runner: %s; waiting\n", heldError(q.path, q.owner)) })
 }
 
 func (q *Queue) Add(items ...mapreduce.DeadLetter) error {
@@ -70,6 +79,9 @@ func (q *Queue) Add(items ...mapreduce.DeadLetter) error {
 			})
 		}
 	}
+	if q.held != nil {
+		return q.held.Add(entries...)
+	}
 	return q.w.Add(entries...)
 }
 
@@ -82,37 +94,46 @@ func (q *Queue) Remove(itemIDs ...string) error {
 
 func (q *Queue) Queued(itemIDs ...string) (map[string]bool, error) {
 	out := map[string]bool{}
-	ro := q.opts
-	ro.ReadOnly = true
-	d, err := dlq.Open(q.path, ro)
+	err := q.use(true, func(d *dlq.DB) error {
+		for _, id := range itemIDs {
+			_, err := d.Get(id)
+			switch {
+			case err == nil:
+				out[id] = true
+			case !errors.Is(err, dlq.ErrNotFound):
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer d.Close()
-	for _, id := range itemIDs {
-		_, err := d.Get(id)
-		switch {
-		case err == nil:
-			out[id] = true
-		case !errors.Is(err, dlq.ErrNotFound):
-			return nil, err
-		}
 	}
 	return out, nil
 }
 
 // Claim leases an item to this process; one that another process holds is
-// noted (Held). It is called from one goroutine at a time.
+// noted (Held). It is called from one goroutine at a time. While the queue
+// is held (Hold), the hold is this process's lease on every item: no other
+// process can claim one meanwhile, nor see a lease, so nothing is written
+// and only a lease that a living process took before is respected.
 func (q *Queue) Claim(itemID string) (bool, error) {
+	if q.held != nil {
+		l, leased, err := q.held.Holder(itemID)
+		if leased && l.Owner != q.owner {
+			q.leased[itemID] = l
+		}
+		return err == nil && (!leased || l.Owner == q.owner), err
+	}
 	var got []string
 	err := q.Update(func(d *dlq.DB) (err error) {
 		got, err = d.Claim(q.owner, time.Now().Add(claimLease), itemID)
 		if err != nil || len(got) == 1 {
 			return err
 		}
-		l, held, err := d.Holder(itemID)
-		if held {
-			q.held[itemID] = l
+		l, leased, err := d.Holder(itemID)
+		if leased {
+			q.leased[itemID] = l
 		}
 		return err
 	})
@@ -121,16 +142,32 @@ func (q *Queue) Claim(itemID string) (bool, error) {
 
 // Held returns the items Claim found leased to another process, with
 // their leases.
-func (q *Queue) Held() map[string]dlq.Lease { return q.held }
+func (q *Queue) Held() map[string]dlq.Lease { return q.leased }
 
-// Release gives up this process's lease of an item.
+// Release gives up this process's lease of an item; while the queue is
+// held there is none to give up (see Claim).
 func (q *Queue) Release(itemID string) error {
+	if q.held != nil {
+		return nil
+	}
 	return q.Update(func(d *dlq.DB) error { return d.Release(q.owner, itemID) })
 }
 
 // Update runs fn with the queue open for writing.
-func (q *Queue) Update(fn func(*dlq.DB) error) error {
-	d, err := dlq.Open(q.path, q.opts)
+func (q *Queue) Update(fn func(*dlq.DB) error) error { return q.use(false, fn) }
+
+// View runs fn with the queue open for reading.
+func (q *Queue) View(fn func(*dlq.DB) error) error { return q.use(true, fn) }
+
+// use runs fn on the held file, or on the file opened for fn alone
+// (read-only: with a shared lock).
+func (q *Queue) use(readOnly bool, fn func(*dlq.DB) error) error {
+	if q.held != nil {
+		return fn(q.held)
+	}
+	opts := q.opts
+	opts.ReadOnly = readOnly
+	d, err := openDB(q.path, opts)
 	if err != nil {
 		return err
 	}

@@ -105,10 +105,11 @@ func ServeIfChild() {
 // Proc is a JetStream server in a process of its own (the test binary run
 // again), on a fixed port and store so that it can be restarted.
 type Proc struct {
-	t    testing.TB
-	dir  string
-	port int
-	cmd  *exec.Cmd
+	t     testing.TB
+	dir   string
+	store string // the store's directory under dir
+	port  int
+	cmd   *exec.Cmd
 }
 
 // Process starts a server process with its store in dir on 127.0.0.1:port
@@ -119,7 +120,7 @@ func Process(t testing.TB, dir string, port int) *Proc {
 	if port == 0 {
 		port = freePort(t)
 	}
-	p := &Proc{t: t, dir: dir, port: port}
+	p := &Proc{t: t, dir: dir, store: "store", port: port}
 	p.start()
 	t.Cleanup(func() {
 		if p.cmd != nil {
@@ -153,6 +154,15 @@ func (p *Proc) Restart() {
 	p.start()
 }
 
+// RestartEmpty starts the server again on its port with a new, empty
+// store, as after its store directory was lost: no stream, consumer or
+// bucket, no message and no duplicate window.
+func (p *Proc) RestartEmpty() {
+	p.t.Helper()
+	p.store = "store-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	p.start()
+}
+
 func (p *Proc) start() {
 	p.t.Helper()
 	log, err := os.OpenFile(filepath.Join(p.dir, "server.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
@@ -161,7 +171,7 @@ func (p *Proc) start() {
 	}
 	defer log.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+filepath.Join(p.dir, "store")+":"+strconv.Itoa(p.port))
+	cmd.Env = append(os.Environ(), childEnv+"="+filepath.Join(p.dir, p.store)+":"+strconv.Itoa(p.port))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)

@@ -3,6 +3,7 @@
 #   map overhead   N trivial items at max_parallel P: runner vs xargs -P and GNU parallel
 #   chain overhead a K-step workflow vs a shell script running the same K commands
 #   retries        10,000 items, 10% failing twice before they succeed, zero delay
+#   dlqretry       `dlq retry` of 1,000 DLQ items against the run that failed them
 #   scale          100,000 items: wall time, peak RSS, state-dir bytes, query latency
 #                  (runner events lists the job's ~600,000 events)
 #   streaming      a 1,000,000-item input: peak RSS while it loads
@@ -24,12 +25,13 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait; rm -r
 cd "$work"
 
 rounds=${ROUNDS:-5}
-sections=${SECTIONS:-"map chain retries scale streaming isolation nats"}
+sections=${SECTIONS:-"map chain retries dlqretry scale streaming isolation nats"}
 section() { [[ " $sections " == *" $1 "* ]]; }
 map_sizes=${MAP_SIZES:-"2000 10000"}
 map_parallel=${MAP_PARALLEL:-"2 16"}
 chain_steps=${CHAIN_STEPS:-"10 100 500"}
 retry_items=${RETRY_ITEMS:-10000}
+dlq_items=${DLQ_ITEMS:-1000}
 scale_items=${SCALE_ITEMS:-100000}
 stream_items=${STREAM_ITEMS:-1000000}
 iso_items=${ISO_ITEMS:-40}
@@ -37,7 +39,7 @@ nats_noop=${NATS_NOOP:-10000}
 nats_true=${NATS_TRUE:-2000}
 nats_sleep=${NATS_SLEEP:-1500}
 if [ "${QUICK:-}" = 1 ]; then
-	rounds=2 map_sizes=300 map_parallel=2 chain_steps="10 50" retry_items=500 scale_items=2000 stream_items=20000 iso_items=10
+	rounds=2 map_sizes=300 map_parallel=2 chain_steps="10 50" retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 iso_items=10
 	nats_noop=1000 nats_true=300 nats_sleep=240
 fi
 
@@ -163,6 +165,27 @@ echo "  $retry_items items with retries ($attempts attempts)  ${m}s"
 echo "  $attempts plain items                        ${p}s"
 echo "  ratio                                    $(ratio "$m" "$p")"
 
+fi
+
+if section dlqretry; then
+echo
+echo "## dlq retry ($dlq_items items of '[ -e ok ]' at max_parallel 2; median of $rounds runs)"
+echo "(run: the items fail into the DLQ; retry: they succeed and leave it; again: they fail once more)"
+seq 1 "$dlq_items" > dlq-items.txt
+printf 'name: dlqretry\nmode: mapreduce\nmap:\n  input: dlq-items.txt\n  max_parallel: 2\n  agent_template:\n    - shell: "[ -e ok ]"\n' > dlqretry.yml
+: > t.run; : > t.retry; : > t.again
+for r in $(seq 1 "$rounds"); do
+	rm -f ok
+	t0=$(now); "$runner" run -q --progress never --state-dir "d-$r" --job-id j dlqretry.yml >/dev/null 2>&1 || true; since "$t0" >> t.run
+	t0=$(now); "$runner" --state-dir "d-$r" dlq retry -q --progress never j >/dev/null 2>&1 || true; since "$t0" >> t.again
+	touch ok
+	t0=$(now); "$runner" --state-dir "d-$r" dlq retry -q --progress never j >/dev/null 2>&1; since "$t0" >> t.retry
+	rm -rf "d-$r"
+done
+m=$(median < t.run); y=$(median < t.retry); a=$(median < t.again)
+echo "  run, $dlq_items items failing into the DLQ   ${m}s"
+echo "  dlq retry, all fail again             ${a}s ($(ratio "$a" "$m"))"
+echo "  dlq retry, all succeed                ${y}s ($(ratio "$y" "$m"); target: at most 1.5)"
 fi
 
 if section scale; then
