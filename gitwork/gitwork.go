@@ -301,7 +301,7 @@ func (g Git) Merged(ctx context.Context, branch string) (map[string]string, erro
 }
 
 // MergedBranches lists the branches matching pattern (a git ref pattern
-// such as runner/j.items/*) whose tips the branch into has: they hold
+// such as runner-items/j/*) whose tips the branch into has: they hold
 // nothing it lacks.
 func (g Git) MergedBranches(ctx context.Context, into, pattern string) ([]string, error) {
 	out, err := g.Output(ctx, "branch", "--merged", into, "--list", "--format=%(refname:short)", pattern)
@@ -309,6 +309,46 @@ func (g Git) MergedBranches(ctx context.Context, into, pattern string) ([]string
 		return nil, err
 	}
 	return strings.Fields(out), nil
+}
+
+// CheckBranchName returns git's reason why name cannot be a branch's
+// name (git check-ref-format --branch), or nil when it can.
+func (g Git) CheckBranchName(ctx context.Context, name string) error {
+	res := g.Run(ctx, "check-ref-format", "--branch", name)
+	if res.Kind == proc.KindOK {
+		return nil
+	}
+	if res.Kind == proc.KindExit {
+		return fmt.Errorf("git refuses %q as a branch name", name)
+	}
+	return fmt.Errorf("git check-ref-format: %s", Message(res))
+}
+
+// BranchesInTheWay lists the branches that are in the way of each of
+// names, a branch to make or a directory of branches to make: a branch of
+// that name, one named like a directory above it (refs/heads/a is in the
+// way of a/b), and any branch below it.
+func (g Git) BranchesInTheWay(ctx context.Context, names ...string) ([]string, error) {
+	args := []string{"for-each-ref", "--format=%(refname)"}
+	for _, n := range names {
+		top, _, _ := strings.Cut(n, "/")
+		args = append(args, "refs/heads/"+top)
+	}
+	out, err := g.Output(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	var in []string
+	for _, ref := range strings.Fields(out) {
+		b := strings.TrimPrefix(ref, "refs/heads/")
+		for _, n := range names {
+			if b == n || strings.HasPrefix(n, b+"/") || strings.HasPrefix(b, n+"/") {
+				in = append(in, b)
+				break
+			}
+		}
+	}
+	return in, nil
 }
 
 // DeleteBranch deletes branch whatever it holds.

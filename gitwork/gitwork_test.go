@@ -279,3 +279,41 @@ func TestMergedBranches(t *testing.T) {
 		t.Errorf("MergedBranches of no branch = %q, %v", got, err)
 	}
 }
+
+// Job ids git cannot use in a branch name are refused with git's rules
+// (issue 23.11), and the branches in the way of a new branch or directory
+// of branches are found: the same name, a branch named like a directory
+// above it, any branch below it (issue 23.12, 23.13).
+func TestBranchNamesAndBranchesInTheWay(t *testing.T) {
+	g := newRepo(t)
+	for _, name := range []string{"runner/x.lock", "runner/a..b", "runner/trailing.", "runner/.hidden", "runner-items/x.lock/1"} {
+		if err := g.CheckBranchName(t.Context(), name); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	for _, name := range []string{"runner/x", "runner/-x", "runner-items/a.b/item_1"} {
+		if err := g.CheckBranchName(t.Context(), name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, b := range []string{"runner/d", "runner/d.items/1", "runner-items/e/1", "runner-items/e/2", "runnerx", "other"} {
+		must(t, g, "branch", b)
+	}
+	must(t, g, "tag", "runner/d.items/1") // a tag of a branch's name: git shortens the branch's to heads/...
+	tests := []struct {
+		names []string
+		want  []string
+	}{
+		{[]string{"runner/d", "runner-items/d"}, []string{"runner/d"}},
+		{[]string{"runner/d.items", "runner-items/d.items"}, []string{"runner/d.items/1"}},
+		{[]string{"runner/e", "runner-items/e"}, []string{"runner-items/e/1", "runner-items/e/2"}},
+		{[]string{"runner/f", "runner-items/f"}, nil},
+		{[]string{"other/f"}, []string{"other"}},
+	}
+	for _, tt := range tests {
+		got, err := g.BranchesInTheWay(t.Context(), tt.names...)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("BranchesInTheWay(%q) = %q, %v; want %q", tt.names, got, err, tt.want)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 		return nil, err
 	}
 	return &Tree{
-		JobBranch: "runner/" + jobID,
+		JobBranch: Branch(jobID),
 		JobID:     jobID,
 		Git:       gitwork.Git{Dir: root, Env: env},
 		Root:      root,
@@ -65,6 +65,9 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 		lockPath:  filepath.Join(filepath.Dir(root), "worktree.lock"),
 	}, nil
 }
+
+// Branch is the job branch of job id: runner/<id>.
+func Branch(id string) string { return "runner/" + id }
 
 // Dir is where the job's phases run: runner's directory in the job
 // worktree.

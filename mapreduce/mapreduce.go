@@ -70,7 +70,7 @@ const PhaseMap = "map"
 // into the branch it started on.
 func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error) {
 	wf := j.Workflow()
-	trees, err := OpenWorktrees(ctx, j.ID(), wf.Map, j.Executor().Env, j.Path)
+	trees, err := OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Path)
 	if err != nil {
 		return sum, err
 	}

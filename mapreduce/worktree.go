@@ -20,6 +20,10 @@ import (
 // be merged into the job branch without conflicts.
 const KindMergeConflict = "merge_conflict"
 
+// KindWorktree is the failure kind of an item whose git worktree could
+// not be made: git's message says why.
+const KindWorktree = "worktree"
+
 // Worktrees are the git worktrees and branches of a job whose map runs
 // with isolation: worktree. The job worktree, on the job branch, is where
 // setup, the merges and reduce run; each item runs in a worktree of its
@@ -27,19 +31,44 @@ const KindMergeConflict = "merge_conflict"
 // at a time, under the job's merge lock) when the item succeeds.
 type Worktrees struct {
 	*jobtree.Tree
-	itemsDir string // where the items' worktrees are made
-	merge    bool   // map.merge is not none
+	itemsDir     string // where the items' worktrees are made
+	itemBranches string // the items' branches' prefix, ending in a slash
+	merge        bool   // map.merge is not none
+}
+
+// ItemBranches is the prefix of the item branches of job id, when its map
+// runs with isolation: worktree (else ""), as the job's metadata records
+// it: runner-items/<id>/, a namespace of its own, so that no job's item
+// branch is in the way of another job's branch (runner/<id>).
+func ItemBranches(m *workflow.MapPhase, id string) string {
+	if m == nil || m.Isolation != workflow.IsolationWorktree {
+		return ""
+	}
+	return "runner-items/" + id + "/"
+}
+
+// legacyItemBranches is the prefix of the item branches of a job recorded
+// before ItemBranches: runner/<id>.items/ (in the way of job <id>.items's
+// branch).
+func legacyItemBranches(id string) string { return jobtree.Branch(id) + ".items/" }
+
+// JobRefs is what OpenWorktrees needs of a job: its id and the prefix of
+// its item branches that its metadata records ("" for a job recorded
+// before it did).
+type JobRefs struct {
+	ID           string
+	ItemBranches string
 }
 
 // OpenWorktrees returns the worktrees of a job (nil when its map runs
 // without isolation), for the job's process and for the processes that run
 // its items: path is the job's Path and env its environment. The
 // repository is the one this process's directory is in.
-func OpenWorktrees(ctx context.Context, jobID string, m *workflow.MapPhase, env []string, path func(string) string) (*Worktrees, error) {
+func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env []string, path func(string) string) (*Worktrees, error) {
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return nil, nil
 	}
-	tree, err := jobtree.Open(ctx, jobID, env, path)
+	tree, err := jobtree.Open(ctx, refs.ID, env, path)
 	if err != nil {
 		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
 	}
@@ -47,8 +76,15 @@ func OpenWorktrees(ctx context.Context, jobID string, m *workflow.MapPhase, env 
 	if err != nil {
 		return nil, err
 	}
-	return &Worktrees{Tree: tree, itemsDir: itemsDir, merge: !m.NoMerge}, nil
+	prefix := refs.ItemBranches
+	if prefix == "" {
+		prefix = legacyItemBranches(refs.ID)
+	}
+	return &Worktrees{Tree: tree, itemsDir: itemsDir, itemBranches: prefix, merge: !m.NoMerge}, nil
 }
+
+// refsOf is the JobRefs of j.
+func refsOf(j *job.Job) JobRefs { return JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches} }
 
 // resumeJob readies the worktrees of a resumed job: the items' worktrees
 // a process that died left are removed, and the job worktree is made
@@ -135,7 +171,7 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 		return nil
 	}
 	user := w.Git.In("")
-	branches, err := user.MergedBranches(ctx, w.JobBranch, w.JobBranch+".items/*")
+	branches, err := user.MergedBranches(ctx, w.JobBranch, w.itemBranches+"*")
 	if err != nil {
 		return fmt.Errorf("listing the items' merged branches: %w", err)
 	}
@@ -227,7 +263,7 @@ func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemT
 // itemTree names an item's worktree and branch.
 func (w *Worktrees) itemTree(it *Item) itemTree {
 	name := worktreeName(it)
-	return itemTree{path: filepath.Join(w.itemsDir, name), branch: w.JobBranch + ".items/" + name}
+	return itemTree{path: filepath.Join(w.itemsDir, name), branch: w.itemBranches + name}
 }
 
 // itemDir is where an item's steps run: runner's directory in the item's

@@ -68,22 +68,22 @@ func TestWorktreesMergeBack(t *testing.T) {
 	if st := git(w.Root, "status", "--porcelain"); st != "" {
 		t.Errorf("the job worktree is not clean after the aborted merge: %q", st)
 	}
-	branches := git(repo, "branch", "--list", "runner/j.items/*")
-	if strings.Contains(branches, "runner/j.items/a") || !strings.Contains(branches, "runner/j.items/b") {
+	branches := git(repo, "branch", "--list", "runner-items/j/*")
+	if strings.Contains(branches, "runner-items/j/a") || !strings.Contains(branches, "runner-items/j/b") {
 		t.Errorf("item branches %q: want a's deleted and b's kept", branches)
 	}
 	// Resumed: a is merged (and its branch deleted), so the running a
 	// whose branch is back at its merged tip counts as succeeded; b
 	// (conflicted, unmerged) and c (no branch) run again, from their
 	// first step.
-	git(repo, "branch", "runner/j.items/a", "runner/j^2")
+	git(repo, "branch", "runner-items/j/a", "runner/j^2")
 	running := map[int]job.ItemRecord{
 		0: {Index: 0, ID: "a", State: job.ItemRunning},
 		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
 		2: {Index: 2, ID: "c", State: job.ItemRunning},
 	}
 	merged, err := w.resumeItems(t.Context(), running)
-	if err != nil || len(merged) != 1 || merged[0].Branch != "runner/j.items/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+	if err != nil || len(merged) != 1 || merged[0].Branch != "runner-items/j/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
 		t.Errorf("resumeItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
 	}
 	if running[1].Steps != nil {
@@ -148,7 +148,7 @@ func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...str
 	git(repo, "commit", "-qm", "base")
 	state := filepath.Join(t.TempDir(), "job")
 	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
-	w, err := OpenWorktrees(t.Context(), "j", m, env, func(name string) string { return filepath.Join(state, name) })
+	w, err := OpenWorktrees(t.Context(), JobRefs{ID: "j", ItemBranches: ItemBranches(m, "j")}, m, env, func(name string) string { return filepath.Join(state, name) })
 	if err != nil {
 		t.Fatal(err)
 	}
