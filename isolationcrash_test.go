@@ -213,13 +213,13 @@ func auditJobBranch(t *testing.T, git func(...string) string, store state.Store,
 		t.Errorf("%d worktrees once the job ended, want the repository's alone\n%s", trees, git("worktree", "list"))
 	}
 	queued := queuedItems(t, job)
-	for _, b := range strings.Fields(git("branch", "--list", "--format=%(refname:short)", "runner/j.items/*")) {
-		if !queued[strings.TrimPrefix(b, "runner/j.items/")] {
+	for _, b := range strings.Fields(git("branch", "--list", "--format=%(refname:short)", "runner-items/j/*")) {
+		if !queued[strings.TrimPrefix(b, "runner-items/j/")] {
 			t.Errorf("branch %s is left, and its item is not in the DLQ", b)
 		}
 	}
 	for id := range queued {
-		if !strings.Contains(git("branch", "--list", "runner/j.items/"+id), id) {
+		if !strings.Contains(git("branch", "--list", "runner-items/j/"+id), id) {
 			t.Errorf("item %s is in the DLQ, and its branch is gone", id)
 		}
 	}

@@ -282,22 +282,30 @@ func (g Git) AbortMerge(ctx context.Context) error {
 	return err
 }
 
-// Merged maps the commits merged into branch by its merge commits (their
-// parents other than the first, along its first parents) to the merge
-// commit that merged each.
-func (g Git) Merged(ctx context.Context, branch string) (map[string]string, error) {
-	out, err := g.Output(ctx, "log", "--merges", "--first-parent", "--format=%H %P", branch)
+// MergeCommit is a merge commit on a branch's line of first parents.
+type MergeCommit struct {
+	Commit  string
+	Parents []string // the first is the branch's commit before the merge
+	Message string   // whole, without its last newline
+}
+
+// Merges lists the merge commits along the first parents of rev (a
+// branch, or from..branch for those made since from), newest first.
+func (g Git) Merges(ctx context.Context, rev string) ([]MergeCommit, error) {
+	out, err := g.Output(ctx, "log", "--merges", "--first-parent", "-z", "--format=%H %P%n%B", rev)
 	if err != nil {
 		return nil, err
 	}
-	merged := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		for _, parent := range f[min(len(f), 2):] {
-			merged[parent] = f[0]
+	var merges []MergeCommit
+	for _, entry := range strings.Split(out, "\x00") {
+		head, msg, _ := strings.Cut(strings.TrimLeft(entry, "\n"), "\n")
+		f := strings.Fields(head)
+		if len(f) < 3 {
+			continue
 		}
+		merges = append(merges, MergeCommit{Commit: f[0], Parents: f[1:], Message: strings.TrimRight(msg, "\n")})
 	}
-	return merged, nil
+	return merges, nil
 }
 
 // MergedBranches lists the branches matching pattern (a git ref pattern

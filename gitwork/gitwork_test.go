@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -154,8 +155,12 @@ func TestWorktreeMergeAndCleanup(t *testing.T) {
 		t.Errorf("the merge commit is %q, want a merge of %s into %s", msg, second, base)
 	}
 	merge := must(t, g, "rev-parse", "HEAD")
-	if merged, err := g.Merged(t.Context(), "main"); err != nil || len(merged) != 1 || merged[second] != merge {
-		t.Errorf("Merged = %v, %v; want %s merged by %s", merged, err, second, merge)
+	merges, err := g.Merges(t.Context(), "main")
+	if want := []MergeCommit{{Commit: merge, Parents: []string{base, second}, Message: "Merge one"}}; err != nil || !reflect.DeepEqual(merges, want) {
+		t.Errorf("Merges = %+v, %v; want %+v", merges, err, want)
+	}
+	if merges, err := g.Merges(t.Context(), merge+"..main"); len(merges) != 0 || err != nil {
+		t.Errorf("Merges since the last = %+v, %v; want none", merges, err)
 	}
 	if tip, err := g.Tip(t.Context(), "work/one"); tip != second || err != nil {
 		t.Errorf("Tip = %q, %v; want %s", tip, err, second)
@@ -202,8 +207,8 @@ func TestMergeConflictAborts(t *testing.T) {
 	if paths, err := g.DirtyPaths(t.Context()); len(paths) != 0 || err != nil {
 		t.Errorf("after the abort the tree has changes %q, %v", paths, err)
 	}
-	if merged, err := g.Merged(t.Context(), "main"); len(merged) != 0 || err != nil {
-		t.Errorf("Merged after an aborted merge = %v, %v", merged, err)
+	if merges, err := g.Merges(t.Context(), "main"); len(merges) != 0 || err != nil {
+		t.Errorf("Merges after an aborted merge = %+v, %v", merges, err)
 	}
 	// ResetWorktree moves a branch that exists to where it is told.
 	if err := g.RemoveWorktree(t.Context(), path); err != nil {

@@ -1,6 +1,7 @@
 package mapreduce
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,6 +194,83 @@ func (f Failure) event() eventlog.Failure {
 	return eventlog.Failure{Step: f.Step, Attempt: f.Attempt, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message, Duration: f.Duration}
 }
 
+// settleMerged records as succeeded each item of a resumed job whose merge
+// the job branch has and whose last record is not a success: the process
+// that merged it died before recording it, or something recorded a
+// failure (the DLQ) over it. In the ledger's order: its result, its
+// success in the item log, then out of the DLQ if it is there; then its
+// branch is deleted. reconcile then finds it succeeded, and a crash
+// anywhere in between leaves it to the next resume.
+func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *job.ItemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
+	records, err := j.ReadItemStates()
+	if err != nil {
+		return err
+	}
+	var its []*Item
+	for _, rec := range records {
+		if rec.State != job.ItemSucceeded {
+			its = append(its, &Item{ID: rec.ID, Index: rec.Index})
+		}
+	}
+	merged, err := trees.mergedItems(ctx, its)
+	if err != nil || len(merged) == 0 {
+		return err
+	}
+	ids := make([]string, 0, len(merged))
+	for i := range merged {
+		ids = append(ids, records[i].ID)
+	}
+	queued, err := dlq.Queued(ids...)
+	if err != nil {
+		return err
+	}
+	return items.Read(itemsPath, func(it *Item) (bool, error) {
+		out, ok := merged[it.Index]
+		if !ok {
+			return true, nil
+		}
+		attempt := max(records[it.Index].Attempt, 1)
+		if err := results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: "succeeded", Commits: out.Commits}); err != nil {
+			return false, err
+		}
+		if err := log.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt}); err != nil {
+			return false, err
+		}
+		if queued[it.ID] {
+			if err := dlq.Remove(it.ID); err != nil {
+				return false, err
+			}
+			j.Emit(eventlog.DLQRemoved(it.ID, "merged into the job branch"))
+		}
+		j.Emit(eventlog.ItemSucceeded(it.ID, attempt, 0))
+		trees.recorded(ctx, out)
+		return true, nil
+	})
+}
+
+// removeSucceeded takes out of the DLQ the items among ids (logged as
+// succeeded) that it still holds: a process died between logging the
+// success of an item it found merged (settleMerged) and taking it out.
+func removeSucceeded(j *job.Job, dlq DeadLetters, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	queued, err := dlq.Queued(ids...)
+	if err != nil {
+		return err
+	}
+	for id, in := range queued {
+		if !in {
+			continue
+		}
+		if err := dlq.Remove(id); err != nil {
+			return err
+		}
+		j.Emit(eventlog.DLQRemoved(id, "succeeded before a crash"))
+	}
+	return nil
+}
+
 // reconcile turns the item log's last records into the starting state of
 // a (resumed) job: terminal items are skipped by the map phase; an item
 // last seen running that the DLQ holds failed after the DLQ write and
@@ -205,13 +283,19 @@ func reconcile(j *job.Job, log *job.ItemLog, results *resultLog, dlq DeadLetters
 	if err != nil {
 		return nil, nil, counts, err
 	}
-	var runningIDs []string
+	var runningIDs, succeededIDs []string
 	byID := map[string]job.ItemRecord{}
 	for _, rec := range records {
-		if rec.State == job.ItemRunning {
+		switch rec.State {
+		case job.ItemRunning:
 			runningIDs = append(runningIDs, rec.ID)
 			byID[rec.ID] = rec
+		case job.ItemSucceeded:
+			succeededIDs = append(succeededIDs, rec.ID)
 		}
+	}
+	if err := removeSucceeded(j, dlq, succeededIDs); err != nil {
+		return nil, nil, counts, err
 	}
 	if len(runningIDs) > 0 {
 		queued, err := dlq.Queued(runningIDs...)

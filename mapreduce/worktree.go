@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/workflow"
@@ -191,48 +192,73 @@ func (w *Worktrees) removeItemTrees(ctx context.Context) error {
 	return err
 }
 
-// resumeItems looks at the items a process that died left running: each
-// one whose branch that process merged into the job branch is returned,
-// by index, with the outcome to record (it succeeded: it is neither run
-// nor merged again); the others start again from their first step in a
-// fresh worktree, the work of the dead one being gone.
-func (w *Worktrees) resumeItems(ctx context.Context, running map[int]job.ItemRecord) (map[int]Outcome, error) {
-	its := make([]*Item, 0, len(running))
+// restartItems makes the items a process that died left running start
+// again from their first step (in a fresh worktree): the work of the dead
+// process went with its worktrees. Those it merged were recorded first
+// (settleMerged).
+func restartItems(running map[int]job.ItemRecord) {
 	for i, rec := range running {
 		rec.Steps = nil
 		running[i] = rec
-		its = append(its, &Item{ID: rec.ID, Index: rec.Index})
 	}
-	return w.mergedItems(ctx, its)
 }
 
-// mergedItems returns, by index, the items among its whose branch is
-// merged into the job branch, with the outcome to record for each: a
-// process that died after the merge did not record it.
+// mergedItems returns, by index, the items among its that the job branch
+// has a merge of, with the outcome to record for each: they succeeded,
+// whatever a process that died after the merge recorded or did not (a
+// failure or the DLQ included). An item's merge is the one whose message
+// names it ("Merge <id> (runner job <job>)"), or that merged its branch's
+// tip.
 func (w *Worktrees) mergedItems(ctx context.Context, its []*Item) (map[int]Outcome, error) {
 	repo := w.Git.In("")
-	merged, err := repo.Merged(ctx, w.JobBranch)
+	merges, err := repo.Merges(ctx, w.JobBranch)
 	if err != nil {
 		return nil, err
+	}
+	byItem, byTip := map[string]gitwork.MergeCommit{}, map[string]gitwork.MergeCommit{}
+	for _, m := range merges { // newest first: an item's first merge is kept
+		if id, ok := itemOfMerge(m.Message, w.JobID); ok {
+			byItem[id] = m
+		}
+		for _, p := range m.Parents[1:] {
+			byTip[p] = m
+		}
 	}
 	done := map[int]Outcome{}
 	for _, it := range its {
 		t := w.itemTree(it)
-		tip, err := repo.Tip(ctx, t.branch)
-		if err != nil {
-			return nil, err
+		m, ok := byItem[it.ID]
+		if !ok {
+			tip, err := repo.Tip(ctx, t.branch)
+			if err != nil {
+				return nil, err
+			}
+			if m, ok = byTip[tip]; !ok || tip == "" {
+				continue
+			}
 		}
-		merge, ok := merged[tip]
-		if tip == "" || !ok {
-			continue
-		}
-		commits, err := repo.Commits(ctx, merge+"^1", tip)
+		commits, err := repo.Commits(ctx, m.Parents[0], m.Parents[1])
 		if err != nil {
 			return nil, err
 		}
 		done[it.Index] = Outcome{Branch: t.branch, Commits: commits}
 	}
 	return done, nil
+}
+
+// mergeMessage is the message of the merge of an item into the job branch.
+func mergeMessage(itemID, jobID string) string {
+	return "Merge " + itemID + " (runner job " + jobID + ")"
+}
+
+// itemOfMerge returns the id of the item that a merge's message says it
+// merged into job jobID's branch.
+func itemOfMerge(msg, jobID string) (string, bool) {
+	id, ok := strings.CutPrefix(msg, "Merge ")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(id, " (runner job "+jobID+")")
 }
 
 // itemTree is an item's worktree and branch.
@@ -303,8 +329,7 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	if err := w.Ready(ctx); err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	msg := "Merge " + it.ID + " (runner job " + w.JobID + ")"
-	conflicts, err := w.Git.Merge(ctx, out.Branch, msg)
+	conflicts, err := w.Git.Merge(ctx, out.Branch, mergeMessage(it.ID, w.JobID))
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}

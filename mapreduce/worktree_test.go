@@ -82,10 +82,21 @@ func TestWorktreesMergeBack(t *testing.T) {
 		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
 		2: {Index: 2, ID: "c", State: job.ItemRunning},
 	}
-	merged, err := w.resumeItems(t.Context(), running)
+	merged, err := w.mergedItems(t.Context(), []*Item{a, b, c})
 	if err != nil || len(merged) != 1 || merged[0].Branch != "runner-items/j/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
-		t.Errorf("resumeItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
+		t.Errorf("mergedItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
 	}
+	// Its branch gone, or elsewhere, a's merge is known by its message
+	// (issue 23.1).
+	git(repo, "branch", "-f", "runner-items/j/a", "main")
+	if merged, err := w.mergedItems(t.Context(), []*Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+		t.Errorf("mergedItems with a's branch moved = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
+	}
+	git(repo, "branch", "-D", "runner-items/j/a")
+	if merged, err := w.mergedItems(t.Context(), []*Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 {
+		t.Errorf("mergedItems with a's branch gone = %+v, %v; want a alone", merged, err)
+	}
+	restartItems(running)
 	if running[1].Steps != nil {
 		t.Errorf("b goes on from its checkpoints %v; want its first step", running[1].Steps)
 	}
