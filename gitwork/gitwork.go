@@ -208,6 +208,39 @@ func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 	return err
 }
 
+// MakeWorktree runs add, which makes a worktree at path. When add fails,
+// what is in its way is cleared (ClearWorktree) and add runs once more:
+// a git process killed while it made or removed a worktree leaves one
+// registered (locked, when it was being made) with its directory gone or
+// half checked out, and git's own worktree add and remove race on the
+// directory .git/worktrees ("could not create directory of
+// '.git/worktrees/...'"). The second failure is the error.
+func (g Git) MakeWorktree(ctx context.Context, path string, add func() error) error {
+	if err := add(); err == nil || ctx.Err() != nil {
+		return err
+	}
+	if err := g.ClearWorktree(ctx, path); err != nil {
+		return err
+	}
+	return add()
+}
+
+// ClearWorktree removes what is at path: the worktrees git has there or
+// below (locked or not, their directories there or gone) and the
+// directory; then it prunes the worktrees whose directories are gone.
+func (g Git) ClearWorktree(ctx context.Context, path string) error {
+	there, err := g.Worktrees(ctx, path)
+	if err != nil {
+		return err
+	}
+	for _, w := range there {
+		if _, err := g.Output(ctx, "worktree", "remove", "--force", "--force", w.Path); err != nil {
+			return err
+		}
+	}
+	return errors.Join(os.RemoveAll(path), g.Prune(ctx))
+}
+
 // Prune forgets the worktrees whose directories are gone.
 func (g Git) Prune(ctx context.Context) error {
 	_, err := g.Output(ctx, "worktree", "prune")
@@ -218,6 +251,9 @@ func (g Git) Prune(ctx context.Context) error {
 type Worktree struct {
 	Path   string
 	Branch string // "" when detached
+	// Locked is set when the worktree is locked: runner locks none, and
+	// git's worktree add does until it has made it.
+	Locked bool
 }
 
 // Worktrees lists the repository's worktrees whose paths are under dir.
@@ -230,9 +266,12 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 	if err != nil {
 		return nil, err
 	}
-	// git prints paths with symlinks resolved.
+	// git prints paths with symlinks resolved (those of the directory
+	// above, for a worktree whose directory is gone).
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
+	} else if real, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+		dir = filepath.Join(real, filepath.Base(dir))
 	}
 	var list []Worktree
 	for _, block := range strings.Split(out, "\n\n") {
@@ -242,6 +281,8 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 				w.Path = p
 			} else if b, ok := strings.CutPrefix(line, "branch "); ok {
 				w.Branch = strings.TrimPrefix(b, "refs/heads/")
+			} else if line == "locked" || strings.HasPrefix(line, "locked ") {
+				w.Locked = true
 			}
 		}
 		if w.Path == dir || strings.HasPrefix(w.Path, dir+string(filepath.Separator)) {

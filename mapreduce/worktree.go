@@ -107,13 +107,24 @@ func (w *Worktrees) resumeJob(ctx context.Context) error {
 // neither run nor merged again. The job worktree is made at the first
 // merge, under the job's merge lock.
 func (w *Worktrees) startRetry(ctx context.Context, q RetryQueue, known map[int]job.ItemRecord, its []*Item) (map[int]Outcome, error) {
+	if err := w.Admin(func() error { return w.removeDoneItemTrees(ctx, q, known) }); err != nil {
+		return nil, err
+	}
+	return w.mergedItems(ctx, its)
+}
+
+// removeDoneItemTrees removes the items' worktrees that a killed retry
+// left, but for those of items still in the DLQ (see startRetry); known
+// are the job's items as its item log has them. The job's worktree lock
+// is held (Admin).
+func (w *Worktrees) removeDoneItemTrees(ctx context.Context, q RetryQueue, known map[int]job.ItemRecord) error {
 	repo := w.Git.In("")
 	if err := repo.Prune(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	left, err := repo.Worktrees(ctx, w.itemsDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ids := map[string]string{} // by worktree name
 	for _, rec := range known {
@@ -123,17 +134,17 @@ func (w *Worktrees) startRetry(ctx context.Context, q RetryQueue, known map[int]
 		if id, ok := ids[filepath.Base(t.Path)]; ok {
 			queued, err := q.Queued(id)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if queued[id] {
 				continue
 			}
 		}
 		if err := repo.RemoveWorktree(ctx, t.Path); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return w.mergedItems(ctx, its)
+	return nil
 }
 
 // endRetry removes the job worktree that the retry's merges made. Another
@@ -184,12 +195,14 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 
 // removeItemTrees removes the items' worktrees that are there.
 func (w *Worktrees) removeItemTrees(ctx context.Context) error {
-	user := w.Git.In("")
-	left, err := user.Worktrees(ctx, w.itemsDir)
-	for _, t := range left {
-		err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
-	}
-	return err
+	return w.Admin(func() error {
+		user := w.Git.In("")
+		left, err := user.Worktrees(ctx, w.itemsDir)
+		for _, t := range left {
+			err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
+		}
+		return err
+	})
 }
 
 // restartItems makes the items a process that died left running start
@@ -272,15 +285,18 @@ type itemTree struct {
 func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemTree, error) {
 	t := w.itemTree(it)
 	repo := w.Git.In("")
-	if _, err := os.Stat(t.path); err == nil {
-		if resumed {
-			return t, nil
+	err := w.Admin(func() error {
+		if _, err := os.Stat(t.path); err == nil {
+			if resumed {
+				return nil
+			}
+			if err := repo.RemoveWorktree(ctx, t.path); err != nil {
+				return err
+			}
 		}
-		if err := repo.RemoveWorktree(ctx, t.path); err != nil {
-			return t, err
-		}
-	}
-	if err := repo.ResetWorktree(ctx, t.path, t.branch, w.JobBranch); err != nil {
+		return repo.MakeWorktree(ctx, t.path, func() error { return repo.ResetWorktree(ctx, t.path, t.branch, w.JobBranch) })
+	})
+	if err != nil {
 		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)
 	}
 	return t, nil
@@ -298,7 +314,7 @@ func (w *Worktrees) itemDir(t itemTree) string { return filepath.Join(t.path, w.
 
 // closeItem removes an item's worktree; its branch stays.
 func (w *Worktrees) closeItem(ctx context.Context, t itemTree) error {
-	return w.Git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.path)
+	return w.Admin(func() error { return w.Git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.path) })
 }
 
 // mergeBack merges the branch of an item that succeeded into the job

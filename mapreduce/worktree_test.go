@@ -232,3 +232,38 @@ func TestWorktreesRetry(t *testing.T) {
 		t.Errorf("worktrees: want the repository's, b's and d's\n%s", list)
 	}
 }
+
+// An item's worktree is made whatever a process killed while git made or
+// removed it left at its path (issue 23.2): a worktree registered and
+// locked, its directory gone, which git worktree prune keeps and git
+// worktree add refuses.
+func TestOpenItemAfterKilledGit(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	it := &Item{ID: "a", Index: 0}
+	tree, err := w.openItem(t.Context(), it, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := git(tree.path, "rev-parse", "--absolute-git-dir")
+	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(tree.path); err != nil {
+		t.Fatal(err)
+	}
+	if tree, err = w.openItem(t.Context(), it, false); err != nil {
+		t.Fatal(err)
+	}
+	if b := git(tree.path, "symbolic-ref", "--short", "HEAD"); b != "runner-items/j/a" {
+		t.Errorf("the item's worktree is on %q", b)
+	}
+	if err := w.closeItem(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 {
+		t.Errorf("worktrees: want the repository's and the job's\n%s", list)
+	}
+}
