@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/job"
 )
@@ -125,6 +126,7 @@ func (t *Tree) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
 	}
+	crashpoint.Hit(crashpoint.JobWorktreeAdded)
 	t.checked = true // new: no merge in it to abort
 	return nil
 }

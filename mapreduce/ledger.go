@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
@@ -38,6 +39,7 @@ func (l *ledger) start(it *Item) error {
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemRunning, Attempt: 1}); err != nil {
 		return err
 	}
+	crashpoint.Hit(crashpoint.ItemStarted)
 	l.started(it, 1, false)
 	return nil
 }
@@ -61,10 +63,12 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt, DurationMS: out.Duration.Milliseconds()}); err != nil {
 		return nil, err
 	}
+	crashpoint.Hit(crashpoint.ItemLogged)
 	if l.fromDLQ {
 		if err := l.dlq.Remove(it.ID); err != nil {
 			return nil, err
 		}
+		crashpoint.Hit(crashpoint.DLQRemoved)
 		l.job.Emit(eventlog.DLQRemoved(it.ID, ""))
 	}
 	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithWorker(out.Worker, out.Delivery))
@@ -115,6 +119,8 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		status, st = "skipped", job.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
 		return nil, fmt.Errorf("item %s: %w", it.ID, err)
+	} else {
+		crashpoint.Hit(crashpoint.DLQAdded)
 	}
 	if err := l.result(it, status, out); err != nil {
 		return nil, err
@@ -122,6 +128,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
 		return nil, err
 	}
+	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
 	// signature as the DLQ does.
 	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value).WithWorker(out.Worker, out.Delivery))
@@ -179,7 +186,11 @@ func (l *ledger) result(it *Item, status string, out Outcome) error {
 	if l.results == nil {
 		return nil
 	}
-	return l.results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: status, Output: out.Output, DurationMS: out.Duration.Milliseconds(), Commits: out.Commits})
+	err := l.results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: status, Output: out.Output, DurationMS: out.Duration.Milliseconds(), Commits: out.Commits})
+	if err == nil {
+		crashpoint.Hit(crashpoint.ResultWritten)
+	}
+	return err
 }
 
 // Counts returns the item counts so far.

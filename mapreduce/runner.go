@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
@@ -100,6 +101,8 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		// A worktree that could not be removed is removed with the job's
 		// at its end.
 		defer r.trees.closeItem(ctx, tree)
+		crashpoint.Hit(crashpoint.ItemWorktreeAdded)
+		defer crashpoint.Hit(crashpoint.ItemStepsDone) // before closeItem
 		dir, branch = r.trees.itemDir(tree), tree.branch
 		sc.Set("worktree", map[string]any{"path": tree.path, "branch": branch})
 		env = append(env, "RUNNER_WORKTREE="+tree.path)

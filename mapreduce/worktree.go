@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jobtree"
@@ -159,6 +160,7 @@ func (w *Worktrees) endRetry(ctx context.Context) error {
 	if err := w.Remove(ctx); err != nil {
 		return fmt.Errorf("removing the job worktree: %w", err)
 	}
+	crashpoint.Hit(crashpoint.JobWorktreeRemoved)
 	return w.deleteMergedBranches(ctx)
 }
 
@@ -166,9 +168,14 @@ func (w *Worktrees) endRetry(ctx context.Context) error {
 // left, and the job's own); the branches stay.
 func (w *Worktrees) endJob(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted job still cleans up
-	if err := errors.Join(w.removeItemTrees(ctx), w.Remove(ctx)); err != nil {
+	err := w.removeItemTrees(ctx)
+	if err == nil {
+		crashpoint.Hit(crashpoint.ItemWorktreesRemoved)
+	}
+	if err := errors.Join(err, w.Remove(ctx)); err != nil {
 		return fmt.Errorf("removing the job's worktrees: %w", err)
 	}
+	crashpoint.Hit(crashpoint.JobWorktreeRemoved)
 	return w.deleteMergedBranches(ctx)
 }
 
@@ -349,7 +356,9 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	if len(conflicts) > 0 {
+	if len(conflicts) == 0 {
+		crashpoint.Hit(crashpoint.ItemMerged)
+	} else {
 		out.Failed = true
 		out.Failure = Failure{
 			Attempt: attempt, At: time.Now(), Kind: KindMergeConflict, ExitCode: 1, Duration: out.Duration,
@@ -370,7 +379,9 @@ func (w *Worktrees) recorded(ctx context.Context, out Outcome) {
 	}
 	// A branch left behind holds nothing the job branch lacks: failing to
 	// delete it is not worth failing the item, which has succeeded.
-	_ = w.Git.In("").DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+	if w.Git.In("").DeleteBranch(context.WithoutCancel(ctx), out.Branch) == nil {
+		crashpoint.Hit(crashpoint.ItemBranchDeleted)
+	}
 }
 
 // unsafeRef is what may not appear in a git branch name's component (and
