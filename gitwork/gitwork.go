@@ -360,6 +360,22 @@ func (g Git) MergedBranches(ctx context.Context, into, pattern string) ([]string
 	return strings.Fields(out), nil
 }
 
+// Tips maps the branches in the directory of branches dir (dir/...) to
+// the commits they point at.
+func (g Git) Tips(ctx context.Context, dir string) (map[string]string, error) {
+	out, err := g.Output(ctx, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/"+strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return nil, err
+	}
+	tips := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if commit, ref, ok := strings.Cut(line, " "); ok {
+			tips[strings.TrimPrefix(ref, "refs/heads/")] = commit
+		}
+	}
+	return tips, nil
+}
+
 // CheckBranchName returns git's reason why name cannot be a branch's
 // name (git check-ref-format --branch), or nil when it can.
 func (g Git) CheckBranchName(ctx context.Context, name string) error {

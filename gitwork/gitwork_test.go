@@ -2,6 +2,7 @@ package gitwork
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -314,6 +315,10 @@ func TestBranchNamesAndBranchesInTheWay(t *testing.T) {
 		{[]string{"runner/e", "runner-items/e"}, []string{"runner-items/e/1", "runner-items/e/2"}},
 		{[]string{"runner/f", "runner-items/f"}, nil},
 		{[]string{"other/f"}, []string{"other"}},
+	}
+	head := must(t, g, "rev-parse", "HEAD")
+	if tips, err := g.Tips(t.Context(), "runner-items/e/"); err != nil || !maps.Equal(tips, map[string]string{"runner-items/e/1": head, "runner-items/e/2": head}) {
+		t.Errorf("Tips = %v, %v; want runner-items/e/1 and 2 at %s", tips, err, head)
 	}
 	for _, tt := range tests {
 		got, err := g.BranchesInTheWay(t.Context(), tt.names...)

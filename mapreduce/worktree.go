@@ -244,16 +244,16 @@ func (w *Worktrees) mergedItems(ctx context.Context, its []*Item) (map[int]Outco
 			byTip[p] = m
 		}
 	}
+	tips, err := repo.Tips(ctx, w.itemBranches)
+	if err != nil {
+		return nil, err
+	}
 	done := map[int]Outcome{}
 	for _, it := range its {
 		t := w.itemTree(it)
 		m, ok := byItem[it.ID]
 		if !ok {
-			tip, err := repo.Tip(ctx, t.branch)
-			if err != nil {
-				return nil, err
-			}
-			if m, ok = byTip[tip]; !ok || tip == "" {
+			if m, ok = byTip[tips[t.branch]]; !ok {
 				continue
 			}
 		}
