@@ -133,9 +133,10 @@ func (t *Tree) Start(ctx context.Context) error {
 
 // Ready makes the job worktree on the job branch when it is not there (a
 // resumed job whose process died; a dlq retry runs after the job ended,
-// and a retry that ends removes it while another may still merge), and
-// aborts a merge that a process which died left half done in it. The
-// job's merge lock is held (Lock), or no other process runs the job.
+// and a retry that ends removes it while another may still merge) or is
+// half made (a process killed while git made it), and aborts a merge that
+// a process which died left half done in it. The job's merge lock is held
+// (Lock), or no other process runs the job.
 func (t *Tree) Ready(ctx context.Context) error {
 	_, err := os.Stat(filepath.Join(t.Root, ".git"))
 	if err == nil && t.checked {
