@@ -84,6 +84,16 @@ func (g Git) TopLevel(ctx context.Context) (top, prefix string, err error) {
 	return lines[0], prefix, nil
 }
 
+// CommonDir returns the repository's git directory that all its worktrees
+// share (.git of the main one).
+func (g Git) CommonDir(ctx context.Context) (string, error) {
+	dir, err := g.Output(ctx, "rev-parse", "--git-common-dir")
+	if err != nil || filepath.IsAbs(dir) {
+		return dir, err
+	}
+	return filepath.Abs(filepath.Join(g.Dir, dir))
+}
+
 // Head returns the commit HEAD names, or "" when its branch has none yet.
 func (g Git) Head(ctx context.Context) (string, error) { return g.commit(ctx, "HEAD") }
 

@@ -316,6 +316,9 @@ func TestBranchNamesAndBranchesInTheWay(t *testing.T) {
 		{[]string{"runner/f", "runner-items/f"}, nil},
 		{[]string{"other/f"}, []string{"other"}},
 	}
+	if dir, err := g.CommonDir(t.Context()); err != nil || dir != filepath.Join(g.Dir, ".git") {
+		t.Errorf("CommonDir = %q, %v; want %s", dir, err, filepath.Join(g.Dir, ".git"))
+	}
 	head := must(t, g, "rev-parse", "HEAD")
 	if tips, err := g.Tips(t.Context(), "runner-items/e/"); err != nil || !maps.Equal(tips, map[string]string{"runner-items/e/1": head, "runner-items/e/2": head}) {
 		t.Errorf("Tips = %v, %v; want runner-items/e/1 and 2 at %s", tips, err, head)

@@ -39,7 +39,7 @@ type Tree struct {
 	// once).
 	lockPath string
 	// adminLockPath is the file whose flock orders the git worktree
-	// commands (Admin) of all the processes of a job.
+	// commands (Admin) of all runner's processes in the repository.
 	adminLockPath string
 
 	mergeMu sync.Mutex // one merge into the job branch at a time
@@ -52,7 +52,12 @@ type Tree struct {
 // processes that run its items: path is the job's Path and env its
 // environment. The repository is the one this process's directory is in.
 func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
-	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
+	git := gitwork.Git{Env: env}
+	_, prefix, err := git.TopLevel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	common, err := git.CommonDir(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +72,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 		Root:          root,
 		Prefix:        prefix,
 		lockPath:      filepath.Join(filepath.Dir(root), "worktree.lock"),
-		adminLockPath: filepath.Join(filepath.Dir(root), "worktrees.lock"),
+		adminLockPath: filepath.Join(common, "runner-worktrees.lock"),
 	}, nil
 }
 
@@ -200,9 +205,10 @@ func (t *Tree) Lock() (unlock func(), err error) {
 }
 
 // Admin runs fn, which runs git worktree commands (add, remove, prune,
-// list), holding the job's worktree lock: those of all the processes of
-// the job take turns. Two at once race in git itself, on the directory
-// .git/worktrees and the files in it ("failed to read
+// list), holding the repository's worktree lock (runner-worktrees.lock in
+// its git directory): those of all runner's processes in the repository,
+// of one job or of several, take turns. Two at once race in git itself,
+// on the directory .git/worktrees and the files in it ("failed to read
 // .git/worktrees/N/commondir", "could not create directory of
 // '.git/worktrees/...'"). fn must not call Admin.
 func (t *Tree) Admin(fn func() error) error {
