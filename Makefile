@@ -119,11 +119,14 @@ fuzz:
 	$(GO) test ./mapreduce/items/ -run '^$$' -fuzz '^FuzzDefaultIDs$$' -fuzztime $(FUZZTIME) -timeout 2h
 
 # The shipped binary links the NATS client but not the server, which only
-# the tests embed (SPEC §11.1): go version -m lists the modules it has.
+# the tests embed (SPEC §11.1): go version -m lists the modules it has. Nor
+# has it the crash points of TestCrashPoints's runner (-tags
+# runner_crashpoints), which would read RUNNER_CRASHPOINT.
 binary-check: build
 	@$(GO) version -m $(BIN) | grep -q 'github.com/nats-io/nats.go' || { echo "$(BIN) lacks the NATS client"; exit 1; }
 	@! $(GO) version -m $(BIN) | grep 'github.com/nats-io/nats-server' || { echo "$(BIN) embeds the NATS server"; exit 1; }
-	@echo "$(BIN): NATS client linked, server not"
+	@! grep -q RUNNER_CRASHPOINT $(BIN) || { echo "$(BIN) has crash points (-tags runner_crashpoints)"; exit 1; }
+	@echo "$(BIN): NATS client linked, server not; no crash points"
 
 ci: tidy-check binary-check test
 

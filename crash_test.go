@@ -119,12 +119,45 @@ func chaos(t *testing.T, def, short int) (rounds int, rng *rand.Rand) {
 	if s := os.Getenv("RUNNER_CHAOS_ROUNDS"); s != "" {
 		rounds, _ = strconv.Atoi(s)
 	}
+	return rounds, rand.New(rand.NewPCG(chaosSeed(t), 0))
+}
+
+// chaosSeed is the seed of a kill test's randomness: RUNNER_CHAOS_SEED
+// (a bad one fails the test) or the clock's, logged as the one used so
+// that the line repeats the run.
+func chaosSeed(t testing.TB) uint64 {
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d (set RUNNER_CHAOS_SEED to repeat)", seed)
 	if s := os.Getenv("RUNNER_CHAOS_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("RUNNER_CHAOS_SEED=%q: %v", s, err)
+		}
 	}
-	return rounds, rand.New(rand.NewPCG(seed, 0))
+	t.Logf("seed %d (set RUNNER_CHAOS_SEED to repeat)", seed)
+	return seed
+}
+
+// The seed a kill test logs is the one it uses: RUNNER_CHAOS_SEED's when
+// set (issue 23.4: the clock's was logged before the variable was read).
+func TestChaosSeedLogged(t *testing.T) {
+	t.Setenv("RUNNER_CHAOS_SEED", "42")
+	rec := &logRecorder{TB: t}
+	if seed := chaosSeed(rec); seed != 42 {
+		t.Errorf("seed %d, want 42", seed)
+	}
+	if want := "seed 42 (set RUNNER_CHAOS_SEED to repeat)"; len(rec.lines) != 1 || rec.lines[0] != want {
+		t.Errorf("logged %q, want %q alone", rec.lines, want)
+	}
+}
+
+// logRecorder is a test whose Logf lines are kept.
+type logRecorder struct {
+	testing.TB
+	lines []string
+}
+
+func (r *logRecorder) Logf(format string, args ...any) {
+	r.lines = append(r.lines, fmt.Sprintf(format, args...))
 }
 
 // crashRound runs one round of TestCrashResume, with agents if asked; it
@@ -302,6 +335,10 @@ func auditJob(t *testing.T, store state.Store, jobID string, total int, final bo
 		var class string
 		switch {
 		case st == state.ItemSucceeded && !in, st == state.ItemSkipped && !in:
+			class = st
+		case st == state.ItemSucceeded && !final:
+			// A dlq retry killed between logging the success and taking
+			// the item out of the DLQ: the next settle takes it out.
 			class = st
 		case in && (st == state.ItemDLQ || st == state.ItemRunning || st == ""):
 			class = state.ItemDLQ // running + queued: failed just before the crash

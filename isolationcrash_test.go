@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -50,13 +52,7 @@ map:
 // only the items in the DLQ keep a branch. RUNNER_CHAOS_ROUNDS sets the
 // number of rounds (default 20; none with -short).
 func TestCrashResumeIsolation(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git")
-	}
-	for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", "runner-test"}, {"GIT_AUTHOR_EMAIL", "test@example.com"},
-		{"GIT_COMMITTER_NAME", "runner-test"}, {"GIT_COMMITTER_EMAIL", "test@example.com"}} {
-		t.Setenv(kv[0], kv[1])
-	}
+	gitIdentity(t)
 	rounds, rng := chaos(t, 20, 0)
 	var kills, reruns int
 	for r := range rounds {
@@ -68,41 +64,22 @@ func TestCrashResumeIsolation(t *testing.T) {
 	t.Logf("%d round(s): %d kill(s) -9, %d item run(s) repeated", rounds, kills, reruns)
 }
 
+// gitIdentity skips a test without git, and gives the commits of the
+// test's git and runner processes an author.
+func gitIdentity(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", "runner-test"}, {"GIT_AUTHOR_EMAIL", "test@example.com"},
+		{"GIT_COMMITTER_NAME", "runner-test"}, {"GIT_COMMITTER_EMAIL", "test@example.com"}} {
+		t.Setenv(kv[0], kv[1])
+	}
+}
+
 // isolationCrashRound runs one round of TestCrashResumeIsolation and
 // returns the kills it made and the item runs repeated after them.
 func isolationCrashRound(t *testing.T, rng *rand.Rand) (kills, reruns int) {
-	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	// A git command that runner started may outlive a kill -9 of runner
-	// for a moment, writing the repository's worktree files while the
-	// audit reads them ("failed to read .git/worktrees/N/commondir"): a
-	// failing command is tried again for up to a second before it counts.
-	git := func(args ...string) string {
-		t.Helper()
-		var out []byte
-		var err error
-		for range 6 {
-			out, err = exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
-			if err == nil {
-				return string(out)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		return ""
-	}
-	if err := os.MkdirAll(repo, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	git("init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(repo, "crash.yml"), []byte(isolationCrashWorkflow(dir)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".runner/\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	git("add", "-A")
-	git("commit", "-qm", "base")
+	dir, repo, git := isolationCrashRepo(t)
 	store := state.Store{Dir: filepath.Join(repo, ".runner")}
 	runsLog := filepath.Join(dir, "runs.log")
 	audit := func(final bool) {
@@ -164,6 +141,45 @@ func isolationCrashRound(t *testing.T, rng *rand.Rand) (kills, reruns int) {
 	return kills, reruns
 }
 
+// isolationCrashRepo makes the repository of a round in a new directory
+// dir: repo, with isolationCrashWorkflow as crash.yml committed on main;
+// git runs git in it.
+func isolationCrashRepo(t *testing.T) (dir, repo string, git func(...string) string) {
+	dir = t.TempDir()
+	repo = filepath.Join(dir, "repo")
+	// A git command that runner started may outlive a kill -9 of runner
+	// for a moment, writing the repository's worktree files while the
+	// audit reads them ("failed to read .git/worktrees/N/commondir"): a
+	// failing command is tried again for up to a second before it counts.
+	git = func(args ...string) string {
+		t.Helper()
+		var out []byte
+		var err error
+		for range 6 {
+			out, err = exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput()
+			if err == nil {
+				return string(out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		return ""
+	}
+	if err := os.MkdirAll(repo, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	git("init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "crash.yml"), []byte(isolationCrashWorkflow(dir)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".runner/\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "-A")
+	git("commit", "-qm", "base")
+	return dir, repo, git
+}
+
 // auditJobBranch checks job j's branch against its item log: an item
 // recorded as succeeded has its commit ("item N") and its merge on the
 // branch exactly once, any other item neither more than once, and one in
@@ -213,14 +229,102 @@ func auditJobBranch(t *testing.T, git func(...string) string, store state.Store,
 		t.Errorf("%d worktrees once the job ended, want the repository's alone\n%s", trees, git("worktree", "list"))
 	}
 	queued := queuedItems(t, job)
-	for _, b := range strings.Fields(git("branch", "--list", "--format=%(refname:short)", "runner/j.items/*")) {
-		if !queued[strings.TrimPrefix(b, "runner/j.items/")] {
+	for _, b := range strings.Fields(git("branch", "--list", "--format=%(refname:short)", "runner-items/j/*")) {
+		if !queued[strings.TrimPrefix(b, "runner-items/j/")] {
 			t.Errorf("branch %s is left, and its item is not in the DLQ", b)
 		}
 	}
 	for id := range queued {
-		if !strings.Contains(git("branch", "--list", "runner/j.items/"+id), id) {
+		if !strings.Contains(git("branch", "--list", "runner-items/j/"+id), id) {
 			t.Errorf("item %s is in the DLQ, and its branch is gone", id)
 		}
 	}
+}
+
+// TestCrashPoints kills runner -9 at each point between its git and state
+// writes (package crashpoint: a runner built here with the tag
+// runner_crashpoints, never the shipped one), first in the run of
+// TestCrashResumeIsolation's job and then in a dlq retry of it once its
+// failing items are fixed. After each kill, after the resume that ends the
+// job and after the last retry it audits the job as that test does (each
+// item exactly one of succeeded, in the DLQ, skipped or pending; each
+// succeeded item's commit and merge on the job branch exactly once; no
+// worktree or item branch left once the job or a retry ended, but a DLQ
+// item's kept branch), and at the end every item has succeeded. Every point
+// must be reached, in the run or the retry.
+func TestCrashPoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a runner built for the test and a job per crash point; TestCrashResume's round covers kills in -short")
+	}
+	gitIdentity(t)
+	bin := filepath.Join(t.TempDir(), "runner-crashpoints")
+	build := exec.Command("go", "build", "-tags", "runner_crashpoints", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags runner_crashpoints: %v\n%s", err, out)
+	}
+	reached := map[string]bool{}
+	for _, point := range crashpoint.All {
+		t.Run(point, func(t *testing.T) {
+			if crashPointRound(t, bin, point) {
+				reached[point] = true
+			}
+		})
+	}
+	for _, point := range crashpoint.All {
+		if !reached[point] && !t.Failed() {
+			t.Errorf("crash point %s was never reached", point)
+		}
+	}
+}
+
+// crashPointRound runs TestCrashPoints for one point, and reports whether
+// runner was killed there.
+func crashPointRound(t *testing.T, bin, point string) (reached bool) {
+	dir, repo, git := isolationCrashRepo(t)
+	store := state.Store{Dir: filepath.Join(repo, ".runner")}
+	audit := func(final bool) {
+		t.Helper()
+		auditJob(t, store, "j", isolationCrashItems, final)
+		auditJobBranch(t, git, store, final)
+	}
+	// killed runs the crash point runner with args, armed at point, and
+	// reports whether it died there (else it ended of itself).
+	killed := func(args ...string) bool {
+		t.Helper()
+		c := exec.Command(bin, args...)
+		c.Dir = repo
+		c.Env = append(os.Environ(), "RUNNER_CRASHPOINT="+point)
+		out, err := c.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			return false
+		}
+		if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			return false
+		}
+		t.Logf("runner %v: killed at %s\n%s", args, point, out)
+		time.Sleep(100 * time.Millisecond) // steps orphaned by the kill finish
+		audit(false)
+		return true
+	}
+
+	if killed("run", "--job-id", "j", "crash.yml") {
+		reached = true
+		finishJob(t, repo, store)
+	}
+	audit(true)
+	if err := os.WriteFile(filepath.Join(dir, "fixed"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if killed("dlq", "retry", "j") {
+		reached = true
+	}
+	if code, out := runnerIn(t, repo, "dlq", "retry", "j"); code != 0 {
+		t.Fatalf("final retry: exit %d\n%s", code, out)
+	}
+	audit(true)
+	if counts := auditJob(t, store, "j", isolationCrashItems, true); counts[state.ItemSucceeded] != isolationCrashItems {
+		t.Errorf("after the final retry: %v, want all %d succeeded", counts, isolationCrashItems)
+	}
+	return reached
 }

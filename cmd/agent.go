@@ -48,7 +48,8 @@ func runAgent(ctx context.Context, g *globalOptions, stdin io.Reader, id string)
 	}
 	// The agent runs in the directory runner was started in, so that it
 	// finds the job's repository and the same place in it.
-	trees, err := mapreduce.OpenWorktrees(ctx, id, wf.Map, w.Executor().Env, w.Path)
+	refs := mapreduce.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
+	trees, err := mapreduce.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Path)
 	if err != nil {
 		return err
 	}

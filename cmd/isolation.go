@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -49,6 +53,47 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 			head, gitwork.Names(dirty))
 	}
 	return nil
+}
+
+// newJobID returns the id of a job about to start (--job-id, else one
+// made from the workflow's name and the time) and, when the workflow's
+// map runs in git worktrees, the prefix of its items' branches to record.
+// Before anything is recorded it refuses (exit 2) an id that cannot name a
+// job, and for a workflow that runs in git worktrees an id that git cannot
+// use in a branch name, or whose branches exist already: runner would
+// reset or delete branches it did not make (the kept branches of an
+// earlier job of that id whose state is gone, or the user's own).
+func newJobID(ctx context.Context, wf *workflow.Workflow, id string) (string, string, error) {
+	if id == "" {
+		id = state.NewID(wf.Name, time.Now())
+	}
+	if err := state.CheckID(id); err != nil || !wf.RunsInWorktree() {
+		return id, "", err
+	}
+	var itemBranches string
+	if wf.Mode == workflow.MapReduce {
+		itemBranches = mapreduce.ItemBranches(wf.Map, id)
+	}
+	names, samples := []string{jobtree.Branch(id)}, []string{jobtree.Branch(id)}
+	if itemBranches != "" {
+		names = append(names, strings.TrimSuffix(itemBranches, "/"))
+		samples = append(samples, itemBranches+"item")
+	}
+	var git gitwork.Git
+	for _, name := range samples {
+		if err := git.CheckBranchName(ctx, name); err != nil {
+			return "", "", usagef("job id %q: %v: an id of a job with a git branch may not begin or end with '.', hold '..' or end in '.lock'; choose another --job-id", id, err)
+		}
+	}
+	in, err := git.BranchesInTheWay(ctx, names...)
+	if err != nil {
+		return "", "", err
+	}
+	if len(in) > 0 {
+		return "", "", usagef("job %s: its branches (%s) would meet branches this repository has: %s (left by an earlier job %s whose state is gone, or your own); runner never resets or deletes a branch it did not make: delete them (git branch -D) or choose another --job-id",
+			id, strings.Join(names, ", "), gitwork.Names(in), id)
+	}
+	return id, itemBranches, nil
 }
 
 // mergeFlagHelp is --merge's help, for run and resume.

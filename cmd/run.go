@@ -141,6 +141,10 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err := checkMerge(ctx, wf, o.Merge); err != nil {
 		return err
 	}
+	id, itemBranches, err := newJobID(ctx, wf, o.JobID)
+	if err != nil {
+		return err
+	}
 	if o.DryRun {
 		if err := job.CheckVars(wf, vars, o.Profile); err != nil {
 			return err
@@ -162,8 +166,9 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{
-		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed, Profile: o.Profile,
+		Store: g.store(), JobID: id, Vars: vars, Seed: seed, Profile: o.Profile,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
+		ItemBranches: itemBranches,
 	})
 	if err != nil {
 		return err

@@ -84,6 +84,16 @@ func (g Git) TopLevel(ctx context.Context) (top, prefix string, err error) {
 	return lines[0], prefix, nil
 }
 
+// CommonDir returns the repository's git directory that all its worktrees
+// share (.git of the main one).
+func (g Git) CommonDir(ctx context.Context) (string, error) {
+	dir, err := g.Output(ctx, "rev-parse", "--git-common-dir")
+	if err != nil || filepath.IsAbs(dir) {
+		return dir, err
+	}
+	return filepath.Abs(filepath.Join(g.Dir, dir))
+}
+
 // Head returns the commit HEAD names, or "" when its branch has none yet.
 func (g Git) Head(ctx context.Context) (string, error) { return g.commit(ctx, "HEAD") }
 
@@ -208,6 +218,39 @@ func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 	return err
 }
 
+// MakeWorktree runs add, which makes a worktree at path. When add fails,
+// what is in its way is cleared (ClearWorktree) and add runs once more:
+// a git process killed while it made or removed a worktree leaves one
+// registered (locked, when it was being made) with its directory gone or
+// half checked out, and git's own worktree add and remove race on the
+// directory .git/worktrees ("could not create directory of
+// '.git/worktrees/...'"). The second failure is the error.
+func (g Git) MakeWorktree(ctx context.Context, path string, add func() error) error {
+	if err := add(); err == nil || ctx.Err() != nil {
+		return err
+	}
+	if err := g.ClearWorktree(ctx, path); err != nil {
+		return err
+	}
+	return add()
+}
+
+// ClearWorktree removes what is at path: the worktrees git has there or
+// below (locked or not, their directories there or gone) and the
+// directory; then it prunes the worktrees whose directories are gone.
+func (g Git) ClearWorktree(ctx context.Context, path string) error {
+	there, err := g.Worktrees(ctx, path)
+	if err != nil {
+		return err
+	}
+	for _, w := range there {
+		if _, err := g.Output(ctx, "worktree", "remove", "--force", "--force", w.Path); err != nil {
+			return err
+		}
+	}
+	return errors.Join(os.RemoveAll(path), g.Prune(ctx))
+}
+
 // Prune forgets the worktrees whose directories are gone.
 func (g Git) Prune(ctx context.Context) error {
 	_, err := g.Output(ctx, "worktree", "prune")
@@ -218,6 +261,9 @@ func (g Git) Prune(ctx context.Context) error {
 type Worktree struct {
 	Path   string
 	Branch string // "" when detached
+	// Locked is set when the worktree is locked: runner locks none, and
+	// git's worktree add does until it has made it.
+	Locked bool
 }
 
 // Worktrees lists the repository's worktrees whose paths are under dir.
@@ -230,9 +276,12 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 	if err != nil {
 		return nil, err
 	}
-	// git prints paths with symlinks resolved.
+	// git prints paths with symlinks resolved (those of the directory
+	// above, for a worktree whose directory is gone).
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
+	} else if real, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+		dir = filepath.Join(real, filepath.Base(dir))
 	}
 	var list []Worktree
 	for _, block := range strings.Split(out, "\n\n") {
@@ -242,6 +291,8 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 				w.Path = p
 			} else if b, ok := strings.CutPrefix(line, "branch "); ok {
 				w.Branch = strings.TrimPrefix(b, "refs/heads/")
+			} else if line == "locked" || strings.HasPrefix(line, "locked ") {
+				w.Locked = true
 			}
 		}
 		if w.Path == dir || strings.HasPrefix(w.Path, dir+string(filepath.Separator)) {
@@ -282,26 +333,34 @@ func (g Git) AbortMerge(ctx context.Context) error {
 	return err
 }
 
-// Merged maps the commits merged into branch by its merge commits (their
-// parents other than the first, along its first parents) to the merge
-// commit that merged each.
-func (g Git) Merged(ctx context.Context, branch string) (map[string]string, error) {
-	out, err := g.Output(ctx, "log", "--merges", "--first-parent", "--format=%H %P", branch)
+// MergeCommit is a merge commit on a branch's line of first parents.
+type MergeCommit struct {
+	Commit  string
+	Parents []string // the first is the branch's commit before the merge
+	Message string   // whole, without its last newline
+}
+
+// Merges lists the merge commits along the first parents of rev (a
+// branch, or from..branch for those made since from), newest first.
+func (g Git) Merges(ctx context.Context, rev string) ([]MergeCommit, error) {
+	out, err := g.Output(ctx, "log", "--merges", "--first-parent", "-z", "--format=%H %P%n%B", rev)
 	if err != nil {
 		return nil, err
 	}
-	merged := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		for _, parent := range f[min(len(f), 2):] {
-			merged[parent] = f[0]
+	var merges []MergeCommit
+	for _, entry := range strings.Split(out, "\x00") {
+		head, msg, _ := strings.Cut(strings.TrimLeft(entry, "\n"), "\n")
+		f := strings.Fields(head)
+		if len(f) < 3 {
+			continue
 		}
+		merges = append(merges, MergeCommit{Commit: f[0], Parents: f[1:], Message: strings.TrimRight(msg, "\n")})
 	}
-	return merged, nil
+	return merges, nil
 }
 
 // MergedBranches lists the branches matching pattern (a git ref pattern
-// such as runner/j.items/*) whose tips the branch into has: they hold
+// such as runner-items/j/*) whose tips the branch into has: they hold
 // nothing it lacks.
 func (g Git) MergedBranches(ctx context.Context, into, pattern string) ([]string, error) {
 	out, err := g.Output(ctx, "branch", "--merged", into, "--list", "--format=%(refname:short)", pattern)
@@ -309,6 +368,62 @@ func (g Git) MergedBranches(ctx context.Context, into, pattern string) ([]string
 		return nil, err
 	}
 	return strings.Fields(out), nil
+}
+
+// Tips maps the branches in the directory of branches dir (dir/...) to
+// the commits they point at.
+func (g Git) Tips(ctx context.Context, dir string) (map[string]string, error) {
+	out, err := g.Output(ctx, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/"+strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return nil, err
+	}
+	tips := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if commit, ref, ok := strings.Cut(line, " "); ok {
+			tips[strings.TrimPrefix(ref, "refs/heads/")] = commit
+		}
+	}
+	return tips, nil
+}
+
+// CheckBranchName returns git's reason why name cannot be a branch's
+// name (git check-ref-format --branch), or nil when it can.
+func (g Git) CheckBranchName(ctx context.Context, name string) error {
+	res := g.Run(ctx, "check-ref-format", "--branch", name)
+	if res.Kind == proc.KindOK {
+		return nil
+	}
+	if res.Kind == proc.KindExit {
+		return fmt.Errorf("git refuses %q as a branch name", name)
+	}
+	return fmt.Errorf("git check-ref-format: %s", Message(res))
+}
+
+// BranchesInTheWay lists the branches that are in the way of each of
+// names, a branch to make or a directory of branches to make: a branch of
+// that name, one named like a directory above it (refs/heads/a is in the
+// way of a/b), and any branch below it.
+func (g Git) BranchesInTheWay(ctx context.Context, names ...string) ([]string, error) {
+	args := []string{"for-each-ref", "--format=%(refname)"}
+	for _, n := range names {
+		top, _, _ := strings.Cut(n, "/")
+		args = append(args, "refs/heads/"+top)
+	}
+	out, err := g.Output(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	var in []string
+	for _, ref := range strings.Fields(out) {
+		b := strings.TrimPrefix(ref, "refs/heads/")
+		for _, n := range names {
+			if b == n || strings.HasPrefix(n, b+"/") || strings.HasPrefix(b, n+"/") {
+				in = append(in, b)
+				break
+			}
+		}
+	}
+	return in, nil
 }
 
 // DeleteBranch deletes branch whatever it holds.

@@ -2,9 +2,11 @@ package gitwork
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -154,8 +156,12 @@ func TestWorktreeMergeAndCleanup(t *testing.T) {
 		t.Errorf("the merge commit is %q, want a merge of %s into %s", msg, second, base)
 	}
 	merge := must(t, g, "rev-parse", "HEAD")
-	if merged, err := g.Merged(t.Context(), "main"); err != nil || len(merged) != 1 || merged[second] != merge {
-		t.Errorf("Merged = %v, %v; want %s merged by %s", merged, err, second, merge)
+	merges, err := g.Merges(t.Context(), "main")
+	if want := []MergeCommit{{Commit: merge, Parents: []string{base, second}, Message: "Merge one"}}; err != nil || !reflect.DeepEqual(merges, want) {
+		t.Errorf("Merges = %+v, %v; want %+v", merges, err, want)
+	}
+	if merges, err := g.Merges(t.Context(), merge+"..main"); len(merges) != 0 || err != nil {
+		t.Errorf("Merges since the last = %+v, %v; want none", merges, err)
 	}
 	if tip, err := g.Tip(t.Context(), "work/one"); tip != second || err != nil {
 		t.Errorf("Tip = %q, %v; want %s", tip, err, second)
@@ -202,8 +208,8 @@ func TestMergeConflictAborts(t *testing.T) {
 	if paths, err := g.DirtyPaths(t.Context()); len(paths) != 0 || err != nil {
 		t.Errorf("after the abort the tree has changes %q, %v", paths, err)
 	}
-	if merged, err := g.Merged(t.Context(), "main"); len(merged) != 0 || err != nil {
-		t.Errorf("Merged after an aborted merge = %v, %v", merged, err)
+	if merges, err := g.Merges(t.Context(), "main"); len(merges) != 0 || err != nil {
+		t.Errorf("Merges after an aborted merge = %+v, %v", merges, err)
 	}
 	// ResetWorktree moves a branch that exists to where it is told.
 	if err := g.RemoveWorktree(t.Context(), path); err != nil {
@@ -277,5 +283,50 @@ func TestMergedBranches(t *testing.T) {
 	}
 	if got, err := g.MergedBranches(t.Context(), "main", "nothing/*"); err != nil || got != nil {
 		t.Errorf("MergedBranches of no branch = %q, %v", got, err)
+	}
+}
+
+// Job ids git cannot use in a branch name are refused with git's rules
+// (issue 23.11), and the branches in the way of a new branch or directory
+// of branches are found: the same name, a branch named like a directory
+// above it, any branch below it (issue 23.12, 23.13).
+func TestBranchNamesAndBranchesInTheWay(t *testing.T) {
+	g := newRepo(t)
+	for _, name := range []string{"runner/x.lock", "runner/a..b", "runner/trailing.", "runner/.hidden", "runner-items/x.lock/1"} {
+		if err := g.CheckBranchName(t.Context(), name); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	for _, name := range []string{"runner/x", "runner/-x", "runner-items/a.b/item_1"} {
+		if err := g.CheckBranchName(t.Context(), name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, b := range []string{"runner/d", "runner/d.items/1", "runner-items/e/1", "runner-items/e/2", "runnerx", "other"} {
+		must(t, g, "branch", b)
+	}
+	must(t, g, "tag", "runner/d.items/1") // a tag of a branch's name: git shortens the branch's to heads/...
+	tests := []struct {
+		names []string
+		want  []string
+	}{
+		{[]string{"runner/d", "runner-items/d"}, []string{"runner/d"}},
+		{[]string{"runner/d.items", "runner-items/d.items"}, []string{"runner/d.items/1"}},
+		{[]string{"runner/e", "runner-items/e"}, []string{"runner-items/e/1", "runner-items/e/2"}},
+		{[]string{"runner/f", "runner-items/f"}, nil},
+		{[]string{"other/f"}, []string{"other"}},
+	}
+	if dir, err := g.CommonDir(t.Context()); err != nil || dir != filepath.Join(g.Dir, ".git") {
+		t.Errorf("CommonDir = %q, %v; want %s", dir, err, filepath.Join(g.Dir, ".git"))
+	}
+	head := must(t, g, "rev-parse", "HEAD")
+	if tips, err := g.Tips(t.Context(), "runner-items/e/"); err != nil || !maps.Equal(tips, map[string]string{"runner-items/e/1": head, "runner-items/e/2": head}) {
+		t.Errorf("Tips = %v, %v; want runner-items/e/1 and 2 at %s", tips, err, head)
+	}
+	for _, tt := range tests {
+		got, err := g.BranchesInTheWay(t.Context(), tt.names...)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("BranchesInTheWay(%q) = %q, %v; want %q", tt.names, got, err, tt.want)
+		}
 	}
 }

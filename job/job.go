@@ -57,6 +57,10 @@ type Options struct {
 	Stderr   io.Writer
 	Listener func(eventlog.Event) // sees every event as written (for the terminal)
 	Now      func() time.Time
+
+	// ItemBranches is recorded in a started job's metadata (run only):
+	// the prefix of its items' git branches, "" when they have none.
+	ItemBranches string
 }
 
 // Start creates a job for wf (whose file content is source) and records
@@ -83,7 +87,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
-		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached,
+		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached, ItemBranches: opts.ItemBranches,
 	}, source)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/executor"
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -50,6 +51,9 @@ func (w *Worker) Workflow() *workflow.Workflow { return w.j.wf }
 
 // Path is the path of a file or directory of the job's own.
 func (w *Worker) Path(name string) string { return w.j.Path(name) }
+
+// Meta returns a copy of the job's metadata.
+func (w *Worker) Meta() state.Meta { return w.j.Meta() }
 
 // SecretEnv returns, as NAME=VALUE, the secrets withheld from the stored
 // job as this process was given them (by --set or its environment): what

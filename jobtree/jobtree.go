@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/job"
 )
@@ -37,6 +38,9 @@ type Tree struct {
 	// branch of all the processes of a job (two dlq retries may run at
 	// once).
 	lockPath string
+	// adminLockPath is the file whose flock orders the git worktree
+	// commands (Admin) of all runner's processes in the repository.
+	adminLockPath string
 
 	mergeMu sync.Mutex // one merge into the job branch at a time
 	// checked is set once this process has aborted any merge a dead
@@ -48,7 +52,12 @@ type Tree struct {
 // processes that run its items: path is the job's Path and env its
 // environment. The repository is the one this process's directory is in.
 func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
-	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
+	git := gitwork.Git{Env: env}
+	_, prefix, err := git.TopLevel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	common, err := git.CommonDir(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -57,14 +66,18 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 		return nil, err
 	}
 	return &Tree{
-		JobBranch: "runner/" + jobID,
-		JobID:     jobID,
-		Git:       gitwork.Git{Dir: root, Env: env},
-		Root:      root,
-		Prefix:    prefix,
-		lockPath:  filepath.Join(filepath.Dir(root), "worktree.lock"),
+		JobBranch:     Branch(jobID),
+		JobID:         jobID,
+		Git:           gitwork.Git{Dir: root, Env: env},
+		Root:          root,
+		Prefix:        prefix,
+		lockPath:      filepath.Join(filepath.Dir(root), "worktree.lock"),
+		adminLockPath: filepath.Join(common, "runner-worktrees.lock"),
 	}, nil
 }
+
+// Branch is the job branch of job id: runner/<id>.
+func Branch(id string) string { return "runner/" + id }
 
 // Dir is where the job's phases run: runner's directory in the job
 // worktree.
@@ -114,38 +127,65 @@ func (t *Tree) Start(ctx context.Context) error {
 	if head == "" {
 		return errors.New("the job's worktree: the repository has no commit yet; make one first: git commit --allow-empty -m init")
 	}
-	if err := user.NewWorktree(ctx, t.Root, t.JobBranch, head); err != nil {
+	err = t.Admin(func() error { return user.NewWorktree(ctx, t.Root, t.JobBranch, head) })
+	if err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
 	}
+	crashpoint.Hit(crashpoint.JobWorktreeAdded)
 	t.checked = true // new: no merge in it to abort
 	return nil
 }
 
 // Ready makes the job worktree on the job branch when it is not there (a
 // resumed job whose process died; a dlq retry runs after the job ended,
-// and a retry that ends removes it while another may still merge), and
-// aborts a merge that a process which died left half done in it. The
-// job's merge lock is held (Lock), or no other process runs the job.
+// and a retry that ends removes it while another may still merge) or is
+// half made (a process killed while git made it), and aborts a merge that
+// a process which died left half done in it. The job's merge lock is held
+// (Lock), or no other process runs the job.
 func (t *Tree) Ready(ctx context.Context) error {
-	if _, err := os.Stat(filepath.Join(t.Root, ".git")); err == nil {
-		if t.checked {
-			return nil
+	_, err := os.Stat(filepath.Join(t.Root, ".git"))
+	if err == nil && t.checked {
+		return nil
+	}
+	intact := false
+	if err == nil {
+		if err := t.Admin(func() (err error) { intact, err = t.intact(ctx); return err }); err != nil {
+			return err
 		}
+	}
+	if intact {
 		t.checked = true
 		return t.Git.AbortMerge(ctx)
 	}
+	if err := t.Admin(func() error { return t.remake(ctx) }); err != nil {
+		return err
+	}
+	t.checked = true
+	return nil
+}
+
+// intact reports whether the job worktree that is there is whole: git has
+// it, not locked (a process was killed while git made it: its checkout
+// may be half done).
+func (t *Tree) intact(ctx context.Context) (bool, error) {
+	there, err := t.Git.In("").Worktrees(ctx, t.Root)
+	return len(there) == 1 && !there[0].Locked, err
+}
+
+// remake makes the job worktree on the job branch again, after clearing
+// what a process killed while it made or removed it left.
+func (t *Tree) remake(ctx context.Context) error {
 	user := t.Git.In("")
-	// What a process killed while it removed the worktree left of it.
-	if err := errors.Join(os.RemoveAll(t.Root), user.Prune(ctx)); err != nil {
+	if err := user.ClearWorktree(ctx, t.Root); err != nil {
 		return err
 	}
 	if tip, err := user.Tip(ctx, t.JobBranch); err != nil || tip == "" {
 		return errors.Join(err, fmt.Errorf("the job branch %s is gone: the job's work cannot be resumed", t.JobBranch))
 	}
-	if err := user.AddWorktree(ctx, t.Root, t.JobBranch); err != nil {
+	err := user.MakeWorktree(ctx, t.Root, func() error { return user.AddWorktree(ctx, t.Root, t.JobBranch) })
+	if err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
 	}
-	t.checked = true
 	return nil
 }
 
@@ -153,15 +193,47 @@ func (t *Tree) Ready(ctx context.Context) error {
 // other processes of the job (dlq retries) take. unlock gives both back.
 func (t *Tree) Lock() (unlock func(), err error) {
 	t.mergeMu.Lock()
-	f, err := os.OpenFile(t.lockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err == nil {
-		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			f.Close()
-		}
-	}
+	unlockFile, err := flock(t.lockPath)
 	if err != nil {
 		t.mergeMu.Unlock()
 		return nil, fmt.Errorf("the job's merge lock: %w", err)
+	}
+	return func() {
+		unlockFile()
+		t.mergeMu.Unlock()
+	}, nil
+}
+
+// Admin runs fn, which runs git worktree commands (add, remove, prune,
+// list), holding the repository's worktree lock (runner-worktrees.lock in
+// its git directory): those of all runner's processes in the repository,
+// of one job or of several, take turns. Two at once race in git itself,
+// on the directory .git/worktrees and the files in it ("failed to read
+// .git/worktrees/N/commondir", "could not create directory of
+// '.git/worktrees/...'"). fn must not call Admin.
+func (t *Tree) Admin(fn func() error) error {
+	unlock, err := flock(t.adminLockPath)
+	if err != nil {
+		return fmt.Errorf("the job's worktree lock: %w", err)
+	}
+	defer unlock()
+	return fn()
+}
+
+// flock takes the flock of the file at path, which it makes (and its
+// directory) if need be; unlock gives it back. Each call opens the file
+// anew, so that two goroutines of one process exclude each other too.
+func flock(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
 	}
 	return func() {
 		// Unlocked before the close: a child forked meanwhile holds a
@@ -169,7 +241,6 @@ func (t *Tree) Lock() (unlock func(), err error) {
 		// would leave the flock to it.
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
-		t.mergeMu.Unlock()
 	}, nil
 }
 
@@ -178,5 +249,5 @@ func (t *Tree) Lock() (unlock func(), err error) {
 func (t *Tree) Remove(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	user := t.Git.In("")
-	return errors.Join(user.RemoveWorktree(ctx, t.Root), user.Prune(ctx))
+	return t.Admin(func() error { return errors.Join(user.RemoveWorktree(ctx, t.Root), user.Prune(ctx)) })
 }

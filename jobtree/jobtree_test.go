@@ -158,3 +158,67 @@ func TestLock(t *testing.T) {
 		t.Errorf("the lock given back cannot be taken: %v", err)
 	}
 }
+
+// Ready makes the job worktree again whatever a process killed while git
+// made or removed it left (issue 23.2): a worktree still registered and
+// locked with its directory gone, which git worktree prune keeps; one
+// half made (locked, its checkout unfinished); no .git/worktrees at all.
+func TestReadyAfterKilledGit(t *testing.T) {
+	git, repo := testRepo(t)
+	open := func() *Tree {
+		tree, err := Open(t.Context(), "j", nil, func(name string) string { return filepath.Join(repo, ".state", name) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tree
+	}
+	tree := open()
+	if err := tree.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	admin := git(tree.Root, "rev-parse", "--absolute-git-dir")
+	lock := func() {
+		if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func(what string) {
+		t.Helper()
+		// Another process's: it has not checked the worktree yet.
+		if err := open().Ready(t.Context()); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if st := git(tree.Root, "status", "--porcelain"); st != "" {
+			t.Errorf("%s: the job worktree is not clean: %q", what, st)
+		}
+		if b := git(tree.Root, "symbolic-ref", "--short", "HEAD"); b != "runner/j" {
+			t.Errorf("%s: the job worktree is on %q", what, b)
+		}
+		if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 || strings.Contains(list, "locked") {
+			t.Errorf("%s: worktrees:\n%s", what, list)
+		}
+	}
+	lock()
+	if err := os.RemoveAll(tree.Root); err != nil {
+		t.Fatal(err)
+	}
+	ready("locked, its directory gone")
+
+	admin = git(tree.Root, "rev-parse", "--absolute-git-dir")
+	lock()
+	if err := os.Remove(filepath.Join(tree.Root, "f.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(admin, "index")); err != nil {
+		t.Fatal(err)
+	}
+	ready("half made")
+
+	if err := tree.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".git", "worktrees")); !os.IsNotExist(err) {
+		t.Fatalf(".git/worktrees is still there: %v", err)
+	}
+	ready("no .git/worktrees")
+}

@@ -1,6 +1,7 @@
 package mapreduce
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
@@ -37,6 +39,7 @@ func (l *ledger) start(it *Item) error {
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemRunning, Attempt: 1}); err != nil {
 		return err
 	}
+	crashpoint.Hit(crashpoint.ItemStarted)
 	l.started(it, 1, false)
 	return nil
 }
@@ -60,10 +63,12 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt, DurationMS: out.Duration.Milliseconds()}); err != nil {
 		return nil, err
 	}
+	crashpoint.Hit(crashpoint.ItemLogged)
 	if l.fromDLQ {
 		if err := l.dlq.Remove(it.ID); err != nil {
 			return nil, err
 		}
+		crashpoint.Hit(crashpoint.DLQRemoved)
 		l.job.Emit(eventlog.DLQRemoved(it.ID, ""))
 	}
 	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithWorker(out.Worker, out.Delivery))
@@ -114,6 +119,8 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		status, st = "skipped", job.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
 		return nil, fmt.Errorf("item %s: %w", it.ID, err)
+	} else {
+		crashpoint.Hit(crashpoint.DLQAdded)
 	}
 	if err := l.result(it, status, out); err != nil {
 		return nil, err
@@ -121,6 +128,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
 		return nil, err
 	}
+	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
 	// signature as the DLQ does.
 	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value).WithWorker(out.Worker, out.Delivery))
@@ -178,7 +186,11 @@ func (l *ledger) result(it *Item, status string, out Outcome) error {
 	if l.results == nil {
 		return nil
 	}
-	return l.results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: status, Output: out.Output, DurationMS: out.Duration.Milliseconds(), Commits: out.Commits})
+	err := l.results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: status, Output: out.Output, DurationMS: out.Duration.Milliseconds(), Commits: out.Commits})
+	if err == nil {
+		crashpoint.Hit(crashpoint.ResultWritten)
+	}
+	return err
 }
 
 // Counts returns the item counts so far.
@@ -193,6 +205,83 @@ func (f Failure) event() eventlog.Failure {
 	return eventlog.Failure{Step: f.Step, Attempt: f.Attempt, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message, Duration: f.Duration}
 }
 
+// settleMerged records as succeeded each item of a resumed job whose merge
+// the job branch has and whose last record is not a success: the process
+// that merged it died before recording it, or something recorded a
+// failure (the DLQ) over it. In the ledger's order: its result, its
+// success in the item log, then out of the DLQ if it is there; then its
+// branch is deleted. reconcile then finds it succeeded, and a crash
+// anywhere in between leaves it to the next resume.
+func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *job.ItemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
+	records, err := j.ReadItemStates()
+	if err != nil {
+		return err
+	}
+	var its []*Item
+	for _, rec := range records {
+		if rec.State != job.ItemSucceeded {
+			its = append(its, &Item{ID: rec.ID, Index: rec.Index})
+		}
+	}
+	merged, err := trees.mergedItems(ctx, its)
+	if err != nil || len(merged) == 0 {
+		return err
+	}
+	ids := make([]string, 0, len(merged))
+	for i := range merged {
+		ids = append(ids, records[i].ID)
+	}
+	queued, err := dlq.Queued(ids...)
+	if err != nil {
+		return err
+	}
+	return items.Read(itemsPath, func(it *Item) (bool, error) {
+		out, ok := merged[it.Index]
+		if !ok {
+			return true, nil
+		}
+		attempt := max(records[it.Index].Attempt, 1)
+		if err := results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: "succeeded", Commits: out.Commits}); err != nil {
+			return false, err
+		}
+		if err := log.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt}); err != nil {
+			return false, err
+		}
+		if queued[it.ID] {
+			if err := dlq.Remove(it.ID); err != nil {
+				return false, err
+			}
+			j.Emit(eventlog.DLQRemoved(it.ID, "merged into the job branch"))
+		}
+		j.Emit(eventlog.ItemSucceeded(it.ID, attempt, 0))
+		trees.recorded(ctx, out)
+		return true, nil
+	})
+}
+
+// removeSucceeded takes out of the DLQ the items among ids (logged as
+// succeeded) that it still holds: a process died between logging the
+// success of an item it found merged (settleMerged) and taking it out.
+func removeSucceeded(j *job.Job, dlq DeadLetters, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	queued, err := dlq.Queued(ids...)
+	if err != nil {
+		return err
+	}
+	for id, in := range queued {
+		if !in {
+			continue
+		}
+		if err := dlq.Remove(id); err != nil {
+			return err
+		}
+		j.Emit(eventlog.DLQRemoved(id, "succeeded before a crash"))
+	}
+	return nil
+}
+
 // reconcile turns the item log's last records into the starting state of
 // a (resumed) job: terminal items are skipped by the map phase; an item
 // last seen running that the DLQ holds failed after the DLQ write and
@@ -205,13 +294,19 @@ func reconcile(j *job.Job, log *job.ItemLog, results *resultLog, dlq DeadLetters
 	if err != nil {
 		return nil, nil, counts, err
 	}
-	var runningIDs []string
+	var runningIDs, succeededIDs []string
 	byID := map[string]job.ItemRecord{}
 	for _, rec := range records {
-		if rec.State == job.ItemRunning {
+		switch rec.State {
+		case job.ItemRunning:
 			runningIDs = append(runningIDs, rec.ID)
 			byID[rec.ID] = rec
+		case job.ItemSucceeded:
+			succeededIDs = append(succeededIDs, rec.ID)
 		}
+	}
+	if err := removeSucceeded(j, dlq, succeededIDs); err != nil {
+		return nil, nil, counts, err
 	}
 	if len(runningIDs) > 0 {
 		queued, err := dlq.Queued(runningIDs...)

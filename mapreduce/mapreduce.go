@@ -70,7 +70,7 @@ const PhaseMap = "map"
 // into the branch it started on.
 func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error) {
 	wf := j.Workflow()
-	trees, err := OpenWorktrees(ctx, j.ID(), wf.Map, j.Executor().Env, j.Path)
+	trees, err := OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Path)
 	if err != nil {
 		return sum, err
 	}
@@ -147,6 +147,11 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 		return Summary{}, err
 	}
 	defer results.close()
+	if trees != nil {
+		if err := settleMerged(ctx, j, trees, itemLog, results, opts.DLQ, itemsPath); err != nil {
+			return Summary{}, err
+		}
+	}
 	done, running, counts, err := reconcile(j, itemLog, results, opts.DLQ, itemsPath, total)
 	if err != nil {
 		return Summary{}, err
@@ -160,11 +165,8 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	}
 	defer s.close()
 	s.resumed = running
-	var merged map[int]Outcome // resumed items a dead process merged
-	if trees != nil && len(running) > 0 {
-		if merged, err = trees.resumeItems(ctx, running); err != nil {
-			return Summary{}, err
-		}
+	if trees != nil {
+		restartItems(running) // the work of the dead process is gone with its worktrees
 	}
 	if ep.OnItemFailure == errorpolicy.Retry {
 		s.retry = j.Workflow().ItemRetry
@@ -185,10 +187,6 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 			}
 			if _, ok := running[it.Index]; ok != resumed {
 				return true, nil
-			}
-			if out, ok := merged[it.Index]; ok {
-				s.recordMerged(ctx, it, running[it.Index].Attempt, out)
-				return s.running(ctx), nil
 			}
 			return s.dispatch(ctx, it), nil
 		}

@@ -291,6 +291,26 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	}
 }
 
+// An item logged as succeeded that the DLQ still holds (a process died
+// between recording an item found merged and taking it out of the DLQ,
+// issue 23.1): resume takes it out, and counts it as succeeded.
+func TestReconcileSucceededQueuedItem(t *testing.T) {
+	j := startJob(t, 2, 1, "")
+	q := newFakeDLQ()
+	ok := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome { return Outcome{} })
+	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: ok.dispatcher}); err != nil {
+		t.Fatal(err)
+	}
+	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: ok.dispatcher})
+	if err != nil || sum.Items.Succeeded != 2 || sum.Items.DLQ != 0 {
+		t.Fatalf("resume: %+v, %v; want 2 succeeded", sum.Items, err)
+	}
+	if queued, _ := q.Queued("1"); queued["1"] {
+		t.Error("item 1 is still in the DLQ")
+	}
+}
+
 // The local agent goes on from an attempt's checkpoints: a finished step
 // is skipped and its capture and output restored, a step that waited to
 // retry runs its next attempt, and each step that finishes is saved; when

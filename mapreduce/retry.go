@@ -143,7 +143,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 // whose branch a killed retry merged (see startRetry); nil without
 // isolation.
 func openRetryTrees(ctx context.Context, j *job.Job, q RetryQueue, items []*Item) (*Worktrees, map[int]Outcome, error) {
-	trees, err := OpenWorktrees(ctx, j.ID(), j.Workflow().Map, j.Executor().Env, j.Path)
+	trees, err := OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Path)
 	if trees == nil || err != nil {
 		return nil, nil, err
 	}

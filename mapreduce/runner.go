@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/executor"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/retryv2"
@@ -88,12 +89,20 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 	var dir, branch string
 	if r.trees != nil {
 		tree, err := r.trees.openItem(ctx, it, len(t.Checkpoints) > 0)
+		if ctx.Err() != nil {
+			return Outcome{}, context.Cause(ctx) // interrupted: does not count
+		}
 		if err != nil {
-			return Outcome{}, err
+			// The item's failure, as any step's: its runner is not lost.
+			return Outcome{DispatchID: t.DispatchID, Duration: time.Since(start), Failed: true, Failure: Failure{
+				Attempt: t.Attempt, At: time.Now(), Kind: KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
+			}}, nil
 		}
 		// A worktree that could not be removed is removed with the job's
 		// at its end.
 		defer r.trees.closeItem(ctx, tree)
+		crashpoint.Hit(crashpoint.ItemWorktreeAdded)
+		defer crashpoint.Hit(crashpoint.ItemStepsDone) // before closeItem
 		dir, branch = r.trees.itemDir(tree), tree.branch
 		sc.Set("worktree", map[string]any{"path": tree.path, "branch": branch})
 		env = append(env, "RUNNER_WORKTREE="+tree.path)

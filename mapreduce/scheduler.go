@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/eventlog"
 	"github.com/runnerdev/runner/job"
@@ -156,6 +157,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *error
 		}
 		saved = nil
 		if s.trees != nil {
+			crashpoint.Hit(crashpoint.ItemWorktreeRemoved)
 			if out, err = s.trees.mergeBack(ctx, it, attempt, out); err != nil {
 				s.fail(err)
 				return

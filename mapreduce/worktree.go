@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/crashpoint"
+	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/workflow"
@@ -20,6 +22,10 @@ import (
 // be merged into the job branch without conflicts.
 const KindMergeConflict = "merge_conflict"
 
+// KindWorktree is the failure kind of an item whose git worktree could
+// not be made: git's message says why.
+const KindWorktree = "worktree"
+
 // Worktrees are the git worktrees and branches of a job whose map runs
 // with isolation: worktree. The job worktree, on the job branch, is where
 // setup, the merges and reduce run; each item runs in a worktree of its
@@ -27,19 +33,44 @@ const KindMergeConflict = "merge_conflict"
 // at a time, under the job's merge lock) when the item succeeds.
 type Worktrees struct {
 	*jobtree.Tree
-	itemsDir string // where the items' worktrees are made
-	merge    bool   // map.merge is not none
+	itemsDir     string // where the items' worktrees are made
+	itemBranches string // the items' branches' prefix, ending in a slash
+	merge        bool   // map.merge is not none
+}
+
+// ItemBranches is the prefix of the item branches of job id, when its map
+// runs with isolation: worktree (else ""), as the job's metadata records
+// it: runner-items/<id>/, a namespace of its own, so that no job's item
+// branch is in the way of another job's branch (runner/<id>).
+func ItemBranches(m *workflow.MapPhase, id string) string {
+	if m == nil || m.Isolation != workflow.IsolationWorktree {
+		return ""
+	}
+	return "runner-items/" + id + "/"
+}
+
+// legacyItemBranches is the prefix of the item branches of a job recorded
+// before ItemBranches: runner/<id>.items/ (in the way of job <id>.items's
+// branch).
+func legacyItemBranches(id string) string { return jobtree.Branch(id) + ".items/" }
+
+// JobRefs is what OpenWorktrees needs of a job: its id and the prefix of
+// its item branches that its metadata records ("" for a job recorded
+// before it did).
+type JobRefs struct {
+	ID           string
+	ItemBranches string
 }
 
 // OpenWorktrees returns the worktrees of a job (nil when its map runs
 // without isolation), for the job's process and for the processes that run
 // its items: path is the job's Path and env its environment. The
 // repository is the one this process's directory is in.
-func OpenWorktrees(ctx context.Context, jobID string, m *workflow.MapPhase, env []string, path func(string) string) (*Worktrees, error) {
+func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env []string, path func(string) string) (*Worktrees, error) {
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return nil, nil
 	}
-	tree, err := jobtree.Open(ctx, jobID, env, path)
+	tree, err := jobtree.Open(ctx, refs.ID, env, path)
 	if err != nil {
 		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
 	}
@@ -47,8 +78,15 @@ func OpenWorktrees(ctx context.Context, jobID string, m *workflow.MapPhase, env 
 	if err != nil {
 		return nil, err
 	}
-	return &Worktrees{Tree: tree, itemsDir: itemsDir, merge: !m.NoMerge}, nil
+	prefix := refs.ItemBranches
+	if prefix == "" {
+		prefix = legacyItemBranches(refs.ID)
+	}
+	return &Worktrees{Tree: tree, itemsDir: itemsDir, itemBranches: prefix, merge: !m.NoMerge}, nil
 }
+
+// refsOf is the JobRefs of j.
+func refsOf(j *job.Job) JobRefs { return JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches} }
 
 // resumeJob readies the worktrees of a resumed job: the items' worktrees
 // a process that died left are removed, and the job worktree is made
@@ -70,13 +108,24 @@ func (w *Worktrees) resumeJob(ctx context.Context) error {
 // neither run nor merged again. The job worktree is made at the first
 // merge, under the job's merge lock.
 func (w *Worktrees) startRetry(ctx context.Context, q RetryQueue, known map[int]job.ItemRecord, its []*Item) (map[int]Outcome, error) {
+	if err := w.Admin(func() error { return w.removeDoneItemTrees(ctx, q, known) }); err != nil {
+		return nil, err
+	}
+	return w.mergedItems(ctx, its)
+}
+
+// removeDoneItemTrees removes the items' worktrees that a killed retry
+// left, but for those of items still in the DLQ (see startRetry); known
+// are the job's items as its item log has them. The job's worktree lock
+// is held (Admin).
+func (w *Worktrees) removeDoneItemTrees(ctx context.Context, q RetryQueue, known map[int]job.ItemRecord) error {
 	repo := w.Git.In("")
 	if err := repo.Prune(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	left, err := repo.Worktrees(ctx, w.itemsDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ids := map[string]string{} // by worktree name
 	for _, rec := range known {
@@ -86,17 +135,17 @@ func (w *Worktrees) startRetry(ctx context.Context, q RetryQueue, known map[int]
 		if id, ok := ids[filepath.Base(t.Path)]; ok {
 			queued, err := q.Queued(id)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if queued[id] {
 				continue
 			}
 		}
 		if err := repo.RemoveWorktree(ctx, t.Path); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return w.mergedItems(ctx, its)
+	return nil
 }
 
 // endRetry removes the job worktree that the retry's merges made. Another
@@ -111,6 +160,7 @@ func (w *Worktrees) endRetry(ctx context.Context) error {
 	if err := w.Remove(ctx); err != nil {
 		return fmt.Errorf("removing the job worktree: %w", err)
 	}
+	crashpoint.Hit(crashpoint.JobWorktreeRemoved)
 	return w.deleteMergedBranches(ctx)
 }
 
@@ -118,9 +168,14 @@ func (w *Worktrees) endRetry(ctx context.Context) error {
 // left, and the job's own); the branches stay.
 func (w *Worktrees) endJob(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted job still cleans up
-	if err := errors.Join(w.removeItemTrees(ctx), w.Remove(ctx)); err != nil {
+	err := w.removeItemTrees(ctx)
+	if err == nil {
+		crashpoint.Hit(crashpoint.ItemWorktreesRemoved)
+	}
+	if err := errors.Join(err, w.Remove(ctx)); err != nil {
 		return fmt.Errorf("removing the job's worktrees: %w", err)
 	}
+	crashpoint.Hit(crashpoint.JobWorktreeRemoved)
 	return w.deleteMergedBranches(ctx)
 }
 
@@ -135,7 +190,7 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 		return nil
 	}
 	user := w.Git.In("")
-	branches, err := user.MergedBranches(ctx, w.JobBranch, w.JobBranch+".items/*")
+	branches, err := user.MergedBranches(ctx, w.JobBranch, w.itemBranches+"*")
 	if err != nil {
 		return fmt.Errorf("listing the items' merged branches: %w", err)
 	}
@@ -147,56 +202,83 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 
 // removeItemTrees removes the items' worktrees that are there.
 func (w *Worktrees) removeItemTrees(ctx context.Context) error {
-	user := w.Git.In("")
-	left, err := user.Worktrees(ctx, w.itemsDir)
-	for _, t := range left {
-		err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
-	}
-	return err
+	return w.Admin(func() error {
+		user := w.Git.In("")
+		left, err := user.Worktrees(ctx, w.itemsDir)
+		for _, t := range left {
+			err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
+		}
+		return err
+	})
 }
 
-// resumeItems looks at the items a process that died left running: each
-// one whose branch that process merged into the job branch is returned,
-// by index, with the outcome to record (it succeeded: it is neither run
-// nor merged again); the others start again from their first step in a
-// fresh worktree, the work of the dead one being gone.
-func (w *Worktrees) resumeItems(ctx context.Context, running map[int]job.ItemRecord) (map[int]Outcome, error) {
-	its := make([]*Item, 0, len(running))
+// restartItems makes the items a process that died left running start
+// again from their first step (in a fresh worktree): the work of the dead
+// process went with its worktrees. Those it merged were recorded first
+// (settleMerged).
+func restartItems(running map[int]job.ItemRecord) {
 	for i, rec := range running {
 		rec.Steps = nil
 		running[i] = rec
-		its = append(its, &Item{ID: rec.ID, Index: rec.Index})
 	}
-	return w.mergedItems(ctx, its)
 }
 
-// mergedItems returns, by index, the items among its whose branch is
-// merged into the job branch, with the outcome to record for each: a
-// process that died after the merge did not record it.
+// mergedItems returns, by index, the items among its that the job branch
+// has a merge of, with the outcome to record for each: they succeeded,
+// whatever a process that died after the merge recorded or did not (a
+// failure or the DLQ included). An item's merge is the one whose message
+// names it ("Merge <id> (runner job <job>)"), or that merged its branch's
+// tip.
 func (w *Worktrees) mergedItems(ctx context.Context, its []*Item) (map[int]Outcome, error) {
 	repo := w.Git.In("")
-	merged, err := repo.Merged(ctx, w.JobBranch)
+	merges, err := repo.Merges(ctx, w.JobBranch)
+	if err != nil {
+		return nil, err
+	}
+	byItem, byTip := map[string]gitwork.MergeCommit{}, map[string]gitwork.MergeCommit{}
+	for _, m := range merges { // newest first: an item's first merge is kept
+		if id, ok := itemOfMerge(m.Message, w.JobID); ok {
+			byItem[id] = m
+		}
+		for _, p := range m.Parents[1:] {
+			byTip[p] = m
+		}
+	}
+	tips, err := repo.Tips(ctx, w.itemBranches)
 	if err != nil {
 		return nil, err
 	}
 	done := map[int]Outcome{}
 	for _, it := range its {
 		t := w.itemTree(it)
-		tip, err := repo.Tip(ctx, t.branch)
-		if err != nil {
-			return nil, err
+		m, ok := byItem[it.ID]
+		if !ok {
+			if m, ok = byTip[tips[t.branch]]; !ok {
+				continue
+			}
 		}
-		merge, ok := merged[tip]
-		if tip == "" || !ok {
-			continue
-		}
-		commits, err := repo.Commits(ctx, merge+"^1", tip)
+		commits, err := repo.Commits(ctx, m.Parents[0], m.Parents[1])
 		if err != nil {
 			return nil, err
 		}
 		done[it.Index] = Outcome{Branch: t.branch, Commits: commits}
 	}
 	return done, nil
+}
+
+// mergeMessage is the message of the merge of an item into the job branch.
+func mergeMessage(itemID, jobID string) string {
+	return "Merge " + itemID + " (runner job " + jobID + ")"
+}
+
+// itemOfMerge returns the id of the item that a merge's message says it
+// merged into job jobID's branch.
+func itemOfMerge(msg, jobID string) (string, bool) {
+	id, ok := strings.CutPrefix(msg, "Merge ")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(id, " (runner job "+jobID+")")
 }
 
 // itemTree is an item's worktree and branch.
@@ -210,15 +292,18 @@ type itemTree struct {
 func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemTree, error) {
 	t := w.itemTree(it)
 	repo := w.Git.In("")
-	if _, err := os.Stat(t.path); err == nil {
-		if resumed {
-			return t, nil
+	err := w.Admin(func() error {
+		if _, err := os.Stat(t.path); err == nil {
+			if resumed {
+				return nil
+			}
+			if err := repo.RemoveWorktree(ctx, t.path); err != nil {
+				return err
+			}
 		}
-		if err := repo.RemoveWorktree(ctx, t.path); err != nil {
-			return t, err
-		}
-	}
-	if err := repo.ResetWorktree(ctx, t.path, t.branch, w.JobBranch); err != nil {
+		return repo.MakeWorktree(ctx, t.path, func() error { return repo.ResetWorktree(ctx, t.path, t.branch, w.JobBranch) })
+	})
+	if err != nil {
 		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)
 	}
 	return t, nil
@@ -227,7 +312,7 @@ func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemT
 // itemTree names an item's worktree and branch.
 func (w *Worktrees) itemTree(it *Item) itemTree {
 	name := worktreeName(it)
-	return itemTree{path: filepath.Join(w.itemsDir, name), branch: w.JobBranch + ".items/" + name}
+	return itemTree{path: filepath.Join(w.itemsDir, name), branch: w.itemBranches + name}
 }
 
 // itemDir is where an item's steps run: runner's directory in the item's
@@ -236,7 +321,7 @@ func (w *Worktrees) itemDir(t itemTree) string { return filepath.Join(t.path, w.
 
 // closeItem removes an item's worktree; its branch stays.
 func (w *Worktrees) closeItem(ctx context.Context, t itemTree) error {
-	return w.Git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.path)
+	return w.Admin(func() error { return w.Git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.path) })
 }
 
 // mergeBack merges the branch of an item that succeeded into the job
@@ -267,12 +352,13 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	if err := w.Ready(ctx); err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	msg := "Merge " + it.ID + " (runner job " + w.JobID + ")"
-	conflicts, err := w.Git.Merge(ctx, out.Branch, msg)
+	conflicts, err := w.Git.Merge(ctx, out.Branch, mergeMessage(it.ID, w.JobID))
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	if len(conflicts) > 0 {
+	if len(conflicts) == 0 {
+		crashpoint.Hit(crashpoint.ItemMerged)
+	} else {
 		out.Failed = true
 		out.Failure = Failure{
 			Attempt: attempt, At: time.Now(), Kind: KindMergeConflict, ExitCode: 1, Duration: out.Duration,
@@ -293,7 +379,9 @@ func (w *Worktrees) recorded(ctx context.Context, out Outcome) {
 	}
 	// A branch left behind holds nothing the job branch lacks: failing to
 	// delete it is not worth failing the item, which has succeeded.
-	_ = w.Git.In("").DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+	if w.Git.In("").DeleteBranch(context.WithoutCancel(ctx), out.Branch) == nil {
+		crashpoint.Hit(crashpoint.ItemBranchDeleted)
+	}
 }
 
 // unsafeRef is what may not appear in a git branch name's component (and

@@ -68,24 +68,35 @@ func TestWorktreesMergeBack(t *testing.T) {
 	if st := git(w.Root, "status", "--porcelain"); st != "" {
 		t.Errorf("the job worktree is not clean after the aborted merge: %q", st)
 	}
-	branches := git(repo, "branch", "--list", "runner/j.items/*")
-	if strings.Contains(branches, "runner/j.items/a") || !strings.Contains(branches, "runner/j.items/b") {
+	branches := git(repo, "branch", "--list", "runner-items/j/*")
+	if strings.Contains(branches, "runner-items/j/a") || !strings.Contains(branches, "runner-items/j/b") {
 		t.Errorf("item branches %q: want a's deleted and b's kept", branches)
 	}
 	// Resumed: a is merged (and its branch deleted), so the running a
 	// whose branch is back at its merged tip counts as succeeded; b
 	// (conflicted, unmerged) and c (no branch) run again, from their
 	// first step.
-	git(repo, "branch", "runner/j.items/a", "runner/j^2")
+	git(repo, "branch", "runner-items/j/a", "runner/j^2")
 	running := map[int]job.ItemRecord{
 		0: {Index: 0, ID: "a", State: job.ItemRunning},
 		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
 		2: {Index: 2, ID: "c", State: job.ItemRunning},
 	}
-	merged, err := w.resumeItems(t.Context(), running)
-	if err != nil || len(merged) != 1 || merged[0].Branch != "runner/j.items/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
-		t.Errorf("resumeItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
+	merged, err := w.mergedItems(t.Context(), []*Item{a, b, c})
+	if err != nil || len(merged) != 1 || merged[0].Branch != "runner-items/j/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+		t.Errorf("mergedItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
 	}
+	// Its branch gone, or elsewhere, a's merge is known by its message
+	// (issue 23.1).
+	git(repo, "branch", "-f", "runner-items/j/a", "main")
+	if merged, err := w.mergedItems(t.Context(), []*Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+		t.Errorf("mergedItems with a's branch moved = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
+	}
+	git(repo, "branch", "-D", "runner-items/j/a")
+	if merged, err := w.mergedItems(t.Context(), []*Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 {
+		t.Errorf("mergedItems with a's branch gone = %+v, %v; want a alone", merged, err)
+	}
+	restartItems(running)
 	if running[1].Steps != nil {
 		t.Errorf("b goes on from its checkpoints %v; want its first step", running[1].Steps)
 	}
@@ -148,7 +159,7 @@ func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...str
 	git(repo, "commit", "-qm", "base")
 	state := filepath.Join(t.TempDir(), "job")
 	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
-	w, err := OpenWorktrees(t.Context(), "j", m, env, func(name string) string { return filepath.Join(state, name) })
+	w, err := OpenWorktrees(t.Context(), JobRefs{ID: "j", ItemBranches: ItemBranches(m, "j")}, m, env, func(name string) string { return filepath.Join(state, name) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,5 +230,40 @@ func TestWorktreesRetry(t *testing.T) {
 	}
 	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 3 {
 		t.Errorf("worktrees: want the repository's, b's and d's\n%s", list)
+	}
+}
+
+// An item's worktree is made whatever a process killed while git made or
+// removed it left at its path (issue 23.2): a worktree registered and
+// locked, its directory gone, which git worktree prune keeps and git
+// worktree add refuses.
+func TestOpenItemAfterKilledGit(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	it := &Item{ID: "a", Index: 0}
+	tree, err := w.openItem(t.Context(), it, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := git(tree.path, "rev-parse", "--absolute-git-dir")
+	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(tree.path); err != nil {
+		t.Fatal(err)
+	}
+	if tree, err = w.openItem(t.Context(), it, false); err != nil {
+		t.Fatal(err)
+	}
+	if b := git(tree.path, "symbolic-ref", "--short", "HEAD"); b != "runner-items/j/a" {
+		t.Errorf("the item's worktree is on %q", b)
+	}
+	if err := w.closeItem(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 {
+		t.Errorf("worktrees: want the repository's and the job's\n%s", list)
 	}
 }

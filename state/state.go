@@ -67,6 +67,11 @@ type Meta struct {
 	// in git worktrees started, which --merge merges the job branch into
 	// ("" when HEAD was detached).
 	TargetBranch string `json:"target_branch,omitempty"`
+	// ItemBranches is the prefix of the branches of a job whose map runs
+	// in git worktrees, one per item (runner-items/<job id>/); "" for a
+	// job recorded before runner named them so, whose item branches are
+	// runner/<job id>.items/<item>.
+	ItemBranches string `json:"item_branches,omitempty"`
 	// Dist is where a job whose items run on NATS workers sends them
 	// (runner run --nats); nil for a job whose items run here.
 	Dist *Dist `json:"dist,omitempty"`
@@ -130,6 +135,15 @@ func NewID(name string, t time.Time) string {
 	return fmt.Sprintf("%s-%s-%s", slug, t.UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))
 }
 
+// CheckID returns an ErrInvalidID error naming id when it cannot name a
+// job directory.
+func CheckID(id string) error {
+	if !ValidID(id) {
+		return fmt.Errorf("%w %q (use letters, digits, '.', '_' and '-')", ErrInvalidID, id)
+	}
+	return nil
+}
+
 // ValidID reports whether id can name a job directory.
 func ValidID(id string) bool {
 	return id != "" && id != "." && id != ".." && !unsafeID.MatchString(id) && len(id) <= 128
@@ -159,8 +173,8 @@ func (s Store) ignoreInGit() error {
 // a crash never leaves a half-made job behind its id and a job is never
 // seen running without its owner.
 func (s Store) Create(meta Meta, source []byte) (*Job, error) {
-	if !ValidID(meta.ID) {
-		return nil, fmt.Errorf("%w %q (use letters, digits, '.', '_' and '-')", ErrInvalidID, meta.ID)
+	if err := CheckID(meta.ID); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(s.jobsDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)

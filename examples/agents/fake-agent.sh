@@ -12,10 +12,10 @@ set -- $prompt
 
 # Real agents take minutes, so all the tasks of a job are at work at once
 # and start from the same commit. This one is quick: it waits until every
-# task of tasks.json has started (its branch runner/<job>.items/<task>
+# task of tasks.json has started (its branch runner-items/<job>/<task>
 # exists) or is merged already (a dlq retry runs one task alone).
 begun() {
-	git rev-parse -q --verify "refs/heads/runner/$RUNNER_JOB_ID.items/$1" >/dev/null ||
+	git rev-parse -q --verify "refs/heads/runner-items/$RUNNER_JOB_ID/$1" >/dev/null ||
 		git log --format=%s "runner/$RUNNER_JOB_ID" | grep -qx "Merge $1 (runner job $RUNNER_JOB_ID)"
 }
 if [ -n "${RUNNER_WORKTREE:-}" ]; then

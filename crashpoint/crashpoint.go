@@ -1,0 +1,30 @@
+// Package crashpoint names the moments between runner's git and state
+// writes at which a test kills runner -9 (SPEC §9.2's crash guarantees:
+// every one must leave a state that resume and dlq retry recognise).
+// Hit does nothing in runner as shipped; a runner built with the tag
+// runner_crashpoints kills itself with SIGKILL at the point that
+// RUNNER_CRASHPOINT names ("name", or "name:N" for its Nth hit).
+package crashpoint
+
+// The points, each named after the write that has just been made.
+const (
+	JobWorktreeAdded     = "job-worktree-added"     // the job worktree made (a started job)
+	ItemStarted          = "item-started"           // an item logged as running
+	ItemWorktreeAdded    = "item-worktree-added"    // an item's worktree made, before its steps
+	ItemStepsDone        = "item-steps-done"        // an item's steps (and commits) done, its worktree still there
+	ItemWorktreeRemoved  = "item-worktree-removed"  // an item's worktree removed, before its merge
+	ItemMerged           = "item-merged"            // an item's branch merged into the job branch
+	ResultWritten        = "result-written"         // an item's line in results.jsonl
+	DLQAdded             = "dlq-added"              // a failed item added to the DLQ
+	ItemLogged           = "item-logged"            // an item's end in the item log
+	DLQRemoved           = "dlq-removed"            // a retried item out of the DLQ
+	ItemBranchDeleted    = "item-branch-deleted"    // a recorded item's branch deleted
+	ItemWorktreesRemoved = "item-worktrees-removed" // at a job's end, the items' worktrees removed
+	JobWorktreeRemoved   = "job-worktree-removed"   // at a job's or retry's end, the job worktree removed
+)
+
+// All lists the points.
+var All = []string{
+	JobWorktreeAdded, ItemStarted, ItemWorktreeAdded, ItemStepsDone, ItemWorktreeRemoved, ItemMerged,
+	ResultWritten, DLQAdded, ItemLogged, DLQRemoved, ItemBranchDeleted, ItemWorktreesRemoved, JobWorktreeRemoved,
+}
