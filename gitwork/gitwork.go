@@ -18,10 +18,16 @@ import (
 // for the reason steps do: a commit or a merge runs the repository's hooks,
 // user code that may start processes of its own, and an interrupt must stop
 // them with the command.
+//
+// git dies with runner (proc.Spec.DieWithParent): a merge does not go on
+// for a runner that was killed. What git started (a hook) does not, and
+// is for the process that comes after: with Groups set, the process group
+// of each git command is recorded while it runs (see Groups).
 type Git struct {
-	Dir   string        // where git runs; "" = this process's directory
-	Env   []string      // git's environment; nil = this process's
-	Grace time.Duration // between SIGTERM and SIGKILL on interrupt; 0 = proc's default
+	Dir    string        // where git runs; "" = this process's directory
+	Env    []string      // git's environment; nil = this process's
+	Grace  time.Duration // between SIGTERM and SIGKILL on interrupt; 0 = proc's default
+	Groups *Groups       // where the git commands' process groups are recorded; nil = nowhere
 }
 
 // Run runs git with args and returns how it ended, its stdout captured.
@@ -30,12 +36,16 @@ func (g Git) Run(ctx context.Context, args ...string) proc.Result {
 	if env == nil {
 		env = os.Environ()
 	}
+	if g.Groups != nil {
+		ctx = proc.WithGroupHook(ctx, g.Groups.record)
+	}
 	return proc.Run(ctx, proc.Spec{
 		Args:          append([]string{"git"}, args...),
 		Dir:           g.Dir,
 		Env:           env,
 		Grace:         g.Grace,
 		CaptureStdout: true,
+		DieWithParent: true,
 	})
 }
 
@@ -56,6 +66,42 @@ func Message(res proc.Result) string {
 		msg += ": " + tail[strings.LastIndexByte(tail, '\n')+1:]
 	}
 	return msg
+}
+
+// Bounds of Detail: the lines kept from each end of a long message, and
+// the bytes kept of a long line.
+const (
+	detailLines   = 12
+	detailLineLen = 300
+)
+
+// Detail is a failed git command's error and the whole message it wrote
+// (git's own, and its hooks', which git sends to stderr), on indented
+// lines below it: the paths git names, a hook's reasons. A long message
+// keeps its first and last lines and says how many it leaves out.
+func Detail(res proc.Result) string {
+	msg := res.Err.Error()
+	tail := strings.TrimSpace(string(res.StderrTail))
+	if tail == "" {
+		return msg
+	}
+	lines := strings.Split(tail, "\n")
+	if int64(len(res.StderrTail)) < res.StderrBytes {
+		lines = append([]string{"[...]"}, lines[1:]...) // the tail starts mid-line
+	}
+	if len(lines) > 2*detailLines {
+		cut := len(lines) - 2*detailLines
+		lines = append(append(lines[:detailLines:detailLines], fmt.Sprintf("[... %d more lines ...]", cut)), lines[len(lines)-detailLines:]...)
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	for _, line := range lines {
+		if len(line) > detailLineLen {
+			line = line[:detailLineLen] + " [...]"
+		}
+		b.WriteString("\n  " + strings.TrimRight(line, "\r"))
+	}
+	return b.String()
 }
 
 // In returns g running in dir.
@@ -254,22 +300,37 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 // Merge merges branch into the branch checked out in g.Dir with a merge
 // commit (--no-ff) and message. When the merge conflicts it is aborted,
 // leaving the work tree as it was, and the conflicting paths are returned.
+// It aborts only the merge it started: a work tree in the middle of a
+// merge, rebase, cherry-pick, revert or bisect is refused, untouched.
+// Any other failure is an error with git's whole message (Detail): the
+// paths in the way, a rejecting hook's own words.
 func (g Git) Merge(ctx context.Context, branch, message string) (conflicts []string, err error) {
+	if busy, err := g.InProgress(ctx); err != nil || busy != "" {
+		return nil, errors.Join(err, inProgressError(busy))
+	}
+	tip, err := g.commit(ctx, "refs/heads/"+branch)
+	if err != nil || tip == "" {
+		return nil, errors.Join(err, fmt.Errorf("git merge: there is no branch %s", branch))
+	}
 	res := g.Run(ctx, "merge", "--no-ff", "--no-edit", "-m", message, branch)
 	if res.Kind == proc.KindOK {
 		return nil, nil
 	}
+	failed := fmt.Errorf("git merge %s: %s", branch, Detail(res))
+	// A merge that stopped before changing anything (paths in the way, a
+	// lock) leaves nothing to abort.
+	if head, _, err := g.MergeHead(ctx); err != nil || head != tip {
+		return nil, errors.Join(failed, err)
+	}
 	out, derr := g.Output(ctx, "diff", "--name-only", "--diff-filter=U", "-z")
 	conflicts = strings.FieldsFunc(out, func(r rune) bool { return r == 0 })
-	// A merge that stopped before changing anything (a hook, a lock) leaves
-	// nothing to abort; the abort's own failure then says nothing new.
-	if _, aerr := g.Output(ctx, "merge", "--abort"); aerr != nil && len(conflicts) > 0 {
-		return conflicts, fmt.Errorf("git merge --abort: %w", aerr)
+	if _, aerr := g.Output(ctx, "merge", "--abort"); aerr != nil {
+		return conflicts, errors.Join(failed, fmt.Errorf("git merge --abort: %w", aerr))
 	}
 	if derr == nil && len(conflicts) > 0 {
 		return conflicts, nil
 	}
-	return nil, fmt.Errorf("git merge %s: %s", branch, Message(res))
+	return nil, failed // a hook refused the merge commit
 }
 
 // AbortMerge aborts a merge left in progress (by a process that died in
@@ -280,6 +341,98 @@ func (g Git) AbortMerge(ctx context.Context) error {
 	}
 	_, err := g.Output(ctx, "merge", "--abort")
 	return err
+}
+
+// MergeHead returns the commit being merged in g.Dir and the first line of
+// the merge's message, or "" when no merge is in progress.
+func (g Git) MergeHead(ctx context.Context) (head, message string, err error) {
+	if head, err = g.commit(ctx, "MERGE_HEAD"); err != nil || head == "" {
+		return "", "", err
+	}
+	path, err := g.Output(ctx, "rev-parse", "--git-path", "MERGE_MSG")
+	if err != nil {
+		return "", "", err
+	}
+	data, err := os.ReadFile(inDir(g.Dir, path))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", "", err
+	}
+	message, _, _ = strings.Cut(string(data), "\n")
+	return head, message, nil
+}
+
+// An operation git leaves in progress in a work tree, by the file or
+// directory that marks it in the git directory.
+var operations = []struct{ marker, what, ends string }{
+	{"MERGE_HEAD", "a merge", "git merge --continue, or git merge --abort"},
+	{"rebase-merge", "a rebase", "git rebase --continue, or git rebase --abort"},
+	{"rebase-apply", "a rebase or git am", "git rebase --continue or git am --continue, or their --abort"},
+	{"CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue, or git cherry-pick --abort"},
+	{"REVERT_HEAD", "a revert", "git revert --continue, or git revert --abort"},
+	{"sequencer", "a cherry-pick or revert of several commits", "git cherry-pick --continue, or git cherry-pick --abort"},
+	{"BISECT_LOG", "a bisect", "git bisect reset"},
+}
+
+// InProgress says which operation g.Dir's work tree is in the middle of
+// (a merge, a rebase, a cherry-pick, a revert, a bisect) and how to end
+// it, or "" when none.
+func (g Git) InProgress(ctx context.Context) (string, error) {
+	args := []string{"rev-parse"}
+	for _, op := range operations {
+		args = append(args, "--git-path", op.marker)
+	}
+	out, err := g.Output(ctx, args...)
+	if err != nil {
+		return "", err
+	}
+	for i, path := range strings.Split(out, "\n") {
+		if _, err := os.Lstat(inDir(g.Dir, path)); err == nil && i < len(operations) {
+			op := operations[i]
+			return fmt.Sprintf("%s (%s marks it; end it with %s)", op.what, op.marker, op.ends), nil
+		}
+	}
+	return "", nil
+}
+
+// inProgressError refuses to work in a work tree in the middle of
+// operation busy (InProgress); nil when it is "".
+func inProgressError(busy string) error {
+	if busy == "" {
+		return nil
+	}
+	return fmt.Errorf("the work tree is in the middle of %s", busy)
+}
+
+// inDir makes a path git printed relative to dir, where it ran, usable
+// from here.
+func inDir(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
+}
+
+// Contains reports whether branch has commit (its tip or an ancestor of
+// it).
+func (g Git) Contains(ctx context.Context, branch, commit string) (bool, error) {
+	res := g.Run(ctx, "merge-base", "--is-ancestor", commit, "refs/heads/"+branch)
+	switch {
+	case res.Kind == proc.KindOK:
+		return true, nil
+	case res.Kind == proc.KindExit && res.ExitCode == 1:
+		return false, nil
+	}
+	return false, fmt.Errorf("git merge-base --is-ancestor: %s", Message(res))
+}
+
+// CommonDir returns the repository's git directory that all its
+// worktrees share, as an absolute path.
+func (g Git) CommonDir(ctx context.Context) (string, error) {
+	dir, err := g.Output(ctx, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(inDir(g.Dir, dir))
 }
 
 // Merged maps the commits merged into branch by its merge commits (their

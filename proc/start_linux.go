@@ -3,6 +3,7 @@ package proc
 import (
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // StartTime returns when process pid started, in clock ticks after boot
@@ -21,3 +22,6 @@ func StartTime(pid int) (ticks uint64, ok bool) {
 	ticks, err = strconv.ParseUint(string(fields[22-3]), 10, 64)
 	return ticks, err == nil
 }
+
+// dieWithParent has the child killed when the thread that forks it ends.
+func dieWithParent(sys *syscall.SysProcAttr) { sys.Pdeathsig = syscall.SIGKILL }

@@ -2,6 +2,11 @@
 
 package proc
 
+import "syscall"
+
 // StartTime is not known on this system: ok is always false, and callers
 // fall back to whether the pid exists.
 func StartTime(pid int) (ticks uint64, ok bool) { return 0, false }
+
+// dieWithParent does nothing: the parent-death signal is Linux's.
+func dieWithParent(*syscall.SysProcAttr) {}
