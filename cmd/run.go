@@ -160,10 +160,15 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 			return err
 		}
 	}
+	target, err := targetBranch(ctx, wf)
+	if err != nil {
+		return err
+	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{
 		Store: g.store(), JobID: o.JobID, Vars: vars, Seed: seed, Profile: o.Profile,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
+		TargetBranch: target,
 	})
 	if err != nil {
 		return err

@@ -343,6 +343,35 @@ func (g Git) AbortMerge(ctx context.Context) error {
 	return err
 }
 
+// HoldsMergeOf reports whether g.Dir's index and work tree hold exactly
+// what merging commit into HEAD makes, with nothing else changed and no
+// merge in progress: what a git merge killed before its commit (in a
+// pre-merge-commit hook) leaves. It needs git merge-tree --write-tree
+// (git 2.38); with an older git it is always false.
+func (g Git) HoldsMergeOf(ctx context.Context, commit string) (bool, error) {
+	res := g.Run(ctx, "merge-tree", "--write-tree", "--no-messages", "HEAD", commit)
+	if res.Kind != proc.KindOK {
+		return false, nil // conflicts, or an older git
+	}
+	merged, _, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), "\n")
+	index, err := g.Output(ctx, "write-tree")
+	if err != nil || index != merged {
+		return false, nil // unmerged paths, or another tree
+	}
+	if head, err := g.commit(ctx, "MERGE_HEAD"); err != nil || head != "" {
+		return false, err
+	}
+	res = g.Run(ctx, "diff", "--quiet")
+	return res.Kind == proc.KindOK, nil
+}
+
+// UndoMerge puts the index and work tree back to HEAD where a merge
+// changed them, keeping changes it did not make (git reset --merge).
+func (g Git) UndoMerge(ctx context.Context) error {
+	_, err := g.Output(ctx, "reset", "-q", "--merge")
+	return err
+}
+
 // MergeHead returns the commit being merged in g.Dir and the first line of
 // the merge's message, or "" when no merge is in progress.
 func (g Git) MergeHead(ctx context.Context) (head, message string, err error) {

@@ -57,6 +57,12 @@ type Options struct {
 	Stderr   io.Writer
 	Listener func(eventlog.Event) // sees every event as written (for the terminal)
 	Now      func() time.Time
+
+	// TargetBranch (run only) is the branch checked out where a job that
+	// runs in git worktrees starts, which its job branch merges into; it
+	// is in the job's metadata from its first write, so that no crash
+	// leaves a job without it.
+	TargetBranch string
 }
 
 // Start creates a job for wf (whose file content is source) and records
@@ -83,7 +89,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
-		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached,
+		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached, TargetBranch: opts.TargetBranch,
 	}, source)
 	if err != nil {
 		return nil, err

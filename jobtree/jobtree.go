@@ -47,7 +47,15 @@ type Tree struct {
 // Open returns the worktree of a job, for the job's process and for the
 // processes that run its items: path is the job's Path and env its
 // environment. The repository is the one this process's directory is in.
+//
+// Before anything reads the repository, it ends what the git commands of
+// the job's processes that died left running (their hooks, which may
+// still write to it; git itself died with its runner).
 func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
+	groups := &gitwork.Groups{Dir: path("git-processes")}
+	if err := groups.EndLeftovers(); err != nil {
+		return nil, err
+	}
 	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
 	if err != nil {
 		return nil, err
@@ -59,7 +67,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 	return &Tree{
 		JobBranch: "runner/" + jobID,
 		JobID:     jobID,
-		Git:       gitwork.Git{Dir: root, Env: env},
+		Git:       gitwork.Git{Dir: root, Env: env, Groups: groups},
 		Root:      root,
 		Prefix:    prefix,
 		lockPath:  filepath.Join(filepath.Dir(root), "worktree.lock"),
@@ -97,10 +105,7 @@ func (t *Tree) Begin(ctx context.Context, j *job.Job, resume func(context.Contex
 		return End{}, err
 	}
 	j.SetDir(t.Dir())
-	end := End{Branch: t.JobBranch}
-	var err error
-	end.Target, err = t.target(ctx, j)
-	return end, err
+	return End{Branch: t.JobBranch, Target: target(j)}, nil
 }
 
 // Start makes the job worktree on a new job branch from the HEAD of the

@@ -55,7 +55,7 @@ func startStandard(t *testing.T, src string) *job.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "s", Stdout: io.Discard, Stderr: io.Discard})
+	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "s", Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,151 @@
+package jobtree
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// jobBranch opens the tree of job s in the repository of testRepo, with
+// a job branch runner/s that adds job.txt.
+func jobBranch(t *testing.T, git func(string, ...string) string, repo string) *Tree {
+	t.Helper()
+	dir := t.TempDir()
+	tree, err := Open(t.Context(), "s", nil, func(name string) string { return filepath.Join(dir, name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tree.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tree.Root, "job.txt"), []byte("job\n"), 0o600)
+	git(tree.Root, "add", "job.txt")
+	git(tree.Root, "commit", "-qm", "job work")
+	if err := tree.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// A checkout in the middle of the user's own merge is refused with the
+// reason, and their merge (MERGE_HEAD, MERGE_MSG) is left as it was.
+func TestMergeIntoRefusesTheUsersMerge(t *testing.T) {
+	git, repo := testRepo(t)
+	tree := jobBranch(t, git, repo)
+	git(repo, "checkout", "-q", "-b", "theirs")
+	os.WriteFile("f.txt", []byte("theirs\n"), 0o600)
+	git(repo, "commit", "-qam", "theirs")
+	git(repo, "checkout", "-q", "main")
+	os.WriteFile("f.txt", []byte("ours\n"), 0o600)
+	git(repo, "commit", "-qam", "ours")
+	if err := exec.Command("git", "merge", "-q", "-m", "my merge", "theirs").Run(); err == nil {
+		t.Fatal("the user's merge did not conflict")
+	}
+	head := git(repo, "rev-parse", "MERGE_HEAD")
+	err := tree.mergeInto(t.Context(), "main")
+	if err == nil || !strings.Contains(err.Error(), "your checkout is in the middle of a merge (MERGE_HEAD marks it") {
+		t.Errorf("mergeInto a checkout mid-merge: %v", err)
+	}
+	if got := git(repo, "rev-parse", "MERGE_HEAD"); got != head {
+		t.Errorf("MERGE_HEAD is %s, want the user's %s", got, head)
+	}
+	if msg, _ := os.ReadFile(".git/MERGE_MSG"); !bytes.HasPrefix(msg, []byte("my merge")) {
+		t.Errorf("MERGE_MSG is %q", msg)
+	}
+}
+
+// A job branch already merged into its target (by a runner killed before
+// it recorded so) counts as merged, wherever the checkout is now.
+func TestMergeIntoRecognisesAMadeMerge(t *testing.T) {
+	git, repo := testRepo(t)
+	tree := jobBranch(t, git, repo)
+	git(repo, "merge", "-q", "--no-ff", "-m", "Merge runner/s (runner job s)", "runner/s")
+	git(repo, "checkout", "-q", "-b", "elsewhere")
+	if err := tree.mergeInto(t.Context(), "main"); err != nil {
+		t.Fatalf("mergeInto of a merged branch: %v", err)
+	}
+	if n := git(repo, "rev-list", "--count", "--merges", "main"); n != "1" {
+		t.Errorf("main has %s merges, want 1", n)
+	}
+}
+
+// What a runner's git merge killed in its pre-merge-commit hook leaves
+// (the job's files staged, no MERGE_HEAD) is undone and the merge made;
+// so is a merge left in progress with runner's message. Changes of the
+// user's are still refused.
+func TestMergeIntoUndoesAKilledMerge(t *testing.T) {
+	for _, left := range []string{"staged", "in progress", "user changes"} {
+		t.Run(left, func(t *testing.T) {
+			git, repo := testRepo(t)
+			tree := jobBranch(t, git, repo)
+			switch left {
+			case "staged": // as git merge leaves it when killed in the hook
+				git(repo, "read-tree", "-u", "-m", git(repo, "merge-tree", "--write-tree", "HEAD", "runner/s"))
+			case "in progress":
+				git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", "Merge runner/s (runner job s)", "runner/s")
+			case "user changes":
+				os.WriteFile("f.txt", []byte("mine\n"), 0o600)
+			}
+			err := tree.mergeInto(t.Context(), "main")
+			if left == "user changes" {
+				if err == nil || !strings.Contains(err.Error(), "your checkout has changes not committed (f.txt)") {
+					t.Errorf("mergeInto with the user's changes: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("mergeInto: %v", err)
+			}
+			if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != "Merge runner/s (runner job s)" {
+				t.Errorf("main ends with %q", msg)
+			}
+			if st := git(repo, "status", "--porcelain", "--untracked-files=no"); st != "" {
+				t.Errorf("the checkout has changes after the merge:\n%s", st)
+			}
+		})
+	}
+}
+
+// The lock of final merges lets one holder at a time in a repository,
+// from any of its worktrees; a waiter says once who holds it, and gives up
+// when its context ends.
+func TestLockCheckout(t *testing.T) {
+	git, repo := testRepo(t)
+	first := jobBranch(t, git, repo)
+	unlock, err := first.lockCheckout(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &Tree{JobID: "other", Git: first.Git}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	var said bytes.Buffer
+	if _, err := second.lockCheckout(ctx, &said); err == nil {
+		t.Fatal("a second holder took the held lock")
+	}
+	if got := said.String(); !strings.HasPrefix(got, "runner: waiting for runner job s (pid ") || strings.Count(got, "\n") != 1 {
+		t.Errorf("the waiter said %q", got)
+	}
+	got := make(chan error, 1)
+	go func() {
+		unlock, err := second.lockCheckout(t.Context(), nil)
+		if err == nil {
+			unlock()
+		}
+		got <- err
+	}()
+	unlock()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lock given back was not taken within 10 s")
+	}
+}
