@@ -344,8 +344,8 @@ func (g Git) AbortMerge(ctx context.Context) error {
 }
 
 // HoldsMergeOf reports whether g.Dir's index and work tree hold exactly
-// what merging commit into HEAD makes, with nothing else changed and no
-// merge in progress: what a git merge killed before its commit (in a
+// what merging commit into HEAD makes, HEAD not having it yet, with
+// nothing else changed and no merge in progress: what a git merge killed before its commit (in a
 // pre-merge-commit hook) leaves. It needs git merge-tree --write-tree
 // (git 2.38); with an older git it is always false.
 func (g Git) HoldsMergeOf(ctx context.Context, commit string) (bool, error) {
@@ -354,6 +354,9 @@ func (g Git) HoldsMergeOf(ctx context.Context, commit string) (bool, error) {
 		return false, nil // conflicts, or an older git
 	}
 	merged, _, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), "\n")
+	if head, err := g.Output(ctx, "rev-parse", "HEAD^{tree}"); err != nil || head == merged {
+		return false, err // merged already
+	}
 	index, err := g.Output(ctx, "write-tree")
 	if err != nil || index != merged {
 		return false, nil // unmerged paths, or another tree

@@ -90,8 +90,8 @@ func (t *Tree) finalMerge(ctx context.Context, j *job.Job, target string, starts
 // merges into a branch the user left, nor mixes its merge with their
 // work. A conflict aborts the merge, leaving the checkout as it was. A
 // job branch that target has already (merged by a runner killed before
-// it recorded so) counts as merged; what a runner killed during its
-// merge left half made is undone first.
+// it recorded so) counts as merged. The checkout lock is held, and what
+// a runner killed during its merge left is undone (lockCheckout).
 func (t *Tree) mergeInto(ctx context.Context, target string) error {
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
 	user := t.Git.In("")
@@ -102,21 +102,13 @@ func (t *Tree) mergeInto(ctx context.Context, target string) error {
 	case tip == "":
 		return fmt.Errorf("the job branch %s is gone", t.JobBranch)
 	}
-	message := "Merge " + t.JobBranch + " (runner job " + t.JobID + ")"
-	if head, msg, err := user.MergeHead(ctx); err != nil {
-		return err
-	} else if head == tip && msg == message {
-		if err := user.UndoMerge(ctx); err != nil {
-			return fmt.Errorf("undoing the merge a killed runner left in your checkout: %w", err)
-		}
-	}
 	if merged, err := user.Contains(ctx, target, tip); err != nil || merged {
 		return err
 	}
-	if err := t.checkCheckout(ctx, user, target, tip); err != nil {
+	if err := checkCheckout(ctx, user, target); err != nil {
 		return err
 	}
-	conflicts, err := user.Merge(ctx, t.JobBranch, message)
+	conflicts, err := user.Merge(ctx, t.JobBranch, t.mergeMessage())
 	if err != nil {
 		return err
 	}
@@ -126,12 +118,15 @@ func (t *Tree) mergeInto(ctx context.Context, target string) error {
 	return nil
 }
 
+// mergeMessage is the message of runner's merge commit of the job branch.
+func (t *Tree) mergeMessage() string {
+	return "Merge " + t.JobBranch + " (runner job " + t.JobID + ")"
+}
+
 // checkCheckout refuses a user's checkout that is not on target, is in the
 // middle of a git operation (the user's merge, rebase, cherry-pick,
-// revert or bisect) or has changes to tracked files, saying which. Changes
-// that are exactly the merge of tip that a killed runner's git left are
-// undone instead.
-func (t *Tree) checkCheckout(ctx context.Context, user gitwork.Git, target, tip string) error {
+// revert or bisect) or has changes to tracked files, saying which.
+func checkCheckout(ctx context.Context, user gitwork.Git, target string) error {
 	branch, err := user.Branch(ctx)
 	switch {
 	case err != nil:
@@ -147,9 +142,6 @@ func (t *Tree) checkCheckout(ctx context.Context, user gitwork.Git, target, tip 
 	changed, err := user.ChangedPaths(ctx)
 	if err != nil || len(changed) == 0 {
 		return err
-	}
-	if left, err := user.HoldsMergeOf(ctx, tip); err != nil || left {
-		return errors.Join(err, user.UndoMerge(ctx))
 	}
 	return fmt.Errorf("your checkout has changes not committed (%s); commit or put them aside first", gitwork.Names(changed))
 }

@@ -11,32 +11,43 @@ import (
 	"time"
 )
 
-// jobBranch opens the tree of job s in the repository of testRepo, with
-// a job branch runner/s that adds job.txt.
-func jobBranch(t *testing.T, git func(string, ...string) string, repo string) *Tree {
+// jobBranch opens the tree of job id in the repository of testRepo, with
+// a job branch runner/<id> that adds <id>.txt.
+func jobBranch(t *testing.T, git func(string, ...string) string, id string) *Tree {
 	t.Helper()
 	dir := t.TempDir()
-	tree, err := Open(t.Context(), "s", nil, func(name string) string { return filepath.Join(dir, name) })
+	tree, err := Open(t.Context(), id, nil, func(name string) string { return filepath.Join(dir, name) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tree.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(tree.Root, "job.txt"), []byte("job\n"), 0o600)
-	git(tree.Root, "add", "job.txt")
-	git(tree.Root, "commit", "-qm", "job work")
+	os.WriteFile(filepath.Join(tree.Root, id+".txt"), []byte(id+"\n"), 0o600)
+	git(tree.Root, "add", id+".txt")
+	git(tree.Root, "commit", "-qm", "work of "+id)
 	if err := tree.Remove(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	return tree
 }
 
+// mergeLocked makes tree's final merge into main as finalMerge does,
+// under the checkout lock.
+func mergeLocked(t *testing.T, tree *Tree) error {
+	unlock, err := tree.lockCheckout(t.Context(), nil)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return tree.mergeInto(t.Context(), "main")
+}
+
 // A checkout in the middle of the user's own merge is refused with the
 // reason, and their merge (MERGE_HEAD, MERGE_MSG) is left as it was.
 func TestMergeIntoRefusesTheUsersMerge(t *testing.T) {
 	git, repo := testRepo(t)
-	tree := jobBranch(t, git, repo)
+	tree := jobBranch(t, git, "s")
 	git(repo, "checkout", "-q", "-b", "theirs")
 	os.WriteFile("f.txt", []byte("theirs\n"), 0o600)
 	git(repo, "commit", "-qam", "theirs")
@@ -47,7 +58,7 @@ func TestMergeIntoRefusesTheUsersMerge(t *testing.T) {
 		t.Fatal("the user's merge did not conflict")
 	}
 	head := git(repo, "rev-parse", "MERGE_HEAD")
-	err := tree.mergeInto(t.Context(), "main")
+	err := mergeLocked(t, tree)
 	if err == nil || !strings.Contains(err.Error(), "your checkout is in the middle of a merge (MERGE_HEAD marks it") {
 		t.Errorf("mergeInto a checkout mid-merge: %v", err)
 	}
@@ -63,60 +74,87 @@ func TestMergeIntoRefusesTheUsersMerge(t *testing.T) {
 // it recorded so) counts as merged, wherever the checkout is now.
 func TestMergeIntoRecognisesAMadeMerge(t *testing.T) {
 	git, repo := testRepo(t)
-	tree := jobBranch(t, git, repo)
+	tree := jobBranch(t, git, "s")
 	git(repo, "merge", "-q", "--no-ff", "-m", "Merge runner/s (runner job s)", "runner/s")
 	git(repo, "checkout", "-q", "-b", "elsewhere")
-	if err := tree.mergeInto(t.Context(), "main"); err != nil {
-		t.Fatalf("mergeInto of a merged branch: %v", err)
+	if err := mergeLocked(t, tree); err != nil {
+		t.Fatalf("merge of a merged branch: %v", err)
 	}
 	if n := git(repo, "rev-list", "--count", "--merges", "main"); n != "1" {
 		t.Errorf("main has %s merges, want 1", n)
 	}
 }
 
-// What a runner's git merge killed in its pre-merge-commit hook leaves
-// (the job's files staged, no MERGE_HEAD) is undone and the merge made;
-// so is a merge left in progress with runner's message. Changes of the
-// user's are still refused.
-func TestMergeIntoUndoesAKilledMerge(t *testing.T) {
-	for _, left := range []string{"staged", "in progress", "user changes"} {
-		t.Run(left, func(t *testing.T) {
-			git, repo := testRepo(t)
-			tree := jobBranch(t, git, repo)
-			switch left {
-			case "staged": // as git merge leaves it when killed in the hook
-				git(repo, "read-tree", "-u", "-m", git(repo, "merge-tree", "--write-tree", "HEAD", "runner/s"))
-			case "in progress":
-				git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", "Merge runner/s (runner job s)", "runner/s")
-			case "user changes":
-				os.WriteFile("f.txt", []byte("mine\n"), 0o600)
-			}
-			err := tree.mergeInto(t.Context(), "main")
-			if left == "user changes" {
-				if err == nil || !strings.Contains(err.Error(), "your checkout has changes not committed (f.txt)") {
-					t.Errorf("mergeInto with the user's changes: %v", err)
+// What the git merge of a runner killed holding the checkout lock left
+// (the job's files staged with no MERGE_HEAD, as a kill in a
+// pre-merge-commit hook leaves them; or the merge in progress with its
+// message), the next holder undoes, whichever job it merges; not the
+// user's changes, nor a merge of the user's.
+func TestLockCheckoutUndoesAKilledMerge(t *testing.T) {
+	for _, left := range []string{"staged", "in progress", "user changes", "user's merge"} {
+		for _, next := range []string{"s", "other"} {
+			t.Run(left+" then "+next, func(t *testing.T) {
+				git, repo := testRepo(t)
+				dead := jobBranch(t, git, "s")
+				switch left {
+				case "staged":
+					git(repo, "read-tree", "-u", "-m", git(repo, "merge-tree", "--write-tree", "HEAD", "runner/s"))
+				case "in progress":
+					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", dead.mergeMessage(), "runner/s")
+				case "user changes":
+					os.WriteFile("f.txt", []byte("mine\n"), 0o600)
+				case "user's merge":
+					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", "my merge", "runner/s")
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("mergeInto: %v", err)
-			}
-			if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != "Merge runner/s (runner job s)" {
-				t.Errorf("main ends with %q", msg)
-			}
-			if st := git(repo, "status", "--porcelain", "--untracked-files=no"); st != "" {
-				t.Errorf("the checkout has changes after the merge:\n%s", st)
-			}
-		})
+				// The record of the holder that died in its merge.
+				unlock, err := dead.lockCheckout(t.Context(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lock := filepath.Join(repo, ".git", checkoutLock)
+				record, _ := os.ReadFile(lock)
+				unlock()
+				os.WriteFile(lock, record, 0o600)
+
+				tree := dead
+				if next != "s" {
+					tree = jobBranch(t, git, next)
+				}
+				err = mergeLocked(t, tree)
+				switch left {
+				case "user changes":
+					if err == nil || !strings.Contains(err.Error(), "your checkout has changes not committed (f.txt)") {
+						t.Errorf("merge with the user's changes: %v", err)
+					}
+					return
+				case "user's merge":
+					if err == nil || !strings.Contains(err.Error(), "in the middle of a merge") {
+						t.Errorf("merge into the user's merge: %v", err)
+					}
+					if msg, _ := os.ReadFile(".git/MERGE_MSG"); !bytes.HasPrefix(msg, []byte("my merge")) {
+						t.Errorf("MERGE_MSG is %q", msg)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("merge: %v", err)
+				}
+				if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != tree.mergeMessage() {
+					t.Errorf("main ends with %q", msg)
+				}
+				if st := git(repo, "status", "--porcelain", "--untracked-files=no"); st != "" {
+					t.Errorf("the checkout has changes after the merge:\n%s", st)
+				}
+			})
+		}
 	}
 }
 
-// The lock of final merges lets one holder at a time in a repository,
-// from any of its worktrees; a waiter says once who holds it, and gives up
-// when its context ends.
+// The lock of final merges lets one holder at a time in a repository; a
+// waiter says once who holds it, and gives up when its context ends.
 func TestLockCheckout(t *testing.T) {
-	git, repo := testRepo(t)
-	first := jobBranch(t, git, repo)
+	git, _ := testRepo(t)
+	first := jobBranch(t, git, "s")
 	unlock, err := first.lockCheckout(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
