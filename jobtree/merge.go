@@ -127,6 +127,9 @@ func (t *Tree) mergeMessage() string {
 // middle of a git operation (the user's merge, rebase, cherry-pick,
 // revert or bisect) or has changes to tracked files, saying which.
 func checkCheckout(ctx context.Context, user gitwork.Git, target string) error {
+	if busy, err := user.InProgress(ctx); err != nil || busy != "" {
+		return errors.Join(err, fmt.Errorf("your checkout is in the middle of %s", busy))
+	}
 	branch, err := user.Branch(ctx)
 	switch {
 	case err != nil:
@@ -135,9 +138,6 @@ func checkCheckout(ctx context.Context, user gitwork.Git, target string) error {
 		return fmt.Errorf("your checkout's HEAD is detached now, and the job started on %s", target)
 	case branch != target:
 		return fmt.Errorf("your checkout is on %s now, and the job started on %s", branch, target)
-	}
-	if busy, err := user.InProgress(ctx); err != nil || busy != "" {
-		return errors.Join(err, fmt.Errorf("your checkout is in the middle of %s", busy))
 	}
 	changed, err := user.ChangedPaths(ctx)
 	if err != nil || len(changed) == 0 {
