@@ -400,3 +400,51 @@ func (r *mergeRepo) gitsOf(pid int) []int {
 	}
 	return gits
 }
+
+// itemsWorkflow runs 4 items in worktrees of their own, each committing a
+// file; their branches merge into the job branch as they succeed.
+const itemsWorkflow = `mode: mapreduce
+map:
+  input: seq 1 4
+  max_parallel: 2
+  agent_template:
+    - shell: echo "${item}" > "item-${item}.txt" && git add . && git commit -qm "item ${item}"
+      commit_required: true
+`
+
+// A runner killed -9 while an item's merge into the job branch waits in a
+// slow pre-merge-commit hook takes its git with it; the resume ends the
+// hook, undoes the half-made merge in the job worktree and ends the job
+// with every item merged once.
+func TestItemMergeKilledInHook(t *testing.T) {
+	gitEnv(t)
+	r := newMergeRepo(t, "pre-merge-commit")
+	r.write(filepath.Join(r.repo, "items.yml"), itemsWorkflow)
+	r.write(filepath.Join(r.dir, "block"), "")
+	run, exited := r.start("run", "--job-id", "j", "items.yml")
+	h, ok := r.waitHook("pre-merge-commit", 1, exited)
+	if !ok {
+		run.Process.Kill()
+		<-exited
+		t.Fatal("runner ended, or 10 s passed, before the hook ran")
+	}
+	run.Process.Kill()
+	<-exited
+	t.Cleanup(func() { syscall.Kill(h.pid, syscall.SIGKILL) })
+	r.waitGone(h.git, "the git merge of the killed runner")
+	if code, out := runnerIn(t, r.repo, "resume", "j"); code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, out)
+	}
+	if running(h.pid) {
+		t.Errorf("the hook the killed runner's git started (pid %d) still runs after the resume", h.pid)
+	}
+	merges := r.git("log", "--merges", "--first-parent", "--format=%s", "runner/j")
+	for i := 1; i <= 4; i++ {
+		if n := strings.Count(merges+"\n", fmt.Sprintf("Merge %d (runner job j)\n", i)); n != 1 {
+			t.Errorf("item %d is merged into the job branch %d times\n%s", i, n, merges)
+		}
+	}
+	if trees := strings.Count(r.git("worktree", "list", "--porcelain"), "worktree "); trees != 1 {
+		t.Errorf("%d worktrees, want the checkout's alone", trees)
+	}
+}
