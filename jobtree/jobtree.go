@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -160,6 +161,10 @@ func (t *Tree) Ready(ctx context.Context) error {
 
 // Lock takes the job's merge lock: this process's, then the flock that
 // other processes of the job (dlq retries) take. unlock gives both back.
+// The holder writes its pid in the lock file and empties it when it lets
+// go: a pid found there names a process that died holding the lock,
+// maybe in a merge, and what its git left is ended and undone (Ready
+// checks the job worktree again), whenever this process opened the job.
 func (t *Tree) Lock() (unlock func(), err error) {
 	t.mergeMu.Lock()
 	f, err := os.OpenFile(t.lockPath, os.O_RDWR|os.O_CREATE, 0o600)
@@ -168,11 +173,17 @@ func (t *Tree) Lock() (unlock func(), err error) {
 			f.Close()
 		}
 	}
+	if err == nil {
+		if err = t.takeLock(f); err != nil {
+			f.Close() // the flock goes with it
+		}
+	}
 	if err != nil {
 		t.mergeMu.Unlock()
 		return nil, fmt.Errorf("the job's merge lock: %w", err)
 	}
 	return func() {
+		_ = f.Truncate(0)
 		// Unlocked before the close: a child forked meanwhile holds a
 		// copy of the descriptor until it execs, and the close alone
 		// would leave the flock to it.
@@ -180,6 +191,26 @@ func (t *Tree) Lock() (unlock func(), err error) {
 		f.Close()
 		t.mergeMu.Unlock()
 	}, nil
+}
+
+// takeLock ends what a holder of the job's merge lock f that died left,
+// and writes this process in its place.
+func (t *Tree) takeLock(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() > 0 {
+		if err := t.Git.Groups.EndLeftovers(); err != nil {
+			return err
+		}
+		t.checked = false
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+	}
+	_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())), 0)
+	return err
 }
 
 // Remove removes the job worktree (the branch stays), even when ctx is
