@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -160,6 +161,13 @@ func (r *mergeRepo) waitHook(hook string, n int, exited <-chan struct{}) (hookRu
 	return hookRun{}, false
 }
 
+// killAtEnd kills pid (a hook a killed runner left) when the test ends.
+func (r *mergeRepo) killAtEnd(pid int) {
+	if pid > 0 {
+		r.t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	}
+}
+
 // running reports whether pid runs (a zombie does not).
 func running(pid int) bool {
 	stat := procStat(pid)
@@ -245,7 +253,7 @@ func TestMergeKilledInHook(t *testing.T) {
 			}
 			run.Process.Kill()
 			<-exited
-			t.Cleanup(func() { syscall.Kill(h.pid, syscall.SIGKILL) })
+			r.killAtEnd(h.pid)
 			r.waitGone(h.git, "the git merge of the killed runner")
 			if code, out := runnerIn(t, r.repo, "resume", "--merge", "a"); code != 0 {
 				t.Fatalf("resume --merge: exit %d\n%s", code, out)
@@ -299,7 +307,7 @@ func TestMergeTargetRecordedFirst(t *testing.T) {
 	if !ok {
 		t.Fatal("runner ended, or 10 s passed, before git worktree add's hook ran")
 	}
-	t.Cleanup(func() { syscall.Kill(h.pid, syscall.SIGKILL) })
+	r.killAtEnd(h.pid)
 	if got := r.meta("a").TargetBranch; got != "main" {
 		t.Errorf("job.json's target_branch is %q, want main", got)
 	}
@@ -402,7 +410,8 @@ func (r *mergeRepo) gitsOf(pid int) []int {
 }
 
 // itemsWorkflow runs 4 items in worktrees of their own, each committing a
-// file; their branches merge into the job branch as they succeed.
+// file; their branches merge into the job branch as they succeed. Item 3
+// fails until the file fixed is in the directory given.
 const itemsWorkflow = `mode: mapreduce
 map:
   input: seq 1 4
@@ -410,16 +419,18 @@ map:
   agent_template:
     - shell: echo "${item}" > "item-${item}.txt" && git add . && git commit -qm "item ${item}"
       commit_required: true
+    - shell: "[ ${item} -ne 3 ] || [ -e '%s/fixed' ]"
 `
 
 // A runner killed -9 while an item's merge into the job branch waits in a
 // slow pre-merge-commit hook takes its git with it; the resume ends the
-// hook, undoes the half-made merge in the job worktree and ends the job
-// with every item merged once.
+// hook, undoes the half-made merge in the job worktree and ends the job,
+// its failing item in the DLQ. The same for a dlq retry killed in its
+// merge, and the next retry: in the end every item is merged once.
 func TestItemMergeKilledInHook(t *testing.T) {
 	gitEnv(t)
 	r := newMergeRepo(t, "pre-merge-commit")
-	r.write(filepath.Join(r.repo, "items.yml"), itemsWorkflow)
+	r.write(filepath.Join(r.repo, "items.yml"), fmt.Sprintf(itemsWorkflow, r.dir))
 	r.write(filepath.Join(r.dir, "block"), "")
 	run, exited := r.start("run", "--job-id", "j", "items.yml")
 	h, ok := r.waitHook("pre-merge-commit", 1, exited)
@@ -430,13 +441,35 @@ func TestItemMergeKilledInHook(t *testing.T) {
 	}
 	run.Process.Kill()
 	<-exited
-	t.Cleanup(func() { syscall.Kill(h.pid, syscall.SIGKILL) })
+	r.killAtEnd(h.pid)
 	r.waitGone(h.git, "the git merge of the killed runner")
-	if code, out := runnerIn(t, r.repo, "resume", "j"); code != 0 {
-		t.Fatalf("resume: exit %d\n%s", code, out)
+	if code, out := runnerIn(t, r.repo, "resume", "j"); code != cmd.ExitItemsInDLQ {
+		t.Fatalf("resume: exit %d, want %d (item 3 in the DLQ)\n%s", code, cmd.ExitItemsInDLQ, out)
 	}
 	if running(h.pid) {
 		t.Errorf("the hook the killed runner's git started (pid %d) still runs after the resume", h.pid)
+	}
+
+	// The same in the merge of a dlq retry.
+	r.write(filepath.Join(r.dir, "fixed"), "")
+	r.write(filepath.Join(r.dir, "block"), "")
+	n := len(r.hooks())
+	retry, exited := r.start("dlq", "retry", "j")
+	h, ok = r.waitHook("pre-merge-commit", n+1, exited)
+	if !ok {
+		retry.Process.Kill()
+		<-exited
+		t.Fatal("dlq retry ended, or 10 s passed, before the hook ran")
+	}
+	retry.Process.Kill()
+	<-exited
+	r.killAtEnd(h.pid)
+	r.waitGone(h.git, "the git merge of the killed dlq retry")
+	if code, out := runnerIn(t, r.repo, "dlq", "retry", "j"); code != 0 {
+		t.Fatalf("dlq retry: exit %d\n%s", code, out)
+	}
+	if running(h.pid) {
+		t.Errorf("the hook the killed dlq retry's git started (pid %d) still runs after the next retry", h.pid)
 	}
 	merges := r.git("log", "--merges", "--first-parent", "--format=%s", "runner/j")
 	for i := 1; i <= 4; i++ {
