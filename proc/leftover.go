@@ -14,6 +14,9 @@ import (
 // is a later process that reused the pid: the old group is gone then (a
 // pid is not reused while a group has its id), and nothing is signalled.
 func EndGroup(pgid int, start uint64, wait time.Duration) error {
+	if pgid <= 1 || pgid == syscall.Getpgrp() {
+		return nil // not a group Run started (kill(2) would take -1 and -0 as every process, and this group)
+	}
 	if now, ok := StartTime(pgid); ok && now != start {
 		return nil
 	}

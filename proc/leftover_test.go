@@ -127,3 +127,13 @@ func TestEndGroup(t *testing.T) {
 		t.Error("members of the group still run after EndGroup")
 	}
 }
+
+// EndGroup signals no group that Run cannot have started: not with a pid
+// kill(2) reads as "every process" or "this group", nor this group.
+func TestEndGroupRefusesOtherGroups(t *testing.T) {
+	for _, pgid := range []int{0, 1, syscall.Getpgrp()} {
+		if err := EndGroup(pgid, 0, time.Second); err != nil {
+			t.Errorf("EndGroup(%d): %v", pgid, err)
+		}
+	}
+}
