@@ -445,9 +445,13 @@ func inDir(dir, path string) string {
 }
 
 // Contains reports whether branch has commit (its tip or an ancestor of
-// it).
+// it); a branch that does not exist has none.
 func (g Git) Contains(ctx context.Context, branch, commit string) (bool, error) {
-	res := g.Run(ctx, "merge-base", "--is-ancestor", commit, "refs/heads/"+branch)
+	tip, err := g.Tip(ctx, branch)
+	if err != nil || tip == "" {
+		return false, err
+	}
+	res := g.Run(ctx, "merge-base", "--is-ancestor", commit, tip)
 	switch {
 	case res.Kind == proc.KindOK:
 		return true, nil

@@ -198,3 +198,22 @@ func TestEndLeftovers(t *testing.T) {
 		t.Errorf("records left once the command ended: %v", after)
 	}
 }
+
+// Contains says whether a branch has a commit; a missing branch has none.
+func TestContains(t *testing.T) {
+	g := newRepo(t)
+	job(t, g)
+	tip := must(t, g, "rev-parse", "job")
+	for _, tc := range []struct {
+		branch string
+		want   bool
+	}{{"job", true}, {"main", false}, {"gone", false}} {
+		if got, err := g.Contains(t.Context(), tc.branch, tip); got != tc.want || err != nil {
+			t.Errorf("Contains(%s) = %v, %v; want %v", tc.branch, got, err, tc.want)
+		}
+	}
+	must(t, g, "merge", "-q", "--no-ff", "-m", "m", "job")
+	if got, err := g.Contains(t.Context(), "main", tip); !got || err != nil {
+		t.Errorf("Contains(main) after the merge = %v, %v", got, err)
+	}
+}

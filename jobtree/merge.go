@@ -127,8 +127,12 @@ func (t *Tree) mergeMessage() string {
 // middle of a git operation (the user's merge, rebase, cherry-pick,
 // revert or bisect) or has changes to tracked files, saying which.
 func checkCheckout(ctx context.Context, user gitwork.Git, target string) error {
-	if busy, err := user.InProgress(ctx); err != nil || busy != "" {
-		return errors.Join(err, fmt.Errorf("your checkout is in the middle of %s", busy))
+	busy, err := user.InProgress(ctx)
+	switch {
+	case err != nil:
+		return err
+	case busy != "":
+		return fmt.Errorf("your checkout is in the middle of %s", busy)
 	}
 	branch, err := user.Branch(ctx)
 	switch {
