@@ -65,8 +65,8 @@ func (g *Groups) EndLeftovers() error {
 		if _, err := fmt.Sscanf(e.Name(), "%d-%d.%d-%d", &pgid, &start, &owner, &ownerStart); err != nil {
 			continue // not a record
 		}
-		if now, ok := proc.StartTime(owner); ok && now == ownerStart {
-			continue // its process runs
+		if proc.Runs(owner, ownerStart) {
+			continue
 		}
 		if err := proc.EndGroup(pgid, start, survivorWait); err != nil {
 			errs = append(errs, err)

@@ -137,3 +137,22 @@ func TestEndGroupRefusesOtherGroups(t *testing.T) {
 		}
 	}
 }
+
+// Runs knows this process, not one with its pid and another start time,
+// nor a process that has exited.
+func TestRuns(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start times are read from /proc")
+	}
+	start, _ := StartTime(os.Getpid())
+	if !Runs(os.Getpid(), start) || Runs(os.Getpid(), start+1) {
+		t.Errorf("Runs(self) = %v, with another start time %v", Runs(os.Getpid(), start), Runs(os.Getpid(), start+1))
+	}
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if Runs(done.Process.Pid, 0) {
+		t.Error("a process that exited runs")
+	}
+}
