@@ -139,13 +139,14 @@ func (r *mergeRepo) hooks() []hookRun {
 	return runs
 }
 
-// waitHook waits (10 s at most) until hook has run n times in all, or
-// the runner process has exited, and returns the last such run.
+// waitHook waits (10 s at most) until hook ("" for any) has run n times
+// in all, or the runner process has exited, and returns the last such
+// run.
 func (r *mergeRepo) waitHook(hook string, n int, exited <-chan struct{}) (hookRun, bool) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		var seen []hookRun
 		for _, h := range r.hooks() {
-			if h.name == hook {
+			if h.name == hook || hook == "" {
 				seen = append(seen, h)
 			}
 		}
@@ -328,17 +329,22 @@ func TestMergeTargetRecordedFirst(t *testing.T) {
 func TestMergeCrash(t *testing.T) {
 	gitEnv(t)
 	rounds, rng := chaos(t, 3, 0)
-	kills := 0
+	kills, inMerge := 0, 0
 	for round := range rounds {
 		t.Run(fmt.Sprintf("round%d", round), func(t *testing.T) {
-			kills += mergeCrashRound(t, rng)
+			k, m := mergeCrashRound(t, rng)
+			kills, inMerge = kills+k, inMerge+m
 		})
 	}
-	t.Logf("%d round(s), %d kill(s) -9", rounds, kills)
+	t.Logf("%d round(s), %d kill(s) -9, %d of them in a merge's hook", rounds, kills, inMerge)
+	if rounds > 0 && inMerge == 0 {
+		t.Error("no kill came during a merge")
+	}
 }
 
-// mergeCrashRound is one round of TestMergeCrash; it returns its kills.
-func mergeCrashRound(t *testing.T, rng *rand.Rand) (kills int) {
+// mergeCrashRound is one round of TestMergeCrash; it returns its kills,
+// and how many of them came while a git of the runner ran a hook.
+func mergeCrashRound(t *testing.T, rng *rand.Rand) (kills, inMerge int) {
 	r := newMergeRepo(t, "pre-merge-commit", "post-merge")
 	r.write(filepath.Join(r.dir, "barrier"), "a b")
 	r.write(filepath.Join(r.dir, "pre-merge-commit.sleep"), fmt.Sprintf("0.%02d", 5+rng.IntN(25)))
@@ -360,16 +366,36 @@ func mergeCrashRound(t *testing.T, rng *rand.Rand) (kills int) {
 	start("a")
 	start("b")
 	for range 1 + rng.IntN(3) {
-		id := []string{"a", "b"}[rng.IntN(2)]
-		j := jobs[id]
-		// A moment in the merges: after a random number of runs of the
-		// pre-merge-commit hook, and a random delay.
-		r.waitHook("pre-merge-commit", 1+rng.IntN(3), j.exited)
-		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
+		// The next hook that runs, in either job's merge, and a random
+		// moment in it.
+		both := make(chan struct{})
+		go func(a, b <-chan struct{}) { <-a; <-b; close(both) }(jobs["a"].exited, jobs["b"].exited)
+		h, ok := r.waitHook("", len(r.hooks())+1, both)
+		if !ok {
+			break // both jobs ended
+		}
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		id, j := "", (*job)(nil)
+		for jid, jj := range jobs {
+			if stat := procStat(h.git); len(stat) > 1 && stat[1] == strconv.Itoa(jj.run.Process.Pid) {
+				id, j = jid, jj
+			}
+		}
+		if j == nil {
+			continue // its git has ended
+		}
 		gits := r.gitsOf(j.run.Process.Pid)
+		select {
+		case <-j.exited:
+			continue // it ended first
+		default:
+		}
 		j.run.Process.Kill()
 		<-j.exited
 		kills++
+		if len(gits) > 0 {
+			inMerge++
+		}
 		for _, pid := range gits {
 			r.waitGone(pid, "a git of the killed runner")
 		}
@@ -394,7 +420,7 @@ func mergeCrashRound(t *testing.T, rng *rand.Rand) (kills int) {
 			syscall.Kill(h.pid, syscall.SIGKILL)
 		}
 	}
-	return kills
+	return kills, inMerge
 }
 
 // gitsOf returns the gits that runner process pid runs now, among those
