@@ -245,13 +245,29 @@ func (g Git) ResetWorktree(ctx context.Context, path, branch, from string) error
 }
 
 // RemoveWorktree removes the worktree at path, changes and all (even when
-// locked). A path that is not there is not an error.
+// locked). A path that is not there is not an error. Nor is a worktree
+// that a git killed while it made it left half made (its .git file not
+// written yet, or naming nothing git knows), as git dies with runner: its
+// directory is removed and git forgets it (prune).
 func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	_, err := g.Output(ctx, "worktree", "remove", "--force", "--force", path)
-	return err
+	if err == nil || g.isWorktree(ctx, path) {
+		return err
+	}
+	return errors.Join(os.RemoveAll(path), g.Prune(ctx))
+}
+
+// isWorktree reports whether path is the top of a work tree git can use.
+func (g Git) isWorktree(ctx context.Context, path string) bool {
+	top, _, err := g.In(path).TopLevel(ctx)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	return err == nil && top == real
 }
 
 // Prune forgets the worktrees whose directories are gone.

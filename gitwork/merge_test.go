@@ -217,3 +217,31 @@ func TestContains(t *testing.T) {
 		t.Errorf("Contains(main) after the merge = %v, %v", got, err)
 	}
 }
+
+// RemoveWorktree removes what a git killed while it made a worktree left:
+// the directory without its .git file, or with one naming a worktree git
+// has forgotten.
+func TestRemoveHalfMadeWorktree(t *testing.T) {
+	for _, left := range []string{"no .git file", "forgotten"} {
+		t.Run(left, func(t *testing.T) {
+			g := newRepo(t)
+			path := filepath.Join(g.Dir, ".runner", "wt")
+			must(t, g, "worktree", "add", "-q", "-b", "wt", path)
+			switch left {
+			case "no .git file":
+				os.Remove(filepath.Join(path, ".git"))
+			case "forgotten":
+				os.RemoveAll(filepath.Join(g.Dir, ".git", "worktrees", "wt"))
+			}
+			if err := g.RemoveWorktree(t.Context(), path); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Errorf("the half-made worktree is still there: %v", err)
+			}
+			if list := must(t, g, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+				t.Errorf("git still lists it:\n%s", list)
+			}
+		})
+	}
+}
