@@ -328,7 +328,7 @@ func (g Git) Merge(ctx context.Context, branch, message string) (conflicts []str
 	if err != nil || tip == "" {
 		return nil, errors.Join(err, fmt.Errorf("git merge: there is no branch %s", branch))
 	}
-	res := g.Run(ctx, "merge", "--no-ff", "--no-edit", "-m", message, branch)
+	res := g.runMerge(ctx, branch, tip, message)
 	if res.Kind == proc.KindOK {
 		return nil, nil
 	}

@@ -245,3 +245,22 @@ func TestRemoveHalfMadeWorktree(t *testing.T) {
 		})
 	}
 }
+
+// What a merge that died writing the work tree left (the branch's files,
+// untracked or changed, as the merge writes them) does not stop the same
+// merge made again; a file with other content still does.
+func TestMergeOverItsOwnLeftovers(t *testing.T) {
+	g := newRepo(t)
+	job(t, g)
+	wt := filepath.Join(t.TempDir(), "base-change")
+	must(t, g, "worktree", "add", "-q", "-b", "change", wt, "job")
+	commitFile(t, g.In(wt), "base.txt", "changed by the job\n", "change base")
+	os.WriteFile(filepath.Join(g.Dir, "job.txt"), []byte("job\n"), 0o600)
+	os.WriteFile(filepath.Join(g.Dir, "base.txt"), []byte("changed by the job\n"), 0o600)
+	if conflicts, err := g.Merge(t.Context(), "change", "Merge change"); err != nil || conflicts != nil {
+		t.Fatalf("Merge over its own leftovers = %q, %v", conflicts, err)
+	}
+	if paths, _ := g.DirtyPaths(t.Context()); len(paths) > 0 {
+		t.Errorf("after the merge the checkout has changes: %q", paths)
+	}
+}

@@ -54,11 +54,12 @@ type Spec struct {
 	// StderrTail keep; 0 or less = TailSize. The tails grow as output
 	// comes, so a large limit costs only the runs that print that much.
 	TailLimit int
-	// DieWithParent has the kernel kill the program (SIGKILL) when this
+	// DieWithParent has the kernel send the program SIGTERM when this
 	// process dies, even of kill -9 (Linux; elsewhere it is ignored): git
-	// must not go on changing a repository for a runner that is gone.
-	// Only the program gets the signal, not what it starts (its hooks):
-	// those are for EndGroup.
+	// must not go on changing a repository for a runner that is gone, and
+	// on SIGTERM it removes its lock files and a worktree it was making
+	// before it dies (SIGKILL would leave them). Only the program gets the
+	// signal, not what it starts (its hooks): those are for EndGroup.
 	DieWithParent bool
 }
 

@@ -39,5 +39,6 @@ func Runs(pid int, start uint64) bool {
 	return err == nil && now == start
 }
 
-// dieWithParent has the child killed when the thread that forks it ends.
-func dieWithParent(sys *syscall.SysProcAttr) { sys.Pdeathsig = syscall.SIGKILL }
+// dieWithParent has the child sent SIGTERM when the thread that forks it
+// ends.
+func dieWithParent(sys *syscall.SysProcAttr) { sys.Pdeathsig = syscall.SIGTERM }
