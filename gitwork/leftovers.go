@@ -2,6 +2,7 @@ package gitwork
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,4 +93,28 @@ func (g Git) restoreLeftovers(ctx context.Context, tip string, paths []string) b
 		}
 	}
 	return true
+}
+
+// RemoveLocks removes the lock files a git that died holding them leaves
+// in the git directory of g.Dir's work tree (index.lock, HEAD.lock and
+// the others of its own files) and that of branch's ref, which make every
+// later git there fail ("Unable to create ... .lock: File exists"). Only
+// for a work tree that no git runs in and a branch no git updates now:
+// the job worktree once the processes that died are ended.
+func (g Git) RemoveLocks(ctx context.Context, branch string) error {
+	out, err := g.Output(ctx, "rev-parse", "--absolute-git-dir", "--git-path", "refs/heads/"+branch+".lock")
+	if err != nil {
+		return err
+	}
+	dir, ref, _ := strings.Cut(out, "\n")
+	locks, err := filepath.Glob(filepath.Join(dir, "*.lock"))
+	if err != nil {
+		return err
+	}
+	for _, lock := range append(locks, inDir(g.Dir, ref)) {
+		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }

@@ -264,3 +264,29 @@ func TestMergeOverItsOwnLeftovers(t *testing.T) {
 		t.Errorf("after the merge the checkout has changes: %q", paths)
 	}
 }
+
+// RemoveLocks removes the lock files a dead git left in a worktree's git
+// directory and on its branch, and nothing else.
+func TestRemoveLocks(t *testing.T) {
+	g := newRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	must(t, g, "worktree", "add", "-q", "-b", "runner/j", wt)
+	gitDir := filepath.Join(g.Dir, ".git", "worktrees", "wt")
+	locks := []string{filepath.Join(gitDir, "HEAD.lock"), filepath.Join(gitDir, "index.lock"), filepath.Join(g.Dir, ".git", "refs", "heads", "runner", "j.lock")}
+	for _, lock := range locks {
+		os.WriteFile(lock, nil, 0o600)
+	}
+	userLock := filepath.Join(g.Dir, ".git", "index.lock")
+	os.WriteFile(userLock, nil, 0o600)
+	if err := g.In(wt).RemoveLocks(t.Context(), "runner/j"); err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range locks {
+		if _, err := os.Stat(lock); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", lock, err)
+		}
+	}
+	if _, err := os.Stat(userLock); err != nil {
+		t.Errorf("the checkout's own index.lock was removed: %v", err)
+	}
+}

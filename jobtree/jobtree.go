@@ -130,18 +130,22 @@ func (t *Tree) Start(ctx context.Context) error {
 // Ready makes the job worktree on the job branch when it is not there (a
 // resumed job whose process died; a dlq retry runs after the job ended,
 // and a retry that ends removes it while another may still merge), and
-// undoes a merge that a process which died left half done in it: in
-// progress (MERGE_HEAD), or its result staged with no MERGE_HEAD, as git
-// leaves it when killed in a pre-merge-commit hook (the worktree is
-// runner's, and what a killed step staged there goes too: the step runs
-// again from the start). The job's merge lock is held (Lock), or no other
-// process runs the job.
+// undoes a merge that a process which died left half done in it: the
+// lock files of a git that died holding them, the merge in progress
+// (MERGE_HEAD), or its result staged with no MERGE_HEAD, as git leaves it
+// when killed in a pre-merge-commit hook (the worktree is runner's, and
+// what a killed step staged there goes too: the step runs again from the
+// start). The job's merge lock is held (Lock), or no other process runs
+// the job, and the git commands of the processes that died are ended.
 func (t *Tree) Ready(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(t.Root, ".git")); err == nil {
 		if t.checked {
 			return nil
 		}
 		t.checked = true
+		if err := t.Git.RemoveLocks(ctx, t.JobBranch); err != nil {
+			return err
+		}
 		return errors.Join(t.Git.AbortMerge(ctx), t.Git.UndoMerge(ctx))
 	}
 	user := t.Git.In("")
