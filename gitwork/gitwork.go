@@ -224,23 +224,41 @@ func Names(paths []string) string {
 	return strings.Join(shown, ", ") + more
 }
 
+// worktreeTries bounds how many times worktree runs a git worktree
+// command that met another's worktree half made.
+const worktreeTries = 5
+
+// worktree runs git worktree with args. git's records of worktrees are not
+// safe against another git making one at the same moment (two jobs in one
+// repository): a git that reads a record half made fails ("failed to read
+// .git/worktrees/X/commondir"), and is run again after a moment.
+func (g Git) worktree(ctx context.Context, args ...string) (string, error) {
+	for try := 1; ; try++ {
+		out, err := g.Output(ctx, append([]string{"worktree"}, args...)...)
+		if err == nil || try == worktreeTries || !strings.Contains(err.Error(), "failed to read") || !strings.Contains(err.Error(), "worktrees/") {
+			return out, err
+		}
+		time.Sleep(time.Duration(try) * 20 * time.Millisecond)
+	}
+}
+
 // NewWorktree creates a worktree at path on a new branch pointing at
 // from; a branch of that name already there is an error.
 func (g Git) NewWorktree(ctx context.Context, path, branch, from string) error {
-	_, err := g.Output(ctx, "worktree", "add", "-q", "-b", branch, path, from)
+	_, err := g.worktree(ctx, "add", "-q", "-b", branch, path, from)
 	return err
 }
 
 // AddWorktree creates a worktree at path on branch, which exists.
 func (g Git) AddWorktree(ctx context.Context, path, branch string) error {
-	_, err := g.Output(ctx, "worktree", "add", "-q", path, branch)
+	_, err := g.worktree(ctx, "add", "-q", path, branch)
 	return err
 }
 
 // ResetWorktree creates a worktree at path on branch, made to point at
 // from whether it exists or not.
 func (g Git) ResetWorktree(ctx context.Context, path, branch, from string) error {
-	_, err := g.Output(ctx, "worktree", "add", "-q", "-B", branch, path, from)
+	_, err := g.worktree(ctx, "add", "-q", "-B", branch, path, from)
 	return err
 }
 
@@ -253,7 +271,7 @@ func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	_, err := g.Output(ctx, "worktree", "remove", "--force", "--force", path)
+	_, err := g.worktree(ctx, "remove", "--force", "--force", path)
 	if err == nil || g.isWorktree(ctx, path) {
 		return err
 	}
@@ -272,7 +290,7 @@ func (g Git) isWorktree(ctx context.Context, path string) bool {
 
 // Prune forgets the worktrees whose directories are gone.
 func (g Git) Prune(ctx context.Context) error {
-	_, err := g.Output(ctx, "worktree", "prune")
+	_, err := g.worktree(ctx, "prune")
 	return err
 }
 
@@ -284,7 +302,7 @@ type Worktree struct {
 
 // Worktrees lists the repository's worktrees whose paths are under dir.
 func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
-	out, err := g.Output(ctx, "worktree", "list", "--porcelain")
+	out, err := g.worktree(ctx, "list", "--porcelain")
 	if err != nil {
 		return nil, err
 	}

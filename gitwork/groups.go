@@ -25,17 +25,30 @@ type Groups struct {
 	Dir string
 }
 
-// self is this process's pid and start time, in the names of its records.
-var self = func() string {
+// Self is this process's pid and start time (proc.StartTime), as it
+// names itself in its records and the lock files it holds.
+var Self = func() string {
 	start, _ := proc.StartTime(os.Getpid())
 	return fmt.Sprintf("%d-%d", os.Getpid(), start)
 }()
+
+// AwaitExit waits (5 s at most) until the process that self (a Self of
+// it) names has exited: one that died holding a lock lets go of it a
+// moment before, and only then do its gits get their parent-death signal
+// and its records count as a dead process's.
+func AwaitExit(self string) {
+	var pid int
+	var start uint64
+	if _, err := fmt.Sscanf(self, "%d-%d", &pid, &start); err == nil {
+		proc.AwaitExit(pid, start, survivorWait)
+	}
+}
 
 // record is the proc.GroupHook that records a git command's group while it
 // runs. A group it fails to record is only not ended after a crash.
 func (g *Groups) record(pgid int) (done func()) {
 	start, _ := proc.StartTime(pgid)
-	path := filepath.Join(g.Dir, fmt.Sprintf("%d-%d.%s", pgid, start, self))
+	path := filepath.Join(g.Dir, fmt.Sprintf("%d-%d.%s", pgid, start, Self))
 	err := os.WriteFile(path, nil, 0o600)
 	if errors.Is(err, os.ErrNotExist) && os.MkdirAll(g.Dir, 0o700) == nil {
 		err = os.WriteFile(path, nil, 0o600)

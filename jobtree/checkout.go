@@ -30,6 +30,7 @@ const lockPoll = 50 * time.Millisecond
 // commands are recorded, for the one after it should it die in its merge.
 type checkoutHolder struct {
 	Who     string `json:"who"`
+	Self    string `json:"self"`    // its gitwork.Self
 	Tip     string `json:"tip"`     // the job branch's commit it merges
 	Message string `json:"message"` // its merge commit's message
 	Groups  string `json:"groups"`  // its gitwork.Groups directory
@@ -82,6 +83,7 @@ func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 	}
 	data, err := json.Marshal(checkoutHolder{
 		Who:     fmt.Sprintf("runner job %s (pid %d, since %s)", t.JobID, os.Getpid(), time.Now().Format(time.DateTime)),
+		Self:    gitwork.Self,
 		Tip:     tip,
 		Message: t.mergeMessage(),
 		Groups:  t.Git.Groups.Dir,
@@ -101,6 +103,7 @@ func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 // result staged with no MERGE_HEAD (git killed in a pre-merge-commit
 // hook). A merge it made stays; anything else is the user's, and left.
 func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder) error {
+	gitwork.AwaitExit(dead.Self)
 	if dead.Groups != "" {
 		if err := (&gitwork.Groups{Dir: dead.Groups}).EndLeftovers(); err != nil {
 			return err

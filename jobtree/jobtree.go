@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 
@@ -165,8 +164,8 @@ func (t *Tree) Ready(ctx context.Context) error {
 
 // Lock takes the job's merge lock: this process's, then the flock that
 // other processes of the job (dlq retries) take. unlock gives both back.
-// The holder writes its pid in the lock file and empties it when it lets
-// go: a pid found there names a process that died holding the lock,
+// The holder writes itself (gitwork.Self) in the lock file and empties it
+// when it lets go: one found there is a process that died holding the lock,
 // maybe in a merge, and what its git left is ended and undone (Ready
 // checks the job worktree again), whenever this process opened the job.
 func (t *Tree) Lock() (unlock func(), err error) {
@@ -205,6 +204,11 @@ func (t *Tree) takeLock(f *os.File) error {
 		return err
 	}
 	if fi.Size() > 0 {
+		dead := make([]byte, fi.Size())
+		if _, err := f.ReadAt(dead, 0); err != nil {
+			return err
+		}
+		gitwork.AwaitExit(string(dead))
 		if err := t.Git.Groups.EndLeftovers(); err != nil {
 			return err
 		}
@@ -213,7 +217,7 @@ func (t *Tree) takeLock(f *os.File) error {
 			return err
 		}
 	}
-	_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())), 0)
+	_, err = f.WriteAt([]byte(gitwork.Self), 0)
 	return err
 }
 

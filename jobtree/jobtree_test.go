@@ -178,7 +178,7 @@ func TestLockAfterADeadHolder(t *testing.T) {
 	if out, err := exec.Command("git", "-C", tree.Root, "add", "merged.txt").CombinedOutput(); err != nil {
 		t.Fatalf("git add: %v\n%s", err, out)
 	}
-	os.WriteFile(tree.lockPath, []byte("999999"), 0o600)
+	os.WriteFile(tree.lockPath, []byte("999999-1"), 0o600)
 	unlock, err := tree.Lock()
 	if err != nil {
 		t.Fatal(err)

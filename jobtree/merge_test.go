@@ -3,6 +3,8 @@ package jobtree
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,20 +109,14 @@ func TestLockCheckoutUndoesAKilledMerge(t *testing.T) {
 					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", "my merge", "runner/s")
 				}
 				// The record of the holder that died in its merge.
-				unlock, err := dead.lockCheckout(t.Context(), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
 				lock := filepath.Join(repo, ".git", checkoutLock)
-				record, _ := os.ReadFile(lock)
-				unlock()
-				os.WriteFile(lock, record, 0o600)
+				os.WriteFile(lock, deadHolder(t, lock, dead), 0o600)
 
 				tree := dead
 				if next != "s" {
 					tree = jobBranch(t, git, next)
 				}
-				err = mergeLocked(t, tree)
+				err := mergeLocked(t, tree)
 				switch left {
 				case "user changes":
 					if err == nil || !strings.Contains(err.Error(), "your checkout has changes not committed (f.txt)") {
@@ -148,6 +144,33 @@ func TestLockCheckoutUndoesAKilledMerge(t *testing.T) {
 			})
 		}
 	}
+}
+
+// deadHolder is the record that tree would leave in the checkout lock at
+// lock had it died holding it: its holder names a process that has exited.
+func deadHolder(t *testing.T, lock string, tree *Tree) []byte {
+	t.Helper()
+	unlock, err := tree.lockCheckout(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := holderOf(f)
+	f.Close()
+	unlock()
+	exited := exec.Command("true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	holder.Self = fmt.Sprintf("%d-1", exited.Process.Pid)
+	data, err := json.Marshal(holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // The lock of final merges lets one holder at a time in a repository; a

@@ -45,3 +45,16 @@ func awaitGroup(pgid int, d time.Duration) bool {
 	}
 	return true
 }
+
+// AwaitExit waits up to d for process pid, started at start, to have
+// exited (Runs false), and reports whether it has. A process killed with
+// -9 lets go of its files (its flocks) a moment before it has exited and
+// its children have had their parent-death signal.
+func AwaitExit(pid int, start uint64, d time.Duration) bool {
+	for deadline := time.Now().Add(d); Runs(pid, start); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
