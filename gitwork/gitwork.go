@@ -228,9 +228,10 @@ func Names(paths []string) string {
 // command that met another's worktree half made.
 const worktreeTries = 5
 
-// worktree runs git worktree with args. git's records of worktrees are not
-// safe against another git making one at the same moment (two jobs in one
-// repository): a git that reads a record half made fails ("failed to read
+// worktree runs git worktree with args, a command that can run again
+// after it failed. git's records of worktrees are not safe against
+// another git making one at the same moment (two jobs in one repository):
+// a git that reads a record half made fails ("failed to read
 // .git/worktrees/X/commondir"), and is run again after a moment.
 func (g Git) worktree(ctx context.Context, args ...string) (string, error) {
 	for try := 1; ; try++ {
@@ -243,10 +244,13 @@ func (g Git) worktree(ctx context.Context, args ...string) (string, error) {
 }
 
 // NewWorktree creates a worktree at path on a new branch pointing at
-// from; a branch of that name already there is an error.
+// from; a branch of that name already there is an error. The branch is
+// made first, so that the worktree's add can run again (worktree).
 func (g Git) NewWorktree(ctx context.Context, path, branch, from string) error {
-	_, err := g.worktree(ctx, "add", "-q", "-b", branch, path, from)
-	return err
+	if _, err := g.Output(ctx, "branch", "--no-track", branch, from); err != nil {
+		return err
+	}
+	return g.AddWorktree(ctx, path, branch)
 }
 
 // AddWorktree creates a worktree at path on branch, which exists.
