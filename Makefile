@@ -83,7 +83,7 @@ bench:
 # audit the state after every crash, also with the items in `runner agent`
 # processes, some of which are killed (the normal test run does 20 rounds
 # of each crash test but the last, which does 8); then kill -9 two jobs
-# merging into one checkout through slow hooks (3 rounds in make test);
+# merging into one checkout through slow hooks (1 round in make test);
 # then kill -9 the coordinator, workers and server of jobs on NATS (10
 # rounds each in make test).
 CHAOS_ROUNDS ?= 200
