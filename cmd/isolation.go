@@ -123,6 +123,16 @@ func checkMerge(ctx context.Context, wf *workflow.Workflow, flag bool) error {
 	return nil
 }
 
+// targetBranch is the branch a job of wf that runs in git worktrees
+// merges its job branch into: the one checked out here ("" when HEAD is
+// detached, or when wf has no job branch).
+func targetBranch(ctx context.Context, wf *workflow.Workflow) (string, error) {
+	if !wf.RunsInWorktree() {
+		return "", nil
+	}
+	return gitwork.Git{}.Branch(ctx)
+}
+
 // checkResumeMerge refuses, before the job is resumed, runner resume
 // --merge of a job that has no job branch or no branch to merge it into.
 // A job that cannot be read is left to resume to report.

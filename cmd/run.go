@@ -164,11 +164,15 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 			return err
 		}
 	}
+	target, err := targetBranch(ctx, wf)
+	if err != nil {
+		return err
+	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{
 		Store: g.store(), JobID: id, Vars: vars, Seed: seed, Profile: o.Profile,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
-		ItemBranches: itemBranches,
+		ItemBranches: itemBranches, TargetBranch: target,
 	})
 	if err != nil {
 		return err

@@ -18,10 +18,16 @@ import (
 // for the reason steps do: a commit or a merge runs the repository's hooks,
 // user code that may start processes of its own, and an interrupt must stop
 // them with the command.
+//
+// git dies with runner (proc.Spec.DieWithParent): a merge does not go on
+// for a runner that was killed. What git started (a hook) does not, and
+// is for the process that comes after: with Groups set, the process group
+// of each git command is recorded while it runs (see Groups).
 type Git struct {
-	Dir   string        // where git runs; "" = this process's directory
-	Env   []string      // git's environment; nil = this process's
-	Grace time.Duration // between SIGTERM and SIGKILL on interrupt; 0 = proc's default
+	Dir    string        // where git runs; "" = this process's directory
+	Env    []string      // git's environment; nil = this process's
+	Grace  time.Duration // between SIGTERM and SIGKILL on interrupt; 0 = proc's default
+	Groups *Groups       // where the git commands' process groups are recorded; nil = nowhere
 }
 
 // Run runs git with args and returns how it ended, its stdout captured.
@@ -30,12 +36,16 @@ func (g Git) Run(ctx context.Context, args ...string) proc.Result {
 	if env == nil {
 		env = os.Environ()
 	}
+	if g.Groups != nil {
+		ctx = proc.WithGroupHook(ctx, g.Groups.record)
+	}
 	return proc.Run(ctx, proc.Spec{
 		Args:          append([]string{"git"}, args...),
 		Dir:           g.Dir,
 		Env:           env,
 		Grace:         g.Grace,
 		CaptureStdout: true,
+		DieWithParent: true,
 	})
 }
 
@@ -56,6 +66,42 @@ func Message(res proc.Result) string {
 		msg += ": " + tail[strings.LastIndexByte(tail, '\n')+1:]
 	}
 	return msg
+}
+
+// Bounds of Detail: the lines kept from each end of a long message, and
+// the bytes kept of a long line.
+const (
+	detailLines   = 12
+	detailLineLen = 300
+)
+
+// Detail is a failed git command's error and the whole message it wrote
+// (git's own, and its hooks', which git sends to stderr), on indented
+// lines below it: the paths git names, a hook's reasons. A long message
+// keeps its first and last lines and says how many it leaves out.
+func Detail(res proc.Result) string {
+	msg := res.Err.Error()
+	tail := strings.TrimSpace(string(res.StderrTail))
+	if tail == "" {
+		return msg
+	}
+	lines := strings.Split(tail, "\n")
+	if int64(len(res.StderrTail)) < res.StderrBytes {
+		lines = append([]string{"[...]"}, lines[1:]...) // the tail starts mid-line
+	}
+	if len(lines) > 2*detailLines {
+		cut := len(lines) - 2*detailLines
+		lines = append(append(lines[:detailLines:detailLines], fmt.Sprintf("[... %d more lines ...]", cut)), lines[len(lines)-detailLines:]...)
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	for _, line := range lines {
+		if len(line) > detailLineLen {
+			line = line[:detailLineLen] + " [...]"
+		}
+		b.WriteString("\n  " + strings.TrimRight(line, "\r"))
+	}
+	return b.String()
 }
 
 // In returns g running in dir.
@@ -88,10 +134,10 @@ func (g Git) TopLevel(ctx context.Context) (top, prefix string, err error) {
 // share (.git of the main one).
 func (g Git) CommonDir(ctx context.Context) (string, error) {
 	dir, err := g.Output(ctx, "rev-parse", "--git-common-dir")
-	if err != nil || filepath.IsAbs(dir) {
-		return dir, err
+	if err != nil {
+		return "", err
 	}
-	return filepath.Abs(filepath.Join(g.Dir, dir))
+	return filepath.Abs(inDir(g.Dir, dir))
 }
 
 // Head returns the commit HEAD names, or "" when its branch has none yet.
@@ -188,34 +234,72 @@ func Names(paths []string) string {
 	return strings.Join(shown, ", ") + more
 }
 
+// worktreeTries bounds how many times worktree runs a git worktree
+// command that met another's worktree half made.
+const worktreeTries = 5
+
+// worktree runs git worktree with args, a command that can run again
+// after it failed. git's records of worktrees are not safe against
+// another git making one at the same moment (two jobs in one repository):
+// a git that reads a record half made fails ("failed to read
+// .git/worktrees/X/commondir"), and is run again after a moment.
+func (g Git) worktree(ctx context.Context, args ...string) (string, error) {
+	for try := 1; ; try++ {
+		out, err := g.Output(ctx, append([]string{"worktree"}, args...)...)
+		if err == nil || try == worktreeTries || !strings.Contains(err.Error(), "failed to read") || !strings.Contains(err.Error(), "worktrees/") {
+			return out, err
+		}
+		time.Sleep(time.Duration(try) * 20 * time.Millisecond)
+	}
+}
+
 // NewWorktree creates a worktree at path on a new branch pointing at
-// from; a branch of that name already there is an error.
+// from; a branch of that name already there is an error. The branch is
+// made first, so that the worktree's add can run again (worktree).
 func (g Git) NewWorktree(ctx context.Context, path, branch, from string) error {
-	_, err := g.Output(ctx, "worktree", "add", "-q", "-b", branch, path, from)
-	return err
+	if _, err := g.Output(ctx, "branch", "--no-track", branch, from); err != nil {
+		return err
+	}
+	return g.AddWorktree(ctx, path, branch)
 }
 
 // AddWorktree creates a worktree at path on branch, which exists.
 func (g Git) AddWorktree(ctx context.Context, path, branch string) error {
-	_, err := g.Output(ctx, "worktree", "add", "-q", path, branch)
+	_, err := g.worktree(ctx, "add", "-q", path, branch)
 	return err
 }
 
 // ResetWorktree creates a worktree at path on branch, made to point at
 // from whether it exists or not.
 func (g Git) ResetWorktree(ctx context.Context, path, branch, from string) error {
-	_, err := g.Output(ctx, "worktree", "add", "-q", "-B", branch, path, from)
+	_, err := g.worktree(ctx, "add", "-q", "-B", branch, path, from)
 	return err
 }
 
 // RemoveWorktree removes the worktree at path, changes and all (even when
-// locked). A path that is not there is not an error.
+// locked). A path that is not there is not an error. Nor is a worktree
+// that a git killed while it made it left half made (its .git file not
+// written yet, or naming nothing git knows), as git dies with runner: its
+// directory is removed and git forgets it (prune).
 func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	_, err := g.Output(ctx, "worktree", "remove", "--force", "--force", path)
-	return err
+	_, err := g.worktree(ctx, "remove", "--force", "--force", path)
+	if err == nil || g.isWorktree(ctx, path) {
+		return err
+	}
+	return errors.Join(os.RemoveAll(path), g.Prune(ctx))
+}
+
+// isWorktree reports whether path is the top of a work tree git can use.
+func (g Git) isWorktree(ctx context.Context, path string) bool {
+	top, _, err := g.In(path).TopLevel(ctx)
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(path)
+	return err == nil && top == real
 }
 
 // MakeWorktree runs add, which makes a worktree at path. When add fails,
@@ -244,7 +328,7 @@ func (g Git) ClearWorktree(ctx context.Context, path string) error {
 		return err
 	}
 	for _, w := range there {
-		if _, err := g.Output(ctx, "worktree", "remove", "--force", "--force", w.Path); err != nil {
+		if _, err := g.worktree(ctx, "remove", "--force", "--force", w.Path); err != nil {
 			return err
 		}
 	}
@@ -253,7 +337,7 @@ func (g Git) ClearWorktree(ctx context.Context, path string) error {
 
 // Prune forgets the worktrees whose directories are gone.
 func (g Git) Prune(ctx context.Context) error {
-	_, err := g.Output(ctx, "worktree", "prune")
+	_, err := g.worktree(ctx, "prune")
 	return err
 }
 
@@ -268,7 +352,7 @@ type Worktree struct {
 
 // Worktrees lists the repository's worktrees whose paths are under dir.
 func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
-	out, err := g.Output(ctx, "worktree", "list", "--porcelain")
+	out, err := g.worktree(ctx, "list", "--porcelain")
 	if err != nil {
 		return nil, err
 	}
@@ -305,22 +389,37 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 // Merge merges branch into the branch checked out in g.Dir with a merge
 // commit (--no-ff) and message. When the merge conflicts it is aborted,
 // leaving the work tree as it was, and the conflicting paths are returned.
+// It aborts only the merge it started: a work tree in the middle of a
+// merge, rebase, cherry-pick, revert or bisect is refused, untouched.
+// Any other failure is an error with git's whole message (Detail): the
+// paths in the way, a rejecting hook's own words.
 func (g Git) Merge(ctx context.Context, branch, message string) (conflicts []string, err error) {
-	res := g.Run(ctx, "merge", "--no-ff", "--no-edit", "-m", message, branch)
+	if busy, err := g.InProgress(ctx); err != nil || busy != "" {
+		return nil, errors.Join(err, inProgressError(busy))
+	}
+	tip, err := g.commit(ctx, "refs/heads/"+branch)
+	if err != nil || tip == "" {
+		return nil, errors.Join(err, fmt.Errorf("git merge: there is no branch %s", branch))
+	}
+	res := g.runMerge(ctx, branch, tip, message)
 	if res.Kind == proc.KindOK {
 		return nil, nil
 	}
+	failed := fmt.Errorf("git merge %s: %s", branch, Detail(res))
+	// A merge that stopped before changing anything (paths in the way, a
+	// lock) leaves nothing to abort.
+	if head, _, err := g.MergeHead(ctx); err != nil || head != tip {
+		return nil, errors.Join(failed, err)
+	}
 	out, derr := g.Output(ctx, "diff", "--name-only", "--diff-filter=U", "-z")
 	conflicts = strings.FieldsFunc(out, func(r rune) bool { return r == 0 })
-	// A merge that stopped before changing anything (a hook, a lock) leaves
-	// nothing to abort; the abort's own failure then says nothing new.
-	if _, aerr := g.Output(ctx, "merge", "--abort"); aerr != nil && len(conflicts) > 0 {
-		return conflicts, fmt.Errorf("git merge --abort: %w", aerr)
+	if _, aerr := g.Output(ctx, "merge", "--abort"); aerr != nil {
+		return conflicts, errors.Join(failed, fmt.Errorf("git merge --abort: %w", aerr))
 	}
 	if derr == nil && len(conflicts) > 0 {
 		return conflicts, nil
 	}
-	return nil, fmt.Errorf("git merge %s: %s", branch, Message(res))
+	return nil, failed // a hook refused the merge commit
 }
 
 // AbortMerge aborts a merge left in progress (by a process that died in
@@ -331,6 +430,124 @@ func (g Git) AbortMerge(ctx context.Context) error {
 	}
 	_, err := g.Output(ctx, "merge", "--abort")
 	return err
+}
+
+// HoldsMergeOf reports whether g.Dir's index and work tree hold exactly
+// what merging commit into HEAD makes, HEAD not having it yet, with
+// nothing else changed and no merge in progress: what a git merge killed before its commit (in a
+// pre-merge-commit hook) leaves. It needs git merge-tree --write-tree
+// (git 2.38); with an older git it is always false.
+func (g Git) HoldsMergeOf(ctx context.Context, commit string) (bool, error) {
+	res := g.Run(ctx, "merge-tree", "--write-tree", "--no-messages", "HEAD", commit)
+	if res.Kind != proc.KindOK {
+		return false, nil // conflicts, or an older git
+	}
+	merged, _, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), "\n")
+	if head, err := g.Output(ctx, "rev-parse", "HEAD^{tree}"); err != nil || head == merged {
+		return false, err // merged already
+	}
+	index, err := g.Output(ctx, "write-tree")
+	if err != nil || index != merged {
+		return false, nil // unmerged paths, or another tree
+	}
+	if head, err := g.commit(ctx, "MERGE_HEAD"); err != nil || head != "" {
+		return false, err
+	}
+	res = g.Run(ctx, "diff", "--quiet")
+	return res.Kind == proc.KindOK, nil
+}
+
+// UndoMerge puts the index and work tree back to HEAD where a merge
+// changed them, keeping changes it did not make (git reset --merge).
+func (g Git) UndoMerge(ctx context.Context) error {
+	_, err := g.Output(ctx, "reset", "-q", "--merge")
+	return err
+}
+
+// MergeHead returns the commit being merged in g.Dir and the first line of
+// the merge's message, or "" when no merge is in progress.
+func (g Git) MergeHead(ctx context.Context) (head, message string, err error) {
+	if head, err = g.commit(ctx, "MERGE_HEAD"); err != nil || head == "" {
+		return "", "", err
+	}
+	path, err := g.Output(ctx, "rev-parse", "--git-path", "MERGE_MSG")
+	if err != nil {
+		return "", "", err
+	}
+	data, err := os.ReadFile(inDir(g.Dir, path))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", "", err
+	}
+	message, _, _ = strings.Cut(string(data), "\n")
+	return head, message, nil
+}
+
+// An operation git leaves in progress in a work tree, by the file or
+// directory that marks it in the git directory.
+var operations = []struct{ marker, what, ends string }{
+	{"MERGE_HEAD", "a merge", "git merge --continue, or git merge --abort"},
+	{"rebase-merge", "a rebase", "git rebase --continue, or git rebase --abort"},
+	{"rebase-apply", "a rebase or git am", "git rebase --continue or git am --continue, or their --abort"},
+	{"CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue, or git cherry-pick --abort"},
+	{"REVERT_HEAD", "a revert", "git revert --continue, or git revert --abort"},
+	{"sequencer", "a cherry-pick or revert of several commits", "git cherry-pick --continue, or git cherry-pick --abort"},
+	{"BISECT_LOG", "a bisect", "git bisect reset"},
+}
+
+// InProgress says which operation g.Dir's work tree is in the middle of
+// (a merge, a rebase, a cherry-pick, a revert, a bisect) and how to end
+// it, or "" when none.
+func (g Git) InProgress(ctx context.Context) (string, error) {
+	args := []string{"rev-parse"}
+	for _, op := range operations {
+		args = append(args, "--git-path", op.marker)
+	}
+	out, err := g.Output(ctx, args...)
+	if err != nil {
+		return "", err
+	}
+	for i, path := range strings.Split(out, "\n") {
+		if _, err := os.Lstat(inDir(g.Dir, path)); err == nil && i < len(operations) {
+			op := operations[i]
+			return fmt.Sprintf("%s (%s marks it; end it with %s)", op.what, op.marker, op.ends), nil
+		}
+	}
+	return "", nil
+}
+
+// inProgressError refuses to work in a work tree in the middle of
+// operation busy (InProgress); nil when it is "".
+func inProgressError(busy string) error {
+	if busy == "" {
+		return nil
+	}
+	return fmt.Errorf("the work tree is in the middle of %s", busy)
+}
+
+// inDir makes a path git printed relative to dir, where it ran, usable
+// from here.
+func inDir(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
+}
+
+// Contains reports whether branch has commit (its tip or an ancestor of
+// it); a branch that does not exist has none.
+func (g Git) Contains(ctx context.Context, branch, commit string) (bool, error) {
+	tip, err := g.Tip(ctx, branch)
+	if err != nil || tip == "" {
+		return false, err
+	}
+	res := g.Run(ctx, "merge-base", "--is-ancestor", commit, tip)
+	switch {
+	case res.Kind == proc.KindOK:
+		return true, nil
+	case res.Kind == proc.KindExit && res.ExitCode == 1:
+		return false, nil
+	}
+	return false, fmt.Errorf("git merge-base --is-ancestor: %s", Message(res))
 }
 
 // MergeCommit is a merge commit on a branch's line of first parents.

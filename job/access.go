@@ -72,15 +72,6 @@ func (j *Job) SetItemCounts(c ItemCounts) error {
 	return j.st.Save()
 }
 
-// SetTargetBranch records in the job's metadata the branch the job
-// branch would be merged into: the one checked out when the job started.
-func (j *Job) SetTargetBranch(branch string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.st.Meta.TargetBranch = branch
-	return j.st.Save()
-}
-
 // NextDistEpoch records that this process runs the job's items on NATS
 // as d says, in an epoch after every earlier process's, and returns the
 // record: its epoch, and the key of the first process (d's for the

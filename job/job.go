@@ -61,6 +61,11 @@ type Options struct {
 	// ItemBranches is recorded in a started job's metadata (run only):
 	// the prefix of its items' git branches, "" when they have none.
 	ItemBranches string
+	// TargetBranch (run only) is the branch checked out where a job that
+	// runs in git worktrees starts, which its job branch merges into; it
+	// is in the job's metadata from its first write, so that no crash
+	// leaves a job without it.
+	TargetBranch string
 }
 
 // Start creates a job for wf (whose file content is source) and records
@@ -87,7 +92,8 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
-		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached, ItemBranches: opts.ItemBranches,
+		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached,
+		ItemBranches: opts.ItemBranches, TargetBranch: opts.TargetBranch,
 	}, source)
 	if err != nil {
 		return nil, err

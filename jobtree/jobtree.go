@@ -51,7 +51,15 @@ type Tree struct {
 // Open returns the worktree of a job, for the job's process and for the
 // processes that run its items: path is the job's Path and env its
 // environment. The repository is the one this process's directory is in.
+//
+// Before anything reads the repository, it ends what the git commands of
+// the job's processes that died left running (their hooks, which may
+// still write to it; git itself died with its runner).
 func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
+	groups := &gitwork.Groups{Dir: path("git-processes")}
+	if err := groups.EndLeftovers(); err != nil {
+		return nil, err
+	}
 	git := gitwork.Git{Env: env}
 	_, prefix, err := git.TopLevel(ctx)
 	if err != nil {
@@ -68,7 +76,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 	return &Tree{
 		JobBranch:     Branch(jobID),
 		JobID:         jobID,
-		Git:           gitwork.Git{Dir: root, Env: env},
+		Git:           gitwork.Git{Dir: root, Env: env, Groups: groups},
 		Root:          root,
 		Prefix:        prefix,
 		lockPath:      filepath.Join(filepath.Dir(root), "worktree.lock"),
@@ -110,10 +118,7 @@ func (t *Tree) Begin(ctx context.Context, j *job.Job, resume func(context.Contex
 		return End{}, err
 	}
 	j.SetDir(t.Dir())
-	end := End{Branch: t.JobBranch}
-	var err error
-	end.Target, err = t.target(ctx, j)
-	return end, err
+	return End{Branch: t.JobBranch, Target: target(j)}, nil
 }
 
 // Start makes the job worktree on a new job branch from the HEAD of the
@@ -139,9 +144,13 @@ func (t *Tree) Start(ctx context.Context) error {
 // Ready makes the job worktree on the job branch when it is not there (a
 // resumed job whose process died; a dlq retry runs after the job ended,
 // and a retry that ends removes it while another may still merge) or is
-// half made (a process killed while git made it), and aborts a merge that
-// a process which died left half done in it. The job's merge lock is held
-// (Lock), or no other process runs the job.
+// half made (a process killed while git made it), and undoes a merge that a process which died left half done in it: the
+// lock files of a git that died holding them, the merge in progress
+// (MERGE_HEAD), or its result staged with no MERGE_HEAD, as git leaves it
+// when killed in a pre-merge-commit hook (the worktree is runner's, and
+// what a killed step staged there goes too: the step runs again from the
+// start). The job's merge lock is held (Lock), or no other process runs
+// the job, and the git commands of the processes that died are ended.
 func (t *Tree) Ready(ctx context.Context) error {
 	_, err := os.Stat(filepath.Join(t.Root, ".git"))
 	if err == nil && t.checked {
@@ -155,7 +164,10 @@ func (t *Tree) Ready(ctx context.Context) error {
 	}
 	if intact {
 		t.checked = true
-		return t.Git.AbortMerge(ctx)
+		if err := t.Git.RemoveLocks(ctx, t.JobBranch); err != nil {
+			return err
+		}
+		return errors.Join(t.Git.AbortMerge(ctx), t.Git.UndoMerge(ctx))
 	}
 	if err := t.Admin(func() error { return t.remake(ctx) }); err != nil {
 		return err
@@ -191,14 +203,24 @@ func (t *Tree) remake(ctx context.Context) error {
 
 // Lock takes the job's merge lock: this process's, then the flock that
 // other processes of the job (dlq retries) take. unlock gives both back.
+// The holder writes itself (gitwork.Self) in the lock file and empties it
+// when it lets go: one found there is a process that died holding the lock,
+// maybe in a merge, and what its git left is ended and undone (Ready
+// checks the job worktree again), whenever this process opened the job.
 func (t *Tree) Lock() (unlock func(), err error) {
 	t.mergeMu.Lock()
-	unlockFile, err := flock(t.lockPath)
+	f, unlockFile, err := flock(t.lockPath)
+	if err == nil {
+		if err = t.takeLock(f); err != nil {
+			unlockFile()
+		}
+	}
 	if err != nil {
 		t.mergeMu.Unlock()
 		return nil, fmt.Errorf("the job's merge lock: %w", err)
 	}
 	return func() {
+		_ = f.Truncate(0)
 		unlockFile()
 		t.mergeMu.Unlock()
 	}, nil
@@ -212,7 +234,7 @@ func (t *Tree) Lock() (unlock func(), err error) {
 // .git/worktrees/N/commondir", "could not create directory of
 // '.git/worktrees/...'"). fn must not call Admin.
 func (t *Tree) Admin(fn func() error) error {
-	unlock, err := flock(t.adminLockPath)
+	_, unlock, err := flock(t.adminLockPath)
 	if err != nil {
 		return fmt.Errorf("the job's worktree lock: %w", err)
 	}
@@ -221,27 +243,53 @@ func (t *Tree) Admin(fn func() error) error {
 }
 
 // flock takes the flock of the file at path, which it makes (and its
-// directory) if need be; unlock gives it back. Each call opens the file
-// anew, so that two goroutines of one process exclude each other too.
-func flock(path string) (unlock func(), err error) {
+// directory) if need be, and returns the file open; unlock gives it back
+// and closes it. Each call opens the file anew, so that two goroutines of
+// one process exclude each other too.
+func flock(path string) (f *os.File, unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return func() {
+	return f, func() {
 		// Unlocked before the close: a child forked meanwhile holds a
 		// copy of the descriptor until it execs, and the close alone
 		// would leave the flock to it.
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// takeLock ends what a holder of the job's merge lock f that died left,
+// and writes this process in its place.
+func (t *Tree) takeLock(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() > 0 {
+		dead := make([]byte, fi.Size())
+		if _, err := f.ReadAt(dead, 0); err != nil {
+			return err
+		}
+		gitwork.AwaitExit(string(dead))
+		if err := t.Git.Groups.EndLeftovers(); err != nil {
+			return err
+		}
+		t.checked = false
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+	}
+	_, err = f.WriteAt([]byte(gitwork.Self), 0)
+	return err
 }
 
 // Remove removes the job worktree (the branch stays), even when ctx is

@@ -55,7 +55,7 @@ func startStandard(t *testing.T, src string) *job.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "s", Stdout: io.Discard, Stderr: io.Discard})
+	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "s", Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,4 +221,41 @@ func TestReadyAfterKilledGit(t *testing.T) {
 		t.Fatalf(".git/worktrees is still there: %v", err)
 	}
 	ready("no .git/worktrees")
+}
+
+// A process that died holding the job's merge lock, maybe in a merge,
+// left its pid in the lock file: whoever takes the lock next has Ready
+// undo what that merge left in the job worktree, even when this process
+// had readied it already.
+func TestLockAfterADeadHolder(t *testing.T) {
+	testRepo(t)
+	dir := t.TempDir()
+	tree, err := Open(t.Context(), "j", nil, func(name string) string { return filepath.Join(dir, name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tree.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A merge killed in its pre-merge-commit hook: its result staged.
+	os.WriteFile(filepath.Join(tree.Root, "merged.txt"), []byte("m\n"), 0o600)
+	if out, err := exec.Command("git", "-C", tree.Root, "add", "merged.txt").CombinedOutput(); err != nil {
+		t.Fatalf("git add: %v\n%s", err, out)
+	}
+	os.WriteFile(tree.lockPath, []byte("999999-1"), 0o600)
+	unlock, err := tree.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tree.Ready(t.Context())
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paths, _ := tree.Git.ChangedPaths(t.Context()); len(paths) > 0 {
+		t.Errorf("the job worktree keeps the dead holder's half merge: %q", paths)
+	}
+	if data, _ := os.ReadFile(tree.lockPath); len(data) != 0 {
+		t.Errorf("the lock file given back holds %q", data)
+	}
 }

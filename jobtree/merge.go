@@ -33,18 +33,10 @@ func (e *MergeError) Error() string {
 func (e *MergeError) Unwrap() error { return e.Err }
 
 // target is the branch the job branch merges into: the one checked out
-// where runner runs when the job starts, recorded in the job's metadata
-// then and read from it on resume.
-func (t *Tree) target(ctx context.Context, j *job.Job) (string, error) {
-	if j.Resumed() {
-		return j.Meta().TargetBranch, nil
-	}
-	branch, err := t.Git.In("").Branch(ctx)
-	if err != nil {
-		return "", err
-	}
-	return branch, j.SetTargetBranch(branch)
-}
+// where runner ran when the job started, recorded in the job's metadata
+// when the job was made (job.Options.TargetBranch), before anything could
+// leave it to resume.
+func target(j *job.Job) string { return j.Meta().TargetBranch }
 
 // MergeEnd merges the job branch into target at the end of a job that
 // succeeded, and says how: the merge: block's steps when the file has one, run in the
@@ -62,11 +54,17 @@ func (t *Tree) MergeEnd(ctx context.Context, j *job.Job, target string, starts f
 	return how, nil
 }
 
-// finalMerge is MergeEnd's work.
+// finalMerge is MergeEnd's work, under the lock that has final merges
+// into the repository's checkouts take turns.
 func (t *Tree) finalMerge(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
 	if target == "" {
 		return "", errors.New("HEAD was detached when the job started, so there is no branch to merge into")
 	}
+	unlock, err := t.lockCheckout(ctx, j.Executor().Stderr)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	block := j.Workflow().Merge
 	if block == nil {
 		return MergedByGit, t.mergeInto(ctx, target)
@@ -82,18 +80,60 @@ func (t *Tree) finalMerge(ctx context.Context, j *job.Job, target string, starts
 	if starts != nil {
 		starts()
 	}
-	_, err := j.RunPhase(ctx, job.PhaseMerge, block.Steps)
+	_, err = j.RunPhase(ctx, job.PhaseMerge, block.Steps)
 	return MergedByBlock, err
 }
 
 // mergeInto merges the job branch into target in the user's checkout, with
-// a merge commit, if that checkout is still on target and has no changes
-// to tracked files: runner never merges into a branch the user left, nor
-// mixes its merge with their work. A conflict aborts the merge, leaving
-// the checkout as it was.
+// a merge commit, if that checkout is still on target, in the middle of
+// no git operation and without changes to tracked files: runner never
+// merges into a branch the user left, nor mixes its merge with their
+// work. A conflict aborts the merge, leaving the checkout as it was. A
+// job branch that target has already (merged by a runner killed before
+// it recorded so) counts as merged. The checkout lock is held, and what
+// a runner killed during its merge left is undone (lockCheckout).
 func (t *Tree) mergeInto(ctx context.Context, target string) error {
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
 	user := t.Git.In("")
+	tip, err := user.Tip(ctx, t.JobBranch)
+	switch {
+	case err != nil:
+		return err
+	case tip == "":
+		return fmt.Errorf("the job branch %s is gone", t.JobBranch)
+	}
+	if merged, err := user.Contains(ctx, target, tip); err != nil || merged {
+		return err
+	}
+	if err := checkCheckout(ctx, user, target); err != nil {
+		return err
+	}
+	conflicts, err := user.Merge(ctx, t.JobBranch, t.mergeMessage())
+	if err != nil {
+		return err
+	}
+	if len(conflicts) > 0 {
+		return fmt.Errorf("the merge conflicts in %s; it was aborted, and your checkout is as it was", strings.Join(conflicts, ", "))
+	}
+	return nil
+}
+
+// mergeMessage is the message of runner's merge commit of the job branch.
+func (t *Tree) mergeMessage() string {
+	return "Merge " + t.JobBranch + " (runner job " + t.JobID + ")"
+}
+
+// checkCheckout refuses a user's checkout that is not on target, is in the
+// middle of a git operation (the user's merge, rebase, cherry-pick,
+// revert or bisect) or has changes to tracked files, saying which.
+func checkCheckout(ctx context.Context, user gitwork.Git, target string) error {
+	busy, err := user.InProgress(ctx)
+	switch {
+	case err != nil:
+		return err
+	case busy != "":
+		return fmt.Errorf("your checkout is in the middle of %s", busy)
+	}
 	branch, err := user.Branch(ctx)
 	switch {
 	case err != nil:
@@ -104,18 +144,8 @@ func (t *Tree) mergeInto(ctx context.Context, target string) error {
 		return fmt.Errorf("your checkout is on %s now, and the job started on %s", branch, target)
 	}
 	changed, err := user.ChangedPaths(ctx)
-	if err != nil {
+	if err != nil || len(changed) == 0 {
 		return err
 	}
-	if len(changed) > 0 {
-		return fmt.Errorf("your checkout has changes not committed (%s); commit or put them aside first", gitwork.Names(changed))
-	}
-	conflicts, err := user.Merge(ctx, t.JobBranch, "Merge "+t.JobBranch+" (runner job "+t.JobID+")")
-	if err != nil {
-		return err
-	}
-	if len(conflicts) > 0 {
-		return fmt.Errorf("the merge conflicts in %s; it was aborted, and your checkout is as it was", strings.Join(conflicts, ", "))
-	}
-	return nil
+	return fmt.Errorf("your checkout has changes not committed (%s); commit or put them aside first", gitwork.Names(changed))
 }

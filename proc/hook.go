@@ -10,8 +10,16 @@ type GroupHook func(pgid int) (done func())
 
 type groupHookKey struct{}
 
-// WithGroupHook returns ctx carrying h, for the runs under it.
+// WithGroupHook returns ctx carrying h, for the runs under it. A hook ctx
+// carries already is told too, before h.
 func WithGroupHook(ctx context.Context, h GroupHook) context.Context {
+	if outer := groupHookOf(ctx); outer != nil {
+		inner := h
+		h = func(pgid int) func() {
+			outerDone, innerDone := outer(pgid), inner(pgid)
+			return func() { innerDone(); outerDone() }
+		}
+	}
 	return context.WithValue(ctx, groupHookKey{}, h)
 }
 

@@ -32,3 +32,20 @@ func TestGroupHookSeesTheGroup(t *testing.T) {
 		t.Errorf("a run without the hook reached it: %v", seen)
 	}
 }
+
+// A hook added under another tells both, the outer first, and each is
+// done with the group.
+func TestGroupHooksChain(t *testing.T) {
+	var log []string
+	hook := func(name string) GroupHook {
+		return func(int) func() {
+			log = append(log, name)
+			return func() { log = append(log, name+" done") }
+		}
+	}
+	ctx := WithGroupHook(WithGroupHook(context.Background(), hook("outer")), hook("inner"))
+	Run(ctx, Spec{Command: "true"})
+	if got := strings.Join(log, ", "); got != "outer, inner, inner done, outer done" {
+		t.Errorf("hooks told: %s", got)
+	}
+}

@@ -54,6 +54,13 @@ type Spec struct {
 	// StderrTail keep; 0 or less = TailSize. The tails grow as output
 	// comes, so a large limit costs only the runs that print that much.
 	TailLimit int
+	// DieWithParent has the kernel send the program SIGTERM when this
+	// process dies, even of kill -9 (Linux; elsewhere it is ignored): git
+	// must not go on changing a repository for a runner that is gone, and
+	// on SIGTERM it removes its lock files and a worktree it was making
+	// before it dies (SIGKILL would leave them). Only the program gets the
+	// signal, not what it starts (its hooks): those are for EndGroup.
+	DieWithParent bool
 }
 
 // Kind classifies how a run ended.
@@ -169,6 +176,15 @@ func run(ctx context.Context, spec *Spec) Result {
 	sys := &syscall.SysProcAttr{Setpgid: true}
 	if usePidFD {
 		requestPidFD(sys, &pidfd)
+	}
+	if spec.DieWithParent {
+		// The kernel sends the signal when the thread that forked the
+		// child ends, not the process: this goroutine keeps its thread
+		// (which the runtime never ends while a goroutine holds it) until
+		// the child is reaped.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		dieWithParent(sys)
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Dir:   spec.Dir,

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(noPidFDEnv) == "1" {
 		usePidFD = false
 	}
+	if file := os.Getenv(orphanEnv); file != "" {
+		runOrphan(file)
+	}
 	os.Exit(m.Run())
 }
 

@@ -3,6 +3,7 @@ package proc
 import (
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // StartTime returns when process pid started, in clock ticks after boot
@@ -21,3 +22,23 @@ func StartTime(pid int) (ticks uint64, ok bool) {
 	ticks, err = strconv.ParseUint(string(fields[22-3]), 10, 64)
 	return ticks, err == nil
 }
+
+// Runs reports whether process pid, which started at start (StartTime),
+// still runs: it is there, is not a zombie, and is not a later process
+// that took its pid.
+func Runs(pid int, start uint64) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	fields := statFields(data)
+	if len(fields) < 20 || string(fields[0]) == "Z" || string(fields[0]) == "X" {
+		return false
+	}
+	now, err := strconv.ParseUint(string(fields[22-3]), 10, 64)
+	return err == nil && now == start
+}
+
+// dieWithParent has the child sent SIGTERM when the thread that forks it
+// ends.
+func dieWithParent(sys *syscall.SysProcAttr) { sys.Pdeathsig = syscall.SIGTERM }

@@ -1,0 +1,212 @@
+package jobtree
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// jobBranch opens the tree of job id in the repository of testRepo, with
+// a job branch runner/<id> that adds <id>.txt.
+func jobBranch(t *testing.T, git func(string, ...string) string, id string) *Tree {
+	t.Helper()
+	dir := t.TempDir()
+	tree, err := Open(t.Context(), id, nil, func(name string) string { return filepath.Join(dir, name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tree.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tree.Root, id+".txt"), []byte(id+"\n"), 0o600)
+	git(tree.Root, "add", id+".txt")
+	git(tree.Root, "commit", "-qm", "work of "+id)
+	if err := tree.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// mergeLocked makes tree's final merge into main as finalMerge does,
+// under the checkout lock.
+func mergeLocked(t *testing.T, tree *Tree) error {
+	unlock, err := tree.lockCheckout(t.Context(), nil)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return tree.mergeInto(t.Context(), "main")
+}
+
+// A checkout in the middle of the user's own merge is refused with the
+// reason, and their merge (MERGE_HEAD, MERGE_MSG) is left as it was.
+func TestMergeIntoRefusesTheUsersMerge(t *testing.T) {
+	git, repo := testRepo(t)
+	tree := jobBranch(t, git, "s")
+	git(repo, "checkout", "-q", "-b", "theirs")
+	os.WriteFile("f.txt", []byte("theirs\n"), 0o600)
+	git(repo, "commit", "-qam", "theirs")
+	git(repo, "checkout", "-q", "main")
+	os.WriteFile("f.txt", []byte("ours\n"), 0o600)
+	git(repo, "commit", "-qam", "ours")
+	if err := exec.Command("git", "merge", "-q", "-m", "my merge", "theirs").Run(); err == nil {
+		t.Fatal("the user's merge did not conflict")
+	}
+	head := git(repo, "rev-parse", "MERGE_HEAD")
+	err := mergeLocked(t, tree)
+	if err == nil || !strings.Contains(err.Error(), "your checkout is in the middle of a merge (MERGE_HEAD marks it") {
+		t.Errorf("mergeInto a checkout mid-merge: %v", err)
+	}
+	if got := git(repo, "rev-parse", "MERGE_HEAD"); got != head {
+		t.Errorf("MERGE_HEAD is %s, want the user's %s", got, head)
+	}
+	if msg, _ := os.ReadFile(".git/MERGE_MSG"); !bytes.HasPrefix(msg, []byte("my merge")) {
+		t.Errorf("MERGE_MSG is %q", msg)
+	}
+}
+
+// A job branch already merged into its target (by a runner killed before
+// it recorded so) counts as merged, wherever the checkout is now.
+func TestMergeIntoRecognisesAMadeMerge(t *testing.T) {
+	git, repo := testRepo(t)
+	tree := jobBranch(t, git, "s")
+	git(repo, "merge", "-q", "--no-ff", "-m", "Merge runner/s (runner job s)", "runner/s")
+	git(repo, "checkout", "-q", "-b", "elsewhere")
+	if err := mergeLocked(t, tree); err != nil {
+		t.Fatalf("merge of a merged branch: %v", err)
+	}
+	if n := git(repo, "rev-list", "--count", "--merges", "main"); n != "1" {
+		t.Errorf("main has %s merges, want 1", n)
+	}
+}
+
+// What the git merge of a runner killed holding the checkout lock left
+// (the job's files staged with no MERGE_HEAD, as a kill in a
+// pre-merge-commit hook leaves them; or the merge in progress with its
+// message), the next holder undoes, whichever job it merges; not the
+// user's changes, nor a merge of the user's.
+func TestLockCheckoutUndoesAKilledMerge(t *testing.T) {
+	for _, left := range []string{"staged", "in progress", "user changes", "user's merge"} {
+		for _, next := range []string{"s", "other"} {
+			t.Run(left+" then "+next, func(t *testing.T) {
+				git, repo := testRepo(t)
+				dead := jobBranch(t, git, "s")
+				switch left {
+				case "staged":
+					git(repo, "read-tree", "-u", "-m", git(repo, "merge-tree", "--write-tree", "HEAD", "runner/s"))
+				case "in progress":
+					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", dead.mergeMessage(), "runner/s")
+				case "user changes":
+					os.WriteFile("f.txt", []byte("mine\n"), 0o600)
+				case "user's merge":
+					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", "my merge", "runner/s")
+				}
+				// The record of the holder that died in its merge.
+				lock := filepath.Join(repo, ".git", checkoutLock)
+				os.WriteFile(lock, deadHolder(t, lock, dead), 0o600)
+
+				tree := dead
+				if next != "s" {
+					tree = jobBranch(t, git, next)
+				}
+				err := mergeLocked(t, tree)
+				switch left {
+				case "user changes":
+					if err == nil || !strings.Contains(err.Error(), "your checkout has changes not committed (f.txt)") {
+						t.Errorf("merge with the user's changes: %v", err)
+					}
+					return
+				case "user's merge":
+					if err == nil || !strings.Contains(err.Error(), "in the middle of a merge") {
+						t.Errorf("merge into the user's merge: %v", err)
+					}
+					if msg, _ := os.ReadFile(".git/MERGE_MSG"); !bytes.HasPrefix(msg, []byte("my merge")) {
+						t.Errorf("MERGE_MSG is %q", msg)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("merge: %v", err)
+				}
+				if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != tree.mergeMessage() {
+					t.Errorf("main ends with %q", msg)
+				}
+				if st := git(repo, "status", "--porcelain", "--untracked-files=no"); st != "" {
+					t.Errorf("the checkout has changes after the merge:\n%s", st)
+				}
+			})
+		}
+	}
+}
+
+// deadHolder is the record that tree would leave in the checkout lock at
+// lock had it died holding it: its holder names a process that has exited.
+func deadHolder(t *testing.T, lock string, tree *Tree) []byte {
+	t.Helper()
+	unlock, err := tree.lockCheckout(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := holderOf(f)
+	f.Close()
+	unlock()
+	exited := exec.Command("true")
+	if err := exited.Run(); err != nil {
+		t.Fatal(err)
+	}
+	holder.Self = fmt.Sprintf("%d-1", exited.Process.Pid)
+	data, err := json.Marshal(holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// The lock of final merges lets one holder at a time in a repository; a
+// waiter says once who holds it, and gives up when its context ends.
+func TestLockCheckout(t *testing.T) {
+	git, _ := testRepo(t)
+	first := jobBranch(t, git, "s")
+	unlock, err := first.lockCheckout(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &Tree{JobID: "other", Git: first.Git}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	var said bytes.Buffer
+	if _, err := second.lockCheckout(ctx, &said); err == nil {
+		t.Fatal("a second holder took the held lock")
+	}
+	if got := said.String(); !strings.HasPrefix(got, "runner: waiting for runner job s (pid ") || strings.Count(got, "\n") != 1 {
+		t.Errorf("the waiter said %q", got)
+	}
+	got := make(chan error, 1)
+	go func() {
+		unlock, err := second.lockCheckout(t.Context(), nil)
+		if err == nil {
+			unlock()
+		}
+		got <- err
+	}()
+	unlock()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lock given back was not taken within 10 s")
+	}
+}
