@@ -30,6 +30,10 @@ type Options struct {
 	MaxDeliveries int        // 0: DefaultMaxDeliveries
 	Version       string     // this runner's, for the spec
 	Warn          io.Writer  // warnings about the NATS objects
+	// CheckEvery is how often, while items are out, the dispatcher makes
+	// sure that nothing lost on the server leaves them waiting (see
+	// check); 0: DefaultAckWait.
+	CheckEvery time.Duration
 }
 
 // Dispatcher sends a job's tasks to the workers of its queue and waits for
@@ -45,6 +49,7 @@ type Dispatcher struct {
 	epoch   int
 	maxDel  int
 	version string // this runner's, for the spec
+	every   time.Duration
 	results jetstream.Consumer
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -69,6 +74,12 @@ type waiter struct {
 	attempt int
 	task    mapreduce.Task // to send again if the server loses it
 	ch      chan inbound   // buffered, one
+	// stored says the task is in the stream: published (the server
+	// acknowledged it) or adopted. Until then it is not checked for.
+	stored bool
+	// resends counts the times it was sent again (only the goroutine
+	// reading results touches it).
+	resends int
 }
 
 // inbound is a result as it arrived, with its message to acknowledge
@@ -104,7 +115,7 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue,
-		maxDel: cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries), version: opts.Version,
+		maxDel: cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
 		done: make(chan struct{}),
 	}
@@ -259,17 +270,69 @@ func (d *Dispatcher) readDelivered(ctx context.Context) error {
 	return nil
 }
 
-// consume reads the job's results until ctx ends.
+// consume reads the job's results until ctx ends, and checks every
+// d.every that the waiting dispatches can still get theirs.
 func (d *Dispatcher) consume(ctx context.Context) {
 	defer close(d.done)
+	due := time.Now().Add(d.every)
 	for ctx.Err() == nil {
-		msg, err := next(ctx, d.results)
-		if err != nil {
-			d.restore(ctx, err)
-			continue
+		if !time.Now().Before(due) {
+			d.check(ctx)
+			due = time.Now().Add(d.every)
 		}
-		d.receive(ctx, msg)
+		pctx, cancel := context.WithDeadline(ctx, due)
+		msg, err := next(pctx, d.results)
+		checkDue := pctx.Err() != nil
+		cancel()
+		switch {
+		case err == nil:
+			d.receive(ctx, msg)
+		case !checkDue:
+			d.restore(ctx, err)
+		}
 	}
+}
+
+// check makes sure, while dispatches wait, that nothing the server lost
+// leaves them waiting for ever when their consumer survived (restore does
+// it when the server lost that too): the job's spec is put back in the
+// jobs bucket if it is gone (else workers retry or drop its tasks), and
+// the tasks that are neither in the stream nor have a result on the way
+// are sent again. It costs three requests to the server whatever the
+// number of items: the spec, the subjects of the job's tasks in the
+// stream and, only if some are missing, those of its results.
+func (d *Dispatcher) check(ctx context.Context) {
+	ws := d.stored()
+	if len(ws) == 0 || !d.js.Conn().IsConnected() {
+		return
+	}
+	if err := d.keepSpec(ctx); err != nil {
+		d.objs.warnf("job %s: checking its spec in NATS bucket %s: %v", d.j.ID(), jobsBucket, err)
+	}
+	if err := d.resendLost(ctx, ws); err != nil {
+		d.objs.warnf("job %s: checking its tasks: %v", d.j.ID(), err)
+	}
+}
+
+// keepSpec puts the job's spec back if the jobs bucket lost it, making
+// the bucket again if it is gone.
+func (d *Dispatcher) keepSpec(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, callDeadline)
+	defer cancel()
+	_, err := d.objs.jobs.Get(cctx, d.key)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		if _, berr := d.js.KeyValue(cctx, jobsBucket); !errors.Is(berr, jetstream.ErrBucketNotFound) {
+			return err // the bucket is there: the server did not answer
+		}
+		if err := d.objs.remade().openBucket(ctx); err != nil {
+			return err
+		}
+	}
+	d.objs.warnf("job %s's spec was gone from NATS bucket %s: putting it back", d.j.ID(), jobsBucket)
+	return d.putSpec(ctx, statusRunning)
 }
 
 // restore makes the NATS objects again when a pull failed because the
@@ -302,35 +365,89 @@ func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
 		return
 	}
 	d.results = results
-	for _, t := range d.outstanding() {
-		if !d.queued(ctx, t) {
-			d.send(ctx, t)
-		}
+	if err := d.resendLost(ctx, d.stored()); err != nil {
+		d.objs.warnf("job %s: checking its tasks: %v", d.j.ID(), err) // the next check tries again
 	}
 }
 
-// outstanding are the tasks of the dispatches waiting for a result.
-func (d *Dispatcher) outstanding() []mapreduce.Task {
+// stored are the dispatches waiting for a result whose task was stored.
+func (d *Dispatcher) stored() []*waiter {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	tasks := make([]mapreduce.Task, 0, len(d.waiting))
+	ws := make([]*waiter, 0, len(d.waiting))
 	for _, w := range d.waiting {
-		tasks = append(tasks, w.task)
+		if w.stored {
+			ws = append(ws, w)
+		}
 	}
-	return tasks
+	return ws
 }
 
-// queued reports whether the tasks stream holds t's task (an error counts
-// as no: sending it again under its message id is harmless).
-func (d *Dispatcher) queued(ctx context.Context, t mapreduce.Task) bool {
+// resendLost sends again the tasks of ws that the tasks stream no longer
+// holds (a worker holds its task in the stream until its result is
+// stored) and that no result is on the way for: lost with the stream, or
+// dropped by a worker that found no spec of the job. Two requests find
+// them, whatever their number: the subjects of the job's tasks in the
+// stream, then, only if some are missing, those of its results. The order
+// matters as in recover: a worker acknowledges its task only after its
+// result is stored, so a task gone before the first request has its
+// result in the second, until this dispatcher has taken it.
+func (d *Dispatcher) resendLost(ctx context.Context, ws []*waiter) error {
+	queued, err := subjects(ctx, d.objs.tasks, "runner.task."+d.queue+"."+d.key+".>")
+	if err != nil {
+		return fmt.Errorf("NATS stream %s: %w", tasksStream, err)
+	}
+	var lost []*waiter
+	for _, w := range ws {
+		if queued[taskSubject(d.queue, d.key, w.task.Index)] == 0 {
+			lost = append(lost, w)
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	stored, err := subjects(ctx, d.objs.results, "runner.result."+d.key+".>")
+	if err != nil {
+		return fmt.Errorf("NATS stream %s: %w", resultsStream, err)
+	}
+	for _, w := range lost {
+		if stored[resultSubject(d.key, w.task.Index)] == 0 && d.waits(w) {
+			d.resend(ctx, w)
+		}
+	}
+	return nil
+}
+
+// subjects counts the messages of stream s on each subject that filter
+// matches.
+func subjects(ctx context.Context, s jetstream.Stream, filter string) (map[string]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, callDeadline)
 	defer cancel()
-	raw, err := d.objs.tasks.GetLastMsgForSubject(ctx, taskSubject(d.queue, d.key, t.Index))
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return false
+		return nil, err
 	}
-	var sent task
-	return json.Unmarshal(raw.Data, &sent) == nil && sent.Attempt == t.Attempt
+	return info.State.Subjects, nil
+}
+
+// waits reports whether w still waits for its result.
+func (d *Dispatcher) waits(w *waiter) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.waiting[w.task.Index] == w
+}
+
+// resend publishes w's task again, under a message id of its own: the
+// stream's duplicate window may still hold the first one's (a worker
+// dropped the task), and would drop it. The task is in the stream no
+// more, so no worker runs it meanwhile. One that fails is sent at the
+// next check.
+func (d *Dispatcher) resend(ctx context.Context, w *waiter) {
+	w.resends++
+	d.objs.warnf("job %s: item %s's task is gone from NATS stream %s with no result: sending it again", d.j.ID(), w.task.ItemID, tasksStream)
+	ctx, cancel := context.WithTimeout(ctx, 2*callDeadline)
+	defer cancel()
+	d.send(ctx, w.task, taskMsgID(d.key, w.task.Index, w.task.Attempt, d.epoch)+".r"+strconv.Itoa(w.resends))
 }
 
 // receive gives a result to the dispatch waiting for it, keeps it for an
@@ -406,9 +523,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.
 		return d.outcome(t, in), nil
 	}
 	delete(d.expected, t.Index)
-	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1)}
-	d.waiting[t.Index] = w
 	adopted := d.adopted[t.Index] == t.Attempt
+	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1), stored: adopted}
+	d.waiting[t.Index] = w
 	delete(d.adopted, t.Index)
 	d.mu.Unlock()
 	defer func() {
@@ -419,9 +536,12 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.
 		d.mu.Unlock()
 	}()
 	if !adopted {
-		if out, sent := d.send(ctx, t); !sent {
+		if out, sent := d.send(ctx, t, taskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
 			return out, nil
 		}
+		d.mu.Lock()
+		w.stored = ctx.Err() == nil
+		d.mu.Unlock()
 	}
 	select {
 	case in := <-w.ch:
@@ -434,16 +554,17 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.
 	}
 }
 
-// send publishes t's task. It reports false, with the outcome of the
-// attempt, when the task cannot be sent (too large for NATS).
-func (d *Dispatcher) send(ctx context.Context, t mapreduce.Task) (mapreduce.Outcome, bool) {
+// send publishes t's task under message id. It reports false, with the
+// outcome of the attempt, when the task cannot be sent (too large for
+// NATS).
+func (d *Dispatcher) send(ctx context.Context, t mapreduce.Task, id string) (mapreduce.Outcome, bool) {
 	body, err := json.Marshal(task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel})
 	if err == nil && len(body) > maxTask {
 		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), maxTask)
 	}
 	if err == nil {
 		m := newMsg(taskSubject(d.queue, d.key, t.Index), t.JobID, body)
-		err = publish(ctx, d.js, m, taskMsgID(d.key, t.Index, t.Attempt, d.epoch))
+		err = publish(ctx, d.js, m, id)
 		if ctx.Err() != nil {
 			return mapreduce.Outcome{}, true // interrupted: the wait says so
 		}

@@ -68,6 +68,26 @@ func startJob(t *testing.T, dir, file string) *job.Job {
 	return j
 }
 
+// ran is how a job's map run ended.
+type ran struct {
+	sum mapreduce.Summary
+	err error
+}
+
+// runMap runs job j's map with a dispatcher of opts until it ends or ctx
+// does, and says how it ended.
+func runMap(ctx context.Context, j *job.Job, opts Options) <-chan ran {
+	done := make(chan ran, 1)
+	go func() {
+		sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
+			Dispatcher: New(j, opts),
+			DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
+		})
+		done <- ran{sum, err}
+	}()
+	return done
+}
+
 // eventually polls cond every 20 ms for at most 10 s.
 func eventually(cond func() bool) bool {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

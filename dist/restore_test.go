@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/jobdlq"
-	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/state"
 )
 
@@ -38,18 +36,7 @@ map:
 	runWorker(t, srv, DefaultQueue)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	type ran struct {
-		sum mapreduce.Summary
-		err error
-	}
-	done := make(chan ran, 1)
-	go func() {
-		sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
-			Dispatcher: New(j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}, Warn: io.Discard}),
-			DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
-		})
-		done <- ran{sum, err}
-	}()
+	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}, Warn: io.Discard})
 	if !eventually(func() bool { m, _ := filepath.Glob("started.*"); return len(m) > 0 }) {
 		select {
 		case r := <-done:
