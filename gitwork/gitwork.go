@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,13 +60,24 @@ func (g Git) Output(ctx context.Context, args ...string) (string, error) {
 	return strings.TrimSpace(string(res.Stdout)), nil
 }
 
-// Message is a failed git command's error and the last line it wrote.
+// Message is a failed git command's error and the line that says why:
+// git's last "fatal:" or "error:" line (advice such as "remove the file
+// manually to continue." may follow it), else the last line it wrote.
 func Message(res proc.Result) string {
 	msg := res.Err.Error()
-	if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
-		msg += ": " + tail[strings.LastIndexByte(tail, '\n')+1:]
+	tail := strings.TrimSpace(string(res.StderrTail))
+	if tail == "" {
+		return msg
 	}
-	return msg
+	lines := strings.Split(tail, "\n")
+	why := lines[len(lines)-1]
+	for _, line := range slices.Backward(lines) {
+		if strings.HasPrefix(line, "fatal: ") || strings.HasPrefix(line, "error: ") {
+			why = line
+			break
+		}
+	}
+	return msg + ": " + strings.TrimRight(why, "\r")
 }
 
 // Bounds of Detail: the lines kept from each end of a long message, and

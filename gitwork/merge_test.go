@@ -290,3 +290,17 @@ func TestRemoveLocks(t *testing.T) {
 		t.Errorf("the checkout's own index.lock was removed: %v", err)
 	}
 }
+
+// Message names the line that says why git failed, not the advice that
+// follows it.
+func TestMessageNamesWhy(t *testing.T) {
+	for tail, want := range map[string]string{
+		"fatal: Unable to create '/r/.git/index.lock': File exists.\n\nAnother git process seems to be running.\nremove the file manually to continue.\n": "exit status 128: fatal: Unable to create '/r/.git/index.lock': File exists.",
+		"hint: something\nsome last line\n": "exit status 128: some last line",
+		"":                                  "exit status 128",
+	} {
+		if got := Message(proc.Result{Err: fmt.Errorf("exit status 128"), StderrTail: []byte(tail)}); got != want {
+			t.Errorf("Message of %q = %q, want %q", tail, got, want)
+		}
+	}
+}
