@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -109,9 +110,10 @@ func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 // checkout lock that died, left running, removes the lock files its git
 // left (made since it wrote its record, at since: git killed in a ref
 // update, or by SIGKILL, does not remove them), and undoes its merge
-// where it is half made in the checkout: in progress with its message
-// (git keeps MERGE_HEAD until its post-merge hook has run, the merge
-// commit made), or its result staged with no MERGE_HEAD (git killed in a
+// where it is half made in the checkout: in progress with its message,
+// or the start of it (git writes MERGE_MSG after MERGE_HEAD, and keeps
+// them until its post-merge hook has run, the merge commit made), or its
+// result staged with no MERGE_HEAD (git killed in a
 // pre-merge-commit hook). A merge it made stays; anything else is the
 // user's, and left.
 func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder, since time.Time) error {
@@ -134,7 +136,7 @@ func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder, since time.
 		if err != nil || !left {
 			return err
 		}
-	} else if head != dead.Tip || message != dead.Message {
+	} else if head != dead.Tip || !strings.HasPrefix(dead.Message, message) {
 		return nil
 	}
 	return user.UndoMerge(ctx)

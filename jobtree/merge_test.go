@@ -93,7 +93,7 @@ func TestMergeIntoRecognisesAMadeMerge(t *testing.T) {
 // message), the next holder undoes, whichever job it merges; not the
 // user's changes, nor a merge of the user's.
 func TestLockCheckoutUndoesAKilledMerge(t *testing.T) {
-	for _, left := range []string{"staged", "in progress", "user changes", "user's merge"} {
+	for _, left := range []string{"staged", "in progress", "message not written", "user changes", "user's merge"} {
 		for _, next := range []string{"s", "other"} {
 			t.Run(left+" then "+next, func(t *testing.T) {
 				git, repo := testRepo(t)
@@ -103,6 +103,9 @@ func TestLockCheckoutUndoesAKilledMerge(t *testing.T) {
 					git(repo, "read-tree", "-u", "-m", git(repo, "merge-tree", "--write-tree", "HEAD", "runner/s"))
 				case "in progress":
 					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", dead.mergeMessage(), "runner/s")
+				case "message not written": // git writes MERGE_HEAD, then MERGE_MSG
+					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", dead.mergeMessage(), "runner/s")
+					os.WriteFile(".git/MERGE_MSG", []byte("Merge run"), 0o600)
 				case "user changes":
 					os.WriteFile("f.txt", []byte("mine\n"), 0o600)
 				case "user's merge":
