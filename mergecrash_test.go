@@ -175,6 +175,12 @@ func running(pid int) bool {
 	return len(stat) > 0 && stat[0] != "Z"
 }
 
+// stopped reports whether pid is stopped by a signal.
+func stopped(pid int) bool {
+	stat := procStat(pid)
+	return len(stat) > 0 && stat[0] == "T"
+}
+
 // waitGone fails the test unless pid is gone within 5 s; it kills it
 // then, so that nothing outlives the test.
 func (r *mergeRepo) waitGone(pid int, what string) {
@@ -264,6 +270,61 @@ func TestMergeKilledInHook(t *testing.T) {
 			}
 			r.checkMerged("a")
 		})
+	}
+}
+
+// refUpdateHook is a reference-transaction hook that logs as mergeHook
+// does and blocks (30 s at most) while the update of main is prepared:
+// git holds HEAD.lock then.
+const refUpdateHook = `#!/bin/sh
+refs=$(cat)
+case "$1 $refs" in
+"prepared "*refs/heads/main*)
+	echo "reference-transaction $$ $PPID" >> '%[1]s/hooks.log'
+	i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done;;
+esac
+exit 0
+`
+
+// A git killed in its merge's ref update without its signal handler
+// running (SIGKILL, here while its runner is stopped and cannot react)
+// leaves HEAD.lock and MERGE_HEAD in the checkout: resume --merge removes
+// the lock file, undoes the half-made merge and makes it, once.
+func TestMergeGitKilledInRefUpdate(t *testing.T) {
+	gitEnv(t)
+	r := newMergeRepo(t)
+	hook := filepath.Join(r.repo, ".git", "hooks", "reference-transaction")
+	r.write(hook, fmt.Sprintf(refUpdateHook, r.dir))
+	if err := os.Chmod(hook, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run, exited := r.start("run", "--merge", "--job-id", "a", "merge.yml")
+	h, ok := r.waitHook("reference-transaction", 1, exited)
+	if !ok {
+		run.Process.Kill()
+		<-exited
+		t.Fatal("runner ended, or 10 s passed, before the ref update's hook ran")
+	}
+	r.killAtEnd(h.pid)
+	// The runner stopped cannot react to its git's death, nor send it
+	// the SIGTERM of its own.
+	syscall.Kill(run.Process.Pid, syscall.SIGSTOP)
+	for i := 0; i < 250 && !stopped(run.Process.Pid); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(h.git, syscall.SIGKILL)
+	r.waitGone(h.git, "the git merge of the stopped runner")
+	run.Process.Kill()
+	<-exited
+	if _, err := os.Stat(filepath.Join(r.repo, ".git", "HEAD.lock")); err != nil {
+		t.Fatalf("the killed git left no HEAD.lock: %v", err)
+	}
+	if code, out := runnerIn(t, r.repo, "resume", "--merge", "a"); code != 0 {
+		t.Fatalf("resume --merge: exit %d\n%s", code, out)
+	}
+	r.checkMerged("a")
+	if _, err := os.Stat(filepath.Join(r.repo, ".git", "HEAD.lock")); err == nil {
+		t.Error("HEAD.lock is still there")
 	}
 }
 

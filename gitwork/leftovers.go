@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/runnerdev/runner/proc"
 )
@@ -112,6 +113,46 @@ func (g Git) RemoveLocks(ctx context.Context, branch string) error {
 		return err
 	}
 	for _, lock := range append(locks, inDir(g.Dir, ref)) {
+		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeLocks are the files, in a work tree's git directory, that a git
+// merge or git reset --merge locks (by "<file>.lock") while it runs;
+// besides them it locks the branch checked out.
+var mergeLocks = []string{"index", "HEAD", "ORIG_HEAD", "AUTO_MERGE"}
+
+// RemoveMergeLocks removes the lock files that a git killed in a merge or
+// in git reset --merge in g.Dir's work tree leaves (index.lock, HEAD.lock,
+// ORIG_HEAD.lock, AUTO_MERGE.lock and that of the branch checked out),
+// which make every later merge or reset there fail ("Unable to create
+// ... .lock: File exists"), but only those made at since or later: since
+// is when a process that died began to merge there, whose gits are all
+// gone now. An older lock file is not its own, and stays.
+func (g Git) RemoveMergeLocks(ctx context.Context, since time.Time) error {
+	args := []string{"rev-parse"}
+	for _, file := range mergeLocks {
+		args = append(args, "--git-path", file+".lock")
+	}
+	branch, err := g.Branch(ctx)
+	if err != nil {
+		return err
+	}
+	if branch != "" {
+		args = append(args, "--git-path", "refs/heads/"+branch+".lock")
+	}
+	out, err := g.Output(ctx, args...)
+	if err != nil {
+		return err
+	}
+	for _, path := range strings.Split(out, "\n") {
+		lock := inDir(g.Dir, path)
+		if fi, err := os.Lstat(lock); err != nil || fi.ModTime().Before(since) {
+			continue
+		}
 		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}

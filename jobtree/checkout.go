@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,8 +53,7 @@ func (t *Tree) lockCheckout(ctx context.Context, w io.Writer) (unlock func(), er
 	if err != nil {
 		return nil, fmt.Errorf("the lock of final merges: %w", err)
 	}
-	unlock = func() {
-		_ = f.Truncate(0)
+	release := func() {
 		// Unlocked before the close, as in Lock.
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
@@ -63,17 +63,26 @@ func (t *Tree) lockCheckout(ctx context.Context, w io.Writer) (unlock func(), er
 		return nil, err
 	}
 	if err := t.takeCheckout(ctx, f); err != nil {
-		unlock()
+		// The record of a holder that died stays, for the next holder
+		// to undo what it left.
+		release()
 		return nil, err
 	}
-	return unlock, nil
+	return func() {
+		_ = f.Truncate(0)
+		release()
+	}, nil
 }
 
 // takeCheckout undoes what the holder of the checkout lock f that died
 // left, and writes this process in its place.
 func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 	if dead := holderOf(f); dead.Tip != "" {
-		if err := t.undoMergeOf(context.WithoutCancel(ctx), dead); err != nil {
+		fi, err := f.Stat()
+		if err == nil {
+			err = t.undoMergeOf(context.WithoutCancel(ctx), dead, fi.ModTime())
+		}
+		if err != nil {
 			return fmt.Errorf("undoing the merge that %s left in your checkout: %w", dead.Who, err)
 		}
 	}
@@ -98,11 +107,16 @@ func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 }
 
 // undoMergeOf ends the hooks that the git of dead, a holder of the
-// checkout lock that died, left running, and undoes its merge where it
-// is half made in the checkout: in progress with its message, or its
-// result staged with no MERGE_HEAD (git killed in a pre-merge-commit
-// hook). A merge it made stays; anything else is the user's, and left.
-func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder) error {
+// checkout lock that died, left running, removes the lock files its git
+// left (made since it wrote its record, at since: git killed in a ref
+// update, or by SIGKILL, does not remove them), and undoes its merge
+// where it is half made in the checkout: in progress with its message,
+// or the start of it (git writes MERGE_MSG after MERGE_HEAD, and keeps
+// them until its post-merge hook has run, the merge commit made), or its
+// result staged with no MERGE_HEAD (git killed in a
+// pre-merge-commit hook). A merge it made stays; anything else is the
+// user's, and left.
+func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder, since time.Time) error {
 	gitwork.AwaitExit(dead.Self)
 	if dead.Groups != "" {
 		if err := (&gitwork.Groups{Dir: dead.Groups}).EndLeftovers(); err != nil {
@@ -110,6 +124,9 @@ func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder) error {
 		}
 	}
 	user := t.Git.In("")
+	if err := user.RemoveMergeLocks(ctx, since); err != nil {
+		return err
+	}
 	head, message, err := user.MergeHead(ctx)
 	if err != nil {
 		return err
@@ -119,7 +136,7 @@ func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder) error {
 		if err != nil || !left {
 			return err
 		}
-	} else if head != dead.Tip || message != dead.Message {
+	} else if head != dead.Tip || !strings.HasPrefix(dead.Message, message) {
 		return nil
 	}
 	return user.UndoMerge(ctx)

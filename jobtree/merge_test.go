@@ -93,7 +93,7 @@ func TestMergeIntoRecognisesAMadeMerge(t *testing.T) {
 // message), the next holder undoes, whichever job it merges; not the
 // user's changes, nor a merge of the user's.
 func TestLockCheckoutUndoesAKilledMerge(t *testing.T) {
-	for _, left := range []string{"staged", "in progress", "user changes", "user's merge"} {
+	for _, left := range []string{"staged", "in progress", "message not written", "user changes", "user's merge"} {
 		for _, next := range []string{"s", "other"} {
 			t.Run(left+" then "+next, func(t *testing.T) {
 				git, repo := testRepo(t)
@@ -103,6 +103,9 @@ func TestLockCheckoutUndoesAKilledMerge(t *testing.T) {
 					git(repo, "read-tree", "-u", "-m", git(repo, "merge-tree", "--write-tree", "HEAD", "runner/s"))
 				case "in progress":
 					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", dead.mergeMessage(), "runner/s")
+				case "message not written": // git writes MERGE_HEAD, then MERGE_MSG
+					git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", dead.mergeMessage(), "runner/s")
+					os.WriteFile(".git/MERGE_MSG", []byte("Merge run"), 0o600)
 				case "user changes":
 					os.WriteFile("f.txt", []byte("mine\n"), 0o600)
 				case "user's merge":
@@ -208,5 +211,67 @@ func TestLockCheckout(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lock given back was not taken within 10 s")
+	}
+}
+
+// A holder killed after git made its merge commit, in the post-merge hook
+// or in the ref update before it, leaves MERGE_HEAD (git removes it only
+// once the hook has run) and, killed in the ref update without its
+// signal handler running, HEAD.lock: the next holder removes the lock
+// file, keeps the merge and makes its own.
+func TestLockCheckoutRemovesADeadHoldersLocks(t *testing.T) {
+	git, repo := testRepo(t)
+	dead := jobBranch(t, git, "s")
+	next := jobBranch(t, git, "other")
+	lock := filepath.Join(repo, ".git", checkoutLock)
+	os.WriteFile(lock, deadHolder(t, lock, dead), 0o600)
+	git(repo, "merge", "-q", "--no-ff", "-m", dead.mergeMessage(), "runner/s")
+	os.WriteFile(".git/MERGE_HEAD", []byte(git(repo, "rev-parse", "runner/s")+"\n"), 0o600)
+	os.WriteFile(".git/MERGE_MSG", []byte(dead.mergeMessage()+"\n"), 0o600)
+	os.WriteFile(".git/HEAD.lock", nil, 0o600)
+
+	if err := mergeLocked(t, next); err != nil {
+		t.Fatalf("merge after a holder killed in its ref update: %v", err)
+	}
+	merges := git(repo, "log", "--merges", "--format=%s", "main")
+	if want := next.mergeMessage() + "\n" + dead.mergeMessage(); merges != want {
+		t.Errorf("main's merges are\n%s\nwant\n%s", merges, want)
+	}
+	for _, left := range []string{".git/HEAD.lock", ".git/MERGE_HEAD"} {
+		if _, err := os.Stat(left); err == nil {
+			t.Errorf("%s is still there", left)
+		}
+	}
+}
+
+// A lock file older than the dead holder's merge is not its own (the
+// user's git may hold it): it stays, and the merge fails, naming the
+// holder. The record of the dead holder stays too, so that the holder
+// after, once the user's git is done, undoes its merge.
+func TestLockCheckoutKeepsOthersLocks(t *testing.T) {
+	git, repo := testRepo(t)
+	dead := jobBranch(t, git, "s")
+	next := jobBranch(t, git, "other")
+	git(repo, "merge", "-q", "--no-ff", "--no-commit", "-m", dead.mergeMessage(), "runner/s")
+	os.WriteFile(".git/index.lock", nil, 0o600)
+	hourAgo := time.Now().Add(-time.Hour)
+	os.Chtimes(".git/index.lock", hourAgo, hourAgo)
+	lock := filepath.Join(repo, ".git", checkoutLock)
+	os.WriteFile(lock, deadHolder(t, lock, dead), 0o600)
+
+	err := mergeLocked(t, next)
+	if err == nil || !strings.Contains(err.Error(), "undoing the merge that runner job s") {
+		t.Fatalf("merge with the user's index.lock: %v", err)
+	}
+	if _, err := os.Stat(".git/index.lock"); err != nil {
+		t.Errorf("the user's index.lock was removed: %v", err)
+	}
+	os.Remove(".git/index.lock")
+	if err := mergeLocked(t, next); err != nil {
+		t.Fatalf("merge once the user's git is done: %v", err)
+	}
+	merges := git(repo, "log", "--merges", "--format=%s", "main")
+	if merges != next.mergeMessage() {
+		t.Errorf("main's merges are %q, want %q alone", merges, next.mergeMessage())
 	}
 }
