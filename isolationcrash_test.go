@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -231,7 +232,10 @@ func auditJobBranch(t *testing.T, git func(...string) string, store state.Store,
 	queued := queuedItems(t, job)
 	for _, b := range strings.Fields(git("branch", "--list", "--format=%(refname:short)", "runner-items/j/*")) {
 		if !queued[strings.TrimPrefix(b, "runner-items/j/")] {
-			t.Errorf("branch %s is left, and its item is not in the DLQ", b)
+			// What moved the branch last, and what git may have refused
+			// its deletion for: the state to read when this fails.
+			t.Errorf("branch %s is left, and its item is not in the DLQ; its reflog:\n%s\nmerged into runner/j: %q\nlock files: %v",
+				b, git("reflog", "show", "--date=iso", b), git("branch", "--merged", "runner/j", "--list", b), gitLocks(git("rev-parse", "--absolute-git-dir")))
 		}
 	}
 	for id := range queued {
@@ -327,4 +331,18 @@ func crashPointRound(t *testing.T, bin, point string) (reached bool) {
 		t.Errorf("after the final retry: %v, want all %d succeeded", counts, isolationCrashItems)
 	}
 	return reached
+}
+
+// gitLocks lists the lock files under the git directory dir that a
+// killed git may have left.
+func gitLocks(dir string) []string {
+	var locks []string
+	root := strings.TrimSpace(dir)
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".lock") {
+			locks = append(locks, path)
+		}
+		return nil
+	})
+	return locks
 }
