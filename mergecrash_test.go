@@ -162,6 +162,23 @@ func (r *mergeRepo) waitHook(hook string, n int, exited <-chan struct{}) (hookRu
 	return hookRun{}, false
 }
 
+// killInHook waits until hook has run n times in all (waitHook), then
+// kills the runner process run -9 and waits until its git (which dies
+// with it) is gone; the hook lives on until the test ends. what names the
+// process in failures.
+func (r *mergeRepo) killInHook(run *exec.Cmd, exited <-chan struct{}, hook string, n int, what string) hookRun {
+	r.t.Helper()
+	h, ok := r.waitHook(hook, n, exited)
+	run.Process.Kill()
+	<-exited
+	if !ok {
+		r.t.Fatalf("%s ended, or 10 s passed, before the %s hook ran", what, hook)
+	}
+	r.killAtEnd(h.pid)
+	r.waitGone(h.git, "the git merge of the killed "+what)
+	return h
+}
+
 // killAtEnd kills pid (a hook a killed runner left) when the test ends.
 func (r *mergeRepo) killAtEnd(pid int) {
 	if pid > 0 {
@@ -252,16 +269,7 @@ func TestMergeKilledInHook(t *testing.T) {
 			r := newMergeRepo(t, hook)
 			r.write(filepath.Join(r.dir, "block"), "")
 			run, exited := r.start("run", "--merge", "--job-id", "a", "merge.yml")
-			h, ok := r.waitHook(hook, 1, exited)
-			if !ok {
-				run.Process.Kill()
-				<-exited
-				t.Fatalf("runner ended, or 10 s passed, before the %s hook ran", hook)
-			}
-			run.Process.Kill()
-			<-exited
-			r.killAtEnd(h.pid)
-			r.waitGone(h.git, "the git merge of the killed runner")
+			h := r.killInHook(run, exited, hook, 1, "runner")
 			if code, out := runnerIn(t, r.repo, "resume", "--merge", "a"); code != 0 {
 				t.Fatalf("resume --merge: exit %d\n%s", code, out)
 			}
@@ -520,16 +528,7 @@ func TestItemMergeKilledInHook(t *testing.T) {
 	r.write(filepath.Join(r.repo, "items.yml"), fmt.Sprintf(itemsWorkflow, r.dir))
 	r.write(filepath.Join(r.dir, "block"), "")
 	run, exited := r.start("run", "--job-id", "j", "items.yml")
-	h, ok := r.waitHook("pre-merge-commit", 1, exited)
-	if !ok {
-		run.Process.Kill()
-		<-exited
-		t.Fatal("runner ended, or 10 s passed, before the hook ran")
-	}
-	run.Process.Kill()
-	<-exited
-	r.killAtEnd(h.pid)
-	r.waitGone(h.git, "the git merge of the killed runner")
+	h := r.killInHook(run, exited, "pre-merge-commit", 1, "runner")
 	if code, out := runnerIn(t, r.repo, "resume", "j"); code != cmd.ExitItemsInDLQ {
 		t.Fatalf("resume: exit %d, want %d (item 3 in the DLQ)\n%s", code, cmd.ExitItemsInDLQ, out)
 	}
@@ -542,16 +541,7 @@ func TestItemMergeKilledInHook(t *testing.T) {
 	r.write(filepath.Join(r.dir, "block"), "")
 	n := len(r.hooks())
 	retry, exited := r.start("dlq", "retry", "j")
-	h, ok = r.waitHook("pre-merge-commit", n+1, exited)
-	if !ok {
-		retry.Process.Kill()
-		<-exited
-		t.Fatal("dlq retry ended, or 10 s passed, before the hook ran")
-	}
-	retry.Process.Kill()
-	<-exited
-	r.killAtEnd(h.pid)
-	r.waitGone(h.git, "the git merge of the killed dlq retry")
+	h = r.killInHook(retry, exited, "pre-merge-commit", n+1, "dlq retry")
 	if code, out := runnerIn(t, r.repo, "dlq", "retry", "j"); code != 0 {
 		t.Fatalf("dlq retry: exit %d\n%s", code, out)
 	}
