@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -76,18 +77,29 @@ func (p *positiveInt) Set(s string) error {
 	return nil
 }
 
-// profileOptions is --profile, of the commands that read a workflow file
-// (run, validate): the profile of its profiles: to apply.
-type profileOptions struct {
+// fileOptions are the flags of the commands that read a workflow file
+// (run, validate): --profile, the profile of its profiles: to apply, and
+// --strict, which makes the file's warnings errors.
+type fileOptions struct {
 	Profile string
+	Strict  bool
 }
 
-func (o *profileOptions) AddFlags(c *cobra.Command) {
+func (o *fileOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Profile, "profile", "", "apply this profile of the workflow's profiles: over its env (resume and dlq retry keep the job's)")
+	c.Flags().BoolVar(&o.Strict, "strict", false, "refuse a file with warnings (keys that have no effect, Prodigy's older forms) as invalid")
 }
 
-// check reports a profile the workflow does not define, at its profiles: key.
-func (o profileOptions) check(wf *workflow.Workflow) error {
+// check prints the workflow's warnings on stderr, or with --strict
+// returns them as errors, and reports a profile the workflow does not
+// define, at its profiles: key.
+func (o fileOptions) check(g *globalOptions, wf *workflow.Workflow) error {
+	if o.Strict && len(wf.Warnings) > 0 {
+		return wf.Warnings.Strict()
+	}
+	for _, w := range wf.Warnings {
+		fmt.Fprintln(g.stderr, w)
+	}
 	if o.Profile == "" {
 		return nil
 	}

@@ -23,7 +23,7 @@ import (
 type runOptions struct {
 	outputOptions
 	parallelOptions
-	profileOptions
+	fileOptions
 	JobID  string
 	Seed   string
 	DryRun bool
@@ -38,7 +38,7 @@ type runOptions struct {
 func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	o.outputOptions.AddFlags(cmd)
 	o.parallelOptions.AddFlags(cmd)
-	o.profileOptions.AddFlags(cmd)
+	o.fileOptions.AddFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.JobID, "job-id", "", "id for the new job (default: NAME-DATE-TIME-RANDOM)")
 	f.StringVar(&o.Seed, "seed", "", "seed for retry jitter, to reproduce a schedule exactly")
@@ -132,7 +132,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	if err := o.profileOptions.check(wf); err != nil {
+	if err := o.fileOptions.check(g, wf); err != nil {
 		return err
 	}
 	if err := checkIsolation(ctx, g, wf); err != nil {

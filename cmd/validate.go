@@ -8,7 +8,7 @@ import (
 )
 
 func newValidateCommand(g *globalOptions) *cobra.Command {
-	var o profileOptions
+	var o fileOptions
 	c := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check workflow files without running anything",
@@ -25,12 +25,12 @@ func newValidateCommand(g *globalOptions) *cobra.Command {
 	return c
 }
 
-func runValidate(g *globalOptions, o profileOptions, files []string) error {
+func runValidate(g *globalOptions, o fileOptions, files []string) error {
 	var errs []error
 	for _, f := range files {
 		wf, _, err := loadWorkflow(f)
 		if err == nil {
-			err = o.check(wf)
+			err = o.check(g, wf)
 		}
 		if err != nil {
 			if errors.As(err, new(usageError)) {

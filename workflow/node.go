@@ -21,6 +21,7 @@ type decoder struct {
 	file    string
 	src     []byte
 	errs    ParseErrors
+	warns   ParseErrors
 	nodes   int  // nodes visited so far
 	bombed  bool // maxNodes was passed
 	ids     map[string]*yaml.Node
@@ -51,6 +52,20 @@ func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 		e.Line, e.Col = max(n.Line, 1), max(n.Column, 1)
 	}
 	d.errs = append(d.errs, e)
+}
+
+// warnf records a warning at n's position; the same message is given
+// once per file, at its first position.
+func (d *decoder) warnf(n *yaml.Node, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if len(d.warns) >= maxErrors || slices.ContainsFunc(d.warns, func(w *ParseError) bool { return w.Msg == msg }) {
+		return
+	}
+	w := &ParseError{File: d.file, Pos: Pos{Line: 1, Col: 1}, Msg: msg, Warning: true}
+	if n != nil {
+		w.Line, w.Col = max(n.Line, 1), max(n.Column, 1)
+	}
+	d.warns = append(d.warns, w)
 }
 
 // resolve follows aliases and counts the node against maxNodes; it returns

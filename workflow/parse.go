@@ -104,12 +104,19 @@ func Parse(file string, src []byte) (*Workflow, error) {
 	wf := d.workflow(root)
 	d.checkRefs()
 	if len(d.errs) > 0 {
-		slices.SortStableFunc(d.errs, func(a, b *ParseError) int {
-			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
-		})
+		sortByPosition(d.errs)
 		return nil, d.errs
 	}
+	sortByPosition(d.warns)
+	wf.Warnings = d.warns
 	return wf, nil
+}
+
+// sortByPosition puts es in file order.
+func sortByPosition(es ParseErrors) {
+	slices.SortStableFunc(es, func(a, b *ParseError) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+	})
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

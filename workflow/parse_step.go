@@ -317,6 +317,21 @@ func (d *decoder) repeat(n *yaml.Node) *Repeat {
 	return r
 }
 
+// warnWordHandler warns of an on_failure command that is a word people
+// write meaning "go on" or "stop": Prodigy's string form is a command, so
+// `on_failure: continue` runs the shell builtin continue (which exits 0).
+func (d *decoder) warnWordHandler(r *yaml.Node) {
+	if r.Kind != yaml.ScalarNode {
+		return
+	}
+	switch w := strings.TrimSpace(r.Value); w {
+	case "continue", "skip", "ignore":
+		d.warnf(r, "on_failure: %s runs the shell command %q; to go on after a failure write on_failure: true", w, w)
+	case "stop", "fail", "abort":
+		d.warnf(r, "on_failure: %s runs the shell command %q; to stop at a failure leave on_failure out (or write on_failure: false)", w, w)
+	}
+}
+
 var onFailureKeys = []string{"shell", "claude", "commands", "fail_workflow", "max_attempts", "max_retries", "commit_required", "on_success"}
 
 // stepOnFailure reads the Prodigy step-level on_failure: true, false, a
@@ -333,6 +348,7 @@ func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 		}
 		return Failure{Action: FailStop}
 	case r.Kind == yaml.ScalarNode, r.Kind == yaml.SequenceNode:
+		d.warnWordHandler(r)
 		return Failure{Action: FailHandler, Commands: d.commands(r, "on_failure", ShellCommand)}
 	}
 	f := d.mapping(r, "on_failure", onFailureKeys)

@@ -42,6 +42,12 @@ type Workflow struct {
 	Agent      *Agent // the top-level agent key; nil when absent
 
 	Description string // a label for people (Prodigy's description:)
+
+	// Warnings are what the file does that has no effect or may not mean
+	// what its author meant, in file order (runner validate and run print
+	// them; --strict makes them errors).
+	Warnings ParseErrors
+
 	// The rest of the environment (parse_env.go): secrets written as
 	// values or references, applied after each step's env; env_files;
 	// profiles.
