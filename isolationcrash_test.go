@@ -334,12 +334,13 @@ func crashPointRound(t *testing.T, bin, point string) (reached bool) {
 }
 
 // gitLocks lists the lock files under the git directory dir that a
-// killed git may have left.
+// killed git may have left (packed-refs.new, the temporary file of a
+// branch deletion, blocks the next ones as a lock does).
 func gitLocks(dir string) []string {
 	var locks []string
 	root := strings.TrimSpace(dir)
 	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, ".lock") {
+		if err == nil && (strings.HasSuffix(path, ".lock") || d.Name() == "packed-refs.new") {
 			locks = append(locks, path)
 		}
 		return nil

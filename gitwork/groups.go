@@ -61,15 +61,18 @@ func (g *Groups) record(pgid int) (done func()) {
 
 // EndLeftovers ends what is left of the git commands of the job's
 // processes that died (the hooks of a merge, mostly): each recorded group
-// whose owner no longer runs gets SIGKILL, and EndLeftovers returns once
-// they are gone. The records of processes that run are left alone.
-func (g *Groups) EndLeftovers() error {
+// whose owner no longer runs gets SIGTERM, then SIGKILL, and EndLeftovers
+// returns once they are gone. The records of processes that run are left
+// alone. since is when the first of the dead owners started (zero when
+// there was none, or it is not known): a git of theirs that died in a ref update may have left
+// its lock files (RemoveRefLocks), made since then.
+func (g *Groups) EndLeftovers() (since time.Time, err error) {
 	entries, err := os.ReadDir(g.Dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return time.Time{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("the job's git processes: %w", err)
+		return time.Time{}, fmt.Errorf("the job's git processes: %w", err)
 	}
 	var errs []error
 	for _, e := range entries {
@@ -81,11 +84,14 @@ func (g *Groups) EndLeftovers() error {
 		if proc.Runs(owner, ownerStart) {
 			continue
 		}
+		if started, ok := proc.StartedAt(ownerStart); ok && (since.IsZero() || started.Before(since)) {
+			since = started
+		}
 		if err := proc.EndGroup(pgid, start, survivorWait); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		_ = os.Remove(filepath.Join(g.Dir, e.Name()))
 	}
-	return errors.Join(errs...)
+	return since, errors.Join(errs...)
 }

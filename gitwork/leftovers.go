@@ -3,6 +3,7 @@ package gitwork
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,14 +149,49 @@ func (g Git) RemoveMergeLocks(ctx context.Context, since time.Time) error {
 	if err != nil {
 		return err
 	}
+	var locks []string
 	for _, path := range strings.Split(out, "\n") {
-		lock := inDir(g.Dir, path)
-		if fi, err := os.Lstat(lock); err != nil || fi.ModTime().Before(since) {
+		locks = append(locks, inDir(g.Dir, path))
+	}
+	return removeSince(locks, since)
+}
+
+// removeSince removes the files among paths that were made (last
+// modified) at since or later.
+func removeSince(paths []string, since time.Time) error {
+	for _, path := range paths {
+		if fi, err := os.Lstat(path); err != nil || fi.ModTime().Before(since) {
 			continue
 		}
-		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
 	return nil
+}
+
+// RemoveRefLocks removes the lock files of the repository's refs that a
+// git killed in a ref update left, made at since or later: since is when
+// a process that died, whose gits are all gone now, started. A git killed
+// deleting a branch can leave packed-refs.lock and packed-refs.new (even
+// on SIGTERM, measured with git 2.39), and every later branch deletion in
+// the repository fails on them ("Unable to create ... packed-refs.lock:
+// File exists"); one killed updating a branch leaves refs/heads/NAME.lock.
+// An older lock file is not one of theirs, and stays.
+func (g Git) RemoveRefLocks(ctx context.Context, since time.Time) error {
+	common, err := g.CommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	locks := []string{filepath.Join(common, "packed-refs.lock"), filepath.Join(common, "packed-refs.new")}
+	err = filepath.WalkDir(filepath.Join(common, "refs", "heads"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".lock") {
+			locks = append(locks, path)
+		}
+		return nil // a directory that cannot be read holds no lock of ours to remove
+	})
+	if err != nil {
+		return err
+	}
+	return removeSince(locks, since)
 }

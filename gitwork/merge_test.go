@@ -181,7 +181,7 @@ func TestEndLeftovers(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(groups.Dir, name), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := groups.EndLeftovers(); err != nil {
+	if _, err := groups.EndLeftovers(); err != nil {
 		t.Fatal(err)
 	}
 	left.Wait()

@@ -118,12 +118,12 @@ func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 // user's, and left.
 func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder, since time.Time) error {
 	gitwork.AwaitExit(dead.Self)
+	user := t.Git.In("")
 	if dead.Groups != "" {
-		if err := (&gitwork.Groups{Dir: dead.Groups}).EndLeftovers(); err != nil {
+		if err := endLeftovers(ctx, &gitwork.Groups{Dir: dead.Groups}, user); err != nil {
 			return err
 		}
 	}
-	user := t.Git.In("")
 	if err := user.RemoveMergeLocks(ctx, since); err != nil {
 		return err
 	}

@@ -57,10 +57,10 @@ type Tree struct {
 // still write to it; git itself died with its runner).
 func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
 	groups := &gitwork.Groups{Dir: path("git-processes")}
-	if err := groups.EndLeftovers(); err != nil {
+	git := gitwork.Git{Env: env}
+	if err := endLeftovers(ctx, groups, git); err != nil {
 		return nil, err
 	}
-	git := gitwork.Git{Env: env}
 	_, prefix, err := git.TopLevel(ctx)
 	if err != nil {
 		return nil, err
@@ -207,11 +207,11 @@ func (t *Tree) remake(ctx context.Context) error {
 // when it lets go: one found there is a process that died holding the lock,
 // maybe in a merge, and what its git left is ended and undone (Ready
 // checks the job worktree again), whenever this process opened the job.
-func (t *Tree) Lock() (unlock func(), err error) {
+func (t *Tree) Lock(ctx context.Context) (unlock func(), err error) {
 	t.mergeMu.Lock()
 	f, unlockFile, err := flock(t.lockPath)
 	if err == nil {
-		if err = t.takeLock(f); err != nil {
+		if err = t.takeLock(ctx, f); err != nil {
 			unlockFile()
 		}
 	}
@@ -267,9 +267,21 @@ func flock(path string) (f *os.File, unlock func(), err error) {
 	}, nil
 }
 
+// endLeftovers ends the git commands that the job's processes that died
+// left (Groups.EndLeftovers), and removes the lock files of refs that
+// those left in repo's repository, which would make every later branch
+// deletion (or update of that ref) fail.
+func endLeftovers(ctx context.Context, groups *gitwork.Groups, repo gitwork.Git) error {
+	since, err := groups.EndLeftovers()
+	if err != nil || since.IsZero() {
+		return err
+	}
+	return repo.RemoveRefLocks(ctx, since)
+}
+
 // takeLock ends what a holder of the job's merge lock f that died left,
 // and writes this process in its place.
-func (t *Tree) takeLock(f *os.File) error {
+func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -280,7 +292,7 @@ func (t *Tree) takeLock(f *os.File) error {
 			return err
 		}
 		gitwork.AwaitExit(string(dead))
-		if err := t.Git.Groups.EndLeftovers(); err != nil {
+		if err := endLeftovers(ctx, t.Git.Groups, t.Git.In("")); err != nil {
 			return err
 		}
 		t.checked = false

@@ -2,6 +2,7 @@ package jobtree
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -9,8 +10,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/proc"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -141,7 +144,7 @@ func TestLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := tree.Lock()
+	unlock, err := tree.Lock(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +246,7 @@ func TestLockAfterADeadHolder(t *testing.T) {
 		t.Fatalf("git add: %v\n%s", err, out)
 	}
 	os.WriteFile(tree.lockPath, []byte("999999-1"), 0o600)
-	unlock, err := tree.Lock()
+	unlock, err := tree.Lock(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,4 +261,60 @@ func TestLockAfterADeadHolder(t *testing.T) {
 	if data, _ := os.ReadFile(tree.lockPath); len(data) != 0 {
 		t.Errorf("the lock file given back holds %q", data)
 	}
+}
+
+// A git that a runner process started and that died deleting a branch
+// (SIGTERM, its parent-death signal, is enough) can leave packed-refs.lock
+// and packed-refs.new, and every later branch deletion in the repository
+// fails on them. Opening the job again ends that process's leftovers and
+// removes the ref lock files made since it started; older ones (not its)
+// stay.
+func TestOpenRemovesADeadProcesssRefLocks(t *testing.T) {
+	git, repo := testRepo(t)
+	git(repo, "branch", "runner-items/j/1")
+	common := filepath.Join(repo, ".git")
+	old := filepath.Join(common, "refs", "heads", "someone-elses.lock")
+	os.WriteFile(old, nil, 0o600)
+	an := time.Now().Add(-time.Hour)
+	os.Chtimes(old, an, an)
+
+	dir := t.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+	// The record of a git (here: a process of this test's, ended) whose
+	// runner process (one that ran and exited) died while it ran.
+	dead := exec.Command("sleep", "0.05")
+	if err := dead.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start, ok := proc.StartTime(dead.Process.Pid)
+	if !ok {
+		t.Skip("process start times are not known here")
+	}
+	time.Sleep(10 * time.Millisecond) // the lock files are made after the process started
+	left := []string{filepath.Join(common, "packed-refs.lock"), filepath.Join(common, "packed-refs.new"), filepath.Join(common, "refs", "heads", "runner-items", "j", "1.lock")}
+	for _, lock := range left {
+		if err := os.WriteFile(lock, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead.Wait()
+	os.MkdirAll(path("git-processes"), 0o700)
+	record := fmt.Sprintf("%d-%d.%d-%d", dead.Process.Pid, start, dead.Process.Pid, start)
+	os.WriteFile(filepath.Join(path("git-processes"), record), nil, 0o600)
+
+	if out, err := exec.Command("git", "branch", "-D", "runner-items/j/1").CombinedOutput(); err == nil {
+		t.Fatalf("git branch -D succeeds with the lock files there (%s): the test shows nothing", out)
+	}
+	if _, err := Open(t.Context(), "j", nil, path); err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range left {
+		if _, err := os.Lstat(lock); err == nil {
+			t.Errorf("%s is left", lock)
+		}
+	}
+	if _, err := os.Lstat(old); err != nil {
+		t.Errorf("a lock file older than the dead process was removed: %v", err)
+	}
+	git(repo, "branch", "-D", "runner-items/j/1")
 }

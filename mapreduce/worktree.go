@@ -152,7 +152,7 @@ func (w *Worktrees) removeDoneItemTrees(ctx context.Context, q RetryQueue, known
 // retry that merges later makes it again.
 func (w *Worktrees) endRetry(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted retry still cleans up
-	unlock, err := w.Lock()
+	unlock, err := w.Lock(ctx)
 	if err != nil {
 		return err
 	}
@@ -344,7 +344,7 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	if out.Failed || !w.merge || len(commits) == 0 {
 		return out, nil
 	}
-	unlock, err := w.Lock()
+	unlock, err := w.Lock(ctx)
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}

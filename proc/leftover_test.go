@@ -156,3 +156,26 @@ func TestRuns(t *testing.T) {
 		t.Error("a process that exited runs")
 	}
 }
+
+// StartedAt puts a process's start time on the wall clock: at most a
+// second before it was started (the boot time's precision), never after.
+func TestStartedAt(t *testing.T) {
+	before := time.Now()
+	cmd := exec.Command("sleep", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	after := time.Now()
+	ticks, ok := StartTime(cmd.Process.Pid)
+	if !ok {
+		t.Skip("start times are not known here")
+	}
+	at, ok := StartedAt(ticks)
+	if !ok {
+		t.Fatal("StartedAt: not known")
+	}
+	if at.Before(before.Add(-time.Second-10*time.Millisecond)) || at.After(after.Add(10*time.Millisecond)) {
+		t.Errorf("StartedAt = %s; the process started between %s and %s", at, before, after)
+	}
+}

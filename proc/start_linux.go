@@ -1,9 +1,11 @@
 package proc
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // StartTime returns when process pid started, in clock ticks after boot
@@ -42,3 +44,26 @@ func Runs(pid int, start uint64) bool {
 // dieWithParent has the child sent SIGTERM when the thread that forks it
 // ends.
 func dieWithParent(sys *syscall.SysProcAttr) { sys.Pdeathsig = syscall.SIGTERM }
+
+// clockTicks is USER_HZ, the unit of the start times in /proc/PID/stat:
+// 100 on every Linux the kernel exports to user space.
+const clockTicks = 100
+
+// StartedAt is the wall-clock time of a start time StartTime gave, to
+// within a second earlier (the boot time in /proc/stat is in seconds).
+func StartedAt(ticks uint64) (time.Time, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for line := range bytes.Lines(data) {
+		if rest, ok := bytes.CutPrefix(line, []byte("btime ")); ok {
+			boot, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			return time.Unix(boot, 0).Add(time.Duration(ticks) * time.Second / clockTicks), true
+		}
+	}
+	return time.Time{}, false
+}
