@@ -70,7 +70,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 	if err != nil {
 		return job.ItemCounts{}, err
 	}
-	trees, merged, err := openRetryTrees(ctx, j, q, items)
+	trees, merged, err := openRetryTrees(ctx, j, items)
 	if err != nil {
 		return job.ItemCounts{}, err
 	}
@@ -142,16 +142,12 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 // isolation: worktree, readied for a dlq retry of items, and the items
 // whose branch a killed retry merged (see startRetry); nil without
 // isolation.
-func openRetryTrees(ctx context.Context, j *job.Job, q RetryQueue, items []*Item) (*Worktrees, map[int]Outcome, error) {
+func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*Worktrees, map[int]Outcome, error) {
 	trees, err := OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Path)
 	if trees == nil || err != nil {
 		return nil, nil, err
 	}
-	known, err := j.ReadItemStates()
-	if err != nil {
-		return nil, nil, err
-	}
-	merged, err := trees.startRetry(ctx, q, known, items)
+	merged, err := trees.startRetry(ctx, items)
 	if err != nil {
 		return nil, nil, err
 	}

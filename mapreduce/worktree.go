@@ -99,53 +99,17 @@ func (w *Worktrees) resumeJob(ctx context.Context) error {
 	return w.Ready(ctx)
 }
 
-// startRetry readies the worktrees for a dlq retry of its (known are the
-// job's items as its item log has them): the items' worktrees that a
-// killed retry left are removed, but for those of items still in the DLQ,
-// which another retry may be running and which the retry that claims them
-// makes afresh (openItem). It returns, by index, the items of its whose
+// startRetry readies the worktrees for a dlq retry of its: the items'
+// worktrees that a killed retry left are removed (no other retry of the
+// job runs: the DLQ is held). It returns, by index, the items of its whose
 // branch a killed retry merged, with the outcome to record: they are
 // neither run nor merged again. The job worktree is made at the first
 // merge, under the job's merge lock.
-func (w *Worktrees) startRetry(ctx context.Context, q RetryQueue, known map[int]job.ItemRecord, its []*Item) (map[int]Outcome, error) {
-	if err := w.Admin(func() error { return w.removeDoneItemTrees(ctx, q, known) }); err != nil {
+func (w *Worktrees) startRetry(ctx context.Context, its []*Item) (map[int]Outcome, error) {
+	if err := w.removeItemTrees(ctx); err != nil {
 		return nil, err
 	}
 	return w.mergedItems(ctx, its)
-}
-
-// removeDoneItemTrees removes the items' worktrees that a killed retry
-// left, but for those of items still in the DLQ (see startRetry); known
-// are the job's items as its item log has them. The job's worktree lock
-// is held (Admin).
-func (w *Worktrees) removeDoneItemTrees(ctx context.Context, q RetryQueue, known map[int]job.ItemRecord) error {
-	repo := w.Git.In("")
-	if err := repo.Prune(ctx); err != nil {
-		return err
-	}
-	left, err := repo.Worktrees(ctx, w.itemsDir)
-	if err != nil {
-		return err
-	}
-	ids := map[string]string{} // by worktree name
-	for _, rec := range known {
-		ids[worktreeName(&Item{ID: rec.ID, Index: rec.Index})] = rec.ID
-	}
-	for _, t := range left {
-		if id, ok := ids[filepath.Base(t.Path)]; ok {
-			queued, err := q.Queued(id)
-			if err != nil {
-				return err
-			}
-			if queued[id] {
-				continue
-			}
-		}
-		if err := repo.RemoveWorktree(ctx, t.Path); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // endRetry removes the job worktree that the retry's merges made. Another
