@@ -112,6 +112,13 @@ func (t *terminal) event(e eventlog.Event) {
 		} else {
 			t.printf("!!! %s\n", e.Str("error"))
 		}
+	case eventlog.TypeHandlerCompleted:
+		if err := e.Str("error"); err != "" {
+			t.printf("!!! the on_failure handler of %s failed: %s\n", step, err)
+		} else if t.g.Verbose {
+			line, _ := e.MarshalJSON()
+			t.printf("    %s\n", line)
+		}
 	case eventlog.TypeAttemptFailed:
 		if t.g.Verbose {
 			t.printf("    attempt %v failed: %s\n", e.Fields["attempt"], e.Str("message"))

@@ -178,6 +178,12 @@ func HandlerCompleted(step string, handler, exitCode int) Event {
 	return newEvent(TypeHandlerCompleted, map[string]any{"step": step, "handler": handler, "exit_code": exitCode})
 }
 
+// HandlerFailed: on_failure handler number handler (from 1) of step ran
+// and failed with message (its exit code, or a commit it did not make).
+func HandlerFailed(step string, handler, exitCode int, message string) Event {
+	return newEvent(TypeHandlerCompleted, map[string]any{"step": step, "handler": handler, "exit_code": exitCode, "error": message})
+}
+
 // CircuitChanged: a circuit breaker went to state to ("open", "half_open"
 // or "closed"); scope is "step" (then step names it) or "workflow".
 func CircuitChanged(to, scope, step string) Event {

@@ -117,7 +117,7 @@ func TestFixLoopPlan(t *testing.T) {
 	if err := p.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"     on failure: handler, then the step again, up to 3 times\n", "     on failure: handler\n"} {
+	for _, line := range []string{"     on failure: handler, then the step again: up to 3 runs in all\n", "     on failure: handler\n"} {
 		if !strings.Contains(b.String(), line) {
 			t.Errorf("plan text lacks %q:\n%s", line, b.String())
 		}
