@@ -100,6 +100,8 @@ func (t *terminal) event(e eventlog.Event) {
 	case eventlog.TypeMapStarted:
 		t.phase = "reduce "
 		t.printf("==> map: %v items, %v to run, max_parallel %v, isolation %v\n", e.Fields["total"], e.Fields["pending"], e.Fields["max_parallel"], e.Fields["isolation"])
+	case eventlog.TypeReduceSkipped:
+		t.printf("--- skipped reduce (%s)\n", e.Str("reason"))
 	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case eventlog.TypeStepStarted:

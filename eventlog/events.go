@@ -228,6 +228,11 @@ func (c ItemCounts) fields() map[string]any {
 // MapCompleted: the map phase ended with items counted c.
 func MapCompleted(c ItemCounts) Event { return newEvent(TypeMapCompleted, c.fields()) }
 
+// ReduceSkipped: the reduce phase's steps did not run, for reason.
+func ReduceSkipped(steps int, reason string) Event {
+	return newEvent(TypeReduceSkipped, map[string]any{"steps": steps, "reason": reason})
+}
+
 // ItemStarted: attempt of item id (index in the input) starts, or after a
 // crash goes on from its checkpoints (resumed).
 func ItemStarted(id string, index, attempt int, resumed bool) Event {
