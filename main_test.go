@@ -100,7 +100,8 @@ var agentScripts = []string{
 	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",
 	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
 	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
-	"isolation_merge", "prodigy_validate", "prodigy_environment",
+	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
+	"prodigy_output",
 }
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,

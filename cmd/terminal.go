@@ -100,6 +100,8 @@ func (t *terminal) event(e eventlog.Event) {
 	case eventlog.TypeMapStarted:
 		t.phase = "reduce "
 		t.printf("==> map: %v items, %v to run, max_parallel %v, isolation %v\n", e.Fields["total"], e.Fields["pending"], e.Fields["max_parallel"], e.Fields["isolation"])
+	case eventlog.TypeReduceSkipped:
+		t.printf("--- skipped reduce (%s)\n", e.Str("reason"))
 	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case eventlog.TypeStepStarted:
@@ -111,6 +113,13 @@ func (t *terminal) event(e eventlog.Event) {
 			t.printf("!!! %s (handled: %s)\n", e.Str("error"), h)
 		} else {
 			t.printf("!!! %s\n", e.Str("error"))
+		}
+	case eventlog.TypeHandlerCompleted:
+		if err := e.Str("error"); err != "" {
+			t.printf("!!! the on_failure handler of %s failed: %s\n", step, err)
+		} else if t.g.Verbose {
+			line, _ := e.MarshalJSON()
+			t.printf("    %s\n", line)
 		}
 	case eventlog.TypeAttemptFailed:
 		if t.g.Verbose {

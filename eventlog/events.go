@@ -178,6 +178,12 @@ func HandlerCompleted(step string, handler, exitCode int) Event {
 	return newEvent(TypeHandlerCompleted, map[string]any{"step": step, "handler": handler, "exit_code": exitCode})
 }
 
+// HandlerFailed: on_failure handler number handler (from 1) of step ran
+// and failed with message (its exit code, or a commit it did not make).
+func HandlerFailed(step string, handler, exitCode int, message string) Event {
+	return newEvent(TypeHandlerCompleted, map[string]any{"step": step, "handler": handler, "exit_code": exitCode, "error": message})
+}
+
 // CircuitChanged: a circuit breaker went to state to ("open", "half_open"
 // or "closed"); scope is "step" (then step names it) or "workflow".
 func CircuitChanged(to, scope, step string) Event {
@@ -221,6 +227,11 @@ func (c ItemCounts) fields() map[string]any {
 
 // MapCompleted: the map phase ended with items counted c.
 func MapCompleted(c ItemCounts) Event { return newEvent(TypeMapCompleted, c.fields()) }
+
+// ReduceSkipped: the reduce phase's steps did not run, for reason.
+func ReduceSkipped(steps int, reason string) Event {
+	return newEvent(TypeReduceSkipped, map[string]any{"steps": steps, "reason": reason})
+}
 
 // ItemStarted: attempt of item id (index in the input) starts, or after a
 // crash goes on from its checkpoints (resumed).

@@ -80,7 +80,7 @@ func (e Event) describe() string {
 		return fmt.Sprintf("%s (%s): %s", who, e.Str("action"), e.Str("message"))
 	case TypeItemRetrying:
 		return fmt.Sprintf("%s: attempt %d failed, again in %s: %s", who, n("attempt"), ms("delay_ms"), e.Str("message"))
-	case TypeItemSkipped, TypeDLQAdded, TypeDLQRemoved:
+	case TypeItemSkipped, TypeDLQAdded, TypeDLQRemoved, TypeReduceSkipped:
 		return strings.TrimSpace(who + " " + e.Str("reason"))
 	case TypeThresholdReached:
 		return e.Str("rule") + ": " + e.Str("reason")

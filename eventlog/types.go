@@ -30,6 +30,9 @@ const (
 	TypeItemsLoaded  Type = "items_loaded"
 	TypeMapStarted   Type = "map_started"
 	TypeMapCompleted Type = "map_completed"
+	// TypeReduceSkipped: the reduce phase did not run (the map had no
+	// items, as Prodigy skips it then).
+	TypeReduceSkipped Type = "reduce_skipped"
 
 	TypeItemStarted   Type = "item_started"
 	TypeItemSucceeded Type = "item_succeeded"
@@ -58,7 +61,7 @@ var Types = []Type{
 	TypeStepStarted, TypeStepCompleted, TypeStepFailed, TypeStepSkipped, TypeStepRepeat,
 	TypeAttemptStarted, TypeAttemptSucceeded, TypeAttemptFailed, TypeRetryDecision,
 	TypeFallbackFailed, TypeHandlerCompleted,
-	TypeItemsLoaded, TypeMapStarted, TypeMapCompleted,
+	TypeItemsLoaded, TypeMapStarted, TypeMapCompleted, TypeReduceSkipped,
 	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped, TypeResultDuplicate,
 	TypeDLQAdded, TypeDLQRemoved, TypeDLQRetryStarted, TypeDLQRetryFinished,
 	TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed, TypeThresholdReached,

@@ -98,7 +98,6 @@ type commandResult struct {
 	stdoutTail, stderrTail streamTail        // always: the last OutputLimit bytes
 	commits                []string          // new commits since the step started, oldest first; nil when not tracked
 	outputs                map[string]string // the files of the step's outputs, by name
-	handled                error             // failures that did not fail the command: a foreach's items under continue_on_error
 }
 
 // runCommand expands and runs one command once.

@@ -19,6 +19,9 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 		return res // an interrupt is never "handled"
 	}
 	action := step.OnFailure.Action
+	if action == workflow.FailHandler && step.OnFailure.MaxAttempts > 0 {
+		return x.fixLoop(ctx, step, r, last, cause)
+	}
 	x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, handledName(action)))
 
 	res.Handled = action
@@ -49,9 +52,6 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 		x.emit(r, eventlog.StepCompletedByFallback(key))
 		return StepResult{Status: StepSucceeded, Handled: workflow.FailFallback, Outcome: fb.Outcome, Attempts: last.Attempt, Err: err, Vars: vars}
 	case workflow.FailHandler:
-		if step.OnFailure.MaxAttempts > 0 {
-			return x.fixLoop(ctx, step, r, last, cause)
-		}
 		if herr := x.runFailureHandler(ctx, step, r, last, cause); herr != nil {
 			res.Handled = workflow.FailStop
 			res.Err = errors.Join(err, herr)

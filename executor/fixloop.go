@@ -18,47 +18,72 @@ import (
 // ${shell.output} is that file's path (as Prodigy does).
 const failedOutputInline = 10_000
 
-// fixLoop is on_failure with max_attempts: the handler runs, then the step
-// runs again, until a run succeeds or the handler has run max_attempts
-// times. The step fails when its last run fails; that stops the workflow
-// only with fail_workflow: true.
+// fixLoop is on_failure with max_attempts: the step runs at most
+// max_attempts times in all, its first run (last, which failed with
+// cause) included, and the handler runs after each failed run but the
+// last. A handler that fails does not end the loop (Prodigy's "continuing
+// with retry"). The step fails when its last run fails; that stops the
+// workflow only with fail_workflow: true.
 func (x *Executor) fixLoop(ctx context.Context, step *workflow.Step, r Run, last commandResult, cause error) StepResult {
 	key, fl := step.Key(), step.OnFailure
 	// The loop is not checkpointed: an interrupted one starts again from
 	// the step's first run.
 	r.Waiting, r.From = nil, nil
-	for n := 1; ; n++ {
+	handlerFailures := 0
+	for runs := 1; ; runs++ {
+		err := stepError(step, cause)
+		res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
+		if ctx.Err() != nil {
+			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, ""))
+			return res // an interrupt is never "handled"
+		}
+		if runs >= fl.MaxAttempts {
+			res.Err = fmt.Errorf("%w (%s)", err, loopSummary(runs, handlerFailures))
+			res.Handled = workflow.FailHandler
+			if fl.FailWorkflow {
+				res.Handled = workflow.FailStop
+			}
+			x.emit(r, eventlog.StepCommandFailed(key, res.Err.Error(), last.ExitCode, handledName(res.Handled)))
+			return res
+		}
+		x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, string(workflow.FailHandler)))
 		if herr := x.runFailureHandler(ctx, step, r, last, cause); herr != nil {
-			return StepResult{Status: StepFailed, Handled: workflow.FailStop, Outcome: last.Outcome, Attempts: last.Attempt,
-				Err: errors.Join(stepError(step, cause), herr)}
+			if ctx.Err() != nil {
+				res.Err = errors.Join(err, herr)
+				return res // interrupted in the handler: not handled either
+			}
+			handlerFailures++
 		}
 		run := x.run(ctx, step, r)
 		if res, final := x.settle(ctx, step, r, &run); final {
 			return res
 		}
 		last, cause = run.res, run.err
-		err := stepError(step, cause)
-		res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
-		switch {
-		case ctx.Err() != nil:
-			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, ""))
-			return res // an interrupt is never "handled"
-		case n < fl.MaxAttempts:
-			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, string(workflow.FailHandler)))
-			continue
-		}
-		runs := "1 run"
-		if n > 1 {
-			runs = fmt.Sprintf("%d runs", n)
-		}
-		res.Err = fmt.Errorf("%w (still failing after %s of its on_failure handler)", err, runs)
-		res.Handled = workflow.FailHandler
-		if fl.FailWorkflow {
-			res.Handled = workflow.FailStop
-		}
-		x.emit(r, eventlog.StepCommandFailed(key, res.Err.Error(), last.ExitCode, handledName(res.Handled)))
-		return res
 	}
+}
+
+// loopSummary says how a fix loop that never passed went: its runs and
+// its handler's.
+func loopSummary(runs, handlerFailures int) string {
+	if runs == 1 {
+		return "on_failure max_attempts is 1: no run of its handler, no re-run"
+	}
+	s := fmt.Sprintf("still failing after %d runs; its on_failure handler ran %s", runs, times(runs-1))
+	switch {
+	case handlerFailures == runs-1:
+		s += " and failed each time"
+	case handlerFailures > 0:
+		s += fmt.Sprintf(" and failed %s", times(handlerFailures))
+	}
+	return s
+}
+
+// times is "once", "2 times"...
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // handledName is an action as step_failed events name it: "" when the
@@ -107,10 +132,11 @@ func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r
 		if commits != nil && i == len(cmds)-1 && !h.Failed() {
 			h = commits.check(ctx, h)
 		}
-		x.emit(r, eventlog.HandlerCompleted(step.Key(), i+1, h.ExitCode))
 		if h.Failed() {
+			x.emit(r, eventlog.HandlerFailed(step.Key(), i+1, h.ExitCode, h.Message()))
 			return handlerError("on_failure handler", h)
 		}
+		x.emit(r, eventlog.HandlerCompleted(step.Key(), i+1, h.ExitCode))
 	}
 	if len(step.OnFailure.OnSuccess) > 0 {
 		_, err := x.runHandler(ctx, "on_failure's on_success", step.OnFailure.OnSuccess, hr)

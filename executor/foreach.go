@@ -19,9 +19,10 @@ import (
 
 // runForeach is one attempt of a foreach step: it lists the items, then
 // runs each item's do steps in a child scope of r's, starting the items in
-// order, at most Parallel at once. It fails as the first failed item's
-// step did, unless ContinueOnError, which turns the failed items into the
-// result's handled error. Its stdout is what the do steps printed.
+// order, at most Parallel at once. A failed item stops the loop, unless
+// ContinueOnError, which runs every item; either way the step then fails
+// as the first failed item's step did (Prodigy's foreach succeeds only
+// with no failed item). Its stdout is what the do steps printed.
 func (x *Executor) runForeach(ctx context.Context, step *workflow.Step, r Run, attempt int, capture bool) commandResult {
 	start := time.Now()
 	outer := ctx
@@ -79,12 +80,10 @@ func (x *Executor) runForeach(ctx context.Context, step *workflow.Step, r Run, a
 		res.Err = fmt.Errorf("timed out after %s", step.Timeout)
 		return res
 	}
-	first, err := itemsError(items, failed)
-	switch {
-	case first == nil:
-	case f.ContinueOnError:
-		res.handled = fmt.Errorf("step %q went on past its failed items (continue_on_error): %w", step.Key(), err)
-	default:
+	if first, err := itemsError(items, failed); first != nil {
+		if f.ContinueOnError {
+			err = fmt.Errorf("%w (continue_on_error: every item ran)", err)
+		}
 		res.Kind, res.ExitCode, res.Signal = cmp.Or(first.Outcome.Kind, "failed"), first.Outcome.ExitCode, first.Outcome.Signal
 		res.Stderr, res.Err = first.Outcome.Stderr, err
 	}

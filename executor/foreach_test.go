@@ -125,9 +125,9 @@ func TestForeachCommandItems(t *testing.T) {
 }
 
 // A failed item fails the foreach: later items do not start, and the step
-// fails as the item's step did; with continue_on_error every item runs
-// and the failures are the step's handled error; the step's on_failure
-// applies as for any step.
+// fails as the item's step did; with continue_on_error every item runs,
+// then the step fails all the same; the step's on_failure applies as for
+// any step.
 func TestForeachFailure(t *testing.T) {
 	const loop = `
     foreach: [a, b, c, d]
@@ -143,10 +143,10 @@ func TestForeachFailure(t *testing.T) {
 	}
 
 	res, out, _ = foreachRun(t, t.Context(), "- foreach:\n    continue_on_error: true"+loop)
-	if res.Status != StepSucceeded || out != "a\nb\nc\nd\n" {
-		t.Errorf("continue_on_error: %s, output %q", res.Status, out)
+	if !res.Fatal() || res.Outcome.ExitCode != 1 || out != "a\nb\nc\nd\n" {
+		t.Errorf("continue_on_error: %s exit %d, output %q", res.Status, res.Outcome.ExitCode, out)
 	}
-	if want := `step "step-1" went on past its failed items (continue_on_error): 2 of 4 items failed, the first: item 1 "b": `; res.Err == nil || !strings.HasPrefix(res.Err.Error(), want) {
+	if want := `step "step-1" failed: 2 of 4 items failed, the first: item 1 "b": step "step-1" failed: exit status 1: b (continue_on_error: every item ran)`; res.Err == nil || res.Err.Error() != want {
 		t.Errorf("continue_on_error: error %v, want %s", res.Err, want)
 	}
 

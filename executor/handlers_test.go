@@ -84,8 +84,9 @@ func TestFixLoopRerunsUntilTheStepPasses(t *testing.T) {
 	}
 }
 
-// After max_attempts runs of the handler the step fails with its last
-// run; the workflow goes on unless fail_workflow: true.
+// max_attempts counts runs of the step, the first included: the handler
+// runs after each failed run but the last. When the last run fails the
+// step fails; the workflow goes on unless fail_workflow: true.
 func TestFixLoopGivesUp(t *testing.T) {
 	for _, tt := range []struct {
 		failWorkflow string
@@ -96,13 +97,13 @@ func TestFixLoopGivesUp(t *testing.T) {
 - shell: echo run >> runs; exit 1
   on_failure:
     shell: echo fix >> fixes
-    max_attempts: 2
+    max_attempts: 3
     fail_workflow: `+tt.failWorkflow+`
 `)
 			if res.Status != StepFailed || res.Fatal() != tt.fatal {
 				t.Errorf("result %s, fatal %v, want failed, fatal %v", res.Status, res.Fatal(), tt.fatal)
 			}
-			if !strings.Contains(res.Err.Error(), "(still failing after 2 runs of its on_failure handler)") {
+			if !strings.Contains(res.Err.Error(), "(still failing after 3 runs; its on_failure handler ran 2 times)") {
 				t.Errorf("error %v", res.Err)
 			}
 			if runs, fixes := readFile(t, filepath.Join(dir, "runs")), readFile(t, filepath.Join(dir, "fixes")); runs != "run\nrun\nrun\n" || fixes != "fix\nfix\n" {
@@ -116,6 +117,27 @@ func TestFixLoopGivesUp(t *testing.T) {
 	}
 }
 
+// max_attempts: 1 is one run and no handler: the failure is handled as
+// the handler's would be, by fail_workflow.
+func TestFixLoopOneAttempt(t *testing.T) {
+	res, events, dir := runFirstStep(t, t.Context(), `
+- shell: echo run >> runs; exit 1
+  on_failure: {shell: echo fix >> fixes, max_attempts: 1}
+`)
+	if res.Status != StepFailed || res.Fatal() || !strings.Contains(res.Err.Error(), "(on_failure max_attempts is 1: no run of its handler, no re-run)") {
+		t.Errorf("result %s, fatal %v, err %v", res.Status, res.Fatal(), res.Err)
+	}
+	if runs := readFile(t, filepath.Join(dir, "runs")); runs != "run\n" {
+		t.Errorf("runs %q, want 1", runs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fixes")); err == nil {
+		t.Error("the handler ran")
+	}
+	if want := []string{"step_started step-1", "step_failed step-1 handled=handler"}; !slices.Equal(events, want) {
+		t.Errorf("events\n%q\nwant\n%q", events, want)
+	}
+}
+
 // A failed output longer than 10,000 bytes reaches the handler as the path
 // of a file holding it, removed once the handler ran (runFirstStep checks
 // the temp dir is empty).
@@ -124,7 +146,7 @@ func TestFixLoopLongOutputIsAFile(t *testing.T) {
 - shell: head -c 20000 /dev/zero | tr '\0' x; exit 1
   on_failure:
     shell: 'cp "${shell.output}" seen'
-    max_attempts: 1
+    max_attempts: 2
 `)
 	seen := readFile(t, filepath.Join(dir, "seen"))
 	if !strings.HasPrefix(seen, "STDOUT:\nxxx") || !strings.HasSuffix(seen, "x\n\nSTDERR:\n") || len(seen) != 20000+len("STDOUT:\n\n\nSTDERR:\n") {
@@ -132,22 +154,34 @@ func TestFixLoopLongOutputIsAFile(t *testing.T) {
 	}
 }
 
-// A handler that fails stops the loop and the workflow; so does one
-// with commit_required that makes no commit (there is no repository here).
+// A handler that fails does not end the loop (Prodigy's "continuing with
+// retry"), nor does one with commit_required that makes no commit (there
+// is no repository here): the step runs max_attempts times. A handler that
+// runs once, without max_attempts, and fails still stops the workflow.
 func TestFixLoopHandlerFails(t *testing.T) {
 	for name, handler := range map[string]string{
-		"exit":            "{shell: 'exit 9', max_attempts: 3}",
-		"commit_required": "{shell: 'true', max_attempts: 3, commit_required: true}",
+		"exit":            "{shell: 'echo run >> runs; exit 9', max_attempts: 3}",
+		"commit_required": "{shell: 'echo run >> runs', max_attempts: 3, commit_required: true}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			res, _, dir := runFirstStep(t, t.Context(), "- shell: echo run >> runs; exit 1\n  on_failure: "+handler+"\n")
-			if !res.Fatal() || !strings.Contains(res.Err.Error(), "on_failure handler failed") {
+			if res.Fatal() || !strings.Contains(res.Err.Error(), "(still failing after 3 runs; its on_failure handler ran 2 times and failed each time)") {
 				t.Errorf("fatal %v, err %v", res.Fatal(), res.Err)
 			}
-			if runs := readFile(t, filepath.Join(dir, "runs")); runs != "run\n" {
-				t.Errorf("runs %q: the step ran again after its handler failed", runs)
+			// The step and the "exit" handler write the same file: 3 + 2
+			// lines; the commit_required handler fails before its command.
+			want := map[string]string{"exit": "run\nrun\nrun\nrun\nrun\n", "commit_required": "run\nrun\nrun\n"}[name]
+			if runs := readFile(t, filepath.Join(dir, "runs")); runs != want {
+				t.Errorf("runs %q, want %q", runs, want)
 			}
 		})
+	}
+	res, _, dir := runFirstStep(t, t.Context(), "- shell: echo run >> runs; exit 1\n  on_failure: {shell: 'exit 9'}\n")
+	if !res.Fatal() || !strings.Contains(res.Err.Error(), "on_failure handler failed") {
+		t.Errorf("a handler run once that fails: fatal %v, err %v", res.Fatal(), res.Err)
+	}
+	if runs := readFile(t, filepath.Join(dir, "runs")); runs != "run\n" {
+		t.Errorf("runs %q: the step ran again after its handler failed", runs)
 	}
 }
 
@@ -257,7 +291,7 @@ func TestOnExitCode(t *testing.T) {
 		{"exit 3", "", "three\n", StepFailed, true},
 		{"exit 3", "  on_failure: true\n", "three\n", StepFailed, false},
 		{"exit 7", "", "", StepFailed, true},
-		{"test -f fixed || { touch fixed; exit 4; }", "  on_failure: {shell: 'true', max_attempts: 1}\n", "four\nzero\n", StepSucceeded, false},
+		{"test -f fixed || { touch fixed; exit 4; }", "  on_failure: {shell: 'true', max_attempts: 2}\n", "four\nzero\n", StepSucceeded, false},
 	} {
 		t.Run(tt.command, func(t *testing.T) {
 			res, _, dir := runFirstStep(t, t.Context(), "- shell: '"+tt.command+"'\n"+tt.onFailure+handlers)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
@@ -12,12 +13,15 @@ import (
 
 // runCommandTo runs attempt n of the step's own command, its stdout also
 // written (secrets masked) to the step's output_file, which each attempt
-// writes anew.
+// writes anew, making its missing parent directories (as Prodigy does).
 func (x *Executor) runCommandTo(ctx context.Context, step *workflow.Step, r Run, n int, capture bool) commandResult {
 	if step.OutputFile == nil {
 		return x.runCommand(ctx, step, step.Command, r, n, capture)
 	}
 	_, path, err := x.stepPath(step, r, step.OutputFile, "output_file")
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(path), 0o755)
+	}
 	var f *os.File
 	if err == nil {
 		f, err = os.Create(path)

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +23,21 @@ func TestOutputFile(t *testing.T) {
 	}
 	if got := res.Vars["steps.test"].(map[string]any)["output"]; got != "run 1" {
 		t.Errorf("the step's output is %q", got)
+	}
+}
+
+// output_file makes its missing parent directories; a parent that is a
+// file fails the step, naming output_file.
+func TestOutputFileMakesDirectories(t *testing.T) {
+	res, _, dir := runFirstStep(t, t.Context(), "- shell: echo report\n  output_file: build/reports/test.txt\n")
+	if res.Status != StepSucceeded {
+		t.Fatalf("%s: %v", res.Status, res.Err)
+	}
+	if got := readFile(t, filepath.Join(dir, "build", "reports", "test.txt")); got != "report\n" {
+		t.Errorf("output_file holds %q", got)
+	}
+	res, _, _ = runFirstStep(t, t.Context(), "- shell: echo report\n  output_file: /dev/null/report.txt\n")
+	if res.Status != StepFailed || res.Err == nil || !strings.Contains(res.Err.Error(), "output_file: mkdir /dev/null: not a directory") {
+		t.Errorf("%s: %v", res.Status, res.Err)
 	}
 }

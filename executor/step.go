@@ -132,7 +132,7 @@ func (x *Executor) succeed(ctx context.Context, step *workflow.Step, r Run, run 
 	if err != nil {
 		return StepResult{}, err
 	}
-	vars, handled := mergeVars(vars, run.handler.vars), errors.Join(run.res.handled, run.handler.handled)
+	vars, handled := mergeVars(vars, run.handler.vars), run.handler.handled
 	if step.Validate != nil {
 		done := StepResult{Status: StepSucceeded, Outcome: run.res.Outcome, Attempts: run.res.Attempt, Err: handled, Vars: vars}
 		if v := x.validated(ctx, step, r, done); v.Status != StepSucceeded {

@@ -109,6 +109,20 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 // ErrCompleted is returned when resuming a job that completed.
 var ErrCompleted = errors.New("already completed")
 
+// completedError is resume's refusal of a completed job. One that ended
+// with items in the DLQ says how many and the command that runs them
+// again (Prodigy's resume would; runner keeps them behind dlq retry).
+func completedError(id string, items *ItemCounts) error {
+	if items == nil || items.DLQ == 0 {
+		return fmt.Errorf("job %s: %w; nothing to resume", id, ErrCompleted)
+	}
+	held := "1 item"
+	if items.DLQ > 1 {
+		held = fmt.Sprintf("%d items", items.DLQ)
+	}
+	return fmt.Errorf("job %s: %w with %s in the DLQ, which resume does not run again; to run them again: runner dlq retry %s", id, ErrCompleted, held, id)
+}
+
 // Resume reopens a stopped, failed or interrupted job from its stored
 // workflow copy and records job_resumed.
 func Resume(id string, opts Options) (*Job, error) {
@@ -117,7 +131,7 @@ func Resume(id string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	if st.Meta.Status == state.Completed {
-		return nil, fmt.Errorf("job %s: %w; nothing to resume", id, ErrCompleted)
+		return nil, completedError(id, st.Meta.Items)
 	}
 	j, err := reopen(st, opts, false)
 	if err != nil {

@@ -95,8 +95,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err := setMapVars(j, sum.Items); err != nil {
 		return sum, err
 	}
-	_, err = j.RunPhase(ctx, job.PhaseReduce, wf.Reduce)
-	if err != nil || trees == nil || !opts.Merge || sum.Items.DLQ > 0 {
+	if err := runReduce(ctx, j, sum.Items); err != nil || trees == nil || !opts.Merge || sum.Items.DLQ > 0 {
 		return sum, err
 	}
 	how, err := trees.MergeEnd(ctx, j, sum.Target, opts.MergeStarts)
@@ -105,6 +104,18 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	}
 	sum.Merged = how
 	return sum, nil
+}
+
+// runReduce runs the reduce phase, unless the map had no items: then
+// reduce is skipped, as Prodigy skips it, and an event says so.
+func runReduce(ctx context.Context, j *job.Job, items job.ItemCounts) error {
+	steps := j.Workflow().Reduce
+	if items.Total == 0 && len(steps) > 0 {
+		j.Emit(eventlog.ReduceSkipped(len(steps), "the map had no items"))
+		return nil
+	}
+	_, err := j.RunPhase(ctx, job.PhaseReduce, steps)
+	return err
 }
 
 // runSetup runs the setup phase, within setup.timeout when the file gives

@@ -59,7 +59,7 @@ func (f *Foreach) writeText(w *errWriter, seed *uint64) {
 		parts = append(parts, "one at a time")
 	}
 	if f.ContinueOnError {
-		parts = append(parts, "a failed item does not stop the others")
+		parts = append(parts, "a failed item does not stop the others, but fails the step once all ran")
 	}
 	w.printf("     foreach: %s; for each item:\n", strings.Join(parts, "; "))
 	do := &errWriter{w: indented{w}}

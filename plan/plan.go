@@ -65,7 +65,7 @@ type Step struct {
 	OnFailure      string               `json:"on_failure,omitempty"`
 	Validate       *Validate            `json:"validate,omitempty"`
 	Foreach        *Foreach             `json:"foreach,omitempty"`      // a foreach step's loop
-	FixAttempts    int                  `json:"fix_attempts,omitempty"` // on_failure's max_attempts: handler runs, each followed by a re-run
+	FixAttempts    int                  `json:"fix_attempts,omitempty"` // on_failure's max_attempts: runs of the step in all, a handler run between two
 }
 
 // Validate is a step's validate block: its check and on_incomplete.

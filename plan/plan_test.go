@@ -117,7 +117,7 @@ func TestFixLoopPlan(t *testing.T) {
 	if err := p.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"     on failure: handler, then the step again, up to 3 times\n", "     on failure: handler\n"} {
+	for _, line := range []string{"     on failure: handler, then the step again: up to 3 runs in all\n", "     on failure: handler\n"} {
 		if !strings.Contains(b.String(), line) {
 			t.Errorf("plan text lacks %q:\n%s", line, b.String())
 		}
@@ -254,7 +254,7 @@ func TestForeachPlan(t *testing.T) {
           retry: 2 attempts, exponential backoff; delays 1s (total 1s); max_delay 30s
        2. foreach: ["a", "b c"]
           retry: none (runs once)
-          foreach: items "a", "b c"; one at a time; a failed item does not stop the others; for each item:
+          foreach: items "a", "b c"; one at a time; a failed item does not stop the others, but fails the step once all ran; for each item:
             1. /fix
                runs: my-agent with the text as its last argument (RUNNER_AGENT_COMMAND)
                retry: none (runs once)

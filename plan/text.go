@@ -152,7 +152,7 @@ func (s Step) writeText(w *errWriter, seed *uint64) {
 		w.printf("     circuit breaker: opens after %d failures for %s\n", s.CircuitBreaker.FailureThreshold, s.CircuitBreaker.Timeout)
 	}
 	if s.FixAttempts > 0 {
-		w.printf("     on failure: handler, then the step again, up to %d times\n", s.FixAttempts)
+		w.printf("     on failure: handler, then the step again: up to %d runs in all\n", s.FixAttempts)
 	} else if s.OnFailure != "" {
 		w.printf("     on failure: %s\n", s.OnFailure)
 	}

@@ -40,6 +40,9 @@ type decoder struct {
 	// read, for the step to read once it has its name.
 	failureOnSuccess *yaml.Node
 	short            shortNames // capture names and outputs, for ${NAME.field} and ${ID.field}
+	// inReduce is set while the reduce phase is read, where a failure
+	// handler runs once (Prodigy's reduce), never as a fix loop.
+	inReduce bool
 }
 
 // errorf records a problem at n's position.

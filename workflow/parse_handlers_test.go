@@ -47,6 +47,64 @@ func TestParseFixLoop(t *testing.T) {
 	}
 }
 
+// A shell step's claude: handler without max_attempts is a fix loop of 3
+// runs (Prodigy's agent fix); a shell: handler, a claude: step's handler
+// and a list of commands run once. In reduce every handler runs once:
+// max_attempts and fail_workflow: true there are warned of and dropped.
+func TestParseFixLoopDefaults(t *testing.T) {
+	wf, err := Parse("w.yml", []byte(`
+mode: mapreduce
+setup:
+  - shell: just test
+    on_failure: {claude: /debug}
+  - shell: notify
+    on_failure: {shell: echo cleanup}
+  - claude: /implement
+    on_failure: {claude: /debug}
+  - shell: just test
+    on_failure: {claude: /debug, max_retries: 1}
+  - shell: just test
+    on_failure: {commands: [{claude: /debug}]}
+map:
+  input: items.json
+  agent_template:
+    - shell: just lint
+      on_failure: {claude: /lint}
+reduce:
+  - shell: just test
+    on_failure: {claude: /debug}
+  - shell: just test
+    on_failure: {claude: /debug, max_attempts: 5, fail_workflow: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{3, 0, 0, 1, 0} {
+		if got := wf.Setup[i].OnFailure.MaxAttempts; got != want {
+			t.Errorf("setup step %d: max_attempts %d, want %d", i, got, want)
+		}
+	}
+	if got := wf.Map.Template[0].OnFailure.MaxAttempts; got != 3 {
+		t.Errorf("the agent's step: max_attempts %d, want 3", got)
+	}
+	for i, s := range wf.Reduce {
+		if s.OnFailure.MaxAttempts != 0 || s.OnFailure.FailWorkflow {
+			t.Errorf("reduce step %d loops: %+v", i, s.OnFailure)
+		}
+	}
+	var warnings []string
+	for _, w := range wf.Warnings {
+		warnings = append(warnings, w.Error())
+	}
+	want := []string{
+		"w.yml:23:34: warning: on_failure.max_attempts has no effect in reduce: there the handler runs once and the phase goes on if it succeeds (as in Prodigy's reduce)",
+		"w.yml:23:51: warning: on_failure.fail_workflow: true has no effect in reduce: there the handler runs once and the phase goes on if it succeeds (as in Prodigy's reduce)",
+	}
+	if strings.Join(warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(warnings, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // on_success and on_exit_code take a command, a list, {commands: [...]},
 // or a step with every step key, nested handlers included; each of their
 // steps has a key of its own for events.

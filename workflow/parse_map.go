@@ -40,7 +40,9 @@ func (d *decoder) mapReduce(f *fields, wf *Workflow) {
 		d.missing(f, f.node, "a MapReduce workflow needs map: with input and agent_template")
 	}
 	if n := f.get("reduce"); n != nil {
+		d.inReduce = true
 		wf.Reduce = d.phase(n, "reduce", false)
+		d.inReduce = false
 	}
 	ep := d.mapping(orEmpty(f.get("error_policy")), "error_policy", errorPolicyKeys)
 	if ep == nil {

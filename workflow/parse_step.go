@@ -112,7 +112,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	case n != nil:
 		outer := d.at
 		d.at.ran = true // the handler reads the failed run's ${ID.*}
-		s.OnFailure = d.stepOnFailure(n)
+		s.OnFailure = d.stepOnFailure(n, s.Command.Kind == ShellCommand)
 		d.at = outer
 	case retryFailure != nil:
 		s.OnFailure = *retryFailure
@@ -336,8 +336,9 @@ var onFailureKeys = []string{"shell", "claude", "commands", "fail_workflow", "ma
 
 // stepOnFailure reads the Prodigy step-level on_failure: true, false, a
 // command, a list of commands, or {shell | claude | commands, fail_workflow,
-// max_attempts, commit_required, on_success}.
-func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
+// max_attempts, commit_required, on_success}. shellStep says the step
+// runs a shell command.
+func (d *decoder) stepOnFailure(n *yaml.Node, shellStep bool) Failure {
 	r := d.resolve(n)
 	switch {
 	case r == nil:
@@ -376,7 +377,37 @@ func (d *decoder) stepOnFailure(n *yaml.Node) Failure {
 		fl.FailWorkflow, _ = d.boolean(v, "on_failure.fail_workflow")
 	}
 	d.fixLoop(f, &fl)
+	d.loopDefaults(f, &fl, shellStep)
 	return fl
+}
+
+// defaultFixAttempts is max_attempts of an agent fix that does not set it
+// (Prodigy's TestDebugConfig default).
+const defaultFixAttempts = 3
+
+// loopDefaults settles whether the handler of the on_failure mapping f
+// loops. In reduce it runs once and the phase goes on if it succeeds
+// (Prodigy's reduce), so max_attempts and fail_workflow: true are warned
+// of and dropped. Elsewhere a shell step's claude: handler without
+// max_attempts is a fix loop of defaultFixAttempts runs (Prodigy's agent
+// fix); every other handler without it runs once.
+func (d *decoder) loopDefaults(f *fields, fl *Failure, shellStep bool) {
+	if d.inReduce {
+		const once = "has no effect in reduce: there the handler runs once and the phase goes on if it succeeds (as in Prodigy's reduce)"
+		for _, k := range []string{"max_attempts", "max_retries"} {
+			if f.has(k) {
+				d.warnf(f.key(k), "on_failure.%s %s", k, once)
+			}
+		}
+		if fl.FailWorkflow {
+			d.warnf(f.key("fail_workflow"), "on_failure.fail_workflow: true %s", once)
+		}
+		fl.MaxAttempts, fl.FailWorkflow = 0, false
+		return
+	}
+	if shellStep && f.has("claude") && !f.has("max_attempts") && !f.has("max_retries") {
+		fl.MaxAttempts = defaultFixAttempts
+	}
 }
 
 // commands reads one command or a list of them, of the given kind; list

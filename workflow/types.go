@@ -304,9 +304,9 @@ type Failure struct {
 	Action       FailureAction
 	Commands     []Command // fallback (one) or handler commands
 	FailWorkflow bool      // handler: fail the workflow after the handlers ran
-	// MaxAttempts (handler) makes a fix-and-retry loop: after each run of
-	// the handlers the step runs again, up to MaxAttempts handler runs;
-	// 0 runs the handlers once, without a re-run.
+	// MaxAttempts (handler) makes a fix-and-retry loop: the step runs at
+	// most MaxAttempts times in all, the handlers after each failed run but
+	// the last; 0 runs the handlers once, without a re-run.
 	MaxAttempts int
 	// CommitRequired (handler): each run of the handlers must make a git
 	// commit, or it fails.
