@@ -30,7 +30,7 @@ func newDLQExportCommand(g *globalOptions) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.Format, "format", "json", "json (one array) or jsonl (one item per line)")
 	f.StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
-	return c
+	return takesJob(g, c)
 }
 
 func runDLQExport(g *globalOptions, o dlqExportOptions, jobID string) error {

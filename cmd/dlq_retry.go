@@ -61,7 +61,7 @@ code 0 when the DLQ is empty afterwards, 3 when items remain.`,
 		},
 	}
 	o.AddFlags(c)
-	return c
+	return takesJob(g, c)
 }
 
 // dlqRetrySummary is the machine-readable end of `dlq retry`.

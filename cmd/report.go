@@ -28,7 +28,7 @@ dead-letter queue.`,
 		},
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", "write to this file (default: stdout)")
-	return c
+	return takesJob(g, c)
 }
 
 func runReport(g *globalOptions, jobID, out string) error {

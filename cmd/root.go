@@ -132,18 +132,16 @@ func commandGroup(c *cobra.Command, args []string) error {
 }
 
 // exactArgs is cobra.ExactArgs with errors that map to the usage exit code.
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
-}
+func exactArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.ExactArgs(n)) }
 
-func minArgs(n int) cobra.PositionalArgs {
+func minArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.MinimumNArgs(n)) }
+
+func rangeArgs(lo, hi int) cobra.PositionalArgs { return usageArgs(cobra.RangeArgs(lo, hi)) }
+
+// usageArgs is rule, its error a usage error (exit 2).
+func usageArgs(rule cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.MinimumNArgs(n)(cmd, args); err != nil {
+		if err := rule(cmd, args); err != nil {
 			return usageError{err}
 		}
 		return nil
