@@ -29,7 +29,7 @@ func newDLQExportCommand(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.Format, "format", "json", "json (one array) or jsonl (one item per line)")
-	f.StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
+	outFileFlag(c, &o.Output, "write to this file instead of stdout")
 	return takesJob(g, c)
 }
 

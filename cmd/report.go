@@ -27,7 +27,7 @@ dead-letter queue.`,
 			return runReport(g, args[0], out)
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "", "write to this file (default: stdout)")
+	outFileFlag(c, &out, "write to this file (default: stdout)")
 	return takesJob(g, c)
 }
 

@@ -12,8 +12,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // globalOptions are the flags every command takes.
@@ -93,7 +95,9 @@ an error policy and a dead-letter queue for items that still fail.
 		Args:          cobra.ArbitraryArgs,
 		RunE:          commandGroup,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.Version = version()
+	root.SetVersionTemplate("runner {{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
 	g.addFlags(root)
 	root.AddCommand(
 		newRunCommand(g),
@@ -111,6 +115,25 @@ an error policy and a dead-letter queue for items that still fail.
 		newAgentCommand(g),
 	)
 	return root
+}
+
+// flagError is a flag's error as a usage error (exit 2); an unknown flag
+// gets the closest of c's flags as a did-you-mean.
+func flagError(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return usageError{err}
+	}
+	var known []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	if s := workflow.Suggest(name, known); s != "" {
+		err = fmt.Errorf("%w (did you mean --%s?)", err, s)
+	}
+	return usageError{err}
 }
 
 // commandGroup is the RunE of a command that only groups subcommands:
