@@ -18,7 +18,7 @@ FUZZTIME_SHELL ?= $(FUZZTIME)
 .PHONY: build nats-server release demo test short race prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos ci clean
 
 build:
-	$(BUILD) -o $(BIN) .
+	$(BUILD) -ldflags "-X github.com/runnerdev/runner/cmd.Version=$(VERSION)" -o $(BIN) .
 
 # A NATS server for trying `runner run --nats` here: the version go.mod
 # pins for the tests, built from the module proxy (runner never links it).

@@ -29,8 +29,8 @@ func newDLQExportCommand(g *globalOptions) *cobra.Command {
 	}
 	f := c.Flags()
 	f.StringVar(&o.Format, "format", "json", "json (one array) or jsonl (one item per line)")
-	f.StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
-	return c
+	outFileFlag(c, &o.Output, "write to this file instead of stdout")
+	return takesJob(g, c)
 }
 
 func runDLQExport(g *globalOptions, o dlqExportOptions, jobID string) error {

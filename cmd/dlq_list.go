@@ -44,7 +44,7 @@ func newDLQListCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.JSON, "json", false, "print a JSON array")
 	f.StringVar(&o.Filter, "filter", "", "only items for which this expression is true")
 	f.IntVar(&o.Limit, "limit", 0, "at most this many items (0: all)")
-	return c
+	return takesJob(g, c)
 }
 
 // dlqJob is one line of `dlq list` without a job.

@@ -44,7 +44,7 @@ gives it time. It asks first on a terminal; elsewhere it needs --yes.`,
 	f.StringVar(&o.OlderThan, "older-than", "", "only items whose last failure is older than this (e.g. 7d, 12h)")
 	f.BoolVarP(&o.Yes, "yes", "y", false, "do not ask")
 	o.holdOptions.AddFlags(f)
-	return c
+	return takesJob(g, c)
 }
 
 func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID string) error {

@@ -61,7 +61,7 @@ code 0 when the DLQ is empty afterwards, 3 when items remain.`,
 		},
 	}
 	o.AddFlags(c)
-	return c
+	return takesJob(g, c)
 }
 
 // dlqRetrySummary is the machine-readable end of `dlq retry`.
@@ -94,7 +94,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return err
 	}
 	if o.DryRun {
-		return dlqRetryDryRun(g, jobID, o.Filter, o.Output == "json")
+		return dlqRetryDryRun(g, jobID, o.Filter, o.asJSON())
 	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
 	j, err := job.Attach(jobID, job.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})

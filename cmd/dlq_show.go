@@ -20,7 +20,7 @@ func newDLQShowCommand(g *globalOptions) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the item as JSON")
-	return c
+	return takesJob(g, c)
 }
 
 func runDLQShow(g *globalOptions, jobID, itemID string, asJSON bool) error {

@@ -31,7 +31,7 @@ failure kind.`,
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON document")
-	return c
+	return takesJob(g, c)
 }
 
 // dlqStats are DLQ item counts by group.

@@ -39,7 +39,7 @@ func newEventsCommand(g *globalOptions) *cobra.Command {
 	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing new events until the job's current run ends or its process is gone")
 	f.StringSliceVar(&o.Type, "type", nil, "only events of these types")
 	f.StringVar(&o.Item, "item", "", "only events of this item")
-	return c
+	return takesJob(g, c)
 }
 
 func (o eventsOptions) query() eventlog.Query {

@@ -10,22 +10,43 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
+// formatOptions are --json and --output text|json, its other spelling:
+// the format of what a command prints on stdout.
+type formatOptions struct {
+	Output string
+	JSON   bool
+}
+
+func (o *formatOptions) AddFlags(c *cobra.Command, what string) {
+	f := c.Flags()
+	f.BoolVar(&o.JSON, "json", false, "print "+what+" as one JSON document on stdout (= --output json)")
+	f.StringVar(&o.Output, "output", "text", "format of "+what+": text or json")
+}
+
+func (o formatOptions) validate() error {
+	if o.Output != "text" && o.Output != "json" {
+		return usagef("--output must be text or json, not %q", o.Output)
+	}
+	return nil
+}
+
+func (o formatOptions) asJSON() bool { return o.JSON || o.Output == "json" }
+
 // outputOptions are the flags of the commands that run items and report a
 // summary (run, resume, dlq retry).
 type outputOptions struct {
-	Output   string
+	formatOptions
 	Progress string
 }
 
 func (o *outputOptions) AddFlags(c *cobra.Command) {
-	f := c.Flags()
-	f.StringVar(&o.Output, "output", "text", "summary format: text or json (json: one document on stdout)")
-	f.StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
+	o.formatOptions.AddFlags(c, "the summary")
+	c.Flags().StringVar(&o.Progress, "progress", "auto", "live progress: auto, always or never")
 }
 
 func (o outputOptions) validate() error {
-	if o.Output != "text" && o.Output != "json" {
-		return usagef("--output must be text or json, not %q", o.Output)
+	if err := o.formatOptions.validate(); err != nil {
+		return err
 	}
 	switch o.Progress {
 	case "auto", "always", "never":
@@ -34,7 +55,15 @@ func (o outputOptions) validate() error {
 	return usagef("--progress must be auto, always or never, not %q", o.Progress)
 }
 
-func (o outputOptions) asJSON() bool { return o.Output == "json" }
+// outFileFlag is -o/--out FILE, the file a command writes instead of
+// stdout; --output FILE, its older spelling, stays as a hidden alias
+// (elsewhere --output is a format, as --json).
+func outFileFlag(c *cobra.Command, path *string, usage string) {
+	f := c.Flags()
+	f.StringVarP(path, "out", "o", "", usage)
+	f.StringVar(path, "output", "", usage)
+	_ = f.MarkHidden("output")
+}
 
 // parallelOptions are the flags of the commands that run MapReduce items
 // (run, resume, dlq retry).
@@ -51,7 +80,7 @@ type parallelOptions struct {
 }
 
 func (o *parallelOptions) AddFlags(c *cobra.Command) {
-	c.Flags().Var((*positiveInt)(&o.MaxParallel), "max-parallel", "items at once (default: the workflow's map.max_parallel; on NATS, the tasks out at once)")
+	c.Flags().VarP((*positiveInt)(&o.MaxParallel), "max-parallel", "j", "items at once (default: the workflow's map.max_parallel; on NATS, the tasks out at once)")
 	c.Flags().StringVar(&o.Dispatch, "dispatch", "", "where items run: local or agents (env RUNNER_DISPATCH; default local)")
 	c.Flags().MarkHidden("dispatch")
 	o.NATS.AddFlags(c, "run the map's items on NATS workers reached at this URL (a comma-separated list for a cluster)")
@@ -90,19 +119,26 @@ func (o *fileOptions) AddFlags(c *cobra.Command) {
 	c.Flags().BoolVar(&o.Strict, "strict", false, "refuse a file with warnings (keys that have no effect, Prodigy's older forms) as invalid")
 }
 
-// check prints the workflow's warnings on stderr, or with --strict
-// returns them as errors, and reports a profile the workflow does not
-// define, at its profiles: key.
+// check prints the workflow's warnings on stderr and returns its other
+// problems (problems).
 func (o fileOptions) check(g *globalOptions, wf *workflow.Workflow) error {
-	if o.Strict && len(wf.Warnings) > 0 {
-		return wf.Warnings.Strict()
-	}
-	for _, w := range wf.Warnings {
+	warnings, err := o.problems(wf)
+	for _, w := range warnings {
 		fmt.Fprintln(g.stderr, w)
 	}
+	return err
+}
+
+// problems returns the workflow's warnings and, as its error, the
+// warnings made errors with --strict or a profile the workflow does not
+// define (at its profiles: key).
+func (o fileOptions) problems(wf *workflow.Workflow) (workflow.ParseErrors, error) {
+	if o.Strict && len(wf.Warnings) > 0 {
+		return nil, wf.Warnings.Strict()
+	}
 	if o.Profile == "" {
-		return nil
+		return wf.Warnings, nil
 	}
 	_, err := wf.Profile(o.Profile)
-	return err
+	return wf.Warnings, err
 }

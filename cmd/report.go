@@ -27,8 +27,8 @@ dead-letter queue.`,
 			return runReport(g, args[0], out)
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "", "write to this file (default: stdout)")
-	return c
+	outFileFlag(c, &out, "write to this file (default: stdout)")
+	return takesJob(g, c)
 }
 
 func runReport(g *globalOptions, jobID, out string) error {

@@ -29,20 +29,33 @@ func (o *resumeOptions) AddFlags(c *cobra.Command) {
 func newResumeCommand(g *globalOptions) *cobra.Command {
 	var o resumeOptions
 	c := &cobra.Command{
-		Use:   "resume JOB",
+		Use:   "resume [JOB]",
 		Short: "Continue a stopped, failed or interrupted job",
 		Long: `Continue a job from its checkpoint, using the workflow copy stored with it
 (not the file it was started from). Finished steps are not run again; their
 captured variables are restored. Secrets are not stored with the job: give
-them again in the environment or with --set.`,
-		Example: `  runner resume deploy-20261122-101500-a1b2c3`,
-		Args:    exactArgs(1),
+them again in the environment or with --set.
+
+JOB is a job id, a prefix of one that names one job, or latest (also -);
+with no JOB, resume continues the latest job of the state dir, saying which.`,
+		Example: `  runner resume deploy-20261122-101500-a1b2c3
+  runner resume deploy-2026112     # a prefix that names one job
+  runner resume                    # the latest job`,
+		Args: rangeArgs(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runResume(c.Context(), g, o, args[0])
+			arg := "latest"
+			if len(args) > 0 {
+				arg = args[0]
+			}
+			id, err := g.jobID(arg)
+			if err != nil {
+				return err
+			}
+			return runResume(c.Context(), g, o, id)
 		},
 	}
 	o.AddFlags(c)
-	return c
+	return completesJobs(g, c)
 }
 
 func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string) error {

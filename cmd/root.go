@@ -12,8 +12,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // globalOptions are the flags every command takes.
@@ -93,7 +95,9 @@ an error policy and a dead-letter queue for items that still fail.
 		Args:          cobra.ArbitraryArgs,
 		RunE:          commandGroup,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.Version = version()
+	root.SetVersionTemplate("runner {{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
 	g.addFlags(root)
 	root.AddCommand(
 		newRunCommand(g),
@@ -111,6 +115,25 @@ an error policy and a dead-letter queue for items that still fail.
 		newAgentCommand(g),
 	)
 	return root
+}
+
+// flagError is a flag's error as a usage error (exit 2); an unknown flag
+// gets the closest of c's flags as a did-you-mean.
+func flagError(c *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return usageError{err}
+	}
+	var known []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			known = append(known, f.Name)
+		}
+	})
+	if s := workflow.Suggest(name, known); s != "" {
+		err = fmt.Errorf("%w (did you mean --%s?)", err, s)
+	}
+	return usageError{err}
 }
 
 // commandGroup is the RunE of a command that only groups subcommands:
@@ -132,18 +155,16 @@ func commandGroup(c *cobra.Command, args []string) error {
 }
 
 // exactArgs is cobra.ExactArgs with errors that map to the usage exit code.
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
-}
+func exactArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.ExactArgs(n)) }
 
-func minArgs(n int) cobra.PositionalArgs {
+func minArgs(n int) cobra.PositionalArgs { return usageArgs(cobra.MinimumNArgs(n)) }
+
+func rangeArgs(lo, hi int) cobra.PositionalArgs { return usageArgs(cobra.RangeArgs(lo, hi)) }
+
+// usageArgs is rule, its error a usage error (exit 2).
+func usageArgs(rule cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.MinimumNArgs(n)(cmd, args); err != nil {
+		if err := rule(cmd, args); err != nil {
 			return usageError{err}
 		}
 		return nil

@@ -150,7 +150,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 			return err
 		}
 		p := plan.New(wf, seed, executor.ResolveAgent(wf.Agent, os.Environ()))
-		if o.Output == "json" {
+		if o.asJSON() {
 			return writeJSON(g.stdout, p)
 		}
 		return p.WriteText(g.stdout)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,6 +33,9 @@ const (
 
 // ErrNotFound is returned for a job id that has no job directory.
 var ErrNotFound = errors.New("no such job")
+
+// ErrAmbiguous is returned for a prefix of more than one job's id.
+var ErrAmbiguous = errors.New("names more than one job")
 
 // ErrInvalidID is returned when creating a job whose id cannot name a
 // directory.
@@ -235,10 +239,42 @@ func (s Store) Open(id string) (*Job, error) {
 	return j, nil
 }
 
-// List returns every job, oldest first. Jobs whose metadata cannot be read
-// are returned with only ID set and Status "damaged"; a running job whose
-// process is gone is returned interrupted, with OwnerDied set.
-func (s Store) List() ([]Meta, error) {
+// Find returns the id of the job that arg names: the job with that id,
+// else the one job whose id starts with arg (ErrAmbiguous, naming them,
+// when several do; ErrNotFound when none does).
+func (s Store) Find(arg string) (string, error) {
+	if ValidID(arg) {
+		if _, err := os.Stat(filepath.Join(s.jobsDir(), arg, "job.json")); err == nil {
+			return arg, nil
+		}
+	}
+	ids, err := s.IDs()
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, arg) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", fmt.Errorf("job %q: %w", arg, ErrNotFound)
+	case 1:
+		return matches[0], nil
+	}
+	const shown = 5
+	list := strings.Join(matches[:min(len(matches), shown)], ", ")
+	if len(matches) > shown {
+		list += fmt.Sprintf(" and %d more", len(matches)-shown)
+	}
+	return "", fmt.Errorf("job %q %w: %s", arg, ErrAmbiguous, list)
+}
+
+// IDs returns the ids of the jobs in the store, sorted, without reading
+// them.
+func (s Store) IDs() ([]string, error) {
 	entries, err := os.ReadDir(s.jobsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -246,23 +282,61 @@ func (s Store) List() ([]Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	var out []Meta
+	var ids []string
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
-			continue // not a job, or one being created
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") { // not a job being created
+			ids = append(ids, e.Name())
 		}
-		j, err := s.Open(e.Name())
+	}
+	return ids, nil
+}
+
+// Latest returns the id of the job started last (ErrNotFound when there
+// is none that can be read).
+func (s Store) Latest() (string, error) {
+	jobs, err := s.List()
+	if err != nil {
+		return "", err
+	}
+	for i := len(jobs) - 1; i >= 0; i-- {
+		if !jobs[i].Started.IsZero() {
+			return jobs[i].ID, nil
+		}
+	}
+	return "", fmt.Errorf("no job: %w", ErrNotFound)
+}
+
+// List returns every job, oldest first. Jobs whose metadata cannot be read
+// are returned with only ID set and Status "permission denied" or
+// "damaged"; a running job whose
+// process is gone is returned interrupted, with OwnerDied set.
+func (s Store) List() ([]Meta, error) {
+	ids, err := s.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []Meta
+	for _, id := range ids {
+		j, err := s.Open(id)
 		if err == nil {
 			err = j.checkOwner(s)
 		}
 		if err != nil {
-			out = append(out, Meta{ID: e.Name(), Status: "damaged", Error: err.Error()})
+			out = append(out, Meta{ID: id, Status: unreadable(err), Error: err.Error()})
 			continue
 		}
 		out = append(out, j.Meta)
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Started.Before(out[b].Started) })
 	return out, nil
+}
+
+// unreadable is the status of a job that cannot be read for err.
+func unreadable(err error) Status {
+	if errors.Is(err, fs.ErrPermission) {
+		return "permission denied"
+	}
+	return "damaged"
 }
 
 // Save writes the metadata atomically (temporary file, fsync, rename).

@@ -3,6 +3,8 @@ package state
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -225,5 +227,49 @@ func TestStateDirIgnoresItselfInGit(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(own.Dir + "/.gitignore"); string(data) != "jobs/\n" {
 		t.Errorf("the user's .gitignore became %q", data)
+	}
+}
+
+// A job that cannot be read for lack of permission is listed as such, not
+// as damaged (issue 25.3); the test runs as root here too, where no file
+// is unreadable, so the status is checked on the error List meets.
+func TestUnreadableStatus(t *testing.T) {
+	denied := &fs.PathError{Op: "open", Path: "job.json", Err: fs.ErrPermission}
+	if got := unreadable(fmt.Errorf("job x: %w", denied)); got != "permission denied" {
+		t.Errorf("unreadable(permission) = %q", got)
+	}
+	if got := unreadable(errors.New("damaged job.json")); got != "damaged" {
+		t.Errorf("unreadable(other) = %q", got)
+	}
+}
+
+// Find takes an id or a unique prefix of one; Latest the job started last.
+func TestFindAndLatest(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	for i, id := range []string{"build-1", "build-2", "deploy-1"} {
+		j, err := s.Create(Meta{ID: id, Started: time.Unix(int64(100-i), 0)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Unlock()
+	}
+	for arg, want := range map[string]string{"build-1": "build-1", "dep": "deploy-1", "build-2": "build-2"} {
+		if got, err := s.Find(arg); err != nil || got != want {
+			t.Errorf("Find(%q) = %q, %v; want %q", arg, got, err, want)
+		}
+	}
+	if _, err := s.Find("build"); !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "build-1, build-2") {
+		t.Errorf("Find(build) = %v", err)
+	}
+	for _, arg := range []string{"x", "../jobs", ""} {
+		if _, err := s.Find(arg); arg != "" && !errors.Is(err, ErrNotFound) {
+			t.Errorf("Find(%q) = %v", arg, err)
+		}
+	}
+	if got, err := s.Latest(); err != nil || got != "build-1" {
+		t.Errorf("Latest = %q, %v; want build-1 (started last)", got, err)
+	}
+	if _, err := (Store{Dir: t.TempDir()}).Latest(); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Latest of no job = %v", err)
 	}
 }
