@@ -24,6 +24,7 @@ type globalOptions struct {
 	NoColor  bool
 
 	stdout, stderr io.Writer
+	console        console // where runner asks questions
 }
 
 func (g *globalOptions) addFlags(cmd *cobra.Command) {
@@ -47,7 +48,7 @@ func (g *globalOptions) store() state.Store {
 
 // Main runs the command line and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globalOptions{stdout: stdout, stderr: stderr}
+	g := &globalOptions{stdout: stdout, stderr: stderr, console: processConsole(stderr)}
 	root := newRootCommand(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)

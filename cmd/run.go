@@ -33,6 +33,8 @@ type runOptions struct {
 	Arg, Args []string
 	JUnit     string
 	Merge     bool
+	Yes       bool // -y: answer yes to the merge question (Prodigy's -y)
+	InPlace   bool // run a standard workflow's commands in the checkout
 }
 
 func (o *runOptions) AddFlags(cmd *cobra.Command) {
@@ -49,6 +51,8 @@ func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	f.MarkHidden("args")
 	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 	f.BoolVar(&o.Merge, "merge", false, mergeFlagHelp)
+	f.BoolVarP(&o.Yes, "yes", "y", false, yesFlagHelp)
+	f.BoolVar(&o.InPlace, "in-place", false, "run a standard workflow's commands in your checkout, not in a job worktree (as isolation: none)")
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -135,10 +139,14 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err := o.fileOptions.check(g, wf); err != nil {
 		return err
 	}
+	if err := placeWorkflow(ctx, wf, o.InPlace); err != nil {
+		return err
+	}
 	if err := checkIsolation(ctx, g, wf); err != nil {
 		return err
 	}
-	if err := checkMerge(ctx, wf, o.Merge); err != nil {
+	merge := o.Merge || o.Yes && wf.RunsInWorktree()
+	if err := checkMerge(ctx, wf, merge); err != nil {
 		return err
 	}
 	id, itemBranches, err := newJobID(ctx, wf, o.JobID)
@@ -181,7 +189,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if o.nats != nil {
 		fmt.Fprintf(g.stderr, "%s\n", o.nats.describe())
 	}
-	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, o.Merge)
+	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, merge)
 }
 
 // loadWorkflow reads and parses a workflow file named on the command line;
@@ -196,26 +204,29 @@ func loadWorkflow(file string) (*workflow.Workflow, []byte, error) {
 }
 
 // finishJob runs a started or resumed job to its end, records how it
-// ended and reports it. merge is --merge: the job branch of a job that
-// succeeds is merged into the branch it started on.
+// ended and reports it. merge is --merge (or -y): the job branch of a job
+// that succeeds is merged into the branch it started on; without it (or
+// merge_back: true) runner asks on a terminal.
 func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOptions, junit string, merge bool) error {
 	var (
 		res jobResult
 		err error
 	)
+	merge = merge || j.Workflow().MergeBack
+	ending := jobtree.Ending{Merge: merge, Ask: ui.askMerge, Starts: ui.mergeStarts}
 	if j.Workflow().Mode == workflow.MapReduce {
 		if par.nats != nil {
 			defer par.nats.showQueue(ui.display)()
 		}
 		var sum mapreduce.Summary
 		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
-			Merge: merge || j.Workflow().MergeBack, MergeStarts: ui.mergeStarts})
+			Ending: ending})
 		res.items, res.end = &sum.Items, sum.End
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
 	} else if j.Workflow().RunsInWorktree() {
-		res.steps, res.end, err = jobtree.RunStandard(ctx, j, merge || j.Workflow().MergeBack, ui.mergeStarts)
+		res.steps, res.end, err = jobtree.RunStandard(ctx, j, ending)
 	} else {
 		res.steps, err = j.RunStandard(ctx)
 	}
@@ -246,7 +257,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		}
 	}
 	res.err = err
-	ui.summary(j, res, merge || j.Workflow().MergeBack)
+	ui.summary(j, res, merge)
 	if err != nil {
 		return alreadyReported(err)
 	}
