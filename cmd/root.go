@@ -111,6 +111,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newWatchdogCommand(),
 		newAgentCommand(g),
 	)
+	root.AddCommand(prodigyCommands()...)
 	return root
 }
 

@@ -35,12 +35,14 @@ type runOptions struct {
 	Merge     bool
 	Yes       bool // -y: answer yes to the merge question (Prodigy's -y)
 	InPlace   bool // run a standard workflow's commands in the checkout
+	prodigy   prodigyRunFlags
 }
 
 func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	o.outputOptions.AddFlags(cmd)
 	o.parallelOptions.AddFlags(cmd)
 	o.fileOptions.AddFlags(cmd)
+	o.prodigy.AddFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVar(&o.JobID, "job-id", "", "id for the new job (default: NAME-DATE-TIME-RANDOM)")
 	f.StringVar(&o.Seed, "seed", "", "seed for retry jitter, to reproduce a schedule exactly")
@@ -80,6 +82,9 @@ func (o runOptions) validate() (vars map[string]string, seed *uint64, err error)
 	if err := o.outputOptions.validate(); err != nil {
 		return nil, nil, err
 	}
+	if err := o.prodigy.validate(); err != nil {
+		return nil, nil, err
+	}
 	if o.Seed != "" {
 		n, err := strconv.ParseUint(o.Seed, 10, 64)
 		if err != nil {
@@ -97,9 +102,10 @@ func (o runOptions) validate() (vars map[string]string, seed *uint64, err error)
 }
 
 // setArg sets ARG to the value of --arg: Prodigy's $ARG, which its files
-// read (claude: "/prodigy-implement-spec $ARG"). Prodigy runs the file
-// once for each --args value; a runner job runs it once, so one value is
-// taken.
+// read (claude: "/prodigy-implement-spec $ARG"), and ARG_1 and
+// PRODIGY_ARG as Prodigy does (argument_processing.rs), unless --set
+// gives them. Prodigy runs the file once for each --args value; a runner
+// job runs it once, so one value is taken.
 func setArg(vars map[string]string, args []string) error {
 	switch {
 	case len(args) == 0:
@@ -110,7 +116,11 @@ func setArg(vars map[string]string, args []string) error {
 	if v, ok := vars["ARG"]; ok && v != args[0] {
 		return usagef("--arg %s and --set ARG=%s give ARG two values", args[0], v)
 	}
-	vars["ARG"] = args[0]
+	for _, name := range []string{"ARG", "ARG_1", "PRODIGY_ARG"} {
+		if _, ok := vars[name]; !ok {
+			vars[name] = args[0]
+		}
+	}
 	return nil
 }
 

@@ -31,6 +31,7 @@ type Job struct {
 	seed     uint64
 	resumed  bool
 	dir      string // where phases run; "" = this process's directory
+	worktree string // the name (branch) of the git worktree dir is in; "" = none
 	log      *eventlog.Log
 	journal  *state.Journal
 	done     map[string]map[int]state.StepRecord

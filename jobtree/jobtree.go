@@ -118,7 +118,7 @@ func (t *Tree) Begin(ctx context.Context, j *job.Job, resume func(context.Contex
 	if err := start(ctx); err != nil {
 		return End{}, err
 	}
-	j.SetDir(t.Dir())
+	j.SetDir(t.Dir(), t.JobBranch)
 	return End{Branch: t.JobBranch, Target: target(j)}, nil
 }
 
