@@ -35,14 +35,41 @@ error_signature, and the last failure's kind, exit_code, step, message.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: commandGroup,
 	}
-	c.AddCommand(
+	for _, sub := range []*cobra.Command{
 		newDLQListCommand(g),
-		newDLQShowCommand(g),
+		prodigyAlias(newDLQShowCommand(g), "inspect"),
 		newDLQRetryCommand(g),
-		newDLQStatsCommand(g),
+		prodigyAlias(newDLQStatsCommand(g), "analyze"),
 		newDLQExportCommand(g),
-		newDLQPurgeCommand(g),
-	)
+		prodigyAlias(newDLQPurgeCommand(g), "clear"),
+	} {
+		c.AddCommand(withJobIDFlag(sub))
+	}
+	return c
+}
+
+// prodigyAlias lets a dlq command answer to Prodigy's name for it too.
+func prodigyAlias(c *cobra.Command, name string) *cobra.Command {
+	c.Aliases = append(c.Aliases, name)
+	return c
+}
+
+// withJobIDFlag lets a dlq command, whose first argument is the job,
+// take the job as --job-id JOB, Prodigy's spelling (prodigy dlq inspect
+// ITEM --job-id JOB): the flag's value goes before the arguments, unless
+// the first argument is that job already.
+func withJobIDFlag(c *cobra.Command) *cobra.Command {
+	var id string
+	c.Flags().StringVar(&id, "job-id", "", "the job, as the JOB argument (Prodigy's spelling)")
+	withID := func(args []string) []string {
+		if id == "" || len(args) > 0 && args[0] == id {
+			return args
+		}
+		return append([]string{id}, args...)
+	}
+	check, run := c.Args, c.RunE
+	c.Args = func(c *cobra.Command, args []string) error { return check(c, withID(args)) }
+	c.RunE = func(c *cobra.Command, args []string) error { return run(c, withID(args)) }
 	return c
 }
 

@@ -1,11 +1,9 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,9 +69,7 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		if o.OlderThan != "" {
 			what = "the items whose last failure is older than " + o.OlderThan
 		}
-		fmt.Fprintf(g.stderr, "Delete %s from the dead-letter queue of %s? [y/N] ", what, jobID)
-		answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		if !confirm(os.Stdin, g.stderr, fmt.Sprintf("Delete %s from the dead-letter queue of %s? [y/N] ", what, jobID)) {
 			fmt.Fprintln(g.stderr, "nothing deleted")
 			return nil
 		}

@@ -28,7 +28,10 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 	why, without := "map.isolation: worktree", "set map.isolation: none"
 	switch {
 	case wf.Mode != workflow.MapReduce:
-		why, without = "a standard workflow with merge: or merge_back: true (its commands run in a git worktree, on a job branch)", "remove merge: and merge_back:"
+		why, without = "a standard workflow with merge:, merge_back: true or isolation: worktree (its commands run in a git worktree, on a job branch)", "remove them"
+		if !wf.WantsJobBranch() {
+			why, without = "a standard workflow with a claude: step or commit_required (its commands run in a git worktree, on a job branch)", "run it in place: --in-place, or isolation: none"
+		}
 	case !wf.Map.IsolationSet:
 		why += " (the default when the agent template has a claude: step or commit_required)"
 	}
@@ -53,6 +56,39 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 			head, gitwork.Names(dirty))
 	}
 	return nil
+}
+
+// placeWorkflow decides, before anything runs, where a standard
+// workflow's commands run (wf.Isolation, which the job records for
+// resume): in the checkout with --in-place, which a file that asks for a
+// job branch refuses; in the checkout outside a git work tree when only
+// its steps (claude:, commit_required) made a job worktree the default;
+// else as the file says or its steps decide. A MapReduce workflow's map
+// decides by map.isolation, which --in-place does not override.
+func placeWorkflow(ctx context.Context, wf *workflow.Workflow, inPlace bool) error {
+	switch {
+	case wf.Mode == workflow.MapReduce && inPlace:
+		return usagef("--in-place runs a standard workflow's commands in your checkout; a MapReduce workflow's items run where map.isolation says: set map.isolation: none")
+	case wf.Mode == workflow.MapReduce:
+		return nil
+	case inPlace && wf.WantsJobBranch():
+		return usagef("--in-place runs the commands in your checkout, and %s asks for a job branch (merge:, merge_back: true or isolation: worktree): remove that, or run without --in-place", wf.File)
+	case inPlace:
+		wf.Isolation = workflow.IsolationNone
+	case wf.RunsInWorktree() && !wf.WantsJobBranch() && !inGitWorkTree(ctx):
+		wf.Isolation = workflow.IsolationNone
+	case wf.RunsInWorktree():
+		wf.Isolation = workflow.IsolationWorktree
+	default:
+		wf.Isolation = workflow.IsolationNone
+	}
+	return nil
+}
+
+// inGitWorkTree reports whether runner runs in a git work tree.
+func inGitWorkTree(ctx context.Context) bool {
+	_, _, err := gitwork.Git{}.TopLevel(ctx)
+	return err == nil
 }
 
 // newJobID returns the id of a job about to start (--job-id, else one
@@ -97,11 +133,14 @@ func newJobID(ctx context.Context, wf *workflow.Workflow, id string) (string, st
 }
 
 // mergeFlagHelp is --merge's help, for run and resume.
-const mergeFlagHelp = "when the job succeeds, merge its branch into the branch it started on (map.isolation: worktree, or a standard workflow with merge:; as merge_back: true)"
+const mergeFlagHelp = "when the job succeeds, merge its branch into the branch it started on (map.isolation: worktree, or a standard workflow in a worktree; as merge_back: true)"
+
+// yesFlagHelp is -y's help, for run and resume.
+const yesFlagHelp = "answer yes to the merge question: as --merge for a job with a job branch (Prodigy's -y); nothing for one without"
 
 // branchHolders are the workflows that have a job branch, in the messages
 // that refuse --merge.
-const branchHolders = "a workflow that runs in git worktrees (a MapReduce map with isolation: worktree, or a standard workflow with merge: or merge_back: true)"
+const branchHolders = "a workflow that runs in git worktrees (a MapReduce map with isolation: worktree, or a standard workflow with a claude: step, commit_required, merge:, merge_back: true or isolation: worktree)"
 
 // checkMerge refuses, before anything runs, a final merge asked for (by
 // --merge or merge_back: true) that could not happen: the workflow has no
@@ -142,9 +181,11 @@ func checkResumeMerge(g *globalOptions, id string) error {
 		return nil
 	}
 	wf, err := workflow.Load(st.WorkflowCopy())
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil
+	}
+	job.RestoreIsolation(wf, st.Meta)
+	switch {
 	case !wf.RunsInWorktree():
 		return usagef("--merge merges the job branch of %s, and job %s has none", branchHolders, id)
 	case st.Meta.TargetBranch == "":

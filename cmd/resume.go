@@ -16,6 +16,7 @@ type resumeOptions struct {
 	JUnit string
 	Set   []string
 	Merge bool
+	Yes   bool // -y: answer yes to the merge question (Prodigy's -y)
 }
 
 func (o *resumeOptions) AddFlags(c *cobra.Command) {
@@ -24,6 +25,7 @@ func (o *resumeOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 	c.Flags().StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
 	c.Flags().BoolVar(&o.Merge, "merge", false, mergeFlagHelp)
+	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, yesFlagHelp)
 }
 
 func newResumeCommand(g *globalOptions) *cobra.Command {
@@ -91,5 +93,6 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if o.nats != nil {
 		fmt.Fprintf(g.stderr, "%s\n", o.nats.describe())
 	}
-	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, o.Merge)
+	merge := o.Merge || o.Yes && j.Workflow().RunsInWorktree() && j.Meta().TargetBranch != ""
+	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, merge)
 }

@@ -26,6 +26,7 @@ type globalOptions struct {
 	NoColor  bool
 
 	stdout, stderr io.Writer
+	console        console // where runner asks questions
 }
 
 func (g *globalOptions) addFlags(cmd *cobra.Command) {
@@ -49,7 +50,7 @@ func (g *globalOptions) store() state.Store {
 
 // Main runs the command line and returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globalOptions{stdout: stdout, stderr: stderr}
+	g := &globalOptions{stdout: stdout, stderr: stderr, console: processConsole(stderr)}
 	root := newRootCommand(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -114,6 +115,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newWatchdogCommand(),
 		newAgentCommand(g),
 	)
+	root.AddCommand(prodigyCommands()...)
 	return root
 }
 

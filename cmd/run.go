@@ -33,12 +33,16 @@ type runOptions struct {
 	Arg, Args []string
 	JUnit     string
 	Merge     bool
+	Yes       bool // -y: answer yes to the merge question (Prodigy's -y)
+	InPlace   bool // run a standard workflow's commands in the checkout
+	prodigy   prodigyRunFlags
 }
 
 func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	o.outputOptions.AddFlags(cmd)
 	o.parallelOptions.AddFlags(cmd)
 	o.fileOptions.AddFlags(cmd)
+	o.prodigy.AddFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVar(&o.JobID, "job-id", "", "id for the new job (default: NAME-DATE-TIME-RANDOM)")
 	f.StringVar(&o.Seed, "seed", "", "seed for retry jitter, to reproduce a schedule exactly")
@@ -49,6 +53,8 @@ func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	f.MarkHidden("args")
 	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 	f.BoolVar(&o.Merge, "merge", false, mergeFlagHelp)
+	f.BoolVarP(&o.Yes, "yes", "y", false, yesFlagHelp)
+	f.BoolVar(&o.InPlace, "in-place", false, "run a standard workflow's commands in your checkout, not in a job worktree (as isolation: none)")
 }
 
 func newRunCommand(g *globalOptions) *cobra.Command {
@@ -76,6 +82,9 @@ func (o runOptions) validate() (vars map[string]string, seed *uint64, err error)
 	if err := o.outputOptions.validate(); err != nil {
 		return nil, nil, err
 	}
+	if err := o.prodigy.validate(); err != nil {
+		return nil, nil, err
+	}
 	if o.Seed != "" {
 		n, err := strconv.ParseUint(o.Seed, 10, 64)
 		if err != nil {
@@ -93,9 +102,10 @@ func (o runOptions) validate() (vars map[string]string, seed *uint64, err error)
 }
 
 // setArg sets ARG to the value of --arg: Prodigy's $ARG, which its files
-// read (claude: "/prodigy-implement-spec $ARG"). Prodigy runs the file
-// once for each --args value; a runner job runs it once, so one value is
-// taken.
+// read (claude: "/prodigy-implement-spec $ARG"), and ARG_1 and
+// PRODIGY_ARG as Prodigy does (argument_processing.rs), unless --set
+// gives them. Prodigy runs the file once for each --args value; a runner
+// job runs it once, so one value is taken.
 func setArg(vars map[string]string, args []string) error {
 	switch {
 	case len(args) == 0:
@@ -106,7 +116,11 @@ func setArg(vars map[string]string, args []string) error {
 	if v, ok := vars["ARG"]; ok && v != args[0] {
 		return usagef("--arg %s and --set ARG=%s give ARG two values", args[0], v)
 	}
-	vars["ARG"] = args[0]
+	for _, name := range []string{"ARG", "ARG_1", "PRODIGY_ARG"} {
+		if _, ok := vars[name]; !ok {
+			vars[name] = args[0]
+		}
+	}
 	return nil
 }
 
@@ -135,10 +149,14 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err := o.fileOptions.check(g, wf); err != nil {
 		return err
 	}
+	if err := placeWorkflow(ctx, wf, o.InPlace); err != nil {
+		return err
+	}
 	if err := checkIsolation(ctx, g, wf); err != nil {
 		return err
 	}
-	if err := checkMerge(ctx, wf, o.Merge); err != nil {
+	merge := o.Merge || o.Yes && wf.RunsInWorktree()
+	if err := checkMerge(ctx, wf, merge); err != nil {
 		return err
 	}
 	id, itemBranches, err := newJobID(ctx, wf, o.JobID)
@@ -181,7 +199,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if o.nats != nil {
 		fmt.Fprintf(g.stderr, "%s\n", o.nats.describe())
 	}
-	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, o.Merge)
+	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, merge)
 }
 
 // loadWorkflow reads and parses a workflow file named on the command line;
@@ -196,26 +214,29 @@ func loadWorkflow(file string) (*workflow.Workflow, []byte, error) {
 }
 
 // finishJob runs a started or resumed job to its end, records how it
-// ended and reports it. merge is --merge: the job branch of a job that
-// succeeds is merged into the branch it started on.
+// ended and reports it. merge is --merge (or -y): the job branch of a job
+// that succeeds is merged into the branch it started on; without it (or
+// merge_back: true) runner asks on a terminal.
 func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOptions, junit string, merge bool) error {
 	var (
 		res jobResult
 		err error
 	)
+	merge = merge || j.Workflow().MergeBack
+	ending := jobtree.Ending{Merge: merge, Ask: ui.askMerge, Starts: ui.mergeStarts}
 	if j.Workflow().Mode == workflow.MapReduce {
 		if par.nats != nil {
 			defer par.nats.showQueue(ui.display)()
 		}
 		var sum mapreduce.Summary
 		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
-			Merge: merge || j.Workflow().MergeBack, MergeStarts: ui.mergeStarts})
+			Ending: ending})
 		res.items, res.end = &sum.Items, sum.End
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
 	} else if j.Workflow().RunsInWorktree() {
-		res.steps, res.end, err = jobtree.RunStandard(ctx, j, merge || j.Workflow().MergeBack, ui.mergeStarts)
+		res.steps, res.end, err = jobtree.RunStandard(ctx, j, ending)
 	} else {
 		res.steps, err = j.RunStandard(ctx)
 	}
@@ -246,7 +267,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		}
 	}
 	res.err = err
-	ui.summary(j, res, merge || j.Workflow().MergeBack)
+	ui.summary(j, res, merge)
 	if err != nil {
 		return alreadyReported(err)
 	}

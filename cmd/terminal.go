@@ -78,6 +78,16 @@ func (t *terminal) printf(format string, args ...any) {
 	t.display.Line(text, color)
 }
 
+// askMerge asks, on a terminal, whether to merge the branch of a job
+// that succeeded (see console.askMerge), the status line gone first.
+func (t *terminal) askMerge(end jobtree.End) bool {
+	if !t.g.console.canAsk(end) {
+		return false
+	}
+	t.display.Close()
+	return t.g.console.askMerge(t.g.stderr, end)
+}
+
 // mergeStarts labels the lines of the steps that run next as the merge
 // phase's. Like the events that set the other phases, it comes from the
 // job's own goroutine, between steps.

@@ -47,12 +47,15 @@ type Run struct {
 	// Dir is where the steps run and what a relative working_dir is
 	// resolved in (a job's or an item's git worktree); "" = this process's
 	// directory.
-	Dir    string
-	Env    []string  // extra environment (map agents: RUNNER_ITEM_*)
-	ItemID string    // map agents: the item, named on every event and seeding retry jitter
-	Stdout io.Writer // overrides the executor's live output when set
-	Stderr io.Writer
-	Slot   retryv2.Slot // map agents: given back while the step waits out a delay
+	Dir string
+	// Worktree names the git worktree Dir is in, for $WORKTREE: its
+	// branch (the job's, or a map item's); "" when the run is not in one.
+	Worktree string
+	Env      []string  // extra environment (map agents: RUNNER_ITEM_*)
+	ItemID   string    // map agents: the item, named on every event and seeding retry jitter
+	Stdout   io.Writer // overrides the executor's live output when set
+	Stderr   io.Writer
+	Slot     retryv2.Slot // map agents: given back while the step waits out a delay
 	// Map agents: Waiting checkpoints a step (not a repeat) before it waits
 	// out a retry delay; From is such a checkpoint from a process that
 	// ended, whose retry loop the step continues.
@@ -184,7 +187,7 @@ func (x *Executor) prepare(step *workflow.Step, cmd workflow.Command, r Run, att
 	if err != nil {
 		return proc.Spec{}, err
 	}
-	env, dir, err := x.stepEnv(step, r, attempt, append(agentEnv, "PRODIGY_AUTOMATION=true"))
+	env, dir, err := x.stepEnv(step, r, attempt, agentEnv)
 	args := append(slices.Clip(agent.Command), text)
 	return proc.Spec{Args: args, Env: env, Dir: dir}, err
 }
@@ -199,20 +202,22 @@ func (x *Executor) agent() Agent {
 }
 
 // stepEnv expands a step's environment and working directory: the
-// executor's environment, then extra (what the command kind adds), the
-// step's env, the run's, and the RUNNER_* variables of the attempt.
+// executor's environment, Prodigy's context variables (prodigyEnv), then
+// extra (what the command kind adds), the step's env, the run's, and the
+// RUNNER_* variables of the attempt.
 func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []string) (env []string, dir string, err error) {
 	plain := r.Scope.PlainLookup()
 	stepVars, err := expandEnv(step.Env, plain, "env")
 	if err != nil {
 		return nil, "", err
 	}
-	env = make([]string, 0, len(x.Env)+len(extra)+len(stepVars)+len(x.Secrets)+len(r.Env)+4)
+	env = make([]string, 0, len(x.Env)+len(extra)+len(stepVars)+len(x.Secrets)+len(r.Env)+7)
 	base, secrets := x.Env, x.Secrets
 	if step.ClearEnv {
 		base, secrets = nil, nil // the step's own env only
 	}
 	env = append(env, base...)
+	env = append(env, prodigyEnv(r)...)
 	env = append(env, extra...)
 	env = append(env, stepVars...)
 	env = append(env, secrets...)
@@ -231,6 +236,22 @@ func (x *Executor) stepEnv(step *workflow.Step, r Run, attempt int, extra []stri
 		dir = filepath.Join(r.Dir, dir)
 	}
 	return env, dir, nil
+}
+
+// prodigyEnv is what Prodigy puts in every step's environment
+// (executor/context.rs): PRODIGY_AUTOMATION=true, PROJECT_ROOT (the
+// directory the run's steps run in: the worktree when in one) and, in a
+// worktree, WORKTREE (its name: the branch).
+func prodigyEnv(r Run) []string {
+	root := r.Dir
+	if root == "" {
+		root, _ = os.Getwd()
+	}
+	env := []string{"PRODIGY_AUTOMATION=true", "PROJECT_ROOT=" + root}
+	if r.Worktree != "" {
+		env = append(env, "WORKTREE="+r.Worktree)
+	}
+	return env
 }
 
 // stepScope is sc as a step's shell command reads it: with the step's own

@@ -90,9 +90,10 @@ func (j *Job) NextDistEpoch(d state.Dist) (state.Dist, error) {
 }
 
 // SetDir makes dir the directory the job's phases run in (and that a
-// relative working_dir is resolved in): the job's git worktree with map
-// isolation. "" is this process's directory.
-func (j *Job) SetDir(dir string) { j.dir = dir }
+// relative working_dir is resolved in): the job's git worktree, whose
+// name (its branch) is worktree, with worktree isolation. "" is this
+// process's directory.
+func (j *Job) SetDir(dir, worktree string) { j.dir, j.worktree = dir, worktree }
 
 // Dir is the directory the job's phases run in; "" is this process's.
 func (j *Job) Dir() string { return j.dir }

@@ -31,6 +31,7 @@ type Job struct {
 	seed     uint64
 	resumed  bool
 	dir      string // where phases run; "" = this process's directory
+	worktree string // the name (branch) of the git worktree dir is in; "" = none
 	log      *eventlog.Log
 	journal  *state.Journal
 	done     map[string]map[int]state.StepRecord
@@ -93,7 +94,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
 		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached,
-		ItemBranches: opts.ItemBranches, TargetBranch: opts.TargetBranch,
+		ItemBranches: opts.ItemBranches, TargetBranch: opts.TargetBranch, Isolation: string(wf.Isolation),
 	}, source)
 	if err != nil {
 		return nil, err
@@ -213,10 +214,27 @@ func storedWorkflow(st *state.Job, opts *Options) (*workflow.Workflow, error) {
 	// The copy's file name is not the workflow's: a nameless workflow keeps
 	// the name it was run under (its file's), as recorded at the start.
 	wf.File, wf.Name = st.Meta.File, st.Meta.Workflow
+	RestoreIsolation(wf, st.Meta)
 	if opts.Vars, err = restoreVars(st.Meta, opts.Vars); err != nil {
 		return nil, err
 	}
 	return wf, nil
+}
+
+// RestoreIsolation sets where a stored standard workflow's commands run
+// to where they ran when its job started: recorded in its metadata, or,
+// for a job recorded before runner recorded it, where runner ran them
+// then (a job worktree only with merge: or merge_back: true).
+func RestoreIsolation(wf *workflow.Workflow, m state.Meta) {
+	switch {
+	case wf.Mode != workflow.Standard:
+	case m.Isolation != "":
+		wf.Isolation = workflow.Isolation(m.Isolation)
+	case wf.Merge != nil || wf.MergeBack:
+		wf.Isolation = workflow.IsolationWorktree
+	default:
+		wf.Isolation = workflow.IsolationNone
+	}
 }
 
 // readJournal reads the finished steps with the secret values in their

@@ -69,7 +69,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 		if ctx.Err() != nil {
 			return pr, context.Cause(ctx)
 		}
-		res := j.exec.RunStep(ctx, step, executor.Run{Scope: j.scope, Dir: j.dir})
+		res := j.exec.RunStep(ctx, step, executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree})
 		if err := j.LogErr(); err != nil {
 			return pr, err
 		}

@@ -20,8 +20,9 @@ import (
 
 // Tree is the worktree of a job on its job branch: a MapReduce job whose
 // map runs with isolation: worktree (setup, the items' merges and reduce
-// run in it), or a standard workflow with a merge: block or merge_back:
-// true (its commands run in it).
+// run in it), or a standard workflow that runs in a worktree (a claude:
+// step, commit_required, merge:, merge_back: true; its commands run in
+// it).
 type Tree struct {
 	// JobBranch is the job's branch, runner/<job id>.
 	JobBranch string
@@ -117,7 +118,7 @@ func (t *Tree) Begin(ctx context.Context, j *job.Job, resume func(context.Contex
 	if err := start(ctx); err != nil {
 		return End{}, err
 	}
-	j.SetDir(t.Dir())
+	j.SetDir(t.Dir(), t.JobBranch)
 	return End{Branch: t.JobBranch, Target: target(j)}, nil
 }
 

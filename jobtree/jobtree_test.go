@@ -79,7 +79,7 @@ merge:
 	for _, merge := range []bool{false, true} {
 		git, repo := testRepo(t)
 		j := startStandard(t, src)
-		pr, end, err := RunStandard(t.Context(), j, merge, nil)
+		pr, end, err := RunStandard(t.Context(), j, Ending{Merge: merge})
 		if err != nil || pr.Succeeded != 1 {
 			t.Fatalf("merge %v: RunStandard = %+v, %v", merge, pr, err)
 		}
@@ -110,12 +110,48 @@ merge:
 	}
 }
 
+// Without --merge the ending asks (a terminal's question) once the job
+// succeeded: yes merges, no leaves the branch; a job that failed is never
+// asked about.
+func TestRunStandardAsks(t *testing.T) {
+	const src = "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work%s\nmerge_back: false\nisolation: worktree\n"
+	for _, tt := range []struct {
+		fail        string
+		answer      bool
+		asked       int
+		merged      string
+		userHasWork bool
+	}{
+		{"", true, 1, MergedByGit, true},
+		{"", false, 1, "", false},
+		{" && false", true, 0, "", false},
+	} {
+		git, repo := testRepo(t)
+		j := startStandard(t, fmt.Sprintf(src, tt.fail))
+		asked := 0
+		ask := func(end End) bool {
+			asked++
+			if end.Branch != "runner/s" || end.Target != "main" {
+				t.Errorf("asked about %+v", end)
+			}
+			return tt.answer
+		}
+		_, end, _ := RunStandard(t.Context(), j, Ending{Ask: ask})
+		if asked != tt.asked || end.Merged != tt.merged {
+			t.Errorf("%+v: asked %d times, merged %q", tt, asked, end.Merged)
+		}
+		if msg := git(repo, "log", "-1", "--format=%s", "main"); (msg != "base") != tt.userHasWork {
+			t.Errorf("%+v: the user's branch ends with %q", tt, msg)
+		}
+	}
+}
+
 // Without a merge: block, merge_back: true merges the job branch into
 // the user's branch with git merge; a job that fails merges nothing.
 func TestRunStandardMergeBack(t *testing.T) {
 	git, repo := testRepo(t)
 	j := startStandard(t, "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work\nmerge_back: true\n")
-	_, end, err := RunStandard(t.Context(), j, true, nil)
+	_, end, err := RunStandard(t.Context(), j, Ending{Merge: true})
 	if err != nil || end.Merged != MergedByGit {
 		t.Fatalf("RunStandard = %+v, %v", end, err)
 	}
@@ -125,7 +161,7 @@ func TestRunStandardMergeBack(t *testing.T) {
 
 	git, repo = testRepo(t)
 	j = startStandard(t, "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work && false\nmerge_back: true\n")
-	_, end, err = RunStandard(t.Context(), j, true, nil)
+	_, end, err = RunStandard(t.Context(), j, Ending{Merge: true})
 	if err == nil || end.Merged != "" {
 		t.Fatalf("RunStandard of a failing job = %+v, %v", end, err)
 	}

@@ -17,6 +17,26 @@ const (
 	MergedByBlock = "block" // the steps of the merge: block
 )
 
+// Ending is what a job on a job branch does at its end once it
+// succeeded: merge the job branch into the branch it started on, or
+// leave it (the end of the job names it and the command that merges it).
+type Ending struct {
+	// Merge asks for the merge (runner run --merge, -y, merge_back: true).
+	Merge bool
+	// Ask, when Merge is false, asks the user whether to merge, given
+	// where the job's work is; nil never asks.
+	Ask func(End) bool
+	// Starts, if set, is called before the merge: block's steps run (the
+	// terminal labels their lines).
+	Starts func()
+}
+
+// Merges reports whether a job that succeeded, whose work is at end,
+// merges its branch: asked for, or answered yes.
+func (e Ending) Merges(end End) bool {
+	return e.Merge || e.Ask != nil && e.Ask(end)
+}
+
 // MergeError is a final merge that was asked for and not made: the
 // user's checkout was not as the job left it, the merge conflicted and
 // was aborted, or a step of the merge: block failed. The job's work stays

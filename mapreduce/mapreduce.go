@@ -31,13 +31,11 @@ type Options struct {
 	MaxParallel int // overrides map.max_parallel when above 0
 	DLQ         DeadLetters
 	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
-	// Merge merges the job branch into the branch the job started on when
-	// the job succeeds (runner run --merge, merge_back: true): through the
-	// merge: block if the file has one, else with git merge.
-	Merge bool
-	// MergeStarts, if set, is called before the merge: block's steps run
-	// (the terminal labels their lines).
-	MergeStarts func()
+	// Ending says whether a job on a job branch (map.isolation: worktree)
+	// that succeeded merges that branch into the branch it started on
+	// (runner run --merge, merge_back: true, or the user's answer):
+	// through the merge: block if the file has one, else with git merge.
+	Ending jobtree.Ending
 	// SaveEvery is how often the item counts are written to the job's
 	// metadata while items run (for `runner jobs`); 0 means every second.
 	SaveEvery time.Duration
@@ -66,8 +64,8 @@ const PhaseMap = "map"
 // are skipped), the items not yet finished, then reduce. With
 // map.isolation: worktree all of it happens in worktrees of the job, on
 // the job branch and branches of it, which are gone when Run returns;
-// with opts.Merge, a job that succeeded ends with the job branch merged
-// into the branch it started on.
+// when opts.Ending merges, a job that succeeded ends with the job branch
+// merged into the branch it started on.
 func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error) {
 	wf := j.Workflow()
 	trees, err := OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Path)
@@ -95,10 +93,10 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err := setMapVars(j, sum.Items); err != nil {
 		return sum, err
 	}
-	if err := runReduce(ctx, j, sum.Items); err != nil || trees == nil || !opts.Merge || sum.Items.DLQ > 0 {
+	if err := runReduce(ctx, j, sum.Items); err != nil || trees == nil || sum.Items.DLQ > 0 || !opts.Ending.Merges(sum.End) {
 		return sum, err
 	}
-	how, err := trees.MergeEnd(ctx, j, sum.Target, opts.MergeStarts)
+	how, err := trees.MergeEnd(ctx, j, sum.Target, opts.Ending.Starts)
 	if err != nil {
 		return sum, &job.PhaseError{Phase: job.PhaseMerge, Err: err}
 	}

@@ -121,14 +121,15 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		return saveErr
 	}
 	run := executor.Run{
-		Scope:   sc,
-		Dir:     dir,
-		Env:     env,
-		ItemID:  it.ID,
-		Stdout:  io.MultiWriter(&stdout, logFile),
-		Stderr:  logFile,
-		Slot:    slot,
-		Waiting: checkpoint,
+		Scope:    sc,
+		Dir:      dir,
+		Worktree: branch,
+		Env:      env,
+		ItemID:   it.ID,
+		Stdout:   io.MultiWriter(&stdout, logFile),
+		Stderr:   logFile,
+		Slot:     slot,
+		Waiting:  checkpoint,
 	}
 	saved := map[int]job.StepRecord{}
 	for _, rec := range t.Checkpoints {

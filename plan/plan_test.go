@@ -180,15 +180,19 @@ func TestIsolationPlan(t *testing.T) {
 }
 
 // A standard workflow with a merge: block shows its merge phase after its
-// commands, and what the end of the job does with the job branch; one
-// without it has no end.
+// commands, and what the end of the job does with the job branch; so does
+// one with a claude: step (SPEC §12.7: it runs on a job branch), whose end
+// is git merge; a shell-only one has no end.
 func TestStandardMergePlan(t *testing.T) {
 	p := New(parse(t, "commands: [{claude: /implement}]\nmerge: [{claude: /merge}]\n"), nil, executor.Agent{})
 	if len(p.Phases) != 2 || p.Phases[0].Phase != "commands" || p.Phases[1].Phase != "merge" || p.End == nil || !p.End.MergeBlock || p.End.MergeBack {
 		t.Errorf("phases %+v, end %+v; want commands and merge, and the merge block on --merge", p.Phases, p.End)
 	}
-	if p := New(parse(t, "commands: [{claude: /implement}]\n"), nil, executor.Agent{}); p.End != nil || len(p.Phases) != 1 {
-		t.Errorf("without merge: phases %+v, end %+v", p.Phases, p.End)
+	if p := New(parse(t, "commands: [{claude: /implement}]\n"), nil, executor.Agent{}); p.End == nil || p.End.MergeBlock || len(p.Phases) != 1 {
+		t.Errorf("claude: without merge: phases %+v, end %+v; want git merge's end", p.Phases, p.End)
+	}
+	if p := New(parse(t, "commands: [{shell: make}]\n"), nil, executor.Agent{}); p.End != nil || len(p.Phases) != 1 {
+		t.Errorf("shell only: phases %+v, end %+v", p.Phases, p.End)
 	}
 }
 

@@ -76,6 +76,12 @@ type Meta struct {
 	// job recorded before runner named them so, whose item branches are
 	// runner/<job id>.items/<item>.
 	ItemBranches string `json:"item_branches,omitempty"`
+	// Isolation is where a standard workflow's commands run, as decided
+	// when the job started ("worktree" or "none"; --in-place and a run
+	// outside a git work tree decide it too), so that resume runs them
+	// in the same place; "" for a MapReduce job, and for a job recorded
+	// before runner recorded it.
+	Isolation string `json:"isolation,omitempty"`
 	// Dist is where a job whose items run on NATS workers sends them
 	// (runner run --nats); nil for a job whose items run here.
 	Dist *Dist `json:"dist,omitempty"`

@@ -214,7 +214,7 @@ func (d *decoder) checkJSON(src []byte) bool {
 // Top-level keys by mode.
 var (
 	commonKeys   = []string{"name", "mode", "env", "secrets", "env_files", "profiles", "agent", "description"}
-	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands", "steps", "merge", "merge_back")
+	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands", "steps", "merge", "merge_back", "isolation")
 	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back", "distributed"), errorPolicyKeys...)
 )
 
@@ -235,10 +235,12 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	}
 	mode := d.mode(root)
 	wf.Mode = mode
-	known := mapKeys
+	var known []string
 	if mode == Standard {
 		// MapReduce keys are reported by standardOnly, with the fix.
 		known = append(d.standardOnly(root), standardKeys...)
+	} else {
+		known = append(d.standardIsolation(root), mapKeys...)
 	}
 	f := d.mapping(root, "the workflow", known)
 	if f == nil {
@@ -266,6 +268,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 		d.missing(f, root, "a standard workflow needs commands: a list of steps (or set mode: mapreduce)")
 	}
 	d.mergeEnd(f, wf)
+	d.isolation(f, wf)
 	return wf
 }
 
@@ -295,6 +298,18 @@ func (d *decoder) standardOnly(root *yaml.Node) []string {
 		}
 	}
 	return found
+}
+
+// standardIsolation reports the top-level isolation key, a standard
+// workflow's, in a MapReduce file and returns it.
+func (d *decoder) standardIsolation(root *yaml.Node) []string {
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i]; k.Value == "isolation" {
+			d.errorf(k, "a MapReduce workflow's items run where map.isolation says: move isolation under map:")
+			return []string{k.Value}
+		}
+	}
+	return nil
 }
 
 // envVars reads a mapping of variable names to (templated) values.

@@ -28,6 +28,24 @@ func (d *decoder) mergeEnd(f *fields, wf *Workflow) {
 	}
 }
 
+// isolation reads a standard workflow's isolation: worktree runs its
+// commands in a job worktree on the job branch, none in the checkout,
+// which leaves no job branch for merge: or merge_back: to act on.
+func (d *decoder) isolation(f *fields, wf *Workflow) {
+	n := f.get("isolation")
+	if n == nil {
+		return
+	}
+	s, ok := d.enum(n, "isolation", string(IsolationNone), string(IsolationWorktree))
+	if !ok {
+		return
+	}
+	wf.Isolation = Isolation(s)
+	if wf.Isolation == IsolationNone && (wf.Merge != nil || wf.MergeBack) {
+		d.errorf(f.key("isolation"), "isolation: none runs the commands in your checkout, without the job branch that merge: and merge_back: act on; remove isolation: none or them")
+	}
+}
+
 // mergePhase reads merge: Prodigy's merge workflow, a list of steps or
 // {commands: [...], timeout: SECONDS}.
 func (d *decoder) mergePhase(n *yaml.Node) *MergePhase {

@@ -358,8 +358,10 @@ func TestParseMerge(t *testing.T) {
 
 // A standard workflow with merge: or merge_back: true runs in a worktree
 // on a job branch; its merge steps read its commands' steps, which run
-// before them. Without either it runs in the checkout, as a MapReduce
-// workflow whose map has no isolation does.
+// before them. So does one with a claude: step or commit_required
+// anywhere (SPEC §12.7), unless isolation: none says otherwise. A
+// shell-only one runs in the checkout, as a MapReduce workflow whose map
+// has no isolation does.
 func TestStandardMerge(t *testing.T) {
 	tests := []struct {
 		name, src string
@@ -370,6 +372,14 @@ func TestStandardMerge(t *testing.T) {
 		{"merge_back", "commands: [{shell: x}]\nmerge_back: true\n", 0, true},
 		{"merge_back false", "commands: [{shell: x}]\nmerge_back: false\n", 0, false},
 		{"neither", "commands: [{shell: x}]\n", 0, false},
+		{"claude step", "commands: [{claude: /fix}]\n", 0, true},
+		{"commit_required", "commands: [{shell: x, commit_required: true}]\n", 0, true},
+		{"claude handler", "commands: [{shell: x, on_failure: {claude: /fix}}]\n", 0, true},
+		{"claude in on_success", "commands: [{shell: x, on_success: {claude: /fix}}]\n", 0, true},
+		{"claude in foreach", "commands: [{foreach: {foreach: [a], do: [{claude: /fix}]}}]\n", 0, true},
+		{"bare list", "- claude: /fix\n", 0, true},
+		{"isolation none", "isolation: none\ncommands: [{claude: /fix}]\n", 0, false},
+		{"isolation worktree, shell only", "isolation: worktree\ncommands: [{shell: x}]\n", 0, true},
 		{"mapreduce with isolation", "mode: mapreduce\nmap: {input: x, agent_template: [{claude: /fix}]}\n", 0, true},
 		{"mapreduce without isolation", "mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\n", 0, false},
 	}
@@ -604,5 +614,22 @@ reduce:
 		t.Errorf("mixed handlers %+v", commit.OnFailure)
 	case reduce.Capture != "shell.output" || reduce.TracksCommits():
 		t.Errorf("reduce step %+v", reduce)
+	}
+}
+
+// isolation: is a standard workflow's; in a MapReduce file it belongs
+// under map:, and isolation: none leaves merge: and merge_back: without a
+// job branch.
+func TestStandardIsolationErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"isolation: nonee\ncommands: [{claude: /x}]\n", `1:12: isolation must be one of none, worktree, not "nonee" (did you mean "none"?)`},
+		{"isolation: none\nmerge_back: true\ncommands: [{claude: /x}]\n", "1:1: isolation: none runs the commands in your checkout, without the job branch"},
+		{"mode: mapreduce\nisolation: none\nmap: {input: x, agent_template: [{shell: x}]}\n", "2:1: a MapReduce workflow's items run where map.isolation says: move isolation under map:"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("m.yml", []byte(tt.src))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v; want %s", tt.src, err, tt.want)
+		}
 	}
 }

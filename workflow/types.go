@@ -74,6 +74,11 @@ type Workflow struct {
 	// MergeBack (merge_back: true) asks for that merge whenever the job
 	// succeeds, as runner run --merge does.
 	MergeBack bool
+	// Isolation is where a standard workflow's commands run: the
+	// top-level isolation: key, or what runner decided for the job
+	// (--in-place, outside a git work tree, a resumed job's record); ""
+	// when neither says, which RunsInWorktree decides.
+	Isolation Isolation
 	// Distributed is the distributed: block, read only when the map's
 	// items run on NATS workers (runner run --nats); nil when absent.
 	Distributed *Distributed
@@ -95,14 +100,27 @@ type MergePhase struct {
 // RunsInWorktree reports whether the job's phases run in a git worktree of
 // their own, on the job branch runner/<job id>, which the end of the job
 // may merge into the user's branch: a MapReduce workflow whose map has
-// isolation: worktree, or a standard workflow with a merge: block or
-// merge_back: true (as every Prodigy workflow runs in a worktree, and its
-// merge workflow brings the work back).
+// isolation: worktree; a standard workflow as its Isolation says, or
+// when it says nothing, one that asks for a job branch (WantsJobBranch)
+// or whose steps change the repository (a claude: step or
+// commit_required anywhere, handlers included), as every Prodigy workflow
+// runs in a worktree. A shell-only standard workflow runs in the
+// checkout.
 func (wf *Workflow) RunsInWorktree() bool {
-	if wf.Mode == MapReduce {
+	switch {
+	case wf.Mode == MapReduce:
 		return wf.Map != nil && wf.Map.Isolation == IsolationWorktree
+	case wf.Isolation != "":
+		return wf.Isolation == IsolationWorktree
 	}
-	return wf.Merge != nil || wf.MergeBack
+	return wf.WantsJobBranch() || DefaultIsolation(wf.Steps) == IsolationWorktree
+}
+
+// WantsJobBranch reports whether the file itself asks for a job branch:
+// a merge: block, merge_back: true, or a standard workflow's isolation:
+// worktree. Such a workflow never falls back to running in the checkout.
+func (wf *Workflow) WantsJobBranch() bool {
+	return wf.Merge != nil || wf.MergeBack || wf.Mode == Standard && wf.Isolation == IsolationWorktree
 }
 
 // EnvVar is one environment entry; Value may hold placeholders. In the

@@ -1,0 +1,77 @@
+package mapreduce
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// A job on a job branch that succeeded and was not asked to merge asks
+// (the terminal's question, SPEC §12.7) once, about its branch and the
+// branch it started on: yes merges it into that branch, no leaves it.
+func TestRunAsksToMerge(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	const src = `mode: mapreduce
+map:
+  input: items.json
+  agent_template:
+    - shell: echo ${item} > ${item}.txt && git add ${item}.txt && git commit -qm ${item}
+      commit_required: true
+`
+	for _, answer := range []bool{true, false} {
+		repo := t.TempDir()
+		t.Chdir(repo)
+		for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", "t"}, {"GIT_COMMITTER_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@example.com"}, {"GIT_COMMITTER_EMAIL", "t@example.com"}} {
+			t.Setenv(kv[0], kv[1])
+		}
+		git := func(args ...string) string {
+			out, err := exec.Command("git", args...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		git("init", "-q", "-b", "main")
+		git("commit", "-q", "--allow-empty", "-m", "base")
+		if err := os.WriteFile("items.json", []byte(`["a", "b"]`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wf, err := workflow.Parse("m.yml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "m",
+			Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main", ItemBranches: ItemBranches(wf.Map, "m")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asked []jobtree.End
+		ask := func(end jobtree.End) bool { asked = append(asked, end); return answer }
+		sum, err := Run(t.Context(), j, Options{Ending: jobtree.Ending{Ask: ask}})
+		j.Close()
+		if err != nil || sum.Items.Succeeded != 2 {
+			t.Fatalf("answer %v: Run = %+v, %v", answer, sum.Items, err)
+		}
+		want := jobtree.End{Branch: "runner/m", Target: "main"}
+		if len(asked) != 1 || asked[0] != want {
+			t.Errorf("answer %v: asked %+v; want once, about %+v", answer, asked, want)
+		}
+		merged, last := "", git("log", "-1", "--format=%s", "main")
+		if answer {
+			merged = jobtree.MergedByGit
+		}
+		if sum.Merged != merged || answer != (last == "Merge runner/m (runner job m)") {
+			t.Errorf("answer %v: merged %q, main ends with %q", answer, sum.Merged, last)
+		}
+	}
+}
