@@ -240,7 +240,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 		// MapReduce keys are reported by standardOnly, with the fix.
 		known = append(d.standardOnly(root), standardKeys...)
 	}
-	f := d.mapping(root, "the workflow", known)
+	f := d.mappingIgnoring(root, "the workflow", known, topIgnored)
 	if f == nil {
 		return wf
 	}

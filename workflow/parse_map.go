@@ -75,7 +75,7 @@ func (d *decoder) phase(n *yaml.Node, what string, required bool) []*Step {
 
 // mapPhase reads the map section.
 func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
-	f := d.mapping(n, "map", mapPhaseKeys)
+	f := d.mappingIgnoring(n, "map", mapPhaseKeys, mapIgnored)
 	if f == nil {
 		return nil
 	}
