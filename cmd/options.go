@@ -94,6 +94,9 @@ func (o *fileOptions) AddFlags(c *cobra.Command) {
 // returns them as errors, and reports a profile the workflow does not
 // define, at its profiles: key.
 func (o fileOptions) check(g *globalOptions, wf *workflow.Workflow) error {
+	if err := workflow.CheckInputFile(wf); err != nil {
+		return err
+	}
 	if o.Strict && len(wf.Warnings) > 0 {
 		return wf.Warnings.Strict()
 	}

@@ -83,7 +83,7 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 	d.at = stepAt{phase: "map"}
 	if v := f.get("input"); v != nil {
 		if text, ok := d.str(v, "map.input"); ok && strings.TrimSpace(text) != "" {
-			m.Input = d.template(v, "map.input", text)
+			m.Input, m.InputPos = d.template(v, "map.input", text), pos(v)
 		} else if ok {
 			d.errorf(v, "map.input is empty: give a file or a command that prints the items")
 		}
