@@ -427,5 +427,8 @@ func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 	}
 	d.noteRefs(n, what, t.Refs())
 	d.noteValidationRefs(n, what, t.Refs())
+	for _, src := range t.AsWritten() {
+		d.warnAt(d.scalarPos(n, max(strings.Index(n.Value, src), 0)), "%s: %s is left as written: neither runner nor Prodigy has a filter that takes an argument (runner's are |raw and |json)", what, src)
+	}
 	return t
 }

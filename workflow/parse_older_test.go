@@ -130,3 +130,14 @@ func TestKeysProdigyIgnores(t *testing.T) {
 		}
 	}
 }
+
+// A placeholder with a filter that takes an argument (Prodigy's
+// capture-json-processing.yml: ${final_summary|length:100}) is left as
+// written, as Prodigy leaves it, with a warning at its place.
+func TestFilterWithArgumentWarns(t *testing.T) {
+	_, warns := parseWarn(t, "- shell: echo x\n  capture: s\n- shell: |\n    echo 'saved ${s|length:100} characters'\n")
+	want := `4:17: warning: shell: ${s|length:100} is left as written: neither runner nor Prodigy has a filter that takes an argument (runner's are |raw and |json)`
+	if len(warns) != 1 || warns[0] != want {
+		t.Errorf("warnings %q, want %q", warns, want)
+	}
+}
