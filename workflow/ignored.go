@@ -18,15 +18,17 @@ type ignoredKey struct {
 var (
 	// stepIgnored: WorkflowStepCommand's analysis (its code analysis,
 	// removed in Prodigy v0.3.0: "Analysis functionality has been
-	// removed"), and focus and inputs, which older files give a step and
-	// no struct reads. analyze is a step kind of its own (analyzeStep).
+	// removed"), its analyze beside a command (which runs the command;
+	// a step with analyze alone is analyzeStep), and focus and inputs,
+	// which older files give a step and no struct reads.
 	stepIgnored = []ignoredKey{
 		{"analysis", "Prodigy's code analysis before a command"},
+		{"analyze", "Prodigy's code analysis, which it never runs"},
 		{"focus", "a focus for Prodigy's code analysis"},
 		{"inputs", "inputs of Prodigy's structured commands"},
 	}
 	// metadataIgnored: CommandMetadata's analysis.
-	metadataIgnored = stepIgnored[:1]
+	metadataIgnored = []ignoredKey{stepIgnored[0]}
 	// mapIgnored: keys of older MapReduce files that MapPhaseYaml lacks.
 	mapIgnored = []ignoredKey{
 		{"timeout_per_agent", "an agent timeout of older Prodigy; runner's is agent_timeout"},

@@ -141,3 +141,16 @@ func TestFilterWithArgumentWarns(t *testing.T) {
 		t.Errorf("warnings %q, want %q", warns, want)
 	}
 }
+
+// analyze beside a command is one warning, and the command runs (Prodigy
+// runs a step's claude or shell before its analyze).
+func TestAnalyzeBesideACommand(t *testing.T) {
+	wf, warns := parseWarn(t, "- claude: /lint\n  analyze: {force_refresh: true}\n")
+	if len(wf.Steps) != 1 || wf.Steps[0].Command.Text.String() != "/lint" {
+		t.Fatalf("steps %+v, want the claude step", wf.Steps)
+	}
+	want := `2:3: warning: analyze (Prodigy's code analysis, which it never runs) has no effect; Prodigy ignores it too`
+	if len(warns) != 1 || warns[0] != want {
+		t.Errorf("warnings %q, want %q", warns, want)
+	}
+}

@@ -75,8 +75,8 @@ func (d *decoder) validate(n *yaml.Node) *Validation {
 		return nil
 	}
 	if sh := f.get("shell"); sh != nil && f.get("claude") != nil && f.get("commands") == nil {
-		// Prodigy's validation runs the claude check and never the shell
-		// one (the same in its step executor).
+		// Prodigy runs the claude check and never the shell one (SPEC
+		// §12.4).
 		d.warnf(f.key("shell"), "validate.shell beside validate.claude has no effect: only the claude check runs; Prodigy ignores it too")
 		delete(f.vals, "shell")
 	}

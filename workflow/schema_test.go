@@ -199,7 +199,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 	}
 	for def, keys := range map[string][]string{
 		"standard": withIgnored(standardKeys, topIgnored), "mapreduce": withIgnored(mapKeys, topIgnored),
-		"step":        append(withIgnored(stepKeys, stepIgnored), "analyze"),
+		"step":        withIgnored(stepKeys, stepIgnored),
 		"retryPolicy": policyKeys, "delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": withIgnored(mapPhaseKeys, mapIgnored),
 		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys, "distributed": distributedKeys,
 		"validateConfig": validateKeys, "onIncompleteConfig": onIncompleteKeys, "validationCommand": withIgnored(validationCommandKeys, validateItemIgnored),
