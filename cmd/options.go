@@ -129,10 +129,13 @@ func (o fileOptions) check(g *globalOptions, wf *workflow.Workflow) error {
 	return err
 }
 
-// problems returns the workflow's warnings and, as its error, the
-// warnings made errors with --strict or a profile the workflow does not
-// define (at its profiles: key).
+// problems returns the workflow's warnings and, as its error, a map.input
+// file that is not there, the warnings made errors with --strict or a
+// profile the workflow does not define (at its profiles: key).
 func (o fileOptions) problems(wf *workflow.Workflow) (workflow.ParseErrors, error) {
+	if err := workflow.CheckInputFile(wf); err != nil {
+		return nil, err
+	}
 	if o.Strict && len(wf.Warnings) > 0 {
 		return nil, wf.Warnings.Strict()
 	}

@@ -312,29 +312,32 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 	return n, nil
 }
 
-// openInput opens map.input: an existing file is read; anything else runs
-// as a shell command whose stdout is the input (its non-zero exit fails
-// the job). wait reports how the command ended. A relative file is looked
-// for in the job's directory (its worktree, where setup may have written
-// it), then in this process's (a file not committed).
+// openInput opens map.input: an existing file is read; a text that looks
+// like a file name and names none, or names something that is not a
+// regular file, is an error (workflow.FindInput); anything else runs as a
+// shell command whose stdout is the input (its non-zero exit fails the
+// job). wait reports how the command ended. A relative file is looked for
+// in the job's directory (its worktree, where setup may have written it),
+// then in this process's (a file not committed).
 func openInput(ctx context.Context, j *job.Job) (in io.ReadCloser, source string, wait func() error, err error) {
 	m, sc := j.Workflow().Map, j.Scope()
 	path, err := m.Input.Expand(sc.PlainLookup(), interp.Plain)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("map input: %w", err)
 	}
-	candidates := []string{path}
-	if path != "" && !filepath.IsAbs(path) && j.Dir() != "" {
-		candidates = []string{filepath.Join(j.Dir(), path), path}
+	dirs := []string{""}
+	if j.Dir() != "" {
+		dirs = []string{j.Dir(), ""}
 	}
-	for _, path := range candidates {
-		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-			f, err := os.Open(path)
-			if err != nil {
-				return nil, "", nil, fmt.Errorf("map input: %w", err)
-			}
-			return f, "file " + filepath.Clean(path), func() error { return nil }, nil
+	switch file, err := workflow.FindInput(path, dirs); {
+	case err != nil:
+		return nil, "", nil, fmt.Errorf("map.input: %w", err)
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("map input: %w", err)
 		}
+		return f, "file " + filepath.Clean(file), func() error { return nil }, nil
 	}
 	command, err := m.Input.Expand(sc.Lookup(), interp.Shell)
 	if err != nil {

@@ -257,6 +257,12 @@ func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
 // mapping checks that n is a mapping whose keys are all in known, and
 // returns its fields (merge keys expanded).
 func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
+	return d.mappingIgnoring(n, what, known, nil)
+}
+
+// mappingIgnoring is mapping that also accepts the keys Prodigy ignores
+// there, each with its warning; they are not among the fields.
+func (d *decoder) mappingIgnoring(n *yaml.Node, what string, known []string, ignoredKeys []ignoredKey) *fields {
 	m := d.mappingNode(n, what, "a mapping")
 	if m == nil {
 		return nil
@@ -271,6 +277,10 @@ func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
 	// one error.
 	feature := slices.ContainsFunc(es, func(e entry) bool { return unsupported[e.key.Value] != "" && !slices.Contains(known, e.key.Value) })
 	for _, e := range es {
+		if ig, ok := ignored(ignoredKeys, e.key.Value); ok && !slices.Contains(known, e.key.Value) {
+			d.warnIgnored(e.key, ig)
+			continue
+		}
 		if !slices.Contains(known, e.key.Value) {
 			if !feature || unsupported[e.key.Value] != "" {
 				d.unknownKey(e.key, what, known)
@@ -294,11 +304,11 @@ func (d *decoder) missing(f *fields, at *yaml.Node, format string, args ...any) 
 	d.errorf(at, format, args...)
 }
 
-// unsupported are Prodigy keys runner deliberately does not support.
+// unsupported are Prodigy features runner does not run and whose absence
+// would change what the file does: errors, unlike the keys Prodigy itself
+// ignores (ignored.go), which are warnings.
 var unsupported = map[string]string{
 	"goal_seek": "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
-	"analyze":   "analyze (Prodigy's code analysis) is not supported",
-	"analysis":  "analysis (Prodigy's code analysis before a command) is not supported; leave it out, the command runs without it",
 	// Prodigy's workflow composition.
 	"extends":    "extends (Prodigy's workflow composition: a base workflow this one builds on) is not supported; copy the base workflow's steps into this file",
 	"imports":    "imports (Prodigy's workflow composition: steps imported from other files) is not supported; copy the steps into this file",

@@ -182,7 +182,14 @@ func (d *decoder) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 			at = p
 		}
 	}
-	if strings.Contains(msg, "mapping values are not allowed") {
+	switch {
+	case at.Col == 1 && strings.Contains(msg, "expected '-' indicator"):
+		msg += " (a file that is a list of steps has no keys after it: put the steps under commands:)"
+	case at.Col == 1 && strings.Contains(msg, "did not find expected key"):
+		msg += " (a workflow mapping has no list items at the top level: indent the step under commands:)"
+	case indentationProblem(d.src, at, msg):
+		msg += " (check the indentation of the line above)"
+	case strings.Contains(msg, "mapping values are not allowed"):
 		msg += ` (a value that contains ": " must be quoted, or written as a block: shell: |)`
 	}
 	if strings.Contains(msg, "cannot start any token") && bytes.Contains(d.src, []byte("\n\t")) {
@@ -233,7 +240,11 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 		d.errorf(root, "a workflow is a list of steps or a mapping (name, env, commands; or mode: mapreduce with setup, map, reduce), not %s", describe(root))
 		return wf
 	}
-	mode := d.mode(root)
+	mode, ok := d.mode(root)
+	if !ok {
+		// Every other message would follow from the mode misread.
+		return wf
+	}
 	wf.Mode = mode
 	var known []string
 	if mode == Standard {
@@ -242,7 +253,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	} else {
 		known = append(d.standardIsolation(root), mapKeys...)
 	}
-	f := d.mapping(root, "the workflow", known)
+	f := d.mappingIgnoring(root, "the workflow", known, topIgnored)
 	if f == nil {
 		return wf
 	}
@@ -272,18 +283,17 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	return wf
 }
 
-// mode reads the mode key of a top-level mapping.
-func (d *decoder) mode(root *yaml.Node) Mode {
+// mode reads the mode key of a top-level mapping; ok is false after a
+// bad value.
+func (d *decoder) mode(root *yaml.Node) (mode Mode, ok bool) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value != "mode" {
 			continue
 		}
 		m, ok := d.enum(root.Content[i+1], "mode", string(Standard), string(MapReduce))
-		if ok {
-			return Mode(m)
-		}
+		return Mode(m), ok
 	}
-	return Standard
+	return Standard, true
 }
 
 // standardOnly reports MapReduce keys in a file without mode: mapreduce
@@ -432,5 +442,8 @@ func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 	}
 	d.noteRefs(n, what, t.Refs())
 	d.noteValidationRefs(n, what, t.Refs())
+	for _, src := range t.AsWritten() {
+		d.warnAt(d.scalarPos(n, max(strings.Index(n.Value, src), 0)), "%s: %s is left as written: neither runner nor Prodigy has a filter that takes an argument (runner's are |raw and |json)", what, src)
+	}
 	return t
 }

@@ -79,10 +79,15 @@ func (d *decoder) legacyFields(f *fields, s *Step, onFailure bool) {
 			s.Output = d.template(n, "output", text)
 		}
 	}
-	if n := f.get("options"); n != nil {
-		d.legacyOptions(n, f, s)
+	switch {
+	case nameOnly(f) && f.get("options") != nil:
+		// build_command_string (execution_pipeline.rs) makes the command
+		// of a structured step from its name and args only.
+		d.warnf(f.key("options"), "options of a step with only a name have no effect; Prodigy ignores them too (its command is /NAME and the args)")
+	case f.get("options") != nil:
+		d.legacyOptions(f.get("options"), f, s)
 	}
-	if n := f.get("args"); n != nil {
+	if n := f.get("args"); n != nil && !nameOnly(f) {
 		d.legacyArgs(n, f, s)
 	}
 	if n := f.get("metadata"); n != nil {
@@ -205,7 +210,7 @@ func (d *decoder) legacyArgs(n *yaml.Node, f *fields, s *Step) {
 // continue, retries: N is retry_config: {attempts: N+1}, timeout, env and
 // commit_required are themselves.
 func (d *decoder) metadata(n *yaml.Node, f *fields, s *Step, onFailure bool) {
-	m := d.mapping(n, "metadata", metadataKeys)
+	m := d.mappingIgnoring(n, "metadata", metadataKeys, metadataIgnored)
 	if m == nil {
 		return
 	}

@@ -77,7 +77,7 @@ func (d *decoder) phase(n *yaml.Node, what string, required bool) []*Step {
 
 // mapPhase reads the map section.
 func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
-	f := d.mapping(n, "map", mapPhaseKeys)
+	f := d.mappingIgnoring(n, "map", mapPhaseKeys, mapIgnored)
 	if f == nil {
 		return nil
 	}
@@ -85,7 +85,7 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 	d.at = stepAt{phase: "map"}
 	if v := f.get("input"); v != nil {
 		if text, ok := d.str(v, "map.input"); ok && strings.TrimSpace(text) != "" {
-			m.Input = d.template(v, "map.input", text)
+			m.Input, m.InputPos = d.template(v, "map.input", text), pos(v)
 		} else if ok {
 			d.errorf(v, "map.input is empty: give a file or a command that prints the items")
 		}

@@ -20,7 +20,7 @@ var stepKeys = []string{
 	"capture_output", "capture", "capture_format", "capture_streams", "outputs", "when",
 	"retry_config", "retry", "retryable", "circuit_breaker", "repeat", "on_failure",
 	"commit_required", "auto_commit", "commit_message", "on_success", "on_exit_code",
-	"write_file", "description", "options", "args", "metadata",
+	"write_file", "description", "options", "args", "metadata", "test",
 	"validate", "clear_env", "temporary", "foreach", "output_file", "allow_failure", "fail_workflow", "output",
 }
 
@@ -51,18 +51,31 @@ func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
 	return steps
 }
 
-// step reads one step.
+// newStep is a step at n's position with the defaults of every step.
+func newStep(n *yaml.Node, index int) *Step {
+	return &Step{Pos: pos(n), Index: index, Retryable: true, CaptureFormat: CaptureString, CaptureStreams: StreamStdout}
+}
+
+// step reads one step; nil for an analyze: step, which is left out.
 func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
-	if r := d.resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
-		d.errorf(r, "step %s is a bare string: %s (or shell: %q to run it as a shell command)", what, legacyClaude(r.Value), r.Value)
+	if d.analyzeStep(n) {
 		return nil
 	}
-	f := d.mapping(n, "step "+what, stepKeys)
+	if r := d.resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
+		return d.bareStep(r, index)
+	}
+	f := d.mappingIgnoring(n, "step "+what, stepKeys, stepIgnored)
 	if f == nil {
 		return nil
 	}
-	s := &Step{Pos: pos(f.node), Index: index, Retryable: true, CaptureFormat: CaptureString, CaptureStreams: StreamStdout}
-	if !d.foreachStep(f, what, s) {
+	s := newStep(f.node, index)
+	onFailure := f.get("on_failure")
+	switch {
+	case d.foreachStep(f, what, s):
+	case f.has("test"):
+		s.Command, onFailure = d.testStep(f)
+		s.Capture = TestOutputVar
+	default:
 		s.Command = d.stepCommand(f, what)
 	}
 	if n := f.get("name"); n != nil {
@@ -106,7 +119,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		s.Repeat = d.repeat(n)
 	}
 	s.OnFailure = Failure{Action: FailStop}
-	switch n := f.get("on_failure"); {
+	switch n := onFailure; {
 	case n != nil && retryFailure != nil:
 		d.errorf(f.key("on_failure"), "a step may use retry_config.on_failure or on_failure, not both")
 	case n != nil:
@@ -122,7 +135,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 		s.Validate = d.validate(n)
 	}
 	d.handlers(f, s, what)
-	d.legacyFields(f, s, f.has("on_failure") || retryFailure != nil)
+	d.legacyFields(f, s, onFailure != nil || retryFailure != nil)
 	d.outputFile(f, s)
 	return s
 }
@@ -149,19 +162,12 @@ func (d *decoder) stepCommand(f *fields, what string) Command {
 		}
 	case slices.ContainsFunc(f.node.Content, func(k *yaml.Node) bool { _, ok := unsupported[k.Value]; return ok }):
 		// The unsupported key has its own message.
-	case f.get("name") != nil && f.get("name").Kind == yaml.ScalarNode && f.unknown == 0:
-		d.errorf(f.get("name"), "step %s has only a name: %s", what, legacyClaude(f.get("name").Value))
+	case nameOnly(f):
+		return d.namedCommand(f)
 	default:
 		d.missing(f, f.node, "step %s has no command: give it shell or claude", what)
 	}
 	return Command{Kind: ShellCommand}
-}
-
-// legacyClaude explains Prodigy's old spelling of a Claude command (a bare
-// string step, or a step with only a name) and its new one.
-func legacyClaude(name string) string {
-	cmd := "/" + strings.TrimPrefix(strings.TrimSpace(name), "/")
-	return fmt.Sprintf("in Prodigy this is the Claude command %s; write claude: %q", cmd, cmd)
 }
 
 // commitFields reads commit_required, auto_commit and commit_message.

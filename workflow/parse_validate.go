@@ -74,6 +74,12 @@ func (d *decoder) validate(n *yaml.Node) *Validation {
 	if f == nil {
 		return nil
 	}
+	if sh := f.get("shell"); sh != nil && f.get("claude") != nil && f.get("commands") == nil {
+		// Prodigy runs the claude check and never the shell one (SPEC
+		// §12.4).
+		d.warnf(f.key("shell"), "validate.shell beside validate.claude has no effect: only the claude check runs; Prodigy ignores it too")
+		delete(f.vals, "shell")
+	}
 	v.Checks = d.oneCommand(f, "validate")
 	if n := f.get("result_file"); n != nil {
 		switch text, ok := d.str(n, "validate.result_file"); {
@@ -177,7 +183,7 @@ func (d *decoder) validationCommands(n *yaml.Node, what string) []ValidationComm
 	out := make([]ValidationCommand, 0, len(items))
 	for i, it := range items {
 		item := fmt.Sprintf("%s[%d]", what, i)
-		f := d.mapping(it, item, validationCommandKeys)
+		f := d.mappingIgnoring(it, item, validationCommandKeys, validateItemIgnored)
 		if f == nil {
 			continue
 		}

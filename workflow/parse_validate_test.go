@@ -80,7 +80,6 @@ func TestParseValidate(t *testing.T) {
 func TestParseValidateErrors(t *testing.T) {
 	for _, tt := range []struct{ name, src, want string }{
 		{"no check", "- shell: x\n  validate: {threshold: 50}\n", `2:13: validate needs a check: shell, claude or commands (or a result_file that the step's own command writes)`},
-		{"two checks", "- shell: x\n  validate: {shell: a, claude: b}\n", `2:24: validate takes one of shell, claude or commands, not shell and claude`},
 		{"threshold above", "- shell: x\n  validate: {shell: a, threshold: 101}\n", `2:35: validate.threshold must be between 0 and 100, not 101`},
 		{"threshold below", "- shell: x\n  validate: {shell: a, threshold: -1}\n", `2:35: validate.threshold must be between 0 and 100, not -1`},
 		{"threshold word", "- shell: x\n  validate: {shell: a, threshold: all}\n", `2:35: validate.threshold must be a number, not "all"`},

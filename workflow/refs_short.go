@@ -37,10 +37,14 @@ type captureAt struct {
 type shortNames struct {
 	captures map[string][]captureAt // capture name -> the steps that set it
 	outputs  map[string][]string    // step id -> its outputs' names
+	tests    []stepAt               // Prodigy's test: steps, which set ${test.output}
 }
 
 // noteCapture records the name a step captures, if it is a name of its own.
 func (s *shortNames) noteCapture(step *Step, at stepAt) {
+	if step.Capture == TestOutputVar {
+		s.tests = append(s.tests, at)
+	}
 	if step.Capture == "" || strings.Contains(step.Capture, ".") {
 		return
 	}
@@ -79,6 +83,10 @@ func shortPath(p string) (name, field string, ok bool) {
 func (d *decoder) checkShortRef(r stepRef) bool {
 	if caps, ok := d.short.captures[r.id]; ok {
 		d.checkCaptureRef(r, caps)
+		return true
+	}
+	if r.id+"."+r.field == TestOutputVar && len(d.short.tests) > 0 {
+		d.checkTestRef(r)
 		return true
 	}
 	if _, ok := d.stepsAt[r.id]; ok {
@@ -121,4 +129,16 @@ func (d *decoder) checkCaptureRef(r stepRef, caps []captureAt) {
 	}
 	d.errorAt(r.pos, "%s: ${%s.%s}: the capture %s is a %s, with no field %s (a capture has %s; capture_format: json reads fields of the output)",
 		r.what, r.id, r.field, r.id, caps[0].format, r.field, strings.Join(captureFields, ", "))
+}
+
+// checkTestRef checks a ${test.output} read: a test: step must have run
+// where it is read.
+func (d *decoder) checkTestRef(r stepRef) {
+	why := ""
+	for _, at := range d.short.tests {
+		if why = canRead(r.at, at); why == "" {
+			return
+		}
+	}
+	d.errorAt(r.pos, "%s: ${%s}: no test: step has run here: %s", r.what, TestOutputVar, why)
 }

@@ -131,8 +131,7 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 	for _, src := range []string{
 		"- shel: x\n",
 		"- shell: x\n  claude: /fix\n",
-		"- prodigy-lint\n",
-		"- name: prodigy-lint\n",
+		"- /\n",
 		"- claude: /fix\n  commit_message: m\n",
 		"- claude: /fix\n  on_failure: {shell: a, claude: b}\n",
 		"agent: {command: claude}\ncommands: [{claude: /fix}]\n",
@@ -152,7 +151,7 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"mode: mapreduce\nmap: {input: x, agent_template: [{claude: x}]}\nmerge_back: yes please\n",
 		"commands: [{shell: x}]\nmerge: []\n",
 		"- shell: x\n  validate: {threshold: 50}\n",
-		"- shell: x\n  validate: {shell: a, claude: b}\n",
+		"- shell: x\n  validate: {shell: a, commands: [{claude: b}]}\n",
 		"- shell: x\n  validate: {shell: a, threshold: 101}\n",
 		"- shell: x\n  validate: {shell: a, on_incomplete: {max_attempts: 2}}\n",
 		"- shell: x\n  validate: {shell: a, on_incomplete: [{shell: b, max_attempts: 2}]}\n",
@@ -199,12 +198,13 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	for def, keys := range map[string][]string{
-		"standard": standardKeys, "mapreduce": mapKeys, "step": stepKeys, "retryPolicy": policyKeys,
-		"delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
+		"standard": withIgnored(standardKeys, topIgnored), "mapreduce": withIgnored(mapKeys, topIgnored),
+		"step":        withIgnored(stepKeys, stepIgnored),
+		"retryPolicy": policyKeys, "delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": withIgnored(mapPhaseKeys, mapIgnored),
 		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys, "distributed": distributedKeys,
-		"validateConfig": validateKeys, "onIncompleteConfig": onIncompleteKeys, "validationCommand": validationCommandKeys,
+		"validateConfig": validateKeys, "onIncompleteConfig": onIncompleteKeys, "validationCommand": withIgnored(validationCommandKeys, validateItemIgnored),
 		"foreach":   foreachKeys,
-		"writeFile": writeFileKeys, "metadata": metadataKeys, "setupConfig": setupKeys, "captureConfig": captureConfigKeys,
+		"writeFile": writeFileKeys, "metadata": withIgnored(metadataKeys, metadataIgnored), "setupConfig": setupKeys, "captureConfig": captureConfigKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))
 		want := slices.Sorted(slices.Values(keys))
@@ -212,6 +212,16 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 			t.Errorf("schema $defs/%s has keys %v, the parser %v", def, got, want)
 		}
 	}
+}
+
+// withIgnored is keys and the keys Prodigy ignores beside them, which the
+// schema lists too (the parser accepts them with a warning).
+func withIgnored(keys []string, ignored []ignoredKey) []string {
+	out := slices.Clone(keys)
+	for _, k := range ignored {
+		out = append(out, k.key)
+	}
+	return out
 }
 
 // The schema lists the backoff strategies and built-in matchers that

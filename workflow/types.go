@@ -338,6 +338,7 @@ type Failure struct {
 type MapPhase struct {
 	Pos          Pos
 	Input        *interp.Template
+	InputPos     Pos // where map.input's value is
 	JSONPath     string
 	Filter       *Expr
 	SortBy       []SortKey

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -67,6 +69,40 @@ func yamlProblemPos(src []byte, reported int, failure string) (Pos, bool) {
 	}
 	col := utf8.RuneCount(line[:end]) + 1
 	return Pos{Line: lo, Col: min(col, max(utf8.RuneCount(bytes.TrimRight(line, "\r\n")), 1))}, true
+}
+
+// indentationMessages are yaml.v3's messages for a line indented too far
+// or not far enough for the lines around it.
+var indentationMessages = []string{
+	"did not find expected '-' indicator", "did not find expected key",
+	"could not find expected ':'", "block sequence entries are not allowed",
+}
+
+// leadingKey is a line's start up to the colon of its first key.
+var leadingKey = regexp.MustCompile(`^ *(- +)?[A-Za-z0-9_.-]+ *$`)
+
+// indentationProblem reports whether a YAML syntax error at at is most
+// likely a bad indentation: one of indentationMessages, or "mapping values
+// are not allowed" at the colon of a line's first key (a key indented
+// under a scalar), not at a ": " inside a value that needs quotes.
+func indentationProblem(src []byte, at Pos, msg string) bool {
+	for _, m := range indentationMessages {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	if !strings.Contains(msg, "mapping values are not allowed") {
+		return false
+	}
+	start := offsetOf(src, at.Line, 1)
+	if start < 0 {
+		return false
+	}
+	line := []rune(string(src[start:]))
+	if at.Col-1 > len(line) {
+		return false
+	}
+	return leadingKey.MatchString(string(line[:at.Col-1]))
 }
 
 // quoteOpening returns the position of the first quote on a line (where

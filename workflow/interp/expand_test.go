@@ -3,6 +3,7 @@ package interp
 import (
 	"errors"
 	"math"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -255,4 +256,30 @@ func MustParse(t *testing.T, src string) *Template {
 		t.Fatalf("Parse(%q): %v", src, err)
 	}
 	return tp
+}
+
+// A filter with an argument, ${x|length:100}, is neither runner's nor
+// Prodigy's: Prodigy leaves the placeholder as written, and runner writes
+// its text in every mode, escaped so that the shell prints it and never
+// expands it; it is no reference.
+func TestFilterWithArgumentIsLeftAsWritten(t *testing.T) {
+	tp := MustParse(t, `echo '${item.name|length:100}' "${REGION|cut:2}" ${item.int|x:y}`)
+	if refs := tp.Refs(); len(refs) != 0 {
+		t.Errorf("Refs() = %q, want none", refs)
+	}
+	want := "${item.name|length:100} ${REGION|cut:2} ${item.int|x:y}"
+	if got := strings.Join(tp.AsWritten(), " "); got != want {
+		t.Errorf("AsWritten() = %q, want %q", got, want)
+	}
+	script, err := tp.Expand(MapLookup(testVars), Shell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("sh", "-c", script).Output()
+	if err != nil || strings.TrimSpace(string(out)) != want {
+		t.Errorf("sh -c %q printed %q (%v), want %q", script, out, err, want)
+	}
+	if got, err := MustParse(t, `${x|length:1}/a`).Expand(MapLookup(testVars), Plain); got != "${x|length:1}/a" || err != nil {
+		t.Errorf("plain: %q, %v", got, err)
+	}
 }

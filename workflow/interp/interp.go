@@ -71,7 +71,7 @@ type placeholder struct {
 	path   string
 	def    []segment // the default after ":-": text and nested placeholders; nil without one
 	shell  string    // what the shell reads when runner leaves p to it, when not src: ${path:-text} for Prodigy's ${path|default:text}
-	filter string    // "", "raw" or "json"
+	filter string    // "", "raw", "json" or asWritten
 	inert  bool      // $NAME where sh would not expand it (single quotes, comments...)
 	ctx    context
 }
@@ -116,7 +116,7 @@ func (t *Template) Refs() []string {
 // refs appends the paths of the placeholders in segs and in their defaults.
 func refs(out []string, segs []segment) []string {
 	for _, s := range segs {
-		if s.ph != nil {
+		if s.ph != nil && s.ph.filter != asWritten {
 			out = refs(append(out, s.ph.path), s.ph.def)
 		}
 	}
@@ -168,8 +168,32 @@ func (t *Template) hasPlaceholder(from, to int) bool {
 	return false
 }
 
+// asWritten is the filter of a placeholder whose filter takes an argument,
+// ${x|length:100}: no filter of runner's or Prodigy's does, and Prodigy
+// leaves such a placeholder as it is written, so runner does too (as text,
+// never for the shell to expand).
+const asWritten = "as written"
+
+// AsWritten returns the placeholders that are left as written: those with
+// a filter that takes an argument.
+func (t *Template) AsWritten() []string {
+	var out []string
+	for _, s := range t.segs {
+		if s.ph != nil && s.ph.filter == asWritten {
+			out = append(out, s.ph.src)
+		}
+	}
+	return out
+}
+
 // expand returns the text that replaces p.
 func (p *placeholder) expand(lookup Lookup, mode Mode) (string, error) {
+	switch {
+	case p.filter == asWritten && mode == Plain:
+		return p.src, nil
+	case p.filter == asWritten:
+		return p.ctx.escape(p.src, false)
+	}
 	if p.inert && mode == Shell {
 		return p.forShell(), nil
 	}

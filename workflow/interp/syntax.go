@@ -56,6 +56,13 @@ func parseNested(src string, i, depth int) (*placeholder, error) {
 			k++
 		}
 		name := rest[1:k]
+		if end := strings.IndexByte(rest, '}'); k < len(rest) && rest[k] == ':' && end > k {
+			// A filter with an argument, ${x|length:100}: neither runner
+			// nor Prodigy has one (Prodigy leaves the text as written).
+			p.filter = asWritten
+			j += end + 1
+			break
+		}
 		if k == len(rest) || rest[k] != '}' {
 			return nil, &SyntaxError{Offset: i, Msg: fmt.Sprintf("bad filter in placeholder (want ${%s|raw} or ${%s|json})", p.path, p.path), src: src}
 		}
