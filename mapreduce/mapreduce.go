@@ -142,7 +142,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	results, err := openResults(j.Path("results.jsonl"))
+	results, err := openResults(j.Path("results.jsonl"), logDir)
 	if err != nil {
 		return Summary{}, err
 	}

@@ -50,6 +50,10 @@ type Outcome struct {
 	// commits the item made on it, oldest first.
 	Branch  string   `json:"branch,omitempty"`
 	Commits []string `json:"commits,omitzero"`
+	// Worktree is the item's worktree and FilesModified the files its
+	// commits changed, which the job fills in with Commits.
+	Worktree      string   `json:"worktree,omitempty"`
+	FilesModified []string `json:"files_modified,omitzero"`
 	// Worker is the NATS worker that ran the task, in the Delivery-th
 	// delivery of its message; "" for a task run by this machine.
 	Worker   string `json:"worker,omitempty"`
