@@ -260,6 +260,7 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environmen
 		}
 	}
 	j.scope = executor.NewScope(env.vars, environ)
+	j.scope.Set("workflow", map[string]any{"name": st.Meta.Workflow, "id": st.Meta.ID})
 	if err := wf.ResolveDurations(j.scope.PlainLookup()); err != nil {
 		return j, err
 	}

@@ -27,7 +27,8 @@ type Task struct {
 	Item       json.RawMessage `json:"item"`
 	Attempt    int             `json:"attempt"`
 	DispatchID string          `json:"dispatch_id"`
-	Seed       uint64          `json:"seed"` // the job's: retry jitter derives from it
+	Seed       uint64          `json:"seed"`            // the job's: retry jitter derives from it
+	Total      int             `json:"total,omitempty"` // the job's items: ${item_total}
 	// Checkpoints are the steps of this attempt saved by a run that
 	// ended before the attempt did (a crash, a lost runner): the attempt
 	// goes on after them.
