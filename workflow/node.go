@@ -29,6 +29,7 @@ type decoder struct {
 	at      stepAt            // where the values being read are
 	doOf    *stepAt           // the foreach whose do steps are being read; nil outside one
 	refs    []stepRef
+	nsRefs  []nsRef             // reads of ${NS.NAME} in runner's namespaces
 	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.

@@ -103,6 +103,7 @@ func Parse(file string, src []byte) (*Workflow, error) {
 	}
 	wf := d.workflow(root)
 	d.checkRefs()
+	d.checkNamespaceRefs(wf)
 	if len(d.errs) > 0 {
 		sortByPosition(d.errs)
 		return nil, d.errs
@@ -416,6 +417,7 @@ func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 		return nil
 	}
 	d.noteRefs(n, what, t.Refs())
+	d.noteNamespaceRefs(n, what, t.Refs())
 	d.noteValidationRefs(n, what, t.Refs())
 	return t
 }
