@@ -37,7 +37,13 @@ type Executor struct {
 	// override them.
 	Secrets []string
 
+	// GitContext is set when the workflow reads ${workflow.commits},
+	// ${step.files_changed} or another git-context variable: runner then
+	// asks git around every step (Workflow.GitContext).
+	GitContext bool
+
 	breakers breakers
+	gitBases gitBases
 }
 
 // Run is the context of one execution of a step: whose variables, which

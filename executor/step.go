@@ -59,6 +59,8 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 			return StepResult{Status: StepSkipped, Vars: skippedVars(step, r.Scope)}
 		}
 	}
+	git := x.trackGit(ctx, r)
+	defer git.set(context.WithoutCancel(ctx), r.Scope)
 	return x.conclude(ctx, step, r, x.run(ctx, step, r))
 }
 

@@ -281,6 +281,8 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environmen
 		Seed:    st.Meta.Seed,
 		TmpDir:  st.Path("tmp"),
 		Agent:   executor.ResolveAgent(wf.Agent, environ),
+
+		GitContext: wf.GitContext,
 	}
 	if err := os.MkdirAll(j.exec.TmpDir, 0o700); err != nil {
 		return j, fmt.Errorf("job %s: %w", st.Meta.ID, err)

@@ -67,6 +67,9 @@ func (d *decoder) noteNamespaceRefs(n *yaml.Node, what string, paths []string) {
 func (d *decoder) checkNamespaceRefs(wf *Workflow) {
 	setup := setupCaptures(wf)
 	for _, r := range d.nsRefs {
+		if (r.ns == "workflow" || r.ns == "step") && slices.Contains(gitContextNames, r.name) {
+			wf.GitContext = true
+		}
 		switch {
 		case r.ns == "item" && wf.Mode == Standard && !r.inForeach:
 			d.errorAt(r.pos, "%s: ${%s}: a standard workflow has no items (${item} is set in a MapReduce agent_template and in a foreach's do steps)", r.what, r.path)
