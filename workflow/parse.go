@@ -104,6 +104,7 @@ func Parse(file string, src []byte) (*Workflow, error) {
 	wf := d.workflow(root)
 	d.checkRefs()
 	d.checkNamespaceRefs(wf)
+	d.checkNearNames(wf)
 	if len(d.errs) > 0 {
 		sortByPosition(d.errs)
 		return nil, d.errs
@@ -418,6 +419,7 @@ func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 	}
 	d.noteRefs(n, what, t.Refs())
 	d.noteNamespaceRefs(n, what, t.Refs())
+	d.notePlainRefs(n, t)
 	d.noteValidationRefs(n, what, t.Refs())
 	return t
 }
