@@ -100,7 +100,7 @@ var agentScripts = []string{
 	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",
 	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
 	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
-	"isolation_merge", "prodigy_validate", "prodigy_environment",
+	"isolation_merge", "prodigy_validate", "prodigy_environment", "results_prodigy_shape", "documented_variables", "string_lists",
 }
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,

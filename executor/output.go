@@ -56,9 +56,11 @@ func setOutput(step *workflow.Step, res commandResult, sc *Scope) {
 // and a reference to it fails rather than reading an empty text.
 func ResumedOutput(step *workflow.Step, sc *Scope) {
 	kind := string(step.Command.Kind)
-	sc.SetIn(kind, "output", interp.Unavailable{Reason: fmt.Sprintf(
-		"${%s.output}: step %q finished before the job was resumed, and runner does not keep a step's output across a resume: "+
-			"give the step capture_output: NAME (or an id) and read ${NAME}", kind, step.Key())})
+	for _, ns := range []string{kind, "last"} {
+		sc.SetIn(ns, "output", interp.Unavailable{Reason: fmt.Sprintf(
+			"${%s.output}: step %q finished before the job was resumed, and runner does not keep a step's output across a resume: "+
+				"give the step capture_output: NAME (or an id) and read ${NAME}", ns, step.Key())})
+	}
 }
 
 // StartItemOutputs marks ${shell.output} and ${claude.output} in a map
