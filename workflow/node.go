@@ -33,7 +33,10 @@ type decoder struct {
 	// plainRefs are the reads of ${NAME}, checked against the names the
 	// workflow defines.
 	plainRefs []plainRef
-	merging   map[*yaml.Node]bool // mappings whose merge keys are being expanded
+	// readsGitContext is set when a condition reads ${workflow.commits}
+	// or another git-context variable.
+	readsGitContext bool
+	merging         map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool

@@ -66,6 +66,7 @@ func (d *decoder) noteNamespaceRefs(n *yaml.Node, what string, paths []string) {
 // workflow outside a foreach, ${setup.NAME} that no setup step captures.
 func (d *decoder) checkNamespaceRefs(wf *Workflow) {
 	setup := setupCaptures(wf)
+	wf.GitContext = d.readsGitContext
 	for _, r := range d.nsRefs {
 		if (r.ns == "workflow" || r.ns == "step") && slices.Contains(gitContextNames, r.name) {
 			wf.GitContext = true
