@@ -37,7 +37,13 @@ type Executor struct {
 	// override them.
 	Secrets []string
 
+	// GitContext is set when the workflow reads ${workflow.commits},
+	// ${step.files_changed} or another git-context variable: runner then
+	// asks git around every step (Workflow.GitContext).
+	GitContext bool
+
 	breakers breakers
+	gitBases gitBases
 }
 
 // Run is the context of one execution of a step: whose variables, which
@@ -112,7 +118,7 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 		return x.writeFile(step, cmd, r, attempt)
 	}
 	start := time.Now()
-	spec, err := x.prepare(step, cmd, r, attempt)
+	spec, err := x.prepare(ctx, step, cmd, r, attempt)
 	if err != nil {
 		return commandResult{Outcome: retryv2.Outcome{Attempt: attempt, Kind: retryv2.KindSpawn, ExitCode: -1, Err: err, Duration: time.Since(start)}}
 	}
@@ -162,34 +168,42 @@ func (x *Executor) mask(s string) string {
 // what proc runs: a shell command, or for a claude: command the agent
 // program with the text as its last argument, which no shell reads, so
 // values go into it as they are.
-func (x *Executor) prepare(step *workflow.Step, cmd workflow.Command, r Run, attempt int) (proc.Spec, error) {
+// Computed variables (${file:PATH}, ${cmd:COMMAND}) are worked out in
+// the command's directory and environment.
+func (x *Executor) prepare(ctx context.Context, step *workflow.Step, cmd workflow.Command, r Run, attempt int) (proc.Spec, error) {
 	if cmd.Kind != workflow.ClaudeCommand {
 		sc, err := stepScope(step, r.Scope)
 		if err != nil {
 			return proc.Spec{}, err
 		}
-		script, err := cmd.Text.Expand(sc.Lookup(), interp.Shell)
+		env, dir, err := x.stepEnv(step, r, attempt, nil)
+		if err != nil {
+			return proc.Spec{}, err
+		}
+		script, err := cmd.Text.Expand(sc.In(ctx, dir, env, x.mask).Lookup(), interp.Shell)
 		if err != nil {
 			return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
 		}
-		env, dir, err := x.stepEnv(step, r, attempt, nil)
-		return proc.Spec{Command: script, Env: env, Dir: dir}, err
+		return proc.Spec{Command: script, Env: env, Dir: dir}, nil
 	}
 	agent := x.agent()
 	if agent.Err != nil {
 		return proc.Spec{}, agent.Err
-	}
-	text, err := cmd.Text.Expand(r.Scope.PlainLookup(), interp.Plain)
-	if err != nil {
-		return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
 	}
 	agentEnv, err := expandEnv(agent.Env, r.Scope.PlainLookup(), "agent.env")
 	if err != nil {
 		return proc.Spec{}, err
 	}
 	env, dir, err := x.stepEnv(step, r, attempt, agentEnv)
+	if err != nil {
+		return proc.Spec{}, err
+	}
+	text, err := cmd.Text.Expand(r.Scope.In(ctx, dir, env, x.mask).PlainLookup(), interp.Plain)
+	if err != nil {
+		return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
+	}
 	args := append(slices.Clip(agent.Command), text)
-	return proc.Spec{Args: args, Env: env, Dir: dir}, err
+	return proc.Spec{Args: args, Env: env, Dir: dir}, nil
 }
 
 // agent is the program claude: steps run; an Executor made without one

@@ -7,6 +7,7 @@ import (
 
 	"github.com/runnerdev/runner/jsonvalue"
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // capture turns a command's output into the variables the step defines,
@@ -61,8 +62,10 @@ func captureMetadata(name string, res commandResult) map[string]any {
 	return m
 }
 
-func commitList(commits []string) []any {
-	out := make([]any, len(commits))
+// commitList is a step's commits as ${X.commits} inserts them: a JSON
+// array of SHAs, even though it holds only strings.
+func commitList(commits []string) interp.JSONList {
+	out := make(interp.JSONList, len(commits))
 	for i, c := range commits {
 		out[i] = c
 	}

@@ -80,6 +80,9 @@ func normalizeVars(vars map[string]any) map[string]any {
 				if mark, ok := fv.(map[string]any); ok && len(mark) == 1 && mark[unavailableKey] != nil {
 					m[f] = interp.Unavailable{Reason: fmt.Sprint(mark[unavailableKey])}
 				}
+				if list, ok := fv.([]any); ok && f == "commits" {
+					m[f] = interp.JSONList(list) // a step's commits stay a JSON array
+				}
 			}
 		}
 		vars[k] = v

@@ -1,13 +1,16 @@
 package executor
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // In a repository without any commit yet (an unborn branch), the commits
@@ -49,8 +52,31 @@ func TestCommitsInUnbornRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Fields(string(out))
-	got, _ := res.Vars["steps.first"].(map[string]any)["commits"].([]any)
+	got, _ := res.Vars["steps.first"].(map[string]any)["commits"].(interp.JSONList)
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("commits %v, want %v", got, want)
+	}
+}
+
+// A step's commits read back from the journal (a resumed job) are still a
+// JSON array in ${steps.ID.commits}, not a list of strings joined by ", ".
+func TestRecordedCommitsStayJSON(t *testing.T) {
+	rec := StepResult{Status: StepSucceeded, Vars: map[string]any{"steps.lint": map[string]any{"commits": commitList([]string{"a1", "b2"})}}}
+	data, err := json.Marshal(rec.Record(&workflow.Step{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back state.StepRecord
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	sc := NewScope(nil, nil)
+	sc.Apply(RecordedVars(back))
+	tmpl, err := interp.Parse("echo ${steps.lint.commits}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tmpl.Expand(sc.Lookup(), interp.Plain); err != nil || got != `echo ["a1","b2"]` {
+		t.Errorf("got %q, %v; want a JSON array", got, err)
 	}
 }

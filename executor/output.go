@@ -37,15 +37,18 @@ func outputValue(s streamTail, ref string) any {
 
 func mebibytes(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
-// setOutput sets ${shell.output} or ${claude.output} to the stdout of the
-// step's last command, whether or not the step captures it. These are not
-// journaled (a resumed job marks them: ResumedOutput).
+// setOutput sets ${shell.output} or ${claude.output}, and
+// ${last.output}, to the stdout of the step's last command, whether or
+// not the step captures it, and ${last.exit_code} to its exit code. These
+// are not journaled (a resumed job marks them: ResumedOutput).
 func setOutput(step *workflow.Step, res commandResult, sc *Scope) {
 	kind := string(step.Command.Kind)
 	if step.Command.Kind != workflow.ShellCommand && step.Command.Kind != workflow.ClaudeCommand {
 		return // write_file and foreach steps print nothing of their own
 	}
 	sc.SetIn(kind, "output", outputValue(res.stdoutTail, "${"+kind+".output}"))
+	sc.SetIn("last", "output", outputValue(res.stdoutTail, "${last.output}"))
+	sc.SetIn("last", "exit_code", res.ExitCode)
 }
 
 // ResumedOutput marks ${shell.output} or ${claude.output} of a step that
@@ -53,9 +56,11 @@ func setOutput(step *workflow.Step, res commandResult, sc *Scope) {
 // and a reference to it fails rather than reading an empty text.
 func ResumedOutput(step *workflow.Step, sc *Scope) {
 	kind := string(step.Command.Kind)
-	sc.SetIn(kind, "output", interp.Unavailable{Reason: fmt.Sprintf(
-		"${%s.output}: step %q finished before the job was resumed, and runner does not keep a step's output across a resume: "+
-			"give the step capture_output: NAME (or an id) and read ${NAME}", kind, step.Key())})
+	for _, ns := range []string{kind, "last"} {
+		sc.SetIn(ns, "output", interp.Unavailable{Reason: fmt.Sprintf(
+			"${%s.output}: step %q finished before the job was resumed, and runner does not keep a step's output across a resume: "+
+				"give the step capture_output: NAME (or an id) and read ${NAME}", ns, step.Key())})
+	}
 }
 
 // StartItemOutputs marks ${shell.output} and ${claude.output} in a map

@@ -110,3 +110,21 @@ func TestOutputMatches(t *testing.T) {
 		}
 	}
 }
+
+// After a resume, ${last.output} of a step that finished before it fails
+// with the reason, as ${shell.output} does, rather than reading a value
+// from before.
+func TestResumedLastOutput(t *testing.T) {
+	sc := NewScope(nil, nil)
+	ResumedOutput(&workflow.Step{Command: workflow.Command{Kind: workflow.ShellCommand}, ID: "build"}, sc)
+	for _, ref := range []string{"${shell.output}", "${last.output}"} {
+		tmpl, err := interp.Parse("echo " + ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tmpl.Expand(sc.Lookup(), interp.Shell)
+		if err == nil || !strings.Contains(err.Error(), ref+`: step "build" finished before the job was resumed`) {
+			t.Errorf("%s: got %v", ref, err)
+		}
+	}
+}

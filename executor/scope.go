@@ -15,6 +15,7 @@ type Scope struct {
 	vars    map[string]any
 	environ map[string]string // the process environment, for Plain expansion
 	aliases map[string]string // path -> the path it reads (item.item -> item)
+	at      *where            // where computed variables are worked out; nil: here
 }
 
 // NewScope starts a scope with the given variables and process environment.
@@ -34,7 +35,7 @@ func NewScope(vars map[string]any, environ []string) *Scope {
 // Child returns a copy whose top-level variables can change without
 // touching s (nested maps are shared; set them through Set only).
 func (s *Scope) Child() *Scope {
-	return &Scope{vars: maps.Clone(s.vars), environ: s.environ, aliases: maps.Clone(s.aliases)}
+	return &Scope{vars: maps.Clone(s.vars), environ: s.environ, aliases: maps.Clone(s.aliases), at: s.at}
 }
 
 // Alias makes placeholders of path read target instead (Prodigy's
@@ -64,7 +65,8 @@ func (s *Scope) SetIn(ns, key string, v any) {
 // Vars returns the variables, for expressions. Do not modify it.
 func (s *Scope) Vars() map[string]any { return s.vars }
 
-// Lookup resolves paths for Shell expansion: only runner's own variables.
+// Lookup resolves paths for Shell expansion: only runner's own variables,
+// the computed ones (${file:PATH}, ${uuid}...) included.
 // Prodigy's short spellings resolve when the path itself does not:
 // ${NAME.exit_code} (and success, duration, stderr, commits) reads the
 // metadata of the capture NAME, so a JSON capture's own field of that name
@@ -76,6 +78,9 @@ func (s *Scope) Lookup() interp.Lookup {
 			path = target
 		}
 		if v, ok := own(path); ok {
+			return v, true
+		}
+		if v, ok := s.computed(path, own); ok {
 			return v, true
 		}
 		if !strings.ContainsAny(path, ".[") {

@@ -45,6 +45,8 @@ func (r StepResult) Fatal() bool {
 // capture and its failure handling. Variables it sets land in r.Scope.
 func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) StepResult {
 	key := step.Key()
+	r.Scope.SetIn("step", "name", key)
+	r.Scope.SetIn("step", "index", step.Index)
 	if step.When != nil {
 		ok, err := step.When.Bool(r.Scope.Vars())
 		if err != nil {
@@ -57,6 +59,8 @@ func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) Step
 			return StepResult{Status: StepSkipped, Vars: skippedVars(step, r.Scope)}
 		}
 	}
+	git := x.trackGit(ctx, r)
+	defer git.set(context.WithoutCancel(ctx), r.Scope)
 	return x.conclude(ctx, step, r, x.run(ctx, step, r))
 }
 

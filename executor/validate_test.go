@@ -228,8 +228,9 @@ func TestValidateResultFileOfTheStep(t *testing.T) {
 	}
 }
 
-// ${validation.gaps} is JSON; in a shell command it is one word, whatever
-// its text holds, and nothing in it runs.
+// ${validation.gaps} (an object) is JSON and a list of strings is joined
+// by ", "; in a shell command each is one word, whatever its text holds,
+// and nothing in it runs.
 func TestValidateGapsInShell(t *testing.T) {
 	res, dir, _ := runValidated(t, `
 - shell: "true"
@@ -247,7 +248,7 @@ func TestValidateGapsInShell(t *testing.T) {
 	if res.Handled != workflow.FailContinue {
 		t.Fatal(res.Err)
 	}
-	want := `{"q":{"description":"it's \"$(touch pwned)\" ; rm -rf x"}}` + "\n" + `["a","b"]` + "\n" + `["specs/1.md"]` + "\n"
+	want := `{"q":{"description":"it's \"$(touch pwned)\" ; rm -rf x"}}` + "\na, b\nspecs/1.md\n"
 	if got := read(t, filepath.Join(dir, "seen")); got != want {
 		t.Errorf("on_incomplete got\n%s\nwant\n%s", got, want)
 	}

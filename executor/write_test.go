@@ -17,13 +17,13 @@ import (
 func TestWriteFileStep(t *testing.T) {
 	wf, err := workflow.Parse("w.yml", []byte(`
 - write_file:
-    path: sub/${item.name}.txt
-    content: "${item.text}"
+    path: sub/${vals.name}.txt
+    content: "${vals.text}"
     mode: "0640"
     create_dirs: true
 - write_file:
     path: bad.json
-    content: "${item.text}"
+    content: "${vals.text}"
     format: json
 `))
 	if err != nil {
@@ -39,7 +39,7 @@ func TestWriteFileStep(t *testing.T) {
 	}
 	var out bytes.Buffer
 	x := &Executor{Env: os.Environ(), TmpDir: t.TempDir(), Stdout: &out}
-	sc := NewScope(map[string]any{"item": map[string]any{"name": "a b", "text": `it's "$x" $(id)`}}, nil)
+	sc := NewScope(map[string]any{"vals": map[string]any{"name": "a b", "text": `it's "$x" $(id)`}}, nil)
 	r := Run{Scope: sc, Dir: dir}
 	if res := x.RunStep(t.Context(), wf.Steps[0], r); res.Status != StepSucceeded {
 		t.Fatalf("write: %v", res.Err)
@@ -82,7 +82,7 @@ func TestWriteFileSymlinks(t *testing.T) {
 		{name: "symlink at the path", path: "map-results.json", link: "map-results.json", to: bashrc},
 		{name: "symlink to a directory outside", path: ".prodigy/map-results.json", link: ".prodigy", to: outside, refused: true},
 		{name: "dot-dot", path: "../escape.txt", refused: true},
-		{name: "absolute value", path: "${item.path}", refused: true},
+		{name: "absolute value", path: "${vals.path}", refused: true},
 		{name: "written absolute", path: filepath.Join(outside, "link", "ok.txt")},
 		{name: "symlink to a directory inside", path: "in/x.txt", link: "in", to: "sub"},
 	}
@@ -105,7 +105,7 @@ func TestWriteFileSymlinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			x := &Executor{Env: os.Environ(), TmpDir: t.TempDir(), Stdout: io.Discard}
-			sc := NewScope(map[string]any{"item": map[string]any{"path": filepath.Join(outside, "abs.txt")}}, nil)
+			sc := NewScope(map[string]any{"vals": map[string]any{"path": filepath.Join(outside, "abs.txt")}}, nil)
 			res := x.RunStep(t.Context(), wf.Steps[0], Run{Scope: sc, Dir: dir})
 			if data, err := os.ReadFile(bashrc); string(data) != "keep" || err != nil {
 				t.Errorf("the symlink's target holds %q, %v", data, err)

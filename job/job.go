@@ -292,6 +292,7 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environmen
 		}
 	}
 	j.scope = executor.NewScope(env.vars, environ)
+	j.scope.Set("workflow", map[string]any{"name": st.Meta.Workflow, "id": st.Meta.ID})
 	if err := wf.ResolveDurations(j.scope.PlainLookup()); err != nil {
 		return j, err
 	}
@@ -312,6 +313,8 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environmen
 		Seed:    st.Meta.Seed,
 		TmpDir:  st.Path("tmp"),
 		Agent:   executor.ResolveAgent(wf.Agent, environ),
+
+		GitContext: wf.GitContext,
 	}
 	if err := os.MkdirAll(j.exec.TmpDir, 0o700); err != nil {
 		return j, fmt.Errorf("job %s: %w", st.Meta.ID, err)

@@ -89,9 +89,11 @@ func (t *Tree) finalMerge(ctx context.Context, j *job.Job, target string, starts
 	if block == nil {
 		return MergedByGit, t.mergeInto(ctx, target)
 	}
-	j.Define("merge", map[string]any{
-		"worktree": t.Root, "source_branch": t.JobBranch, "target_branch": target, "session_id": t.JobID,
-	})
+	vars, err := t.mergeVars(ctx, target)
+	if err != nil {
+		return "", fmt.Errorf("the merge block's variables: %w", err)
+	}
+	j.Define("merge", vars)
 	if t := block.Timeout; t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, t, fmt.Errorf("the merge phase did not end within its timeout of %s", t))

@@ -57,7 +57,7 @@ func (l *ledger) step(it *Item, attempt int, rec job.StepRecord) error {
 
 // succeeded records an item that finished without failure.
 func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Verdict, error) {
-	if err := l.result(it, "succeeded", out); err != nil {
+	if err := l.result(it, out, nil, false); err != nil {
 		return nil, err
 	}
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt, DurationMS: out.Duration.Milliseconds()}); err != nil {
@@ -108,7 +108,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	if action == errorpolicy.Retry {
 		action = errorpolicy.DLQ // retries are used up
 	}
-	status, st := "failed", job.ItemDLQ
+	st := job.ItemDLQ
 	if l.fromDLQ {
 		failures = slices.Clone(failures)
 		for i := range failures {
@@ -116,13 +116,13 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		}
 	}
 	if action == errorpolicy.Skip {
-		status, st = "skipped", job.ItemSkipped
+		st = job.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
 		return nil, fmt.Errorf("item %s: %w", it.ID, err)
 	} else {
 		crashpoint.Hit(crashpoint.DLQAdded)
 	}
-	if err := l.result(it, status, out); err != nil {
+	if err := l.result(it, out, &last, action == errorpolicy.Skip); err != nil {
 		return nil, err
 	}
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
@@ -182,11 +182,15 @@ func (l *ledger) record(failed bool) *errorpolicy.Verdict {
 	return l.tracker.Record(failed)
 }
 
-func (l *ledger) result(it *Item, status string, out Outcome) error {
+// result writes the result of an item that ended with out; failed is its
+// last failure, nil for a success.
+func (l *ledger) result(it *Item, out Outcome, failed *Failure, skipped bool) error {
 	if l.results == nil {
 		return nil
 	}
-	err := l.results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: status, Output: out.Output, DurationMS: out.Duration.Milliseconds(), Commits: out.Commits})
+	r := l.results.entry(it, out, failed)
+	r.Skipped = skipped
+	err := l.results.add(r)
 	if err == nil {
 		crashpoint.Hit(crashpoint.ResultWritten)
 	}
@@ -241,7 +245,7 @@ func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *job.It
 			return true, nil
 		}
 		attempt := max(records[it.Index].Attempt, 1)
-		if err := results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: "succeeded", Commits: out.Commits}); err != nil {
+		if err := results.add(results.entry(it, out, nil)); err != nil {
 			return false, err
 		}
 		if err := log.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt}); err != nil {
@@ -325,7 +329,8 @@ func reconcile(j *job.Job, log *job.ItemLog, results *resultLog, dlq DeadLetters
 				if !ok {
 					return true, nil
 				}
-				if err := results.add(Result{ItemIndex: it.Index, ItemID: it.ID, Item: it.Raw, Status: "failed", DurationMS: rec.DurationMS}); err != nil {
+				lost := Outcome{Duration: time.Duration(rec.DurationMS) * time.Millisecond}
+				if err := results.add(results.entry(it, lost, &Failure{Message: "recorded in the DLQ before a crash"})); err != nil {
 					return false, err
 				}
 				rec.State, rec.Error = job.ItemDLQ, "recorded in the DLQ before a crash"

@@ -151,7 +151,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	results, err := openResults(j.Path("results.jsonl"))
+	results, err := openResults(j.Path("results.jsonl"), logDir)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -173,7 +173,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 		return Summary{}, err
 	}
 	defer s.close()
-	s.resumed = running
+	s.resumed, s.total = running, total
 	if trees != nil {
 		restartItems(running) // the work of the dead process is gone with its worktrees
 	}

@@ -286,7 +286,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 			last = r
 		}
 	}
-	if last.Status != "failed" || last.ItemID != "1" {
+	if !last.Status.Failed || last.ItemID != "1" {
 		t.Errorf("item 1's last result %+v, want one that says failed", last)
 	}
 }

@@ -8,39 +8,144 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/runnerdev/runner/appendfile"
+	"github.com/runnerdev/runner/retryv2"
 )
 
-// Result is one item's entry in ${map.results}.
+// Result is one item's entry in ${map.results}: Prodigy's AgentResult
+// (agent/types.rs), so that a reduce written for Prodigy reads it
+// unchanged, with runner's own fields beside it.
 type Result struct {
+	ItemID string `json:"item_id"`
+	// Status is "Success", {"Failed": MSG} or "Timeout".
+	Status  AgentStatus `json:"status"`
+	Output  string      `json:"output"` // the agent's stdout, last 64 KiB
+	Commits []string    `json:"commits"`
+	// FilesModified are the files the item's commits changed
+	// (map.isolation: worktree).
+	FilesModified []string `json:"files_modified,omitempty"`
+	Duration      Duration `json:"duration"`
+	Error         string   `json:"error,omitempty"`
+	// WorktreePath and BranchName are the item's git worktree (removed
+	// once the item ended) and branch, WorktreeSessionID the worktree's
+	// name (map.isolation: worktree).
+	WorktreePath      string `json:"worktree_path,omitempty"`
+	BranchName        string `json:"branch_name,omitempty"`
+	WorktreeSessionID string `json:"worktree_session_id,omitempty"`
+	// JSONLogLocation is the item's log file (its steps' output).
+	JSONLogLocation string `json:"json_log_location,omitempty"`
+
 	ItemIndex  int             `json:"item_index"`
-	ItemID     string          `json:"item_id"`
 	Item       json.RawMessage `json:"item"`
-	Status     string          `json:"status"` // succeeded, failed or skipped
-	Output     string          `json:"output"` // the agent's stdout, last 64 KiB
 	DurationMS int64           `json:"duration_ms"`
-	// Commits are the commits the item made on its branch, oldest first
-	// (map.isolation: worktree); absent without isolation.
-	Commits []string `json:"commits,omitzero"`
+	// Kind is how the item failed (exit, timeout, merge_conflict...);
+	// Skipped marks an item that on_item_failure: skip recorded as skipped.
+	Kind    string `json:"kind,omitempty"`
+	Skipped bool   `json:"skipped,omitempty"`
+}
+
+// AgentStatus is Prodigy's AgentStatus as serde writes it: "Success",
+// {"Failed": MSG} or "Timeout".
+type AgentStatus struct {
+	Failed  bool
+	Timeout bool
+	Message string // of Failed
+}
+
+// MarshalJSON writes s as Prodigy does.
+func (s AgentStatus) MarshalJSON() ([]byte, error) {
+	switch {
+	case s.Timeout:
+		return []byte(`"Timeout"`), nil
+	case s.Failed:
+		return json.Marshal(map[string]string{"Failed": s.Message})
+	}
+	return []byte(`"Success"`), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *AgentStatus) UnmarshalJSON(data []byte) error {
+	var word string
+	if json.Unmarshal(data, &word) == nil {
+		*s = AgentStatus{Timeout: word == "Timeout"}
+		return nil
+	}
+	var failed struct{ Failed string }
+	if err := json.Unmarshal(data, &failed); err != nil {
+		return fmt.Errorf("agent status: %w", err)
+	}
+	*s = AgentStatus{Failed: true, Message: failed.Failed}
+	return nil
+}
+
+// Duration is Rust's std::time::Duration as serde writes it.
+type Duration struct {
+	Secs  int64 `json:"secs"`
+	Nanos int64 `json:"nanos"`
+}
+
+// durationOf returns d as serde writes a Duration.
+func durationOf(d time.Duration) Duration {
+	return Duration{Secs: int64(d / time.Second), Nanos: int64(d % time.Second)}
+}
+
+// entry is the result of an item that ended with out; failed is its last
+// failure, nil for a success.
+func (l *resultLog) entry(it *Item, out Outcome, failed *Failure) Result {
+	r := Result{
+		ItemID: it.ID, Output: out.Output, Commits: out.Commits, FilesModified: out.FilesModified,
+		Duration: durationOf(out.Duration), WorktreePath: out.Worktree, BranchName: out.Branch,
+		JSONLogLocation: l.itemLog(it), ItemIndex: it.Index, Item: it.Raw, DurationMS: out.Duration.Milliseconds(),
+	}
+	if r.Commits == nil {
+		r.Commits = []string{}
+	}
+	if out.Worktree != "" {
+		r.WorktreeSessionID = filepath.Base(out.Worktree)
+	}
+	if failed != nil {
+		r.Status = AgentStatus{Failed: true, Message: failed.Message}
+		if failed.Kind == retryv2.KindTimeout {
+			r.Status = AgentStatus{Timeout: true}
+		}
+		r.Error, r.Kind = failed.Message, failed.Kind
+	}
+	return r
 }
 
 // resultLog appends each finished item's Result to results.jsonl, one
 // write per item, before the item's state is recorded.
 type resultLog struct {
-	mu  sync.Mutex
-	f   *appendfile.File
-	buf bytes.Buffer
+	mu     sync.Mutex
+	f      *appendfile.File
+	buf    bytes.Buffer
+	logDir string // the job's item logs
 }
 
-func openResults(path string) (*resultLog, error) {
+// openResults opens the results file at path, whose entries name the item
+// logs in logDir.
+func openResults(path, logDir string) (*resultLog, error) {
 	f, err := appendfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
-	return &resultLog{f: f}, nil
+	return &resultLog{f: f, logDir: logDir}, nil
+}
+
+// itemLog is the path of an item's log, "" when it has none here (its
+// steps ran on another machine, or wrote nothing).
+func (l *resultLog) itemLog(it *Item) string {
+	path := filepath.Join(l.logDir, "item-"+strconv.Itoa(it.Index)+".log")
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
 }
 
 func (l *resultLog) add(r Result) error {

@@ -88,6 +88,9 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 	if err != nil {
 		return job.ItemCounts{}, err
 	}
+	if c := j.Meta().Items; c != nil {
+		s.total = c.Total
+	}
 	defer s.close()
 	var (
 		mu         sync.Mutex

@@ -79,6 +79,9 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 	sc.Set("item_id", it.ID)
 	sc.Set("item_index", it.Index)
 	sc.Set("item_json", string(it.Raw))
+	if t.Total > 0 {
+		sc.Set("item_total", t.Total)
+	}
 	if _, ok := it.Value.(string); ok {
 		sc.Alias("item.item", "item") // Prodigy's spelling for a plain-line item
 	}

@@ -34,6 +34,7 @@ type scheduler struct {
 	// resumed are the items an ended process left running, by index,
 	// with their checkpoints: they go on from there.
 	resumed map[int]job.ItemRecord
+	total   int // the job's items, for ${item_total}; 0: not known
 
 	wg sync.WaitGroup
 	// gateMu orders the breaker's transitions (made in Pass.Done) with
@@ -261,7 +262,7 @@ func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *Slot, sa
 // with another dispatch's) it returns an error and the checkpoints of the
 // attempt so far.
 func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *Slot, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
-	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Checkpoints: saved, item: it}
+	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Checkpoints: saved, item: it}
 	d := &dispatch{it: it, attempt: attempt, slot: sl, steps: slices.Clone(saved)}
 	s.mu.Lock()
 	s.active[t.DispatchID] = d

@@ -27,7 +27,8 @@ type Task struct {
 	Item       json.RawMessage `json:"item"`
 	Attempt    int             `json:"attempt"`
 	DispatchID string          `json:"dispatch_id"`
-	Seed       uint64          `json:"seed"` // the job's: retry jitter derives from it
+	Seed       uint64          `json:"seed"`            // the job's: retry jitter derives from it
+	Total      int             `json:"total,omitempty"` // the job's items: ${item_total}
 	// Checkpoints are the steps of this attempt saved by a run that
 	// ended before the attempt did (a crash, a lost runner): the attempt
 	// goes on after them.
@@ -50,6 +51,10 @@ type Outcome struct {
 	// commits the item made on it, oldest first.
 	Branch  string   `json:"branch,omitempty"`
 	Commits []string `json:"commits,omitzero"`
+	// Worktree is the item's worktree and FilesModified the files its
+	// commits changed, which the job fills in with Commits.
+	Worktree      string   `json:"worktree,omitempty"`
+	FilesModified []string `json:"files_modified,omitzero"`
 	// Worker is the NATS worker that ran the task, in the Delivery-th
 	// delivery of its message; "" for a task run by this machine.
 	Worker   string `json:"worker,omitempty"`

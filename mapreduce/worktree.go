@@ -304,7 +304,14 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	out.Commits = commits
+	out.Commits, out.Worktree = commits, w.itemTree(it).path
+	if len(commits) > 0 {
+		diff, err := w.Git.In("").Diff(ctx, w.JobBranch+"..."+out.Branch, "")
+		if err != nil {
+			return out, fmt.Errorf("item %s: %w", it.ID, err)
+		}
+		out.FilesModified = diff.Files()
+	}
 	if out.Failed || !w.merge || len(commits) == 0 {
 		return out, nil
 	}

@@ -29,7 +29,14 @@ type decoder struct {
 	at      stepAt            // where the values being read are
 	doOf    *stepAt           // the foreach whose do steps are being read; nil outside one
 	refs    []stepRef
-	merging map[*yaml.Node]bool // mappings whose merge keys are being expanded
+	nsRefs  []nsRef // reads of ${NS.NAME} in runner's namespaces
+	// plainRefs are the reads of ${NAME}, checked against the names the
+	// workflow defines.
+	plainRefs []plainRef
+	// readsGitContext is set when a condition reads ${workflow.commits}
+	// or another git-context variable.
+	readsGitContext bool
+	merging         map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool
@@ -60,15 +67,20 @@ func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 // warnf records a warning at n's position; the same message is given
 // once per file, at its first position.
 func (d *decoder) warnf(n *yaml.Node, format string, args ...any) {
+	at := Pos{Line: 1, Col: 1}
+	if n != nil {
+		at = Pos{Line: max(n.Line, 1), Col: max(n.Column, 1)}
+	}
+	d.warnAt(at, format, args...)
+}
+
+// warnAt records a warning at a position (the same message once).
+func (d *decoder) warnAt(at Pos, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if len(d.warns) >= maxErrors || slices.ContainsFunc(d.warns, func(w *ParseError) bool { return w.Msg == msg }) {
 		return
 	}
-	w := &ParseError{File: d.file, Pos: Pos{Line: 1, Col: 1}, Msg: msg, Warning: true}
-	if n != nil {
-		w.Line, w.Col = max(n.Line, 1), max(n.Column, 1)
-	}
-	d.warns = append(d.warns, w)
+	d.warns = append(d.warns, &ParseError{File: d.file, Pos: at, Msg: msg, Warning: true})
 }
 
 // resolve follows aliases and counts the node against maxNodes; it returns

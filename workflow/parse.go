@@ -103,6 +103,8 @@ func Parse(file string, src []byte) (*Workflow, error) {
 	}
 	wf := d.workflow(root)
 	d.checkRefs()
+	d.checkNamespaceRefs(wf)
+	d.checkNearNames(wf)
 	if len(d.errs) > 0 {
 		sortByPosition(d.errs)
 		return nil, d.errs
@@ -441,6 +443,8 @@ func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {
 		return nil
 	}
 	d.noteRefs(n, what, t.Refs())
+	d.noteNamespaceRefs(n, what, t.Refs())
+	d.notePlainRefs(n, t)
 	d.noteValidationRefs(n, what, t.Refs())
 	for _, src := range t.AsWritten() {
 		d.warnAt(d.scalarPos(n, max(strings.Index(n.Value, src), 0)), "%s: %s is left as written: neither runner nor Prodigy has a filter that takes an argument (runner's are |raw and |json)", what, src)

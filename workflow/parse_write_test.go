@@ -10,8 +10,8 @@ func TestWriteFileStep(t *testing.T) {
 	wf, err := Parse("w.yml", []byte(`
 - name: save
   write_file:
-    path: out/${item.id}.json
-    content: '{"id": "${item.id}"}'
+    path: out/${ID}.json
+    content: '{"id": "${ID}"}'
     format: json
     mode: "0600"
     create_dirs: true
@@ -21,14 +21,14 @@ func TestWriteFileStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	save, notes := wf.Steps[0], wf.Steps[1]
-	if save.Command.Kind != WriteFileCommand || save.Command.Text.String() != "out/${item.id}.json" {
+	if save.Command.Kind != WriteFileCommand || save.Command.Text.String() != "out/${ID}.json" {
 		t.Errorf("command = %s %q", save.Command.Kind, save.Command.Text)
 	}
 	w := save.Command.Write
-	if w.Content.String() != `{"id": "${item.id}"}` || w.Format != WriteJSON || w.Mode != 0o600 || !w.CreateDirs {
+	if w.Content.String() != `{"id": "${ID}"}` || w.Format != WriteJSON || w.Mode != 0o600 || !w.CreateDirs {
 		t.Errorf("write_file = %+v", w)
 	}
-	if got := save.Command.Refs(); strings.Join(got, " ") != "item.id item.id" {
+	if got := save.Command.Refs(); strings.Join(got, " ") != "ID ID" {
 		t.Errorf("refs = %q, want the path's and the content's", got)
 	}
 	if nw := notes.Command.Write; nw.Format != WriteText || nw.Mode != fs.FileMode(0o644) || nw.CreateDirs {

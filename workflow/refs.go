@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
@@ -69,24 +70,32 @@ func (d *decoder) refPos(n *yaml.Node, path string) Pos {
 	return pos(n)
 }
 
-// noteExprRefs records the steps.ID (or steps["ID"]) reads of a condition.
+// noteExprRefs records the steps.ID (or steps["ID"]) reads of a
+// condition, and whether it reads a git-context variable.
 func (d *decoder) noteExprRefs(n *yaml.Node, what string, prog *vm.Program) {
 	root := prog.Node()
-	ast.Walk(&root, refVisitor(func(id string) {
-		d.refs = append(d.refs, stepRef{pos: pos(n), what: what, id: id, at: d.at})
+	ast.Walk(&root, refVisitor(func(ns, name string) {
+		switch {
+		case ns == "steps":
+			d.refs = append(d.refs, stepRef{pos: pos(n), what: what, id: name, at: d.at})
+		case (ns == "workflow" || ns == "step") && slices.Contains(gitContextNames, name):
+			d.readsGitContext = true
+		}
 	}))
 }
 
-type refVisitor func(id string)
+// refVisitor calls itself with each NS.NAME (or NS["NAME"]) an
+// expression reads.
+type refVisitor func(ns, name string)
 
 func (v refVisitor) Visit(node *ast.Node) {
 	m, ok := (*node).(*ast.MemberNode)
 	if !ok {
 		return
 	}
-	if ns, ok := m.Node.(*ast.IdentifierNode); ok && ns.Value == "steps" {
-		if id, ok := m.Property.(*ast.StringNode); ok {
-			v(id.Value)
+	if ns, ok := m.Node.(*ast.IdentifierNode); ok {
+		if name, ok := m.Property.(*ast.StringNode); ok {
+			v(ns.Value, name.Value)
 		}
 	}
 }

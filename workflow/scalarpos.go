@@ -14,11 +14,6 @@ func (d *decoder) errorAt(p Pos, format string, args ...any) {
 	d.errorf(&yaml.Node{Line: p.Line, Column: p.Col}, format, args...)
 }
 
-// warnAt records a warning at p.
-func (d *decoder) warnAt(p Pos, format string, args ...any) {
-	d.warnf(&yaml.Node{Line: p.Line, Column: p.Col}, format, args...)
-}
-
 // scalarPos returns the file position of byte off of n's value: a YAML
 // value is not its text in the file (quotes, escapes, the indentation and
 // folded lines of a block scalar), so the value is walked along the file

@@ -43,6 +43,11 @@ type Workflow struct {
 
 	Description string // a label for people (Prodigy's description:)
 
+	// GitContext is set when a value reads a git-context variable
+	// (${workflow.commits}, ${step.files_changed}...): only then does
+	// runner ask git around every step.
+	GitContext bool
+
 	// Warnings are what the file does that has no effect or may not mean
 	// what its author meant, in file order (runner validate and run print
 	// them; --strict makes them errors).

@@ -60,7 +60,8 @@ var expandTests = []struct {
 	{name: "sh default with a dot stays sh's", tmpl: `echo ${HOST-example.com} ${HOST-x}`, want: `echo ${HOST-example.com} ${HOST-x}`},
 	{name: "unavailable value fails with its reason", tmpl: `echo ${shell.output}`, err: "not kept"},
 	{name: "unavailable value takes the default", tmpl: `echo ${shell.output:-none} ${skipped.output:-none}`, want: `echo 'none' 'none'`},
-	{name: "slice as json", tmpl: `echo ${map.results}`, want: `echo '["r1","r2"]'`},
+	{name: "string list joined", tmpl: `echo ${map.results} "${map.results}"`, want: `echo 'r1, r2' "r1, r2"`},
+	{name: "string list as json", tmpl: `echo ${map.results|json}`, want: `echo '["r1","r2"]'`},
 	{name: "map as json, keys sorted", tmpl: `echo ${item.obj}`, want: `echo '{"a":[1,"x"],"b":1}'`},
 	{name: "default unused", tmpl: `echo ${REGION:-x}`, want: `echo 'eu west'`},
 	{name: "default for empty value", tmpl: `echo ${EMPTY:-d e}`, want: `echo 'd e'`},
@@ -183,7 +184,7 @@ func TestExpand(t *testing.T) {
 
 // TestPassThrough checks the cases the shell owns and the namespace rule.
 func TestPassThrough(t *testing.T) {
-	for _, tmpl := range []string{"${HOME}", "$HOME", "${var%%.*}", "${#x}", "${FOO:-x}"} {
+	for _, tmpl := range []string{"${HOME}", "$HOME", "${var%%.*}", "${#x}", "${FOO:-x}", "${file:-x}", "${file:+y}", "${date:1}", "${cmd:0:3}", "$uuid"} {
 		t.Run(tmpl, func(t *testing.T) {
 			tp, err := Parse(tmpl)
 			if err != nil {
@@ -217,6 +218,36 @@ func TestPassThrough(t *testing.T) {
 			t.Fatalf("got %q, %v; want 'd'", got, err)
 		}
 	})
+}
+
+// Computed placeholders read from their braces to the one that closes
+// them: the lookup gets the whole text; one it does not define is an
+// error, never text for the shell; ${uuid} is new at each read.
+func TestComputed(t *testing.T) {
+	tp := MustParse(t, `echo ${cmd:awk '{print $1}' f} "${file:a b.txt}" ${json:$.x[0]:from:v} ${date:%Y}`)
+	want := []string{"cmd:awk '{print $1}' f", "file:a b.txt", "json:$.x[0]:from:v", "date:%Y"}
+	if got := tp.Refs(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Refs() = %q, want %q", got, want)
+	}
+	look := func(path string) (any, bool) { return "<" + path + ">", true }
+	if got, err := tp.Expand(look, Shell); err != nil || got != `echo '<cmd:awk '\''{print $1}'\'' f>' "<file:a b.txt>" '<json:$.x[0]:from:v>' '<date:%Y>'` {
+		t.Errorf("got %s, %v", got, err)
+	}
+	var u *UndefinedError
+	if _, err := MustParse(t, "echo ${file:x}").Expand(MapLookup(nil), Shell); !errors.As(err, &u) {
+		t.Errorf("undefined ${file:x}: got %v, want an UndefinedError", err)
+	}
+	if _, err := Parse("echo ${cmd:echo {x}"); err == nil {
+		t.Error("an unterminated ${cmd: was accepted")
+	}
+	a, _ := MustParse(t, "${uuid}").Expand(MapLookup(nil), Plain)
+	b, _ := MustParse(t, "${uuid}").Expand(MapLookup(nil), Plain)
+	if len(a) != 36 || a[14] != '4' || a == b {
+		t.Errorf("${uuid}: %q then %q, want two version 4 UUIDs", a, b)
+	}
+	if got, _ := MustParse(t, "${uuid}").Expand(MapLookup(map[string]any{"uuid": "mine"}), Plain); got != "mine" {
+		t.Errorf("a variable named uuid: got %q", got)
+	}
 }
 
 func TestRefsAndString(t *testing.T) {

@@ -21,8 +21,10 @@
 package interp
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -42,7 +44,33 @@ const (
 
 // Namespaces are the first path segments that name runner variables. An
 // undefined path in one of them is an error rather than shell text.
-var Namespaces = []string{"item", "map", "setup", "steps", "error", "shell", "claude", "validation"}
+var Namespaces = []string{"item", "map", "setup", "steps", "error", "shell", "claude", "validation", "merge", "worktree", "workflow", "step", "last"}
+
+// ComputedKinds are the prefixes of Prodigy's computed variables, whose
+// value is worked out when the placeholder is read: ${file:PATH},
+// ${cmd:COMMAND}, ${json:PATH:from:VAR}, ${date:FORMAT}. Such a
+// placeholder's path is the whole text between its braces.
+var ComputedKinds = []string{"file", "cmd", "json", "date"}
+
+// Computed splits the path of a computed placeholder into its kind and
+// argument; ok=false for any other path.
+func Computed(path string) (kind, arg string, ok bool) {
+	kind, arg, ok = strings.Cut(path, ":")
+	if !ok || !slices.Contains(ComputedKinds, kind) || shellModifier(arg) {
+		return "", "", false
+	}
+	return kind, arg, true
+}
+
+// shellModifier reports whether arg, after "NAME:", is the shell's own
+// (${file:-x}, ${file:=x}, ${file:?x}, ${file:+x}, bash's substring
+// ${file:1} or ${file:0:3}) rather than a computed variable's argument.
+func shellModifier(arg string) bool {
+	if arg == "" || strings.IndexByte("-=?+ ", arg[0]) >= 0 {
+		return true
+	}
+	return strings.Trim(arg, "0123456789:") == ""
+}
 
 // UndefinedError reports a placeholder in a runner namespace whose path is
 // not defined.
@@ -226,6 +254,9 @@ func (p *placeholder) text(lookup Lookup) (text string, ok bool, err error) {
 	if lookup != nil {
 		v, ok = lookup(p.path)
 	}
+	if !ok && p.path == "uuid" && strings.HasPrefix(p.src, "${") {
+		v, ok = newUUID(), true // a new one at each read, as Prodigy's; $uuid stays the shell's
+	}
 	_, unavailable := v.(Unavailable)
 	switch {
 	case ok && !(unavailable && p.def != nil): // a default stands in for a value runner does not have
@@ -276,8 +307,12 @@ func (p *placeholder) defaultUses(lookup Lookup) bool {
 	return false
 }
 
-// namespaced reports whether path starts with one of Namespaces.
+// namespaced reports whether path starts with one of Namespaces, or is
+// a computed variable's: runner's, never the shell's.
 func namespaced(path string) bool {
+	if _, _, ok := Computed(path); ok {
+		return true
+	}
 	first := path
 	if i := strings.IndexAny(path, ".["); i >= 0 {
 		first = path[:i]
@@ -288,4 +323,13 @@ func namespaced(path string) bool {
 		}
 	}
 	return false
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

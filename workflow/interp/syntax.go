@@ -2,6 +2,7 @@ package interp
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,6 +26,9 @@ const prodigyDefault = "|default:"
 // parseNested is parseBraced for a placeholder nested depth defaults deep.
 func parseNested(src string, i, depth int) (*placeholder, error) {
 	j := i + 2
+	if p, err := parseComputed(src, i); p != nil || err != nil {
+		return p, err
+	}
 	n := scanPath(src[j:])
 	if n == 0 {
 		return nil, nil
@@ -76,6 +80,34 @@ func parseNested(src string, i, depth int) (*placeholder, error) {
 	}
 	p.src = src[i:j]
 	return p, nil
+}
+
+// parseComputed reads a computed placeholder such as ${file:VERSION} or
+// ${cmd:awk '{print $1}' f} at src[i:], up to the brace that closes it
+// (braces inside it balanced); nil when the text is no such placeholder.
+func parseComputed(src string, i int) (*placeholder, error) {
+	j := i + 2
+	kind, _, _ := strings.Cut(src[j:min(len(src), j+5)], ":")
+	if !slices.Contains(ComputedKinds, kind) || !strings.HasPrefix(src[j+len(kind):], ":") {
+		return nil, nil
+	}
+	depth := 0
+	for k := j; k < len(src); k++ {
+		switch src[k] {
+		case '{':
+			depth++
+		case '}':
+			if depth > 0 {
+				depth--
+				continue
+			}
+			if _, _, ok := Computed(src[j:k]); !ok {
+				return nil, nil // the shell's ${file:-x}, ${file:1}
+			}
+			return &placeholder{off: i, path: src[j:k], src: src[i : k+1]}, nil
+		}
+	}
+	return nil, &SyntaxError{Offset: i, Msg: `unterminated "${"`, src: src}
 }
 
 // parseDefault reads the default that starts at src[i:] up to its closing

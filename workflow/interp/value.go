@@ -81,8 +81,14 @@ type Unavailable struct{ Reason string }
 
 func (u Unavailable) Error() string { return u.Reason }
 
+// JSONList is a list that a placeholder inserts as JSON even when it holds
+// only strings: a step's commits (${steps.ID.commits}), documented as a
+// JSON array of SHAs.
+type JSONList []any
+
 // toText converts a value to the text a placeholder inserts, or to its JSON
-// encoding with asJSON.
+// encoding with asJSON. A list of strings is its strings joined by ", "
+// (Prodigy's value_to_string); other lists and maps are JSON.
 func toText(v any, asJSON bool) (string, error) {
 	if u, ok := v.(Unavailable); ok {
 		return "", u
@@ -95,9 +101,15 @@ func toText(v any, asJSON bool) (string, error) {
 		return "", nil
 	case json.Number:
 		return string(x), nil
+	case JSONList:
+		return toJSON([]any(x))
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		if words, ok := stringList(rv); ok {
+			return strings.Join(words, ", "), nil
+		}
 	case reflect.String:
 		return rv.String(), nil
 	case reflect.Bool:
@@ -112,6 +124,22 @@ func toText(v any, asJSON bool) (string, error) {
 		return formatFloat(rv.Float(), 64), nil
 	}
 	return toJSON(v)
+}
+
+// stringList returns the strings of a list that holds nothing else.
+func stringList(rv reflect.Value) ([]string, bool) {
+	words := make([]string, rv.Len())
+	for i := range words {
+		e := rv.Index(i)
+		if e.Kind() == reflect.Interface {
+			e = e.Elem()
+		}
+		if e.Kind() != reflect.String {
+			return nil, false
+		}
+		words[i] = e.String()
+	}
+	return words, true
 }
 
 // formatFloat writes integral values that fit an int64 without a decimal
