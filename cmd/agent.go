@@ -53,7 +53,7 @@ func runAgent(ctx context.Context, g *globalOptions, stdin io.Reader, id string)
 	if err != nil {
 		return err
 	}
-	return a.Serve(ctx, stdin, mapreduce.NewRunner(w.Executor(), w.Scope(), wf.Map, w.Path("logs"), trees))
+	return a.Serve(ctx, stdin, mapreduce.NewRunner(w.Executor(), w.Scope(), wf.Map, w.ItemLogPath, trees, nil))
 }
 
 // Where a job's map items run.

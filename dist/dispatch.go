@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -586,7 +585,7 @@ func (d *Dispatcher) outcome(t mapreduce.Task, in inbound) mapreduce.Outcome {
 		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery))
 	}
 	if r.LogTail != "" {
-		d.appendLog(t.Index, r.LogTail)
+		d.appendLog(t, r)
 	}
 	out := mapreduce.Outcome{
 		DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: time.Duration(r.DurationMS) * time.Millisecond,
@@ -606,14 +605,15 @@ func (d *Dispatcher) outcome(t mapreduce.Task, in inbound) mapreduce.Outcome {
 	return out
 }
 
-// appendLog adds what the worker logged of an item to the item's log.
-func (d *Dispatcher) appendLog(index int, text string) {
-	f, err := os.OpenFile(filepath.Join(d.j.Path("logs"), "item-"+strconv.Itoa(index)+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return // a log that cannot be written does not fail the item
+// appendLog adds what the worker r came from logged of the item of t to
+// the item's log, after the attempt's header (which the worker does not
+// write: a tail of its log could leave it out).
+func (d *Dispatcher) appendLog(t mapreduce.Task, r result) {
+	h := mapreduce.LogHeader{
+		ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: r.Worker,
+		Start: time.Now().Add(-time.Duration(r.DurationMS) * time.Millisecond),
 	}
-	defer f.Close()
-	_, _ = f.WriteString(text)
+	mapreduce.AppendItemLog(d.j.ItemLogPath(t.ItemID), h.String(), r.LogTail)
 }
 
 // Close stops reading results. After an interrupt it marks the job
