@@ -101,7 +101,7 @@ var agentScripts = []string{
 	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
 	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
 	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
-	"prodigy_output", "logs_items", "tag_output",
+	"prodigy_output", "logs_items", "tag_output", "tag_output_results",
 }
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,

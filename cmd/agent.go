@@ -89,7 +89,7 @@ func (o parallelOptions) validate() error {
 // not nil.
 func (o parallelOptions) dispatcher(g *globalOptions, j *job.Job, live *mapreduce.Live) mapreduce.NewDispatcher {
 	if o.nats != nil {
-		return o.nats.dispatcher(j)
+		return o.nats.dispatcher(j, live)
 	}
 	if o.dispatchMode() != dispatchAgents {
 		return nil

@@ -29,6 +29,9 @@ type Options struct {
 	MaxDeliveries int        // 0: DefaultMaxDeliveries
 	Version       string     // this runner's, for the spec
 	Warn          io.Writer  // warnings about the NATS objects
+	// Live shows each item's output (its log's tail) when its result
+	// arrives (runner run --tag); nil: in its log only.
+	Live *mapreduce.Live
 	// CheckEvery is how often, while items are out, the dispatcher makes
 	// sure that nothing lost on the server leaves them waiting (see
 	// check); 0: DefaultAckWait.
@@ -40,6 +43,7 @@ type Options struct {
 type Dispatcher struct {
 	lock    *os.File // the job's NATS lock, held until Close
 	j       *job.Job
+	live    *mapreduce.Live // where items' output is shown when it arrives; nil: nowhere
 	host    mapreduce.Host
 	js      jetstream.JetStream
 	objs    *objects
@@ -113,7 +117,7 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	d := &Dispatcher{
-		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue,
+		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
 		done: make(chan struct{}),
@@ -586,6 +590,9 @@ func (d *Dispatcher) outcome(t mapreduce.Task, in inbound) mapreduce.Outcome {
 	}
 	if r.LogTail != "" {
 		d.appendLog(t, r)
+		if d.live != nil {
+			d.live.Show(t.ItemID, r.LogTail)
+		}
 	}
 	out := mapreduce.Outcome{
 		DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: time.Duration(r.DurationMS) * time.Millisecond,
