@@ -101,7 +101,8 @@ var agentScripts = []string{
 	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
 	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
 	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
-	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists",
+	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists", "logs_items", "tag_output",
+	"tag_output_results",
 }
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,

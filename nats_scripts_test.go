@@ -93,6 +93,9 @@ func startScriptWorker(env *testscript.Env, url, name string) error {
 //     worker's step events come back with its result, not live (§11.1);
 //   - secrets_not_stored gives secrets with --set, which a run on NATS
 //     refuses: secrets never go on NATS (§11.6; TestNATSSecrets).
+//   - tag_output checks that --tag shows items' stderr on stderr as it
+//     comes; on NATS an item's output comes with its result, stdout and
+//     stderr as one (tag_output_results runs there).
 var natsScripts = []string{
 	"dlq_commands", "dlq_concurrent_retry", "dlq_damaged_empty", "dlq_filter_fields",
 	"dlq_locked_job_waits", "dlq_purge_during_retry", "dlq_purge_events", "dlq_retry_counts", "dlq_retry_crash",
@@ -101,5 +104,5 @@ var natsScripts = []string{
 	"mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
 	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry",
 	"mapreduce_state", "mapreduce_value_ids", "nested_default", "progress",
-	"prodigy_validate", "prodigy_environment",
+	"prodigy_validate", "prodigy_environment", "logs_items", "tag_output_results",
 }

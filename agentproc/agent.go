@@ -48,6 +48,29 @@ func (a *Agent) Emit(e eventlog.Event) {
 	a.send(message{Type: typeEvent, DispatchID: id, Event: &e})
 }
 
+// Live is where a Runner of the agent's shows its items' output as it
+// comes: output messages to the coordinator, which shows them.
+func (a *Agent) Live() *mapreduce.Live {
+	return &mapreduce.Live{Stdout: outputSender{a, "stdout"}, Stderr: outputSender{a, "stderr"}}
+}
+
+// outputSender sends what it is given (whole lines) as output messages
+// of the task running.
+type outputSender struct {
+	a      *Agent
+	stream string
+}
+
+func (o outputSender) Write(p []byte) (int, error) {
+	o.a.mu.Lock()
+	id := o.a.current
+	o.a.mu.Unlock()
+	if err := o.a.send(message{Type: typeOutput, DispatchID: id, Stream: o.stream, Text: string(p)}); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // errCoordinatorGone stops a task when the agent's stdin ends.
 var errCoordinatorGone = errors.New("the coordinator closed the agent's input")
 

@@ -19,6 +19,9 @@ type Config struct {
 	Command []string  // its command line: `runner agent ... JOB`
 	Env     []string  // its environment, which carries the job's secrets
 	Stderr  io.Writer // where its diagnostics go
+	// Live shows the items' output that agents started with --tag send;
+	// nil for agents that send none.
+	Live *mapreduce.Live
 }
 
 // Bounds of the waits on an agent process, which are handshakes and not
@@ -158,6 +161,8 @@ func (p *pool) run(ctx context.Context, a *agentProcess, t mapreduce.Task) (mapr
 		switch {
 		case m.Type == typeEvent && m.Event != nil:
 			p.host.Emit(m.DispatchID, *m.Event) // ErrStale: the task is no longer its item's
+		case m.Type == typeOutput && p.cfg.Live != nil:
+			p.showOutput(m)
 		case m.Type == typeCheckpoint && m.Step != nil:
 			cerr := p.host.Checkpoint(m.DispatchID, *m.Step)
 			err = a.send(message{Type: typeAck, DispatchID: m.DispatchID, Seq: m.Seq, Error: errorText(cerr)})
@@ -200,6 +205,16 @@ type agentProcess struct {
 	enc      *json.Encoder
 	stopOnce sync.Once
 	quit     chan struct{} // closed by stop: its messages are dropped
+}
+
+// showOutput writes the lines of an output message on the live stream it
+// names.
+func (p *pool) showOutput(m message) {
+	w := p.cfg.Live.Stdout
+	if m.Stream == "stderr" {
+		w = p.cfg.Live.Stderr
+	}
+	_, _ = io.WriteString(w, m.Text)
 }
 
 // start starts an agent and waits for its ready message.

@@ -27,6 +27,7 @@ import (
 //
 //	ready      {pid}                            first: the job is open, tasks may come
 //	event      {dispatch_id, event}             an event of the task's run (as the log writes it)
+//	output     {dispatch_id, stream, text}      whole lines of the task's output, prefixed with its item's id (an agent started with --tag)
 //	checkpoint {dispatch_id, seq, step}         a step of the task's attempt to save; the task waits for its ack
 //	release    {dispatch_id}                    the task waits out a delay: its slot may serve another item
 //	acquire    {dispatch_id, seq}               the delay is over: the task waits for its slot
@@ -42,6 +43,7 @@ const (
 	typeSlot       = "slot"
 	typeReady      = "ready"
 	typeEvent      = "event"
+	typeOutput     = "output"
 	typeCheckpoint = "checkpoint"
 	typeRelease    = "release"
 	typeAcquire    = "acquire"
@@ -63,6 +65,8 @@ type message struct {
 	Event      *eventlog.Event    `json:"event,omitempty"`
 	Step       *job.StepRecord    `json:"step,omitempty"`
 	Outcome    *mapreduce.Outcome `json:"outcome,omitempty"`
+	Stream     string             `json:"stream,omitempty"` // output: stdout or stderr
+	Text       string             `json:"text,omitempty"`   // output
 }
 
 // errorText is err's message, or "" for nil.

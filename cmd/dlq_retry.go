@@ -116,7 +116,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		j.Close()
 		return err
 	}
-	sum, read, err := retryDLQ(ctx, g, o, j, q)
+	sum, read, err := retryDLQ(ctx, g, o, j, q, o.live(ui))
 	err = errors.Join(err, q.Close())
 	if cerr := j.Close(); err == nil {
 		err = cerr
@@ -151,12 +151,14 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 }
 
 // retryDLQ runs `dlq retry` on an attached job whose DLQ q holds
-// (mapreduce.RetryDLQ) and sums it up, naming the items another retry
-// holds; read is false when it ended before it read the items to retry.
-func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue) (sum dlqRetrySummary, read bool, err error) {
+// (mapreduce.RetryDLQ), showing the items' output on live (nil: not), and
+// sums it up, naming the items another retry holds; read is false when it
+// ended before it read the items to retry.
+func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue, live *mapreduce.Live) (sum dlqRetrySummary, read bool, err error) {
 	res, err := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
 		MaxParallel: o.MaxParallel,
-		Dispatcher:  o.dispatcher(g, j),
+		Dispatcher:  o.dispatcher(g, j, live),
+		Live:        live,
 		Select: func() ([]*mapreduce.Item, error) {
 			read = true
 			var selected []dlq.Item

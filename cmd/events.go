@@ -87,8 +87,9 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 	return printEventsText(g.stdout, j.EventsPath(), o.query())
 }
 
-// runWatch tells `events --follow` when to stop: when the job's current
-// run (from its last job_started or job_resumed) has ended, or when no
+// runWatch tells `events --follow` and `logs --follow` when to stop: when
+// the job's current run (from its last job_started, job_resumed or
+// dlq_retry_started) has ended, or when no
 // process holds the job's lock and no event came since a look found it
 // free. A process records a run's end before it lets go of the lock, so
 // that look cannot miss an end that is on its way.
@@ -102,9 +103,9 @@ type runWatch struct {
 
 func (w *runWatch) see(e eventlog.Event) {
 	switch t := eventlog.Type(e.Type); {
-	case t == eventlog.TypeJobStarted || t == eventlog.TypeJobResumed:
+	case t == eventlog.TypeJobStarted || t == eventlog.TypeJobResumed || t == eventlog.TypeDLQRetryStarted:
 		w.ended = false
-	case eventlog.JobEnded(t):
+	case eventlog.JobEnded(t) || t == eventlog.TypeDLQRetryFinished:
 		w.ended = true
 	}
 	w.fresh = true

@@ -109,9 +109,10 @@ func refuseCarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]s
 	return usagef("secret %s is given %s: on NATS, each worker takes its secrets from its own environment (secrets never go on NATS); use a reference such as \"${env:NAME}\" and set NAME where the workers run", carried[0].Name, carried[0].Where)
 }
 
-// natsDispatcher is where j's items go on NATS.
-func (r *natsRun) dispatcher(j *job.Job) mapreduce.NewDispatcher {
-	return dist.New(j, dist.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr})
+// natsDispatcher is where j's items go on NATS, showing each item's output
+// on live (nil: not) when its result arrives.
+func (r *natsRun) dispatcher(j *job.Job, live *mapreduce.Live) mapreduce.NewDispatcher {
+	return dist.New(j, dist.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live})
 }
 
 // close closes the connection once its job is done with it.

@@ -75,6 +75,9 @@ type parallelOptions struct {
 	// the default).
 	NATS          natsOptions
 	MaxDeliveries int
+	// Tag shows the items' output as it comes, each line prefixed with
+	// the item's id (GNU parallel's --tag).
+	Tag bool
 
 	nats *natsRun // connected by connectNATS; nil: items run here
 }
@@ -84,6 +87,7 @@ func (o *parallelOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Dispatch, "dispatch", "", "where items run: local or agents (env RUNNER_DISPATCH; default local)")
 	c.Flags().MarkHidden("dispatch")
 	o.NATS.AddFlags(c, "run the map's items on NATS workers reached at this URL (a comma-separated list for a cluster)")
+	c.Flags().BoolVar(&o.Tag, "tag", false, "show the items' output as it comes, each line prefixed with the item's id and a tab (default: only in the item logs)")
 	c.Flags().Var((*positiveInt)(&o.MaxDeliveries), "max-deliveries", "on NATS, deliveries of one attempt's task before it fails as kind lost (default: the workflow's distributed.max_deliveries, else 4)")
 }
 

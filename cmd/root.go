@@ -106,6 +106,7 @@ an error policy and a dead-letter queue for items that still fail.
 		newResumeCommand(g),
 		newJobsCommand(g),
 		newEventsCommand(g),
+		newLogsCommand(g),
 		newDLQCommand(g),
 		newSchemaCommand(g),
 		newReportCommand(g),

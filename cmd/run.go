@@ -229,8 +229,8 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 			defer par.nats.showQueue(ui.display)()
 		}
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
-			Ending: ending})
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
+			Live: par.live(ui), Ending: ending})
 		res.items, res.end = &sum.Items, sum.End
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}

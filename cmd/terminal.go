@@ -127,9 +127,8 @@ func (t *terminal) event(e eventlog.Event) {
 	case eventlog.TypeHandlerCompleted:
 		if err := e.Str("error"); err != "" {
 			t.printf("!!! the on_failure handler of %s failed: %s\n", step, err)
-		} else if t.g.Verbose {
-			line, _ := e.MarshalJSON()
-			t.printf("    %s\n", line)
+		} else {
+			t.verbose(e)
 		}
 	case eventlog.TypeAttemptFailed:
 		if t.g.Verbose {
@@ -146,10 +145,15 @@ func (t *terminal) event(e eventlog.Event) {
 		}
 		t.printf("    circuit breaker %s: %s\n", what, strings.Replace(strings.TrimPrefix(string(e.Type), "circuit_"), "half_open", "half-open", 1))
 	default:
-		if t.g.Verbose {
-			line, _ := e.MarshalJSON()
-			t.printf("    %s\n", line)
-		}
+		t.verbose(e)
+	}
+}
+
+// verbose shows, with -v, an event that has no line of its own, as
+// `runner events` prints it.
+func (t *terminal) verbose(e eventlog.Event) {
+	if t.g.Verbose {
+		t.printf("    %s", e.AppendLine(nil))
 	}
 }
 
@@ -157,10 +161,7 @@ func (t *terminal) event(e eventlog.Event) {
 // workflow's error_collection; the rest only with -v.
 func (t *terminal) itemEvent(e eventlog.Event) {
 	if e.Type != eventlog.TypeItemFailed {
-		if t.g.Verbose {
-			line, _ := e.MarshalJSON()
-			t.printf("    %s\n", line)
-		}
+		t.verbose(e)
 		return
 	}
 	t.mu.Lock()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -30,6 +29,9 @@ type Options struct {
 	MaxDeliveries int        // 0: DefaultMaxDeliveries
 	Version       string     // this runner's, for the spec
 	Warn          io.Writer  // warnings about the NATS objects
+	// Live shows each item's output (its log's tail) when its result
+	// arrives (runner run --tag); nil: in its log only.
+	Live *mapreduce.Live
 	// CheckEvery is how often, while items are out, the dispatcher makes
 	// sure that nothing lost on the server leaves them waiting (see
 	// check); 0: DefaultAckWait.
@@ -41,6 +43,7 @@ type Options struct {
 type Dispatcher struct {
 	lock    *os.File // the job's NATS lock, held until Close
 	j       *job.Job
+	live    *mapreduce.Live // where items' output is shown when it arrives; nil: nowhere
 	host    mapreduce.Host
 	js      jetstream.JetStream
 	objs    *objects
@@ -114,7 +117,7 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	d := &Dispatcher{
-		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue,
+		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
 		done: make(chan struct{}),
@@ -586,7 +589,10 @@ func (d *Dispatcher) outcome(t mapreduce.Task, in inbound) mapreduce.Outcome {
 		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery))
 	}
 	if r.LogTail != "" {
-		d.appendLog(t.Index, r.LogTail)
+		d.appendLog(t, r)
+		if d.live != nil {
+			d.live.Show(t.ItemID, r.LogTail)
+		}
 	}
 	out := mapreduce.Outcome{
 		DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: time.Duration(r.DurationMS) * time.Millisecond,
@@ -606,14 +612,15 @@ func (d *Dispatcher) outcome(t mapreduce.Task, in inbound) mapreduce.Outcome {
 	return out
 }
 
-// appendLog adds what the worker logged of an item to the item's log.
-func (d *Dispatcher) appendLog(index int, text string) {
-	f, err := os.OpenFile(filepath.Join(d.j.Path("logs"), "item-"+strconv.Itoa(index)+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return // a log that cannot be written does not fail the item
+// appendLog adds what the worker r came from logged of the item of t to
+// the item's log, after the attempt's header (which the worker does not
+// write: a tail of its log could leave it out).
+func (d *Dispatcher) appendLog(t mapreduce.Task, r result) {
+	h := mapreduce.LogHeader{
+		ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: r.Worker,
+		Start: time.Now().Add(-time.Duration(r.DurationMS) * time.Millisecond),
 	}
-	defer f.Close()
-	_, _ = f.WriteString(text)
+	mapreduce.AppendItemLog(d.j.ItemLogPath(t.ItemID), h.String(), r.LogTail)
 }
 
 // Close stops reading results. After an interrupt it marks the job

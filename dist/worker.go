@@ -73,7 +73,6 @@ type workerJob struct {
 	worker   *job.Worker // nil when unable says why it cannot be opened here
 	unable   error
 	runner   *mapreduce.Runner
-	logDir   string
 }
 
 // workerRun is one task running: its job and item, its events, and how
@@ -279,7 +278,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 	}()
 	ls := newLease(w.wd, w.ackWait-2*w.heartbeat(), received)
 	stopBeats := w.beat(rctx, msg, ls, cancel)
-	logPath := filepath.Join(wj.logDir, "item-"+strconv.Itoa(t.Index)+".log")
+	logPath := wj.worker.ItemLogPath(t.ItemID)
 	logStart := fileSize(logPath)
 	mt := mapreduce.Task{
 		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt,
@@ -441,11 +440,8 @@ func (w *Worker) open(wj *workerJob) error {
 	}
 	x := jw.Executor()
 	x.Env = append(x.Env, "RUNNER_WORKER="+w.opts.Name)
-	wj.worker, wj.logDir = jw, jw.Path("logs")
-	if err := os.MkdirAll(wj.logDir, 0o700); err != nil {
-		return err
-	}
-	wj.runner = mapreduce.NewRunner(jw.Executor(), jw.Scope(), wf.Map, wj.logDir, nil)
+	wj.worker = jw
+	wj.runner = mapreduce.NewRunner(jw.Executor(), jw.Scope(), wf.Map, jw.ItemLogPath, nil, nil)
 	return nil
 }
 

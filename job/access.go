@@ -105,6 +105,9 @@ func (j *Job) Path(name string) string { return j.st.Path(name) }
 // EventsPath is the path of the job's event log.
 func (j *Job) EventsPath() string { return j.st.EventsPath() }
 
+// ItemLogPath is the path of the output log of the job's map item id.
+func (j *Job) ItemLogPath(id string) string { return j.st.ItemLogPath(id) }
+
 // ItemLog is the job's item log open for appending: item state changes
 // and the checkpoints of running items, whose variables it stores with
 // the job's secret values sealed.

@@ -31,6 +31,9 @@ type Options struct {
 	MaxParallel int // overrides map.max_parallel when above 0
 	DLQ         DeadLetters
 	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
+	// Live shows the items' output as it comes when they run in this
+	// process (runner run --tag); nil: in their logs only.
+	Live *Live
 	// Ending says whether a job on a job branch (map.isolation: worktree)
 	// that succeeded merges that branch into the branch it started on
 	// (runner run --merge, merge_back: true, or the user's answer):
@@ -142,16 +145,12 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	logDir := j.Path("logs")
-	if err := os.MkdirAll(logDir, 0o700); err != nil {
-		return Summary{}, fmt.Errorf("item logs: %w", err)
-	}
 	itemLog, err := j.OpenItemLog()
 	if err != nil {
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	results, err := openResults(j.Path("results.jsonl"), logDir)
+	results, err := openResults(j.Path("results.jsonl"), j.ItemLogPath)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -168,7 +167,11 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 
 	ep := j.Workflow().ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
-	s, err := newScheduler(j, l, parallel, trees, opts.Dispatcher)
+	run := RunFirst
+	if j.Resumed() {
+		run = RunResume
+	}
+	s, err := newScheduler(j, l, parallel, trees, dispatching{dispatcher: opts.Dispatcher, live: opts.Live, run: run})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -226,21 +229,30 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	return sum, nil
 }
 
-func newScheduler(j *job.Job, l *ledger, parallel int, trees *Worktrees, dispatcher NewDispatcher) (*scheduler, error) {
+// dispatching is where a scheduler's tasks run, and what they say of
+// themselves.
+type dispatching struct {
+	dispatcher NewDispatcher // nil: in this process (Local)
+	live       *Live         // where Local shows the items' output; nil: in their logs only
+	run        string        // RunFirst, RunResume or RunDLQRetry
+}
+
+func newScheduler(j *job.Job, l *ledger, parallel int, trees *Worktrees, d dispatching) (*scheduler, error) {
 	s := &scheduler{
-		ledger: l,
-		trees:  trees,
-		slots:  make(Slots, parallel),
-		jobID:  j.ID(),
-		seed:   j.Seed(),
-		emit:   j.Emit,
-		active: map[string]*dispatch{},
+		ledger:  l,
+		trees:   trees,
+		slots:   make(Slots, parallel),
+		jobID:   j.ID(),
+		seed:    j.Seed(),
+		runKind: d.run,
+		emit:    j.Emit,
+		active:  map[string]*dispatch{},
 	}
-	if dispatcher == nil {
-		dispatcher = Local(j, trees)
+	if d.dispatcher == nil {
+		d.dispatcher = Local(j, trees, d.live)
 	}
 	var err error
-	s.dispatcher, err = dispatcher(s)
+	s.dispatcher, err = d.dispatcher(s)
 	return s, err
 }
 

@@ -332,7 +332,7 @@ map:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(j.Executor(), j.Scope(), wf.Map, dir, nil)
+	r := NewRunner(j.Executor(), j.Scope(), wf.Map, j.ItemLogPath, nil, nil)
 	saved := []job.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -122,26 +121,26 @@ func (l *resultLog) entry(it *Item, out Outcome, failed *Failure) Result {
 // resultLog appends each finished item's Result to results.jsonl, one
 // write per item, before the item's state is recorded.
 type resultLog struct {
-	mu     sync.Mutex
-	f      *appendfile.File
-	buf    bytes.Buffer
-	logDir string // the job's item logs
+	mu      sync.Mutex
+	f       *appendfile.File
+	buf     bytes.Buffer
+	logPath func(itemID string) string // where an item's log is
 }
 
 // openResults opens the results file at path, whose entries name the item
-// logs in logDir.
-func openResults(path, logDir string) (*resultLog, error) {
+// logs that logPath gives.
+func openResults(path string, logPath func(itemID string) string) (*resultLog, error) {
 	f, err := appendfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
-	return &resultLog{f: f, logDir: logDir}, nil
+	return &resultLog{f: f, logPath: logPath}, nil
 }
 
 // itemLog is the path of an item's log, "" when it has none here (its
 // steps ran on another machine, or wrote nothing).
 func (l *resultLog) itemLog(it *Item) string {
-	path := filepath.Join(l.logDir, "item-"+strconv.Itoa(it.Index)+".log")
+	path := l.logPath(it.ID)
 	if _, err := os.Stat(path); err != nil {
 		return ""
 	}

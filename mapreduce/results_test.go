@@ -15,7 +15,7 @@ func TestResultsAfterTornWrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "results.jsonl")
 	for i := range 3 {
-		l, err := openResults(path, dir)
+		l, err := openResults(path, func(id string) string { return filepath.Join(dir, id+".log") })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +43,8 @@ func TestResultsAfterTornWrite(t *testing.T) {
 // commits always, and the worktree's fields when the item had one.
 func TestResultShape(t *testing.T) {
 	dir := t.TempDir()
-	l := &resultLog{logDir: dir}
-	os.WriteFile(filepath.Join(dir, "item-1.log"), []byte("log\n"), 0o600)
+	l := &resultLog{logPath: func(id string) string { return filepath.Join(dir, id+".log") }}
+	os.WriteFile(filepath.Join(dir, "a.log"), []byte("log\n"), 0o600)
 	it := &Item{ID: "a", Index: 1, Raw: json.RawMessage(`{"f":1}`)}
 	tree := Outcome{Output: "out", Duration: 1500 * time.Millisecond, Branch: "runner-items/j/a", Worktree: "/w/a", Commits: []string{"c1"}, FilesModified: []string{"x.go"}}
 	tests := []struct {
@@ -54,11 +54,11 @@ func TestResultShape(t *testing.T) {
 		want   string
 	}{
 		{"success", Outcome{Output: "hi"}, nil,
-			`{"item_id":"a","status":"Success","output":"hi","commits":[],"duration":{"secs":0,"nanos":0},"json_log_location":"` + dir + `/item-1.log","item_index":1,"item":{"f":1},"duration_ms":0}`},
+			`{"item_id":"a","status":"Success","output":"hi","commits":[],"duration":{"secs":0,"nanos":0},"json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0}`},
 		{"failure in a worktree", tree, &Failure{Kind: "exit", Message: "exit status 1"},
-			`{"item_id":"a","status":{"Failed":"exit status 1"},"output":"out","commits":["c1"],"files_modified":["x.go"],"duration":{"secs":1,"nanos":500000000},"error":"exit status 1","worktree_path":"/w/a","branch_name":"runner-items/j/a","worktree_session_id":"a","json_log_location":"` + dir + `/item-1.log","item_index":1,"item":{"f":1},"duration_ms":1500,"kind":"exit"}`},
+			`{"item_id":"a","status":{"Failed":"exit status 1"},"output":"out","commits":["c1"],"files_modified":["x.go"],"duration":{"secs":1,"nanos":500000000},"error":"exit status 1","worktree_path":"/w/a","branch_name":"runner-items/j/a","worktree_session_id":"a","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":1500,"kind":"exit"}`},
 		{"timeout", Outcome{}, &Failure{Kind: "timeout", Message: "timed out after 1s"},
-			`{"item_id":"a","status":"Timeout","output":"","commits":[],"duration":{"secs":0,"nanos":0},"error":"timed out after 1s","json_log_location":"` + dir + `/item-1.log","item_index":1,"item":{"f":1},"duration_ms":0,"kind":"timeout"}`},
+			`{"item_id":"a","status":"Timeout","output":"","commits":[],"duration":{"secs":0,"nanos":0},"error":"timed out after 1s","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0,"kind":"timeout"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

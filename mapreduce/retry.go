@@ -20,6 +20,7 @@ type RetryQueue interface {
 type RetryOptions struct {
 	MaxParallel int           // overrides map.max_parallel when above 0
 	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
+	Live        *Live         // shows the items' output when they run in this process; nil: not
 	// Select returns the items to retry; it is called once the DLQ is
 	// settled with the item log.
 	Select func() ([]*Item, error)
@@ -47,7 +48,7 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 	if err != nil {
 		return res, err
 	}
-	counts, err := RetryDead(ctx, j, items, opts.MaxParallel, opts.Dispatcher, q)
+	counts, err := RetryDead(ctx, j, items, opts, q)
 	res.Selected, res.Succeeded, res.Failed, res.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
 	now, serr := Settle(j, q)
 	res.Remaining = now.DLQ
@@ -55,7 +56,8 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 }
 
 // RetryDead runs the job's agent template again on items taken from its
-// DLQ (a job opened with job.Attach): an item that succeeds leaves the
+// DLQ (a job opened with job.Attach), as opts says (its Select is not
+// called): an item that succeeds leaves the
 // DLQ; one that fails again gets the failure appended to its history and
 // stays. An item that another process has claimed is left alone. It
 // returns the counts of this retry (Total: items asked for; Pending: those
@@ -65,8 +67,8 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 // job branch's tip and is merged back as in the job's run; the merges of
 // all the retries of the job take turns (the job's merge lock), and an
 // item whose branch a killed retry merged leaves the DLQ without running.
-func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dispatcher NewDispatcher, q RetryQueue) (counts job.ItemCounts, err error) {
-	parallel, err := maxParallel(j.Workflow().Map, j.Scope(), override)
+func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions, q RetryQueue) (counts job.ItemCounts, err error) {
+	parallel, err := maxParallel(j.Workflow().Map, j.Scope(), opts.MaxParallel)
 	if err != nil {
 		return job.ItemCounts{}, err
 	}
@@ -84,7 +86,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, override int, dis
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s, err := newScheduler(j, l, parallel, trees, dispatcher)
+	s, err := newScheduler(j, l, parallel, trees, dispatching{dispatcher: opts.Dispatcher, live: opts.Live, run: RunDLQRetry})
 	if err != nil {
 		return job.ItemCounts{}, err
 	}

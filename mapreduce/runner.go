@@ -3,12 +3,8 @@ package mapreduce
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/runnerdev/runner/crashpoint"
@@ -25,22 +21,25 @@ type Runner struct {
 	scope   *executor.Scope // the job's, after setup
 	steps   []*workflow.Step
 	timeout time.Duration // agent_timeout; 0 = none
-	logDir  string
+	logPath func(itemID string) string
 	trees   *Worktrees // map.isolation: worktree; nil for none
+	live    *Live      // nil: the items' output goes to their logs only
 }
 
 // NewRunner returns a runner of m's template with x in scope (the job's
-// variables after setup), writing item logs to logDir, each item in a
-// worktree of trees (nil: in this process's directory).
-func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logDir string, trees *Worktrees) *Runner {
-	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logDir: logDir, trees: trees}
+// variables after setup), writing each item's output to the log logPath
+// names, each item in a worktree of trees (nil: in this process's
+// directory), showing the items' output on live too when it is not nil.
+func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logPath func(itemID string) string, trees *Worktrees, live *Live) *Runner {
+	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logPath: logPath, trees: trees, live: live}
 }
 
 // Local runs a job's tasks in this process, with its executor, each item
-// in a worktree of trees (nil: in this process's directory).
-func Local(j *job.Job, trees *Worktrees) NewDispatcher {
+// in a worktree of trees (nil: in this process's directory), showing
+// their output on live (nil: not).
+func Local(j *job.Job, trees *Worktrees, live *Live) NewDispatcher {
 	return func(h Host) (Dispatcher, error) {
-		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.Path("logs"), trees), host: h}, nil
+		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.ItemLogPath, trees, live), host: h}, nil
 	}
 }
 
@@ -110,10 +109,16 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		sc.Set("worktree", map[string]any{"path": tree.path, "branch": branch})
 		env = append(env, "RUNNER_WORKTREE="+tree.path)
 	}
-	logFile := &lazyFile{path: filepath.Join(r.logDir, "item-"+strconv.Itoa(it.Index)+".log")}
+	logFile := &lazyFile{path: r.logPath(it.ID)}
+	if t.Run != "" {
+		logFile.header = LogHeader{ItemID: it.ID, Attempt: t.Attempt, Run: t.Run, Start: start}.String()
+	}
 	defer logFile.Close()
-	if t.Attempt > 1 {
-		fmt.Fprintf(logFile, "--- attempt %d ---\n", t.Attempt)
+	var itemOut, itemErr io.Writer = logFile, logFile
+	if r.live != nil {
+		liveOut, liveErr, flush := r.live.item(it.ID)
+		defer flush()
+		itemOut, itemErr = io.MultiWriter(logFile, liveOut), io.MultiWriter(logFile, liveErr)
 	}
 	var stdout executor.OutputTail
 	var saveErr error
@@ -129,8 +134,8 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		Worktree: branch,
 		Env:      env,
 		ItemID:   it.ID,
-		Stdout:   io.MultiWriter(&stdout, logFile),
-		Stderr:   logFile,
+		Stdout:   io.MultiWriter(&stdout, itemOut),
+		Stderr:   itemErr,
 		Slot:     slot,
 		Waiting:  checkpoint,
 	}
@@ -186,34 +191,4 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 		return out, nil
 	}
 	return outcome(), nil
-}
-
-// lazyFile is an item's log, created on its first write: items that print
-// nothing leave no file behind.
-type lazyFile struct {
-	mu   sync.Mutex
-	path string
-	f    *os.File
-	err  error
-}
-
-func (l *lazyFile) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil && l.err == nil {
-		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	}
-	if l.err != nil {
-		return len(p), nil // a log that cannot be written does not fail the item
-	}
-	return l.f.Write(p)
-}
-
-func (l *lazyFile) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return nil
-	}
-	return l.f.Close()
 }

@@ -29,6 +29,7 @@ type scheduler struct {
 	trees      *Worktrees        // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
+	runKind    string // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
 	emit       func(eventlog.Event)
 	ended      func(it *Item) // after an item's end is recorded; may be nil
 	// resumed are the items an ended process left running, by index,
@@ -262,7 +263,7 @@ func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *Slot, sa
 // with another dispatch's) it returns an error and the checkpoints of the
 // attempt so far.
 func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *Slot, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
-	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Checkpoints: saved, item: it}
+	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Run: s.runKind, Checkpoints: saved, item: it}
 	d := &dispatch{it: it, attempt: attempt, slot: sl, steps: slices.Clone(saved)}
 	s.mu.Lock()
 	s.active[t.DispatchID] = d

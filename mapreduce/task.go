@@ -29,6 +29,11 @@ type Task struct {
 	DispatchID string          `json:"dispatch_id"`
 	Seed       uint64          `json:"seed"`            // the job's: retry jitter derives from it
 	Total      int             `json:"total,omitempty"` // the job's items: ${item_total}
+	// Run is the run of the job that sends the task (RunFirst, RunResume,
+	// RunDLQRetry), which the header of its output in the item's log
+	// names; "" writes no header (a NATS worker's task: its coordinator
+	// writes the header).
+	Run string `json:"run,omitempty"`
 	// Checkpoints are the steps of this attempt saved by a run that
 	// ended before the attempt did (a crash, a lost runner): the attempt
 	// goes on after them.

@@ -1,0 +1,295 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
+)
+
+type logsOptions struct {
+	Attempt int
+	Follow  bool
+}
+
+func newLogsCommand(g *globalOptions) *cobra.Command {
+	var o logsOptions
+	c := &cobra.Command{
+		Use:   "logs JOB [ITEM]",
+		Short: "Show a map item's output, or list the items that printed",
+		Long: `Show the output (stdout and stderr) of one item of a MapReduce job, named by
+its id or, when no item has that id, by its index. Each attempt's output
+starts with a header line naming the attempt and the run (run, resume,
+dlq retry) that made it. Without ITEM, list the items that printed
+something, with the size of their logs.`,
+		Example: `  runner logs resize-20261122-101500-a1b2c3 photo-17.jpg
+  runner logs latest 3 --attempt 2
+  runner logs --follow JOB ITEM
+  runner logs JOB`,
+		Args: rangeArgs(1, 2),
+		RunE: func(c *cobra.Command, args []string) error {
+			return runLogs(c.Context(), g, o, args)
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&o.Attempt, "attempt", 0, "only the output of this attempt (of every run that made one)")
+	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing the item's output as it grows until the job's current run ends or its process is gone")
+	takesJob(g, c)
+	c.ValidArgsFunction = func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return g.completeJobs(toComplete), cobra.ShellCompDirectiveNoFileComp
+		}
+		return completeItemLogs(g, args[0], toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+	return c
+}
+
+func runLogs(ctx context.Context, g *globalOptions, o logsOptions, args []string) error {
+	if o.Attempt < 0 {
+		return usagef("--attempt %d: attempts count from 1", o.Attempt)
+	}
+	j, err := g.store().Open(args[0])
+	if err != nil {
+		return err
+	}
+	if j.Meta.Mode != string(workflow.MapReduce) {
+		return usagef("job %s is a standard workflow: its steps' output goes to the terminal and is not kept (runner events %s shows how each step ended)", j.Meta.ID, j.Meta.ID)
+	}
+	if len(args) == 1 {
+		if o.Attempt > 0 || o.Follow {
+			return usagef("--attempt and --follow show one item's log: name the ITEM")
+		}
+		return listItemLogs(g, j)
+	}
+	it, err := findItem(j, args[1])
+	if err != nil {
+		return err
+	}
+	out := &logPrinter{w: g.stdout, attempt: o.Attempt, current: 1}
+	legacy := state.LegacyItemLogPath(j.Dir, it.Index)
+	if _, err := out.copyFrom(legacy, 0, true); err != nil {
+		return err
+	}
+	path := j.ItemLogPath(it.ID)
+	if o.Follow {
+		return followItemLog(ctx, g, j, path, out)
+	}
+	if _, err := out.copyFrom(path, 0, true); err != nil {
+		return err
+	}
+	if !out.printed {
+		out.sayNothing(g.stderr, it.ID)
+	}
+	return nil
+}
+
+// findItem returns the job's item whose id is arg, else the one at index
+// arg.
+func findItem(j *state.Job, arg string) (*items.Item, error) {
+	var byID, byIndex *items.Item
+	index, err := strconv.Atoi(arg)
+	if err != nil {
+		index = -1
+	}
+	total := 0
+	err = items.Read(j.Path("items.jsonl"), func(it *items.Item) (bool, error) {
+		total++
+		if it.ID == arg {
+			byID = it
+			return false, nil
+		}
+		if it.Index == index {
+			byIndex = it
+		}
+		return true, nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, usagef("job %s has no items: its map input was never loaded", j.Meta.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case byID != nil:
+		return byID, nil
+	case byIndex != nil:
+		return byIndex, nil
+	}
+	return nil, usagef("job %s has no item %q (an item id, or an index from 0 to %d)", j.Meta.ID, arg, total-1)
+}
+
+// logPrinter copies an item's log to w, only the sections of one attempt
+// when attempt is not 0.
+type logPrinter struct {
+	w       io.Writer
+	attempt int  // 0: every attempt
+	current int  // the attempt of the section being copied (1 before any header: an older runner's first attempt)
+	printed bool // something was written
+}
+
+// copyFrom copies the log at path from offset to w, line by line, and
+// returns the offset after what it copied: the end of the last whole line,
+// or the end of the file when all is set. A log that is not there yet
+// copies nothing.
+func (p *logPrinter) copyFrom(path string, offset int64, all bool) (int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return offset, nil
+	}
+	if err != nil {
+		return offset, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return offset, err
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := r.ReadString('\n')
+		if err == nil || (all && line != "") {
+			p.line(line)
+			offset += int64(len(line))
+		}
+		if errors.Is(err, io.EOF) {
+			return offset, nil
+		}
+		if err != nil {
+			return offset, err
+		}
+	}
+}
+
+// line writes one line of a log if its section is shown.
+func (p *logPrinter) line(line string) {
+	if h, ok := mapreduce.ParseLogHeader(strings.TrimSuffix(line, "\n")); ok {
+		p.current = h.Attempt
+	}
+	if p.attempt == 0 || p.current == p.attempt {
+		io.WriteString(p.w, line)
+		p.printed = true
+	}
+}
+
+// sayNothing tells on w that the item's log held nothing to show.
+func (p *logPrinter) sayNothing(w io.Writer, itemID string) {
+	if p.attempt > 0 {
+		fmt.Fprintf(w, "item %s: no output from an attempt %d\n", itemID, p.attempt)
+		return
+	}
+	fmt.Fprintf(w, "item %s has printed nothing\n", itemID)
+}
+
+// followItemLog copies the item log at path as it grows, until the job's
+// current run ends or its process is gone (as `runner events --follow`
+// decides), then what the log holds at that end.
+func followItemLog(ctx context.Context, g *globalOptions, j *state.Job, path string, out *logPrinter) error {
+	w := &runWatch{job: j}
+	var offset int64
+	err := eventlog.Follow(ctx, j.EventsPath(), eventlog.Query{}, func(eventlog.Event) error { return nil }, eventlog.Until{
+		See: w.see,
+		Done: func() (bool, error) {
+			stop, err := w.done()
+			var cerr error
+			offset, cerr = out.copyFrom(path, offset, stop)
+			return stop, errors.Join(err, cerr)
+		},
+	})
+	if err == nil && w.gone {
+		fmt.Fprintf(g.stderr, "job %s: the process running it is gone; resume with: runner resume %s\n", j.Meta.ID, j.Meta.ID)
+	}
+	return err
+}
+
+// itemLog is an item that printed something, and the size of its logs.
+type itemLog struct {
+	id    string
+	index int
+	size  int64
+}
+
+// itemLogs returns the job's items that have a log, in input order.
+func itemLogs(j *state.Job) ([]itemLog, error) {
+	sizes := map[string]int64{}
+	for _, dir := range []string{filepath.Join(j.Dir, state.ItemLogsDir), filepath.Join(j.Dir, "logs")} {
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+				sizes[filepath.Join(dir, e.Name())] = info.Size()
+			}
+		}
+	}
+	var out []itemLog
+	if len(sizes) == 0 {
+		return nil, nil
+	}
+	err := items.Read(j.Path("items.jsonl"), func(it *items.Item) (bool, error) {
+		size, ok := sizes[j.ItemLogPath(it.ID)]
+		legacy, lok := sizes[state.LegacyItemLogPath(j.Dir, it.Index)]
+		if ok || lok {
+			out = append(out, itemLog{id: it.ID, index: it.Index, size: size + legacy})
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// listItemLogs prints the job's items that have a log.
+func listItemLogs(g *globalOptions, j *state.Job) error {
+	logs, err := itemLogs(j)
+	if err != nil {
+		return err
+	}
+	if len(logs) == 0 {
+		fmt.Fprintf(g.stderr, "no item of job %s has printed anything\n", j.Meta.ID)
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ITEM\tINDEX\tBYTES")
+	for _, l := range logs {
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", l.id, l.index, l.size)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stderr, "show one with: runner logs %s ITEM\n", j.Meta.ID)
+	return nil
+}
+
+// completeItemLogs returns the ids of the items of the job arg names that
+// have a log and start with prefix.
+func completeItemLogs(g *globalOptions, arg, prefix string) []cobra.Completion {
+	id, err := g.store().Find(arg)
+	if err != nil {
+		return nil
+	}
+	j, err := g.store().Open(id)
+	if err != nil {
+		return nil
+	}
+	logs, _ := itemLogs(j)
+	var out []cobra.Completion
+	for _, l := range logs {
+		if strings.HasPrefix(l.id, prefix) {
+			out = append(out, cobra.CompletionWithDesc(l.id, fmt.Sprintf("index %d, %d bytes", l.index, l.size)))
+		}
+	}
+	return out
+}
