@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/gitwork"
+	"github.com/runnerdev/runner/job"
 	"github.com/runnerdev/runner/jobtree"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/state"
@@ -222,7 +222,7 @@ func (r *remover) remove(id string) error {
 	}
 	removed := func(what string) { fmt.Fprintln(r.g.stdout, "removed", what) }
 	if err := jobtree.Clear(r.ctx, r.repo, left, removed); err != nil {
-		return fmt.Errorf("job %s kept: %w", id, err)
+		return fmt.Errorf("job %s not removed: %w", id, err)
 	}
 	if err := j.Remove(); err != nil {
 		return err
@@ -231,20 +231,26 @@ func (r *remover) remove(id string) error {
 	return nil
 }
 
-// leftovers returns what job j has in the repository, refusing (keptError)
-// a job whose branches hold commits no other branch has, unless --force,
-// and a job that ran in git worktrees when runner is not in a git work
-// tree (--force removes only its state).
+// leftovers returns what job j has in the repository: the worktrees
+// under its directory and, when it ran on a job branch, its branches. It
+// refuses (keptError) a job whose branches hold commits no other branch
+// has, unless --force, and a job that ran on a job branch when runner is
+// not in a git work tree (--force removes only its state).
 func (r *remover) leftovers(j *state.Job) (jobtree.Leftovers, error) {
 	id := j.Meta.ID
+	onBranch := ranOnJobBranch(j)
 	if !r.inRepo {
-		if usedGit(j) && !r.o.Force {
+		if onBranch && !r.o.Force {
 			return jobtree.Leftovers{}, keptf("job %s kept: it ran in git worktrees, and runner is not in a git work tree: run this in the job's repository to remove its worktrees and branches (--force removes only its state)", id)
 		}
 		return jobtree.Leftovers{}, nil
 	}
-	refs := mapreduce.JobRefs{ID: id, ItemBranches: j.Meta.ItemBranches}
-	left, err := jobtree.Survey(r.ctx, r.repo, j.Dir, jobtree.Branch(id), refs.ItemPrefix())
+	var branches []string
+	if onBranch {
+		refs := mapreduce.JobRefs{ID: id, ItemBranches: j.Meta.ItemBranches}
+		branches = []string{jobtree.Branch(id), refs.ItemPrefix()}
+	}
+	left, err := jobtree.Survey(r.ctx, r.repo, j.Dir, branches...)
 	if err != nil {
 		return left, fmt.Errorf("job %s kept: %w", id, err)
 	}
@@ -275,18 +281,16 @@ func commits(n int) string {
 	return fmt.Sprintf("%d commits", n)
 }
 
-// usedGit reports whether job j ran in git worktrees, as its metadata or
-// its directory says.
-func usedGit(j *state.Job) bool {
-	if j.Meta.ItemBranches != "" || j.Meta.Isolation == string(workflow.IsolationWorktree) {
+// ranOnJobBranch reports whether job j ran in git worktrees, on a job
+// branch, as its workflow copy and metadata say (as resume decides); a
+// job whose copy cannot be read is taken to have.
+func ranOnJobBranch(j *state.Job) bool {
+	wf, err := workflow.Load(j.WorkflowCopy())
+	if err != nil {
 		return true
 	}
-	for _, name := range []string{"worktree", "worktrees"} {
-		if _, err := os.Stat(j.Path(name)); err == nil {
-			return true
-		}
-	}
-	return false
+	job.RestoreIsolation(wf, j.Meta)
+	return wf.RunsInWorktree()
 }
 
 // completesEveryJob has the shell complete each of c's arguments with the

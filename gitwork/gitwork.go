@@ -663,8 +663,11 @@ func (g Git) DeleteBranch(ctx context.Context, branch string) error {
 }
 
 // BranchesUnder lists the branches named name or below it (name/...), for
-// each of names, sorted by name.
+// each of names, sorted by name; none for no names.
 func (g Git) BranchesUnder(ctx context.Context, names ...string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
 	args := []string{"for-each-ref", "--format=%(refname:short)"}
 	for _, n := range names {
 		args = append(args, "refs/heads/"+strings.TrimSuffix(n, "/"))

@@ -353,6 +353,9 @@ func TestBranchesUnderAndOnlyOn(t *testing.T) {
 	if n, err := g.OnlyOn(t.Context(), "runner/j", []string{"runner/j"}); err != nil || n != 0 {
 		t.Errorf("OnlyOn(job branch, itself), the item branch having its commit = %d, %v; want 0", n, err)
 	}
+	if none, err := g.BranchesUnder(t.Context()); err != nil || none != nil {
+		t.Errorf("BranchesUnder() = %q, %v; want none", none, err)
+	}
 	must(t, g, "merge", "-q", "--no-ff", "-m", "merge", "runner-items/j/1")
 	for _, b := range got {
 		if n, err := g.OnlyOn(t.Context(), b, got); err != nil || n != 0 {
