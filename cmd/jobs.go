@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -14,32 +16,53 @@ import (
 	"github.com/runnerdev/runner/jobdlq"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/workflow"
 )
 
 type jobsOptions struct {
-	JSON bool
+	JSON   bool
+	Status []string
+	Limit  int
 }
 
 func newJobsCommand(g *globalOptions) *cobra.Command {
 	var o jobsOptions
 	c := &cobra.Command{
-		Use:     "jobs",
-		Short:   "List jobs in the state dir",
-		Example: "  runner jobs\n  runner jobs --json | jq '.[] | select(.status == \"failed\")'",
-		Args:    exactArgs(0),
-		RunE: func(*cobra.Command, []string) error {
+		Use:   "jobs",
+		Short: "List jobs in the state dir; remove them (rm, prune)",
+		Example: `  runner jobs
+  runner jobs --status failed --limit 5
+  runner jobs --json | jq '.[] | select(.status == "failed")'
+  runner jobs rm deploy-20261122-101500-a1b2c3
+  runner jobs prune --older-than 30d --dry-run`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return commandGroup(c, args)
+			}
 			return runJobs(g, o)
 		},
 	}
 	c.Flags().BoolVar(&o.JSON, "json", false, "print a JSON array")
+	c.Flags().StringSliceVar(&o.Status, "status", nil, "only jobs of these statuses ("+strings.Join(jobStatuses, ", ")+")")
+	c.Flags().IntVarP(&o.Limit, "limit", "n", 0, "only the newest N jobs (after --status)")
+	c.AddCommand(newJobsRmCommand(g), newJobsPruneCommand(g))
 	return c
 }
 
 func runJobs(g *globalOptions, o jobsOptions) error {
-	jobs, err := g.store().List()
+	statuses, err := statusSet(o.Status)
 	if err != nil {
 		return err
 	}
+	if o.Limit < 0 {
+		return usagef("--limit %d: give a number of jobs, 1 or more (0 lists all)", o.Limit)
+	}
+	all, err := g.store().List()
+	if err != nil {
+		return err
+	}
+	jobs := newest(withStatus(all, statuses), o.Limit)
 	for i := range jobs {
 		settleCounts(g, &jobs[i])
 	}
@@ -52,7 +75,11 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 		return enc.Encode(jobs)
 	}
 	if len(jobs) == 0 {
-		fmt.Fprintln(g.stderr, "no jobs in", g.store().Dir)
+		if len(all) > 0 {
+			fmt.Fprintln(g.stderr, "no jobs of status", strings.Join(o.Status, ", "), "in", g.store().Dir)
+		} else {
+			fmt.Fprintln(g.stderr, "no jobs in", g.store().Dir)
+		}
 		return nil
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
@@ -125,4 +152,53 @@ func duration(m state.Meta) string {
 		end = time.Now()
 	}
 	return end.Sub(m.Started).Round(time.Millisecond).String()
+}
+
+// jobStatuses are the statuses --status takes.
+var jobStatuses = []string{
+	string(state.Running), string(state.Completed), string(state.Failed), string(state.Stopped), string(state.Interrupted),
+}
+
+// statusSet reads --status: the statuses named (nil when none is), each
+// one of jobStatuses; a word that is not one is a usage error.
+func statusSet(names []string) (map[state.Status]bool, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	set := map[state.Status]bool{}
+	for _, n := range names {
+		if !slices.Contains(jobStatuses, n) {
+			msg := fmt.Sprintf("--status %q: a job's status is one of %s", n, strings.Join(jobStatuses, ", "))
+			if s := workflow.Suggest(n, jobStatuses); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return nil, usagef("%s", msg)
+		}
+		set[state.Status(n)] = true
+	}
+	return set, nil
+}
+
+// withStatus returns the jobs whose status statuses has (all of them when
+// statuses is nil). A job whose process died counts as interrupted.
+func withStatus(jobs []state.Meta, statuses map[state.Status]bool) []state.Meta {
+	if statuses == nil {
+		return jobs
+	}
+	var out []state.Meta
+	for _, m := range jobs {
+		if statuses[m.Status] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// newest returns the last n of jobs (listed oldest first): the n started
+// last; all of them when n is 0.
+func newest(jobs []state.Meta, n int) []state.Meta {
+	if n > 0 && len(jobs) > n {
+		return jobs[len(jobs)-n:]
+	}
+	return jobs
 }

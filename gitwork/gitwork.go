@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -659,4 +660,36 @@ func (g Git) BranchesInTheWay(ctx context.Context, names ...string) ([]string, e
 func (g Git) DeleteBranch(ctx context.Context, branch string) error {
 	_, err := g.Output(ctx, "branch", "-q", "-D", branch)
 	return err
+}
+
+// BranchesUnder lists the branches named name or below it (name/...), for
+// each of names, sorted by name; none for no names.
+func (g Git) BranchesUnder(ctx context.Context, names ...string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	args := []string{"for-each-ref", "--format=%(refname:short)"}
+	for _, n := range names {
+		args = append(args, "refs/heads/"+strings.TrimSuffix(n, "/"))
+	}
+	out, err := g.Output(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}
+
+// OnlyOn counts the commits of branch that no branch has but those of
+// others (branch among them or not): the commits that deleting them all
+// would lose.
+func (g Git) OnlyOn(ctx context.Context, branch string, others []string) (int, error) {
+	args := []string{"rev-list", "--count", "refs/heads/" + branch, "--not"}
+	for _, o := range others {
+		args = append(args, "--exclude="+o)
+	}
+	out, err := g.Output(ctx, append(args, "--branches")...)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(out)
 }

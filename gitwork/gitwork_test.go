@@ -330,3 +330,36 @@ func TestBranchNamesAndBranchesInTheWay(t *testing.T) {
 		}
 	}
 }
+
+// A job's branches are found by name (not those of a job whose id only
+// starts the same), and OnlyOn counts the commits that deleting a set of
+// branches would lose: none of one merged into main, those of one that is
+// not, also when another of the set has them (issue 25.4).
+func TestBranchesUnderAndOnlyOn(t *testing.T) {
+	g := newRepo(t)
+	must(t, g, "checkout", "-q", "-b", "runner/j")
+	commitFile(t, g, "j.txt", "j\n", "job work")
+	must(t, g, "checkout", "-q", "-b", "runner-items/j/1")
+	commitFile(t, g, "i.txt", "i\n", "item work")
+	must(t, g, "checkout", "-q", "main")
+	must(t, g, "branch", "runner/j2")
+	got, err := g.BranchesUnder(t.Context(), "runner/j", "runner-items/j/")
+	if want := []string{"runner-items/j/1", "runner/j"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("BranchesUnder = %q, %v; want %q", got, err, want)
+	}
+	if n, err := g.OnlyOn(t.Context(), "runner-items/j/1", got); err != nil || n != 2 {
+		t.Errorf("OnlyOn(item, job's branches) = %d, %v; want 2", n, err)
+	}
+	if n, err := g.OnlyOn(t.Context(), "runner/j", []string{"runner/j"}); err != nil || n != 0 {
+		t.Errorf("OnlyOn(job branch, itself), the item branch having its commit = %d, %v; want 0", n, err)
+	}
+	if none, err := g.BranchesUnder(t.Context()); err != nil || none != nil {
+		t.Errorf("BranchesUnder() = %q, %v; want none", none, err)
+	}
+	must(t, g, "merge", "-q", "--no-ff", "-m", "merge", "runner-items/j/1")
+	for _, b := range got {
+		if n, err := g.OnlyOn(t.Context(), b, got); err != nil || n != 0 {
+			t.Errorf("OnlyOn(%s) once merged into main = %d, %v; want 0", b, n, err)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 		Root:          root,
 		Prefix:        prefix,
 		lockPath:      filepath.Join(filepath.Dir(root), "worktree.lock"),
-		adminLockPath: filepath.Join(common, "runner-worktrees.lock"),
+		adminLockPath: adminLockPath(common),
 	}, nil
 }
 
@@ -242,6 +242,10 @@ func (t *Tree) Admin(fn func() error) error {
 	defer unlock()
 	return fn()
 }
+
+// adminLockPath is the file whose flock Admin takes in the repository
+// whose git directory is common.
+func adminLockPath(common string) string { return filepath.Join(common, "runner-worktrees.lock") }
 
 // flock takes the flock of the file at path, which it makes (and its
 // directory) if need be, and returns the file open; unlock gives it back

@@ -78,11 +78,16 @@ func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env 
 	if err != nil {
 		return nil, err
 	}
-	prefix := refs.ItemBranches
-	if prefix == "" {
-		prefix = legacyItemBranches(refs.ID)
+	return &Worktrees{Tree: tree, itemsDir: itemsDir, itemBranches: refs.ItemPrefix(), merge: !m.NoMerge}, nil
+}
+
+// ItemPrefix is the prefix of the job's item branches: the one its
+// metadata records, else the one of a job recorded before runner did.
+func (r JobRefs) ItemPrefix() string {
+	if r.ItemBranches == "" {
+		return legacyItemBranches(r.ID)
 	}
-	return &Worktrees{Tree: tree, itemsDir: itemsDir, itemBranches: prefix, merge: !m.NoMerge}, nil
+	return r.ItemBranches
 }
 
 // refsOf is the JobRefs of j.

@@ -410,3 +410,12 @@ func writeAtomic(path string, data []byte) error {
 	}
 	return nil
 }
+
+// Remove deletes the job's directory and all in it. The caller holds the
+// job's lock (Lock), so that no process takes the job on meanwhile.
+func (j *Job) Remove() error {
+	if err := os.RemoveAll(j.Dir); err != nil {
+		return fmt.Errorf("job %s: %w", j.Meta.ID, err)
+	}
+	return nil
+}
