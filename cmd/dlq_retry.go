@@ -140,6 +140,9 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		}
 		_, werr = fmt.Fprintf(g.stderr, "dlq retry %s: %d selected, %d succeeded (removed from the DLQ), %d failed again, %d skipped; %d item(s) remain in the DLQ\n",
 			jobID, sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped, sum.Remaining)
+		if err == nil && sum.Remaining == 0 {
+			writeMergeCommand(ctx, g, jobID)
+		}
 	}
 	if werr != nil && (err == nil || sum.ExitCode == ExitItemsInDLQ) {
 		return fmt.Errorf("dlq retry %s: summary: %w", jobID, werr)
