@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/jobdlq"
+	"github.com/runnerdev/runner/retryv2"
 )
 
 type dlqListOptions struct {
@@ -123,9 +127,39 @@ func runDLQList(g *globalOptions, o dlqListOptions, jobID string) error {
 	for _, it := range items {
 		last := it.Failures[len(it.Failures)-1]
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", it.ItemID, it.FailureCount, it.LastFailure.Local().Format(time.DateTime),
-			last.Kind, last.Step, firstLine(last.Message, 80))
+			failureKind(last), last.Step, firstLine(ownWords(last), 80))
 	}
 	return tw.Flush()
+}
+
+// failureKind is a failure's KIND column: its kind, with the exit code
+// for an exit ("exit 65"), as `runner events` words it.
+func failureKind(f dlq.Failure) string {
+	if f.Kind == retryv2.KindExit {
+		return fmt.Sprintf("%s %d", f.Kind, f.ExitCode)
+	}
+	return f.Kind
+}
+
+// stepFailed matches what runner puts before a failed step's own error:
+// `step "NAME" failed: `, `step "NAME" failed after N attempts (REASON): `
+// or `step "NAME": `.
+var stepFailed = regexp.MustCompile(`^step "(?:[^"\\]|\\.)*"(?: failed(?: after \d+ attempts? \([^)]*\))?)?: `)
+
+// ownWords is a failure's ERROR column: its message without what the
+// KIND and STEP columns say already (the step that failed, its attempts,
+// "exit status N"), leaving the command's own words, or "(no output)"
+// when the command printed nothing.
+func ownWords(f dlq.Failure) string {
+	msg := stepFailed.ReplaceAllString(f.Message, "")
+	if f.Kind == retryv2.KindExit {
+		status := "exit status " + strconv.Itoa(f.ExitCode)
+		if msg == status {
+			return "(no output)"
+		}
+		msg = strings.TrimPrefix(msg, status+": ")
+	}
+	return msg
 }
 
 // reportNoItems says why `dlq list JOB` shows nothing: the queue is

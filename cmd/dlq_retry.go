@@ -25,6 +25,7 @@ type dlqRetryOptions struct {
 	Filter string
 	DryRun bool
 	Set    []string
+	JUnit  string
 	holdOptions
 }
 
@@ -35,6 +36,7 @@ func (o *dlqRetryOptions) AddFlags(c *cobra.Command) {
 	f.StringVar(&o.Filter, "filter", "", "only items for which this expression is true")
 	f.BoolVar(&o.DryRun, "dry-run", false, "list the items that would be retried, run nothing")
 	f.StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
+	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report of the job as it stands after the retry to this file")
 	o.holdOptions.AddFlags(f)
 }
 
@@ -54,6 +56,7 @@ code 0 when the DLQ is empty afterwards, 3 when items remain.`,
 		Example: `  runner dlq retry resize-20261122-101500-a1b2c3
   runner dlq retry resize-20261122-101500-a1b2c3 --filter 'kind == "timeout"' --max-parallel 2
   runner dlq retry resize-20261122-101500-a1b2c3 --dry-run
+  runner dlq retry resize-20261122-101500-a1b2c3 --junit report.xml
   runner dlq retry resize-20261122-101500-a1b2c3 --wait 10m`,
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -117,6 +120,11 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return err
 	}
 	sum, read, err := retryDLQ(ctx, g, o, j, q, o.live(ui))
+	if o.JUnit != "" && read {
+		if jerr := writeJUnit(o.JUnit, j); jerr != nil {
+			fmt.Fprintf(g.stderr, "runner: junit report: %v\n", jerr)
+		}
+	}
 	err = errors.Join(err, q.Close())
 	if cerr := j.Close(); err == nil {
 		err = cerr
@@ -140,6 +148,9 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		}
 		_, werr = fmt.Fprintf(g.stderr, "dlq retry %s: %d selected, %d succeeded (removed from the DLQ), %d failed again, %d skipped; %d item(s) remain in the DLQ\n",
 			jobID, sum.Selected, sum.Succeeded, sum.Failed, sum.Skipped, sum.Remaining)
+		if err == nil && sum.Remaining == 0 {
+			writeMergeCommand(ctx, g, jobID)
+		}
 	}
 	if werr != nil && (err == nil || sum.ExitCode == ExitItemsInDLQ) {
 		return fmt.Errorf("dlq retry %s: summary: %w", jobID, werr)

@@ -194,6 +194,63 @@ func checkResumeMerge(g *globalOptions, id string) error {
 	return nil
 }
 
+// resumeCompleted says whether runner resume reopens job id although it
+// completed: a job whose final merge was not made (unmergedJob) is
+// resumed to make it when merge (--merge, -y) or its merge_back: true asks
+// for it; without, the refusal names the command that merges it. Any
+// other job is left to job.Resume to answer.
+func resumeCompleted(ctx context.Context, g *globalOptions, id string, merge bool) (bool, error) {
+	target, mergeBack, ok := unmergedJob(ctx, g, id)
+	switch {
+	case !ok:
+		return false, nil
+	case merge || mergeBack:
+		return true, nil
+	}
+	return false, fmt.Errorf("job %s: %w; its branch %s is not merged into %s: to merge it, run: runner resume --merge %s", id, job.ErrCompleted, jobtree.Branch(id), target, id)
+}
+
+// unmergedJob reports whether job id completed on a job branch that is
+// not merged into target, the branch the job started on: the merge was
+// not asked for, or was refused while items were in the job's DLQ, which
+// is empty now. mergeBack is its workflow's merge_back: true.
+func unmergedJob(ctx context.Context, g *globalOptions, id string) (target string, mergeBack, ok bool) {
+	st, err := g.store().Open(id)
+	if err != nil || st.Meta.Status != state.Completed {
+		return "", false, false
+	}
+	wf, err := workflow.Load(st.WorkflowCopy())
+	if err != nil {
+		return "", false, false
+	}
+	job.RestoreIsolation(wf, st.Meta)
+	m := st.Meta
+	if !wf.RunsInWorktree() || m.TargetBranch == "" || m.Items != nil && m.Items.DLQ > 0 || mergeBlockRan(st, wf) {
+		return "", false, false
+	}
+	unmerged, err := jobtree.Unmerged(ctx, id, m.TargetBranch)
+	return m.TargetBranch, wf.MergeBack, err == nil && unmerged
+}
+
+// writeMergeCommand says, after a dlq retry that emptied the DLQ of job
+// id, the command that makes the final merge the job did not make then.
+func writeMergeCommand(ctx context.Context, g *globalOptions, id string) {
+	if target, _, ok := unmergedJob(ctx, g, id); ok {
+		fmt.Fprintf(g.stderr, "runner: the DLQ is empty: to merge the job's branch %s into %s, run: runner resume --merge %s\n", jobtree.Branch(id), target, id)
+	}
+}
+
+// mergeBlockRan reports whether the merge: block of a job's workflow has
+// run (its merge need not show in git: it may push, or open a pull
+// request).
+func mergeBlockRan(st *state.Job, wf *workflow.Workflow) bool {
+	if wf.Merge == nil {
+		return false
+	}
+	done, err := st.ReadJournal()
+	return err != nil || len(done[job.PhaseMerge]) > 0
+}
+
 // writeEndOfJob says where the work of a job that ran in git worktrees
 // is: merged into the branch the job started on, or on the job
 // branch, with the command that merges it. merge says that a merge was

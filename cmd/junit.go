@@ -10,7 +10,8 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// writeJUnit writes the JUnit report of a finished job to path.
+// writeJUnit writes the JUnit report of a job as its events tell it so
+// far (a run that ended, a dlq retry) to path.
 func writeJUnit(path string, j *job.Job) error {
 	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{})
 	if err != nil {

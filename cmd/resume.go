@@ -76,9 +76,14 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 			return err
 		}
 	}
+	unmerged, err := resumeCompleted(ctx, g, id, o.Merge || o.Yes)
+	if err != nil {
+		return err
+	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
 	j, err := job.Resume(id, job.Options{
 		Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
+		Completed: unmerged,
 	})
 	if err != nil {
 		return err

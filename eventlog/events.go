@@ -1,6 +1,9 @@
 package eventlog
 
-import "time"
+import (
+	"time"
+	"unicode/utf8"
+)
 
 // The constructors below are the one place each event's fields are named:
 // the events a job writes are built here, so that every writer of a type
@@ -131,13 +134,60 @@ type Failure struct {
 	ExitCode int
 	Message  string
 	Duration time.Duration
+	// Stdout and Stderr are what the attempt printed (its tails, masked);
+	// the event keeps their last OutputTailSize bytes.
+	Stdout, Stderr string
 }
 
 func (f Failure) fields() map[string]any {
-	return map[string]any{
+	fields := map[string]any{
 		"step": f.Step, "attempt": f.Attempt, "kind": f.Kind, "exit_code": f.ExitCode,
 		"message": f.Message, "duration_ms": ms(f.Duration),
 	}
+	addOutput(fields, f.Stdout, f.Stderr)
+	return fields
+}
+
+// OutputTailSize is how many trailing bytes of a command's stdout and
+// stderr the events of its end keep, as stdout_tail and stderr_tail (for
+// the JUnit report's system-out and system-err).
+const OutputTailSize = 4 << 10
+
+// WithOutput returns a copy of e that keeps the tails of what its
+// command printed on stdout and stderr (the last OutputTailSize bytes of
+// each; none for an empty stream).
+func (e Event) WithOutput(stdout, stderr string) Event {
+	fields := make(map[string]any, len(e.Fields)+2)
+	for k, v := range e.Fields {
+		fields[k] = v
+	}
+	addOutput(fields, stdout, stderr)
+	e.Fields = fields
+	return e
+}
+
+// addOutput sets the stdout_tail and stderr_tail fields of a non-empty
+// stdout and stderr.
+func addOutput(fields map[string]any, stdout, stderr string) {
+	if stdout != "" {
+		fields["stdout_tail"] = outputTail(stdout)
+	}
+	if stderr != "" {
+		fields["stderr_tail"] = outputTail(stderr)
+	}
+}
+
+// outputTail is the last OutputTailSize bytes of s, from the start of a
+// UTF-8 character.
+func outputTail(s string) string {
+	if len(s) <= OutputTailSize {
+		return s
+	}
+	s = s[len(s)-OutputTailSize:]
+	for i := 0; i < utf8.UTFMax && s != "" && !utf8.RuneStart(s[0]); i++ {
+		s = s[1:]
+	}
+	return s
 }
 
 // AttemptFailed: an attempt of f.Step's command failed.

@@ -3,8 +3,10 @@ package eventlog
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // constructed pairs each constructor with the type and fields its event
@@ -118,5 +120,24 @@ func TestJobEnded(t *testing.T) {
 		if JobEnded(typ) != want {
 			t.Errorf("JobEnded(%s) = %v", typ, !want)
 		}
+	}
+}
+
+// The events of a command's end keep the tails of its output: the last
+// OutputTailSize bytes, from a character's start; empty streams add no
+// field.
+func TestWithOutput(t *testing.T) {
+	long := "é" + strings.Repeat("x", OutputTailSize-2) + "\n" // the cut falls inside é
+	e := StepCompleted("build", 0, time.Second).WithOutput(long, "")
+	tail := e.Str("stdout_tail")
+	if len(tail) != OutputTailSize-1 || !strings.HasSuffix(tail, "x\n") || !utf8.ValidString(tail) {
+		t.Errorf("stdout_tail of %d bytes (valid UTF-8 %v): want the last %d bytes from a character's start", len(tail), utf8.ValidString(tail), OutputTailSize-1)
+	}
+	if _, ok := e.Fields["stderr_tail"]; ok {
+		t.Errorf("an empty stderr has a stderr_tail")
+	}
+	f := AttemptFailed(Failure{Step: "build", Attempt: 1, Kind: "exit", Stdout: "out\n", Stderr: "err\n"})
+	if f.Str("stdout_tail") != "out\n" || f.Str("stderr_tail") != "err\n" {
+		t.Errorf("attempt_failed fields %v: want both tails", f.Fields)
 	}
 }

@@ -15,14 +15,14 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 	err := stepError(step, cause)
 	res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
 	if ctx.Err() != nil {
-		x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, ""))
+		x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, "").WithOutput(last.Stdout, last.Stderr))
 		return res // an interrupt is never "handled"
 	}
 	action := step.OnFailure.Action
 	if action == workflow.FailHandler && step.OnFailure.MaxAttempts > 0 {
 		return x.fixLoop(ctx, step, r, last, cause)
 	}
-	x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, handledName(action)))
+	x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, handledName(action)).WithOutput(last.Stdout, last.Stderr))
 
 	res.Handled = action
 	switch action {

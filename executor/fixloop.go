@@ -34,7 +34,7 @@ func (x *Executor) fixLoop(ctx context.Context, step *workflow.Step, r Run, last
 		err := stepError(step, cause)
 		res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
 		if ctx.Err() != nil {
-			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, ""))
+			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, "").WithOutput(last.Stdout, last.Stderr))
 			return res // an interrupt is never "handled"
 		}
 		if runs >= fl.MaxAttempts {
@@ -43,10 +43,10 @@ func (x *Executor) fixLoop(ctx context.Context, step *workflow.Step, r Run, last
 			if fl.FailWorkflow {
 				res.Handled = workflow.FailStop
 			}
-			x.emit(r, eventlog.StepCommandFailed(key, res.Err.Error(), last.ExitCode, handledName(res.Handled)))
+			x.emit(r, eventlog.StepCommandFailed(key, res.Err.Error(), last.ExitCode, handledName(res.Handled)).WithOutput(last.Stdout, last.Stderr))
 			return res
 		}
-		x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, string(workflow.FailHandler)))
+		x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, string(workflow.FailHandler)).WithOutput(last.Stdout, last.Stderr))
 		if herr := x.runFailureHandler(ctx, step, r, last, cause); herr != nil {
 			if ctx.Err() != nil {
 				res.Err = errors.Join(err, herr)

@@ -44,7 +44,7 @@ func (x *Executor) handlerFailed(step *workflow.Step, r Run, last commandResult,
 	if cause != nil {
 		err = errors.Join(stepError(step, cause), herr)
 	}
-	x.emit(r, eventlog.StepCommandFailed(step.Key(), err.Error(), last.ExitCode, ""))
+	x.emit(r, eventlog.StepCommandFailed(step.Key(), err.Error(), last.ExitCode, "").WithOutput(last.Stdout, last.Stderr))
 	return StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
 }
 

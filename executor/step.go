@@ -150,7 +150,7 @@ func (x *Executor) succeed(ctx context.Context, step *workflow.Step, r Run, run 
 		}
 		vars, handled = mergeVars(vars, h.vars), errors.Join(handled, h.handled)
 	}
-	x.emit(r, eventlog.StepCompleted(step.Key(), run.res.ExitCode, time.Since(run.start)))
+	x.emit(r, eventlog.StepCompleted(step.Key(), run.res.ExitCode, time.Since(run.start)).WithOutput(run.res.Stdout, run.res.Stderr))
 	// The handlers' handled failures are the step's, for the summary.
 	return StepResult{Status: StepSucceeded, Outcome: run.res.Outcome, Attempts: run.res.Attempt, Err: handled, Vars: vars}, nil
 }
@@ -201,7 +201,7 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 		},
 		Finished: func(o retryv2.Outcome) {
 			if o.Failed() {
-				x.emit(r, eventlog.AttemptFailed(eventlog.Failure{Step: key, Attempt: o.Attempt, Kind: o.Kind, ExitCode: o.ExitCode, Message: o.Message(), Duration: o.Duration}))
+				x.emit(r, eventlog.AttemptFailed(eventlog.Failure{Step: key, Attempt: o.Attempt, Kind: o.Kind, ExitCode: o.ExitCode, Message: o.Message(), Duration: o.Duration, Stdout: o.Stdout, Stderr: o.Stderr}))
 			} else {
 				x.emit(r, eventlog.AttemptSucceeded(key, o.Attempt, o.Duration))
 			}

@@ -50,7 +50,7 @@ func (x *Executor) validated(ctx context.Context, step *workflow.Step, r Run, do
 	if incomplete && ctx.Err() == nil && v.OnIncomplete != nil && !v.OnIncomplete.FailWorkflow {
 		res.Handled = workflow.FailContinue
 	}
-	x.emit(r, eventlog.StepCommandFailed(key, res.Err.Error(), done.Outcome.ExitCode, string(res.Handled)))
+	x.emit(r, eventlog.StepCommandFailed(key, res.Err.Error(), done.Outcome.ExitCode, string(res.Handled)).WithOutput(done.Outcome.Stdout, done.Outcome.Stderr))
 	return res
 }
 

@@ -67,6 +67,9 @@ type Options struct {
 	// is in the job's metadata from its first write, so that no crash
 	// leaves a job without it.
 	TargetBranch string
+	// Completed (resume only) resumes a job that completed too: the
+	// final merge of its job branch, which was not made, is still to do.
+	Completed bool
 }
 
 // Start creates a job for wf (whose file content is source) and records
@@ -131,7 +134,7 @@ func Resume(id string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Meta.Status == state.Completed {
+	if st.Meta.Status == state.Completed && !opts.Completed {
 		return nil, completedError(id, st.Meta.Items)
 	}
 	j, err := reopen(st, opts, false)

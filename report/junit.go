@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/runnerdev/runner/eventlog"
@@ -49,7 +50,14 @@ type junitCase struct {
 	Name    string        `xml:"name,attr"`
 	Time    string        `xml:"time,attr"`
 	Failure *junitFailure `xml:"failure,omitempty"`
-	Skipped *junitSkipped `xml:"skipped,omitempty"`
+	// Reruns are the failed attempts before the last of a case that
+	// failed; Flaky those of a case that passed on a later attempt
+	// (Maven Surefire's rerunFailure and flakyFailure).
+	Reruns    []junitAttempt `xml:"rerunFailure"`
+	Flaky     []junitAttempt `xml:"flakyFailure"`
+	Skipped   *junitSkipped  `xml:"skipped,omitempty"`
+	SystemOut string         `xml:"system-out,omitempty"`
+	SystemErr string         `xml:"system-err,omitempty"`
 }
 
 type junitFailure struct {
@@ -58,16 +66,31 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
+// junitAttempt is one failed attempt of a test case, with what it
+// printed.
+type junitAttempt struct {
+	Message    string `xml:"message,attr"`
+	Type       string `xml:"type,attr"`
+	StackTrace string `xml:"stackTrace,omitempty"`
+	SystemOut  string `xml:"system-out,omitempty"`
+	SystemErr  string `xml:"system-err,omitempty"`
+}
+
 type junitSkipped struct {
 	Message string `xml:"message,attr"`
 }
 
-// WriteJUnit writes a JUnit report of a finished job: one test case per
-// step (standard workflows; steps never reached are skipped) or per item
-// plus the setup and reduce steps (MapReduce), each with its last outcome.
-// A failure on_failure handled is a failure too (the summary counts it as
-// failed) whose message says how it was handled; a fallback that
-// succeeded makes the step pass, as it does in the summary.
+// WriteJUnit writes a JUnit report of a job as its events tell it: one
+// test case per step (standard workflows; steps never reached are
+// skipped) or per item plus the setup and reduce steps (MapReduce), each
+// with its last outcome and the tails of what its last run printed
+// (system-out, system-err). A failure on_failure handled is a failure too
+// (the summary counts it as failed) whose message says how it was
+// handled; a fallback that succeeded makes the step pass, as it does in
+// the summary. A case that passed after failed attempts (a step's retries,
+// an item's retries, runs and dlq retries) is flaky: a flakyFailure per
+// failed attempt; one that failed lists its earlier failed attempts as
+// rerunFailure.
 func WriteJUnit(w io.Writer, job JUnitJob, events []eventlog.Event) error {
 	data, err := xml.MarshalIndent(junit(job, events), "", "  ")
 	if err != nil {
@@ -80,74 +103,20 @@ func WriteJUnit(w io.Writer, job JUnitJob, events []eventlog.Event) error {
 // junit builds the report that WriteJUnit writes.
 func junit(job JUnitJob, events []eventlog.Event) junitSuites {
 	m := job.Meta
-	suite := junitSuite{Name: m.Workflow, Timestamp: m.Started.UTC().Format(time.RFC3339),
-		Properties: []junitProperty{{"job_id", m.ID}, {"status", string(m.Status)}, {"seed", fmt.Sprint(m.Seed)}}}
-	cases := map[string]*junitCase{}
-	var order []string
-	started := map[string]time.Time{}
-	phase := "commands"
-	if job.MapReduce {
-		phase = "setup"
-	}
-	caseFor := func(class, name string) *junitCase {
-		key := class + "\x00" + name
-		c, ok := cases[key]
-		if !ok {
-			c = &junitCase{Class: m.Workflow + "." + class, Name: name, Time: "0"}
-			cases[key] = c
-			order = append(order, key)
-		}
-		return c
-	}
-	end := func(c *junitCase, key string, at time.Time) {
-		if t, ok := started[key]; ok {
-			c.Time = seconds(at.Sub(t))
-		}
-	}
+	b := newJUnitBuilder(m.Workflow, job.MapReduce)
 	for _, e := range events {
-		item, step := e.ItemID, e.Str("step")
-		switch {
-		case e.Type == eventlog.TypeMapStarted:
-			phase = "map"
-		case e.Type == eventlog.TypeMapCompleted:
-			phase = "reduce"
-		case item == "" && e.Type == eventlog.TypeStepStarted:
-			started[phase+step] = e.Time
-		case item == "" && (e.Type == eventlog.TypeStepCompleted || e.Type == eventlog.TypeStepFailed || e.Type == eventlog.TypeStepSkipped):
-			c := caseFor(phase, step)
-			end(c, phase+step, e.Time)
-			c.Failure, c.Skipped = nil, nil
-			switch {
-			case e.Type == eventlog.TypeStepSkipped:
-				c.Skipped = &junitSkipped{Message: e.Str("reason")}
-			case e.Type == eventlog.TypeStepFailed:
-				msg := e.Str("error")
-				if h := e.Str("handled"); h != "" {
-					msg += " (handled by on_failure: " + h + ")"
-				}
-				c.Failure = &junitFailure{Message: msg, Type: "step_failed", Text: msg}
-			}
-		case e.Type == eventlog.TypeItemStarted && e.Int("attempt") == 1:
-			started["item"+item] = e.Time
-		case e.Type == eventlog.TypeItemSucceeded || e.Type == eventlog.TypeItemFailed:
-			c := caseFor("map", item)
-			end(c, "item"+item, e.Time)
-			c.Failure, c.Skipped = nil, nil
-			if e.Type == eventlog.TypeItemFailed && e.Str("action") == "skip" {
-				c.Skipped = &junitSkipped{Message: "on_item_failure: skip: " + e.Str("message")}
-			} else if e.Type == eventlog.TypeItemFailed {
-				c.Failure = &junitFailure{Message: e.Str("message"), Type: e.Str("kind"), Text: fmt.Sprintf("%s\nstep: %s\nexit code: %v", e.Str("message"), step, e.Fields["exit_code"])}
-			}
-		}
+		b.add(e)
 	}
 	for _, step := range job.Steps {
-		if _, ran := cases["commands\x00"+step]; !ran {
-			caseFor("commands", step).Skipped = &junitSkipped{Message: "not run"}
+		if _, ran := b.cases["commands\x00"+step]; !ran {
+			b.caseFor("commands", step).Skipped = &junitSkipped{Message: "not run"}
 		}
 	}
-	for _, key := range order {
-		c := cases[key]
-		suite.Cases = append(suite.Cases, *c)
+	suite := junitSuite{Name: m.Workflow, Timestamp: m.Started.UTC().Format(time.RFC3339),
+		Properties: []junitProperty{{"job_id", m.ID}, {"status", string(m.Status)}, {"seed", fmt.Sprint(m.Seed)}}}
+	for _, key := range b.order {
+		c := b.cases[key].junitCase
+		suite.Cases = append(suite.Cases, c)
 		suite.Tests++
 		switch {
 		case c.Failure != nil:
@@ -160,6 +129,161 @@ func junit(job JUnitJob, events []eventlog.Event) junitSuites {
 		suite.Time = seconds(events[len(events)-1].Time.Sub(events[0].Time))
 	}
 	return junitSuites{Name: "runner", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}
+}
+
+// junitBuilder is a report in the making: a test case per step or item,
+// in the order they first ended or failed an attempt, and the phase the
+// events are in.
+type junitBuilder struct {
+	workflow string
+	first    string // the phase a run of the job starts in
+	phase    string
+	cases    map[string]*caseState
+	order    []string
+}
+
+// caseState is a test case and the run of its step or item under way.
+type caseState struct {
+	junitCase
+	start      time.Time
+	running    bool           // an item's attempts are under way: its clock runs from their first
+	attempts   []junitAttempt // its failed attempts, oldest first
+	lastFailed bool           // its last attempt failed: that attempt is its failure
+}
+
+func newJUnitBuilder(workflow string, mapReduce bool) *junitBuilder {
+	first := "commands"
+	if mapReduce {
+		first = "setup"
+	}
+	return &junitBuilder{workflow: workflow, first: first, phase: first, cases: map[string]*caseState{}}
+}
+
+// caseFor returns the case of name in class, made on first use.
+func (b *junitBuilder) caseFor(class, name string) *caseState {
+	key := class + "\x00" + name
+	c, ok := b.cases[key]
+	if !ok {
+		c = &caseState{junitCase: junitCase{Class: b.workflow + "." + class, Name: name, Time: "0"}}
+		b.cases[key] = c
+		b.order = append(b.order, key)
+	}
+	return c
+}
+
+// add takes one event into the report.
+func (b *junitBuilder) add(e eventlog.Event) {
+	switch {
+	case e.Type == eventlog.TypeJobResumed:
+		b.phase = b.first
+	case e.Type == eventlog.TypeMapStarted:
+		b.phase = "map"
+	case e.Type == eventlog.TypeMapCompleted:
+		b.phase = "reduce"
+	case e.ItemID != "":
+		b.addItem(e)
+	case e.Str("step") != "":
+		b.addStep(e)
+	}
+}
+
+// addStep takes an event of a setup, reduce or standard step.
+func (b *junitBuilder) addStep(e eventlog.Event) {
+	step := e.Str("step")
+	switch e.Type {
+	case eventlog.TypeStepStarted:
+		c := b.caseFor(b.phase, step)
+		c.start, c.lastFailed = e.Time, false
+	case eventlog.TypeAttemptFailed:
+		b.caseFor(b.phase, step).failedAttempt(e, e.Str("kind"))
+	case eventlog.TypeAttemptSucceeded:
+		b.caseFor(b.phase, step).lastFailed = false
+	case eventlog.TypeStepCompleted:
+		b.caseFor(b.phase, step).passed(e)
+	case eventlog.TypeStepSkipped:
+		c := b.caseFor(b.phase, step)
+		c.end(e)
+		c.Skipped = &junitSkipped{Message: e.Str("reason")}
+	case eventlog.TypeStepFailed:
+		msg := e.Str("error")
+		if h := e.Str("handled"); h != "" {
+			msg += " (handled by on_failure: " + h + ")"
+		}
+		b.caseFor(b.phase, step).failed(e, &junitFailure{Message: msg, Type: "step_failed", Text: msg})
+	}
+}
+
+// addItem takes an event of a map item: its attempts and outcomes, in
+// the job's runs and in dlq retries.
+func (b *junitBuilder) addItem(e eventlog.Event) {
+	switch e.Type {
+	case eventlog.TypeItemStarted:
+		if c := b.caseFor("map", e.ItemID); !c.running {
+			c.start, c.running = e.Time, true
+		}
+	case eventlog.TypeItemRetrying:
+		b.caseFor("map", e.ItemID).failedAttempt(e, e.Str("kind"))
+	case eventlog.TypeItemSucceeded:
+		b.caseFor("map", e.ItemID).passed(e)
+	case eventlog.TypeItemFailed:
+		c := b.caseFor("map", e.ItemID)
+		if e.Str("action") == "skip" {
+			c.end(e)
+			c.Skipped = &junitSkipped{Message: "on_item_failure: skip: " + e.Str("message")}
+			return
+		}
+		c.failedAttempt(e, e.Str("kind"))
+		c.failed(e, &junitFailure{Message: e.Str("message"), Type: e.Str("kind"), Text: attemptText(e)})
+	}
+}
+
+// failedAttempt records a failed attempt of the case.
+func (c *caseState) failedAttempt(e eventlog.Event, kind string) {
+	c.attempts = append(c.attempts, junitAttempt{Message: e.Str("message"), Type: kind, StackTrace: attemptText(e),
+		SystemOut: e.Str("stdout_tail"), SystemErr: e.Str("stderr_tail")})
+	c.lastFailed = true
+}
+
+// end ends the case's run with e: its time, the output e tells of, and no
+// outcome yet.
+func (c *caseState) end(e eventlog.Event) {
+	if !c.start.IsZero() {
+		c.Time = seconds(e.Time.Sub(c.start))
+	}
+	c.running = false
+	c.Failure, c.Skipped, c.Reruns, c.Flaky = nil, nil, nil, nil
+	c.SystemOut, c.SystemErr = e.Str("stdout_tail"), e.Str("stderr_tail")
+}
+
+// passed ends the case with a success: flaky when attempts failed first.
+func (c *caseState) passed(e eventlog.Event) {
+	c.end(e)
+	c.Flaky = slices.Clone(c.attempts)
+}
+
+// failed ends the case with failure f; the failed attempts before the
+// one f reports are its reruns.
+func (c *caseState) failed(e eventlog.Event, f *junitFailure) {
+	c.end(e)
+	c.Failure = f
+	reruns := c.attempts
+	if c.lastFailed && len(reruns) > 0 {
+		reruns = reruns[:len(reruns)-1]
+	}
+	c.Reruns = slices.Clone(reruns)
+}
+
+// attemptText is the text of a failed attempt or item: its message, the
+// step that failed and its exit code.
+func attemptText(e eventlog.Event) string {
+	text := e.Str("message")
+	if step := e.Str("step"); step != "" && e.ItemID != "" {
+		text += "\nstep: " + step
+	}
+	if n, ok := e.Fields["attempt"]; ok {
+		text += fmt.Sprintf("\nattempt: %v", n)
+	}
+	return text + fmt.Sprintf("\nexit code: %v", e.Fields["exit_code"])
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,106 @@ func TestWriteJUnit(t *testing.T) {
 	}
 	if !strings.HasSuffix(out.String(), "</testsuites>\n") {
 		t.Errorf("the document does not end with a newline after </testsuites>")
+	}
+}
+
+// attempt is a failed attempt's fields: its number, kind, exit code,
+// message and what it printed.
+func attempt(name string, n int, code int, msg, stdout, stderr string) map[string]any {
+	return step(name, "attempt", json.Number(fmt.Sprint(n)), "kind", "exit", "exit_code", json.Number(fmt.Sprint(code)),
+		"message", msg, "stdout_tail", stdout, "stderr_tail", stderr)
+}
+
+// A step that passed on its third attempt is flaky: a flakyFailure per
+// failed attempt, each with its message, kind and output; the case's
+// system-out and system-err are its last run's. One that failed every
+// attempt lists the attempts before the last as rerunFailure.
+func TestJUnitFlakyStep(t *testing.T) {
+	events := []eventlog.Event{
+		ev(0, "step_started", step("fetch")),
+		ev(10, "attempt_failed", attempt("fetch", 1, 22, "exit status 22: HTTP 503", "try 1\n", "HTTP 503\n")),
+		ev(20, "attempt_failed", attempt("fetch", 2, 22, "exit status 22: HTTP 502", "try 2\n", "HTTP 502\n")),
+		ev(30, "attempt_succeeded", step("fetch", "attempt", json.Number("3"))),
+		ev(30, "step_completed", step("fetch", "stdout_tail", "try 3\nfetched\n", "stderr_tail", "slow\n")),
+		ev(40, "step_started", step("test")),
+		ev(50, "attempt_failed", attempt("test", 1, 1, "exit status 1: red", "", "red\n")),
+		ev(60, "attempt_failed", attempt("test", 2, 1, "exit status 1: still red", "", "still red\n")),
+		ev(60, "step_failed", step("test", "error", `step "test" failed after 2 attempts (attempts exhausted): exit status 1: still red`, "stderr_tail", "still red\n")),
+	}
+	doc := junit(JUnitJob{Meta: state.Meta{Workflow: "ci"}, Steps: []string{"fetch", "test"}}, events)
+	checkTotals(t, doc, 2, 1, 0)
+	fetch, test := doc.Suites[0].Cases[0], doc.Suites[0].Cases[1]
+	if fetch.Failure != nil || len(fetch.Flaky) != 2 || len(fetch.Reruns) != 0 {
+		t.Fatalf("fetch: failure %v, %d flaky, %d reruns; want a pass with 2 flaky failures", fetch.Failure, len(fetch.Flaky), len(fetch.Reruns))
+	}
+	want := junitAttempt{Message: "exit status 22: HTTP 502", Type: "exit", StackTrace: "exit status 22: HTTP 502\nattempt: 2\nexit code: 22", SystemOut: "try 2\n", SystemErr: "HTTP 502\n"}
+	if fetch.Flaky[1] != want {
+		t.Errorf("fetch's second flaky failure\n got %+v\nwant %+v", fetch.Flaky[1], want)
+	}
+	if fetch.SystemOut != "try 3\nfetched\n" || fetch.SystemErr != "slow\n" {
+		t.Errorf("fetch: system-out %q, system-err %q: want its last run's", fetch.SystemOut, fetch.SystemErr)
+	}
+	if test.Failure == nil || len(test.Reruns) != 1 || test.Reruns[0].Message != "exit status 1: red" || len(test.Flaky) != 0 {
+		t.Errorf("test: failure %v, reruns %+v, flaky %+v: want a failure with the first attempt as its rerun", test.Failure, test.Reruns, test.Flaky)
+	}
+	if test.SystemErr != "still red\n" {
+		t.Errorf("test: system-err %q", test.SystemErr)
+	}
+}
+
+// An item that failed in the job's run (after an item-level retry) and
+// passed in a later dlq retry is flaky, with both failures; its time is
+// that of the retry's run, and its output the retry's.
+func TestJUnitItemFlakyAfterDLQRetry(t *testing.T) {
+	item := func(more ...any) map[string]any {
+		f := step("work", more...)
+		f["item_id"] = "7"
+		return f
+	}
+	events := []eventlog.Event{
+		ev(0, "map_started", nil),
+		ev(0, "item_started", item("attempt", json.Number("1"))),
+		ev(100, "item_retrying", item("attempt", json.Number("1"), "kind", "exit", "exit_code", json.Number("1"), "message", "first", "stderr_tail", "e1\n")),
+		ev(200, "item_started", item("attempt", json.Number("2"))),
+		ev(300, "item_failed", item("attempt", json.Number("2"), "kind", "timeout", "exit_code", json.Number("124"), "message", "second", "action", "dlq", "stdout_tail", "o2\n")),
+		ev(300, "map_completed", nil),
+		ev(5000, "dlq_retry_started", nil),
+		ev(5000, "item_started", item("attempt", json.Number("3"))),
+		ev(5400, "item_succeeded", item("attempt", json.Number("3"), "stdout_tail", "done\n")),
+	}
+	doc := junit(JUnitJob{Meta: state.Meta{Workflow: "m"}, MapReduce: true}, events)
+	checkCases(t, doc, []string{"m.map 7 0.400"})
+	checkTotals(t, doc, 1, 0, 0)
+	c := doc.Suites[0].Cases[0]
+	if len(c.Flaky) != 2 || c.Flaky[0].Type != "exit" || c.Flaky[0].SystemErr != "e1\n" || c.Flaky[1].Type != "timeout" || c.Flaky[1].SystemOut != "o2\n" {
+		t.Errorf("flaky failures %+v: want the retry's and the run's failure", c.Flaky)
+	}
+	if c.SystemOut != "done\n" {
+		t.Errorf("system-out %q: want the dlq retry's output", c.SystemOut)
+	}
+}
+
+// The XML has Surefire's elements: flakyFailure with message and type
+// attributes and its own stackTrace, system-out and system-err, then the
+// case's system-out.
+func TestWriteJUnitFlakyXML(t *testing.T) {
+	events := []eventlog.Event{
+		ev(0, "step_started", step("fetch")),
+		ev(10, "attempt_failed", attempt("fetch", 1, 22, "exit status 22: HTTP 503", "", "HTTP 503 <retry>\n")),
+		ev(30, "step_completed", step("fetch", "stdout_tail", "fetched & saved\n")),
+	}
+	var out strings.Builder
+	if err := WriteJUnit(&out, JUnitJob{Meta: state.Meta{Workflow: "ci"}, Steps: []string{"fetch"}}, events); err != nil {
+		t.Fatal(err)
+	}
+	want := `    <testcase classname="ci.commands" name="fetch" time="0.030">
+      <flakyFailure message="exit status 22: HTTP 503" type="exit">
+        <stackTrace>exit status 22: HTTP 503&#xA;attempt: 1&#xA;exit code: 22</stackTrace>
+        <system-err>HTTP 503 &lt;retry&gt;&#xA;</system-err>
+      </flakyFailure>
+      <system-out>fetched &amp; saved&#xA;</system-out>
+    </testcase>`
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("no\n%s\nin\n%s", want, out.String())
 	}
 }
