@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -54,6 +55,9 @@ func planResume(st *state.Job, opts Options) (*resumePlan, error) {
 	if opts.Replace != nil {
 		if err := r.replace(opts.Replace, old, p); err != nil {
 			return nil, err
+		}
+		if copied, err := os.ReadFile(st.WorkflowCopy()); err == nil && bytes.Equal(copied, r.copy) {
+			r.copy = nil // the file is the copy: nothing to replace or record
 		}
 	}
 	return r, nil
