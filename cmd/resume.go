@@ -104,7 +104,7 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	}
 	defer o.nats.close()
 	fmt.Fprintf(g.stderr, "job: %s (resumed)\n", j.ID())
-	if file := job.ChangedFile(j.Meta()); file != "" {
+	if file := changedFile(j); file != "" {
 		fmt.Fprintf(g.stderr, "runner: %s changed since the job started; this resume runs the job's stored copy (to go on with the file: runner resume %s --workflow %s)\n", file, j.ID(), file)
 	}
 	if o.nats != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -249,10 +250,23 @@ type stepCounts struct {
 // file changed since the job started (or was last resumed with it), which
 // a plain resume does not read, and the command that goes on with it.
 func (t *terminal) fileChanged(j *job.Job) {
-	if file := job.ChangedFile(j.Meta()); file != "" {
+	if file := changedFile(j); file != "" {
 		t.display.Line(fmt.Sprintf("the workflow file %s changed since the job started; to resume with it: runner resume %s --workflow %s", file, j.ID(), file), "")
 	}
 }
+
+// changedFile is the job's workflow file as a shell word, when it changed
+// since the job started (or was last resumed with it); else "".
+func changedFile(j *job.Job) string {
+	file := job.ChangedFile(j.Meta())
+	if file == "" || plainWord.MatchString(file) {
+		return file
+	}
+	return "'" + strings.ReplaceAll(file, "'", `'\''`) + "'"
+}
+
+// plainWord is a word a shell reads as it is written.
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
 
 // inPhase prefixes the message of a MapReduce job's error with the phase
 // it stopped the job in, unless the message starts with it already (map
