@@ -66,7 +66,7 @@ func exitCode(err error) int {
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
 		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrAmbiguous), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),
 		errors.Is(err, job.ErrCompleted), errors.Is(err, job.ErrMissingSecrets),
-		errors.Is(err, job.ErrNotSecret), errors.Is(err, workflow.ErrNotRegular), errors.As(err, new(*job.EnvError)):
+		errors.Is(err, job.ErrNotSecret), errors.Is(err, job.ErrVarUsed), errors.Is(err, workflow.ErrNotRegular), errors.As(err, new(*job.EnvError)):
 		return ExitUsage
 	}
 	return ExitFailed

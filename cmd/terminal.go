@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -246,6 +247,28 @@ type stepCounts struct {
 	Skipped   int `json:"skipped"`
 }
 
+// fileChanged says, under a job that can be resumed, that its workflow
+// file changed since the job started (or was last resumed with it), which
+// a plain resume does not read, and the command that goes on with it.
+func (t *terminal) fileChanged(j *job.Job) {
+	if file := changedFile(j); file != "" {
+		t.display.Line(fmt.Sprintf("the workflow file %s changed since the job started; to resume with it: runner resume %s --workflow %s", file, j.ID(), file), "")
+	}
+}
+
+// changedFile is the job's workflow file as a shell word, when it changed
+// since the job started (or was last resumed with it); else "".
+func changedFile(j *job.Job) string {
+	file := job.ChangedFile(j.Meta())
+	if file == "" || plainWord.MatchString(file) {
+		return file
+	}
+	return "'" + strings.ReplaceAll(file, "'", `'\''`) + "'"
+}
+
+// plainWord is a word a shell reads as it is written.
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
+
 // inPhase prefixes the message of a MapReduce job's error with the phase
 // it stopped the job in, unless the message starts with it already (map
 // input: ...). A standard workflow has one phase, which goes unsaid.
@@ -333,8 +356,10 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 			resume += "--merge " // a final merge that failed is made again only when asked for
 		}
 		t.display.Line("resume with: "+resume+s.JobID, "")
+		t.fileChanged(j)
 		t.display.Line("runner: "+inPhase(res.err, s.Error), "")
 	case res.status == state.Interrupted:
+		t.fileChanged(j)
 		t.display.Line(fmt.Sprintf("runner: %s; resume with: runner resume %s", s.Error, s.JobID), "")
 	case res.items != nil && res.items.DLQ > 0:
 		t.display.Line(fmt.Sprintf("inspect with: runner dlq list %s; re-run with: runner dlq retry %s", s.JobID, s.JobID), "")

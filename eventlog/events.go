@@ -58,6 +58,21 @@ func JobResumed(pid, resumed int) Event {
 	return newEvent(TypeJobResumed, map[string]any{"pid": pid, "resumed": resumed})
 }
 
+// JobChanged records what resume changed in a job: file is the workflow
+// file it goes on with ("" when unchanged) and kept the name of the copy
+// it replaces, kept in the job dir; set names the variables --set gave a
+// new value (their values are not recorded: some may be secrets).
+func JobChanged(file, kept string, set []string) Event {
+	fields := map[string]any{}
+	if file != "" {
+		fields["file"], fields["kept"] = file, kept
+	}
+	if len(set) > 0 {
+		fields["set"] = set
+	}
+	return newEvent(TypeJobChanged, fields)
+}
+
 // JobFinished ends a run of a job with status ("completed", "failed",
 // "stopped" or "interrupted"), which picks its type; extra holds the
 // summary fields of the job's kind.

@@ -21,6 +21,8 @@ var constructed = []struct {
 	{JobStarted(18446744073709551615, "deploy", "deploy.yml", "standard", 42), "job_started",
 		map[string]any{"seed": uint64(18446744073709551615), "workflow": "deploy", "file": "deploy.yml", "mode": "standard", "pid": 42}},
 	{JobResumed(42, 2), "job_resumed", map[string]any{"pid": 42, "resumed": 2}},
+	{JobChanged("ci.yml", "workflow.1.yml", []string{"REGION"}), "job_changed",
+		map[string]any{"file": "ci.yml", "kept": "workflow.1.yml", "set": []string{"REGION"}}},
 	{JobFinished("completed", 0, 1500*time.Millisecond, nil, map[string]any{"succeeded": 2, "failed": 0, "skipped": 1}), "job_completed",
 		map[string]any{"succeeded": 2, "failed": 0, "skipped": 1, "status": "completed", "exit_code": 0, "duration_ms": int64(1500)}},
 	{JobFinished("failed", 1, time.Second, errors.New("step build failed"), nil), "job_failed",

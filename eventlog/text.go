@@ -54,6 +54,8 @@ func (e Event) describe() string {
 	switch t {
 	case TypeJobStarted:
 		return fmt.Sprintf("%s (%s) from %s, seed %v", e.Str("workflow"), e.Str("mode"), e.Str("file"), e.Fields["seed"])
+	case TypeJobChanged:
+		return e.changes()
 	case TypeStepStarted:
 		return who + ": " + e.Command()
 	case TypeStepCompleted:
@@ -98,6 +100,28 @@ func (e Event) describe() string {
 		parts = append(parts, k+"="+string(v))
 	}
 	return strings.Join(parts, " ")
+}
+
+// changes words a job_changed event: "runs deploy.yml now (the copy it
+// replaces is kept as workflow.1.yml); set REGION".
+func (e Event) changes() string {
+	var parts []string
+	if file := e.Str("file"); file != "" {
+		parts = append(parts, fmt.Sprintf("runs %s now (the copy it replaces is kept as %s)", file, e.Str("kept")))
+	}
+	var names []string
+	switch set := e.Fields["set"].(type) {
+	case []string: // as written
+		names = set
+	case []any: // as read back
+		for _, n := range set {
+			names = append(names, fmt.Sprint(n))
+		}
+	}
+	if len(names) > 0 {
+		parts = append(parts, "set "+strings.Join(names, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Command is a step_started event's command, a multi-line one by its

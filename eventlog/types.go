@@ -12,6 +12,9 @@ const (
 	TypeJobFailed      Type = "job_failed"
 	TypeJobStopped     Type = "job_stopped"
 	TypeJobInterrupted Type = "job_interrupted"
+	// TypeJobChanged: resume changed what the job runs: the workflow file
+	// it goes on with (resume --workflow), variables set (--set).
+	TypeJobChanged Type = "job_changed"
 
 	TypeStepStarted   Type = "step_started"
 	TypeStepCompleted Type = "step_completed"
@@ -57,7 +60,7 @@ const (
 // Types are the event types runner writes, grouped as a job meets them
 // (`runner events --type` takes these).
 var Types = []Type{
-	TypeJobStarted, TypeJobResumed, TypeJobCompleted, TypeJobFailed, TypeJobStopped, TypeJobInterrupted,
+	TypeJobStarted, TypeJobResumed, TypeJobChanged, TypeJobCompleted, TypeJobFailed, TypeJobStopped, TypeJobInterrupted,
 	TypeStepStarted, TypeStepCompleted, TypeStepFailed, TypeStepSkipped, TypeStepRepeat,
 	TypeAttemptStarted, TypeAttemptSucceeded, TypeAttemptFailed, TypeRetryDecision,
 	TypeFallbackFailed, TypeHandlerCompleted,

@@ -102,6 +102,10 @@ func (j *Job) Dir() string { return j.dir }
 // state dir (items, results, logs).
 func (j *Job) Path(name string) string { return j.st.Path(name) }
 
+// ItemsPath is the path of a MapReduce job's items file, which its map
+// writes once, when it loads its items.
+func (j *Job) ItemsPath() string { return j.st.Path(state.ItemsFile) }
+
 // EventsPath is the path of the job's event log.
 func (j *Job) EventsPath() string { return j.st.EventsPath() }
 

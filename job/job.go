@@ -51,7 +51,7 @@ type Job struct {
 type Options struct {
 	Store    state.Store
 	JobID    string            // run only; "" = generated
-	Vars     map[string]string // --set; resume and attach: only the job's secrets
+	Vars     map[string]string // --set; resume: the job's secrets and variables no finished step used; attach: only its secrets
 	Profile  string            // run only: the workflow profile to apply; "" = none
 	Seed     *uint64           // run only; nil = random
 	Stdout   io.Writer         // live command output
@@ -70,6 +70,9 @@ type Options struct {
 	// Completed (resume only) resumes a job that completed too: the
 	// final merge of its job branch, which was not made, is still to do.
 	Completed bool
+	// Replace (resume only) is a workflow file to run the rest of the job
+	// with, in place of its stored copy; nil: the stored copy.
+	Replace *Replacement
 }
 
 // Start creates a job for wf (whose file content is source) and records
@@ -92,9 +95,10 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	if err := wf.ResolveDurations(executor.NewScope(env.vars, os.Environ()).PlainLookup()); err != nil {
 		return nil, err
 	}
+	sum := fileSum(source) // of the file as read: resume compares the file with it
 	vars, secrets, source := withhold(wf, opts.Vars, source, env, opts.Profile)
 	st, err := opts.Store.Create(state.Meta{
-		ID: id, Workflow: wf.Name, File: wf.File, Mode: string(wf.Mode),
+		ID: id, Workflow: wf.Name, File: wf.File, FilePath: absPath(wf.File), FileSum: sum, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
 		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached,
 		ItemBranches: opts.ItemBranches, TargetBranch: opts.TargetBranch, Isolation: string(wf.Isolation),
@@ -128,7 +132,9 @@ func completedError(id string, items *ItemCounts) error {
 }
 
 // Resume reopens a stopped, failed or interrupted job from its stored
-// workflow copy and records job_resumed.
+// workflow copy, or from opts.Replace when that fits what the job has
+// done (which then becomes its copy), and records job_resumed (and
+// job_changed when resume changed its workflow or variables).
 func Resume(id string, opts Options) (*Job, error) {
 	st, err := opts.Store.Open(id)
 	if err != nil {
@@ -137,7 +143,21 @@ func Resume(id string, opts Options) (*Job, error) {
 	if st.Meta.Status == state.Completed && !opts.Completed {
 		return nil, completedError(id, st.Meta.Items)
 	}
-	j, err := reopen(st, opts, false)
+	if err := lockJob(st, false); err != nil {
+		return nil, err
+	}
+	r, err := planResume(st, opts)
+	if err != nil {
+		st.Unlock()
+		return nil, err
+	}
+	kept, err := r.apply(st)
+	if err != nil {
+		st.Unlock()
+		return nil, err
+	}
+	opts.Vars = r.vars
+	j, err := open(st, r.wf, opts, r.env)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +174,9 @@ func Resume(id string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	j.emit(eventlog.JobResumed(os.Getpid(), st.Meta.ResumedCount))
+	if kept != "" || len(r.set) > 0 {
+		j.emit(eventlog.JobChanged(r.changedFile(kept), kept, r.set))
+	}
 	return j, nil
 }
 
@@ -210,14 +233,10 @@ func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
 // storedWorkflow loads a stored job's workflow copy and sets opts.Vars to
 // its stored variables with its secrets given again (opts.Vars: --set).
 func storedWorkflow(st *state.Job, opts *Options) (*workflow.Workflow, error) {
-	wf, err := workflow.Load(st.WorkflowCopy())
+	wf, err := loadStored(st)
 	if err != nil {
-		return nil, fmt.Errorf("job %s: stored workflow: %w", st.Meta.ID, err)
+		return nil, err
 	}
-	// The copy's file name is not the workflow's: a nameless workflow keeps
-	// the name it was run under (its file's), as recorded at the start.
-	wf.File, wf.Name = st.Meta.File, st.Meta.Workflow
-	RestoreIsolation(wf, st.Meta)
 	if opts.Vars, err = restoreVars(st.Meta, opts.Vars); err != nil {
 		return nil, err
 	}

@@ -140,7 +140,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	itemsPath := j.Path("items.jsonl")
+	itemsPath := j.ItemsPath()
 	total, err := ensureItems(ctx, j, itemsPath)
 	if err != nil {
 		return Summary{}, err

@@ -46,10 +46,15 @@ var ErrExists = errors.New("job already exists")
 
 // Meta is a job's metadata, rewritten (atomically) when its status changes.
 type Meta struct {
-	ID           string            `json:"id"`
-	Workflow     string            `json:"workflow"` // the workflow's name
-	File         string            `json:"file"`     // the file it was started from
-	CopyName     string            `json:"copy"`     // the workflow copy's file name in the job dir
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"` // the workflow's name
+	File     string `json:"file"`     // the file it was started from (or resumed with), as given
+	// FilePath is that file's absolute path and FileSum the SHA-256 of
+	// its content then (hex), so that resume can tell when it changed;
+	// "" for a job recorded before runner recorded them.
+	FilePath     string            `json:"file_path,omitempty"`
+	FileSum      string            `json:"file_sha256,omitempty"`
+	CopyName     string            `json:"copy"` // the workflow copy's file name in the job dir
 	Mode         string            `json:"mode"`
 	Status       Status            `json:"status"`
 	ExitCode     int               `json:"exit_code"`
@@ -384,6 +389,35 @@ func (j *Job) Path(name string) string { return filepath.Join(j.Dir, name) }
 
 // WorkflowCopy is the path of the stored workflow copy.
 func (j *Job) WorkflowCopy() string { return j.Path(j.Meta.CopyName) }
+
+// ItemsFile is the name of a MapReduce job's items file in its job dir:
+// there once its map has loaded its items.
+const ItemsFile = "items.jsonl"
+
+// maxKeptCopies bounds the workflow copies one job keeps.
+const maxKeptCopies = 1000
+
+// ReplaceWorkflowCopy stores source as the job's workflow copy, keeping
+// the one it replaces beside it as workflow.N.EXT (the first N free), whose
+// name it returns. The old copy is linked to its new name before the new
+// one is written in its place (atomically), so that a crash keeps one of
+// them as the copy and loses neither.
+func (j *Job) ReplaceWorkflowCopy(source []byte) (kept string, err error) {
+	ext := filepath.Ext(j.Meta.CopyName)
+	base := strings.TrimSuffix(j.Meta.CopyName, ext)
+	err = os.ErrExist
+	for n := 1; errors.Is(err, os.ErrExist) && n <= maxKeptCopies; n++ {
+		kept = fmt.Sprintf("%s.%d%s", base, n, ext)
+		err = os.Link(j.WorkflowCopy(), j.Path(kept))
+	}
+	if err != nil {
+		return "", fmt.Errorf("job %s: keep the workflow copy: %w", j.Meta.ID, err)
+	}
+	if err := writeAtomic(j.WorkflowCopy(), source); err != nil {
+		return "", fmt.Errorf("job %s: %w", j.Meta.ID, err)
+	}
+	return kept, nil
+}
 
 // EventsPath is the path of the event log.
 func (j *Job) EventsPath() string { return j.Path("events.jsonl") }

@@ -273,3 +273,24 @@ func TestFindAndLatest(t *testing.T) {
 		t.Errorf("Latest of no job = %v", err)
 	}
 }
+
+// ReplaceWorkflowCopy writes the new copy in place and keeps each one it
+// replaces as workflow.N.EXT, oldest first.
+func TestReplaceWorkflowCopyKeepsTheOld(t *testing.T) {
+	j, err := Store{Dir: t.TempDir()}.Create(Meta{ID: "r", File: "ci.yaml"}, []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Unlock()
+	for i, want := range []string{"workflow.1.yaml", "workflow.2.yaml"} {
+		kept, err := j.ReplaceWorkflowCopy(fmt.Appendf(nil, "v%d", i+2))
+		if err != nil || kept != want {
+			t.Fatalf("replace %d: kept %q, %v; want %q", i+1, kept, err, want)
+		}
+	}
+	for name, want := range map[string]string{"workflow.yaml": "v3", "workflow.1.yaml": "v1", "workflow.2.yaml": "v2"} {
+		if got, err := os.ReadFile(j.Path(name)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+}

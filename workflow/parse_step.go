@@ -53,7 +53,7 @@ func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
 
 // newStep is a step at n's position with the defaults of every step.
 func newStep(n *yaml.Node, index int) *Step {
-	return &Step{Pos: pos(n), Index: index, Retryable: true, CaptureFormat: CaptureString, CaptureStreams: StreamStdout}
+	return &Step{Pos: pos(n), Index: index, Retryable: true, CaptureFormat: CaptureString, CaptureStreams: StreamStdout, texts: stepTexts(n)}
 }
 
 // step reads one step; nil for an analyze: step, which is left out.

@@ -229,6 +229,8 @@ type Step struct {
 	// relative to the step's directory: the step fails when its command
 	// succeeded without writing it. nil: no file is declared.
 	Output *interp.Template
+
+	texts []string // every value the file writes in the step, for Reads
 }
 
 // TracksCommits reports whether runner watches the step's git HEAD.
