@@ -209,13 +209,14 @@ func TestStandardPageSteps(t *testing.T) {
 }
 
 // An agent job's page shows its merges, adding up to its items with a
-// branch; a conflict in red with its paths; the job branch, its items'
+// branch; a conflict in red with its paths, its item's attempt (which
+// succeeded) drawn failed; the job branch, its items'
 // kept branches and the git merge command that merges the job branch.
 func TestAgentPageMerges(t *testing.T) {
 	merge := func(id string, commits int, merged bool, conflicts ...string) map[string]any {
 		f := map[string]any{"item_id": id, "branch": "runner-items/j/" + id, "commits": commits, "merged": merged}
 		if conflicts != nil {
-			f["conflicts"] = conflicts
+			f["conflicts"], f["kind"] = conflicts, "merge_conflict"
 		}
 		return f
 	}
@@ -223,6 +224,8 @@ func TestAgentPageMerges(t *testing.T) {
 		ev(0, "job_started", nil),
 		ev(10, "item_succeeded", merge("a", 2, true)),
 		ev(20, "item_succeeded", merge("b", 0, false)),
+		ev(21, "attempt_started", map[string]any{"item_id": "c", "step": "edit", "attempt": 1}),
+		ev(29, "attempt_succeeded", map[string]any{"item_id": "c", "step": "edit"}),
 		ev(30, "item_failed", merge("c", 1, false, "src/x.go", "README.md")),
 		ev(40, "job_completed", nil),
 	}
@@ -239,6 +242,8 @@ func TestAgentPageMerges(t *testing.T) {
 		`<tr><th>job branch</th><td><code>runner/j</code>: not merged into main</td></tr>`,
 		`<code class="command">git merge --no-ff runner/j</code> in your checkout on main, or <code class="command">runner resume --merge j</code>`,
 		`<tr><th>items' branches</th><td><code>runner-items/j/c</code></td></tr>`,
+		`<rect class="fail" x="`,
+		`<title>item c, edit, attempt 1: succeeded in 8ms; its merge into the job branch conflicted in src/x.go, README.md</title>`,
 	} {
 		if !strings.Contains(page.String(), want) {
 			t.Errorf("the page has no %s", want)

@@ -59,10 +59,7 @@ func failedOnce(events []eventlog.Event) string {
 			skipped++
 		}
 	}
-	parts := []string{fmt.Sprintf("%d succeeded when run again", later), fmt.Sprintf("%d failed in their last run", len(failed)-later-skipped)}
-	if skipped > 0 {
-		parts = append(parts, fmt.Sprintf("%d were skipped", skipped))
-	}
+	parts := said(count{later, "succeeded when run again"}, count{len(failed) - later - skipped, "failed in their last run"}, count{skipped, "were skipped"})
 	return fmt.Sprintf("%d item(s) failed at least once: %s.", len(failed), strings.Join(parts, ", "))
 }
 
@@ -122,15 +119,8 @@ func buildMerges(events []eventlog.Event) *mergesView {
 			empty++
 		}
 	}
-	parts := []string{fmt.Sprintf("%d merged (%d commits)", len(v.Merged), commits), fmt.Sprintf("%d in conflict", len(v.Conflicts))}
-	for _, p := range []struct {
-		n    int
-		what string
-	}{{empty, "without commits"}, {unmerged, "not merged (map.merge: none)"}, {failed, "failed before their merge"}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
-		}
-	}
+	parts := append([]string{fmt.Sprintf("%d merged (%d commits)", len(v.Merged), commits), fmt.Sprintf("%d in conflict", len(v.Conflicts))},
+		said(count{empty, "without commits"}, count{unmerged, "not merged (map.merge: none)"}, count{failed, "failed before their merge"})...)
 	v.Summary = fmt.Sprintf("%s = %d item(s) with a branch", strings.Join(parts, " + "), len(rows))
 	return v
 }
@@ -149,4 +139,21 @@ func strs(v any) []string {
 		return out
 	}
 	return nil
+}
+
+// count is a number of items and what they are.
+type count struct {
+	n    int
+	what string
+}
+
+// said returns "N WHAT" for each of counts that is not zero.
+func said(counts ...count) []string {
+	var parts []string
+	for _, c := range counts {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	return parts
 }

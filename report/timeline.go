@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/runnerdev/runner/eventlog"
@@ -45,7 +46,7 @@ type running struct {
 	n     int64
 	step  string
 	who   string // the item and step, or the step
-	item  bool   // an attempt of a map item's step
+	item  string // the item whose step's attempt it is; "" for a step's
 }
 
 type span struct {
@@ -61,7 +62,7 @@ func buildTimeline(events []eventlog.Event) timeline {
 		return timeline{}
 	}
 	b := builder{open: map[string]running{}, last: map[string]int{}, waiting: map[string]time.Time{},
-		paused: map[string]time.Time{}, stepLane: map[string]int{}}
+		paused: map[string]time.Time{}, stepLane: map[string]int{}, lastOf: map[string]int{}}
 	b.tl.start, b.tl.end = events[0].Time, events[len(events)-1].Time
 	for _, e := range events {
 		b.add(e)
@@ -82,6 +83,7 @@ type builder struct {
 	waiting  map[string]time.Time // retry delays by attempt key
 	paused   map[string]time.Time // breakers open since, by scope and step
 	agent    []bar                // the attempts of items, laid on lanes at the end
+	lastOf   map[string]int       // the index in agent of each item's last attempt
 	stepLane map[string]int
 	ended    time.Time // the end of the last run, until the next event
 }
@@ -107,13 +109,15 @@ func (b *builder) add(e eventlog.Event) {
 	k := key(e)
 	switch e.Type {
 	case eventlog.TypeAttemptStarted:
-		b.open[k] = running{start: e.Time, n: e.Int("attempt"), step: e.Str("step"), who: who(e), item: e.ItemID != ""}
+		b.open[k] = running{start: e.Time, n: e.Int("attempt"), step: e.Str("step"), who: who(e), item: e.ItemID}
 		if since, ok := b.waiting[k]; ok {
 			b.tl.gaps = append(b.tl.gaps, span{after: b.last[k], start: since, end: e.Time, title: who(e) + ": retry delay"})
 			delete(b.waiting, k)
 		}
 	case eventlog.TypeAttemptSucceeded, eventlog.TypeAttemptFailed:
 		b.finish(k, e)
+	case eventlog.TypeItemFailed:
+		b.conflicted(e)
 	case eventlog.TypeRetryDecision:
 		if e.Str("action") == "retry" {
 			b.waiting[k] = e.Time
@@ -152,9 +156,22 @@ func (b *builder) finish(k string, e eventlog.Event) {
 	b.place(a, r)
 }
 
+// conflicted draws as failed the last attempt of an item whose merge
+// into the job branch conflicted, e its end: the attempt succeeded, the
+// item did not.
+func (b *builder) conflicted(e eventlog.Event) {
+	i, ok := b.lastOf[e.ItemID]
+	if !ok || e.Str("kind") != "merge_conflict" {
+		return
+	}
+	b.agent[i].class = "fail"
+	b.agent[i].title += "; its merge into the job branch conflicted in " + strings.Join(strs(e.Fields["conflicts"]), ", ")
+}
+
 // place adds an attempt's bar: on its step's lane, or among the items'.
 func (b *builder) place(a bar, r running) {
-	if r.item {
+	if r.item != "" {
+		b.lastOf[r.item] = len(b.agent)
 		b.agent = append(b.agent, a)
 		return
 	}
