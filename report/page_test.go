@@ -262,15 +262,16 @@ func TestAgentPageMerges(t *testing.T) {
 // The time between two runs of a job (interrupted, resumed an hour
 // later) is a break of breakWidth, not drawn to scale: the two runs of
 // equal length get equal widths, and the attempt the interruption ended
-// ends there.
+// ends there; the step's row counts the time of both runs.
 func TestRunsApartDrawnWithABreak(t *testing.T) {
 	s := func(ms int, typ string) eventlog.Event {
 		return ev(ms, typ, map[string]any{"step": "work", "attempt": 1})
 	}
 	hour := int(time.Hour / time.Millisecond)
 	events := []eventlog.Event{
-		ev(0, "job_started", nil), s(0, "attempt_started"), ev(100, "job_interrupted", nil),
-		ev(hour, "job_resumed", nil), s(hour, "attempt_started"), s(hour+100, "attempt_succeeded"), ev(hour+100, "job_completed", nil),
+		ev(0, "job_started", nil), s(0, "step_started"), s(0, "attempt_started"), ev(100, "job_interrupted", nil),
+		ev(hour, "job_resumed", nil), s(hour, "step_started"), s(hour, "attempt_started"), s(hour+100, "attempt_succeeded"),
+		s(hour+100, "step_completed"), ev(hour+100, "job_completed", nil),
 	}
 	tl := buildTimeline(events)
 	if len(tl.breaks) != 1 || tl.breaks[0].start != at(100) || tl.breaks[0].end != at(hour) {
@@ -292,5 +293,9 @@ func TestRunsApartDrawnWithABreak(t *testing.T) {
 	}
 	if !strings.Contains(v.Duration, "ran 200ms in 2 runs") {
 		t.Errorf("duration %q", v.Duration)
+	}
+	// The step's row counts both runs, the time between them not.
+	if steps := buildSteps(events); len(steps) != 1 || steps[0].Attempts != 2 || steps[0].Duration != "200ms" || steps[0].Status != "succeeded" {
+		t.Errorf("steps %+v, want work succeeded in 2 attempts and 200ms", steps)
 	}
 }
