@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -8,8 +9,12 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/gitwork"
 	"github.com/runnerdev/runner/jobdlq"
+	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/report"
+	"github.com/runnerdev/runner/state"
 )
 
 func newReportCommand(g *globalOptions) *cobra.Command {
@@ -18,20 +23,23 @@ func newReportCommand(g *globalOptions) *cobra.Command {
 		Use:   "report JOB",
 		Short: "Write a self-contained HTML page picturing a job",
 		Long: `Write an HTML page (no scripts, no outside resources) with the job's summary,
-a timeline with one lane per agent slot (each attempt a bar, failures in
-red, retry delays as dashed lines, circuit-breaker pauses shaded) and its
-dead-letter queue.`,
+a timeline with a lane per step and per agent slot (each attempt a bar,
+failures in red, retry delays as dashed lines, circuit-breaker pauses
+shaded, the time between two runs of the job a break of its own), a table
+of the steps, and as the job has them its merges (conflicts in red, with
+their paths), its branches with the command that merges the job branch,
+and its dead-letter queue.`,
 		Example: "  runner report resize-20261122-101500-a1b2c3 -o report.html",
 		Args:    exactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			return runReport(g, args[0], out)
+		RunE: func(c *cobra.Command, args []string) error {
+			return runReport(c.Context(), g, args[0], out)
 		},
 	}
 	outFileFlag(c, &out, "write to this file (default: stdout)")
 	return takesJob(g, c)
 }
 
-func runReport(g *globalOptions, jobID, out string) error {
+func runReport(ctx context.Context, g *globalOptions, jobID, out string) error {
 	j, err := g.store().Open(jobID)
 	if err != nil {
 		return err
@@ -56,11 +64,34 @@ func runReport(g *globalOptions, jobID, out string) error {
 		defer f.Close()
 		w = f
 	}
-	if err := report.WriteHTML(w, j.Meta, events, dead); err != nil {
+	page := report.Job{Meta: j.Meta, Events: events, DLQ: dead}
+	if ranOnJobBranch(j) {
+		page.Branches = jobBranches(ctx, j.Meta)
+	}
+	if err := report.WriteHTML(w, page); err != nil {
 		return err
 	}
 	if out != "" {
 		fmt.Fprintf(g.stderr, "wrote %s\n", out)
 	}
 	return nil
+}
+
+// jobBranches is the git side of a job that ran on a job branch, as the
+// repository runner runs in has it now.
+func jobBranches(ctx context.Context, m state.Meta) *report.Branches {
+	b := &report.Branches{Job: jobtree.Branch(m.ID), Target: m.TargetBranch}
+	var repo gitwork.Git
+	tip, err := repo.Tip(ctx, b.Job)
+	if err == nil && tip != "" && b.Target != "" {
+		b.Merged, err = repo.Contains(ctx, b.Target, tip)
+	}
+	if err == nil {
+		b.Items, err = repo.BranchesUnder(ctx, mapreduce.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches}.ItemPrefix())
+	}
+	if err != nil {
+		return &report.Branches{Job: b.Job, Target: b.Target, Unknown: err.Error()}
+	}
+	b.Gone = tip == ""
+	return b
 }

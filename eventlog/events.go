@@ -353,6 +353,36 @@ func (e Event) WithWorker(worker string, delivery int) Event {
 	return e
 }
 
+// Merge is what became of the git branch of an item run in its own
+// worktree (map.isolation: worktree).
+type Merge struct {
+	Branch  string
+	Commits int  // the commits the item made on it
+	Merged  bool // merged into the job branch
+	// Conflicts are the paths whose merge conflicted (the merge was
+	// aborted, the branch kept).
+	Conflicts []string
+}
+
+// WithMerge returns a copy of e, the end of an item, told of its branch
+// and merge as "branch", "commits", "merged" and "conflicts"; e itself
+// when m has no branch.
+func (e Event) WithMerge(m Merge) Event {
+	if m.Branch == "" {
+		return e
+	}
+	fields := make(map[string]any, len(e.Fields)+4)
+	for k, v := range e.Fields {
+		fields[k] = v
+	}
+	fields["branch"], fields["commits"], fields["merged"] = m.Branch, m.Commits, m.Merged
+	if len(m.Conflicts) > 0 {
+		fields["conflicts"] = m.Conflicts
+	}
+	e.Fields = fields
+	return e
+}
+
 // Redacted returns a copy of e with redact applied to every string in
 // its fields.
 func (e Event) Redacted(redact func(string) string) Event {

@@ -71,7 +71,7 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 		crashpoint.Hit(crashpoint.DLQRemoved)
 		l.job.Emit(eventlog.DLQRemoved(it.ID, ""))
 	}
-	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Worker, out.Delivery))
+	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Worker, out.Delivery).WithMerge(out.merge()))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.counts.Succeeded++
@@ -131,7 +131,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
 	// signature as the DLQ does.
-	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Worker, out.Delivery))
+	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Worker, out.Delivery).WithMerge(out.merge()))
 	if action == errorpolicy.Skip {
 		l.job.Emit(eventlog.ItemSkipped(it.ID, "on_item_failure: skip"))
 	} else if !l.fromDLQ {

@@ -60,6 +60,11 @@ type Outcome struct {
 	// commits changed, which the job fills in with Commits.
 	Worktree      string   `json:"worktree,omitempty"`
 	FilesModified []string `json:"files_modified,omitzero"`
+	// Merged says that the job merged Branch into the job branch, and
+	// Conflicts are the paths of a merge that conflicted (and was
+	// aborted); the job fills them in.
+	Merged    bool     `json:"merged,omitempty"`
+	Conflicts []string `json:"conflicts,omitzero"`
 	// Worker is the NATS worker that ran the task, in the Delivery-th
 	// delivery of its message; "" for a task run by this machine.
 	Worker   string `json:"worker,omitempty"`
@@ -69,6 +74,11 @@ type Outcome struct {
 	// only then, so that a crash before the record leaves it to be read
 	// again.
 	Settle func() `json:"-"`
+}
+
+// merge is what the events of the item's end say of its branch.
+func (out Outcome) merge() eventlog.Merge {
+	return eventlog.Merge{Branch: out.Branch, Commits: len(out.Commits), Merged: out.Merged, Conflicts: out.Conflicts}
 }
 
 // Dispatcher sends tasks to where items run: this process (Local),

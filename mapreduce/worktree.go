@@ -333,9 +333,10 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
 	if len(conflicts) == 0 {
+		out.Merged = true
 		crashpoint.Hit(crashpoint.ItemMerged)
 	} else {
-		out.Failed = true
+		out.Failed, out.Conflicts = true, conflicts
 		out.Failure = Failure{
 			Attempt: attempt, At: time.Now(), Kind: KindMergeConflict, ExitCode: 1, Duration: out.Duration,
 			Message: fmt.Sprintf("merging %s into %s conflicts in %s; the merge was aborted, and the branch %s is kept",

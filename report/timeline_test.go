@@ -43,8 +43,8 @@ func TestBuildTimeline(t *testing.T) {
 		ev(70, "job_completed", nil),
 	}
 	tl := buildTimeline(events)
-	if tl.lanes != 3 { // steps lane + two slots (x and y, then z on x's lane)
-		t.Errorf("lanes = %d, want 3", tl.lanes)
+	if tl.lanes != 2 { // two slots (x and y, then z on x's lane), no steps
+		t.Errorf("lanes = %d, want 2", tl.lanes)
 	}
 	classes := map[string]int{}
 	for _, b := range tl.bars {
