@@ -314,14 +314,14 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 
 // logTask logs the result of a task that took d, and counts it.
 func (w *Worker) logTask(t task, r result, d time.Duration) {
-	outcome := "succeeded"
+	task := fmt.Sprintf("job %s item %s%s", t.JobID, t.ItemID, attemptNote(t.Attempt))
 	if r.Failed {
 		w.tally.failed.Add(1)
-		outcome = "failed: " + firstLine(r.Failure.Message)
-	} else {
-		w.tally.succeeded.Add(1)
+		w.logf("%s: failed in %s: %s", task, roundDuration(d), firstLine(r.Failure.Message))
+		return
 	}
-	w.logf("job %s item %s%s: %s in %s", t.JobID, t.ItemID, attemptNote(t.Attempt), outcome, roundDuration(d))
+	w.tally.succeeded.Add(1)
+	w.logf("%s: succeeded in %s", task, roundDuration(d))
 }
 
 // attemptNote names an attempt after the first, for a task's line.
