@@ -314,14 +314,14 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 
 // logTask logs the result of a task that took d, and counts it.
 func (w *Worker) logTask(t task, r result, d time.Duration) {
-	task := fmt.Sprintf("job %s item %s%s", t.JobID, t.ItemID, attemptNote(t.Attempt))
+	which := fmt.Sprintf("job %s item %s%s", t.JobID, t.ItemID, attemptNote(t.Attempt))
 	if r.Failed {
 		w.tally.failed.Add(1)
-		w.logf("%s: failed in %s: %s", task, roundDuration(d), firstLine(r.Failure.Message))
+		w.logf("%s: failed in %s: %s", which, roundDuration(d), firstLine(r.Failure.Message))
 		return
 	}
 	w.tally.succeeded.Add(1)
-	w.logf("%s: succeeded in %s", task, roundDuration(d))
+	w.logf("%s: succeeded in %s", which, roundDuration(d))
 }
 
 // attemptNote names an attempt after the first, for a task's line.
