@@ -125,3 +125,21 @@ func TestWorkerStopsWhileWaiting(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, 128+int(syscall.SIGTERM))
 	}
 }
+
+// A worker whose server does not come up within --idle-exit exits 0, as
+// after that long without a task.
+func TestWorkerIdleExitWhileWaiting(t *testing.T) {
+	skipNATSProcesses(t, "")
+	t.Parallel()
+	url := "nats://127.0.0.1:" + strconv.Itoa(natstest.FreePort(t))
+	w := startWorkerArgs(t, t.TempDir(), url, "svc", "idle", nil, "--idle-exit", "500ms")
+	waitForLog(t, w, "runner worker idle: no NATS server came up within --idle-exit 500ms: exiting\n")
+	select {
+	case <-w.exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker did not exit within 5 s of saying so")
+	}
+	if code := w.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+}

@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dist"
@@ -47,8 +49,8 @@ secrets are taken from here, never sent through NATS. A job's results go
 back to the runner run that sent them. On SIGINT or SIGTERM the worker takes
 no new task, lets its items end (within --drain-timeout) and exits.
 
-A worker started before its server waits for it, trying again every 5 s
-at most. It prints a line per task (job, item, result, duration) and,
+A worker started before its server waits for it (for ever, or up to
+--idle-exit), trying again every 5 s at most. It prints a line per task (job, item, result, duration) and,
 every --summary-every, the tasks ended and the slots busy.`,
 		Example: `  nats-server -js -sd /var/lib/nats &
   runner worker --nats nats://127.0.0.1:4222 --concurrency 4
@@ -100,8 +102,8 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(g.stderr, "runner worker %s: "+format+"\n", append([]any{o.Name}, args...)...)
 	}
-	nc, err := dist.ConnectWaiting(ctx, conn, "runner worker "+o.Name, logf)
-	if err != nil {
+	nc, err := connectWorker(ctx, conn, o, logf)
+	if err != nil || nc == nil {
 		return err
 	}
 	defer nc.Close()
@@ -122,6 +124,27 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		return err
 	}
 	return context.Cause(ctx) // a signal's exit code, after draining
+}
+
+// errIdle ends the wait for a server that did not come up within
+// --idle-exit.
+var errIdle = errors.New("idle")
+
+// connectWorker connects the worker o to its server, waiting for it while
+// it is not up; nil, nil when it did not come up within --idle-exit: the
+// worker exits 0 as it would after that long without a task.
+func connectWorker(ctx context.Context, conn dist.Connection, o workerOptions, logf func(string, ...any)) (*nats.Conn, error) {
+	if o.IdleExit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.IdleExit, errIdle)
+		defer cancel()
+	}
+	nc, err := dist.ConnectWaiting(ctx, conn, "runner worker "+o.Name, logf)
+	if errors.Is(err, errIdle) {
+		logf("no NATS server came up within --idle-exit %s: exiting", o.IdleExit)
+		return nil, nil
+	}
+	return nc, err
 }
 
 // newWatchdogCommand is `runner worker-watchdog`, the process a worker
