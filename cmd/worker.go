@@ -50,8 +50,9 @@ back to the runner run that sent them. On SIGINT or SIGTERM the worker takes
 no new task, lets its items end (within --drain-timeout) and exits.
 
 A worker started before its server waits for it (for ever, or up to
---idle-exit), trying again every 5 s at most. It prints a line per task (job, item, result, duration) and,
-every --summary-every, the tasks ended and the slots busy.`,
+--idle-exit), trying again every 5 s at most. It prints a line per task
+(job, item, result, duration) and, every --summary-every, the tasks ended
+and the slots busy.`,
 		Example: `  nats-server -js -sd /var/lib/nats &
   runner worker --nats nats://127.0.0.1:4222 --concurrency 4
   runner worker --nats-context prod --queue gpu --work-dir /srv/checkout`,
