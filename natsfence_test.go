@@ -137,6 +137,7 @@ func startRunner(t *testing.T, dir string, args ...string) (*exec.Cmd, *strings.
 type testWorker struct {
 	*exec.Cmd
 	name   string
+	log    string        // the file of its stdout and stderr
 	exited chan struct{} // closed once it has exited
 }
 
@@ -148,10 +149,15 @@ func startWorker(t *testing.T, dir, url, queue, name string) *testWorker {
 }
 
 // startWorkerArgs is startWorker with env as the worker's environment
-// (nil: the test's) and more flags, which override the defaults.
+// (nil: the test's) and more flags, which override the defaults; without
+// --nats when url is "".
 func startWorkerArgs(t *testing.T, dir, url, queue, name string, env []string, flags ...string) *testWorker {
 	t.Helper()
-	args := append([]string{"worker", "--nats", url, "--queue", queue, "--name", name, "--ack-wait", "2s", "--concurrency", "2"}, flags...)
+	args := []string{"worker", "--queue", queue, "--name", name, "--ack-wait", "2s", "--concurrency", "2"}
+	if url != "" {
+		args = append(args, "--nats", url)
+	}
+	args = append(args, flags...)
 	w := &testWorker{
 		Cmd:    exec.Command("runner", args...),
 		name:   name,
@@ -171,7 +177,7 @@ func startWorkerArgs(t *testing.T, dir, url, queue, name string, env []string, f
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Stdout, w.Stderr = log, log
+	w.Stdout, w.Stderr, w.log = log, log, log.Name()
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

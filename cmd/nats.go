@@ -25,9 +25,12 @@ type natsOptions struct {
 	Queue string
 }
 
-func (o *natsOptions) AddFlags(c *cobra.Command, what string) {
+// AddFlags adds the flags; urlHelp and queueHelp are the help of --nats
+// (with the environment variables it falls back on) and --queue, which
+// differ between a run and a worker.
+func (o *natsOptions) AddFlags(c *cobra.Command, urlHelp, queueHelp string) {
 	f := c.Flags()
-	f.StringVar(&o.Conn.URL, "nats", "", what+" (env RUNNER_NATS)")
+	f.StringVar(&o.Conn.URL, "nats", "", urlHelp)
 	f.StringVar(&o.Conn.Context, "nats-context", "", "a nats CLI context: its name or JSON file (env NATS_CONTEXT)")
 	f.StringVar(&o.Conn.Creds, "nats-creds", "", "NATS credentials file (env NATS_CREDS)")
 	f.StringVar(&o.Conn.NKey, "nats-nkey", "", "NATS NKey seed file (env NATS_NKEY)")
@@ -36,7 +39,7 @@ func (o *natsOptions) AddFlags(c *cobra.Command, what string) {
 	f.StringVar(&o.Conn.TLSCert, "nats-tlscert", "", "TLS client certificate (env NATS_CERT)")
 	f.StringVar(&o.Conn.TLSKey, "nats-tlskey", "", "TLS client key (env NATS_KEY)")
 	f.StringVar(&o.Conn.TLSCA, "nats-tlsca", "", "TLS certificate authority (env NATS_CA)")
-	f.StringVar(&o.Queue, "queue", "", "the NATS worker pool (default: the workflow's distributed.queue, else "+dist.DefaultQueue+")")
+	f.StringVar(&o.Queue, "queue", "", queueHelp)
 }
 
 // natsRun is a job's connection to the NATS server its items go through.

@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dist"
@@ -20,10 +22,12 @@ type workerOptions struct {
 	AckWait      time.Duration
 	DrainTimeout time.Duration
 	IdleExit     time.Duration
+	SummaryEvery time.Duration
 }
 
 func (o *workerOptions) AddFlags(c *cobra.Command) {
-	o.natsOptions.AddFlags(c, "the NATS server to pull tasks from (env RUNNER_NATS, then NATS_URL)")
+	o.natsOptions.AddFlags(c, "the NATS server to pull tasks from, a comma-separated list for a cluster (env RUNNER_NATS, then NATS_URL; default: the nats CLI's selected context)",
+		"the worker pool to pull tasks from: the queue a run sends its items to, by its --queue or its workflow's distributed.queue (default \""+dist.DefaultQueue+"\")")
 	f := c.Flags()
 	f.Var((*positiveInt)(&o.Concurrency), "concurrency", "items at once (default: the number of CPUs)")
 	f.StringVar(&o.WorkDir, "work-dir", "", "the directory items run in: the same code as the coordinator's (default: the current directory)")
@@ -31,6 +35,7 @@ func (o *workerOptions) AddFlags(c *cobra.Command) {
 	f.DurationVar(&o.AckWait, "ack-wait", dist.DefaultAckWait, "how long a task may go without a heartbeat before another worker gets it (when this worker creates the queue's consumer)")
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 0, "on SIGINT/SIGTERM, how long running items may go on before they are stopped (default: until they end)")
 	f.DurationVar(&o.IdleExit, "idle-exit", 0, "exit 0 after this long without a task (default: never)")
+	f.DurationVar(&o.SummaryEvery, "summary-every", time.Minute, "how often to print a line counting the tasks ended and the slots busy (0: never)")
 }
 
 func newWorkerCommand(g *globalOptions) *cobra.Command {
@@ -42,7 +47,12 @@ func newWorkerCommand(g *globalOptions) *cobra.Command {
 map template on them, in --work-dir, with this machine's environment: its
 secrets are taken from here, never sent through NATS. A job's results go
 back to the runner run that sent them. On SIGINT or SIGTERM the worker takes
-no new task, lets its items end (within --drain-timeout) and exits.`,
+no new task, lets its items end (within --drain-timeout) and exits.
+
+A worker started before its server waits for it (for ever, or up to
+--idle-exit), trying again every 5 s at most. It prints a line per task
+(job, item, result, duration) and, every --summary-every, the tasks ended
+and the slots busy.`,
 		Example: `  nats-server -js -sd /var/lib/nats &
   runner worker --nats nats://127.0.0.1:4222 --concurrency 4
   runner worker --nats-context prod --queue gpu --work-dir /srv/checkout`,
@@ -58,7 +68,10 @@ no new task, lets its items end (within --drain-timeout) and exits.`,
 func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	conn := o.Conn.FromEnv(os.Getenv, true)
 	if conn.URL == "" && conn.Context == "" {
-		return usagef("runner worker needs a NATS server: --nats URL, --nats-context NAME, RUNNER_NATS or NATS_URL")
+		conn.Context = dist.SelectedContext(os.Getenv)
+	}
+	if conn.URL == "" && conn.Context == "" {
+		return usagef("runner worker needs a NATS server: --nats URL, --nats-context NAME, RUNNER_NATS, NATS_URL or a context selected with `nats context select`")
 	}
 	queue := o.Queue
 	if queue == "" {
@@ -87,8 +100,11 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		return err
 	}
 	defer release()
-	nc, err := dist.Connect(conn, "runner worker "+o.Name)
-	if err != nil {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(g.stderr, "runner worker %s: "+format+"\n", append([]any{o.Name}, args...)...)
+	}
+	nc, err := connectWorker(ctx, conn, o, logf)
+	if err != nil || nc == nil {
 		return err
 	}
 	defer nc.Close()
@@ -98,17 +114,38 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	}
 	w, err := dist.NewWorker(ctx, dist.WorkerOptions{
 		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait,
-		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, StoreDir: store, Log: g.stderr,
+		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, SummaryEvery: o.SummaryEvery, StoreDir: store, Log: g.stderr,
 		Watchdog: []string{exe, "worker-watchdog"},
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stderr, "runner worker %s: pulling queue %s at %s, %d at once\n", o.Name, queue, conn.Redacted(), o.Concurrency)
+	logf("pulling queue %s at NATS %s, %d at once", queue, conn.Where(), o.Concurrency)
 	if err := w.Run(ctx); err != nil {
 		return err
 	}
 	return context.Cause(ctx) // a signal's exit code, after draining
+}
+
+// errIdle ends the wait for a server that did not come up within
+// --idle-exit.
+var errIdle = errors.New("idle")
+
+// connectWorker connects the worker o to its server, waiting for it while
+// it is not up; nil, nil when it did not come up within --idle-exit: the
+// worker exits 0 as it would after that long without a task.
+func connectWorker(ctx context.Context, conn dist.Connection, o workerOptions, logf func(string, ...any)) (*nats.Conn, error) {
+	if o.IdleExit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.IdleExit, errIdle)
+		defer cancel()
+	}
+	nc, err := dist.ConnectWaiting(ctx, conn, "runner worker "+o.Name, logf)
+	if errors.Is(err, errIdle) {
+		logf("no NATS server came up within --idle-exit %s: exiting", o.IdleExit)
+		return nil, nil
+	}
+	return nc, err
 }
 
 // newWatchdogCommand is `runner worker-watchdog`, the process a worker

@@ -1,8 +1,13 @@
 package dist
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -65,8 +70,8 @@ func (c Connection) Redacted() string {
 	return strings.Join(parts, ",")
 }
 
-// where names the server c reaches, for messages.
-func (c Connection) where() string {
+// Where names the server c reaches, for messages.
+func (c Connection) Where() string {
 	switch {
 	case c.URL != "" && c.Context != "":
 		return c.Redacted() + " (context " + c.Context + ")"
@@ -84,7 +89,7 @@ func Connect(c Connection, name string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.Timeout(5 * time.Second)}
 	auth, err := c.auth()
 	if err != nil {
-		return nil, fmt.Errorf("NATS %s: %w", c.where(), err)
+		return nil, fmt.Errorf("NATS %s: %w", c.Where(), err)
 	}
 	if len(auth) > 0 {
 		opts = append(append(opts, forgetContextAuth), auth...)
@@ -102,9 +107,102 @@ func Connect(c Connection, name string) (*nats.Conn, error) {
 		nc, err = nats.Connect(c.URL, opts...)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("NATS %s: %w", c.where(), err)
+		return nil, fmt.Errorf("NATS %s: %w", c.Where(), err)
 	}
 	return nc, nil
+}
+
+// How ConnectWaiting waits for a server that is not up: the first retry
+// after firstRetry, each next one twice as late up to maxRetry; a line on
+// the log at most every retryNote.
+const (
+	firstRetry = 250 * time.Millisecond
+	maxRetry   = 5 * time.Second
+	retryNote  = 30 * time.Second
+)
+
+// ConnectWaiting is Connect for a service that may start before its
+// server: while the server cannot be reached it tries again, with a
+// capped backoff, and says so with logf at most every 30 s, until ctx
+// ends (it returns ctx's cause at once). Any other error (an unknown
+// context, a bad credentials file, credentials refused) is returned at
+// once.
+func ConnectWaiting(ctx context.Context, c Connection, name string, logf func(format string, args ...any)) (*nats.Conn, error) {
+	wait := firstRetry
+	var noted time.Time
+	for attempt := 1; ; attempt++ {
+		nc, err := connectUnlessDone(ctx, c, name)
+		switch {
+		case err == nil && attempt > 1:
+			logf("connected to NATS %s at attempt %d", c.Where(), attempt)
+			return nc, nil
+		case err == nil || !unreachable(err):
+			return nc, err
+		case time.Since(noted) >= retryNote:
+			logf("%v; trying again (attempt %d, then every %s at most) until it is up", err, attempt, maxRetry)
+			noted = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetry)
+	}
+}
+
+// connectUnlessDone is Connect, given up on (its connection closed once
+// made) when ctx ends first: a server that does not answer takes seconds.
+func connectUnlessDone(ctx context.Context, c Connection, name string) (*nats.Conn, error) {
+	type attempt struct {
+		nc  *nats.Conn
+		err error
+	}
+	made := make(chan attempt, 1)
+	go func() {
+		nc, err := Connect(c, name)
+		made <- attempt{nc, err}
+	}()
+	select {
+	case a := <-made:
+		return a.nc, a.err
+	case <-ctx.Done():
+		go func() {
+			if a := <-made; a.nc != nil {
+				a.nc.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// unreachable reports whether err says that no server answered (not up
+// yet, or not reachable yet), rather than that one refused the client.
+func unreachable(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) ||
+		(errors.As(err, &netErr) && netErr.Timeout())
+}
+
+// SelectedContext is the JSON file of the nats CLI's selected context, as
+// `nats context select` records it: the name in
+// $XDG_CONFIG_HOME/nats/context.txt ($HOME/.config by default), its file
+// nats/context/NAME.json there; "" when none is selected.
+func SelectedContext(getenv func(string) string) string {
+	config := getenv("XDG_CONFIG_HOME")
+	if config == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return ""
+		}
+		config = filepath.Join(home, ".config")
+	}
+	data, err := os.ReadFile(filepath.Join(config, "nats", "context.txt"))
+	name := strings.TrimSpace(string(data))
+	if err != nil || name == "" {
+		return ""
+	}
+	return filepath.Join(config, "nats", "context", name+".json")
 }
 
 // auth is the credentials c gives: a creds file, an NKey seed, a user and

@@ -38,7 +38,10 @@ type WorkerOptions struct {
 	// that long (0: never).
 	DrainTimeout, IdleExit time.Duration
 	StoreDir               string    // where the jobs' copies and item logs go
-	Log                    io.Writer // one line per item and per problem
+	Log                    io.Writer // one line per task and per problem
+	// SummaryEvery is how often Log gets a line counting the tasks done
+	// and running (0: never).
+	SummaryEvery time.Duration
 	// Watchdog is the command that serves ServeWatchdog (this
 	// executable's); nil: no watchdog, the heartbeat check alone stops
 	// runs whose lease ran out.
@@ -55,6 +58,7 @@ type Worker struct {
 	slots   mapreduce.Slots
 	wd      *watchdog // nil without one
 	seq     atomic.Uint64
+	tally   tally
 
 	mu        sync.Mutex
 	jobs      map[string]*workerJob // by key
@@ -62,6 +66,12 @@ type Worker struct {
 	runs      map[*workerRun]struct{}
 
 	logMu sync.Mutex
+}
+
+// tally counts a worker's tasks for its summary lines.
+type tally struct {
+	running                    atomic.Int64
+	succeeded, failed, stopped atomic.Int64
 }
 
 // workerJob is a job as this worker runs its items: opened from its spec
@@ -129,6 +139,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopRuns(nil)
 	defer w.wd.close()
 	go w.watchJobs(ctx)
+	stopSummaries := w.summarize()
+	defer stopSummaries()
 	var running sync.WaitGroup
 	idleSince := time.Now()
 	for ctx.Err() == nil {
@@ -152,8 +164,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		idleSince = time.Now()
 		running.Add(1)
+		w.tally.running.Add(1)
 		go func() {
 			defer running.Done()
+			defer w.tally.running.Add(-1)
 			defer sl.Release()
 			w.handle(runCtx, msg, sl)
 		}()
@@ -171,6 +185,42 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-ended
 	}
 	return nil
+}
+
+// summarize logs a summary every SummaryEvery, and once more when the
+// returned function is called (as the worker stops).
+func (w *Worker) summarize() (stop func()) {
+	if w.opts.SummaryEvery <= 0 {
+		return func() {}
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(w.opts.SummaryEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				w.logSummary()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+		w.logSummary()
+	}
+}
+
+// logSummary logs the tasks this worker ended since it started, and those
+// running now.
+func (w *Worker) logSummary() {
+	t := &w.tally
+	ok, failed, stopped := t.succeeded.Load(), t.failed.Load(), t.stopped.Load()
+	w.logf("%d tasks ended since the start (%d succeeded, %d failed, %d stopped); %d of %d slots busy",
+		ok+failed+stopped, ok, failed, stopped, t.running.Load(), cap(w.slots))
 }
 
 // restore makes the streams and the queue's consumer again when a pull
@@ -259,6 +309,43 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 		// coordinator (first result per attempt wins).
 		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
 	}
+	w.logTask(t, r, time.Since(received))
+}
+
+// logTask logs the result of a task that took d, and counts it.
+func (w *Worker) logTask(t task, r result, d time.Duration) {
+	which := fmt.Sprintf("job %s item %s%s", t.JobID, t.ItemID, attemptNote(t.Attempt))
+	if r.Failed {
+		w.tally.failed.Add(1)
+		w.logf("%s: failed in %s: %s", which, roundDuration(d), firstLine(r.Failure.Message))
+		return
+	}
+	w.tally.succeeded.Add(1)
+	w.logf("%s: succeeded in %s", which, roundDuration(d))
+}
+
+// attemptNote names an attempt after the first, for a task's line.
+func attemptNote(attempt int) string {
+	if attempt <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (attempt %d)", attempt)
+}
+
+// roundDuration is d as precise as a task's line needs.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+// firstLine is the first line of s, with "…" when there is more.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
 }
 
 // run runs the item of t with its job's template, sending heartbeats. It
@@ -296,7 +383,8 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 		if errors.Is(cause, errDrained) {
 			_ = msg.NakWithDelay(0)
 		}
-		w.logf("item %s: stopped: %v", t.ItemID, cmp.Or(cause, err))
+		w.tally.stopped.Add(1)
+		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(received)), cmp.Or(cause, err))
 		return r, false
 	}
 	mask := wj.worker.Mask

@@ -24,7 +24,14 @@ type Server struct{ srv *server.Server }
 // temporary directory; it is shut down when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := StartIn(t.TempDir())
+	return StartOn(t, -1)
+}
+
+// StartOn is Start on 127.0.0.1:port (-1: any free port): the server
+// that a client started earlier waits for (see FreePort).
+func StartOn(t testing.TB, port int) *Server {
+	t.Helper()
+	s, err := startIn(t.TempDir(), port)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,8 +41,10 @@ func Start(t testing.TB) *Server {
 
 // StartIn starts a JetStream server on 127.0.0.1 with its store in dir,
 // for callers without a testing.TB (a script's setup); Shutdown stops it.
-func StartIn(dir string) (*Server, error) {
-	srv, err := server.NewServer(options(dir, -1))
+func StartIn(dir string) (*Server, error) { return startIn(dir, -1) }
+
+func startIn(dir string, port int) (*Server, error) {
+	srv, err := server.NewServer(options(dir, port))
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +127,7 @@ type Proc struct {
 func Process(t testing.TB, dir string, port int) *Proc {
 	t.Helper()
 	if port == 0 {
-		port = freePort(t)
+		port = FreePort(t)
 	}
 	p := &Proc{t: t, dir: dir, store: "store", port: port}
 	p.start()
@@ -192,8 +201,8 @@ func (p *Proc) start() {
 	}
 }
 
-// freePort is a port nothing listens on now.
-func freePort(t testing.TB) int {
+// FreePort is a port of 127.0.0.1 nothing listens on now.
+func FreePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
