@@ -16,6 +16,7 @@ type jobStatus struct {
 	mapStart     time.Time
 	total        int
 	done, failed int                  // finished items (done: in an earlier run too)
+	doneBefore   int                  // items finished by earlier runs: not in this run's rate
 	items        map[string]itemState // started items not finished
 	inState      [itemStates]int      // how many items are in each state
 	breaker      string               // "": no workflow circuit breaker
@@ -58,8 +59,8 @@ func (j *jobStatus) line() string {
 			}
 		}
 		parts = append(parts, fmt.Sprintf("%d pending", max(j.total-finished-len(j.items), 0)))
-		if elapsed := time.Since(j.mapStart); elapsed > time.Second && finished > 0 {
-			rate := float64(finished) / elapsed.Seconds()
+		if elapsed, now := time.Since(j.mapStart), finished-j.doneBefore; elapsed > time.Second && now > 0 {
+			rate := float64(now) / elapsed.Seconds() // this run's: earlier runs' items took no time of it
 			parts = append(parts, fmt.Sprintf("%.1f/s", rate))
 			if left := j.total - finished; left > 0 {
 				parts = append(parts, "ETA "+time.Duration(float64(left)/rate*float64(time.Second)).Round(time.Second).String())
@@ -97,6 +98,7 @@ func (j *jobStatus) observe(e eventlog.Event) {
 		j.mapping, j.mapStart = true, time.Now()
 		j.total = int(e.Int("total"))
 		j.done = j.total - int(e.Int("pending")) // finished in an earlier run
+		j.doneBefore = j.done
 	case eventlog.TypeMapCompleted:
 		j.mapping = false
 	case eventlog.TypeItemStarted: // every attempt of the item, once it holds a slot

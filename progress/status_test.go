@@ -167,3 +167,24 @@ func TestEventReadBackCountsTheSame(t *testing.T) {
 		}
 	})
 }
+
+// After a resume, the rate and the time left count only the items this
+// run finished: 6 of 10 finished in an earlier run, this run finished 2
+// in 4 s, so 0.5/s and 4 s for the 2 left (not 8 items in 4 s, 2.0/s).
+func TestRateAfterResumeCountsThisRunOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		// The earlier run: its map started with all 10 to run.
+		j.observe(eventlog.MapStarted(10, 10, 2, "none"))
+		// This run: 4 left.
+		j.observe(eventlog.MapStarted(10, 4, 2, "none"))
+		j.observe(started("g"))
+		j.observe(started("h"))
+		time.Sleep(4 * time.Second)
+		j.observe(eventlog.ItemSucceeded("g", 1, 4*time.Second))
+		j.observe(eventlog.ItemSucceeded("h", 1, 4*time.Second))
+		if got, want := j.line(), "map 8/10 done · 0 running · 2 pending · 0.5/s · ETA 4s"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+	})
+}
