@@ -151,10 +151,12 @@ func StatusOf(ctx context.Context, err error) state.Status {
 // Finish records how the job ended (status, exit code, final event) and
 // releases it.
 func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[string]any) error {
-	j.emit(eventlog.JobFinished(string(status), exitCode, time.Since(j.started), err, fields))
+	ran := time.Since(j.started)
+	j.emit(eventlog.JobFinished(string(status), exitCode, ran, err, fields))
 	j.mu.Lock()
 	m := &j.st.Meta
 	m.Status, m.ExitCode = status, exitCode
+	m.RanMS += ran.Milliseconds()
 	m.Finished, m.PID = time.Now(), 0
 	if err != nil {
 		m.Error = err.Error()

@@ -27,7 +27,8 @@ type view struct {
 	Job       state.Meta
 	Status    string // the job's status; a completed job's says what is in its DLQ
 	StatusCSS string
-	Duration  string
+	Duration  string // wall clock: first event to last, pauses between runs included
+	Ran       string // a resumed job's: the time its ended runs took; "" for a job run once
 	Counts    [][2]string
 	Width     int
 	Height    int
@@ -78,6 +79,9 @@ func newView(m state.Meta, tl timeline, dead []dlq.Item) view {
 	}
 	y := func(lane int) int { return lane * laneHeight }
 	v := view{Job: m, Status: string(m.Status), StatusCSS: "status-" + string(m.Status), Duration: total.Round(time.Millisecond).String(), Width: chartWidth, Dropped: tl.dropped}
+	if m.ResumedCount > 0 && m.RanMS > 0 {
+		v.Ran = fmt.Sprintf("ran %s in %d runs", time.Duration(m.RanMS)*time.Millisecond, m.ResumedCount+1)
+	}
 	if c := m.Items; m.Status == state.Completed && c != nil && c.DLQ > 0 {
 		v.Status, v.StatusCSS = fmt.Sprintf("completed with %d item(s) in the DLQ", c.DLQ), "status-dlq"
 	}
@@ -171,7 +175,7 @@ code { font-size: 12px; }
 </head>
 <body>
 <h1>{{.Job.Workflow}} <span class="{{.StatusCSS}}">{{.Status}}</span></h1>
-<div class="meta">job <code>{{.Job.ID}}</code> · exit code {{.Job.ExitCode}} · started {{.Job.Started.UTC.Format "2006-01-02 15:04:05 UTC"}} · {{.Duration}} · seed {{.Job.Seed}}</div>
+<div class="meta">job <code>{{.Job.ID}}</code> · exit code {{.Job.ExitCode}} · started {{.Job.Started.UTC.Format "2006-01-02 15:04:05 UTC"}} · {{.Duration}} wall clock, pauses included{{with .Ran}} · {{.}}{{end}} · seed {{.Job.Seed}}</div>
 <table class="counts"><tr>{{range .Counts}}<th>{{index . 0}}</th>{{end}}</tr><tr>{{range .Counts}}<td>{{index . 1}}</td>{{end}}</tr></table>
 {{with .Job.Error}}<p><strong>Error:</strong> <code>{{.}}</code></p>{{end}}
 <h2>Timeline</h2>
