@@ -89,19 +89,49 @@ func TestMapStatusShowsRateAndETA(t *testing.T) {
 	})
 }
 
-// Items that go to NATS workers: the line tells how many pulls wait on
-// their queue, so that a queue no worker serves shows.
+// Items that go to NATS workers: the line tells the busy and free slots
+// of their queue's workers apart, so that a queue no worker serves shows,
+// and one whose every slot is busy does not look like it.
 func TestMapStatusShowsTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := New(io.Discard, io.Discard, "never", true, false)
 		defer d.Close()
 		d.Observe(eventlog.MapStarted(2, 2, 2, "none"))
-		d.SetQueue("gpu", 0)
-		if got, want := d.job.line(), "map 0/2 done · 0 running · 2 pending · queue gpu: 0 workers pulling"; got != want {
+		d.SetQueue(Queue{Name: "gpu"})
+		if got, want := d.job.line(), "map 0/2 done · 0 running · 2 pending · queue gpu: no worker pulling"; got != want {
 			t.Errorf("got  %q\nwant %q", got, want)
 		}
-		d.SetQueue("gpu", 3)
-		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 3 workers pulling") {
+		d.SetQueue(Queue{Name: "gpu", Busy: 4})
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: slots 4 busy, 0 free") {
+			t.Errorf("every slot busy: got %q", got)
+		}
+		d.SetQueue(Queue{Name: "gpu", Busy: 1, Free: 3})
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: slots 1 busy, 3 free") {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+// Tasks whose worker died wait for the server to deliver them again: the
+// line says so, and which worker was lost, instead of counting them as
+// running; the time left is at least the wait for that redelivery.
+func TestMapStatusShowsTasksWaitingForRedelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		j.observe(eventlog.MapStarted(4, 4, 4, "none"))
+		for _, id := range []string{"a", "b", "c", "d"} {
+			j.observe(started(id))
+		}
+		time.Sleep(2 * time.Second)
+		j.observe(eventlog.ItemSucceeded("a", 1, 2*time.Second))
+		j.observe(eventlog.ItemSucceeded("b", 1, 2*time.Second))
+		j.queue = Queue{Name: "q", Busy: 0, Free: 2, Stranded: 2, Lost: []string{"w1"}, AckWait: 30 * time.Second, Redelivery: time.Now().Add(25 * time.Second)}
+		want := "map 2/4 done · 0 running · 2 waiting for redelivery (worker w1 lost, ack_wait 30s) · 0 pending · 1.0/s · ETA 25s · queue q: slots 0 busy, 2 free"
+		if got := j.line(); got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+		j.queue.Lost, j.queue.Stranded = []string{"w1", "w2"}, 1
+		if got := j.line(); !strings.Contains(got, "· 1 running · 1 waiting for redelivery (workers w1, w2 lost, ack_wait 30s) ·") {
 			t.Errorf("got %q", got)
 		}
 	})
