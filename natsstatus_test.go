@@ -23,11 +23,12 @@ map:
 `
 
 // TestNATSStatusShowsLostWorker kills -9 the worker running both items of
-// a job. Before: the status line tells its two busy slots apart from free
-// ones (not "0 workers pulling"). After: the two tasks are shown waiting
-// for redelivery, naming the lost worker and the queue's ack_wait,
-// instead of running; once the server delivers them to the other worker,
-// each redelivery is an event naming both workers.
+// a job. Before: the status line shows its two busy slots (not only "0
+// workers pulling", as if no worker served the queue). After: the two
+// tasks are shown waiting for redelivery, naming the lost worker and the
+// queue's ack_wait, instead of running; once the server delivers them to
+// the other worker, each redelivery is a line of the run and an event
+// naming both workers.
 func TestNATSStatusShowsLostWorker(t *testing.T) {
 	skipNATSProcesses(t, "waits out ack_wait after a worker kill")
 	t.Parallel()
@@ -63,7 +64,7 @@ func TestNATSStatusShowsLostWorker(t *testing.T) {
 	exists := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
 
 	within("both items started on w1", func() bool { return exists("started.1") && exists("started.2") })
-	within("w1's slots shown busy", func() bool { return strings.Contains(output(), "queue default: slots 2 busy, 0 free") })
+	within("w1's slots shown busy", func() bool { return strings.Contains(output(), "queue default: 2 slots busy, 0 workers pulling") })
 	if err := w1.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +86,9 @@ func TestNATSStatusShowsLostWorker(t *testing.T) {
 	}
 	if !strings.Contains(text, "0 running · 2 waiting for redelivery (worker w1 lost, ack_wait 3s)") {
 		t.Errorf("no progress line shows the two tasks waiting for redelivery from lost worker w1:\n%s", text)
+	}
+	if n := strings.Count(text, "task delivered again, to worker w2 (delivery 2); worker w1 had it"); n != 2 {
+		t.Errorf("the run printed %d lines of a redelivery, want 2 (one per item):\n%s", n, text)
 	}
 	code, events := runRunner(dir, nil, "events", "--type", "task_redelivered", "j")
 	if code != 0 || strings.Count(events, "task delivered again, to worker w2 (delivery 2); worker w1 had it") != 2 {

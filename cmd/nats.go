@@ -130,19 +130,19 @@ func (r *natsRun) describe() string {
 }
 
 // showQueue shows on the status line how the job's queue stands, read
-// every 500 ms, until the returned function is called: its workers' busy and
-// free slots, and the job's tasks waiting to be delivered again, their
-// worker lost.
+// every 500 ms, until the returned function is called: its workers' busy
+// slots and those pulling, and the job's tasks waiting to be delivered
+// again, their worker lost.
 func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			if free, busy, err := dist.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
+			if pulling, busy, err := dist.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
 				s := r.watch.Stranded()
 				d.SetQueue(progress.Queue{
-					Name: r.where.Queue, Free: free, Busy: max(busy-s.Tasks, 0), // a lost worker's slot is not busy
+					Name: r.where.Queue, Pulling: pulling, Busy: max(busy-s.Tasks, 0), // a lost worker's slot is not busy
 					Stranded: s.Tasks, Lost: s.Workers, AckWait: s.AckWait, Redelivery: s.Until,
 				})
 			}

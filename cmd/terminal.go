@@ -159,9 +159,15 @@ func (t *terminal) verbose(e eventlog.Event) {
 }
 
 // itemEvent renders an event of a map agent: item failures per the
-// workflow's error_collection; the rest only with -v.
+// workflow's error_collection, and a task a NATS server delivered again
+// (its worker was lost); the rest only with -v.
 func (t *terminal) itemEvent(e eventlog.Event) {
-	if e.Type != eventlog.TypeItemFailed {
+	switch e.Type {
+	case eventlog.TypeTaskRedelivered:
+		t.printf("    %s\n", e.Describe())
+		return
+	case eventlog.TypeItemFailed:
+	default:
 		t.verbose(e)
 		return
 	}

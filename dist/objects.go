@@ -140,11 +140,12 @@ func (o *objects) warnf(format string, args ...any) {
 	}
 }
 
-// QueueSlots are the slots of queue's workers now: free ones pull on it
-// (one pull each), busy ones run a task they have not acknowledged yet
-// (of any job; a dead worker's until the server delivers it again). Both
-// are 0 when no worker ever pulled from it.
-func QueueSlots(ctx context.Context, nc *nats.Conn, queue string) (free, busy int, err error) {
+// QueueSlots is how queue's workers stand now: pulling are those with a
+// free slot (each waits for a task with one pull), busy their slots
+// running a task not acknowledged yet (of any job; a dead worker's until
+// the server delivers it again). Both are 0 when no worker ever pulled
+// from it.
+func QueueSlots(ctx context.Context, nc *nats.Conn, queue string) (pulling, busy int, err error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return 0, 0, err

@@ -170,5 +170,23 @@ func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[st
 	return j.LogErr()
 }
 
+// killedRun is how long the last run in the event log at path went on
+// before its process died without recording an end: from its start to
+// its last event (0 when the log cannot be read).
+func killedRun(path string) time.Duration {
+	var start, last time.Time
+	_ = eventlog.Scan(path, eventlog.Query{}, func(e eventlog.Event) error {
+		if e.Type == eventlog.TypeJobStarted || e.Type == eventlog.TypeJobResumed {
+			start = e.Time
+		}
+		last = e.Time
+		return nil
+	})
+	if start.IsZero() {
+		return 0
+	}
+	return last.Sub(start)
+}
+
 // Elapsed is the time since this process started or resumed the job.
 func (j *Job) Elapsed() time.Duration { return time.Since(j.started) }

@@ -133,9 +133,10 @@ func (d *Display) SetBreaker(configured bool) {
 }
 
 // SetQueue tells that the job's items go to the NATS queue q, and how it
-// stands now: the status line shows its workers' busy and free slots (so
-// that a queue no worker serves is seen) and the job's tasks that wait
-// for the server to deliver them again, their worker lost.
+// stands now: the status line shows its workers' busy slots and those
+// pulling (so that a queue no worker serves is seen, and one whose every
+// slot is busy is not taken for it) and the job's tasks that wait for the
+// server to deliver them again, their worker lost.
 func (d *Display) SetQueue(q Queue) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -32,9 +32,9 @@ type jobStatus struct {
 // to.
 type Queue struct {
 	Name string
-	// Busy and Free are its workers' slots: running a task (of any job),
-	// and waiting for one.
-	Busy, Free int
+	// Busy are its workers' slots running a task (of any job); Pulling
+	// its workers with a free slot, each waiting for a task with one pull.
+	Busy, Pulling int
 	// Stranded are the job's tasks whose worker stopped answering: the
 	// server delivers each again ack_wait after its last heartbeat, the
 	// last of them at Redelivery. Lost names those workers.
@@ -44,13 +44,21 @@ type Queue struct {
 	Redelivery time.Time
 }
 
-// slots is the queue's part of the line: "queue gpu: slots 3 busy, 1
-// free", or that no worker pulls from it.
+// slots is the queue's part of the line: "queue gpu: 3 slots busy, 1
+// worker pulling", or that no worker pulls from it nor runs a task.
 func (q Queue) slots() string {
-	if q.Busy+q.Free == 0 {
+	if q.Busy+q.Pulling == 0 {
 		return fmt.Sprintf("queue %s: no worker pulling", q.Name)
 	}
-	return fmt.Sprintf("queue %s: slots %d busy, %d free", q.Name, q.Busy, q.Free)
+	return fmt.Sprintf("queue %s: %s busy, %s pulling", q.Name, count(q.Busy, "slot"), count(q.Pulling, "worker"))
+}
+
+// count is n things: "1 slot", "2 slots".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // stranded is the part of the line of n tasks whose worker stopped

@@ -89,9 +89,10 @@ func TestMapStatusShowsRateAndETA(t *testing.T) {
 	})
 }
 
-// Items that go to NATS workers: the line tells the busy and free slots
-// of their queue's workers apart, so that a queue no worker serves shows,
-// and one whose every slot is busy does not look like it.
+// Items that go to NATS workers: the line tells the busy slots of their
+// queue's workers apart from the workers pulling, so that a queue no
+// worker serves shows, and one whose every slot is busy does not look
+// like it.
 func TestMapStatusShowsTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := New(io.Discard, io.Discard, "never", true, false)
@@ -102,11 +103,11 @@ func TestMapStatusShowsTheQueue(t *testing.T) {
 			t.Errorf("got  %q\nwant %q", got, want)
 		}
 		d.SetQueue(Queue{Name: "gpu", Busy: 4})
-		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: slots 4 busy, 0 free") {
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 4 slots busy, 0 workers pulling") {
 			t.Errorf("every slot busy: got %q", got)
 		}
-		d.SetQueue(Queue{Name: "gpu", Busy: 1, Free: 3})
-		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: slots 1 busy, 3 free") {
+		d.SetQueue(Queue{Name: "gpu", Busy: 1, Pulling: 1})
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 1 slot busy, 1 worker pulling") {
 			t.Errorf("got %q", got)
 		}
 	})
@@ -125,8 +126,8 @@ func TestMapStatusShowsTasksWaitingForRedelivery(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		j.observe(eventlog.ItemSucceeded("a", 1, 2*time.Second))
 		j.observe(eventlog.ItemSucceeded("b", 1, 2*time.Second))
-		j.queue = Queue{Name: "q", Busy: 0, Free: 2, Stranded: 2, Lost: []string{"w1"}, AckWait: 30 * time.Second, Redelivery: time.Now().Add(25 * time.Second)}
-		want := "map 2/4 done · 0 running · 2 waiting for redelivery (worker w1 lost, ack_wait 30s) · 0 pending · 1.0/s · ETA 25s · queue q: slots 0 busy, 2 free"
+		j.queue = Queue{Name: "q", Busy: 0, Pulling: 2, Stranded: 2, Lost: []string{"w1"}, AckWait: 30 * time.Second, Redelivery: time.Now().Add(25 * time.Second)}
+		want := "map 2/4 done · 0 running · 2 waiting for redelivery (worker w1 lost, ack_wait 30s) · 0 pending · 1.0/s · ETA 25s · queue q: 0 slots busy, 2 workers pulling"
 		if got := j.line(); got != want {
 			t.Errorf("got  %q\nwant %q", got, want)
 		}

@@ -72,9 +72,10 @@ type Meta struct {
 	Items        *ItemCounts       `json:"items,omitempty"`
 	MaxParallel  int               `json:"max_parallel,omitempty"`
 	ResumedCount int               `json:"resumed,omitempty"`
-	// Ran is the time the job's runs took, summed over those that ended
-	// (run, each resume): its wall clock less the pauses between runs. A
-	// run killed with -9 recorded no end, and its time is not in it.
+	// RanMS is the time the job's runs took (run, each resume), in
+	// milliseconds: its wall clock less the pauses between runs. A run
+	// whose process was killed counts until its last event (added when
+	// the job is resumed).
 	RanMS int64 `json:"ran_ms,omitempty"`
 	// TargetBranch is the branch checked out where a job whose map runs
 	// in git worktrees started, which --merge merges the job branch into
