@@ -165,12 +165,16 @@ func (t *terminal) itemEvent(e eventlog.Event) {
 	switch e.Type {
 	case eventlog.TypeTaskRedelivered:
 		t.printf("    %s\n", e.Describe())
-		return
 	case eventlog.TypeItemFailed:
+		t.itemFailed(e)
 	default:
 		t.verbose(e)
-		return
 	}
+}
+
+// itemFailed shows a final item failure, or keeps it for later, per the
+// workflow's error_collection.
+func (t *terminal) itemFailed(e eventlog.Event) {
 	t.mu.Lock()
 	t.failed++
 	t.failures = append(t.failures, e)
