@@ -83,10 +83,10 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tWORKFLOW\tSTATUS\tPROGRESS\tSTARTED\tDURATION")
+	fmt.Fprintln(tw, "JOB\tWORKFLOW\tSTATUS\tPROGRESS\tSTARTED\tRUNS\tRAN\tWALL CLOCK")
 	for _, m := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Workflow, jobStatus(m), jobProgress(m),
-			m.Started.Local().Format("2006-01-02 15:04:05"), duration(m))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, m.Workflow, jobStatus(m), jobProgress(m),
+			m.Started.Local().Format("2006-01-02 15:04:05"), m.ResumedCount+1, ran(m), wallClock(m))
 	}
 	return tw.Flush()
 }
@@ -143,7 +143,21 @@ func jobProgress(m state.Meta) string {
 	return fmt.Sprintf("%d/%d steps", m.StepsDone, m.Steps)
 }
 
-func duration(m state.Meta) string {
+// ran is the RAN column: the time the job's ended runs took, its pauses
+// between runs left out; "-" when no run ended that recorded it.
+func ran(m state.Meta) string {
+	switch {
+	case m.RanMS > 0:
+		return ms(m.RanMS).String()
+	case m.ResumedCount == 0 && !m.Finished.IsZero():
+		return wallClock(m) // one run, recorded before runner kept the sum
+	}
+	return "-"
+}
+
+// wallClock is the WALL CLOCK column: the time from the job's start to
+// its end (now while it runs), the pauses between its runs included.
+func wallClock(m state.Meta) string {
 	end := m.Finished
 	if end.IsZero() {
 		if m.Status != state.Running {

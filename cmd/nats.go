@@ -47,6 +47,7 @@ type natsRun struct {
 	conn          *nats.Conn
 	where         state.Dist
 	maxDeliveries int
+	watch         dist.Watch // the job's tasks on the workers, for the status line
 }
 
 // connectNATS connects a run, resume or dlq retry of wf to NATS when the
@@ -115,7 +116,7 @@ func refuseCarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]s
 // natsDispatcher is where j's items go on NATS, showing each item's output
 // on live (nil: not) when its result arrives.
 func (r *natsRun) dispatcher(j *job.Job, live *mapreduce.Live) mapreduce.NewDispatcher {
-	return dist.New(j, dist.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live})
+	return dist.New(j, dist.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
 }
 
 // close closes the connection once its job is done with it.
@@ -131,21 +132,27 @@ func (r *natsRun) describe() string {
 	return fmt.Sprintf("items run on NATS workers of queue %s at %s", r.where.Queue, where)
 }
 
-// showQueue shows on the status line how many pulls wait on the job's
-// queue, read every 2 s, until the returned function is called.
+// showQueue shows on the status line how the job's queue stands, read
+// every 500 ms, until the returned function is called: its workers' busy
+// slots and those pulling, and the job's tasks waiting to be delivered
+// again, their worker lost.
 func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			if n, err := dist.PullsWaiting(ctx, r.conn, r.where.Queue); err == nil {
-				d.SetQueue(r.where.Queue, n)
+			if pulling, busy, err := dist.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
+				s := r.watch.Stranded()
+				d.SetQueue(progress.Queue{
+					Name: r.where.Queue, Pulling: pulling, Busy: max(busy-s.Tasks, 0), // a lost worker's slot is not busy
+					Stranded: s.Tasks, Lost: s.Workers, AckWait: s.AckWait, Redelivery: s.Until,
+				})
 			}
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(2 * time.Second):
+			case <-time.After(500 * time.Millisecond):
 			}
 		}
 	}()

@@ -159,12 +159,22 @@ func (t *terminal) verbose(e eventlog.Event) {
 }
 
 // itemEvent renders an event of a map agent: item failures per the
-// workflow's error_collection; the rest only with -v.
+// workflow's error_collection, and a task a NATS server delivered again
+// (its worker was lost); the rest only with -v.
 func (t *terminal) itemEvent(e eventlog.Event) {
-	if e.Type != eventlog.TypeItemFailed {
+	switch e.Type {
+	case eventlog.TypeTaskRedelivered:
+		t.printf("    %s\n", e.Describe())
+	case eventlog.TypeItemFailed:
+		t.itemFailed(e)
+	default:
 		t.verbose(e)
-		return
 	}
+}
+
+// itemFailed shows a final item failure, or keeps it for later, per the
+// workflow's error_collection.
+func (t *terminal) itemFailed(e eventlog.Event) {
 	t.mu.Lock()
 	t.failed++
 	t.failures = append(t.failures, e)
@@ -224,13 +234,18 @@ func (t *terminal) flushFailures() {
 
 // runSummary is the machine-readable end of `runner run`.
 type runSummary struct {
-	JobID      string            `json:"job_id"`
-	Workflow   string            `json:"workflow"`
-	Status     string            `json:"status"`
-	ExitCode   int               `json:"exit_code"`
-	DurationMS int64             `json:"duration_ms"`
-	Steps      *stepCounts       `json:"steps,omitempty"`
-	Items      *state.ItemCounts `json:"items,omitempty"`
+	JobID      string `json:"job_id"`
+	Workflow   string `json:"workflow"`
+	Status     string `json:"status"`
+	ExitCode   int    `json:"exit_code"`
+	DurationMS int64  `json:"duration_ms"` // this run
+	// RanMS is the time of all the job's runs that ended, this one
+	// included; WallClockMS the time from its start to this end, the
+	// pauses between runs included. A job run once has the three equal.
+	RanMS       int64             `json:"ran_ms"`
+	WallClockMS int64             `json:"wall_clock_ms"`
+	Steps       *stepCounts       `json:"steps,omitempty"`
+	Items       *state.ItemCounts `json:"items,omitempty"`
 	// Branch is the job branch (map.isolation: worktree), TargetBranch
 	// the branch it merges into, and Merged says that it was merged.
 	Branch       string   `json:"branch,omitempty"`
@@ -239,6 +254,20 @@ type runSummary struct {
 	Error        string   `json:"error,omitempty"`
 	Handled      []string `json:"handled_failures,omitempty"`
 }
+
+// durations is the time of a run line: this run's alone for a job run
+// once; after a resume this run's, all runs' and the wall clock since
+// the job started, each named.
+func (s runSummary) durations(resumed int) string {
+	this := ms(s.DurationMS)
+	if resumed == 0 {
+		return this.String()
+	}
+	return fmt.Sprintf("%s this run (%s in all %d runs, %s wall clock incl. pauses)", this, ms(s.RanMS), resumed+1, ms(s.WallClockMS))
+}
+
+// ms is a duration of n milliseconds.
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 type stepCounts struct {
 	Total     int `json:"total"`
@@ -290,9 +319,10 @@ func (t *terminal) endOfJob(res jobResult, merge bool) {
 
 // summary reports how a job ended.
 func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
+	m := j.Meta()
 	s := runSummary{
 		JobID: j.ID(), Workflow: j.Workflow().Name, Status: string(res.status), ExitCode: res.code,
-		DurationMS: j.Elapsed().Milliseconds(), Items: res.items,
+		DurationMS: j.Elapsed().Milliseconds(), RanMS: m.RanMS, WallClockMS: m.Finished.Sub(m.Started).Milliseconds(), Items: res.items,
 		Branch: res.end.Branch, TargetBranch: res.end.Target, Merged: res.end.Merged != "",
 	}
 	if res.items == nil {
@@ -317,8 +347,7 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 		t.endOfJob(res, merge)
 		return
 	}
-	d := time.Duration(s.DurationMS) * time.Millisecond
-	line := fmt.Sprintf("%s: %s in %s: ", res.status, j.ID(), d)
+	line := fmt.Sprintf("%s: %s in %s: ", res.status, j.ID(), s.durations(m.ResumedCount))
 	if c := res.items; c != nil {
 		line += fmt.Sprintf("%d/%d items succeeded", c.Succeeded, c.Total)
 		for _, part := range []struct {

@@ -36,6 +36,9 @@ type Options struct {
 	// sure that nothing lost on the server leaves them waiting (see
 	// check); 0: DefaultAckWait.
 	CheckEvery time.Duration
+	// Watch, when not nil, sees the dispatcher's stranded tasks while it
+	// is open.
+	Watch *Watch
 }
 
 // Dispatcher sends a job's tasks to the workers of its queue and waits for
@@ -54,6 +57,8 @@ type Dispatcher struct {
 	version string // this runner's, for the spec
 	every   time.Duration
 	results jetstream.Consumer
+	beats   *nats.Subscription // the workers' beats of the job's tasks
+	watch   *Watch
 	stop    context.CancelFunc
 	done    chan struct{}
 
@@ -83,6 +88,7 @@ type waiter struct {
 	// resends counts the times it was sent again (only the goroutine
 	// reading results touches it).
 	resends int
+	holder  holder // the worker that has the task, as far as known
 }
 
 // inbound is a result as it arrived, with its message to acknowledge
@@ -120,12 +126,17 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
-		done: make(chan struct{}),
+		done: make(chan struct{}), watch: opts.Watch,
 	}
 	if err := d.start(ctx, opts); err != nil {
 		lock.Close()
 		return nil, err
 	}
+	if d.beats, err = opts.Conn.Subscribe(beatSubject(d.key), d.onBeat); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	d.watch.set(d)
 	cctx, cancel := context.WithCancel(context.Background())
 	d.stop = cancel
 	go d.consume(cctx)
@@ -465,7 +476,11 @@ func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
 	d.mu.Lock()
 	if w, ok := d.waiting[r.Index]; ok && w.attempt == r.Attempt {
 		delete(d.waiting, r.Index)
+		again, from := w.holder.learn(r.Worker, r.Delivery, 0, time.Time{})
 		d.mu.Unlock()
+		if again { // no beat told of it: the worker ran none (max_deliveries), or is older
+			d.j.Emit(eventlog.TaskRedelivered(w.task.ItemID, r.Attempt, r.Delivery, r.Worker, from))
+		}
 		w.ch <- in
 		return
 	}
@@ -629,6 +644,8 @@ func (d *Dispatcher) appendLog(t mapreduce.Task, r result) {
 // go, as nothing of it is out any more.
 func (d *Dispatcher) Close() error {
 	defer d.lock.Close()
+	d.watch.set(nil)
+	_ = d.beats.Unsubscribe()
 	d.stop()
 	<-d.done
 	ctx, cancel := context.WithTimeout(context.Background(), 3*callDeadline)

@@ -140,21 +140,25 @@ func (o *objects) warnf(format string, args ...any) {
 	}
 }
 
-// PullsWaiting is how many pulls wait on queue now: the free slots of
-// its workers (0 when no worker ever pulled from it).
-func PullsWaiting(ctx context.Context, nc *nats.Conn, queue string) (int, error) {
+// QueueSlots is how queue's workers stand now: pulling are those with a
+// free slot (each waits for a task with one pull), busy their slots
+// running a task not acknowledged yet (of any job; a dead worker's until
+// the server delivers it again). Both are 0 when no worker ever pulled
+// from it.
+func QueueSlots(ctx context.Context, nc *nats.Conn, queue string) (pulling, busy int, err error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, callDeadline)
 	defer cancel()
 	c, err := js.Consumer(ctx, tasksStream, workersConsumer(queue))
 	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return c.CachedInfo().NumWaiting, nil
+	info := c.CachedInfo()
+	return info.NumWaiting, info.NumAckPending, nil
 }

@@ -44,7 +44,16 @@ func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *objects) {
 // runWorker runs a worker of queue q until the test ends.
 func runWorker(t *testing.T, srv *natstest.Server, q string) {
 	t.Helper()
-	w, err := NewWorker(t.Context(), WorkerOptions{Conn: srv.Connect(t), Queue: q, Concurrency: 1, Name: "w", AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard})
+	runNamedWorker(t, srv, q, "w")
+}
+
+// runNamedWorker runs a worker of queue q named name until the test ends,
+// on a connection of its own; the returned function cuts it off the
+// server (closes that connection).
+func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut func()) {
+	t.Helper()
+	nc := srv.Connect(t)
+	w, err := NewWorker(t.Context(), WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +61,7 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 	done := make(chan error)
 	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
+	return nc.Close
 }
 
 // startJob starts job j of the workflow file with its state in dir.

@@ -100,6 +100,10 @@ func resultMsgID(key string, index, attempt, epoch int) string {
 	return fmt.Sprintf("r.%s.%d.%d.%d", key, index, attempt, epoch)
 }
 
+// beatSubject is where the workers running a job's tasks tell its
+// coordinator so, on core NATS: runner.beat.J.
+func beatSubject(key string) string { return "runner.beat." + key }
+
 func workersConsumer(queue string) string { return "workers_" + queue }
 func jobConsumer(key string) string       { return "job_" + key }
 
@@ -172,6 +176,20 @@ func (r *result) trim() ([]byte, error) {
 	}
 	r.Events = nil
 	return json.Marshal(r)
+}
+
+// beat is the body of a worker's notice that it runs a task, published on
+// core NATS (nothing stores it) when the run starts and after each
+// heartbeat the server answers: the coordinator sees from it a task whose
+// worker stopped answering, which waits for the server to deliver it
+// again, and each delivery after the first. One lost only delays what
+// the coordinator shows.
+type beat struct {
+	Index     int    `json:"index"`
+	Attempt   int    `json:"attempt"`
+	Worker    string `json:"worker"`
+	Delivery  int    `json:"delivery"`
+	AckWaitMS int64  `json:"ack_wait_ms"`
 }
 
 // spec is the job's entry in RUNNER_JOBS (§11.6): what a worker needs to

@@ -364,7 +364,9 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 		w.mu.Unlock()
 	}()
 	ls := newLease(w.wd, w.ackWait-2*w.heartbeat(), received)
-	stopBeats := w.beat(rctx, msg, ls, cancel)
+	announce := func() { w.announce(wj.key, t, r.Delivery) }
+	announce()
+	stopBeats := w.beat(rctx, msg, ls, cancel, announce)
 	logPath := wj.worker.ItemLogPath(t.ItemID)
 	logStart := fileSize(logPath)
 	mt := mapreduce.Task{
@@ -405,9 +407,10 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 }
 
 // beat sends "+WPI" to the server every heartbeat while the task runs, as
-// a request whose answer renews the run's lease; once the lease has run
-// out it stops the run. The returned function ends the heartbeats.
-func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc) func() {
+// a request whose answer renews the run's lease and is then announced to
+// the job's coordinator; once the lease has run out it stops the run. The
+// returned function ends the heartbeats.
+func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc, announce func()) func() {
 	every := w.heartbeat()
 	done := make(chan struct{})
 	ended := make(chan struct{})
@@ -428,6 +431,7 @@ func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop co
 			cancel()
 			if err == nil {
 				ls.renew(time.Now())
+				announce()
 			} else if ls.expired(time.Now()) {
 				stop(errCutOff)
 				return
@@ -435,6 +439,15 @@ func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop co
 		}
 	}()
 	return func() { close(done); <-ended }
+}
+
+// announce tells the coordinator of the job of key that this worker runs
+// t, in its delivery-th delivery (a beat).
+func (w *Worker) announce(key string, t task, delivery int) {
+	body, err := json.Marshal(beat{Index: t.Index, Attempt: t.Attempt, Worker: w.opts.Name, Delivery: delivery, AckWaitMS: w.ackWait.Milliseconds()})
+	if err == nil {
+		_ = w.opts.Conn.PublishMsg(newMsg(beatSubject(key), t.JobID, body))
+	}
 }
 
 // job returns the job of key as its spec in RUNNER_JOBS has it now,

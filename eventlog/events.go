@@ -335,6 +335,17 @@ func ResultDuplicate(id string, attempt, epoch int, worker string, delivery int)
 	return newEvent(TypeResultDuplicate, map[string]any{"item_id": id, "attempt": attempt, "epoch": epoch, "worker": worker, "delivery": delivery})
 }
 
+// TaskRedelivered: the task of attempt of item id went to worker in its
+// delivery-th delivery; from is the worker that had it before ("": not
+// known).
+func TaskRedelivered(id string, attempt, delivery int, worker, from string) Event {
+	fields := map[string]any{"item_id": id, "attempt": attempt, "delivery": delivery, "worker": worker}
+	if from != "" {
+		fields["from_worker"] = from
+	}
+	return newEvent(TypeTaskRedelivered, fields)
+}
+
 // WithWorker returns a copy of e told of the NATS worker that ran it, in
 // the delivery-th delivery of its task; e itself when worker is "".
 func (e Event) WithWorker(worker string, delivery int) Event {

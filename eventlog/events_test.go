@@ -53,6 +53,7 @@ var constructed = []struct {
 	{CircuitChanged("half_open", "step", "build"), "circuit_half_open", map[string]any{"step": "build", "scope": "step"}},
 	{CircuitChanged("closed", "workflow", ""), "circuit_closed", map[string]any{"scope": "workflow"}},
 	{ResultDuplicate("a", 2, 3, "w1", 5), "result_duplicate", map[string]any{"item_id": "a", "attempt": 2, "epoch": 3, "worker": "w1", "delivery": 5}},
+	{TaskRedelivered("a", 1, 2, "w2", "w1"), "task_redelivered", map[string]any{"item_id": "a", "attempt": 1, "delivery": 2, "worker": "w2", "from_worker": "w1"}},
 	{ThresholdReached("max_failures", "3 items failed"), "threshold_reached", map[string]any{"rule": "max_failures", "reason": "3 items failed"}},
 	{ItemsLoaded(3, "file items.txt", 10*time.Millisecond), "items_loaded", map[string]any{"total": 3, "source": "file items.txt", "duration_ms": int64(10)}},
 	{MapStarted(3, 2, 16, "none"), "map_started", map[string]any{"total": 3, "pending": 2, "max_parallel": 16, "isolation": "none"}},

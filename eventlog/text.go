@@ -27,7 +27,7 @@ func (e Event) AppendLine(b []byte) []byte {
 // names it.
 func (e Event) Describe() string {
 	s := e.describe()
-	if w := e.Str("worker"); w != "" && e.Type != TypeResultDuplicate {
+	if w := e.Str("worker"); w != "" && e.Type != TypeResultDuplicate && e.Type != TypeTaskRedelivered {
 		s += " (worker " + w + ")"
 	}
 	return s
@@ -76,6 +76,12 @@ func (e Event) describe() string {
 		return fmt.Sprintf("%s: attempt %d", who, n("attempt"))
 	case TypeResultDuplicate:
 		return fmt.Sprintf("%s: attempt %d has a result; dropped another from worker %s (delivery %d, epoch %d)", who, n("attempt"), e.Str("worker"), n("delivery"), n("epoch"))
+	case TypeTaskRedelivered:
+		s := fmt.Sprintf("%s: attempt %d's task delivered again, to worker %s (delivery %d)", who, n("attempt"), e.Str("worker"), n("delivery"))
+		if from := e.Str("from_worker"); from != "" {
+			s += "; worker " + from + " had it"
+		}
+		return s
 	case TypeItemSucceeded:
 		return fmt.Sprintf("%s in %s", who, ms("duration_ms"))
 	case TypeItemFailed:

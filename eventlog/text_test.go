@@ -37,6 +37,8 @@ func TestDescribe(t *testing.T) {
 		{ItemSucceeded("a", 1, 30*time.Millisecond), "item a in 30ms"},
 		{ItemSucceeded("a", 1, 30*time.Millisecond).WithWorker("w1", 2), "item a in 30ms (worker w1)"},
 		{ResultDuplicate("a", 2, 3, "w1", 5), "item a: attempt 2 has a result; dropped another from worker w1 (delivery 5, epoch 3)"},
+		{TaskRedelivered("a", 1, 2, "w2", "w1"), "item a: attempt 1's task delivered again, to worker w2 (delivery 2); worker w1 had it"},
+		{TaskRedelivered("a", 1, 3, "w2", ""), "item a: attempt 1's task delivered again, to worker w2 (delivery 3)"},
 		{JobChanged("ci.yml", "workflow.1.yml", []string{"REGION", "MODE"}), "runs ci.yml now (the copy it replaces is kept as workflow.1.yml); set REGION, MODE"},
 		{JobChanged("", "", []string{"REGION"}), "set REGION"},
 		{MapStarted(3, 2, 1, "none"), `isolation="none" max_parallel=1 pending=2 total=3`},

@@ -45,6 +45,9 @@ const (
 	// TypeResultDuplicate: a NATS worker's result for an attempt that
 	// already has one (a redelivered task ran again) was dropped.
 	TypeResultDuplicate Type = "result_duplicate"
+	// TypeTaskRedelivered: the NATS server delivered an item's task again
+	// (the worker that had it stopped answering, or gave it back).
+	TypeTaskRedelivered Type = "task_redelivered"
 
 	TypeDLQAdded         Type = "dlq_added"
 	TypeDLQRemoved       Type = "dlq_removed"
@@ -65,7 +68,7 @@ var Types = []Type{
 	TypeAttemptStarted, TypeAttemptSucceeded, TypeAttemptFailed, TypeRetryDecision,
 	TypeFallbackFailed, TypeHandlerCompleted,
 	TypeItemsLoaded, TypeMapStarted, TypeMapCompleted, TypeReduceSkipped,
-	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped, TypeResultDuplicate,
+	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped, TypeResultDuplicate, TypeTaskRedelivered,
 	TypeDLQAdded, TypeDLQRemoved, TypeDLQRetryStarted, TypeDLQRetryFinished,
 	TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed, TypeThresholdReached,
 }

@@ -166,6 +166,9 @@ func Resume(id string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	j.resumed = true
+	if st.Meta.Status == state.Running { // its process died: the run recorded no end
+		st.Meta.RanMS += killedRun(st.EventsPath()).Milliseconds()
+	}
 	st.Meta.Status, st.Meta.PID, st.Meta.Error = state.Running, os.Getpid(), ""
 	st.Meta.Finished = time.Time{}
 	st.Meta.ResumedCount++

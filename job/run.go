@@ -151,10 +151,12 @@ func StatusOf(ctx context.Context, err error) state.Status {
 // Finish records how the job ended (status, exit code, final event) and
 // releases it.
 func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[string]any) error {
-	j.emit(eventlog.JobFinished(string(status), exitCode, time.Since(j.started), err, fields))
+	ran := time.Since(j.started)
+	j.emit(eventlog.JobFinished(string(status), exitCode, ran, err, fields))
 	j.mu.Lock()
 	m := &j.st.Meta
 	m.Status, m.ExitCode = status, exitCode
+	m.RanMS += ran.Milliseconds()
 	m.Finished, m.PID = time.Now(), 0
 	if err != nil {
 		m.Error = err.Error()
@@ -166,6 +168,24 @@ func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[st
 		return fmt.Errorf("job %s: %w", j.ID(), serr)
 	}
 	return j.LogErr()
+}
+
+// killedRun is how long the last run in the event log at path went on
+// before its process died without recording an end: from its start to
+// its last event (0 when the log cannot be read).
+func killedRun(path string) time.Duration {
+	var start, last time.Time
+	_ = eventlog.Scan(path, eventlog.Query{}, func(e eventlog.Event) error {
+		if e.Type == eventlog.TypeJobStarted || e.Type == eventlog.TypeJobResumed {
+			start = e.Time
+		}
+		last = e.Time
+		return nil
+	})
+	if start.IsZero() {
+		return 0
+	}
+	return last.Sub(start)
 }
 
 // Elapsed is the time since this process started or resumed the job.

@@ -132,14 +132,15 @@ func (d *Display) SetBreaker(configured bool) {
 	}
 }
 
-// SetQueue tells that the job's items go to the NATS queue named queue,
-// on which pulling pulls wait now (each free slot of a worker pulls on its
-// own): the status line shows it, so that a queue no worker serves is
-// seen.
-func (d *Display) SetQueue(queue string, pulling int) {
+// SetQueue tells that the job's items go to the NATS queue q, and how it
+// stands now: the status line shows its workers' busy slots and those
+// pulling (so that a queue no worker serves is seen, and one whose every
+// slot is busy is not taken for it) and the job's tasks that wait for the
+// server to deliver them again, their worker lost.
+func (d *Display) SetQueue(q Queue) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.job.queue, d.job.pulling = queue, pulling
+	d.job.queue = q
 }
 
 // Observe updates the status from an event of the job.

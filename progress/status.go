@@ -16,16 +16,59 @@ type jobStatus struct {
 	mapStart     time.Time
 	total        int
 	done, failed int                  // finished items (done: in an earlier run too)
+	doneBefore   int                  // items finished by earlier runs: not in this run's rate
 	items        map[string]itemState // started items not finished
 	inState      [itemStates]int      // how many items are in each state
 	breaker      string               // "": no workflow circuit breaker
-	queue        string               // the NATS queue the items go to; "": they run here
-	pulling      int                  // pulls waiting on the queue: its workers' free slots
+	queue        Queue                // the NATS queue the items go to; Name "": they run here
 	// standard
 	step           string
 	stepN, steps   int
 	attempt, limit int
 	stepStart      time.Time
+}
+
+// Queue is what the status line shows of the NATS queue a job's items go
+// to.
+type Queue struct {
+	Name string
+	// Busy are its workers' slots running a task (of any job); Pulling
+	// its workers with a free slot, each waiting for a task with one pull.
+	Busy, Pulling int
+	// Stranded are the job's tasks whose worker stopped answering: the
+	// server delivers each again ack_wait after its last heartbeat, the
+	// last of them at Redelivery. Lost names those workers.
+	Stranded   int
+	Lost       []string
+	AckWait    time.Duration
+	Redelivery time.Time
+}
+
+// slots is the queue's part of the line: "queue gpu: 3 slots busy, 1
+// worker pulling", or that no worker pulls from it nor runs a task.
+func (q Queue) slots() string {
+	if q.Busy+q.Pulling == 0 {
+		return fmt.Sprintf("queue %s: no worker pulling", q.Name)
+	}
+	return fmt.Sprintf("queue %s: %s busy, %s pulling", q.Name, count(q.Busy, "slot"), count(q.Pulling, "worker"))
+}
+
+// count is n things: "1 slot", "2 slots".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// stranded is the part of the line of n tasks whose worker stopped
+// answering: "2 waiting for redelivery (worker w1 lost, ack_wait 30s)".
+func (q Queue) stranded(n int) string {
+	who := "worker "
+	if len(q.Lost) > 1 {
+		who = "workers "
+	}
+	return fmt.Sprintf("%d waiting for redelivery (%s%s lost, ack_wait %s)", n, who, strings.Join(q.Lost, ", "), q.AckWait)
 }
 
 // itemState is what a started item of the map phase is doing. An item
@@ -48,7 +91,11 @@ func (j *jobStatus) line() string {
 		if j.failed > 0 {
 			parts = append(parts, fmt.Sprintf("%d failed", j.failed))
 		}
-		parts = append(parts, fmt.Sprintf("%d running", j.inState[itemRunning]))
+		stranded := min(j.queue.Stranded, j.inState[itemRunning])
+		parts = append(parts, fmt.Sprintf("%d running", j.inState[itemRunning]-stranded))
+		if stranded > 0 {
+			parts = append(parts, j.queue.stranded(stranded))
+		}
 		for _, w := range []struct {
 			state itemState
 			what  string
@@ -58,18 +105,22 @@ func (j *jobStatus) line() string {
 			}
 		}
 		parts = append(parts, fmt.Sprintf("%d pending", max(j.total-finished-len(j.items), 0)))
-		if elapsed := time.Since(j.mapStart); elapsed > time.Second && finished > 0 {
-			rate := float64(finished) / elapsed.Seconds()
+		if elapsed, now := time.Since(j.mapStart), finished-j.doneBefore; elapsed > time.Second && now > 0 {
+			rate := float64(now) / elapsed.Seconds() // this run's: earlier runs' items took no time of it
 			parts = append(parts, fmt.Sprintf("%.1f/s", rate))
 			if left := j.total - finished; left > 0 {
-				parts = append(parts, "ETA "+time.Duration(float64(left)/rate*float64(time.Second)).Round(time.Second).String())
+				eta := time.Duration(float64(left) / rate * float64(time.Second))
+				if stranded > 0 {
+					eta = max(eta, time.Until(j.queue.Redelivery)) // nothing ends before they are delivered again
+				}
+				parts = append(parts, "ETA "+eta.Round(time.Second).String())
 			}
 		}
 		if j.breaker != "" {
 			parts = append(parts, "breaker "+strings.ReplaceAll(j.breaker, "_", "-"))
 		}
-		if j.queue != "" {
-			parts = append(parts, fmt.Sprintf("queue %s: %d workers pulling", j.queue, j.pulling))
+		if j.queue.Name != "" {
+			parts = append(parts, j.queue.slots())
 		}
 		return strings.Join(parts, " · ")
 	}
@@ -97,6 +148,7 @@ func (j *jobStatus) observe(e eventlog.Event) {
 		j.mapping, j.mapStart = true, time.Now()
 		j.total = int(e.Int("total"))
 		j.done = j.total - int(e.Int("pending")) // finished in an earlier run
+		j.doneBefore = j.done
 	case eventlog.TypeMapCompleted:
 		j.mapping = false
 	case eventlog.TypeItemStarted: // every attempt of the item, once it holds a slot

@@ -89,19 +89,50 @@ func TestMapStatusShowsRateAndETA(t *testing.T) {
 	})
 }
 
-// Items that go to NATS workers: the line tells how many pulls wait on
-// their queue, so that a queue no worker serves shows.
+// Items that go to NATS workers: the line tells the busy slots of their
+// queue's workers apart from the workers pulling, so that a queue no
+// worker serves shows, and one whose every slot is busy does not look
+// like it.
 func TestMapStatusShowsTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := New(io.Discard, io.Discard, "never", true, false)
 		defer d.Close()
 		d.Observe(eventlog.MapStarted(2, 2, 2, "none"))
-		d.SetQueue("gpu", 0)
-		if got, want := d.job.line(), "map 0/2 done · 0 running · 2 pending · queue gpu: 0 workers pulling"; got != want {
+		d.SetQueue(Queue{Name: "gpu"})
+		if got, want := d.job.line(), "map 0/2 done · 0 running · 2 pending · queue gpu: no worker pulling"; got != want {
 			t.Errorf("got  %q\nwant %q", got, want)
 		}
-		d.SetQueue("gpu", 3)
-		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 3 workers pulling") {
+		d.SetQueue(Queue{Name: "gpu", Busy: 4})
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 4 slots busy, 0 workers pulling") {
+			t.Errorf("every slot busy: got %q", got)
+		}
+		d.SetQueue(Queue{Name: "gpu", Busy: 1, Pulling: 1})
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 1 slot busy, 1 worker pulling") {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+// Tasks whose worker died wait for the server to deliver them again: the
+// line says so, and which worker was lost, instead of counting them as
+// running; the time left is at least the wait for that redelivery.
+func TestMapStatusShowsTasksWaitingForRedelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		j.observe(eventlog.MapStarted(4, 4, 4, "none"))
+		for _, id := range []string{"a", "b", "c", "d"} {
+			j.observe(started(id))
+		}
+		time.Sleep(2 * time.Second)
+		j.observe(eventlog.ItemSucceeded("a", 1, 2*time.Second))
+		j.observe(eventlog.ItemSucceeded("b", 1, 2*time.Second))
+		j.queue = Queue{Name: "q", Busy: 0, Pulling: 2, Stranded: 2, Lost: []string{"w1"}, AckWait: 30 * time.Second, Redelivery: time.Now().Add(25 * time.Second)}
+		want := "map 2/4 done · 0 running · 2 waiting for redelivery (worker w1 lost, ack_wait 30s) · 0 pending · 1.0/s · ETA 25s · queue q: 0 slots busy, 2 workers pulling"
+		if got := j.line(); got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+		j.queue.Lost, j.queue.Stranded = []string{"w1", "w2"}, 1
+		if got := j.line(); !strings.Contains(got, "· 1 running · 1 waiting for redelivery (workers w1, w2 lost, ack_wait 30s) ·") {
 			t.Errorf("got %q", got)
 		}
 	})
@@ -164,6 +195,27 @@ func TestEventReadBackCountsTheSame(t *testing.T) {
 		j.observe(e)
 		if got, want := j.line(), "map 3/5 done · 0 running · 2 pending"; got != want {
 			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+}
+
+// After a resume, the rate and the time left count only the items this
+// run finished: 6 of 10 finished in an earlier run, this run finished 2
+// in 4 s, so 0.5/s and 4 s for the 2 left (not 8 items in 4 s, 2.0/s).
+func TestRateAfterResumeCountsThisRunOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		// The earlier run: its map started with all 10 to run.
+		j.observe(eventlog.MapStarted(10, 10, 2, "none"))
+		// This run: 4 left.
+		j.observe(eventlog.MapStarted(10, 4, 2, "none"))
+		j.observe(started("g"))
+		j.observe(started("h"))
+		time.Sleep(4 * time.Second)
+		j.observe(eventlog.ItemSucceeded("g", 1, 4*time.Second))
+		j.observe(eventlog.ItemSucceeded("h", 1, 4*time.Second))
+		if got, want := j.line(), "map 8/10 done · 0 running · 2 pending · 0.5/s · ETA 4s"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
 		}
 	})
 }

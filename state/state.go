@@ -72,6 +72,11 @@ type Meta struct {
 	Items        *ItemCounts       `json:"items,omitempty"`
 	MaxParallel  int               `json:"max_parallel,omitempty"`
 	ResumedCount int               `json:"resumed,omitempty"`
+	// RanMS is the time the job's runs took (run, each resume), in
+	// milliseconds: its wall clock less the pauses between runs. A run
+	// whose process was killed counts until its last event (added when
+	// the job is resumed).
+	RanMS int64 `json:"ran_ms,omitempty"`
 	// TargetBranch is the branch checked out where a job whose map runs
 	// in git worktrees started, which --merge merges the job branch into
 	// ("" when HEAD was detached).
