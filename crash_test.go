@@ -405,6 +405,23 @@ func waitForLines(path string, n int, exited <-chan struct{}) {
 	}
 }
 
+// waitUntil polls cond until it holds or exited is closed (nil: never)
+// and reports whether it held. A minute, far beyond what any condition
+// waited on takes, only keeps a broken run from hanging the test.
+func waitUntil(cond func() bool, exited <-chan struct{}) bool {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if cond() {
+			return true
+		}
+		select {
+		case <-exited:
+			return cond()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return cond()
+}
+
 // completedSteps returns the steps of the job's template ("N a" for item N
 // and step a) that must never run again: every step of the items that
 // ended and those a running item checkpointed as finished.
