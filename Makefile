@@ -15,7 +15,7 @@ GOTEST  ?= $(GO) run gotest.tools/gotestsum@v1.13.0 --format standard-quiet --
 TEST_TARGETS := fmt vet race prodigy nats
 FUZZTIME_SHELL ?= $(FUZZTIME)
 
-.PHONY: build nats-server release demo test short race prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos ci clean
+.PHONY: build nats-server release demo test short race prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos cover ci clean
 
 build:
 	$(BUILD) -ldflags "-X github.com/runnerdev/runner/cmd.Version=$(VERSION)" -o $(BIN) .
@@ -86,6 +86,22 @@ vet:
 
 tidy-check:
 	$(GO) mod tidy -diff
+
+# Coverage across packages: every package's tests count toward each
+# package they run (-coverpkg), so cmd, which the root package's scripts
+# drive, reads as what the suite covers, not as its own unit tests' share.
+# Prints each package's share of statements, then the total; the profile
+# stays in COVERPROFILE (go tool cover -html=cover.out to browse it). Not
+# part of make test: coverage slows every test. COVERFLAGS=-short for a
+# quick look.
+COVERPROFILE ?= cover.out
+COVERFLAGS   ?=
+cover:
+	$(GO) test -count=1 -timeout 30m $(COVERFLAGS) -coverpkg=./... -coverprofile=$(COVERPROFILE) $(PKGS)
+	@awk -F'[: ]' 'NR > 1 { b = $$1 ":" $$2; n[b] = $$3; if ($$4 > 0) hit[b] = 1 } \
+		END { for (b in n) { split(b, f, ":"); p = f[1]; sub(/\/[^\/]*$$/, "", p); all[p] += n[b]; if (b in hit) cov[p] += n[b] } \
+		      for (p in all) if (all[p]) printf "%-60s %5.1f%%\n", p, 100 * cov[p] / all[p] }' $(COVERPROFILE) | sort
+	@$(GO) tool cover -func=$(COVERPROFILE) | tail -1
 
 # Go benchmarks, then runner against its peers (scripts/bench.sh; about
 # 45 minutes on 2 cores; QUICK=1 make bench for a small run).

@@ -212,7 +212,7 @@ func crashRound(t *testing.T, rng *rand.Rand, agents bool) (agentKills int) {
 		auditJob(t, store, "j", crashItems, false)
 		past = append(past, crash{len(readLines(t, runsLog)), completedSteps(t, store, "j")})
 	}
-	time.Sleep(100 * time.Millisecond) // agents orphaned by the last crash finish
+	waitOrphansGone(t, dir)
 	finishJob(t, dir, store)
 	counts := auditJob(t, store, "j", crashItems, true)
 	failing := crashItems / 7
@@ -403,6 +403,54 @@ func waitForLines(path string, n int, exited <-chan struct{}) {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+}
+
+// waitOrphansGone waits until no process works in dir or below it: the
+// agents and steps a killed runner left behind finish on their own. It
+// fails the test if some still run a minute later.
+func waitOrphansGone(t *testing.T, dir string) {
+	t.Helper()
+	if !waitUntil(func() bool { return len(processesIn(dir)) == 0 }, nil) {
+		t.Fatalf("processes %v still work in %s a minute after their runner was killed", processesIn(dir), dir)
+	}
+}
+
+// processesIn returns the live processes whose working directory is dir
+// or below it.
+func processesIn(dir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err != nil || cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			continue
+		}
+		if stat := procStat(pid); len(stat) > 0 && stat[0] != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitUntil polls cond until it holds or exited is closed (nil: never)
+// and reports whether it held. A minute, far beyond what any condition
+// waited on takes, only keeps a broken run from hanging the test.
+func waitUntil(cond func() bool, exited <-chan struct{}) bool {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if cond() {
+			return true
+		}
+		select {
+		case <-exited:
+			return cond()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return cond()
 }
 
 // completedSteps returns the steps of the job's template ("N a" for item N

@@ -70,7 +70,7 @@ func TestDLQRetryCrash(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // agents orphaned by the last kill finish
+	waitOrphansGone(t, dir)
 	t.Logf("%d kills left %d item(s) both succeeded and in the DLQ; later retries ran %d succeeded item(s) again", kills, leftBoth, reruns)
 	if reruns > 0 {
 		t.Errorf("retries ran %d item(s) again that had already succeeded", reruns)

@@ -112,7 +112,7 @@ func isolationCrashRound(t *testing.T, rng *rand.Rand) (kills, reruns int) {
 	for range 1 + rng.IntN(3) {
 		kill(isolationCrashItems, continueJob(store)...)
 	}
-	time.Sleep(100 * time.Millisecond) // steps orphaned by the last kill finish
+	waitOrphansGone(t, dir)
 	finishJob(t, repo, store)
 	audit(true)
 
@@ -123,7 +123,7 @@ func isolationCrashRound(t *testing.T, rng *rand.Rand) (kills, reruns int) {
 	for range rng.IntN(3) {
 		kill(failing, "dlq", "retry", "j")
 	}
-	time.Sleep(100 * time.Millisecond) // steps orphaned by the last kill finish
+	waitOrphansGone(t, dir)
 	if code, out := runnerIn(t, repo, "dlq", "retry", "j"); code != 0 {
 		t.Fatalf("final retry: exit %d\n%s", code, out)
 	}
@@ -307,7 +307,7 @@ func crashPointRound(t *testing.T, bin, point string) (reached bool) {
 			return false
 		}
 		t.Logf("runner %v: killed at %s\n%s", args, point, out)
-		time.Sleep(100 * time.Millisecond) // steps orphaned by the kill finish
+		waitOrphansGone(t, dir)
 		audit(false)
 		return true
 	}

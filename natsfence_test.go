@@ -52,7 +52,11 @@ func TestNATSFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, dir, srv.URL(), "fence", "other")
-	time.Sleep(3500 * time.Millisecond) // ack_wait 2 s, and then some
+	// Thaw it only once the server, its ack_wait (2 s) out, gave both
+	// tasks to the other worker and their runs began.
+	if !waitUntil(func() bool { return len(itemsRunBy(t, runsLog, "other")) == 2 }, exited) {
+		t.Fatalf("the other worker ran items %v, want both\n%s", itemsRunBy(t, runsLog, "other"), out)
+	}
 	if err := frozen.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +105,18 @@ func TestNATSFencing(t *testing.T) {
 	if want := []string{"item_succeeded 1 by other", "item_succeeded 2 by other"}; !slices.Equal(ends, want) {
 		t.Errorf("items ended %q, want %q", ends, want)
 	}
+}
+
+// itemsRunBy returns the items of which worker wrote a line to runsLog.
+func itemsRunBy(t *testing.T, runsLog, worker string) map[string]bool {
+	t.Helper()
+	items := map[string]bool{}
+	for _, line := range readLines(t, runsLog) {
+		if f := strings.Fields(line); len(f) == 3 && f[1] == worker {
+			items[f[0]] = true
+		}
+	}
+	return items
 }
 
 // skipNATSProcesses skips a test that runs runner, its workers and a NATS

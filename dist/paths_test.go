@@ -144,7 +144,7 @@ func TestWorkerLeavesUnknownProtocol(t *testing.T) {
 	if !eventually(func() bool { return consumerInfo(t, js, tasksStream, "workers_q").Delivered.Consumer > 0 }) {
 		t.Fatal("the worker never pulled the task")
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the scenario: a second in which a tight loop would deliver it again
 	if st := streamState(t, objs.tasks); st.Msgs != 1 {
 		t.Errorf("the stream holds %d tasks, want the unknown one kept", st.Msgs)
 	}

@@ -59,11 +59,7 @@ func TestLocked(t *testing.T) {
 			open(t, path, dlq.Options{}).Close() // create it
 			first := open(t, path, dlq.Options{ReadOnly: tt.first})
 
-			start := time.Now()
 			_, err := openWithin(t, path, dlq.Options{ReadOnly: tt.second, Timeout: 100 * time.Millisecond})
-			if elapsed := time.Since(start); elapsed > 5*time.Second {
-				t.Errorf("Open took %v", elapsed)
-			}
 			if !tt.locked {
 				if err != nil {
 					t.Fatalf("Open: %v", err)

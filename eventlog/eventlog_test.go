@@ -141,8 +141,9 @@ func TestFollowStopsAtEndEvent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	l, _ := Open(path, "j", Options{})
 	l.Emit(newEvent("start", nil))
+	following := make(chan struct{}) // Follow has read what was there
 	go func() {
-		time.Sleep(50 * time.Millisecond)
+		<-following
 		l.Emit(newEvent("middle", nil))
 		l.Emit(newEvent("end", nil))
 	}()
@@ -150,7 +151,13 @@ func TestFollowStopsAtEndEvent(t *testing.T) {
 	defer cancel()
 	var seen []string
 	ended := false
-	err := Follow(ctx, path, Query{}, func(e Event) error { seen = append(seen, string(e.Type)); return nil },
+	see := func(e Event) error {
+		if seen = append(seen, string(e.Type)); len(seen) == 1 {
+			close(following)
+		}
+		return nil
+	}
+	err := Follow(ctx, path, Query{}, see,
 		Until{See: func(e Event) { ended = e.Type == "end" }, Done: func() (bool, error) { return ended, nil }})
 	if err != nil || strings.Join(seen, ",") != "start,middle,end" {
 		t.Fatalf("seen %v, err %v", seen, err)
