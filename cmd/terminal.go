@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // terminal shows a running job to a person (text on stderr) or to a
@@ -288,15 +288,11 @@ func (t *terminal) fileChanged(j *job.Job) {
 // changedFile is the job's workflow file as a shell word, when it changed
 // since the job started (or was last resumed with it); else "".
 func changedFile(j *job.Job) string {
-	file := job.ChangedFile(j.Meta())
-	if file == "" || plainWord.MatchString(file) {
-		return file
+	if file := job.ChangedFile(j.Meta()); file != "" {
+		return interp.ShellWord(file)
 	}
-	return "'" + strings.ReplaceAll(file, "'", `'\''`) + "'"
+	return ""
 }
-
-// plainWord is a word a shell reads as it is written.
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:@%+=,-]+$`)
 
 // inPhase prefixes the message of a MapReduce job's error with the phase
 // it stopped the job in, unless the message starts with it already (map

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // AgentCommandVar is the environment variable that names the agent program
@@ -61,7 +62,7 @@ func ResolveAgent(wf *workflow.Agent, environ []string) Agent {
 func (a Agent) String() string {
 	words := make([]string, len(a.Command))
 	for i, w := range a.Command {
-		words[i] = quoteWord(w)
+		words[i] = interp.ShellWord(w)
 	}
 	return strings.Join(words, " ")
 }
@@ -160,12 +161,4 @@ func doubleQuoted(s string, i int, word *strings.Builder) (int, error) {
 		}
 	}
 	return 0, errors.New("unterminated double quote")
-}
-
-// quoteWord writes w so that SplitWords (and sh) read it back as one word.
-func quoteWord(w string) string {
-	if w != "" && !strings.ContainsFunc(w, func(r rune) bool { return strings.ContainsRune(" \t\n'\"\\$`*?[]#~=%|&;<>(){}!", r) }) {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }

@@ -122,3 +122,13 @@ func arithValue(v string) (string, error) {
 	}
 	return strconv.FormatInt(n, 10), nil
 }
+
+// ShellWord writes w so that sh (and executor.SplitWords) reads it back
+// as one word: as it is when no character in it is special to the shell,
+// else single-quoted.
+func ShellWord(w string) string {
+	if w != "" && !strings.ContainsFunc(w, func(r rune) bool { return strings.ContainsRune(" \t\n'\"\\$`*?[]#~=%|&;<>(){}!", r) }) {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
