@@ -335,7 +335,7 @@ func (d *decoder) unknownKey(k *yaml.Node, what string, known []string) {
 		return
 	}
 	msg := fmt.Sprintf("unknown key %q in %s", k.Value, what)
-	if s := suggest(k.Value, known); s != "" {
+	if s := Suggest(k.Value, known); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	} else {
 		msg += " (known keys: " + strings.Join(known, ", ") + ")"
@@ -343,9 +343,10 @@ func (d *decoder) unknownKey(k *yaml.Node, what string, known []string) {
 	d.errorf(k, "%s", msg)
 }
 
-// suggest returns the known word closest to w, if it is close enough to be
-// a misspelling.
-func suggest(w string, known []string) string {
+// Suggest returns the known word closest to w, if it is close enough to be
+// a misspelling: the did-you-mean of runner's messages, for the command
+// line's flags as for a file's keys.
+func Suggest(w string, known []string) string {
 	best, bestDist := "", math.MaxInt
 	for _, k := range known {
 		dist := editDistance(strings.ToLower(w), k)
@@ -488,7 +489,7 @@ func (d *decoder) enum(n *yaml.Node, what string, allowed ...string) (string, bo
 	}
 	if !slices.Contains(allowed, s) {
 		msg := fmt.Sprintf("%s must be one of %s, not %q", what, strings.Join(allowed, ", "), s)
-		if sug := suggest(s, allowed); sug != "" {
+		if sug := Suggest(s, allowed); sug != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", sug)
 		}
 		d.errorf(n, "%s", msg)

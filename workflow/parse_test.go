@@ -456,8 +456,8 @@ func TestParseDuration(t *testing.T) {
 
 func TestSuggest(t *testing.T) {
 	for in, want := range map[string]string{"shel": "shell", "retry_confg": "retry_config", "captur_output": "capture_output", "TIMEOUT": "timeout", "xyzzy": ""} {
-		if got := suggest(in, stepKeys); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		if got := Suggest(in, stepKeys); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
