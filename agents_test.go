@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // The job's secrets reach its agents in their environment only: given with

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/cmd"
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // BenchmarkRetryDelayAccuracy measures how much later than scheduled the

@@ -19,7 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/runnerdev/runner/cmd"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // crashItems and crashParallel shape the job each crash round runs;

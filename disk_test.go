@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // mount runs mount(8) with args, skipping the test where this machine does

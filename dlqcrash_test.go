@@ -13,7 +13,7 @@ import (
 
 	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // retryCrashWorkflow fails its 40 items until the file "fixed" exists,

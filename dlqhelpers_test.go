@@ -9,7 +9,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/proc"
+	"github.com/runnerdev/runner/internal/proc"
 )
 
 // dlqhold FILE SECONDS holds the DLQ file FILE open (and so locked) for

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/internal/eventlog"
 )
 
 // specEvents are the event types SPEC §8 requires, each with the fields
@@ -129,7 +129,7 @@ func TestEventTypesCoverSpec(t *testing.T) {
 // eventTypeConstants returns the values of the constants of type Type
 // that eventlog declares.
 func eventTypeConstants(t *testing.T) []eventlog.Type {
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("eventlog", "types.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("internal", "eventlog", "types.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/crashpoint"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/crashpoint"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // isolationCrashItems is the number of items of isolationCrashWorkflow;

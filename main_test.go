@@ -16,8 +16,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/natstest"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/natstest"
 )
 
 // TestMain lets the test binary act as runner and as the helper commands

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/cmd"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // mergeRepo is a repository of the merge tests: main with one commit, the

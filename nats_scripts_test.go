@@ -10,7 +10,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/runnerdev/runner/natstest"
+	"github.com/runnerdev/runner/internal/natstest"
 )
 
 // TestNATSScripts runs the scripts that run map items again with the items

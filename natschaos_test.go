@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/natstest"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // natsChaosWorkflow's items log their start and end with the worker and

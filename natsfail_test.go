@@ -19,9 +19,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/natstest"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // natsJob writes file in a new directory and returns the directory.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/natstest"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/natstest"
 )
 
 // fenceWorkflow's items each run for about 3 s, writing a tick every

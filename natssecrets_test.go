@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerdev/runner/natstest"
+	"github.com/runnerdev/runner/internal/natstest"
 )
 
 // literalSecretWorkflows each write the literal secret "lit-s3cr3t" in one

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/natstest"
+	"github.com/runnerdev/runner/internal/natstest"
 )
 
 // strandedWorkflow's items wait, once started, until the file released

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/runnerdev/runner/cmd"
-	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/internal/eventlog"
 )
 
 // runJob runs a workflow file in-process as job id under the state dir,

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/natstest"
+	"github.com/runnerdev/runner/internal/natstest"
 )
 
 // serviceWorkflow's two items succeed.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/agentproc"
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/agentproc"
+	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )

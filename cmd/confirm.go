@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/internal/jobtree"
 )
 
 // console is where runner asks a person a question: the input it reads

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/internal/jobtree"
 )
 
 // At the end of a job that succeeded on its job branch runner asks

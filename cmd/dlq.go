@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/jobdlq"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/jobdlq"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 func newDLQCommand(g *globalOptions) *cobra.Command {

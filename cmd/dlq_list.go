@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/jobdlq"
+	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/retryv2"
 )
 

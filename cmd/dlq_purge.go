@@ -10,8 +10,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/jobdlq"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )

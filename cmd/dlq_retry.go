@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/jobdlq"
-	"github.com/runnerdev/runner/jsonvalue"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobdlq"
+	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 type eventsOptions struct {

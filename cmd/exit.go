@@ -7,9 +7,9 @@ import (
 	"syscall"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/proc"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/proc"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
 

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnerdev/runner/gitwork"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 

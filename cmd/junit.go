@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"os"
 
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/report"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/report"
 	"github.com/runnerdev/runner/workflow"
 )
 

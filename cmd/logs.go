@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/eventlog"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/mapreduce/items"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 

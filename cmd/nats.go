@@ -10,18 +10,18 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/dist"
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/natsdispatch"
+	"github.com/runnerdev/runner/internal/progress"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/progress"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 
 // natsOptions are the flags that reach a NATS server, named as the nats
 // CLI names them, and the worker pool (SPEC §11.8).
 type natsOptions struct {
-	Conn  dist.Connection
+	Conn  natsdispatch.Connection
 	Queue string
 }
 
@@ -47,7 +47,7 @@ type natsRun struct {
 	conn          *nats.Conn
 	where         state.Dist
 	maxDeliveries int
-	watch         dist.Watch // the job's tasks on the workers, for the status line
+	watch         natsdispatch.Watch // the job's tasks on the workers, for the status line
 }
 
 // connectNATS connects a run, resume or dlq retry of wf to NATS when the
@@ -79,19 +79,19 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 	if wf.Distributed != nil {
 		fromFile = *wf.Distributed
 	}
-	queue := cmp.Or(o.NATS.Queue, storedQueue(stored), fromFile.Queue, dist.DefaultQueue)
-	if err := dist.CheckQueue(queue); err != nil {
+	queue := cmp.Or(o.NATS.Queue, storedQueue(stored), fromFile.Queue, natsdispatch.DefaultQueue)
+	if err := natsdispatch.CheckQueue(queue); err != nil {
 		return usagef("--queue: %v", err)
 	}
 	c := flags.FromEnv(os.Getenv, false)
-	conn, err := dist.Connect(c, "runner "+wf.Name)
+	conn, err := natsdispatch.Connect(c, "runner "+wf.Name)
 	if err != nil {
 		return err
 	}
 	o.nats = &natsRun{
 		conn:          conn,
 		where:         state.Dist{URL: c.Redacted(), Context: c.Context, Queue: queue},
-		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, dist.DefaultMaxDeliveries),
+		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, natsdispatch.DefaultMaxDeliveries),
 	}
 	return nil
 }
@@ -116,7 +116,7 @@ func refuseCarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]s
 // natsDispatcher is where j's items go on NATS, showing each item's output
 // on live (nil: not) when its result arrives.
 func (r *natsRun) dispatcher(j *job.Job, live *mapreduce.Live) mapreduce.NewDispatcher {
-	return dist.New(j, dist.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
+	return natsdispatch.New(j, natsdispatch.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
 }
 
 // close closes the connection once its job is done with it.
@@ -142,7 +142,7 @@ func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
 	go func() {
 		defer close(done)
 		for {
-			if pulling, busy, err := dist.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
+			if pulling, busy, err := natsdispatch.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
 				s := r.watch.Stranded()
 				d.SetQueue(progress.Queue{
 					Name: r.where.Queue, Pulling: pulling, Busy: max(busy-s.Tasks, 0), // a lost worker's slot is not busy

@@ -8,13 +8,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/gitwork"
-	"github.com/runnerdev/runner/jobdlq"
-	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/jobdlq"
+	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/report"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/report"
-	"github.com/runnerdev/runner/state"
 )
 
 func newReportCommand(g *globalOptions) *cobra.Command {

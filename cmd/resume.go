@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 type resumeOptions struct {

@@ -10,13 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/executor"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/jobdlq"
-	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobdlq"
+	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/plan"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/plan"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/jobtree"
-	"github.com/runnerdev/runner/progress"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/progress"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/expr-lang/expr"
 
-	"github.com/runnerdev/runner/jsonvalue"
+	"github.com/runnerdev/runner/internal/jsonvalue"
 )
 
 // Filter selects DLQ items (`dlq list --filter`, `dlq retry --filter`).

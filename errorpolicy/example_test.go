@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/internal/breaker"
 )
 
 // A job records every finished item; the tracker says when the failures

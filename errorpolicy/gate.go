@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/runnerdev/runner/breaker"
+	"github.com/runnerdev/runner/internal/breaker"
 )
 
 // Gate is the workflow circuit breaker in front of item dispatch: after

@@ -3,7 +3,7 @@
 // workflow circuit breaker that pauses dispatch.
 package errorpolicy
 
-import "github.com/runnerdev/runner/breaker"
+import "github.com/runnerdev/runner/internal/breaker"
 
 // Action is what happens to an item that finally failed.
 type Action string

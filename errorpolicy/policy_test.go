@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/runnerdev/runner/breaker"
+	"github.com/runnerdev/runner/internal/breaker"
 )
 
 // State is "closed", "open" or "half_open".

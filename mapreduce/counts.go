@@ -1,6 +1,6 @@
 package mapreduce
 
-import "github.com/runnerdev/runner/job"
+import "github.com/runnerdev/runner/internal/job"
 
 // SettledCounts returns the item counts of a job that no process holds as
 // Settle would leave them, without writing anything: from its item log

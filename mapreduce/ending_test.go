@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/jobtree"
-	"github.com/runnerdev/runner/state"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
 

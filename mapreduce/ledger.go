@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runnerdev/runner/crashpoint"
 	"github.com/runnerdev/runner/errorpolicy"
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/crashpoint"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/mapreduce/items"
 )
 

@@ -16,9 +16,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/state"
 	"github.com/runnerdev/runner/workflow"
 )
 

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runnerdev/runner/appendfile"
+	"github.com/runnerdev/runner/internal/appendfile"
 	"github.com/runnerdev/runner/retryv2"
 )
 

@@ -6,8 +6,8 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/errorpolicy"
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
 )
 
 // RetryQueue is a job's DLQ as `dlq retry` uses it.

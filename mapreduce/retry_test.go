@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
-	"github.com/runnerdev/runner/state"
 )
 
 // heldDLQ is a fakeDLQ whose items in held are leased to a running retry.

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/runnerdev/runner/crashpoint"
-	"github.com/runnerdev/runner/executor"
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/crashpoint"
+	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/jsonvalue"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/retryv2"
 )

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/runnerdev/runner/eventlog"
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
 )
 
 // scriptedDispatcher answers each dispatch with the next of its replies

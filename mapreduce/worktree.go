@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnerdev/runner/crashpoint"
-	"github.com/runnerdev/runner/gitwork"
-	"github.com/runnerdev/runner/job"
-	"github.com/runnerdev/runner/jobtree"
+	"github.com/runnerdev/runner/internal/crashpoint"
+	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/workflow"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerdev/runner/job"
+	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/workflow"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	retry "github.com/sethvargo/go-retry"
 
-	"github.com/runnerdev/runner/breaker"
+	"github.com/runnerdev/runner/internal/breaker"
 )
 
 // Why retrying stopped.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/expr-lang/expr"
 
-	"github.com/runnerdev/runner/breaker"
+	"github.com/runnerdev/runner/internal/breaker"
 )
 
 // script returns an AttemptFunc whose n-th attempt yields outcomes[n-1]

@@ -117,7 +117,7 @@ awk 'NR > 1 {rm = 1000 * ($2 - m) / ($1 - k); sm = 1000 * ($3 - s)  / ($1 - k)
 # (ForkExec + wait4), runner's process layer, and a whole step, each against
 # the script of the longest chain above (medians of $rounds go test -bench runs).
 per_sh=$(awk -v t="$s" -v k="$k" 'BEGIN {printf "%.3f", 1000 * t / k}')
-(cd "$repo" && go test -run '^$' -bench 'ForkExecFloor|RunTrue$|RunStep$' -count "$rounds" ./proc ./executor) > gobench.txt
+(cd "$repo" && go test -run '^$' -bench 'ForkExecFloor|RunTrue$|RunStep$' -count "$rounds" ./internal/proc ./internal/executor) > gobench.txt
 per_process=""
 for b in ForkExecFloor RunTrue RunStep; do
 	ms=$(awk -v n="Benchmark$b-" 'index($1, n) == 1 {print $3 / 1e6}' gobench.txt | median)

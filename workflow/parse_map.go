@@ -9,8 +9,8 @@ import (
 	"github.com/theory/jsonpath"
 	"gopkg.in/yaml.v3"
 
-	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/internal/breaker"
 	"github.com/runnerdev/runner/retryv2"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/runnerdev/runner/breaker"
+	"github.com/runnerdev/runner/internal/breaker"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow/interp"
 )

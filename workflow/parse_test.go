@@ -12,8 +12,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/internal/breaker"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow/condition"
 )

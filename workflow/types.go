@@ -9,8 +9,8 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 
-	"github.com/runnerdev/runner/breaker"
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/internal/breaker"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow/interp"
 )

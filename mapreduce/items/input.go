@@ -12,7 +12,7 @@ import (
 
 	"github.com/theory/jsonpath"
 
-	"github.com/runnerdev/runner/jsonvalue"
+	"github.com/runnerdev/runner/internal/jsonvalue"
 )
 
 // errStop ends reading the input early (max_items reached).

@@ -13,7 +13,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/runnerdev/runner/jsonvalue"
+	"github.com/runnerdev/runner/internal/jsonvalue"
 )
 
 // Item is one work item of a map phase.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/expr-lang/expr"
 
-	"github.com/runnerdev/runner/executor"
-	"github.com/runnerdev/runner/jsonvalue"
+	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )

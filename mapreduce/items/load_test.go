@@ -12,8 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/runnerdev/runner/executor"
-	"github.com/runnerdev/runner/jsonvalue"
+	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/workflow"
 )
 

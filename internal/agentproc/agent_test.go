@@ -1,0 +1,195 @@
+package agentproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/retryv2"
+)
+
+// runnerFunc is a TaskRunner made of a function.
+type runnerFunc func(ctx context.Context, t mapreduce.Task, slot retryv2.Slot, save func(job.StepRecord) error) (mapreduce.Outcome, error)
+
+func (f runnerFunc) Run(ctx context.Context, t mapreduce.Task, slot retryv2.Slot, save func(job.StepRecord) error) (mapreduce.Outcome, error) {
+	return f(ctx, t, slot, save)
+}
+
+// coordinator is the test's end of an agent served in this process.
+type coordinator struct {
+	t      *testing.T
+	in     *io.PipeWriter // the agent's stdin
+	out    *json.Decoder  // the agent's stdout
+	served chan error     // Serve's result
+}
+
+// serveAgent serves an agent running r, and reads its ready message.
+func serveAgent(t *testing.T, newRunner func(a *Agent) TaskRunner) *coordinator {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	a := NewAgent(outW)
+	c := &coordinator{t: t, in: inW, out: json.NewDecoder(outR), served: make(chan error, 1)}
+	go func() { c.served <- a.Serve(context.Background(), inR, newRunner(a)) }()
+	t.Cleanup(func() {
+		inW.Close()
+		outR.Close()
+	})
+	if m := c.read(); m.Type != typeReady || m.PID == 0 {
+		t.Fatalf("first message %+v, want ready with a pid", m)
+	}
+	return c
+}
+
+func (c *coordinator) send(m message) {
+	c.t.Helper()
+	line, _ := json.Marshal(m)
+	if _, err := c.in.Write(append(line, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *coordinator) read() message {
+	c.t.Helper()
+	var m message
+	if err := c.out.Decode(&m); err != nil {
+		c.t.Fatal(err)
+	}
+	return m
+}
+
+// expect reads a message and checks its type and dispatch id.
+func (c *coordinator) expect(typ, id string) message {
+	c.t.Helper()
+	m := c.read()
+	if m.Type != typ || m.DispatchID != id {
+		c.t.Fatalf("got %+v, want %s of %q", m, typ, id)
+	}
+	return m
+}
+
+func task(id string) mapreduce.Task {
+	return mapreduce.Task{JobID: "j", ItemID: "i", Item: json.RawMessage(`"i"`), Attempt: 1, DispatchID: id}
+}
+
+// A checkpoint waits for its ack: an ack of another dispatch or another
+// request does not end the wait, and the ack's error is what save returns.
+func TestAgentCheckpointWaitsForItsAck(t *testing.T) {
+	saved := make(chan error, 1)
+	c := serveAgent(t, func(*Agent) TaskRunner {
+		return runnerFunc(func(ctx context.Context, tk mapreduce.Task, _ retryv2.Slot, save func(job.StepRecord) error) (mapreduce.Outcome, error) {
+			err := save(job.StepRecord{Index: 0, Key: "a", Status: "succeeded"})
+			saved <- err
+			return mapreduce.Outcome{DispatchID: tk.DispatchID}, nil
+		})
+	})
+	c.send(message{Type: typeTask, Task: new(task("d1"))})
+	m := c.expect(typeCheckpoint, "d1")
+	if m.Step == nil || m.Step.Key != "a" {
+		t.Fatalf("checkpoint %+v, want step a", m)
+	}
+	c.send(message{Type: typeAck, DispatchID: "d0", Seq: m.Seq})     // another dispatch's
+	c.send(message{Type: typeAck, DispatchID: "d1", Seq: m.Seq + 1}) // another request's
+	c.send(message{Type: typeAck, DispatchID: "d1", Seq: m.Seq, Error: "disk full"})
+	if err := <-saved; err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("save returned %v, want the ack's error", err)
+	}
+	c.expect(typeOutcome, "d1")
+}
+
+// The task's slot is given back and taken again over the protocol, and
+// Acquire returns only when the coordinator grants the slot.
+func TestAgentSlotOverTheProtocol(t *testing.T) {
+	acquired := make(chan error, 1)
+	c := serveAgent(t, func(*Agent) TaskRunner {
+		return runnerFunc(func(ctx context.Context, tk mapreduce.Task, slot retryv2.Slot, _ func(job.StepRecord) error) (mapreduce.Outcome, error) {
+			slot.Release()
+			acquired <- slot.Acquire(ctx)
+			return mapreduce.Outcome{DispatchID: tk.DispatchID}, nil
+		})
+	})
+	c.send(message{Type: typeTask, Task: new(task("d1"))})
+	c.expect(typeRelease, "d1")
+	m := c.expect(typeAcquire, "d1")
+	c.send(message{Type: typeSlot, DispatchID: "d1", Seq: m.Seq, Error: "no slot"})
+	if err := <-acquired; err == nil || !strings.Contains(err.Error(), "no slot") {
+		t.Fatalf("Acquire returned %v, want the grant's error", err)
+	}
+	c.expect(typeOutcome, "d1")
+}
+
+// Events name the task running; a task that ends without an outcome is
+// abandoned with its error; the agent then takes the next task.
+func TestAgentEventsAndAbandonedTask(t *testing.T) {
+	c := serveAgent(t, func(a *Agent) TaskRunner {
+		return runnerFunc(func(ctx context.Context, tk mapreduce.Task, _ retryv2.Slot, _ func(job.StepRecord) error) (mapreduce.Outcome, error) {
+			a.Emit(eventlog.StepStarted("a", 1, "true"))
+			if tk.DispatchID == "d1" {
+				return mapreduce.Outcome{}, errors.New("item unreadable")
+			}
+			return mapreduce.Outcome{DispatchID: tk.DispatchID, Output: "ok"}, nil
+		})
+	})
+	c.send(message{Type: typeTask, Task: new(task("d1"))})
+	if m := c.expect(typeEvent, "d1"); m.Event == nil || m.Event.Type != eventlog.TypeStepStarted || m.Event.Str("step") != "a" {
+		t.Errorf("event %+v", m)
+	}
+	if m := c.expect(typeAbandoned, "d1"); m.Error != "item unreadable" {
+		t.Errorf("abandoned %+v", m)
+	}
+	c.send(message{Type: typeTask, Task: new(task("d2"))})
+	c.expect(typeEvent, "d2")
+	if m := c.expect(typeOutcome, "d2"); m.Outcome == nil || m.Outcome.Output != "ok" {
+		t.Errorf("outcome %+v", m)
+	}
+}
+
+// When its input ends, the agent stops the task running and Serve returns
+// nil.
+func TestAgentStopsWhenInputEnds(t *testing.T) {
+	started, stopped := make(chan struct{}), make(chan error, 1)
+	c := serveAgent(t, func(*Agent) TaskRunner {
+		return runnerFunc(func(ctx context.Context, tk mapreduce.Task, _ retryv2.Slot, _ func(job.StepRecord) error) (mapreduce.Outcome, error) {
+			close(started)
+			<-ctx.Done()
+			stopped <- context.Cause(ctx)
+			return mapreduce.Outcome{}, context.Cause(ctx)
+		})
+	})
+	c.send(message{Type: typeTask, Task: new(task("d1"))})
+	<-started
+	c.in.Close()
+	if err := <-stopped; !errors.Is(err, errCoordinatorGone) {
+		t.Errorf("the task stopped with %v", err)
+	}
+	c.expect(typeAbandoned, "d1")
+	select {
+	case err := <-c.served:
+		if err != nil {
+			t.Errorf("Serve = %v, want nil", err)
+		}
+	case <-time.After(time.Minute): // a bound, not a timing
+		t.Fatal("Serve did not return")
+	}
+}
+
+// A message the agent cannot read ends Serve with an error.
+func TestAgentRefusesGarbage(t *testing.T) {
+	c := serveAgent(t, func(*Agent) TaskRunner { return nil })
+	c.in.Write([]byte("{\"type\":\"launch\"}\n"))
+	select {
+	case err := <-c.served:
+		if err == nil || !strings.Contains(err.Error(), `unknown message "launch"`) {
+			t.Errorf("Serve = %v, want an unknown message error", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Serve did not return")
+	}
+}

@@ -1,0 +1,179 @@
+// Package eventlog is a job's append-only event log: one JSON object per
+// line, written with a single write per event so that concurrent readers and
+// crashes never see half an event.
+package eventlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/runnerdev/runner/internal/appendfile"
+)
+
+// Event is one entry of the log. Fields holds the type-specific fields; it
+// never contains "time", "job_id" or "type". ItemID is the "item_id" field
+// when it is a string (the events of a map item carry one): the readers of
+// the log, the constructors and Emit set it from Fields, which keeps the
+// field too for the code that looks it up by name.
+type Event struct {
+	Time   time.Time
+	JobID  string
+	Type   Type
+	ItemID string
+	Fields map[string]any
+}
+
+// MarshalJSON writes time, job_id and type first, then the fields sorted by
+// name, all at one level.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"time":`)
+	t, _ := json.Marshal(e.Time.UTC().Format(time.RFC3339Nano))
+	b.Write(t)
+	b.WriteString(`,"job_id":`)
+	id, _ := json.Marshal(e.JobID)
+	b.Write(id)
+	b.WriteString(`,"type":`)
+	typ, _ := json.Marshal(e.Type)
+	b.Write(typ)
+	keys := make([]string, 0, len(e.Fields))
+	for k := range e.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := json.Marshal(e.Fields[k])
+		if err != nil {
+			return nil, fmt.Errorf("event %s: field %s: %w", e.Type, k, err)
+		}
+		name, _ := json.Marshal(k)
+		b.WriteByte(',')
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads the flat form written by MarshalJSON: numbers
+// become json.Number, objects map[string]any and arrays []any.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	ev, err := new(decoder).event(data)
+	if err != nil {
+		return err
+	}
+	*e = ev
+	return nil
+}
+
+// Str returns a string field, or "".
+func (e Event) Str(name string) string {
+	s, _ := e.Fields[name].(string)
+	return s
+}
+
+// Int returns a whole-number field, or 0: as its constructor wrote it (an
+// int or int64) or as it was read back from the log (a json.Number).
+func (e Event) Int(name string) int64 {
+	switch n := e.Fields[name].(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	case float64:
+		return int64(n)
+	}
+	return 0
+}
+
+// Log appends events to a file. It is safe for concurrent use.
+type Log struct {
+	mu     sync.Mutex
+	f      *appendfile.File
+	jobID  string
+	now    func() time.Time
+	redact func(string) string
+	buf    []byte
+}
+
+// Options configure a Log.
+type Options struct {
+	Now    func() time.Time    // default time.Now
+	Redact func(string) string // applied to every string value; default none
+}
+
+// Open opens (creating if needed, mode 0600) the log at path for appending,
+// after cutting a torn last line (see appendfile).
+func Open(path, jobID string, opts Options) (*Log, error) {
+	f, err := appendfile.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("event log: %w", err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Log{f: f, jobID: jobID, now: opts.Now, redact: opts.Redact}, nil
+}
+
+// Emit appends e (one of the constructors' events), stamped with the time
+// and the log's job, and returns it as written (redacted).
+func (l *Log) Emit(e Event) (Event, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.redact != nil {
+		e = e.Redacted(l.redact)
+	}
+	e.Time, e.JobID = l.now(), l.jobID
+	line, err := e.MarshalJSON()
+	if err != nil {
+		return e, err
+	}
+	l.buf = append(append(l.buf[:0], line...), '\n')
+	if _, err := l.f.Write(l.buf); err != nil {
+		return e, fmt.Errorf("event log: %w", err)
+	}
+	return e, nil
+}
+
+// Close syncs and closes the log.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	serr := l.f.Sync()
+	if err := l.f.Close(); err != nil {
+		return err
+	}
+	return serr
+}
+
+func redactFields(fields map[string]any, redact func(string) string) map[string]any {
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		out[k] = redactValue(v, redact)
+	}
+	return out
+}
+
+func redactValue(v any, redact func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return redact(v)
+	case map[string]any:
+		return redactFields(v, redact)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = redactValue(e, redact)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,180 @@
+package job
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/workflow"
+)
+
+func parse(t *testing.T, file, src string) *workflow.Workflow {
+	t.Helper()
+	wf, err := workflow.Parse(file, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+
+// finishedSteps is the journal of a phase whose first n steps finished.
+func finishedSteps(phase string, n int) map[string]map[int]state.StepRecord {
+	recs := map[int]state.StepRecord{}
+	for i := range n {
+		recs[i] = state.StepRecord{Phase: phase, Index: i, Status: "succeeded"}
+	}
+	return map[string]map[int]state.StepRecord{phase: recs}
+}
+
+const ciFile = `
+- {id: build, shell: make build}
+- {id: test, shell: make test, timeout: 3s}
+- {shell: make deploy}
+`
+
+// A file that changes the failed step and those after it, adds steps
+// after it or removes them, fits a job whose first steps finished; one
+// that changes, moves or drops a finished step does not, and the error
+// says which, at its place in the new file.
+func TestCheckReplacementStandard(t *testing.T) {
+	old := parse(t, "ci.yml", ciFile)
+	p := progress{done: finishedSteps(PhaseCommands, 1)} // build finished; test failed
+	for _, tc := range []struct {
+		name, next string
+		want       []string // one problem each; nil: it fits
+	}{
+		{"the failed step's timeout", `
+- {id: build, shell: make build}
+- {id: test, shell: make test, timeout: 30s}
+- {shell: make deploy}
+`, nil},
+		{"steps after the failed one added and changed", `
+- {id: build, shell: make build, timeout: 1m, name: Build}
+- {shell: make lint}
+- {id: test, shell: make test-all}
+`, nil},
+		{"the finished step's command", `
+- {id: build, shell: make all}
+- {id: test, shell: make test}
+`, []string{"ci.yml:2:3: step 1 (build) finished running `shell: make build`, and this file runs `shell: make all`"}},
+		{"a step inserted before the finished one", `
+- {shell: make lint}
+- {id: build, shell: make build}
+- {id: test, shell: make test}
+`, []string{"ci.yml:3:3: step 1 (build) finished, and is step 2 here"}},
+		{"the finished step dropped", `
+- {id: test, shell: make test}
+`, []string{"ci.yml:2:3: step 1 (build) finished running `shell: make build`, and this file runs `shell: make test`"}},
+		{"a finished step without an id, by position", `
+- {shell: make build}
+- {shell: make test}
+`, nil},
+		{"the mode", `
+mode: mapreduce
+map: {input: items.json, agent_template: [{shell: x}]}
+`, []string{"ci.yml: this is a mapreduce workflow, and the job ran a standard one"}},
+		{"the isolation", `
+isolation: worktree
+steps:
+  - {id: build, shell: make build}
+`, []string{"isolation is worktree here, and the job ran with none"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old.Isolation = workflow.IsolationNone
+			errs := checkReplacement(old, parse(t, "ci.yml", tc.next), p)
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d problems, want %d: %v", len(errs), len(tc.want), errs)
+			}
+			for i, want := range tc.want {
+				if !strings.Contains(errs[i].Error(), want) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], want)
+				}
+			}
+		})
+	}
+}
+
+const mrFile = `
+mode: mapreduce
+setup:
+  - {id: list, shell: ls > items.json}
+map:
+  input: items.json
+  filter: item.size > 0
+  agent_template:
+    - {id: fix, shell: "fix ${item}"}
+    - {shell: "check ${item}"}
+reduce:
+  - {shell: "echo ${map.successful}"}
+`
+
+// Once a MapReduce job's map has loaded its items, the item options stay
+// and its setup is closed; the template's steps that running items
+// finished stay; reduce may change.
+func TestCheckReplacementMapReduce(t *testing.T) {
+	old := parse(t, "mr.yml", mrFile)
+	mapped := progress{done: finishedSteps(PhaseSetup, 1), itemsLoaded: true,
+		checkpoints: map[int]state.StepRecord{0: {Index: 0, Status: "succeeded"}}}
+	inSetup := progress{done: map[string]map[int]state.StepRecord{}}
+	edit := func(old, new string) string { return strings.Replace(mrFile, old, new, 1) }
+	for _, tc := range []struct {
+		name string
+		next string
+		p    progress
+		want []string
+	}{
+		{"reduce changed", edit("echo ${map.successful}", "echo done"), mapped, nil},
+		{"a later template step changed", edit("check ${item}", "check2 ${item}"), mapped, nil},
+		{"map.input changed", edit("input: items.json", "input: other.json"), mapped,
+			[]string{`mr.yml:6:10: map.input is "other.json" here, and the job loaded its items from "items.json": the job's items were made with map.input "items.json" when its map began and are stored with it (items.jsonl)`}},
+		{"map.input changed before the map began", edit("input: items.json", "input: other.json"), inSetup, nil},
+		{"the filter changed", edit("item.size > 0", "item.size > 1"), mapped,
+			[]string{`map.filter changed ("item.size > 0" → "item.size > 1")`}},
+		{"a finished template step changed", edit("fix ${item}", "fix2 ${item}"), mapped,
+			[]string{"agent_template step 1 (fix) finished running `shell: fix ${item}`"}},
+		{"a step added to the finished setup", edit("  - {id: list, shell: ls > items.json}", "  - {id: list, shell: ls > items.json}\n  - {shell: date}"), mapped,
+			[]string{"the setup phase has 2 steps here, and the job finished it with 1 before going on"}},
+		{"a step added to setup before the map began", edit("  - {id: list, shell: ls > items.json}", "  - {id: list, shell: ls > items.json}\n  - {shell: date}"), inSetup, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := checkReplacement(old, parse(t, "mr.yml", tc.next), tc.p)
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d problems, want %d: %v", len(errs), len(tc.want), errs)
+			}
+			for i, want := range tc.want {
+				if !strings.Contains(errs[i].Error(), want) {
+					t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], want)
+				}
+			}
+		})
+	}
+}
+
+// A variable is used when a finished step reads it (in its command, its
+// env, its condition, through an env entry made from it) or set it; the
+// steps that did not run yet do not count.
+func TestUsedBy(t *testing.T) {
+	wf := parse(t, "ci.yml", `
+env:
+  TARGET: "${REGION}-prod"
+  URL: "https://$TARGET/api"
+steps:
+  - {id: build, shell: "make build MODE=${MODE}", capture_output: artifact}
+  - {shell: "curl $URL", when: "LEVEL > 2"}
+  - {shell: "echo ${LATER} ${env.REGION}"}
+`)
+	p := progress{done: finishedSteps(PhaseCommands, 2)}
+	p.done[PhaseCommands][0] = state.StepRecord{Index: 0, Status: "succeeded", Vars: map[string]any{"artifact": "x"}}
+	for name, want := range map[string]string{
+		"MODE":     "step 1 (build) finished and reads MODE (ci.yml:6)",
+		"REGION":   "step 2 (curl $URL) finished and reads URL (ci.yml:7), which env makes from REGION",
+		"LEVEL":    "step 2 (curl $URL) finished and reads LEVEL (ci.yml:7)",
+		"artifact": "step 1 (build) finished and set it",
+		"LATER":    "",
+		"MOD":      "",
+	} {
+		if got := usedBy(wf, p, "", name); got != want {
+			t.Errorf("usedBy(%s) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// StepFailedError is a step whose failure stopped the workflow.
+type StepFailedError struct {
+	Phase string
+	Err   error
+}
+
+func (e *StepFailedError) Error() string { return e.Err.Error() }
+func (e *StepFailedError) Unwrap() error { return e.Err }
+
+// PhaseError is a failure of a phase that is not a step's, such as the
+// map phase's: the message is the error's, the phase is for the job's
+// final line.
+type PhaseError struct {
+	Phase string
+	Err   error
+}
+
+func (e *PhaseError) Error() string { return e.Err.Error() }
+func (e *PhaseError) Unwrap() error { return e.Err }
+
+// FailedPhase returns the phase err stopped the job in (setup, map,
+// reduce, merge; commands for a standard workflow), or "".
+func FailedPhase(err error) string {
+	var step *StepFailedError
+	var phase *PhaseError
+	switch {
+	case errors.As(err, &step):
+		return step.Phase
+	case errors.As(err, &phase):
+		return phase.Phase
+	}
+	return ""
+}
+
+// PhaseResult counts what a phase's steps did.
+type PhaseResult struct {
+	Succeeded, Failed, Skipped int
+	Handled                    []error // failures that did not stop the workflow
+}
+
+// RunPhase runs steps in order in the job's scope, skipping those the
+// journal records as finished (restoring their variables) and journaling
+// each one that finishes. It stops at the first failure that is not handled.
+func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step) (PhaseResult, error) {
+	var pr PhaseResult
+	done := j.done[phase]
+	for _, step := range steps {
+		if rec, ok := done[step.Index]; ok {
+			executor.ResumedOutput(step, j.scope)
+			j.applyVars(phase, executor.RecordedVars(rec))
+			pr.count(executor.StepStatus(rec.Status))
+			continue
+		}
+		if ctx.Err() != nil {
+			return pr, context.Cause(ctx)
+		}
+		res := j.exec.RunStep(ctx, step, executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree})
+		if err := j.LogErr(); err != nil {
+			return pr, err
+		}
+		if res.Fatal() {
+			pr.Failed++
+			if ctx.Err() != nil {
+				return pr, context.Cause(ctx)
+			}
+			return pr, &StepFailedError{Phase: phase, Err: res.Err}
+		}
+		j.applyVars(phase, res.Vars)
+		pr.count(res.Status)
+		if res.Err != nil {
+			pr.Handled = append(pr.Handled, j.MaskError(res.Err))
+		}
+		rec := res.Record(step)
+		rec.Phase, rec.Vars = phase, j.sealer.Seal(rec.Vars)
+		if err := j.journal.Append(rec); err != nil {
+			return pr, err
+		}
+		if phase == PhaseCommands {
+			j.mu.Lock()
+			j.st.Meta.StepsDone++
+			j.mu.Unlock()
+		}
+	}
+	return pr, nil
+}
+
+// applyVars sets the variables a finished step defined; setup captures are
+// also readable as ${setup.NAME}.
+func (j *Job) applyVars(phase string, vars map[string]any) {
+	j.scope.Apply(vars)
+	if phase != PhaseSetup {
+		return
+	}
+	for name, v := range vars {
+		if !strings.Contains(name, ".") {
+			j.scope.SetIn("setup", name, v)
+		}
+	}
+}
+
+func (pr *PhaseResult) count(s executor.StepStatus) {
+	switch s {
+	case executor.StepSucceeded:
+		pr.Succeeded++
+	case executor.StepFailed:
+		pr.Failed++
+	case executor.StepSkipped:
+		pr.Skipped++
+	}
+}
+
+// Phases of a job, as named in the journal.
+const (
+	PhaseCommands = "commands"
+	PhaseSetup    = "setup"
+	PhaseReduce   = "reduce"
+	PhaseMerge    = "merge" // the merge: block, after reduce
+)
+
+// RunStandard runs a standard workflow's steps.
+func (j *Job) RunStandard(ctx context.Context) (PhaseResult, error) {
+	return j.RunPhase(ctx, PhaseCommands, j.wf.Steps)
+}
+
+// StatusOf classifies how a job run under ctx ended.
+func StatusOf(ctx context.Context, err error) state.Status {
+	switch {
+	case err == nil:
+		return state.Completed
+	case ctx.Err() != nil:
+		return state.Interrupted
+	}
+	return state.Failed
+}
+
+// Finish records how the job ended (status, exit code, final event) and
+// releases it.
+func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[string]any) error {
+	ran := time.Since(j.started)
+	j.emit(eventlog.JobFinished(string(status), exitCode, ran, err, fields))
+	j.mu.Lock()
+	m := &j.st.Meta
+	m.Status, m.ExitCode = status, exitCode
+	m.RanMS += ran.Milliseconds()
+	m.Finished, m.PID = time.Now(), 0
+	if err != nil {
+		m.Error = err.Error()
+	}
+	serr := j.st.Save()
+	j.mu.Unlock()
+	j.close()
+	if serr != nil {
+		return fmt.Errorf("job %s: %w", j.ID(), serr)
+	}
+	return j.LogErr()
+}
+
+// killedRun is how long the last run in the event log at path went on
+// before its process died without recording an end: from its start to
+// its last event (0 when the log cannot be read).
+func killedRun(path string) time.Duration {
+	var start, last time.Time
+	_ = eventlog.Scan(path, eventlog.Query{}, func(e eventlog.Event) error {
+		if e.Type == eventlog.TypeJobStarted || e.Type == eventlog.TypeJobResumed {
+			start = e.Time
+		}
+		last = e.Time
+		return nil
+	})
+	if start.IsZero() {
+		return 0
+	}
+	return last.Sub(start)
+}
+
+// Elapsed is the time since this process started or resumed the job.
+func (j *Job) Elapsed() time.Duration { return time.Since(j.started) }

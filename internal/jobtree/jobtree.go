@@ -1,0 +1,318 @@
+// Package jobtree is a job's git worktree on a branch of its own, where
+// its phases run: made from the user's HEAD when the job starts, made
+// again on resume, removed when it ends, and its branch merged into the
+// one the job started on.
+package jobtree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/runnerdev/runner/internal/crashpoint"
+	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/job"
+)
+
+// Tree is the worktree of a job on its job branch: a MapReduce job whose
+// map runs with isolation: worktree (setup, the items' merges and reduce
+// run in it), or a standard workflow that runs in a worktree (a claude:
+// step, commit_required, merge:, merge_back: true; its commands run in
+// it).
+type Tree struct {
+	// JobBranch is the job's branch, runner/<job id>.
+	JobBranch string
+	JobID     string
+	// Git runs git in the job worktree, with the job's environment;
+	// Git.In("") runs it in the user's checkout.
+	Git gitwork.Git
+	// Root is the job worktree's directory.
+	Root string
+	// Prefix is the directory runner was started in, below the
+	// repository's top: phases run there in each worktree.
+	Prefix string
+	// lockPath is the file whose flock orders the merges into the job
+	// branch of all the processes of a job (two dlq retries may run at
+	// once).
+	lockPath string
+	// adminLockPath is the file whose flock orders the git worktree
+	// commands (Admin) of all runner's processes in the repository.
+	adminLockPath string
+
+	mergeMu sync.Mutex // one merge into the job branch at a time
+	// checked is set once this process has aborted any merge a dead
+	// process left half done in the job worktree.
+	checked bool
+}
+
+// Open returns the worktree of a job, for the job's process and for the
+// processes that run its items: path is the job's Path and env its
+// environment. The repository is the one this process's directory is in.
+//
+// Before anything reads the repository, it ends what the git commands of
+// the job's processes that died left running (their hooks, which may
+// still write to it; git itself died with its runner).
+func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
+	groups := &gitwork.Groups{Dir: path("git-processes")}
+	git := gitwork.Git{Env: env}
+	if err := endLeftovers(ctx, groups, git); err != nil {
+		return nil, err
+	}
+	_, prefix, err := git.TopLevel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	common, err := git.CommonDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	root, err := filepath.Abs(path("worktree"))
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{
+		JobBranch:     Branch(jobID),
+		JobID:         jobID,
+		Git:           gitwork.Git{Dir: root, Env: env, Groups: groups},
+		Root:          root,
+		Prefix:        prefix,
+		lockPath:      filepath.Join(filepath.Dir(root), "worktree.lock"),
+		adminLockPath: adminLockPath(common),
+	}, nil
+}
+
+// Branch is the job branch of job id: runner/<id>.
+func Branch(id string) string { return "runner/" + id }
+
+// Dir is where the job's phases run: runner's directory in the job
+// worktree.
+func (t *Tree) Dir() string { return filepath.Join(t.Root, t.Prefix) }
+
+// End is where a job's work is when the job ends.
+type End struct {
+	// Branch is the job branch, which holds the commits of the job's
+	// phases.
+	Branch string
+	// Target is the branch the job started on, which the job branch
+	// merges into ("" when HEAD was detached).
+	Target string
+	// Merged says how the job branch was merged into Target
+	// (MergedByGit, MergedByBlock); "" when it was not.
+	Merged string
+}
+
+// Begin readies the worktree of a started job (Start) or of a resumed one
+// (resume: Ready, and what else the job left to clean), has the job's
+// phases run in it, and returns the job's branch and the branch it merges
+// into. The caller removes the worktree when the job ends, even after an
+// error.
+func (t *Tree) Begin(ctx context.Context, j *job.Job, resume func(context.Context) error) (End, error) {
+	start := t.Start
+	if j.Resumed() {
+		start = resume
+	}
+	if err := start(ctx); err != nil {
+		return End{}, err
+	}
+	j.SetDir(t.Dir(), t.JobBranch)
+	return End{Branch: t.JobBranch, Target: target(j)}, nil
+}
+
+// Start makes the job worktree on a new job branch from the HEAD of the
+// checkout runner runs in, which stays as it is.
+func (t *Tree) Start(ctx context.Context) error {
+	user := t.Git.In("")
+	head, err := user.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head == "" {
+		return errors.New("the job's worktree: the repository has no commit yet; make one first: git commit --allow-empty -m init")
+	}
+	err = t.Admin(func() error { return user.NewWorktree(ctx, t.Root, t.JobBranch, head) })
+	if err != nil {
+		return fmt.Errorf("the job worktree: %w", err)
+	}
+	crashpoint.Hit(crashpoint.JobWorktreeAdded)
+	t.checked = true // new: no merge in it to abort
+	return nil
+}
+
+// Ready makes the job worktree on the job branch when it is not there (a
+// resumed job whose process died; a dlq retry runs after the job ended,
+// and a retry that ends removes it while another may still merge) or is
+// half made (a process killed while git made it), and undoes a merge that a process which died left half done in it: the
+// lock files of a git that died holding them, the merge in progress
+// (MERGE_HEAD), or its result staged with no MERGE_HEAD, as git leaves it
+// when killed in a pre-merge-commit hook (the worktree is runner's, and
+// what a killed step staged there goes too: the step runs again from the
+// start). The job's merge lock is held (Lock), or no other process runs
+// the job, and the git commands of the processes that died are ended.
+func (t *Tree) Ready(ctx context.Context) error {
+	_, err := os.Stat(filepath.Join(t.Root, ".git"))
+	if err == nil && t.checked {
+		return nil
+	}
+	intact := false
+	if err == nil {
+		if err := t.Admin(func() (err error) { intact, err = t.intact(ctx); return err }); err != nil {
+			return err
+		}
+	}
+	if intact {
+		t.checked = true
+		if err := t.Git.RemoveLocks(ctx, t.JobBranch); err != nil {
+			return err
+		}
+		return errors.Join(t.Git.AbortMerge(ctx), t.Git.UndoMerge(ctx))
+	}
+	if err := t.Admin(func() error { return t.remake(ctx) }); err != nil {
+		return err
+	}
+	t.checked = true
+	return nil
+}
+
+// intact reports whether the job worktree that is there is whole: git has
+// it, not locked (a process was killed while git made it: its checkout
+// may be half done).
+func (t *Tree) intact(ctx context.Context) (bool, error) {
+	there, err := t.Git.In("").Worktrees(ctx, t.Root)
+	return len(there) == 1 && !there[0].Locked, err
+}
+
+// remake makes the job worktree on the job branch again, after clearing
+// what a process killed while it made or removed it left.
+func (t *Tree) remake(ctx context.Context) error {
+	user := t.Git.In("")
+	if err := user.ClearWorktree(ctx, t.Root); err != nil {
+		return err
+	}
+	if tip, err := user.Tip(ctx, t.JobBranch); err != nil || tip == "" {
+		return errors.Join(err, fmt.Errorf("the job branch %s is gone: the job's work cannot be resumed", t.JobBranch))
+	}
+	err := user.MakeWorktree(ctx, t.Root, func() error { return user.AddWorktree(ctx, t.Root, t.JobBranch) })
+	if err != nil {
+		return fmt.Errorf("the job worktree: %w", err)
+	}
+	return nil
+}
+
+// Lock takes the job's merge lock: this process's, then the flock that
+// other processes of the job (dlq retries) take. unlock gives both back.
+// The holder writes itself (gitwork.Self) in the lock file and empties it
+// when it lets go: one found there is a process that died holding the lock,
+// maybe in a merge, and what its git left is ended and undone (Ready
+// checks the job worktree again), whenever this process opened the job.
+func (t *Tree) Lock(ctx context.Context) (unlock func(), err error) {
+	t.mergeMu.Lock()
+	f, unlockFile, err := flock(t.lockPath)
+	if err == nil {
+		if err = t.takeLock(ctx, f); err != nil {
+			unlockFile()
+		}
+	}
+	if err != nil {
+		t.mergeMu.Unlock()
+		return nil, fmt.Errorf("the job's merge lock: %w", err)
+	}
+	return func() {
+		_ = f.Truncate(0)
+		unlockFile()
+		t.mergeMu.Unlock()
+	}, nil
+}
+
+// Admin runs fn, which runs git worktree commands (add, remove, prune,
+// list), holding the repository's worktree lock (runner-worktrees.lock in
+// its git directory): those of all runner's processes in the repository,
+// of one job or of several, take turns. Two at once race in git itself,
+// on the directory .git/worktrees and the files in it ("failed to read
+// .git/worktrees/N/commondir", "could not create directory of
+// '.git/worktrees/...'"). fn must not call Admin.
+func (t *Tree) Admin(fn func() error) error {
+	_, unlock, err := flock(t.adminLockPath)
+	if err != nil {
+		return fmt.Errorf("the job's worktree lock: %w", err)
+	}
+	defer unlock()
+	return fn()
+}
+
+// adminLockPath is the file whose flock Admin takes in the repository
+// whose git directory is common.
+func adminLockPath(common string) string { return filepath.Join(common, "runner-worktrees.lock") }
+
+// flock takes the flock of the file at path, which it makes (and its
+// directory) if need be, and returns the file open; unlock gives it back
+// and closes it. Each call opens the file anew, so that two goroutines of
+// one process exclude each other too.
+func flock(path string) (f *os.File, unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, err
+	}
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, func() {
+		// Unlocked before the close: a child forked meanwhile holds a
+		// copy of the descriptor until it execs, and the close alone
+		// would leave the flock to it.
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// endLeftovers ends the git commands that the job's processes that died
+// left (Groups.EndLeftovers), and removes the lock files of refs that
+// those left in repo's repository, which would make every later branch
+// deletion (or update of that ref) fail.
+func endLeftovers(ctx context.Context, groups *gitwork.Groups, repo gitwork.Git) error {
+	since, err := groups.EndLeftovers()
+	if err != nil || since.IsZero() {
+		return err
+	}
+	return repo.RemoveRefLocks(ctx, since)
+}
+
+// takeLock ends what a holder of the job's merge lock f that died left,
+// and writes this process in its place.
+func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() > 0 {
+		dead := make([]byte, fi.Size())
+		if _, err := f.ReadAt(dead, 0); err != nil {
+			return err
+		}
+		gitwork.AwaitExit(string(dead))
+		if err := endLeftovers(ctx, t.Git.Groups, t.Git.In("")); err != nil {
+			return err
+		}
+		t.checked = false
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+	}
+	_, err = f.WriteAt([]byte(gitwork.Self), 0)
+	return err
+}
+
+// Remove removes the job worktree (the branch stays), even when ctx is
+// done: an interrupted job still cleans up.
+func (t *Tree) Remove(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	user := t.Git.In("")
+	return t.Admin(func() error { return errors.Join(user.RemoveWorktree(ctx, t.Root), user.Prune(ctx)) })
+}

@@ -1,0 +1,356 @@
+package jobtree
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/proc"
+	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// testRepo makes a new git repository with one commit (f.txt) on main,
+// this process's directory, and returns a function that runs git in a
+// directory.
+func testRepo(t *testing.T) (git func(dir string, args ...string) string, repo string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo = t.TempDir()
+	t.Chdir(repo)
+	for _, k := range []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"} {
+		t.Setenv(k, "t")
+	}
+	for _, k := range []string{"GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"} {
+		t.Setenv(k, "t@example.com")
+	}
+	git = func(dir string, args ...string) string {
+		t.Helper()
+		c := exec.Command("git", args...)
+		c.Dir = dir
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git(repo, "init", "-q", "-b", "main")
+	os.WriteFile("f.txt", []byte("base\n"), 0o600)
+	git(repo, "add", "f.txt")
+	git(repo, "commit", "-qm", "base")
+	return git, repo
+}
+
+// startStandard starts job s of a standard workflow whose source is src.
+func startStandard(t *testing.T, src string) *job.Job {
+	t.Helper()
+	wf, err := workflow.Parse("s.yml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "s", Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// A standard workflow with a merge: block runs its commands in the job
+// worktree on runner/<job id>, whose commits stay off the user's branch;
+// the merge block runs only when a merge is asked for, in that worktree,
+// with ${merge.*}; the worktree is gone at the end and the branch stays.
+func TestRunStandard(t *testing.T) {
+	const src = `commands:
+  - shell: echo work > w.txt && git add w.txt && git commit -qm work
+merge:
+  - shell: echo "${merge.source_branch} ${merge.target_branch} ${merge.session_id}" > ../merge.txt
+`
+	for _, merge := range []bool{false, true} {
+		git, repo := testRepo(t)
+		j := startStandard(t, src)
+		pr, end, err := RunStandard(t.Context(), j, Ending{Merge: merge})
+		if err != nil || pr.Succeeded != 1 {
+			t.Fatalf("merge %v: RunStandard = %+v, %v", merge, pr, err)
+		}
+		want := End{Branch: "runner/s", Target: "main"}
+		if merge {
+			want.Merged = MergedByBlock
+		}
+		if end != want {
+			t.Errorf("merge %v: end %+v, want %+v", merge, end, want)
+		}
+		if msg := git(repo, "log", "-1", "--format=%s", "runner/s"); msg != "work" {
+			t.Errorf("merge %v: the job branch ends with %q", merge, msg)
+		}
+		if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != "base" {
+			t.Errorf("merge %v: the user's branch moved to %q", merge, msg)
+		}
+		if _, err := os.Stat("w.txt"); !os.IsNotExist(err) {
+			t.Errorf("merge %v: the command wrote in the user's checkout: %v", merge, err)
+		}
+		if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+			t.Errorf("merge %v: worktrees left:\n%s", merge, list)
+		}
+		// The merge step ran in the job worktree and wrote beside it.
+		data, err := os.ReadFile(j.Path("merge.txt"))
+		if got := strings.TrimSpace(string(data)); merge != (err == nil) || merge && got != "runner/s main s" {
+			t.Errorf("merge %v: the merge block wrote %q (%v)", merge, got, err)
+		}
+	}
+}
+
+// Without --merge the ending asks (a terminal's question) once the job
+// succeeded: yes merges, no leaves the branch; a job that failed is never
+// asked about.
+func TestRunStandardAsks(t *testing.T) {
+	const src = "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work%s\nmerge_back: false\nisolation: worktree\n"
+	for _, tt := range []struct {
+		fail        string
+		answer      bool
+		asked       int
+		merged      string
+		userHasWork bool
+	}{
+		{"", true, 1, MergedByGit, true},
+		{"", false, 1, "", false},
+		{" && false", true, 0, "", false},
+	} {
+		git, repo := testRepo(t)
+		j := startStandard(t, fmt.Sprintf(src, tt.fail))
+		asked := 0
+		ask := func(end End) bool {
+			asked++
+			if end.Branch != "runner/s" || end.Target != "main" {
+				t.Errorf("asked about %+v", end)
+			}
+			return tt.answer
+		}
+		_, end, _ := RunStandard(t.Context(), j, Ending{Ask: ask})
+		if asked != tt.asked || end.Merged != tt.merged {
+			t.Errorf("%+v: asked %d times, merged %q", tt, asked, end.Merged)
+		}
+		if msg := git(repo, "log", "-1", "--format=%s", "main"); (msg != "base") != tt.userHasWork {
+			t.Errorf("%+v: the user's branch ends with %q", tt, msg)
+		}
+	}
+}
+
+// Without a merge: block, merge_back: true merges the job branch into
+// the user's branch with git merge; a job that fails merges nothing.
+func TestRunStandardMergeBack(t *testing.T) {
+	git, repo := testRepo(t)
+	j := startStandard(t, "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work\nmerge_back: true\n")
+	_, end, err := RunStandard(t.Context(), j, Ending{Merge: true})
+	if err != nil || end.Merged != MergedByGit {
+		t.Fatalf("RunStandard = %+v, %v", end, err)
+	}
+	if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != "Merge runner/s (runner job s)" {
+		t.Errorf("the user's branch ends with %q", msg)
+	}
+
+	git, repo = testRepo(t)
+	j = startStandard(t, "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work && false\nmerge_back: true\n")
+	_, end, err = RunStandard(t.Context(), j, Ending{Merge: true})
+	if err == nil || end.Merged != "" {
+		t.Fatalf("RunStandard of a failing job = %+v, %v", end, err)
+	}
+	if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != "base" {
+		t.Errorf("the user's branch moved to %q", msg)
+	}
+}
+
+// The job's merge lock is a flock that another process (another open
+// file) cannot take while this one holds it, and can once it is given
+// back.
+func TestLock(t *testing.T) {
+	testRepo(t)
+	dir := t.TempDir()
+	tree, err := Open(t.Context(), "j", nil, func(name string) string { return filepath.Join(dir, name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := tree.Lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := os.Open(tree.lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+		t.Errorf("another holder took the held lock: %v", err)
+	}
+	unlock()
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Errorf("the lock given back cannot be taken: %v", err)
+	}
+}
+
+// Ready makes the job worktree again whatever a process killed while git
+// made or removed it left (issue 23.2): a worktree still registered and
+// locked with its directory gone, which git worktree prune keeps; one
+// half made (locked, its checkout unfinished); no .git/worktrees at all.
+func TestReadyAfterKilledGit(t *testing.T) {
+	git, repo := testRepo(t)
+	open := func() *Tree {
+		tree, err := Open(t.Context(), "j", nil, func(name string) string { return filepath.Join(repo, ".state", name) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tree
+	}
+	tree := open()
+	if err := tree.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	admin := git(tree.Root, "rev-parse", "--absolute-git-dir")
+	lock := func() {
+		if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func(what string) {
+		t.Helper()
+		// Another process's: it has not checked the worktree yet.
+		if err := open().Ready(t.Context()); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if st := git(tree.Root, "status", "--porcelain"); st != "" {
+			t.Errorf("%s: the job worktree is not clean: %q", what, st)
+		}
+		if b := git(tree.Root, "symbolic-ref", "--short", "HEAD"); b != "runner/j" {
+			t.Errorf("%s: the job worktree is on %q", what, b)
+		}
+		if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 || strings.Contains(list, "locked") {
+			t.Errorf("%s: worktrees:\n%s", what, list)
+		}
+	}
+	lock()
+	if err := os.RemoveAll(tree.Root); err != nil {
+		t.Fatal(err)
+	}
+	ready("locked, its directory gone")
+
+	admin = git(tree.Root, "rev-parse", "--absolute-git-dir")
+	lock()
+	if err := os.Remove(filepath.Join(tree.Root, "f.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(admin, "index")); err != nil {
+		t.Fatal(err)
+	}
+	ready("half made")
+
+	if err := tree.Remove(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".git", "worktrees")); !os.IsNotExist(err) {
+		t.Fatalf(".git/worktrees is still there: %v", err)
+	}
+	ready("no .git/worktrees")
+}
+
+// A process that died holding the job's merge lock, maybe in a merge,
+// left its pid in the lock file: whoever takes the lock next has Ready
+// undo what that merge left in the job worktree, even when this process
+// had readied it already.
+func TestLockAfterADeadHolder(t *testing.T) {
+	testRepo(t)
+	dir := t.TempDir()
+	tree, err := Open(t.Context(), "j", nil, func(name string) string { return filepath.Join(dir, name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tree.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A merge killed in its pre-merge-commit hook: its result staged.
+	os.WriteFile(filepath.Join(tree.Root, "merged.txt"), []byte("m\n"), 0o600)
+	if out, err := exec.Command("git", "-C", tree.Root, "add", "merged.txt").CombinedOutput(); err != nil {
+		t.Fatalf("git add: %v\n%s", err, out)
+	}
+	os.WriteFile(tree.lockPath, []byte("999999-1"), 0o600)
+	unlock, err := tree.Lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tree.Ready(t.Context())
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if paths, _ := tree.Git.ChangedPaths(t.Context()); len(paths) > 0 {
+		t.Errorf("the job worktree keeps the dead holder's half merge: %q", paths)
+	}
+	if data, _ := os.ReadFile(tree.lockPath); len(data) != 0 {
+		t.Errorf("the lock file given back holds %q", data)
+	}
+}
+
+// A git that a runner process started and that died deleting a branch
+// (SIGTERM, its parent-death signal, is enough) can leave packed-refs.lock
+// and packed-refs.new, and every later branch deletion in the repository
+// fails on them. Opening the job again ends that process's leftovers and
+// removes the ref lock files made since it started; older ones (not its)
+// stay.
+func TestOpenRemovesADeadProcesssRefLocks(t *testing.T) {
+	git, repo := testRepo(t)
+	git(repo, "branch", "runner-items/j/1")
+	common := filepath.Join(repo, ".git")
+	old := filepath.Join(common, "refs", "heads", "someone-elses.lock")
+	os.WriteFile(old, nil, 0o600)
+	an := time.Now().Add(-time.Hour)
+	os.Chtimes(old, an, an)
+
+	dir := t.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+	// The record of a git (here: a process of this test's, ended) whose
+	// runner process (one that ran and exited) died while it ran.
+	dead := exec.Command("sleep", "0.05")
+	if err := dead.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start, ok := proc.StartTime(dead.Process.Pid)
+	if !ok {
+		t.Skip("process start times are not known here")
+	}
+	time.Sleep(10 * time.Millisecond) // the lock files are made after the process started
+	left := []string{filepath.Join(common, "packed-refs.lock"), filepath.Join(common, "packed-refs.new"), filepath.Join(common, "refs", "heads", "runner-items", "j", "1.lock")}
+	for _, lock := range left {
+		if err := os.WriteFile(lock, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead.Wait()
+	os.MkdirAll(path("git-processes"), 0o700)
+	record := fmt.Sprintf("%d-%d.%d-%d", dead.Process.Pid, start, dead.Process.Pid, start)
+	os.WriteFile(filepath.Join(path("git-processes"), record), nil, 0o600)
+
+	if out, err := exec.Command("git", "branch", "-D", "runner-items/j/1").CombinedOutput(); err == nil {
+		t.Fatalf("git branch -D succeeds with the lock files there (%s): the test shows nothing", out)
+	}
+	if _, err := Open(t.Context(), "j", nil, path); err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range left {
+		if _, err := os.Lstat(lock); err == nil {
+			t.Errorf("%s is left", lock)
+		}
+	}
+	if _, err := os.Lstat(old); err != nil {
+		t.Errorf("a lock file older than the dead process was removed: %v", err)
+	}
+	git(repo, "branch", "-D", "runner-items/j/1")
+}

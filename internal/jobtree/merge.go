@@ -1,0 +1,187 @@
+package jobtree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/job"
+)
+
+// How the job branch was merged into the branch the job started on
+// (End.Merged).
+const (
+	MergedByGit   = "git"   // runner's own git merge --no-ff in the user's checkout
+	MergedByBlock = "block" // the steps of the merge: block
+)
+
+// Ending is what a job on a job branch does at its end once it
+// succeeded: merge the job branch into the branch it started on, or
+// leave it (the end of the job names it and the command that merges it).
+type Ending struct {
+	// Merge asks for the merge (runner run --merge, -y, merge_back: true).
+	Merge bool
+	// Ask, when Merge is false, asks the user whether to merge, given
+	// where the job's work is; nil never asks.
+	Ask func(End) bool
+	// Starts, if set, is called before the merge: block's steps run (the
+	// terminal labels their lines).
+	Starts func()
+}
+
+// Merges reports whether a job that succeeded, whose work is at end,
+// merges its branch: asked for, or answered yes.
+func (e Ending) Merges(end End) bool {
+	return e.Merge || e.Ask != nil && e.Ask(end)
+}
+
+// MergeError is a final merge that was asked for and not made: the
+// user's checkout was not as the job left it, the merge conflicted and
+// was aborted, or a step of the merge: block failed. The job's work stays
+// on its branch.
+type MergeError struct {
+	Branch, Target string
+	Err            error
+}
+
+func (e *MergeError) Error() string {
+	return fmt.Sprintf("the job branch %s was not merged into %s: %v", e.Branch, e.Target, e.Err)
+}
+
+func (e *MergeError) Unwrap() error { return e.Err }
+
+// target is the branch the job branch merges into: the one checked out
+// where runner ran when the job started, recorded in the job's metadata
+// when the job was made (job.Options.TargetBranch), before anything could
+// leave it to resume.
+func target(j *job.Job) string { return j.Meta().TargetBranch }
+
+// MergeEnd merges the job branch into target at the end of a job that
+// succeeded, and says how: the merge: block's steps when the file has one, run in the
+// job worktree with ${merge.*} and journaled as the merge phase (so that
+// a resumed job does not run a finished one again); else runner's own
+// merge, in the user's checkout.
+func (t *Tree) MergeEnd(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
+	how, err := t.finalMerge(ctx, j, target, starts)
+	if err != nil {
+		if target == "" {
+			target = "your branch"
+		}
+		return "", &MergeError{Branch: t.JobBranch, Target: target, Err: err}
+	}
+	return how, nil
+}
+
+// finalMerge is MergeEnd's work, under the lock that has final merges
+// into the repository's checkouts take turns.
+func (t *Tree) finalMerge(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
+	if target == "" {
+		return "", errors.New("HEAD was detached when the job started, so there is no branch to merge into")
+	}
+	unlock, err := t.lockCheckout(ctx, j.Executor().Stderr)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	block := j.Workflow().Merge
+	if block == nil {
+		return MergedByGit, t.mergeInto(ctx, target)
+	}
+	vars, err := t.mergeVars(ctx, target)
+	if err != nil {
+		return "", fmt.Errorf("the merge block's variables: %w", err)
+	}
+	j.Define("merge", vars)
+	if t := block.Timeout; t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t, fmt.Errorf("the merge phase did not end within its timeout of %s", t))
+		defer cancel()
+	}
+	if starts != nil {
+		starts()
+	}
+	_, err = j.RunPhase(ctx, job.PhaseMerge, block.Steps)
+	return MergedByBlock, err
+}
+
+// Unmerged reports whether the job branch of job id, in the repository
+// runner runs in, has commits that target lacks: the final merge of a
+// job that succeeded was not made (not asked for, or refused while items
+// were in its DLQ). A branch that is gone has none.
+func Unmerged(ctx context.Context, id, target string) (bool, error) {
+	var user gitwork.Git
+	tip, err := user.Tip(ctx, Branch(id))
+	if err != nil || tip == "" {
+		return false, err
+	}
+	merged, err := user.Contains(ctx, target, tip)
+	return !merged, err
+}
+
+// mergeInto merges the job branch into target in the user's checkout, with
+// a merge commit, if that checkout is still on target, in the middle of
+// no git operation and without changes to tracked files: runner never
+// merges into a branch the user left, nor mixes its merge with their
+// work. A conflict aborts the merge, leaving the checkout as it was. A
+// job branch that target has already (merged by a runner killed before
+// it recorded so) counts as merged. The checkout lock is held, and what
+// a runner killed during its merge left is undone (lockCheckout).
+func (t *Tree) mergeInto(ctx context.Context, target string) error {
+	ctx = context.WithoutCancel(ctx) // a merge is not left half done
+	user := t.Git.In("")
+	tip, err := user.Tip(ctx, t.JobBranch)
+	switch {
+	case err != nil:
+		return err
+	case tip == "":
+		return fmt.Errorf("the job branch %s is gone", t.JobBranch)
+	}
+	if merged, err := user.Contains(ctx, target, tip); err != nil || merged {
+		return err
+	}
+	if err := checkCheckout(ctx, user, target); err != nil {
+		return err
+	}
+	conflicts, err := user.Merge(ctx, t.JobBranch, t.mergeMessage())
+	if err != nil {
+		return err
+	}
+	if len(conflicts) > 0 {
+		return fmt.Errorf("the merge conflicts in %s; it was aborted, and your checkout is as it was", strings.Join(conflicts, ", "))
+	}
+	return nil
+}
+
+// mergeMessage is the message of runner's merge commit of the job branch.
+func (t *Tree) mergeMessage() string {
+	return "Merge " + t.JobBranch + " (runner job " + t.JobID + ")"
+}
+
+// checkCheckout refuses a user's checkout that is not on target, is in the
+// middle of a git operation (the user's merge, rebase, cherry-pick,
+// revert or bisect) or has changes to tracked files, saying which.
+func checkCheckout(ctx context.Context, user gitwork.Git, target string) error {
+	busy, err := user.InProgress(ctx)
+	switch {
+	case err != nil:
+		return err
+	case busy != "":
+		return fmt.Errorf("your checkout is in the middle of %s", busy)
+	}
+	branch, err := user.Branch(ctx)
+	switch {
+	case err != nil:
+		return err
+	case branch == "":
+		return fmt.Errorf("your checkout's HEAD is detached now, and the job started on %s", target)
+	case branch != target:
+		return fmt.Errorf("your checkout is on %s now, and the job started on %s", branch, target)
+	}
+	changed, err := user.ChangedPaths(ctx)
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	return fmt.Errorf("your checkout has changes not committed (%s); commit or put them aside first", gitwork.Names(changed))
+}

@@ -1,0 +1,103 @@
+package jobtree
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runnerdev/runner/internal/gitwork"
+)
+
+// Leftovers are what a job has in its repository: the worktrees under
+// its state directory (the job worktree, the items' worktrees) and its
+// branches.
+type Leftovers struct {
+	Worktrees []string
+	Branches  []LeftBranch
+}
+
+// LeftBranch is one branch of a job's.
+type LeftBranch struct {
+	Name string
+	// Unmerged counts the commits of the branch that no branch but the
+	// job's own has: those that deleting the job's branches would lose.
+	Unmerged int
+}
+
+// Unmerged returns the branches of l that hold commits no other branch
+// has.
+func (l Leftovers) Unmerged() []LeftBranch {
+	var out []LeftBranch
+	for _, b := range l.Branches {
+		if b.Unmerged > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Survey returns the leftovers of job id in the repository repo runs git
+// in: the worktrees under dir, its state directory, and the branches
+// under names (its job branch, the directory of its item branches). A
+// directory outside a git work tree is gitwork.ErrNotRepository.
+func Survey(ctx context.Context, repo gitwork.Git, dir string, names ...string) (Leftovers, error) {
+	var l Leftovers
+	trees, err := repo.Worktrees(ctx, dir)
+	if err != nil {
+		return l, err
+	}
+	for _, t := range trees {
+		l.Worktrees = append(l.Worktrees, t.Path)
+	}
+	branches, err := repo.BranchesUnder(ctx, names...)
+	if err != nil {
+		return l, err
+	}
+	for _, b := range branches {
+		n, err := repo.OnlyOn(ctx, b, branches)
+		if err != nil {
+			return l, fmt.Errorf("branch %s: %w", b, err)
+		}
+		l.Branches = append(l.Branches, LeftBranch{Name: b, Unmerged: n})
+	}
+	return l, nil
+}
+
+// Clear removes l from the repository repo runs git in: its worktrees,
+// under the repository's worktree lock (see Tree.Admin), then its
+// branches, whatever they hold. removed is told of each one gone
+// ("worktree PATH", "branch NAME"). It stops at the first failure.
+func Clear(ctx context.Context, repo gitwork.Git, l Leftovers, removed func(what string)) error {
+	if len(l.Worktrees) > 0 {
+		if err := clearWorktrees(ctx, repo, l.Worktrees, removed); err != nil {
+			return err
+		}
+	}
+	for _, b := range l.Branches {
+		if err := repo.DeleteBranch(ctx, b.Name); err != nil {
+			return fmt.Errorf("deleting branch %s: %w", b.Name, err)
+		}
+		removed("branch " + b.Name)
+	}
+	return nil
+}
+
+// clearWorktrees removes the worktrees at paths and has git forget them,
+// holding the repository's worktree lock.
+func clearWorktrees(ctx context.Context, repo gitwork.Git, paths []string, removed func(string)) error {
+	common, err := repo.CommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	_, unlock, err := flock(adminLockPath(common))
+	if err != nil {
+		return fmt.Errorf("the repository's worktree lock: %w", err)
+	}
+	defer unlock()
+	for _, p := range paths {
+		if err := repo.RemoveWorktree(ctx, p); err != nil {
+			return fmt.Errorf("removing worktree %s: %w", p, err)
+		}
+		removed("worktree " + p)
+	}
+	return repo.Prune(ctx)
+}

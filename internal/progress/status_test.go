@@ -1,0 +1,221 @@
+package progress
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+)
+
+// retry is a failed attempt of an item's command that will run again.
+func retry(item string) eventlog.Event {
+	return eventlog.RetryDecision("s", eventlog.Decision{Attempt: 1, Action: "retry", Delay: 10 * time.Millisecond}).WithItem(item)
+}
+
+// started is the start of an item's attempt, which holds a slot.
+func started(item string) eventlog.Event { return eventlog.ItemStarted(item, 0, 1, false) }
+
+// The map status counts only the items that hold a max_parallel slot as
+// running: an item waiting out a delay has given its slot back, and the
+// next item takes it. Fed the events of a map of 3 items at max_parallel
+// 2, the line never shows more than 2 running.
+func TestItemsWaitingOutADelayAreNotRunning(t *testing.T) {
+	mapOf3 := eventlog.MapStarted(3, 3, 2, "none")
+	for _, tc := range []struct {
+		name   string
+		events []eventlog.Event
+		want   string
+	}{
+		{"both slots taken", []eventlog.Event{mapOf3, started("a"), started("b")},
+			"map 0/3 done · 2 running · 1 pending"},
+		{"a command-level retry gives the slot back", []eventlog.Event{mapOf3, started("a"), started("b"), retry("a")},
+			"map 0/3 done · 1 running · 1 retrying · 1 pending"},
+		{"a stop decision keeps the slot until the item fails",
+			[]eventlog.Event{mapOf3, started("a"), eventlog.RetryDecision("s", eventlog.Decision{Action: "stop"}).WithItem("a")},
+			"map 0/3 done · 1 running · 2 pending"},
+		{"an item-level retry gives the slot back",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), eventlog.ItemRetrying("a", eventlog.Failure{Step: "s", Attempt: 1}, time.Second)},
+			"map 0/3 done · 1 running · 1 retrying · 1 pending"},
+		{"a repeat interval gives the slot back",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), eventlog.StepRepeat("s", 1, time.Second).WithItem("b")},
+			"map 0/3 done · 1 running · 1 polling · 1 pending"},
+		{"the next item takes the slot given back",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), retry("a"), started("c")},
+			"map 0/3 done · 2 running · 1 retrying · 0 pending"},
+		{"the item waiting takes a slot again for its next attempt",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), retry("a"), started("c"),
+				eventlog.ItemSucceeded("c", 1, time.Second), eventlog.AttemptStarted("s", 2).WithItem("a")},
+			"map 1/3 done · 2 running · 0 pending"},
+		{"an attempt of an item not started is not counted",
+			[]eventlog.Event{mapOf3, eventlog.AttemptStarted("s", 1).WithItem("a"), eventlog.StepRepeat("s", 1, time.Second).WithItem("a")},
+			"map 0/3 done · 0 running · 3 pending"},
+		{"finished items leave their state",
+			[]eventlog.Event{mapOf3, started("a"), started("b"), retry("a"),
+				eventlog.ItemFailed("a", eventlog.Failure{Step: "s"}, "dlq", "a"), eventlog.ItemSucceeded("b", 1, time.Second)},
+			"map 2/3 done · 1 failed · 0 running · 1 pending"},
+		{"items finished in an earlier run are done", []eventlog.Event{eventlog.MapStarted(5, 2, 2, "none"), started("d")},
+			"map 3/5 done · 1 running · 1 pending"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The bubble's clock stands still: no rate or ETA joins the line.
+			synctest.Test(t, func(t *testing.T) {
+				j := jobStatus{items: map[string]itemState{}}
+				for _, e := range tc.events {
+					j.observe(e)
+				}
+				if got := j.line(); got != tc.want {
+					t.Errorf("got  %q\nwant %q", got, tc.want)
+				}
+			})
+		})
+	}
+}
+
+// Once items finish, the line tells the rate and the time left at that
+// rate.
+func TestMapStatusShowsRateAndETA(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		j.observe(eventlog.MapStarted(4, 4, 1, "none"))
+		j.observe(started("a"))
+		time.Sleep(2 * time.Second)
+		j.observe(eventlog.ItemSucceeded("a", 1, 2*time.Second))
+		if got, want := j.line(), "map 1/4 done · 0 running · 3 pending · 0.5/s · ETA 6s"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+	})
+}
+
+// Items that go to NATS workers: the line tells the busy slots of their
+// queue's workers apart from the workers pulling, so that a queue no
+// worker serves shows, and one whose every slot is busy does not look
+// like it.
+func TestMapStatusShowsTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := New(io.Discard, io.Discard, "never", true, false)
+		defer d.Close()
+		d.Observe(eventlog.MapStarted(2, 2, 2, "none"))
+		d.SetQueue(Queue{Name: "gpu"})
+		if got, want := d.job.line(), "map 0/2 done · 0 running · 2 pending · queue gpu: no worker pulling"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+		d.SetQueue(Queue{Name: "gpu", Busy: 4})
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 4 slots busy, 0 workers pulling") {
+			t.Errorf("every slot busy: got %q", got)
+		}
+		d.SetQueue(Queue{Name: "gpu", Busy: 1, Pulling: 1})
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 1 slot busy, 1 worker pulling") {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+// Tasks whose worker died wait for the server to deliver them again: the
+// line says so, and which worker was lost, instead of counting them as
+// running; the time left is at least the wait for that redelivery.
+func TestMapStatusShowsTasksWaitingForRedelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		j.observe(eventlog.MapStarted(4, 4, 4, "none"))
+		for _, id := range []string{"a", "b", "c", "d"} {
+			j.observe(started(id))
+		}
+		time.Sleep(2 * time.Second)
+		j.observe(eventlog.ItemSucceeded("a", 1, 2*time.Second))
+		j.observe(eventlog.ItemSucceeded("b", 1, 2*time.Second))
+		j.queue = Queue{Name: "q", Busy: 0, Pulling: 2, Stranded: 2, Lost: []string{"w1"}, AckWait: 30 * time.Second, Redelivery: time.Now().Add(25 * time.Second)}
+		want := "map 2/4 done · 0 running · 2 waiting for redelivery (worker w1 lost, ack_wait 30s) · 0 pending · 1.0/s · ETA 25s · queue q: 0 slots busy, 2 workers pulling"
+		if got := j.line(); got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+		j.queue.Lost, j.queue.Stranded = []string{"w1", "w2"}, 1
+		if got := j.line(); !strings.Contains(got, "· 1 running · 1 waiting for redelivery (workers w1, w2 lost, ack_wait 30s) ·") {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+// A standard workflow's line names the step, its attempt once it is
+// retried, and how long the step has run; nothing between steps.
+func TestStepStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}, steps: 2}
+		j.observe(eventlog.StepStarted("build", 1, "make"))
+		j.observe(eventlog.AttemptStarted("build", 1))
+		if got, want := j.line(), "step 1/2 build · 0s"; got != want {
+			t.Errorf("first attempt: got %q, want %q", got, want)
+		}
+		time.Sleep(3 * time.Second)
+		j.observe(eventlog.RetryDecision("build", eventlog.Decision{Attempt: 1, Action: "retry", Limit: 3}))
+		j.observe(eventlog.AttemptStarted("build", 2))
+		if got, want := j.line(), "step 1/2 build · attempt 2/3 · 3s"; got != want {
+			t.Errorf("second attempt: got %q, want %q", got, want)
+		}
+		j.observe(eventlog.StepCompleted("build", 0, 3*time.Second))
+		if got := j.line(); got != "" {
+			t.Errorf("between steps: got %q, want nothing", got)
+		}
+	})
+}
+
+// While a foreach runs, the line stays the loop's: the events of its do
+// steps (loop[0].step-1) neither replace it nor end it.
+func TestStepStatusForeach(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}, steps: 3}
+		j.observe(eventlog.StepStarted("loop", 2, "foreach: [a, b]"))
+		j.observe(eventlog.AttemptStarted("loop", 1))
+		j.observe(eventlog.StepStarted("loop[0].step-1", 1, "make"))
+		j.observe(eventlog.AttemptStarted("loop[0].step-1", 1))
+		j.observe(eventlog.RetryDecision("loop[0].step-1", eventlog.Decision{Attempt: 1, Action: "retry", Limit: 3}))
+		j.observe(eventlog.AttemptStarted("loop[0].step-1", 2))
+		j.observe(eventlog.StepCompleted("loop[0].step-1", 0, time.Second))
+		if got, want := j.line(), "step 2/3 loop · 0s"; got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+}
+
+// An event read back from a log (its numbers json.Number) counts as the
+// one just emitted (its numbers int).
+func TestEventReadBackCountsTheSame(t *testing.T) {
+	line, err := eventlog.MapStarted(5, 2, 1, "none").MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e eventlog.Event
+	if err := e.UnmarshalJSON(line); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		j.observe(e)
+		if got, want := j.line(), "map 3/5 done · 0 running · 2 pending"; got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+}
+
+// After a resume, the rate and the time left count only the items this
+// run finished: 6 of 10 finished in an earlier run, this run finished 2
+// in 4 s, so 0.5/s and 4 s for the 2 left (not 8 items in 4 s, 2.0/s).
+func TestRateAfterResumeCountsThisRunOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		// The earlier run: its map started with all 10 to run.
+		j.observe(eventlog.MapStarted(10, 10, 2, "none"))
+		// This run: 4 left.
+		j.observe(eventlog.MapStarted(10, 4, 2, "none"))
+		j.observe(started("g"))
+		j.observe(started("h"))
+		time.Sleep(4 * time.Second)
+		j.observe(eventlog.ItemSucceeded("g", 1, 4*time.Second))
+		j.observe(eventlog.ItemSucceeded("h", 1, 4*time.Second))
+		if got, want := j.line(), "map 8/10 done · 0 running · 2 pending · 0.5/s · ETA 4s"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+	})
+}

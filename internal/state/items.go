@@ -1,0 +1,202 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/runnerdev/runner/internal/appendfile"
+)
+
+// Item states of a MapReduce job. An item with no record, or whose last
+// record is ItemRunning, is pending.
+const (
+	ItemRunning   = "running"
+	ItemSucceeded = "succeeded"
+	ItemDLQ       = "dlq"
+	ItemSkipped   = "skipped"
+)
+
+// ItemRecord is one line of items-state.jsonl: an item state change or,
+// with Step set and no State, a checkpoint of a running item's attempt: a
+// template step that finished or waits to retry.
+type ItemRecord struct {
+	Index      int    `json:"i"`
+	ID         string `json:"id"`
+	State      string `json:"s,omitempty"`
+	Attempt    int    `json:"a,omitempty"`  // item-level attempt
+	DurationMS int64  `json:"ms,omitempty"` // finished states
+	Error      string `json:"e,omitempty"`  // the final failure, for dlq/skipped
+	// Running after an item-level retry decision: the attempt starts no
+	// earlier, and the failures of the earlier attempts (a JSON list).
+	Due      time.Time       `json:"due,omitzero"`
+	Failures json.RawMessage `json:"f,omitempty"`
+	Step     *StepRecord     `json:"step,omitempty"` // a checkpoint
+
+	// Steps are, for an item last seen running, the checkpoints of its
+	// current attempt in order (filled by ReadItemStates).
+	Steps []StepRecord `json:"-"`
+}
+
+// ItemLog appends item state changes with one write each (the change
+// reaches the kernel before Append returns) and fsyncs in the background
+// at most every SyncEvery, so that a crash loses no acknowledged state
+// change that the kernel had and per-item cost stays one write.
+type ItemLog struct {
+	mu      sync.Mutex
+	f       *appendfile.File
+	buf     []byte
+	dirty   bool
+	stop    chan struct{}
+	stopped chan struct{}
+	err     error
+}
+
+// SyncEvery is how often an ItemLog fsyncs while changes arrive.
+const SyncEvery = 200 * time.Millisecond
+
+// OpenItemLog opens the job's item state log for appending.
+func (j *Job) OpenItemLog() (*ItemLog, error) {
+	f, err := appendfile.Open(j.Path("items-state.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("item log: %w", err)
+	}
+	l := &ItemLog{f: f, stop: make(chan struct{}), stopped: make(chan struct{})}
+	go l.syncLoop()
+	return l, nil
+}
+
+// Append records one change.
+func (l *ItemLog) Append(rec ItemRecord) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	l.buf = append(append(l.buf[:0], line...), '\n')
+	if _, err := l.f.Write(l.buf); err != nil {
+		l.err = fmt.Errorf("item log: %w", err)
+		return l.err
+	}
+	l.dirty = true
+	return nil
+}
+
+func (l *ItemLog) syncLoop() {
+	defer close(l.stopped)
+	t := time.NewTicker(SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.mu.Lock()
+			if l.dirty && l.err == nil {
+				l.dirty = false
+				if err := l.f.Sync(); err != nil {
+					l.err = fmt.Errorf("item log: %w", err)
+				}
+			}
+			l.mu.Unlock()
+		}
+	}
+}
+
+// Close syncs and closes the log.
+func (l *ItemLog) Close() error {
+	close(l.stop)
+	<-l.stopped
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	serr := l.f.Sync()
+	if err := l.f.Close(); err != nil {
+		return err
+	}
+	if l.err != nil {
+		return l.err
+	}
+	return serr
+}
+
+// AppendItemRecords adds records to the item log, synced when it returns.
+func (j *Job) AppendItemRecords(recs ...ItemRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	l, err := j.OpenItemLog()
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := l.Append(rec); err != nil {
+			l.Close()
+			return err
+		}
+	}
+	return l.Close()
+}
+
+// ReadItemStates returns the last recorded state of every item, by index,
+// with the checkpoints of the items last seen running.
+func (j *Job) ReadItemStates() (map[int]ItemRecord, error) {
+	out := map[int]ItemRecord{}
+	err := readLines(j.Path("items-state.jsonl"), func(line []byte) error {
+		var rec ItemRecord
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber() // captured values come back as they were journaled
+		if err := dec.Decode(&rec); err != nil {
+			return err
+		}
+		if rec.Step == nil {
+			out[rec.Index] = rec
+			return nil
+		}
+		if cur := out[rec.Index]; cur.State == ItemRunning && cur.Attempt == rec.Attempt {
+			cur.Steps = append(cur.Steps, *rec.Step)
+			out[rec.Index] = cur
+		}
+		return nil
+	})
+	return out, err
+}
+
+// readLines calls fn for each complete line of a JSON Lines file; a
+// missing file has no lines and a final line without newline (a write cut
+// short by a crash) is ignored.
+func readLines(path string, fn func([]byte) error) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if line = bytes.TrimSpace(line); len(line) == 0 {
+			continue
+		}
+		if err := fn(line); err != nil {
+			return fmt.Errorf("%s:%d: damaged record: %w", path, n, err)
+		}
+	}
+}
