@@ -1,34 +1,22 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/runnertest"
 )
 
-// TestMain lets the test binary act as runner and as the helper commands
+// TestMain lets the test binary act as runner and as the helper programs
 // the scripts use.
 func TestMain(m *testing.M) {
-	natstest.ServeIfChild() // a NATS server process that a test kills and restarts
-	testscript.Main(m, map[string]func(){
-		"runner":  main,
-		"flaky":   flaky,
-		"dlqhold": dlqHold,
-	})
+	programs := runnertest.Programs()
+	programs["runner"] = main
+	testscript.Main(m, programs)
 }
 
 // TestScripts runs every end-to-end script under testdata/script (-short
@@ -36,73 +24,12 @@ func TestMain(m *testing.M) {
 // full run).
 func TestScripts(t *testing.T) {
 	t.Parallel()
-	p := scriptParams()
+	p := runnertest.ScriptParams()
 	p.Dir = "testdata/script"
 	// UPDATE=1 rewrites the golden files inside the scripts: the file a
 	// `cmp stdout FILE` compares with gets what the command printed.
 	p.UpdateScripts = os.Getenv("UPDATE") != ""
 	testscript.Run(t, p)
-}
-
-// scriptParams is the setup of the end-to-end scripts, without the
-// scripts.
-func scriptParams() testscript.Params {
-	return testscript.Params{
-		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			env.Setenv("NO_COLOR", "1")
-			// Scripts can run the repository's examples as a user would.
-			return os.CopyFS(filepath.Join(env.WorkDir, "examples"), os.DirFS("examples"))
-		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile":     waitFile,
-			"pidgone":      pidGone,
-			"exitcode":     exitCode,
-			"breakerpause": breakerPause,
-			"dlqlease":     dlqLease,
-			"jsondoc":      jsonDoc,
-		},
-	}
-}
-
-// TestScriptsAgents runs the scripts that run map items again with the
-// items in `runner agent` processes (RUNNER_DISPATCH=agents), which must
-// change nothing they check.
-func TestScriptsAgents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: TestAgentStopsItsCommands and TestAgentSecretsInEnvironmentOnly run agents; the full suite runs the scripts with them")
-	}
-	t.Parallel()
-	p := scriptParams()
-	for _, name := range agentScripts {
-		p.Files = append(p.Files, filepath.Join("testdata/script", name+".txtar"))
-	}
-	setup := p.Setup
-	p.Setup = func(env *testscript.Env) error {
-		env.Setenv("RUNNER_DISPATCH", "agents")
-		env.Setenv("GORACE", raceNoExitSleep())
-		return setup(env)
-	}
-	testscript.Run(t, p)
-}
-
-// agentScripts are the scripts that run map items (a MapReduce job or a
-// dlq retry), but for dry_run and validate_errors, which run none, and
-// dlq_retry_sighup, whose step signals its parent process as runner: with
-// agents that is its agent, which it kills, so the item's runner is lost
-// instead of the retry interrupted.
-var agentScripts = []string{
-	"breaker_kills", "dlq_commands", "dlq_concurrent_retry", "dlq_damaged_empty", "dlq_filter_fields",
-	"dlq_locked_job_waits", "dlq_purge_during_retry", "dlq_purge_events", "dlq_retry_counts", "dlq_retry_crash",
-	"dlq_retry_held", "dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
-	"dlq_stats_damaged_job", "junit", "mapreduce_breaker", "mapreduce_breaker_probe", "mapreduce_collection",
-	"mapreduce_concurrency", "mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
-	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",
-	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
-	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
-	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
-	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists", "logs_items", "tag_output",
-	"tag_output_results",
 }
 
 // The hostile-input tests (interpolation_hostile, mapreduce_hostile,
@@ -123,178 +50,4 @@ func TestNoHostileMarkersInCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// flaky COUNTFILE N [EXIT [MESSAGE]] fails until its N-th run: runs 1..N-1
-// print MESSAGE on stderr and exit EXIT (default 1); run N and later exit 0.
-func flaky() {
-	args := os.Args[1:]
-	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: flaky COUNTFILE N [EXIT [MESSAGE]]")
-		os.Exit(2)
-	}
-	n, err := strconv.Atoi(args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "flaky:", err)
-		os.Exit(2)
-	}
-	code, msg := 1, "flaky failure"
-	if len(args) > 2 {
-		code, _ = strconv.Atoi(args[2])
-	}
-	if len(args) > 3 {
-		msg = strings.Join(args[3:], " ")
-	}
-	data, _ := os.ReadFile(args[0])
-	runs, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	runs++
-	if err := os.WriteFile(args[0], []byte(strconv.Itoa(runs)), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "flaky:", err)
-		os.Exit(2)
-	}
-	if runs < n {
-		fmt.Fprintf(os.Stderr, "%s (run %d)\n", msg, runs)
-		os.Exit(code)
-	}
-	fmt.Printf("ok on run %d\n", runs)
-	os.Exit(0)
-}
-
-// exitcode N PROGRAM [ARGS...] runs PROGRAM and checks its exit code is N.
-func exitCode(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) < 2 {
-		ts.Fatalf("usage: exitcode N PROGRAM [ARGS...]")
-	}
-	want, err := strconv.Atoi(args[0])
-	if err != nil {
-		ts.Fatalf("exitcode: %v", err)
-	}
-	got := 0
-	if err := ts.Exec(args[1], args[2:]...); err != nil {
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
-			ts.Fatalf("exitcode: %v", err)
-		}
-		got = exit.ExitCode()
-	}
-	if got != want {
-		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
-	}
-}
-
-// jsondoc checks that the last command's stdout is one JSON document and
-// nothing else, as --json and --output json promise.
-func jsonDoc(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 0 || neg {
-		ts.Fatalf("usage: jsondoc")
-	}
-	dec := json.NewDecoder(strings.NewReader(ts.ReadFile("stdout")))
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		ts.Fatalf("stdout is not a JSON document: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		ts.Fatalf("stdout has more after its JSON document (at byte %d)", dec.InputOffset())
-	}
-}
-
-// breakerpause JOB MIN SUCCESSES checks the job's event log: the workflow
-// circuit breaker opened, every opening lasted at least MIN (less 10%, the
-// stamping delay of events) before it half-opened, no new item started while it was open (an admitted item's
-// own item-level retries are not new items), at most SUCCESSES (its
-// success_threshold) items started while it was half-open, and it closed
-// only after SUCCESSES of those probes succeeded.
-func breakerPause(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 3 {
-		ts.Fatalf("usage: breakerpause JOB MIN SUCCESSES")
-	}
-	min, err := time.ParseDuration(args[1])
-	if err != nil {
-		ts.Fatalf("breakerpause: %v", err)
-	}
-	successes, err := strconv.Atoi(args[2])
-	if err != nil {
-		ts.Fatalf("breakerpause: %v", err)
-	}
-	events, err := eventlog.Read(ts.MkAbs(filepath.Join(".runner", "jobs", args[0], "events.jsonl")), eventlog.Query{})
-	if err != nil {
-		ts.Fatalf("breakerpause: %v", err)
-	}
-	var (
-		opened   time.Time
-		openings int
-		probes   map[string]bool // items started while half-open; nil when not half-open
-		passed   int             // probes that succeeded
-	)
-	for _, e := range events {
-		workflow := e.Str("scope") == "workflow"
-		switch {
-		case e.Type == "circuit_opened" && workflow:
-			opened, probes = e.Time, nil
-			openings++
-		case e.Type == "circuit_half_open" && workflow && !opened.IsZero():
-			// The events are stamped when written, a little after the
-			// breaker's own transitions: allow a loaded machine 10% of MIN.
-			if gap := e.Time.Sub(opened); gap < min-min/10 {
-				ts.Fatalf("breaker half-opened %v after opening, want at least %v", gap, min)
-			}
-			opened, probes, passed = time.Time{}, map[string]bool{}, 0
-		case e.Type == "circuit_closed" && workflow && probes != nil:
-			if passed < successes {
-				ts.Fatalf("breaker closed at %s after %d probe(s) succeeded, want %d", e.Time, passed, successes)
-			}
-			probes = nil
-		case e.Type == "item_started" && e.Fields["attempt"] == json.Number("1"):
-			if !opened.IsZero() {
-				ts.Fatalf("item %s started at %s while the breaker was open (since %s)", e.ItemID, e.Time, opened)
-			}
-			if probes != nil {
-				probes[e.ItemID] = true
-				if len(probes) > successes {
-					ts.Fatalf("item %s is probe %d of one half-open period, want at most %d", e.ItemID, len(probes), successes)
-				}
-			}
-		case e.Type == eventlog.TypeItemSucceeded && probes[e.ItemID]:
-			passed++
-		}
-	}
-	if openings == 0 {
-		ts.Fatalf("the workflow breaker never opened")
-	}
-	ts.Logf("breaker opened %d time(s)", openings)
-}
-
-// waitfile FILE waits up to 10 s for FILE to exist.
-func waitFile(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: waitfile FILE")
-	}
-	path := ts.MkAbs(args[0])
-	// A handshake, not a timing: the bound only keeps a broken script from
-	// hanging, and must hold on a machine loaded many times over.
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-	}
-	ts.Fatalf("%s did not appear within a minute", args[0])
-}
-
-// pidgone PIDFILE checks (for up to 5 s) that the process whose pid the file
-// holds no longer exists.
-func pidGone(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: pidgone PIDFILE")
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
-	if err != nil {
-		ts.Fatalf("pidgone: %v", err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	ts.Fatalf("process %d is still running", pid)
 }

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/crashpoint"
+	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -262,9 +263,8 @@ func TestCrashPoints(t *testing.T) {
 	}
 	gitIdentity(t)
 	bin := filepath.Join(t.TempDir(), "runner-crashpoints")
-	build := exec.Command("go", "build", "-tags", "runner_crashpoints", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags runner_crashpoints: %v\n%s", err, out)
+	if err := runnertest.Build(bin, "-tags", "runner_crashpoints"); err != nil {
+		t.Fatal(err)
 	}
 	reached := map[string]bool{}
 	for _, point := range crashpoint.All {

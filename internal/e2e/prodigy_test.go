@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -30,7 +31,7 @@ var prodigyNotYet = map[string]string{
 func prodigyExamples(t *testing.T) string {
 	dir := os.Getenv("RUNNER_PRODIGY_EXAMPLES")
 	if dir == "" {
-		dir = filepath.Join("..", "shared", "prodigy-examples", "real")
+		dir = repoPath(t, "..", "shared", "prodigy-examples", "real")
 	}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		t.Skipf("Prodigy's files are not at %s (set RUNNER_PRODIGY_EXAMPLES to their directory)", dir)
@@ -54,7 +55,7 @@ func TestProdigyRealFiles(t *testing.T) {
 		t.Fatalf("no workflow files in %s (%v)", dir, err)
 	}
 	scripts := map[string]bool{}
-	matches, _ := filepath.Glob("testdata/prodigy/*.txtar")
+	matches, _ := filepath.Glob(repoPath(t, "testdata", "prodigy", "*.txtar"))
 	for _, s := range matches {
 		scripts[strings.TrimSuffix(filepath.Base(s), ".txtar")+".yml"] = true
 	}
@@ -87,7 +88,7 @@ func TestProdigyRealFiles(t *testing.T) {
 	switch {
 	case testing.Short():
 		t.Skip("the files' scripts sleep as the files do and make many git worktrees")
-	case raceDetector:
+	case runnertest.Race:
 		// Prodigy's files through stand-ins exercise the format, not new
 		// concurrency: under -race they cost CI minutes its race run of
 		// testdata/script already spends on the same code. make test runs
@@ -95,14 +96,14 @@ func TestProdigyRealFiles(t *testing.T) {
 		t.Skip("the files' scripts run without -race: make prodigy")
 	}
 
-	p := scriptParams()
-	p.Dir = "testdata/prodigy"
+	p := runnertest.ScriptParams()
+	p.Dir = repoPath(t, "testdata", "prodigy")
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		if err := setup(env); err != nil {
 			return err
 		}
-		return prodigySetup(env, dir)
+		return prodigySetup(env, dir, p.Dir)
 	}
 	testscript.Run(t, p)
 }
@@ -111,11 +112,11 @@ func TestProdigyRealFiles(t *testing.T) {
 // $WORK/real, the stand-ins of testdata/prodigy/bin first on PATH, and a
 // git repository with one commit in $WORK/repo, as Prodigy's files run in
 // one.
-func prodigySetup(env *testscript.Env, dir string) error {
+func prodigySetup(env *testscript.Env, dir, scripts string) error {
 	if err := os.CopyFS(filepath.Join(env.WorkDir, "real"), os.DirFS(dir)); err != nil {
 		return err
 	}
-	if err := os.CopyFS(filepath.Join(env.WorkDir, "bin"), os.DirFS("testdata/prodigy/bin")); err != nil {
+	if err := os.CopyFS(filepath.Join(env.WorkDir, "bin"), os.DirFS(filepath.Join(scripts, "bin"))); err != nil {
 		return err
 	}
 	env.Setenv("PATH", filepath.Join(env.WorkDir, "bin")+string(filepath.ListSeparator)+env.Getenv("PATH"))

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"fmt"
@@ -11,7 +11,48 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/runnertest"
 )
+
+// TestScriptsAgents runs the scripts that run map items again with the
+// items in `runner agent` processes (RUNNER_DISPATCH=agents), which must
+// change nothing they check.
+func TestScriptsAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: TestAgentStopsItsCommands and TestAgentSecretsInEnvironmentOnly run agents; the full suite runs the scripts with them")
+	}
+	t.Parallel()
+	p := runnertest.ScriptParams()
+	for _, name := range agentScripts {
+		p.Files = append(p.Files, repoPath(t, "testdata", "script", name+".txtar"))
+	}
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		env.Setenv("RUNNER_DISPATCH", "agents")
+		env.Setenv("GORACE", raceNoExitSleep())
+		return setup(env)
+	}
+	testscript.Run(t, p)
+}
+
+// agentScripts are the scripts that run map items (a MapReduce job or a
+// dlq retry), but for dry_run and validate_errors, which run none, and
+// dlq_retry_sighup, whose step signals its parent process as runner: with
+// agents that is its agent, which it kills, so the item's runner is lost
+// instead of the retry interrupted.
+var agentScripts = []string{
+	"breaker_kills", "dlq_commands", "dlq_concurrent_retry", "dlq_damaged_empty", "dlq_filter_fields",
+	"dlq_locked_job_waits", "dlq_purge_during_retry", "dlq_purge_events", "dlq_retry_counts", "dlq_retry_crash",
+	"dlq_retry_held", "dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
+	"dlq_stats_damaged_job", "junit", "mapreduce_breaker", "mapreduce_breaker_probe", "mapreduce_collection",
+	"mapreduce_concurrency", "mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
+	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",
+	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
+	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
+	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
+	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists", "logs_items", "tag_output",
+	"tag_output_results",
+}
 
 // TestNATSScripts runs the scripts that run map items again with the items
 // on NATS workers (§11.9.1): each script gets a JetStream server and two
@@ -22,9 +63,9 @@ import (
 func TestNATSScripts(t *testing.T) {
 	skipNATSProcesses(t, "runs the MapReduce scripts on workers")
 	t.Parallel()
-	p := scriptParams()
+	p := runnertest.ScriptParams()
 	for _, name := range natsScripts {
-		p.Files = append(p.Files, filepath.Join("testdata/script", name+".txtar"))
+		p.Files = append(p.Files, repoPath(t, "testdata", "script", name+".txtar"))
 	}
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {

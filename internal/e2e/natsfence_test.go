@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/runnertest"
 )
 
 // fenceWorkflow's items each run for about 3 s, writing a tick every
@@ -124,7 +125,7 @@ func itemsRunBy(t *testing.T, runsLog, worker string) map[string]bool {
 // one that spends seconds waiting (slow says on what) under -short.
 func skipNATSProcesses(t *testing.T, slow string) {
 	t.Helper()
-	if raceDetector {
+	if runnertest.Race {
 		t.Skip("-race: process-level NATS tests run in make nats")
 	}
 	if slow != "" && testing.Short() {

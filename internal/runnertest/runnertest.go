@@ -1,0 +1,85 @@
+// Package runnertest is what runner's end-to-end tests share: the
+// repository's directory, runner built as a binary, and the setup,
+// commands and helper programs of the scripts under testdata/. Only
+// tests import it.
+package runnertest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// module is the module path of runner, as go.mod names it.
+const module = "github.com/runnerdev/runner"
+
+// Root returns the repository's directory: the nearest one above the
+// working directory (a package's, under go test) whose go.mod is runner's.
+// It is looked for once.
+func Root() (string, error) { return root() }
+
+var root = sync.OnceValues(func() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module "+module+"\n")) {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod of %s in %s or above it", module, dir)
+		}
+	}
+})
+
+// Build builds runner, the module's main package, to path with go build's
+// flags. When the tests measure coverage, so does the binary, into the
+// tests' GOCOVERDIR (which go test sets): what it runs counts.
+func Build(path string, flags ...string) error {
+	dir, err := Root()
+	if err != nil {
+		return err
+	}
+	if mode := testing.CoverMode(); mode != "" {
+		flags = append(flags, "-cover", "-covermode="+mode, "-coverpkg="+module+"/...")
+	}
+	build := exec.Command("go", append(append([]string{"build", "-o", path}, flags...), ".")...)
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %v: %v\n%s", flags, err, out)
+	}
+	return nil
+}
+
+// WithRunner wraps m for testscript.Main: its Run first builds runner
+// (with -race when the tests have it) into a directory it puts first on
+// PATH, so that the tests and scripts run it as a process, `runner`.
+func WithRunner(m testscript.TestingM) testscript.TestingM { return withRunner{m} }
+
+type withRunner struct{ m testscript.TestingM }
+
+func (w withRunner) Run() int {
+	dir, err := os.MkdirTemp("", "runner-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	var flags []string
+	if Race {
+		flags = append(flags, "-race")
+	}
+	if err := Build(filepath.Join(dir, "runner"), flags...); err != nil {
+		fmt.Fprintf(os.Stderr, "building runner for the tests: %v\n", err)
+		return 1
+	}
+	os.Setenv("PATH", dir+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	return w.m.Run()
+}
