@@ -59,7 +59,7 @@ race:
 # -race skips them (they would add minutes to CI for code the race run of
 # testdata/script covers), so they run here without it.
 prodigy:
-	$(GOTEST) -count=1 -timeout 30m -run '^TestProdigyRealFiles$$' .
+	$(GOTEST) -count=1 -timeout 30m -run '^TestProdigyRealFiles$$' ./internal/e2e
 	@[ -n "$$RUNNER_PRODIGY_EXAMPLES" ] || [ -d ../shared/prodigy-examples/real ] || \
 		echo "SKIP make prodigy (TestProdigyRealFiles and its $$(ls testdata/prodigy/*.txtar | wc -l) scripts skipped: ../shared/prodigy-examples absent)"
 
@@ -67,7 +67,7 @@ prodigy:
 # runner worker and server processes, kill -9, SIGSTOP) wait on ack_wait
 # and on processes; -race skips them (dist's own tests run under it).
 nats:
-	$(GOTEST) -count=1 -timeout 30m -run '^TestNATS' .
+	$(GOTEST) -count=1 -timeout 30m -run '^TestNATS' ./internal/e2e
 
 # The inner loop: every package, without the race detector, the slow
 # shell-spawning property tests and most kill -9 rounds (-short).
@@ -120,9 +120,9 @@ CHAOS_ROUNDS ?= 200
 MERGE_CHAOS_ROUNDS ?= 50
 NATS_CHAOS_ROUNDS ?= 50
 chaos:
-	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestCrashResumeIsolation|TestDLQRetryCrash)$$' -timeout 90m .
-	RUNNER_CHAOS_ROUNDS=$(MERGE_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestMergeCrash$$' -timeout 90m .
-	RUNNER_CHAOS_ROUNDS=$(NATS_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestNATS(Coordinator|Worker|Server)Chaos$$' -timeout 90m .
+	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestCrashResumeIsolation|TestDLQRetryCrash)$$' -timeout 90m ./internal/e2e
+	RUNNER_CHAOS_ROUNDS=$(MERGE_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestMergeCrash$$' -timeout 90m ./internal/e2e
+	RUNNER_CHAOS_ROUNDS=$(NATS_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestNATS(Coordinator|Worker|Server)Chaos$$' -timeout 90m ./internal/e2e
 
 # Each fuzz target for FUZZTIME; FuzzExpandShell, which starts dozens of
 # shells per input (~5 inputs/s), for FUZZTIME_SHELL. CI uses execution
