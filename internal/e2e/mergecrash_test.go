@@ -282,14 +282,17 @@ func TestMergeKilledInHook(t *testing.T) {
 }
 
 // refUpdateHook is a reference-transaction hook that logs as mergeHook
-// does and blocks (30 s at most) while the update of main is prepared:
-// git holds HEAD.lock then.
+// does and, if the file block is there (taking it: one update blocks),
+// blocks (30 s at most) while the update of main is prepared: git holds
+// HEAD.lock then.
 const refUpdateHook = `#!/bin/sh
 refs=$(cat)
 case "$1 $refs" in
 "prepared "*refs/heads/main*)
 	echo "reference-transaction $$ $PPID" >> '%[1]s/hooks.log'
-	i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done;;
+	if [ -e '%[1]s/block' ] && rm '%[1]s/block' 2>/dev/null; then
+		i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+	fi;;
 esac
 exit 0
 `
@@ -306,6 +309,7 @@ func TestMergeGitKilledInRefUpdate(t *testing.T) {
 	if err := os.Chmod(hook, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	r.write(filepath.Join(r.dir, "block"), "")
 	run, exited := r.start("run", "--merge", "--job-id", "a", "merge.yml")
 	h, ok := r.waitHook("reference-transaction", 1, exited)
 	if !ok {

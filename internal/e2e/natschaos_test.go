@@ -264,7 +264,7 @@ func TestNATSServerChaos(t *testing.T) {
 // result for, and the job ends with no item lost and at most max_parallel
 // extra runs (the items in flight).
 func TestNATSServerStoreLost(t *testing.T) {
-	skipNATSProcesses(t, "")
+	skipNATSProcesses(t, "waits for the coordinator and the workers to find the server's store lost")
 	t.Parallel()
 	dir := natsJob(t, "chaos.yml", natsChaosWorkflow)
 	srv := natstest.Process(t, t.TempDir(), 0)

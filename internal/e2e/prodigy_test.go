@@ -55,7 +55,8 @@ func TestProdigyRealFiles(t *testing.T) {
 		t.Fatalf("no workflow files in %s (%v)", dir, err)
 	}
 	scripts := map[string]bool{}
-	matches, _ := filepath.Glob(repoPath(t, "testdata", "prodigy", "*.txtar"))
+	scriptDir := repoPath(t, "testdata", "prodigy")
+	matches, _ := filepath.Glob(filepath.Join(scriptDir, "*.txtar"))
 	for _, s := range matches {
 		scripts[strings.TrimSuffix(filepath.Base(s), ".txtar")+".yml"] = true
 	}
@@ -96,22 +97,15 @@ func TestProdigyRealFiles(t *testing.T) {
 		t.Skip("the files' scripts run without -race: make prodigy")
 	}
 
-	p := runnertest.ScriptParams()
-	p.Dir = repoPath(t, "testdata", "prodigy")
-	setup := p.Setup
-	p.Setup = func(env *testscript.Env) error {
-		if err := setup(env); err != nil {
-			return err
-		}
-		return prodigySetup(env, dir, p.Dir)
-	}
+	p := withSetup(runnertest.ScriptParams(), func(env *testscript.Env) error { return prodigySetup(env, dir, scriptDir) })
+	p.Dir = scriptDir
 	testscript.Run(t, p)
 }
 
-// prodigySetup gives a script of testdata/prodigy Prodigy's files in
-// $WORK/real, the stand-ins of testdata/prodigy/bin first on PATH, and a
-// git repository with one commit in $WORK/repo, as Prodigy's files run in
-// one.
+// prodigySetup gives a script of testdata/prodigy (the directory
+// scripts) Prodigy's files (in dir) in $WORK/real, the stand-ins of
+// testdata/prodigy/bin first on PATH, and a git repository with one
+// commit in $WORK/repo, as Prodigy's files run in one.
 func prodigySetup(env *testscript.Env, dir, scripts string) error {
 	if err := os.CopyFS(filepath.Join(env.WorkDir, "real"), os.DirFS(dir)); err != nil {
 		return err

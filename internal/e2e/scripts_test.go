@@ -10,7 +10,6 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/runnertest"
 )
 
@@ -19,20 +18,37 @@ import (
 // change nothing they check.
 func TestScriptsAgents(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: TestAgentStopsItsCommands and TestAgentSecretsInEnvironmentOnly run agents; the full suite runs the scripts with them")
+		t.Skip("-short: the script dispatch_agents runs agents; the full suite runs the map scripts with them")
 	}
 	t.Parallel()
-	p := runnertest.ScriptParams()
-	for _, name := range agentScripts {
-		p.Files = append(p.Files, repoPath(t, "testdata", "script", name+".txtar"))
-	}
-	setup := p.Setup
-	p.Setup = func(env *testscript.Env) error {
+	p := withSetup(runnertest.ScriptParams(), func(env *testscript.Env) error {
 		env.Setenv("RUNNER_DISPATCH", "agents")
 		env.Setenv("GORACE", raceNoExitSleep())
-		return setup(env)
-	}
+		return nil
+	})
+	p.Files = scriptFiles(t, agentScripts)
 	testscript.Run(t, p)
+}
+
+// scriptFiles are the files of the scripts of testdata/script named.
+func scriptFiles(t *testing.T, names []string) []string {
+	var files []string
+	for _, name := range names {
+		files = append(files, repoPath(t, "testdata", "script", name+".txtar"))
+	}
+	return files
+}
+
+// withSetup is p with more setup after its own.
+func withSetup(p testscript.Params, more func(env *testscript.Env) error) testscript.Params {
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		if err := setup(env); err != nil {
+			return err
+		}
+		return more(env)
+	}
+	return p
 }
 
 // agentScripts are the scripts that run map items (a MapReduce job or a
@@ -63,33 +79,21 @@ var agentScripts = []string{
 func TestNATSScripts(t *testing.T) {
 	skipNATSProcesses(t, "runs the MapReduce scripts on workers")
 	t.Parallel()
-	p := runnertest.ScriptParams()
-	for _, name := range natsScripts {
-		p.Files = append(p.Files, repoPath(t, "testdata", "script", name+".txtar"))
-	}
-	setup := p.Setup
-	p.Setup = func(env *testscript.Env) error {
-		if err := setup(env); err != nil {
-			return err
-		}
-		store, err := os.MkdirTemp("", "runner-nats-")
+	p := withSetup(runnertest.ScriptParams(), func(env *testscript.Env) error {
+		url, stop, err := runnertest.NATSServer()
 		if err != nil {
 			return err
 		}
-		env.Defer(func() { os.RemoveAll(store) })
-		srv, err := natstest.StartIn(store)
-		if err != nil {
-			return err
-		}
-		env.Defer(srv.Shutdown)
-		env.Setenv("RUNNER_NATS", srv.URL())
+		env.Defer(stop)
+		env.Setenv("RUNNER_NATS", url)
 		for i := range 2 {
-			if err := startScriptWorker(env, srv.URL(), fmt.Sprintf("w%d", i+1)); err != nil {
+			if err := startScriptWorker(env, url, fmt.Sprintf("w%d", i+1)); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
+	})
+	p.Files = scriptFiles(t, natsScripts)
 	testscript.Run(t, p)
 }
 

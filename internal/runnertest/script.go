@@ -40,6 +40,7 @@ func ScriptParams() testscript.Params {
 			"breakerpause": breakerPause,
 			"dlqlease":     dlqLease,
 			"jsondoc":      jsonDoc,
+			"natsserver":   natsServer,
 		},
 	}
 }
