@@ -12,10 +12,15 @@ FUZZTIME ?= 10s
 # use): go test's own output, then every skipped test with its reason and a
 # closing count, so a target whose tests all skipped never reads as a pass.
 GOTEST  ?= $(GO) run gotest.tools/gotestsum@v1.13.0 --format standard-quiet --
-TEST_TARGETS := fmt vet race prodigy nats
 FUZZTIME_SHELL ?= $(FUZZTIME)
+TEST_TARGETS := fmt vet race e2e
+# The process-level tests (crash and chaos, NATS workers and servers,
+# Prodigy's files, a full disk, a browser), apart from the packages' own:
+# every package but it runs under the race detector.
+E2E     := ./internal/e2e
+RACE_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/internal/e2e$$')
 
-.PHONY: build nats-server release demo test short race prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos cover ci clean
+.PHONY: build nats-server release demo test short race e2e prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos cover ci clean
 
 build:
 	$(BUILD) -ldflags "-X github.com/runnerdev/runner/cmd.Version=$(VERSION)" -o $(BIN) .
@@ -38,11 +43,11 @@ release:
 demo: build
 	./$(BIN) run examples/release.yml
 
-# The whole suite: formatting, vet, every test with the race detector, and
-# the scripts that run Prodigy's own files and the process-level NATS tests
-# (without it: see prodigy and nats). Every target runs even when one
-# fails, so a failure early on hides nothing; the last line names those
-# that failed.
+# The whole suite: formatting, vet, every package's tests with the race
+# detector (the scripts of testdata/script among them), then the
+# process-level tests of internal/e2e without it (see race and e2e).
+# Every target runs even when one fails, so a failure early on hides
+# nothing; the last line names those that failed.
 test:
 	@failed=; for t in $(TEST_TARGETS); do \
 		echo "== make $$t"; $(MAKE) --no-print-directory $$t || failed="$$failed $$t"; \
@@ -50,27 +55,41 @@ test:
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed (of $(TEST_TARGETS))"; exit 1; fi; \
 	echo "make test: passed ($(TEST_TARGETS))"
 
-# The end-to-end package takes ~5 minutes under -race on 2 cores and three
-# times that on a loaded machine: go test's default 10m limit is too tight.
+# Every package but internal/e2e with the race detector: the scripts of
+# the root package run the race-built test binary as runner, each process
+# without the race runtime's second of sleep at exit (the scripts' setup
+# sets GORACE=atexit_sleep_ms=0: that second, not the detector, made
+# them slow). -parallel 4: a script mostly waits on its processes.
 race:
-	$(GOTEST) -race -count=1 -timeout 30m $(PKGS)
+	$(GOTEST) -race -count=1 -timeout 30m -parallel 4 $(RACE_PKGS)
 
-# The scripts of testdata/prodigy run Prodigy's files through stand-ins;
-# -race skips them (they would add minutes to CI for code the race run of
-# testdata/script covers), so they run here without it.
+# The process-level tests, without the race detector: they kill runner,
+# its agents, workers and NATS servers at random moments and wait on
+# ack_wait and on processes, which -race would slow and perturb; the race
+# run covers the same code through the scripts and each package's tests.
+# -parallel 4: the scripts run again on agents and on NATS workers,
+# Prodigy's files and the chaos rounds mostly wait.
+e2e:
+	$(GOTEST) -count=1 -timeout 30m -parallel 4 $(E2E)
+	$(PRODIGY_ABSENT)
+
+# The scripts of testdata/prodigy, which run Prodigy's files through
+# stand-ins (part of make e2e).
 prodigy:
-	$(GOTEST) -count=1 -timeout 30m -run '^TestProdigyRealFiles$$' ./internal/e2e
-	@[ -n "$$RUNNER_PRODIGY_EXAMPLES" ] || [ -d ../shared/prodigy-examples/real ] || \
-		echo "SKIP make prodigy (TestProdigyRealFiles and its $$(ls testdata/prodigy/*.txtar | wc -l) scripts skipped: ../shared/prodigy-examples absent)"
+	$(GOTEST) -count=1 -timeout 30m -run '^TestProdigyRealFiles$$' $(E2E)
+	$(PRODIGY_ABSENT)
+PRODIGY_ABSENT = @[ -n "$$RUNNER_PRODIGY_EXAMPLES" ] || [ -d ../shared/prodigy-examples/real ] || \
+	echo "SKIP TestProdigyRealFiles and its $$(ls testdata/prodigy/*.txtar | wc -l) scripts: ../shared/prodigy-examples absent"
 
-# The tests that run jobs on NATS workers as processes (TestNATS*: runner,
-# runner worker and server processes, kill -9, SIGSTOP) wait on ack_wait
-# and on processes; -race skips them (dist's own tests run under it).
+# The tests that run jobs on NATS workers as processes (runner, runner
+# worker and server processes, kill -9, SIGSTOP) and the worker's service
+# tests (part of make e2e).
 nats:
-	$(GOTEST) -count=1 -timeout 30m -run '^TestNATS' ./internal/e2e
+	$(GOTEST) -count=1 -timeout 30m -parallel 4 -run '^(TestNATS|TestWorker)' $(E2E)
 
 # The inner loop: every package, without the race detector, the slow
-# shell-spawning property tests and most kill -9 rounds (-short).
+# shell-spawning property tests, most kill -9 rounds and the scripts that
+# shortLeavesOut (main_test.go) names, each with its reason (-short).
 short:
 	$(GO) test -short -count=1 $(PKGS)
 
@@ -120,9 +139,9 @@ CHAOS_ROUNDS ?= 200
 MERGE_CHAOS_ROUNDS ?= 50
 NATS_CHAOS_ROUNDS ?= 50
 chaos:
-	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestCrashResumeIsolation|TestDLQRetryCrash)$$' -timeout 90m ./internal/e2e
-	RUNNER_CHAOS_ROUNDS=$(MERGE_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestMergeCrash$$' -timeout 90m ./internal/e2e
-	RUNNER_CHAOS_ROUNDS=$(NATS_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestNATS(Coordinator|Worker|Server)Chaos$$' -timeout 90m ./internal/e2e
+	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestCrashResumeIsolation|TestDLQRetryCrash)$$' -timeout 90m $(E2E)
+	RUNNER_CHAOS_ROUNDS=$(MERGE_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestMergeCrash$$' -timeout 90m $(E2E)
+	RUNNER_CHAOS_ROUNDS=$(NATS_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestNATS(Coordinator|Worker|Server)Chaos$$' -timeout 90m $(E2E)
 
 # Each fuzz target for FUZZTIME; FuzzExpandShell, which starts dozens of
 # shells per input (~5 inputs/s), for FUZZTIME_SHELL. CI uses execution

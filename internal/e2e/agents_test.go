@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestAgentSecretsInEnvironmentOnly(t *testing.T) {
 	needProc(t)
 	t.Setenv("RUNNER_DISPATCH", "agents")
-	t.Setenv("GORACE", raceNoExitSleep())
+	t.Setenv("GORACE", runnertest.RaceNoExitSleep())
 	const secret = "tok-3f9a-agent"
 	dir := t.TempDir()
 	wf := `name: s
@@ -89,7 +90,7 @@ map:
 func TestAgentStopsItsCommands(t *testing.T) {
 	needProc(t)
 	t.Setenv("RUNNER_DISPATCH", "agents")
-	t.Setenv("GORACE", raceNoExitSleep())
+	t.Setenv("GORACE", runnertest.RaceNoExitSleep())
 	for _, tc := range []struct {
 		name string
 		kill func(runner, agent int)
@@ -153,13 +154,6 @@ func waitGone(t *testing.T, pid int, what string) {
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	t.Errorf("%s (pid %d) still runs", what, pid)
-}
-
-// raceNoExitSleep is GORACE for runner and its agents: a binary built
-// with -race sleeps a second as it exits unless told not to, and runner
-// waits for its agents to exit.
-func raceNoExitSleep() string {
-	return strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 }
 
 // needProc skips a test that reads /proc where there is none.

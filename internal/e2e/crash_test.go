@@ -19,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/runnerdev/runner/cmd"
+	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -91,7 +92,7 @@ func TestCrashResume(t *testing.T) {
 func TestCrashResumeAgents(t *testing.T) {
 	needProc(t)
 	t.Setenv("RUNNER_DISPATCH", "agents")
-	t.Setenv("GORACE", raceNoExitSleep())
+	t.Setenv("GORACE", runnertest.RaceNoExitSleep())
 	rounds, rng := chaos(t, 20, 0)
 	kills := 0
 	for r := range rounds {

@@ -23,7 +23,6 @@ func TestScriptsAgents(t *testing.T) {
 	t.Parallel()
 	p := withSetup(runnertest.ScriptParams(), func(env *testscript.Env) error {
 		env.Setenv("RUNNER_DISPATCH", "agents")
-		env.Setenv("GORACE", raceNoExitSleep())
 		return nil
 	})
 	p.Files = scriptFiles(t, agentScripts)

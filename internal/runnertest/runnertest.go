@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -82,4 +83,12 @@ func (w withRunner) Run() int {
 	}
 	os.Setenv("PATH", dir+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	return w.m.Run()
+}
+
+// RaceNoExitSleep is GORACE for the runner processes of tests, and their
+// agents: a binary built with -race sleeps a second as it exits unless
+// told not to (a second a command of each script, and runner waits for
+// its agents to exit).
+func RaceNoExitSleep() string {
+	return strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
 }

@@ -26,6 +26,7 @@ func ScriptParams() testscript.Params {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
+			env.Setenv("GORACE", RaceNoExitSleep())
 			root, err := Root()
 			if err != nil {
 				return err
