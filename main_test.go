@@ -59,8 +59,8 @@ func scripts(t *testing.T, short bool) []string {
 // shortLeavesOut are the scripts that `go test -short` does not run, each
 // with what makes it slow: the full run (make test) runs them. -short
 // still runs a script of each kind of dispatch: worktree isolation
-// (isolation_branch_names, isolation_merged_in_dlq), `runner agent`
-// processes (dispatch_agents) and NATS workers (nats_workers).
+// (isolation_branch_names, and dlq_retry_then_merge's merge), `runner
+// agent` processes (dispatch_agents) and NATS workers (nats_workers).
 var shortLeavesOut = map[string]string{
 	"agent_worktree":                "git repositories, worktrees and merges",
 	"breaker_kills":                 "breaker timeouts and killed commands",
@@ -80,6 +80,7 @@ var shortLeavesOut = map[string]string{
 	"dlq_retry_sighup":              "waits out a signal's grace",
 	"dlq_retry_summary_write_error": "dlq retry writing to a full device",
 	"dlq_stats_damaged_job":         "several jobs, one of them damaged",
+	"durations_labelled":            "waits out a pause between two runs",
 	"events_follow_resume":          "events --follow across a resume",
 	"events_jobs":                   "many queries over several jobs",
 	"examples":                      "the examples wait out real retry delays",
@@ -89,6 +90,7 @@ var shortLeavesOut = map[string]string{
 	"interrupt_sigint":              "waits out a signal's grace",
 	"isolation_dlq_retry":           "several jobs and retries, each making and removing git worktrees",
 	"isolation_merge":               "many jobs, each making and removing git worktrees",
+	"isolation_merged_in_dlq":       "a job and a dlq retry in git worktrees",
 	"isolation_resume":              "a kill -9 and a resume in git worktrees",
 	"isolation_worktree":            "20 items, each in a git worktree of its own",
 	"jobs_housekeeping":             "many jobs, each making and removing git worktrees",
@@ -125,6 +127,7 @@ var shortLeavesOut = map[string]string{
 	"prodigy_write_file":            "many runs of write_file",
 	"progress":                      "waits for timed progress lines",
 	"progress_counts":               "a retrying job whose status lines it reads",
+	"resume_fixed_file":             "waits out steps of a second",
 	"resume_fixed_file_agent":       "git worktrees and several runs",
 	"retry_after":                   "waits out retry delays",
 	"retry_attempts":                "real retry delays",

@@ -58,6 +58,9 @@ commands:
 // newMergeRepo makes a mergeRepo with the hooks named.
 func newMergeRepo(t *testing.T, hooks ...string) *mergeRepo {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runner killed in git's merges, through hooks")
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs git")
 	}
