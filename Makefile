@@ -110,13 +110,17 @@ tidy-check:
 # package they run (-coverpkg), so cmd, which the root package's scripts
 # drive, reads as what the suite covers, not as its own unit tests' share.
 # Prints each package's share of statements, then the total; the profile
-# stays in COVERPROFILE (go tool cover -html=cover.out to browse it). Not
-# part of make test: coverage slows every test. COVERFLAGS=-short for a
-# quick look.
+# stays in COVERPROFILE (go tool cover -html=cover.out to browse it). The
+# runner binary internal/e2e builds writes its coverage to a directory of
+# its own (RUNNER_COVERDIR), which go test does not count: it is added to
+# the profile. Not part of make test: coverage slows every test.
+# COVERFLAGS=-short for a quick look.
 COVERPROFILE ?= cover.out
 COVERFLAGS   ?=
 cover:
-	$(GO) test -count=1 -timeout 30m $(COVERFLAGS) -coverpkg=./... -coverprofile=$(COVERPROFILE) $(PKGS)
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	RUNNER_COVERDIR=$$dir $(GO) test -count=1 -timeout 30m $(COVERFLAGS) -coverpkg=./... -coverprofile=$(COVERPROFILE) $(PKGS) && \
+	$(GO) tool covdata textfmt -i=$$dir -o=$$dir/profile && { [ ! -f $$dir/profile ] || tail -n +2 $$dir/profile >> $(COVERPROFILE); }
 	@awk -F'[: ]' 'NR > 1 { b = $$1 ":" $$2; n[b] = $$3; if ($$4 > 0) hit[b] = 1 } \
 		END { for (b in n) { split(b, f, ":"); p = f[1]; sub(/\/[^\/]*$$/, "", p); all[p] += n[b]; if (b in hit) cov[p] += n[b] } \
 		      for (p in all) if (all[p]) printf "%-60s %5.1f%%\n", p, 100 * cov[p] / all[p] }' $(COVERPROFILE) | sort

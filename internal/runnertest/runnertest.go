@@ -40,16 +40,27 @@ var root = sync.OnceValues(func() (string, error) {
 	}
 })
 
+// coverDir is the directory that runner binaries built for tests that
+// measure coverage write theirs to (RUNNER_COVERDIR; make cover sets it):
+// go test counts only its own binary's, so make cover adds this
+// directory's to its profile.
+func coverDir() string {
+	if testing.CoverMode() == "" {
+		return ""
+	}
+	return os.Getenv("RUNNER_COVERDIR")
+}
+
 // Build builds runner, the module's main package, to path with go build's
-// flags. When the tests measure coverage, so does the binary, into the
-// tests' GOCOVERDIR (which go test sets): what it runs counts.
+// flags, measuring coverage when the tests do and RUNNER_COVERDIR names
+// where it goes (see WithRunner).
 func Build(path string, flags ...string) error {
 	dir, err := Root()
 	if err != nil {
 		return err
 	}
-	if mode := testing.CoverMode(); mode != "" {
-		flags = append(flags, "-cover", "-covermode="+mode, "-coverpkg="+module+"/...")
+	if coverDir() != "" {
+		flags = append(flags, "-cover", "-covermode="+testing.CoverMode(), "-coverpkg="+module+"/...")
 	}
 	build := exec.Command("go", append(append([]string{"build", "-o", path}, flags...), ".")...)
 	build.Dir = dir
@@ -61,7 +72,9 @@ func Build(path string, flags ...string) error {
 
 // WithRunner wraps m for testscript.Main: its Run first builds runner
 // (with -race when the tests have it) into a directory it puts first on
-// PATH, so that the tests and scripts run it as a process, `runner`.
+// PATH, so that the tests and scripts run it as a process, `runner`; when
+// the tests measure coverage into RUNNER_COVERDIR, the processes they
+// start write theirs there.
 func WithRunner(m testscript.TestingM) testscript.TestingM { return withRunner{m} }
 
 type withRunner struct{ m testscript.TestingM }
@@ -82,6 +95,9 @@ func (w withRunner) Run() int {
 		return 1
 	}
 	os.Setenv("PATH", dir+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	if cover := coverDir(); cover != "" {
+		os.Setenv("GOCOVERDIR", cover)
+	}
 	return w.m.Run()
 }
 
