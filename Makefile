@@ -18,7 +18,7 @@ TEST_TARGETS := fmt vet race e2e
 # Prodigy's files, a full disk, a browser), apart from the packages' own:
 # every package but it runs under the race detector.
 E2E     := ./internal/e2e
-RACE_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/internal/e2e$$')
+RACE_PKGS = $(shell $(GO) list -e $(PKGS) | grep -v '/internal/e2e$$')
 
 .PHONY: build nats-server release demo test short race e2e prodigy nats unit fmt vet tidy-check binary-check bench fuzz chaos cover ci clean
 
