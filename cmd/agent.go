@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/agentproc"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
@@ -56,7 +57,7 @@ func runAgent(ctx context.Context, g *globalOptions, stdin io.Reader, id string,
 	if err != nil {
 		return err
 	}
-	var live *mapreduce.Live
+	var live *itemtask.Live
 	if tag {
 		live = a.Live()
 	}
@@ -82,46 +83,50 @@ func (o parallelOptions) validate() error {
 	return nil
 }
 
-// dispatcher is where j's items run: NATS workers (connectNATS), nil for
-// this process, or a pool of agents started from this executable (which
+// dispatcher is where j's items run: NATS workers (connectNATS), the zero
+// Backend for this process, or a pool of agents started from this executable (which
 // is what runs under tests too), given the job's secrets in their
 // environment, which send the items' output to live as it comes when it is
 // not nil.
-func (o parallelOptions) dispatcher(g *globalOptions, j *job.Job, live *mapreduce.Live) mapreduce.NewDispatcher {
+func (o parallelOptions) dispatcher(g *globalOptions, j *job.Job, live *itemtask.Live) itemtask.Backend {
 	if o.nats != nil {
-		return o.nats.dispatcher(j, live)
+		return o.nats.dispatcher(live)
 	}
 	if o.dispatchMode() != dispatchAgents {
-		return nil
+		return itemtask.Backend{} // this process
 	}
-	return func(h mapreduce.Host) (mapreduce.Dispatcher, error) {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		dir, err := filepath.Abs(g.store().Dir)
-		if err != nil {
-			return nil, err
-		}
-		command := []string{exe, "agent"}
-		if live != nil {
-			command = append(command, "--tag")
-		}
-		cfg := agentproc.Config{
-			Command: append(command, "--state-dir", dir, j.ID()),
-			Env:     append(os.Environ(), j.SecretEnv()...),
-			Stderr:  g.stderr,
-			Live:    live,
-		}
-		return agentproc.New(cfg)(h)
+	command, err := agentCommand(g, j.ID(), live != nil)
+	b := agentproc.New(agentproc.Config{Command: command, Env: append(os.Environ(), j.SecretEnv()...), Stderr: g.stderr, Live: live})
+	if err != nil {
+		b.Open = func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return nil, err }
 	}
+	return b
+}
+
+// agentCommand is the command line of an agent of job id: this
+// executable with the state directory as an absolute path; with tag the
+// agent sends its items' output as it comes.
+func agentCommand(g *globalOptions, id string, tag bool) ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(g.store().Dir)
+	if err != nil {
+		return nil, err
+	}
+	command := []string{exe, "agent"}
+	if tag {
+		command = append(command, "--tag")
+	}
+	return append(command, "--state-dir", dir, id), nil
 }
 
 // live is where the items' output is shown as it comes: the commands'
 // own streams of t with --tag, else nowhere (nil).
-func (o parallelOptions) live(t *terminal) *mapreduce.Live {
+func (o parallelOptions) live(t *terminal) *itemtask.Live {
 	if !o.Tag {
 		return nil
 	}
-	return &mapreduce.Live{Stdout: t.commandStdout(), Stderr: t.commandStderr()}
+	return &itemtask.Live{Stdout: t.commandStdout(), Stderr: t.commandStderr()}
 }

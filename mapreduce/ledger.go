@@ -71,7 +71,7 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 		crashpoint.Hit(crashpoint.DLQRemoved)
 		l.job.Emit(eventlog.DLQRemoved(it.ID, ""))
 	}
-	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Worker, out.Delivery).WithMerge(out.merge()))
+	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.counts.Succeeded++
@@ -95,7 +95,7 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 	if err := l.items.Append(rec); err != nil {
 		return err
 	}
-	l.job.Emit(eventlog.ItemRetrying(it.ID, f.event(), delay))
+	l.job.Emit(eventlog.ItemRetrying(it.ID, f.Event(), delay))
 	return nil
 }
 
@@ -131,7 +131,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
 	// signature as the DLQ does.
-	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Worker, out.Delivery).WithMerge(out.merge()))
+	l.job.Emit(eventlog.ItemFailed(it.ID, last.Event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)))
 	if action == errorpolicy.Skip {
 		l.job.Emit(eventlog.ItemSkipped(it.ID, "on_item_failure: skip"))
 	} else if !l.fromDLQ {
@@ -202,11 +202,6 @@ func (l *ledger) Counts() job.ItemCounts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.counts
-}
-
-// event is the failure as the item's events tell it.
-func (f Failure) event() eventlog.Failure {
-	return eventlog.Failure{Step: f.Step, Attempt: f.Attempt, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message, Duration: f.Duration, Stderr: f.StderrTail}
 }
 
 // settleMerged records as succeeded each item of a resumed job whose merge

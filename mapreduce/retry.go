@@ -7,6 +7,7 @@ import (
 
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 )
 
@@ -18,9 +19,9 @@ type RetryQueue interface {
 
 // RetryOptions configure a `dlq retry`.
 type RetryOptions struct {
-	MaxParallel int           // overrides map.max_parallel when above 0
-	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
-	Live        *Live         // shows the items' output when they run in this process; nil: not
+	MaxParallel int              // overrides map.max_parallel when above 0
+	Dispatcher  itemtask.Backend // where items run; the zero Backend: in this process (Local)
+	Live        *itemtask.Live   // shows the items' output when they run in this process; nil: not
 	// Select returns the items to retry; it is called once the DLQ is
 	// settled with the item log.
 	Select func() ([]*Item, error)
@@ -68,6 +69,9 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 // all the retries of the job take turns (the job's merge lock), and an
 // item whose branch a killed retry merged leaves the DLQ without running.
 func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions, q RetryQueue) (counts job.ItemCounts, err error) {
+	if err := supported(j.Workflow(), opts.Dispatcher); err != nil {
+		return job.ItemCounts{}, err
+	}
 	parallel, err := maxParallel(j.Workflow().Map, j.Scope(), opts.MaxParallel)
 	if err != nil {
 		return job.ItemCounts{}, err
@@ -86,7 +90,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s, err := newScheduler(j, l, parallel, trees, dispatching{dispatcher: opts.Dispatcher, live: opts.Live, run: RunDLQRetry})
+	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: RunDLQRetry})
 	if err != nil {
 		return job.ItemCounts{}, err
 	}

@@ -86,7 +86,7 @@ func TestRetryDLQ(t *testing.T) {
 		}
 		return failed("first run")
 	})
-	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: failAll.dispatcher}); err != nil {
+	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: failAll.backend()}); err != nil {
 		t.Fatal(err)
 	}
 	// A retry killed after it logged item 3's success, before it removed
@@ -104,7 +104,7 @@ func TestRetryDLQ(t *testing.T) {
 	})
 	res, err := RetryDLQ(t.Context(), j, q, RetryOptions{
 		MaxParallel: 1,
-		Dispatcher:  again.dispatcher,
+		Dispatcher:  again.backend(),
 		Select: func() ([]*Item, error) {
 			var items []*Item
 			for _, id := range q.ids() {

@@ -72,6 +72,15 @@ func (j *Job) SetItemCounts(c ItemCounts) error {
 	return j.st.Save()
 }
 
+// UpdateMeta applies fn to the job's metadata and saves it, under the
+// lock that guards it in this process.
+func (j *Job) UpdateMeta(fn func(*state.Meta)) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	fn(&j.st.Meta)
+	return j.st.Save()
+}
+
 // NextDistEpoch records that this process runs the job's items on NATS
 // as d says, in an epoch after every earlier process's, and returns the
 // record: its epoch, and the key of the first process (d's for the
