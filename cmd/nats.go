@@ -85,7 +85,7 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		return usagef("--queue: %v", err)
 	}
 	c := flags.FromEnv(os.Getenv, false)
-	conn, err := natsdispatch.Connect(c, "runner "+wf.Name)
+	conn, err := natsdispatch.Connect(ctx, c, "runner "+wf.Name)
 	if err != nil {
 		return err
 	}
