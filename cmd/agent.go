@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,7 +14,6 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/workflow"
 )
 
 // newAgentCommand is `runner agent JOB`, the process that runs a job's map
@@ -42,26 +42,18 @@ func newAgentCommand(g *globalOptions) *cobra.Command {
 // goes to item logs, and with tag to the coordinator too).
 func runAgent(ctx context.Context, g *globalOptions, stdin io.Reader, id string, tag bool) error {
 	a := agentproc.NewAgent(g.stdout)
-	w, err := job.OpenWorker(id, job.Options{Store: g.store(), Stdout: g.stderr, Stderr: g.stderr}, a.Emit)
-	if err != nil {
-		return err
-	}
-	wf := w.Workflow()
-	if wf.Mode != workflow.MapReduce {
-		return usagef("job %s is a standard workflow; it has no map items", id)
-	}
-	// The agent runs in the directory runner was started in, so that it
-	// finds the job's repository and the same place in it.
-	refs := mapreduce.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
-	trees, err := mapreduce.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Path)
-	if err != nil {
-		return err
-	}
 	var live *itemtask.Live
 	if tag {
 		live = a.Live()
 	}
-	return a.Serve(ctx, stdin, mapreduce.NewRunner(w.Executor(), w.Scope(), wf.Map, w.ItemLogPath, trees, live))
+	r, err := mapreduce.OpenStored(ctx, id, job.Options{Store: g.store(), Stdout: g.stderr, Stderr: g.stderr}, a.Emit, live)
+	if errors.Is(err, mapreduce.ErrNoMap) {
+		return usagef("job %s is a standard workflow; it has no map items", id)
+	}
+	if err != nil {
+		return err
+	}
+	return a.Serve(ctx, stdin, r)
 }
 
 // Where a job's map items run.

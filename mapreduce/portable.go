@@ -1,7 +1,9 @@
 package mapreduce
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +15,35 @@ import (
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
+
+// ErrNoMap refuses to run the items of a job that has none (a standard
+// workflow's).
+var ErrNoMap = errors.New("it has no map items")
+
+// OpenStored opens stored job id of opts.Store, as job.OpenWorker does
+// (without its lock, log or journal), to run its items in this process
+// for the process that runs the job (a `runner agent` process), and
+// returns the runner of its tasks. The events of its steps go to emit; its
+// items' output goes to their logs, and to live as it comes when live is
+// not nil. The process runs in the directory the job's process was
+// started in, so that it finds the job's repository and the same place
+// in it.
+func OpenStored(ctx context.Context, id string, opts job.Options, emit func(eventlog.Event), live *itemtask.Live) (*Runner, error) {
+	w, err := job.OpenWorker(id, opts, emit)
+	if err != nil {
+		return nil, err
+	}
+	wf := w.Workflow()
+	if wf.Mode != workflow.MapReduce {
+		return nil, fmt.Errorf("job %s is a standard workflow: %w", id, ErrNoMap)
+	}
+	refs := JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
+	trees, err := OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Path)
+	if err != nil {
+		return nil, err
+	}
+	return NewRunner(w.Executor(), w.Scope(), wf.Map, w.ItemLogPath, trees, live), nil
+}
 
 // OpenPortable opens, on the NATS worker named worker, a job from the
 // portable form its coordinator sent (itemtask.Job.Portable) as a copy in

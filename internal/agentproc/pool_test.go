@@ -17,12 +17,18 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/mapreduce"
 )
 
 // helperEnv makes the test binary an agent (see helperAgent) instead of
 // running the tests.
 const helperEnv = "AGENTPROC_TEST_AGENT"
+
+// helperJobEnv is the job a helper agent in mode job opens: its store's
+// directory and its id, as a path.
+const helperJobEnv = "AGENTPROC_TEST_JOB"
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
@@ -36,7 +42,8 @@ func TestMain(m *testing.M) {
 // protocol with a runner that does what each task's item says (see
 // helperRunner); stale answers each task with messages of another
 // dispatch first; garbage answers a task with a line that is not JSON;
-// exit exits with 3 before it is ready.
+// exit exits with 3 before it is ready; job runs the tasks of the job
+// helperJobEnv names.
 func helperAgent(mode string) {
 	out := bufio.NewWriter(os.Stdout)
 	write := func(m message) {
@@ -77,6 +84,20 @@ func helperAgent(mode string) {
 		dec.Decode(&m)
 	case "exit":
 		os.Exit(3)
+	case "job":
+		// A real agent of the job the conformance suite started: as
+		// `runner agent` serves one.
+		a := NewAgent(os.Stdout)
+		ctx := context.Background()
+		store, id := filepath.Split(os.Getenv(helperJobEnv))
+		r, err := mapreduce.OpenStored(ctx, id, job.Options{Store: state.Store{Dir: store}, Stdout: os.Stderr, Stderr: os.Stderr}, a.Emit, nil)
+		if err == nil {
+			err = a.Serve(ctx, os.Stdin, r)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }
 
