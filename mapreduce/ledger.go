@@ -23,7 +23,7 @@ import (
 // record, or "running" without a DLQ entry: see reconcile).
 type ledger struct {
 	job     *job.Job
-	items   *job.ItemLog
+	items   *itemLog
 	dlq     DeadLetters
 	results *resultLog // nil: results are not kept (dlq retry)
 	action  errorpolicy.Action
@@ -211,8 +211,8 @@ func (l *ledger) Counts() job.ItemCounts {
 // success in the item log, then out of the DLQ if it is there; then its
 // branch is deleted. reconcile then finds it succeeded, and a crash
 // anywhere in between leaves it to the next resume.
-func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *job.ItemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
-	records, err := j.ReadItemStates()
+func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
+	records, err := filesOf(j).ReadItemStates()
 	if err != nil {
 		return err
 	}
@@ -288,8 +288,8 @@ func removeSucceeded(j *job.Job, dlq DeadLetters, ids []string) error {
 // its result (which goes between the two, so it may be missing: written
 // again, without the lost output); the other items last seen running are
 // returned with their checkpoints.
-func reconcile(j *job.Job, log *job.ItemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done map[int]string, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
-	records, err := j.ReadItemStates()
+func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done map[int]string, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
+	records, err := filesOf(j).ReadItemStates()
 	if err != nil {
 		return nil, nil, counts, err
 	}

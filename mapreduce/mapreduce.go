@@ -145,17 +145,18 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	itemsPath := j.ItemsPath()
+	files := filesOf(j)
+	itemsPath := files.itemsPath()
 	total, err := ensureItems(ctx, j, itemsPath)
 	if err != nil {
 		return Summary{}, err
 	}
-	itemLog, err := j.OpenItemLog()
+	itemLog, err := files.open()
 	if err != nil {
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	results, err := openResults(j.Path("results.jsonl"), j.ItemLogPath)
+	results, err := openResults(j.Path("results.jsonl"), files.logPath)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -194,7 +195,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 		})
 	}
 	j.Emit(eventlog.MapStarted(total, counts.Pending, parallel, string(j.Workflow().Map.Isolation)))
-	stopSaving := saveCounts(j, l, opts.SaveEvery)
+	stopSaving := saveCounts(files, l, opts.SaveEvery)
 	// The items an ended process left running go first (their tasks may
 	// still be out, SPEC §11.2), then the others in order.
 	start := func(resumed bool) func(it *Item) (bool, error) {
@@ -217,7 +218,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	s.wait()
 	stopSaving()
 	sum := Summary{Items: l.Counts(), Stopped: s.stopped}
-	if serr := j.SetItemCounts(sum.Items); err == nil {
+	if serr := files.setCounts(sum.Items); err == nil {
 		err = serr
 	}
 	j.Emit(eventlog.MapCompleted(eventlog.ItemCounts(sum.Items)))
@@ -253,7 +254,7 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 		seed:       j.Seed(),
 		runKind:    d.run,
 		emit:       j.Emit,
-		logPath:    j.ItemLogPath,
+		logPath:    filesOf(j).logPath,
 		updateMeta: j.UpdateMeta,
 		active:     map[string]*dispatch{},
 	}
@@ -294,11 +295,13 @@ func (v jobView) Portable() (json.RawMessage, error) {
 	return json.Marshal(p)
 }
 
-func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) { return v.j.ReadItemStates() }
+func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {
+	return filesOf(v.j).ReadItemStates()
+}
 
 // saveCounts writes the item counts to the job's metadata every interval
 // until the returned function is called.
-func saveCounts(j *job.Job, l *ledger, every time.Duration) (stop func()) {
+func saveCounts(files itemFiles, l *ledger, every time.Duration) (stop func()) {
 	if every <= 0 {
 		every = time.Second
 	}
@@ -312,7 +315,7 @@ func saveCounts(j *job.Job, l *ledger, every time.Duration) (stop func()) {
 			case <-quit:
 				return
 			case <-t.C:
-				_ = j.SetItemCounts(l.Counts()) // progress only: the item log is the record
+				_ = files.setCounts(l.Counts()) // progress only: the item log is the record
 			}
 		}
 	}()

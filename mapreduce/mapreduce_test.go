@@ -245,7 +245,7 @@ func TestDLQWriteFailureLosesNothing(t *testing.T) {
 	if err == nil || !errors.Is(err, q.fail) {
 		t.Fatalf("err = %v, want the DLQ's error", err)
 	}
-	states, _ := j.ReadItemStates()
+	states, _ := filesOf(j).ReadItemStates()
 	if states[1].State != job.ItemRunning {
 		t.Errorf("item 1 is %q in the item log, want running (pending on resume)", states[1].State)
 	}
@@ -266,7 +266,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rewrite history: item 1 was running when the DLQ took it.
-	log, _ := j.OpenItemLog()
+	log, _ := filesOf(j).open()
 	log.Append(job.ItemRecord{Index: 1, ID: "1", State: job.ItemRunning})
 	log.Close()
 	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
@@ -281,7 +281,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	if sum.Items.DLQ != 1 || sum.Items.Succeeded != 2 || sum.Items.Pending != 0 {
 		t.Errorf("counts %+v", sum.Items)
 	}
-	states, _ := j.ReadItemStates()
+	states, _ := filesOf(j).ReadItemStates()
 	if states[1].State != job.ItemDLQ {
 		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
 	}
@@ -344,7 +344,7 @@ map:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(j.Executor(), j.Scope(), wf.Map, j.ItemLogPath, nil, nil)
+	r := NewRunner(j.Executor(), j.Scope(), wf.Map, filesOf(j).logPath, nil, nil)
 	saved := []job.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},

@@ -42,7 +42,7 @@ type RetryResult struct {
 // (RetryDead) and settles again; Remaining is the DLQ as it is then.
 func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) (RetryResult, error) {
 	var res RetryResult
-	if _, err := Settle(j, q); err != nil {
+	if _, err := Settle(filesOf(j), q); err != nil {
 		return res, err
 	}
 	items, err := opts.Select()
@@ -51,7 +51,7 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 	}
 	counts, err := RetryDead(ctx, j, items, opts, q)
 	res.Selected, res.Succeeded, res.Failed, res.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
-	now, serr := Settle(j, q)
+	now, serr := Settle(filesOf(j), q)
 	res.Remaining = now.DLQ
 	return res, errors.Join(err, serr)
 }
@@ -83,7 +83,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 	if trees != nil {
 		defer func() { err = errors.Join(err, trees.endRetry(ctx)) }()
 	}
-	itemLog, err := j.OpenItemLog()
+	itemLog, err := filesOf(j).open()
 	if err != nil {
 		return job.ItemCounts{}, err
 	}
@@ -163,15 +163,17 @@ func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*Worktrees,
 	return trees, merged, nil
 }
 
-// ItemStates is a job's item log as SettleDLQ reads and amends it: a
-// *job.Job, or a *state.Job that no process runs.
+// ItemStates is a job's item log as SettleDLQ reads and amends it: the
+// item files of a job this process holds, or a *state.Job that no process
+// runs.
 type ItemStates interface {
 	ReadItemStates() (map[int]job.ItemRecord, error)
 	AppendItemRecords(recs ...job.ItemRecord) error
 }
 
 // Settleable is a job whose item log and counts Settle brings up to date
-// with its DLQ: a *job.Job or a job.Stored.
+// with its DLQ: the item files of a job this process holds, or a
+// job.Stored.
 type Settleable interface {
 	ItemStates
 	UpdateItemCounts(settle func(job.ItemCounts) (job.ItemCounts, error)) (job.ItemCounts, error)

@@ -91,7 +91,7 @@ func TestRetryDLQ(t *testing.T) {
 	}
 	// A retry killed after it logged item 3's success, before it removed
 	// the item from the DLQ.
-	if err := j.AppendItemRecords(job.ItemRecord{Index: 3, ID: "3", State: job.ItemSucceeded}); err != nil {
+	if err := filesOf(j).AppendItemRecords(job.ItemRecord{Index: 3, ID: "3", State: job.ItemSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	var ran []string

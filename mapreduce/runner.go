@@ -43,7 +43,7 @@ var LocalCapabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: tru
 // their output on live (nil: not).
 func Local(j *job.Job, trees *Worktrees, live *itemtask.Live) itemtask.Backend {
 	return itemtask.Backend{Name: "this process", Can: LocalCapabilities, Open: func(_ context.Context, _ itemtask.Job, h Host) (Dispatcher, error) {
-		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.ItemLogPath, trees, live), host: h}, nil
+		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, live), host: h}, nil
 	}}
 }
 

@@ -73,7 +73,7 @@ func (h *Host) JobEvent(eventlog.Event) {}
 // AppendLog writes to the item's log as the engine does.
 func (h *Host) AppendLog(t itemtask.Task, origin itemtask.Origin, start time.Time, text string) {
 	header := mapreduce.LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
-	mapreduce.AppendItemLog(h.job.ItemLogPath(t.ItemID), header.String(), text)
+	mapreduce.AppendItemLog(h.job.State().ItemLogPath(t.ItemID), header.String(), text)
 }
 
 func (h *Host) UpdateMeta(fn func(*state.Meta)) error { return h.job.UpdateMeta(fn) }

@@ -51,11 +51,18 @@ func (s Stored) Emit(events ...eventlog.Event) error {
 // phase never began has no counts: settle is not called and the counts
 // returned are zero.
 func (s Stored) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (ItemCounts, error) {
+	return SettleItemCounts(s.Update, settle)
+}
+
+// SettleItemCounts replaces the item counts in the job's metadata, which
+// update changes under its lock, with what settle makes of them (see
+// Stored.UpdateItemCounts).
+func SettleItemCounts(update func(func(*state.Meta)) error, settle func(ItemCounts) (ItemCounts, error)) (ItemCounts, error) {
 	var (
 		counts ItemCounts
 		serr   error
 	)
-	err := s.Update(func(m *state.Meta) {
+	err := update(func(m *state.Meta) {
 		if m.Items == nil {
 			return
 		}
@@ -81,12 +88,4 @@ func SetItemCounts(m *state.Meta, counts ItemCounts) {
 			m.ExitCode, m.Error = ExitItemsInDLQ, ItemsInDLQ{N: counts.DLQ, Job: m.ID}.Error()
 		}
 	}
-}
-
-// UpdateItemCounts is Stored.UpdateItemCounts for a job this process holds
-// (an attached `dlq retry`).
-func (j *Job) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (ItemCounts, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return Stored{j.st}.UpdateItemCounts(settle)
 }
