@@ -332,14 +332,14 @@ func testClose(t *testing.T, s Subject) {
 	if err := d.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if s.Frames != "" && !eventually(func() bool { return goroutines(s.Frames) == 0 }) {
-		t.Errorf("%d goroutines of %s after Close", goroutines(s.Frames), s.Frames)
+	if s.Frames != "" && !eventually(func() bool { return Goroutines(s.Frames) == 0 }) {
+		t.Errorf("%d goroutines of %s after Close", Goroutines(s.Frames), s.Frames)
 	}
 }
 
-// goroutines counts the goroutines with a frame of a function whose name
-// starts with prefix.
-func goroutines(prefix string) int {
+// Goroutines counts the goroutines with a frame of a function whose name
+// starts with prefix (as a stack shows it: "pkg.(*Type).method").
+func Goroutines(prefix string) int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)

@@ -135,12 +135,20 @@ func (w *Worker) heartbeat() time.Duration { return w.ackWait / 6 }
 
 // Run pulls and runs tasks until ctx ends, then lets the items running
 // end (within DrainTimeout) and returns nil; or until no task came for
-// IdleExit.
+// IdleExit. Nothing it started runs on when it returns.
 func (w *Worker) Run(ctx context.Context) error {
-	runCtx, stopRuns := context.WithCancelCause(context.Background())
+	// The items running when ctx ends go on: they drain, and only
+	// DrainTimeout stops them.
+	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRuns(nil)
 	defer w.wd.close()
-	go w.watchJobs(ctx)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		w.watchJobs(watchCtx)
+	}()
+	defer func() { stopWatch(); <-watched }()
 	stopSummaries := w.summarize()
 	defer stopSummaries()
 	var running sync.WaitGroup
@@ -150,7 +158,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if sl.Acquire(ctx) != nil {
 			break
 		}
-		msg, err := next(ctx, w.tasks)
+		msg, err := w.pull(ctx, idleSince)
 		if err != nil {
 			sl.Release()
 			w.restore(ctx, err)
@@ -187,6 +195,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-ended
 	}
 	return nil
+}
+
+// pull pulls one task; a pull of a worker that has been idle since
+// idleSince ends when IdleExit is up, so that it exits then.
+func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, error) {
+	if until := idleSince.Add(w.opts.IdleExit); w.opts.IdleExit > 0 && time.Until(until) > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
+	}
+	return next(ctx, w.tasks)
 }
 
 // summarize logs a summary every SummaryEvery, and once more when the
@@ -300,13 +319,16 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		return
 	}
 	m := newMsg(resultSubject(key, t.Index), t.JobID, body)
-	pctx, cancel := context.WithTimeout(context.Background(), w.ackWait)
+	// The run ended: its result is stored and its task acknowledged even
+	// when the worker is stopping meanwhile.
+	ctx = context.WithoutCancel(ctx)
+	pctx, cancel := context.WithTimeout(ctx, w.ackWait)
 	defer cancel()
 	if err := publish(pctx, w.js, m, resultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	if err := ack(context.Background(), msg); err != nil {
+	if err := ack(ctx, msg); err != nil {
 		// The task comes back; its second result is dropped by the
 		// coordinator (first result per attempt wins).
 		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
