@@ -138,6 +138,8 @@ func (r *natsRun) describe() string {
 // slots and those pulling, and the job's tasks waiting to be delivered
 // again, their worker lost.
 func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
+	// Only stop ends it: an interrupted job's queue is still shown while
+	// its dispatcher closes.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
