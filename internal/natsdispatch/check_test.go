@@ -22,7 +22,7 @@ const checkedItems = 3
 // its dispatcher checking every 200 ms, and waits until its tasks are in
 // the stream (no worker pulls yet). The returned function waits, at most
 // 30 s, for the job to end and checks that each item ran once.
-func checkedJob(t *testing.T, srv *natstest.Server, objs *objects) func() {
+func checkedJob(t *testing.T, srv *natstest.Server, objs *Objects) func() {
 	t.Helper()
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -35,7 +35,7 @@ map:
 `)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}, Warn: io.Discard, CheckEvery: 200 * time.Millisecond})
-	if !eventually(func() bool { return streamState(t, objs.tasks).Msgs == checkedItems }) {
+	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == checkedItems }) {
 		cancel()
 		t.Fatalf("the job's %d tasks are not in the stream after 10 s", checkedItems)
 	}
@@ -63,26 +63,26 @@ map:
 func TestLostSpecIsPutBack(t *testing.T) {
 	for _, lose := range []struct {
 		name string
-		do   func(ctx context.Context, js jetstream.JetStream, objs *objects, key string) error
+		do   func(ctx context.Context, js jetstream.JetStream, objs *Objects, key string) error
 	}{
-		{"bucket", func(ctx context.Context, js jetstream.JetStream, _ *objects, _ string) error {
-			return js.DeleteKeyValue(ctx, jobsBucket)
+		{"bucket", func(ctx context.Context, js jetstream.JetStream, _ *Objects, _ string) error {
+			return js.DeleteKeyValue(ctx, JobsBucket)
 		}},
-		{"entry", func(ctx context.Context, _ jetstream.JetStream, objs *objects, key string) error {
-			return objs.jobs.Delete(ctx, key)
+		{"entry", func(ctx context.Context, _ jetstream.JetStream, objs *Objects, key string) error {
+			return objs.Jobs.Delete(ctx, key)
 		}},
 	} {
 		t.Run(lose.name, func(t *testing.T) {
 			srv, js, objs := serve(t)
 			wait := checkedJob(t, srv, objs)
-			keys, err := objs.jobs.Keys(t.Context())
+			keys, err := objs.Jobs.Keys(t.Context())
 			if err != nil || len(keys) != 1 {
 				t.Fatalf("the jobs bucket's keys: %q, %v; want the job's", keys, err)
 			}
 			if err := lose.do(t.Context(), js, objs, keys[0]); err != nil {
 				t.Fatal(err)
 			}
-			if !eventually(func() bool { _, err := objs.jobs.Get(t.Context(), keys[0]); return err == nil }) {
+			if !eventually(func() bool { _, err := objs.Jobs.Get(t.Context(), keys[0]); return err == nil }) {
 				t.Fatal("the job's spec is not back in the jobs bucket after 10 s")
 			}
 			runWorker(t, srv, DefaultQueue)
@@ -98,7 +98,7 @@ func TestLostSpecIsPutBack(t *testing.T) {
 func TestDroppedTaskIsSentAgain(t *testing.T) {
 	srv, _, objs := serve(t)
 	wait := checkedJob(t, srv, objs)
-	tasks, err := objs.workerTasks(t.Context(), DefaultQueue, 2*time.Second)
+	tasks, err := objs.WorkerTasks(t.Context(), DefaultQueue, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

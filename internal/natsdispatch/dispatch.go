@@ -48,7 +48,7 @@ type Dispatcher struct {
 	live    *itemtask.Live // where items' output is shown when it arrives; nil: nowhere
 	host    itemtask.Host
 	js      jetstream.JetStream
-	objs    *objects
+	objs    *Objects
 	queue   string
 	key     string
 	epoch   int
@@ -98,7 +98,7 @@ type waiter struct {
 // its delivery comes back later and is dropped then) and its place in the
 // stream.
 type inbound struct {
-	r   result
+	r   Result
 	msg jetstream.Msg
 	seq uint64
 }
@@ -125,7 +125,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	objs, err := openObjects(ctx, js, opts.Warn)
+	objs, err := OpenObjects(ctx, js, opts.Warn)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock.Close()
 		return nil, err
 	}
-	if d.beats, err = opts.Conn.Subscribe(beatSubject(d.key), d.onBeat); err != nil {
+	if d.beats, err = opts.Conn.Subscribe(BeatSubject(d.key), d.onBeat); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -160,16 +160,16 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 // ended process left out.
 func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 	want := opts.Dist
-	want.Key = newJobKey(d.j.ID())
+	want.Key = NewJobKey(d.j.ID())
 	rec, err := nextEpoch(d.host.UpdateMeta, want)
 	if err != nil {
 		return err
 	}
 	d.epoch, d.key = rec.Epoch, rec.Key
-	if err := d.putSpec(ctx, statusRunning); err != nil {
+	if err := d.putSpec(ctx, StatusRunning); err != nil {
 		return err
 	}
-	if d.results, err = d.objs.jobResults(ctx, d.key); err != nil {
+	if d.results, err = d.objs.JobResults(ctx, d.key); err != nil {
 		return err
 	}
 	return d.recover(ctx)
@@ -198,21 +198,21 @@ func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 	if err != nil {
 		return err
 	}
-	sp := spec{
-		Proto: proto, RunnerVersion: d.version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
+	sp := Spec{
+		Proto: Proto, RunnerVersion: d.version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
 		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.AgentTimeout(),
 	}
 	data, err := json.Marshal(sp)
 	if err != nil {
 		return err
 	}
-	if len(data) > maxSpec {
-		return fmt.Errorf("the job's spec for NATS workers is %d bytes, over the %d a NATS message may hold (the workflow file and setup's captures make it up)", len(data), maxSpec)
+	if len(data) > MaxSpec {
+		return fmt.Errorf("the job's spec for NATS workers is %d bytes, over the %d a NATS message may hold (the workflow file and setup's captures make it up)", len(data), MaxSpec)
 	}
-	ctx, cancel := context.WithTimeout(ctx, callDeadline)
+	ctx, cancel := context.WithTimeout(ctx, CallDeadline)
 	defer cancel()
-	if _, err := d.objs.jobs.Put(ctx, d.key, data); err != nil {
-		return fmt.Errorf("NATS bucket %s: %w", jobsBucket, err)
+	if _, err := d.objs.Jobs.Put(ctx, d.key, data); err != nil {
+		return fmt.Errorf("NATS bucket %s: %w", JobsBucket, err)
 	}
 	return nil
 }
@@ -233,26 +233,26 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 			continue
 		}
 		d.expected[i] = max(rec.Attempt, 1)
-		cctx, cancel := context.WithTimeout(ctx, callDeadline)
-		raw, err := d.objs.tasks.GetLastMsgForSubject(cctx, taskSubject(d.queue, d.key, i))
+		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+		raw, err := d.objs.Tasks.GetLastMsgForSubject(cctx, TaskSubject(d.queue, d.key, i))
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			continue
 		case err != nil:
-			return fmt.Errorf("NATS stream %s: %w", tasksStream, err)
+			return fmt.Errorf("NATS stream %s: %w", TasksStream, err)
 		}
-		var t task
+		var t Task
 		if json.Unmarshal(raw.Data, &t) == nil && t.Attempt == d.expected[i] {
 			d.adopted[i] = t.Attempt
 		}
 	}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, callDeadline)
+		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
 		batch, err := d.results.FetchNoWait(64)
 		if err != nil {
 			cancel()
-			return fmt.Errorf("NATS consumer %s: %w", jobConsumer(d.key), err)
+			return fmt.Errorf("NATS consumer %s: %w", JobConsumer(d.key), err)
 		}
 		n := 0
 		for msg := range batch.Messages() {
@@ -280,16 +280,16 @@ func (d *Dispatcher) readDelivered(ctx context.Context) error {
 		if _, ok := d.early[i]; ok {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, callDeadline)
-		raw, err := d.objs.results.GetLastMsgForSubject(cctx, resultSubject(d.key, i))
+		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+		raw, err := d.objs.Results.GetLastMsgForSubject(cctx, ResultSubject(d.key, i))
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			continue
 		case err != nil:
-			return fmt.Errorf("NATS stream %s: %w", resultsStream, err)
+			return fmt.Errorf("NATS stream %s: %w", ResultsStream, err)
 		}
-		var r result
+		var r Result
 		if json.Unmarshal(raw.Data, &r) == nil && r.Attempt == attempt {
 			d.early[i] = inbound{r: r, seq: raw.Sequence}
 		}
@@ -308,7 +308,7 @@ func (d *Dispatcher) consume(ctx context.Context) {
 			due = time.Now().Add(d.every)
 		}
 		pctx, cancel := context.WithDeadline(ctx, due)
-		msg, err := next(pctx, d.results)
+		msg, err := Next(pctx, d.results)
 		checkDue := pctx.Err() != nil
 		cancel()
 		switch {
@@ -334,32 +334,32 @@ func (d *Dispatcher) check(ctx context.Context) {
 		return
 	}
 	if err := d.keepSpec(ctx); err != nil {
-		d.objs.warnf("job %s: checking its spec in NATS bucket %s: %v", d.j.ID(), jobsBucket, err)
+		d.objs.Warnf("job %s: checking its spec in NATS bucket %s: %v", d.j.ID(), JobsBucket, err)
 	}
 	if err := d.resendLost(ctx, ws); err != nil {
-		d.objs.warnf("job %s: checking its tasks: %v", d.j.ID(), err)
+		d.objs.Warnf("job %s: checking its tasks: %v", d.j.ID(), err)
 	}
 }
 
 // keepSpec puts the job's spec back if the jobs bucket lost it, making
 // the bucket again if it is gone.
 func (d *Dispatcher) keepSpec(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, callDeadline)
+	cctx, cancel := context.WithTimeout(ctx, CallDeadline)
 	defer cancel()
-	_, err := d.objs.jobs.Get(cctx, d.key)
+	_, err := d.objs.Jobs.Get(cctx, d.key)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		if _, berr := d.js.KeyValue(cctx, jobsBucket); !errors.Is(berr, jetstream.ErrBucketNotFound) {
+		if _, berr := d.js.KeyValue(cctx, JobsBucket); !errors.Is(berr, jetstream.ErrBucketNotFound) {
 			return err // the bucket is there: the server did not answer
 		}
-		if err := d.objs.remade().openBucket(ctx); err != nil {
+		if err := d.objs.Remade().OpenBucket(ctx); err != nil {
 			return err
 		}
 	}
-	d.objs.warnf("job %s's spec was gone from NATS bucket %s: putting it back", d.j.ID(), jobsBucket)
-	return d.putSpec(ctx, statusRunning)
+	d.objs.Warnf("job %s's spec was gone from NATS bucket %s: putting it back", d.j.ID(), JobsBucket)
+	return d.putSpec(ctx, StatusRunning)
 }
 
 // restore makes the NATS objects again when a pull failed because the
@@ -371,29 +371,29 @@ func (d *Dispatcher) keepSpec(ctx context.Context) error {
 // twice: a result a worker stores after this is taken, the other one
 // dropped as a duplicate.
 func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
-	if !d.objs.lost(ctx, pullErr, resultsStream, jobConsumer(d.key)) {
+	if !d.objs.Lost(ctx, pullErr, ResultsStream, JobConsumer(d.key)) {
 		return
 	}
-	d.objs.warnf("the NATS server lost job %s's consumer (restarted on an empty store?): making the NATS objects again and sending the tasks it lost", d.j.ID())
-	objs := d.objs.remade()
-	err := objs.openBucket(ctx)
+	d.objs.Warnf("the NATS server lost job %s's consumer (restarted on an empty store?): making the NATS objects again and sending the tasks it lost", d.j.ID())
+	objs := d.objs.Remade()
+	err := objs.OpenBucket(ctx)
 	if err == nil {
-		err = d.putSpec(ctx, statusRunning)
+		err = d.putSpec(ctx, StatusRunning)
 	}
 	if err == nil {
-		err = objs.openStreams(ctx)
+		err = objs.OpenStreams(ctx)
 	}
 	var results jetstream.Consumer
 	if err == nil {
-		results, err = objs.jobResults(ctx, d.key)
+		results, err = objs.JobResults(ctx, d.key)
 	}
 	if err != nil {
-		d.objs.warnf("%v", err) // the next failed pull tries again
+		d.objs.Warnf("%v", err) // the next failed pull tries again
 		return
 	}
 	d.results = results
 	if err := d.resendLost(ctx, d.stored()); err != nil {
-		d.objs.warnf("job %s: checking its tasks: %v", d.j.ID(), err) // the next check tries again
+		d.objs.Warnf("job %s: checking its tasks: %v", d.j.ID(), err) // the next check tries again
 	}
 }
 
@@ -420,25 +420,25 @@ func (d *Dispatcher) stored() []*waiter {
 // result is stored, so a task gone before the first request has its
 // result in the second, until this dispatcher has taken it.
 func (d *Dispatcher) resendLost(ctx context.Context, ws []*waiter) error {
-	queued, err := subjects(ctx, d.objs.tasks, "runner.task."+d.queue+"."+d.key+".>")
+	queued, err := subjects(ctx, d.objs.Tasks, "runner.task."+d.queue+"."+d.key+".>")
 	if err != nil {
-		return fmt.Errorf("NATS stream %s: %w", tasksStream, err)
+		return fmt.Errorf("NATS stream %s: %w", TasksStream, err)
 	}
 	var lost []*waiter
 	for _, w := range ws {
-		if queued[taskSubject(d.queue, d.key, w.task.Index)] == 0 {
+		if queued[TaskSubject(d.queue, d.key, w.task.Index)] == 0 {
 			lost = append(lost, w)
 		}
 	}
 	if len(lost) == 0 {
 		return nil
 	}
-	stored, err := subjects(ctx, d.objs.results, "runner.result."+d.key+".>")
+	stored, err := subjects(ctx, d.objs.Results, "runner.result."+d.key+".>")
 	if err != nil {
-		return fmt.Errorf("NATS stream %s: %w", resultsStream, err)
+		return fmt.Errorf("NATS stream %s: %w", ResultsStream, err)
 	}
 	for _, w := range lost {
-		if stored[resultSubject(d.key, w.task.Index)] == 0 && d.waits(w) {
+		if stored[ResultSubject(d.key, w.task.Index)] == 0 && d.waits(w) {
 			d.resend(ctx, w)
 		}
 	}
@@ -448,7 +448,7 @@ func (d *Dispatcher) resendLost(ctx context.Context, ws []*waiter) error {
 // subjects counts the messages of stream s on each subject that filter
 // matches.
 func subjects(ctx context.Context, s jetstream.Stream, filter string) (map[string]uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, callDeadline)
+	ctx, cancel := context.WithTimeout(ctx, CallDeadline)
 	defer cancel()
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
@@ -471,17 +471,17 @@ func (d *Dispatcher) waits(w *waiter) bool {
 // next check.
 func (d *Dispatcher) resend(ctx context.Context, w *waiter) {
 	w.resends++
-	d.objs.warnf("job %s: item %s's task is gone from NATS stream %s with no result: sending it again", d.j.ID(), w.task.ItemID, tasksStream)
-	ctx, cancel := context.WithTimeout(ctx, 2*callDeadline)
+	d.objs.Warnf("job %s: item %s's task is gone from NATS stream %s with no result: sending it again", d.j.ID(), w.task.ItemID, TasksStream)
+	ctx, cancel := context.WithTimeout(ctx, 2*CallDeadline)
 	defer cancel()
-	d.send(ctx, w.task, taskMsgID(d.key, w.task.Index, w.task.Attempt, d.epoch)+".r"+strconv.Itoa(w.resends))
+	d.send(ctx, w.task, TaskMsgID(d.key, w.task.Index, w.task.Attempt, d.epoch)+".r"+strconv.Itoa(w.resends))
 }
 
 // receive gives a result to the dispatch waiting for it, keeps it for an
 // item resumed from an ended process, or drops it as a duplicate.
 func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
-	var r result
-	if err := json.Unmarshal(msg.Data(), &r); err != nil || msg.Headers().Get(headerProto) != proto {
+	var r Result
+	if err := json.Unmarshal(msg.Data(), &r); err != nil || msg.Headers().Get(HeaderProto) != Proto {
 		d.ack(ctx, msg) // not a result this runner can read: nothing waits for it
 		return
 	}
@@ -539,7 +539,7 @@ func (d *Dispatcher) itemID(index int) string {
 }
 
 func (d *Dispatcher) ack(ctx context.Context, msg jetstream.Msg) {
-	_ = ack(ctx, msg) // unacknowledged, it comes back and is dropped then
+	_ = Ack(ctx, msg) // unacknowledged, it comes back and is dropped then
 }
 
 // Dispatch publishes t's task, unless an ended process's is still out, and
@@ -567,7 +567,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		d.mu.Unlock()
 	}()
 	if !adopted {
-		if out, sent := d.send(ctx, t, taskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
+		if out, sent := d.send(ctx, t, TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
 			return out, nil
 		}
 		d.mu.Lock()
@@ -589,13 +589,13 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 // outcome of the attempt, when the task cannot be sent (too large for
 // NATS).
 func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	body, err := json.Marshal(task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel})
-	if err == nil && len(body) > maxTask {
-		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), maxTask)
+	body, err := json.Marshal(Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel})
+	if err == nil && len(body) > MaxTask {
+		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), MaxTask)
 	}
 	if err == nil {
-		m := newMsg(taskSubject(d.queue, d.key, t.Index), t.JobID, body)
-		err = publish(ctx, d.js, m, id)
+		m := NewMsg(TaskSubject(d.queue, d.key, t.Index), t.JobID, body)
+		err = Publish(ctx, d.js, m, id)
 		if ctx.Err() != nil {
 			return itemtask.Outcome{}, true // interrupted: the wait says so
 		}
@@ -633,7 +633,7 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 	}
 	out := itemtask.Outcome{DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: duration, Origin: origin}
 	if r.Failed && r.Failure != nil {
-		out.Failure = r.Failure.local()
+		out.Failure = r.Failure.Local()
 		out.Failure.Attempt = t.Attempt
 	} else if r.Failed {
 		out.Failure = itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "failed", Message: "the worker's result gave no failure"}
@@ -685,23 +685,23 @@ func (d *Dispatcher) Close() error {
 	<-d.done
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*callDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*CallDeadline)
 	defer cancel()
 	d.mu.Lock()
 	interrupted := d.interrupted
 	d.mu.Unlock()
 	if interrupted {
-		err := d.setStatus(ctx, statusInterrupted)
-		if perr := d.objs.tasks.Purge(ctx, jetstream.WithPurgeSubject("runner.task."+d.queue+"."+d.key+".>")); err == nil {
+		err := d.setStatus(ctx, StatusInterrupted)
+		if perr := d.objs.Tasks.Purge(ctx, jetstream.WithPurgeSubject("runner.task."+d.queue+"."+d.key+".>")); err == nil {
 			err = perr
 		}
 		return err
 	}
-	err := d.js.DeleteConsumer(ctx, resultsStream, jobConsumer(d.key))
+	err := d.js.DeleteConsumer(ctx, ResultsStream, JobConsumer(d.key))
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		err = nil
 	}
-	if derr := d.objs.jobs.Delete(ctx, d.key); err == nil {
+	if derr := d.objs.Jobs.Delete(ctx, d.key); err == nil {
 		err = derr
 	}
 	return err
@@ -709,11 +709,11 @@ func (d *Dispatcher) Close() error {
 
 // setStatus rewrites the status in the job's spec.
 func (d *Dispatcher) setStatus(ctx context.Context, status string) error {
-	entry, err := d.objs.jobs.Get(ctx, d.key)
+	entry, err := d.objs.Jobs.Get(ctx, d.key)
 	if err != nil {
 		return err
 	}
-	var sp spec
+	var sp Spec
 	if err := json.Unmarshal(entry.Value(), &sp); err != nil {
 		return err
 	}
@@ -722,6 +722,6 @@ func (d *Dispatcher) setStatus(ctx context.Context, status string) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.objs.jobs.Put(ctx, d.key, data)
+	_, err = d.objs.Jobs.Put(ctx, d.key, data)
 	return err
 }

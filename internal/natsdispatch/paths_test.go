@@ -28,14 +28,14 @@ import (
 // The unit paths of §11.9.10, against an in-process server.
 
 // serve connects to a new server and opens runner's objects there.
-func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *objects) {
+func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *Objects) {
 	t.Helper()
 	srv := natstest.Start(t)
 	js, err := jetstream.New(srv.Connect(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := openObjects(t.Context(), js, nil)
+	objs, err := OpenObjects(t.Context(), js, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,19 +144,19 @@ func TestWorkerLeavesUnknownProtocol(t *testing.T) {
 	t.Parallel()
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
-	m := newMsg(taskSubject("q", newJobKey("j"), 0), "j", []byte(`{"job_id":"j"}`))
-	m.Header.Set(headerProto, "99")
-	if err := publish(t.Context(), js, m, "t.future"); err != nil {
+	m := NewMsg(TaskSubject("q", NewJobKey("j"), 0), "j", []byte(`{"job_id":"j"}`))
+	m.Header.Set(HeaderProto, "99")
+	if err := Publish(t.Context(), js, m, "t.future"); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(func() bool { return consumerInfo(t, js, tasksStream, "workers_q").Delivered.Consumer > 0 }) {
+	if !eventually(func() bool { return consumerInfo(t, js, TasksStream, "workers_q").Delivered.Consumer > 0 }) {
 		t.Fatal("the worker never pulled the task")
 	}
 	time.Sleep(time.Second) // the scenario: a second in which a tight loop would deliver it again
-	if st := streamState(t, objs.tasks); st.Msgs != 1 {
+	if st := streamState(t, objs.Tasks); st.Msgs != 1 {
 		t.Errorf("the stream holds %d tasks, want the unknown one kept", st.Msgs)
 	}
-	if c := consumerInfo(t, js, tasksStream, "workers_q"); c.Delivered.Consumer != 1 {
+	if c := consumerInfo(t, js, TasksStream, "workers_q"); c.Delivered.Consumer != 1 {
 		t.Errorf("the task was delivered %d times within a second, want once (NakWithDelay 5s)", c.Delivered.Consumer)
 	}
 }
@@ -167,15 +167,15 @@ func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 	t.Parallel()
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
-	key := newJobKey("gone")
-	body, _ := json.Marshal(task{JobID: "gone", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
-	if err := publish(t.Context(), js, newMsg(taskSubject("q", key, 0), "gone", body), taskMsgID(key, 0, 1, 1)); err != nil {
+	key := NewJobKey("gone")
+	body, _ := json.Marshal(Task{JobID: "gone", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
+	if err := Publish(t.Context(), js, NewMsg(TaskSubject("q", key, 0), "gone", body), TaskMsgID(key, 0, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(func() bool { return streamState(t, objs.tasks).Msgs == 0 }) {
+	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
 		t.Fatal("the task of an unknown job is still in the stream after 10s")
 	}
-	if st := streamState(t, objs.results); st.LastSeq != 0 {
+	if st := streamState(t, objs.Results); st.LastSeq != 0 {
 		t.Errorf("%d results were published for a job nobody runs", st.LastSeq)
 	}
 }
@@ -185,14 +185,14 @@ func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 func TestRepublishedTaskIsStoredOnce(t *testing.T) {
 	t.Parallel()
 	_, js, objs := serve(t)
-	key := newJobKey("j")
-	body, _ := json.Marshal(task{JobID: "j", Index: 3, ItemID: "4", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"4"`), MaxDeliveries: 4})
+	key := NewJobKey("j")
+	body, _ := json.Marshal(Task{JobID: "j", Index: 3, ItemID: "4", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"4"`), MaxDeliveries: 4})
 	for _, epoch := range []int{1, 1, 2} {
-		if err := publish(t.Context(), js, newMsg(taskSubject("q", key, 3), "j", body), taskMsgID(key, 3, 1, epoch)); err != nil {
+		if err := Publish(t.Context(), js, NewMsg(TaskSubject("q", key, 3), "j", body), TaskMsgID(key, 3, 1, epoch)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st := streamState(t, objs.tasks); st.Msgs != 2 {
+	if st := streamState(t, objs.Tasks); st.Msgs != 2 {
 		t.Errorf("the stream holds %d tasks, want 2 (epoch 1 once, epoch 2)", st.Msgs)
 	}
 }
@@ -230,13 +230,13 @@ func TestAckGivesUpWhenNoConfirmationComes(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- ack(context.Background(), msg) }()
+	go func() { done <- Ack(context.Background(), msg) }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("ack: %v, want its deadline exceeded", err)
 		}
-	case <-time.After(4 * ackDeadline):
+	case <-time.After(4 * AckDeadline):
 		t.Fatal("ack still waits for a confirmation that never comes")
 	}
 }
@@ -247,7 +247,7 @@ func TestOversizedItemFailsAsSpawn(t *testing.T) {
 	srv, _, objs := serve(t)
 	dir := t.TempDir()
 	t.Chdir(dir)
-	big, _ := json.Marshal([]map[string]string{{"id": "big", "blob": strings.Repeat("x", maxPayload)}, {"id": "small", "blob": "x"}})
+	big, _ := json.Marshal([]map[string]string{{"id": "big", "blob": strings.Repeat("x", MaxPayload)}, {"id": "small", "blob": "x"}})
 	if err := os.WriteFile("items.json", big, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ map:
 	if err := j.Finish(state.Completed, 3, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if st := streamState(t, objs.tasks); st.LastSeq != 1 {
+	if st := streamState(t, objs.Tasks); st.LastSeq != 1 {
 		t.Errorf("%d tasks were published, want only the small item's", st.LastSeq)
 	}
 	d, err := dlq.Open(j.Path(jobdlq.File), dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
@@ -297,25 +297,25 @@ map:
 // messages, then its events; its output and failure stay.
 func TestResultTrim(t *testing.T) {
 	event := eventlog.Event{Type: eventlog.TypeStepFailed, Fields: map[string]any{"message": strings.Repeat("m", 200<<10)}}
-	r := result{Index: 1, Output: "out", Failed: true, Failure: &failure{Kind: "exit", Message: "boom"},
-		LogTail: strings.Repeat("l", maxLogTail), Events: []eventlog.Event{event, event, event, event, event}}
-	body, err := r.trim()
+	r := Result{Index: 1, Output: "out", Failed: true, Failure: &Failure{Kind: "exit", Message: "boom"},
+		LogTail: strings.Repeat("l", MaxLogTail), Events: []eventlog.Event{event, event, event, event, event}}
+	body, err := r.Trim()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got result
+	var got Result
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(body) > maxResult || got.LogTail != "" || len(got.Events) != 5 || got.Events[0].Str("message") != "" {
+	if len(body) > MaxResult || got.LogTail != "" || len(got.Events) != 5 || got.Events[0].Str("message") != "" {
 		t.Errorf("trimmed to %d bytes, log tail %d bytes, %d events (first message %d bytes); want under %d, no log tail, 5 events without messages",
-			len(body), len(got.LogTail), len(got.Events), len(got.Events[0].Str("message")), maxResult)
+			len(body), len(got.LogTail), len(got.Events), len(got.Events[0].Str("message")), MaxResult)
 	}
 	if got.Output != "out" || got.Failure == nil || got.Failure.Message != "boom" {
 		t.Errorf("trimming lost the output or the failure: %+v", got)
 	}
-	small := result{Index: 1, LogTail: "tail"}
-	if body, _ := small.trim(); !strings.Contains(string(body), `"tail"`) {
+	small := Result{Index: 1, LogTail: "tail"}
+	if body, _ := small.Trim(); !strings.Contains(string(body), `"tail"`) {
 		t.Errorf("a small result was trimmed: %s", body)
 	}
 }

@@ -22,16 +22,16 @@ import (
 
 // The NATS objects of SPEC §11.3.
 const (
-	tasksStream   = "RUNNER_TASKS"
-	resultsStream = "RUNNER_RESULTS"
-	jobsBucket    = "RUNNER_JOBS"
+	TasksStream   = "RUNNER_TASKS"
+	ResultsStream = "RUNNER_RESULTS"
+	JobsBucket    = "RUNNER_JOBS"
 )
 
 // Headers of every message, and the protocol this runner speaks.
 const (
-	headerProto = "Runner-Proto"
+	HeaderProto = "Runner-Proto"
 	headerJob   = "Runner-Job"
-	proto       = "1"
+	Proto       = "1"
 )
 
 // DefaultQueue is the worker pool a job's tasks go to unless it names one.
@@ -44,14 +44,14 @@ const DefaultMaxDeliveries = 4
 // Sizes: the server's default max_payload is 1 MiB; a task leaves room for
 // headers, a result is trimmed well below it.
 const (
-	maxPayload    = 1 << 20
-	maxTask       = maxPayload - 4<<10
-	maxResult     = 900 << 10
-	maxOutput     = 64 << 10
-	maxLogTail    = 256 << 10
-	maxSpec       = maxPayload
-	callDeadline  = 5 * time.Second // any one call that waits for the server
-	ackDeadline   = 2 * time.Second // a DoubleAck (§11.7: the reply may never come)
+	MaxPayload    = 1 << 20
+	MaxTask       = MaxPayload - 4<<10
+	MaxResult     = 900 << 10
+	MaxOutput     = 64 << 10
+	MaxLogTail    = 256 << 10
+	MaxSpec       = MaxPayload
+	CallDeadline  = 5 * time.Second // any one call that waits for the server
+	AckDeadline   = 2 * time.Second // a DoubleAck (§11.7: the reply may never come)
 	duplicateSpan = 2 * time.Minute
 )
 
@@ -65,17 +65,17 @@ func CheckQueue(q string) error {
 	return nil
 }
 
-// newJobKey is a new J (§11.3) for a job: 16 hex digits of SHA-256 of
+// NewJobKey is a new J (§11.3) for a job: 16 hex digits of SHA-256 of
 // its id (which may hold '.', which subjects cannot) and random bytes,
 // so that jobs of one id on one server (other state directories, or one
 // deleted and run again) never share subjects or message ids.
-func newJobKey(jobID string) string {
+func NewJobKey(jobID string) string {
 	sum := sha256.Sum256([]byte(jobID + "\x00" + rand.Text()))
 	return hex.EncodeToString(sum[:8])
 }
 
-// subjectKey is J in a task's subject, runner.task.Q.J.<index>.
-func subjectKey(subject string) string {
+// SubjectKey is J in a task's subject, runner.task.Q.J.<index>.
+func SubjectKey(subject string) string {
 	parts := strings.Split(subject, ".")
 	if len(parts) != 5 {
 		return ""
@@ -83,31 +83,31 @@ func subjectKey(subject string) string {
 	return parts[3]
 }
 
-func taskSubject(queue, key string, index int) string {
+func TaskSubject(queue, key string, index int) string {
 	return "runner.task." + queue + "." + key + "." + strconv.Itoa(index)
 }
 
-func resultSubject(key string, index int) string {
+func ResultSubject(key string, index int) string {
 	return "runner.result." + key + "." + strconv.Itoa(index)
 }
 
-func taskMsgID(key string, index, attempt, epoch int) string {
+func TaskMsgID(key string, index, attempt, epoch int) string {
 	return fmt.Sprintf("t.%s.%d.%d.%d", key, index, attempt, epoch)
 }
 
-func resultMsgID(key string, index, attempt, epoch int) string {
+func ResultMsgID(key string, index, attempt, epoch int) string {
 	return fmt.Sprintf("r.%s.%d.%d.%d", key, index, attempt, epoch)
 }
 
-// beatSubject is where the workers running a job's tasks tell its
+// BeatSubject is where the workers running a job's tasks tell its
 // coordinator so, on core NATS: runner.beat.J.
-func beatSubject(key string) string { return "runner.beat." + key }
+func BeatSubject(key string) string { return "runner.beat." + key }
 
-func workersConsumer(queue string) string { return "workers_" + queue }
-func jobConsumer(key string) string       { return "job_" + key }
+func WorkersConsumer(queue string) string { return "workers_" + queue }
+func JobConsumer(key string) string       { return "job_" + key }
 
-// task is the body of a task message.
-type task struct {
+// Task is the body of a task message.
+type Task struct {
 	JobID         string          `json:"job_id"`
 	Index         int             `json:"index"`
 	ItemID        string          `json:"item_id"`
@@ -117,23 +117,23 @@ type task struct {
 	MaxDeliveries int             `json:"max_deliveries"`
 }
 
-// result is the body of a result message.
-type result struct {
+// Result is the body of a result message.
+type Result struct {
 	Index      int              `json:"index"`
 	Attempt    int              `json:"attempt"`
 	Epoch      int              `json:"epoch"`
 	Worker     string           `json:"worker"`
 	Delivery   int              `json:"delivery"`
 	Failed     bool             `json:"failed,omitempty"`
-	Failure    *failure         `json:"failure,omitempty"`
+	Failure    *Failure         `json:"failure,omitempty"`
 	Output     string           `json:"output,omitempty"`
 	DurationMS int64            `json:"duration_ms"`
 	Events     []eventlog.Event `json:"events,omitempty"`
 	LogTail    string           `json:"log_tail,omitempty"`
 }
 
-// failure is a failed attempt as a result carries it.
-type failure struct {
+// Failure is a failed attempt as a result carries it.
+type Failure struct {
 	Attempt    int       `json:"attempt"`
 	At         time.Time `json:"at"`
 	Kind       string    `json:"kind"`
@@ -144,25 +144,25 @@ type failure struct {
 	DurationMS int64     `json:"duration_ms"`
 }
 
-func wireFailure(f itemtask.Failure) *failure {
-	return &failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
+func WireFailure(f itemtask.Failure) *Failure {
+	return &Failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
 		StderrTail: f.StderrTail, Step: f.Step, DurationMS: f.Duration.Milliseconds()}
 }
 
-func (f *failure) local() itemtask.Failure {
+func (f *Failure) Local() itemtask.Failure {
 	return itemtask.Failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
 		StderrTail: f.StderrTail, Step: f.Step, Duration: time.Duration(f.DurationMS) * time.Millisecond}
 }
 
-// trim keeps the result's body under maxResult: the log tail goes first,
+// Trim keeps the result's body under maxResult: the log tail goes first,
 // then the events' messages, then the events.
-func (r *result) trim() ([]byte, error) {
+func (r *Result) Trim() ([]byte, error) {
 	data, err := json.Marshal(r)
-	if err != nil || len(data) <= maxResult {
+	if err != nil || len(data) <= MaxResult {
 		return data, err
 	}
 	r.LogTail = ""
-	if data, err = json.Marshal(r); err != nil || len(data) <= maxResult {
+	if data, err = json.Marshal(r); err != nil || len(data) <= MaxResult {
 		return data, err
 	}
 	for i, e := range r.Events {
@@ -170,20 +170,20 @@ func (r *result) trim() ([]byte, error) {
 			r.Events[i] = e.Redacted(func(string) string { return "" })
 		}
 	}
-	if data, err = json.Marshal(r); err != nil || len(data) <= maxResult {
+	if data, err = json.Marshal(r); err != nil || len(data) <= MaxResult {
 		return data, err
 	}
 	r.Events = nil
 	return json.Marshal(r)
 }
 
-// beat is the body of a worker's notice that it runs a task, published on
+// Beat is the body of a worker's notice that it runs a task, published on
 // core NATS (nothing stores it) when the run starts and after each
 // heartbeat the server answers: the coordinator sees from it a task whose
 // worker stopped answering, which waits for the server to deliver it
 // again, and each delivery after the first. One lost only delays what
 // the coordinator shows.
-type beat struct {
+type Beat struct {
 	Index     int    `json:"index"`
 	Attempt   int    `json:"attempt"`
 	Worker    string `json:"worker"`
@@ -191,9 +191,9 @@ type beat struct {
 	AckWaitMS int64  `json:"ack_wait_ms"`
 }
 
-// spec is the job's entry in RUNNER_JOBS (§11.6): what a worker needs to
+// Spec is the job's entry in RUNNER_JOBS (§11.6): what a worker needs to
 // run its items, and whether it is running.
-type spec struct {
+type Spec struct {
 	Proto         string          `json:"proto"`
 	RunnerVersion string          `json:"runner_version"`
 	JobID         string          `json:"job_id"`
@@ -207,25 +207,25 @@ type spec struct {
 
 // Job statuses in the spec.
 const (
-	statusRunning     = "running"
-	statusInterrupted = "interrupted"
+	StatusRunning     = "running"
+	StatusInterrupted = "interrupted"
 )
 
-// newMsg is a message to subj carrying body, with the protocol headers.
-func newMsg(subj, jobID string, body []byte) *nats.Msg {
+// NewMsg is a message to subj carrying body, with the protocol headers.
+func NewMsg(subj, jobID string, body []byte) *nats.Msg {
 	m := nats.NewMsg(subj)
-	m.Header.Set(headerProto, proto)
+	m.Header.Set(HeaderProto, Proto)
 	m.Header.Set(headerJob, jobID)
 	m.Data = body
 	return m
 }
 
-// publish publishes m with its message id until the server has stored it
+// Publish publishes m with its message id until the server has stored it
 // (a PubAck) or ctx ends: a lost or late PubAck is answered by publishing
 // again under the same id, which the server's duplicate window drops.
-func publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg, id string) error {
+func Publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg, id string) error {
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		cctx, cancel := context.WithTimeout(ctx, callDeadline)
+		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
 		_, err := js.PublishMsg(cctx, m, jetstream.WithMsgID(id))
 		cancel()
 		if err == nil {
@@ -242,22 +242,22 @@ func publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg, id string
 	}
 }
 
-// ack acknowledges msg and waits for the server to confirm, at most
+// Ack acknowledges msg and waits for the server to confirm, at most
 // ackDeadline: a server restarted after a kill -9 may have forgotten the
 // delivery and never answer (§11.7).
-func ack(ctx context.Context, msg jetstream.Msg) error {
-	ctx, cancel := context.WithTimeout(ctx, ackDeadline)
+func Ack(ctx context.Context, msg jetstream.Msg) error {
+	ctx, cancel := context.WithTimeout(ctx, AckDeadline)
 	defer cancel()
 	return msg.DoubleAck(ctx)
 }
 
-// next pulls one message from c, waiting at most 30 s (or until ctx's
+// Next pulls one message from c, waiting at most 30 s (or until ctx's
 // deadline); the server's heartbeats every 2 s tell a pull that a
 // restarted server forgot (one shorter than 6 s has none: it ends soon
 // anyway, and the client refuses heartbeats over half its wait). After an
 // error other than an empty pull it pauses, as the client is reconnecting
 // meanwhile.
-func next(ctx context.Context, c jetstream.Consumer) (jetstream.Msg, error) {
+func Next(ctx context.Context, c jetstream.Consumer) (jetstream.Msg, error) {
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	opts := []jetstream.FetchOpt{jetstream.FetchContext(pctx)}

@@ -87,28 +87,28 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := openObjects(ctx, js, nil)
+	objs, err := OpenObjects(ctx, js, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := nextEpoch(j.UpdateMeta, state.Dist{Queue: DefaultQueue, Key: newJobKey("j")})
+	rec, err := nextEpoch(j.UpdateMeta, state.Dist{Queue: DefaultQueue, Key: NewJobKey("j")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := rec.Key
 	ended := &Dispatcher{j: mapreduce.View(j), objs: objs, queue: DefaultQueue, key: key, maxDel: DefaultMaxDeliveries, version: "test"}
-	if err := ended.putSpec(ctx, statusRunning); err != nil {
+	if err := ended.putSpec(ctx, StatusRunning); err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(task{JobID: "j", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
-	if err := publish(ctx, js, newMsg(taskSubject(DefaultQueue, key, 0), "j", body), taskMsgID(key, 0, 1, 1)); err != nil {
+	body, _ := json.Marshal(Task{JobID: "j", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
+	if err := Publish(ctx, js, NewMsg(TaskSubject(DefaultQueue, key, 0), "j", body), TaskMsgID(key, 0, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	body, _ = json.Marshal(result{Index: 1, Attempt: 1, Epoch: 1, Worker: "gone", Delivery: 1, Output: "2\n"})
-	if err := publish(ctx, js, newMsg(resultSubject(key, 1), "j", body), resultMsgID(key, 1, 1, 1)); err != nil {
+	body, _ = json.Marshal(Result{Index: 1, Attempt: 1, Epoch: 1, Worker: "gone", Delivery: 1, Output: "2\n"})
+	if err := Publish(ctx, js, NewMsg(ResultSubject(key, 1), "j", body), ResultMsgID(key, 1, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	results, err := objs.jobResults(ctx, key)
+	results, err := objs.JobResults(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if got := slices.Sorted(slices.Values(strings.Fields(string(runs)))); !slices.Equal(got, []string{"1", "3"}) {
 		t.Errorf("items run on resume: %q, want 1 (its task adopted) and 3 (published again), once each", got)
 	}
-	info, err := objs.tasks.Info(ctx)
+	info, err := objs.Tasks.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

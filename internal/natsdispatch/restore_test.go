@@ -45,7 +45,7 @@ map:
 			t.Fatal("no item started within 10 s")
 		}
 	}
-	for _, stream := range []string{tasksStream, resultsStream, "KV_" + jobsBucket} {
+	for _, stream := range []string{TasksStream, ResultsStream, "KV_" + JobsBucket} {
 		if err := js.DeleteStream(t.Context(), stream); err != nil {
 			t.Fatal(err)
 		}

@@ -85,7 +85,7 @@ func (h *holder) silent(now time.Time) bool {
 // onBeat records a worker's beat for the dispatch waiting for its task,
 // and the redelivery it shows.
 func (d *Dispatcher) onBeat(msg *nats.Msg) {
-	var b beat
+	var b Beat
 	if json.Unmarshal(msg.Data, &b) != nil {
 		return
 	}

@@ -55,7 +55,7 @@ type WorkerOptions struct {
 type Worker struct {
 	opts    WorkerOptions
 	js      jetstream.JetStream
-	objs    *objects
+	objs    *Objects
 	tasks   jetstream.Consumer
 	ackWait time.Duration // the consumer's, as the server has it
 	slots   itemtask.Slots
@@ -82,7 +82,7 @@ type tally struct {
 type workerJob struct {
 	key      string
 	revision uint64
-	spec     spec
+	spec     Spec
 	opened   itemtask.Opened // zero when unable says why it cannot be opened here
 	unable   error
 }
@@ -112,12 +112,12 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := openObjects(ctx, js, opts.Log)
+	objs, err := OpenObjects(ctx, js, opts.Log)
 	if err != nil {
 		return nil, err
 	}
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
-	if w.tasks, err = objs.workerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, DefaultAckWait)); err != nil {
+	if w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, DefaultAckWait)); err != nil {
 		return nil, err
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
@@ -205,7 +205,7 @@ func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, 
 		ctx, cancel = context.WithDeadline(ctx, until)
 		defer cancel()
 	}
-	return next(ctx, w.tasks)
+	return Next(ctx, w.tasks)
 }
 
 // summarize logs a summary every SummaryEvery, and once more when the
@@ -250,15 +250,15 @@ func (w *Worker) logSummary() {
 // jobs bucket is the coordinators' to make again, with their specs in it:
 // until then a task of a job this worker has not seen waits (see handle).
 func (w *Worker) restore(ctx context.Context, pullErr error) {
-	if !w.objs.lost(ctx, pullErr, tasksStream, workersConsumer(w.opts.Queue)) {
+	if !w.objs.Lost(ctx, pullErr, TasksStream, WorkersConsumer(w.opts.Queue)) {
 		return
 	}
 	w.logf("the NATS server lost queue %s's consumer (restarted on an empty store?): making the streams and the consumer again", w.opts.Queue)
-	objs := w.objs.remade()
-	err := objs.openStreams(ctx)
+	objs := w.objs.Remade()
+	err := objs.OpenStreams(ctx)
 	if err == nil {
 		var c jetstream.Consumer
-		if c, err = objs.workerTasks(ctx, w.opts.Queue, w.ackWait); err == nil {
+		if c, err = objs.WorkerTasks(ctx, w.opts.Queue, w.ackWait); err == nil {
 			w.tasks = c
 		}
 	}
@@ -273,12 +273,12 @@ func (w *Worker) idle() bool { return len(w.slots) == 0 }
 // handle runs one task message to its result.
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hold) {
 	received := time.Now()
-	if msg.Headers().Get(headerProto) != proto {
+	if msg.Headers().Get(HeaderProto) != Proto {
 		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
 		return
 	}
-	var t task
-	key := subjectKey(msg.Subject())
+	var t Task
+	key := SubjectKey(msg.Subject())
 	if err := json.Unmarshal(msg.Data(), &t); err != nil || key == "" {
 		_ = msg.TermWithReason("unreadable task")
 		return
@@ -296,39 +296,39 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		w.logf("job %s: %v", t.JobID, err)
 		_ = msg.NakWithDelay(5 * time.Second)
 		return
-	case wj.spec.Status != statusRunning:
+	case wj.spec.Status != StatusRunning:
 		_ = msg.TermWithReason("job " + wj.spec.Status)
 		return
 	}
-	r := result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
+	r := Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
 	switch {
 	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
-		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
+		r.Failed, r.Failure = true, &Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
 			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", delivery, t.MaxDeliveries)}
 	case wj.unable != nil:
-		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
+		r.Failed, r.Failure = true, &Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
 	default:
 		var ok bool
 		if r, ok = w.run(ctx, wj, t, msg, received, sl, r); !ok {
 			return
 		}
 	}
-	body, err := r.trim()
+	body, err := r.Trim()
 	if err != nil {
 		w.logf("item %s: %v", t.ItemID, err)
 		return
 	}
-	m := newMsg(resultSubject(key, t.Index), t.JobID, body)
+	m := NewMsg(ResultSubject(key, t.Index), t.JobID, body)
 	// The run ended: its result is stored and its task acknowledged even
 	// when the worker is stopping meanwhile.
 	ctx = context.WithoutCancel(ctx)
 	pctx, cancel := context.WithTimeout(ctx, w.ackWait)
 	defer cancel()
-	if err := publish(pctx, w.js, m, resultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
+	if err := Publish(pctx, w.js, m, ResultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	if err := ack(ctx, msg); err != nil {
+	if err := Ack(ctx, msg); err != nil {
 		// The task comes back; its second result is dropped by the
 		// coordinator (first result per attempt wins).
 		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
@@ -337,7 +337,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 }
 
 // logTask logs the result of a task that took d, and counts it.
-func (w *Worker) logTask(t task, r result, d time.Duration) {
+func (w *Worker) logTask(t Task, r Result, d time.Duration) {
 	which := fmt.Sprintf("job %s item %s%s", t.JobID, t.ItemID, attemptNote(t.Attempt))
 	if r.Failed {
 		w.tally.failed.Add(1)
@@ -375,7 +375,7 @@ func firstLine(s string) string {
 // run runs the item of t with its job's template, sending heartbeats. It
 // reports false when the run stopped without a result to send: the job
 // was interrupted, the server stopped answering, or the worker stopped.
-func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r result) (result, bool) {
+func (w *Worker) run(ctx context.Context, wj *workerJob, t Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r Result) (Result, bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel}
@@ -414,10 +414,10 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 		return r, false
 	}
 	mask := wj.opened.Mask
-	r.Output = tail(mask(out.Output), maxOutput)
+	r.Output = tail(mask(out.Output), MaxOutput)
 	r.DurationMS = out.Duration.Milliseconds()
 	if out.Failed {
-		f := wireFailure(out.Failure)
+		f := WireFailure(out.Failure)
 		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
 		r.Failed, r.Failure = true, f
 	}
@@ -426,7 +426,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 		r.Events = append(r.Events, e.Redacted(mask))
 	}
 	w.mu.Unlock()
-	r.LogTail = mask(readTail(logPath, logStart, maxLogTail))
+	r.LogTail = mask(readTail(logPath, logStart, MaxLogTail))
 	return r, true
 }
 
@@ -467,10 +467,10 @@ func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop co
 
 // announce tells the coordinator of the job of key that this worker runs
 // t, in its delivery-th delivery (a beat).
-func (w *Worker) announce(key string, t task, delivery int) {
-	body, err := json.Marshal(beat{Index: t.Index, Attempt: t.Attempt, Worker: w.opts.Name, Delivery: delivery, AckWaitMS: w.ackWait.Milliseconds()})
+func (w *Worker) announce(key string, t Task, delivery int) {
+	body, err := json.Marshal(Beat{Index: t.Index, Attempt: t.Attempt, Worker: w.opts.Name, Delivery: delivery, AckWaitMS: w.ackWait.Milliseconds()})
 	if err == nil {
-		_ = w.opts.Conn.PublishMsg(newMsg(beatSubject(key), t.JobID, body))
+		_ = w.opts.Conn.PublishMsg(NewMsg(BeatSubject(key), t.JobID, body))
 	}
 }
 
@@ -481,13 +481,13 @@ func (w *Worker) announce(key string, t task, delivery int) {
 func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 	w.mu.Lock()
 	wj, ok := w.jobs[key]
-	fresh := ok && wj.spec.Status == statusRunning && wj.revision >= w.revisions[key]
+	fresh := ok && wj.spec.Status == StatusRunning && wj.revision >= w.revisions[key]
 	w.mu.Unlock()
 	if fresh {
 		return wj, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, callDeadline)
-	entry, err := w.objs.jobs.Get(cctx, key)
+	cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+	entry, err := w.objs.Jobs.Get(cctx, key)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -497,15 +497,15 @@ func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 	if wj, ok := w.jobs[key]; ok && wj.revision == entry.Revision() {
 		return wj, nil
 	}
-	var sp spec
+	var sp Spec
 	if err := json.Unmarshal(entry.Value(), &sp); err != nil {
 		return nil, fmt.Errorf("its spec: %w", err)
 	}
-	if sp.Proto != proto {
-		return nil, fmt.Errorf("its spec speaks protocol %q, this worker %q", sp.Proto, proto)
+	if sp.Proto != Proto {
+		return nil, fmt.Errorf("its spec speaks protocol %q, this worker %q", sp.Proto, Proto)
 	}
 	wj = &workerJob{key: key, revision: entry.Revision(), spec: sp}
-	if sp.Status == statusRunning {
+	if sp.Status == StatusRunning {
 		wj.unable = w.open(wj)
 	}
 	w.jobs[key] = wj
@@ -540,7 +540,7 @@ func (w *Worker) open(wj *workerJob) error {
 // or is gone, until ctx ends.
 func (w *Worker) watchJobs(ctx context.Context) {
 	for ctx.Err() == nil {
-		watcher, err := w.objs.jobs.WatchAll(ctx, jetstream.UpdatesOnly())
+		watcher, err := w.objs.Jobs.WatchAll(ctx, jetstream.UpdatesOnly())
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -552,10 +552,10 @@ func (w *Worker) watchJobs(ctx context.Context) {
 			if entry == nil {
 				continue
 			}
-			var sp spec
+			var sp Spec
 			gone := entry.Operation() != jetstream.KeyValuePut
 			w.noteRevision(entry.Key(), entry.Revision(), gone)
-			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == statusRunning {
+			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == StatusRunning {
 				continue
 			}
 			w.stopJob(entry.Key())
