@@ -12,7 +12,8 @@ import (
 
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/natsdispatch"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natscoord"
 	"github.com/runnerdev/runner/internal/progress"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
@@ -22,7 +23,7 @@ import (
 // natsOptions are the flags that reach a NATS server, named as the nats
 // CLI names them, and the worker pool (SPEC §11.8).
 type natsOptions struct {
-	Conn  natsdispatch.Connection
+	Conn  natsconn.Connection
 	Queue string
 }
 
@@ -48,7 +49,7 @@ type natsRun struct {
 	conn          *nats.Conn
 	where         state.Dist
 	maxDeliveries int
-	watch         natsdispatch.Watch // the job's tasks on the workers, for the status line
+	watch         natscoord.Watch // the job's tasks on the workers, for the status line
 }
 
 // connectNATS connects a run, resume or dlq retry of wf to NATS when the
@@ -73,26 +74,26 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		}
 		return usagef("--nats runs a MapReduce workflow's items on workers; %s is a standard workflow", wf.File)
 	}
-	if err := mapreduce.Supports(wf, natsdispatch.New(natsdispatch.Options{})); err != nil {
+	if err := mapreduce.Supports(wf, natscoord.New(natscoord.Options{})); err != nil {
 		return usagef("%v, or run without --nats", err)
 	}
 	var fromFile workflow.Distributed
 	if wf.Distributed != nil {
 		fromFile = *wf.Distributed
 	}
-	queue := cmp.Or(o.NATS.Queue, storedQueue(stored), fromFile.Queue, natsdispatch.DefaultQueue)
-	if err := natsdispatch.CheckQueue(queue); err != nil {
+	queue := cmp.Or(o.NATS.Queue, storedQueue(stored), fromFile.Queue, natsconn.DefaultQueue)
+	if err := natsconn.CheckQueue(queue); err != nil {
 		return usagef("--queue: %v", err)
 	}
 	c := flags.FromEnv(os.Getenv, false)
-	conn, err := natsdispatch.Connect(ctx, c, "runner "+wf.Name)
+	conn, err := natsconn.Connect(ctx, c, "runner "+wf.Name)
 	if err != nil {
 		return err
 	}
 	o.nats = &natsRun{
 		conn:          conn,
 		where:         state.Dist{URL: c.Redacted(), Context: c.Context, Queue: queue},
-		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, natsdispatch.DefaultMaxDeliveries),
+		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, natsconn.DefaultMaxDeliveries),
 	}
 	return nil
 }
@@ -117,7 +118,7 @@ func refuseCarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]s
 // dispatcher is where a job's items go on NATS, showing each item's output
 // on live (nil: not) when its result arrives.
 func (r *natsRun) dispatcher(live *itemtask.Live) itemtask.Backend {
-	return natsdispatch.New(natsdispatch.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
+	return natscoord.New(natscoord.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
 }
 
 // close closes the connection once its job is done with it.
@@ -145,7 +146,7 @@ func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
 	go func() {
 		defer close(done)
 		for {
-			if pulling, busy, err := natsdispatch.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
+			if pulling, busy, err := natsconn.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
 				s := r.watch.Stranded()
 				d.SetQueue(progress.Queue{
 					Name: r.where.Queue, Pulling: pulling, Busy: max(busy-s.Tasks, 0), // a lost worker's slot is not busy

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerdev/runner/internal/natsdispatch"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -17,7 +17,7 @@ func TestConnectNATSRefusesWorktrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := parallelOptions{NATS: natsOptions{Conn: natsdispatch.Connection{URL: "nats://127.0.0.1:1"}}}
+	o := parallelOptions{NATS: natsOptions{Conn: natsconn.Connection{URL: "nats://127.0.0.1:1"}}}
 	err = o.connectNATS(t.Context(), wf, nil)
 	if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), "cannot run on NATS workers yet") || !strings.HasSuffix(err.Error(), ", or run without --nats") {
 		t.Fatalf("connectNATS = %v, want the worktree refusal as a usage error", err)

@@ -1,4 +1,4 @@
-package natsdispatch
+package natsworker
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"io"
 	"os"
 	"path/filepath"
@@ -55,7 +56,7 @@ type WorkerOptions struct {
 type Worker struct {
 	opts    WorkerOptions
 	js      jetstream.JetStream
-	objs    *Objects
+	objs    *natsconn.Objects
 	tasks   jetstream.Consumer
 	ackWait time.Duration // the consumer's, as the server has it
 	slots   itemtask.Slots
@@ -82,7 +83,7 @@ type tally struct {
 type workerJob struct {
 	key      string
 	revision uint64
-	spec     Spec
+	spec     natsconn.Spec
 	opened   itemtask.Opened // zero when unable says why it cannot be opened here
 	unable   error
 }
@@ -105,19 +106,19 @@ var (
 // NewWorker connects a worker to its queue, creating the NATS objects it
 // needs if they are missing.
 func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
-	if err := CheckQueue(opts.Queue); err != nil {
+	if err := natsconn.CheckQueue(opts.Queue); err != nil {
 		return nil, err
 	}
 	js, err := jetstream.New(opts.Conn)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := OpenObjects(ctx, js, opts.Log)
+	objs, err := natsconn.OpenObjects(ctx, js, opts.Log)
 	if err != nil {
 		return nil, err
 	}
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
-	if w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, DefaultAckWait)); err != nil {
+	if w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait)); err != nil {
 		return nil, err
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
@@ -205,7 +206,7 @@ func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, 
 		ctx, cancel = context.WithDeadline(ctx, until)
 		defer cancel()
 	}
-	return Next(ctx, w.tasks)
+	return natsconn.Next(ctx, w.tasks)
 }
 
 // summarize logs a summary every SummaryEvery, and once more when the
@@ -250,7 +251,7 @@ func (w *Worker) logSummary() {
 // jobs bucket is the coordinators' to make again, with their specs in it:
 // until then a task of a job this worker has not seen waits (see handle).
 func (w *Worker) restore(ctx context.Context, pullErr error) {
-	if !w.objs.Lost(ctx, pullErr, TasksStream, WorkersConsumer(w.opts.Queue)) {
+	if !w.objs.Lost(ctx, pullErr, natsconn.TasksStream, natsconn.WorkersConsumer(w.opts.Queue)) {
 		return
 	}
 	w.logf("the NATS server lost queue %s's consumer (restarted on an empty store?): making the streams and the consumer again", w.opts.Queue)
@@ -273,12 +274,12 @@ func (w *Worker) idle() bool { return len(w.slots) == 0 }
 // handle runs one task message to its result.
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hold) {
 	received := time.Now()
-	if msg.Headers().Get(HeaderProto) != Proto {
+	if msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
 		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
 		return
 	}
-	var t Task
-	key := SubjectKey(msg.Subject())
+	var t natsconn.Task
+	key := natsconn.SubjectKey(msg.Subject())
 	if err := json.Unmarshal(msg.Data(), &t); err != nil || key == "" {
 		_ = msg.TermWithReason("unreadable task")
 		return
@@ -296,17 +297,17 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		w.logf("job %s: %v", t.JobID, err)
 		_ = msg.NakWithDelay(5 * time.Second)
 		return
-	case wj.spec.Status != StatusRunning:
+	case wj.spec.Status != natsconn.StatusRunning:
 		_ = msg.TermWithReason("job " + wj.spec.Status)
 		return
 	}
-	r := Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
+	r := natsconn.Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
 	switch {
 	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
-		r.Failed, r.Failure = true, &Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
+		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
 			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", delivery, t.MaxDeliveries)}
 	case wj.unable != nil:
-		r.Failed, r.Failure = true, &Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
+		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
 	default:
 		var ok bool
 		if r, ok = w.run(ctx, wj, t, msg, received, sl, r); !ok {
@@ -318,17 +319,17 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		w.logf("item %s: %v", t.ItemID, err)
 		return
 	}
-	m := NewMsg(ResultSubject(key, t.Index), t.JobID, body)
+	m := natsconn.NewMsg(natsconn.ResultSubject(key, t.Index), t.JobID, body)
 	// The run ended: its result is stored and its task acknowledged even
 	// when the worker is stopping meanwhile.
 	ctx = context.WithoutCancel(ctx)
 	pctx, cancel := context.WithTimeout(ctx, w.ackWait)
 	defer cancel()
-	if err := Publish(pctx, w.js, m, ResultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
+	if err := natsconn.Publish(pctx, w.js, m, natsconn.ResultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	if err := Ack(ctx, msg); err != nil {
+	if err := natsconn.Ack(ctx, msg); err != nil {
 		// The task comes back; its second result is dropped by the
 		// coordinator (first result per attempt wins).
 		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
@@ -337,7 +338,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 }
 
 // logTask logs the result of a task that took d, and counts it.
-func (w *Worker) logTask(t Task, r Result, d time.Duration) {
+func (w *Worker) logTask(t natsconn.Task, r natsconn.Result, d time.Duration) {
 	which := fmt.Sprintf("job %s item %s%s", t.JobID, t.ItemID, attemptNote(t.Attempt))
 	if r.Failed {
 		w.tally.failed.Add(1)
@@ -375,7 +376,7 @@ func firstLine(s string) string {
 // run runs the item of t with its job's template, sending heartbeats. It
 // reports false when the run stopped without a result to send: the job
 // was interrupted, the server stopped answering, or the worker stopped.
-func (w *Worker) run(ctx context.Context, wj *workerJob, t Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r Result) (Result, bool) {
+func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel}
@@ -414,10 +415,10 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t Task, msg jetstream.M
 		return r, false
 	}
 	mask := wj.opened.Mask
-	r.Output = tail(mask(out.Output), MaxOutput)
+	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
 	r.DurationMS = out.Duration.Milliseconds()
 	if out.Failed {
-		f := WireFailure(out.Failure)
+		f := natsconn.WireFailure(out.Failure)
 		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
 		r.Failed, r.Failure = true, f
 	}
@@ -426,7 +427,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t Task, msg jetstream.M
 		r.Events = append(r.Events, e.Redacted(mask))
 	}
 	w.mu.Unlock()
-	r.LogTail = mask(readTail(logPath, logStart, MaxLogTail))
+	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
 	return r, true
 }
 
@@ -467,10 +468,10 @@ func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop co
 
 // announce tells the coordinator of the job of key that this worker runs
 // t, in its delivery-th delivery (a beat).
-func (w *Worker) announce(key string, t Task, delivery int) {
-	body, err := json.Marshal(Beat{Index: t.Index, Attempt: t.Attempt, Worker: w.opts.Name, Delivery: delivery, AckWaitMS: w.ackWait.Milliseconds()})
+func (w *Worker) announce(key string, t natsconn.Task, delivery int) {
+	body, err := json.Marshal(natsconn.Beat{Index: t.Index, Attempt: t.Attempt, Worker: w.opts.Name, Delivery: delivery, AckWaitMS: w.ackWait.Milliseconds()})
 	if err == nil {
-		_ = w.opts.Conn.PublishMsg(NewMsg(BeatSubject(key), t.JobID, body))
+		_ = w.opts.Conn.PublishMsg(natsconn.NewMsg(natsconn.BeatSubject(key), t.JobID, body))
 	}
 }
 
@@ -481,12 +482,12 @@ func (w *Worker) announce(key string, t Task, delivery int) {
 func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 	w.mu.Lock()
 	wj, ok := w.jobs[key]
-	fresh := ok && wj.spec.Status == StatusRunning && wj.revision >= w.revisions[key]
+	fresh := ok && wj.spec.Status == natsconn.StatusRunning && wj.revision >= w.revisions[key]
 	w.mu.Unlock()
 	if fresh {
 		return wj, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+	cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
 	entry, err := w.objs.Jobs.Get(cctx, key)
 	cancel()
 	if err != nil {
@@ -497,15 +498,15 @@ func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 	if wj, ok := w.jobs[key]; ok && wj.revision == entry.Revision() {
 		return wj, nil
 	}
-	var sp Spec
+	var sp natsconn.Spec
 	if err := json.Unmarshal(entry.Value(), &sp); err != nil {
 		return nil, fmt.Errorf("its spec: %w", err)
 	}
-	if sp.Proto != Proto {
-		return nil, fmt.Errorf("its spec speaks protocol %q, this worker %q", sp.Proto, Proto)
+	if sp.Proto != natsconn.Proto {
+		return nil, fmt.Errorf("its spec speaks protocol %q, this worker %q", sp.Proto, natsconn.Proto)
 	}
 	wj = &workerJob{key: key, revision: entry.Revision(), spec: sp}
-	if sp.Status == StatusRunning {
+	if sp.Status == natsconn.StatusRunning {
 		wj.unable = w.open(wj)
 	}
 	w.jobs[key] = wj
@@ -552,10 +553,10 @@ func (w *Worker) watchJobs(ctx context.Context) {
 			if entry == nil {
 				continue
 			}
-			var sp Spec
+			var sp natsconn.Spec
 			gone := entry.Operation() != jetstream.KeyValuePut
 			w.noteRevision(entry.Key(), entry.Revision(), gone)
-			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == StatusRunning {
+			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == natsconn.StatusRunning {
 				continue
 			}
 			w.stopJob(entry.Key())

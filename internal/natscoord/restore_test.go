@@ -1,8 +1,9 @@
-package natsdispatch
+package natscoord
 
 import (
 	"context"
 	"fmt"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"io"
 	"os"
 	"path/filepath"
@@ -33,10 +34,10 @@ map:
         exit 9
 `, items, dir)
 	j := startJob(t, dir, file)
-	runWorker(t, srv, DefaultQueue)
+	runWorker(t, srv, natsconn.DefaultQueue)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}, Warn: io.Discard})
+	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard})
 	if !eventually(func() bool { m, _ := filepath.Glob("started.*"); return len(m) > 0 }) {
 		select {
 		case r := <-done:
@@ -45,7 +46,7 @@ map:
 			t.Fatal("no item started within 10 s")
 		}
 	}
-	for _, stream := range []string{TasksStream, ResultsStream, "KV_" + JobsBucket} {
+	for _, stream := range []string{natsconn.TasksStream, natsconn.ResultsStream, "KV_" + natsconn.JobsBucket} {
 		if err := js.DeleteStream(t.Context(), stream); err != nil {
 			t.Fatal(err)
 		}

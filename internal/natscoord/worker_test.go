@@ -1,16 +1,15 @@
-package natsdispatch
+package natscoord
 
 import (
 	"context"
-	"io"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natsworker"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/internal/dispatchtest"
-	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -45,7 +44,7 @@ map:
     - shell: "test ${item} != 2"
 `)
 	log := &logBuffer{}
-	w, err := NewWorker(t.Context(), WorkerOptions{Conn: srv.Connect(t), Queue: DefaultQueue, Concurrency: 2, Name: "w",
+	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 2, Name: "w",
 		AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: log, Open: openPortable("w"), SummaryEvery: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +54,7 @@ map:
 	go func() { stopped <- w.Run(ctx) }()
 	ctx2, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if r := <-runMap(ctx2, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}}); r.err != nil {
+	if r := <-runMap(ctx2, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}}); r.err != nil {
 		t.Fatal(r.err)
 	}
 	summary := "runner worker w: 3 tasks ended since the start (2 succeeded, 1 failed, 0 stopped); 0 of 2 slots busy\n"
@@ -77,22 +76,5 @@ map:
 		if n := len(regexp.MustCompile(want).FindAllString(out, -1)); n != 1 {
 			t.Errorf("%d lines match %s, want 1, in:\n%s", n, want, out)
 		}
-	}
-}
-
-// A worker that ends after IdleExit without a task leaves nothing of its
-// own running: its watch of the jobs bucket ends with Run.
-func TestWorkerIdleExitEndsItsGoroutines(t *testing.T) {
-	srv := natstest.Start(t)
-	w, err := NewWorker(t.Context(), WorkerOptions{Conn: srv.Connect(t), Queue: DefaultQueue, Concurrency: 1, Name: "idle",
-		AckWait: 2 * time.Second, IdleExit: time.Millisecond, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("idle")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if n := dispatchtest.Goroutines("github.com/runnerdev/runner/internal/natsdispatch.(*Worker)."); n != 0 {
-		t.Errorf("%d goroutines of the worker run on after Run returned", n)
 	}
 }

@@ -1,4 +1,4 @@
-package natsdispatch_test
+package natscoord_test
 
 import (
 	"context"
@@ -12,8 +12,10 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
-	"github.com/runnerdev/runner/internal/natsdispatch"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natscoord"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
@@ -32,17 +34,17 @@ func ExampleWorker() {
 	}
 	defer srv.Shutdown()
 	ctx := context.Background()
-	where := natsdispatch.Connection{URL: srv.URL()}
+	where := natsconn.Connection{URL: srv.URL()}
 
 	// The worker: as `runner worker` makes it.
-	wc, err := natsdispatch.Connect(ctx, where, "example worker")
+	wc, err := natsconn.Connect(ctx, where, "example worker")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer wc.Close()
-	w, err := natsdispatch.NewWorker(ctx, natsdispatch.WorkerOptions{
-		Conn: wc, Queue: natsdispatch.DefaultQueue, Concurrency: 2, Name: "w1", StoreDir: filepath.Join(dir, "worker"),
+	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{
+		Conn: wc, Queue: natsconn.DefaultQueue, Concurrency: 2, Name: "w1", StoreDir: filepath.Join(dir, "worker"),
 		Open: func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
 			return mapreduce.OpenPortable(portable, dir, "w1", emit)
 		},
@@ -72,14 +74,14 @@ reduce:
 		return
 	}
 	defer j.Close()
-	jc, err := natsdispatch.Connect(ctx, where, "example job")
+	jc, err := natsconn.Connect(ctx, where, "example job")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer jc.Close()
 	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
-		Dispatcher: natsdispatch.New(natsdispatch.Options{Conn: jc, Dist: state.Dist{Queue: natsdispatch.DefaultQueue}}),
+		Dispatcher: natscoord.New(natscoord.Options{Conn: jc, Dist: state.Dist{Queue: natsconn.DefaultQueue}}),
 		DLQ:        jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), io.Discard),
 	})
 	fmt.Println(sum.Items.Succeeded, err)

@@ -1,9 +1,11 @@
-package natsdispatch
+package natscoord
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natsworker"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,14 +30,14 @@ import (
 // The unit paths of §11.9.10, against an in-process server.
 
 // serve connects to a new server and opens runner's objects there.
-func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *Objects) {
+func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *natsconn.Objects) {
 	t.Helper()
 	srv := natstest.Start(t)
 	js, err := jetstream.New(srv.Connect(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := OpenObjects(t.Context(), js, nil)
+	objs, err := natsconn.OpenObjects(t.Context(), js, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut func()) {
 	t.Helper()
 	nc := srv.Connect(t)
-	w, err := NewWorker(t.Context(), WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
+	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,19 +146,19 @@ func TestWorkerLeavesUnknownProtocol(t *testing.T) {
 	t.Parallel()
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
-	m := NewMsg(TaskSubject("q", NewJobKey("j"), 0), "j", []byte(`{"job_id":"j"}`))
-	m.Header.Set(HeaderProto, "99")
-	if err := Publish(t.Context(), js, m, "t.future"); err != nil {
+	m := natsconn.NewMsg(natsconn.TaskSubject("q", natsconn.NewJobKey("j"), 0), "j", []byte(`{"job_id":"j"}`))
+	m.Header.Set(natsconn.HeaderProto, "99")
+	if err := natsconn.Publish(t.Context(), js, m, "t.future"); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(func() bool { return consumerInfo(t, js, TasksStream, "workers_q").Delivered.Consumer > 0 }) {
+	if !eventually(func() bool { return consumerInfo(t, js, natsconn.TasksStream, "workers_q").Delivered.Consumer > 0 }) {
 		t.Fatal("the worker never pulled the task")
 	}
 	time.Sleep(time.Second) // the scenario: a second in which a tight loop would deliver it again
 	if st := streamState(t, objs.Tasks); st.Msgs != 1 {
 		t.Errorf("the stream holds %d tasks, want the unknown one kept", st.Msgs)
 	}
-	if c := consumerInfo(t, js, TasksStream, "workers_q"); c.Delivered.Consumer != 1 {
+	if c := consumerInfo(t, js, natsconn.TasksStream, "workers_q"); c.Delivered.Consumer != 1 {
 		t.Errorf("the task was delivered %d times within a second, want once (NakWithDelay 5s)", c.Delivered.Consumer)
 	}
 }
@@ -167,9 +169,9 @@ func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 	t.Parallel()
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
-	key := NewJobKey("gone")
-	body, _ := json.Marshal(Task{JobID: "gone", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
-	if err := Publish(t.Context(), js, NewMsg(TaskSubject("q", key, 0), "gone", body), TaskMsgID(key, 0, 1, 1)); err != nil {
+	key := natsconn.NewJobKey("gone")
+	body, _ := json.Marshal(natsconn.Task{JobID: "gone", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
+	if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.TaskSubject("q", key, 0), "gone", body), natsconn.TaskMsgID(key, 0, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
@@ -185,10 +187,10 @@ func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 func TestRepublishedTaskIsStoredOnce(t *testing.T) {
 	t.Parallel()
 	_, js, objs := serve(t)
-	key := NewJobKey("j")
-	body, _ := json.Marshal(Task{JobID: "j", Index: 3, ItemID: "4", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"4"`), MaxDeliveries: 4})
+	key := natsconn.NewJobKey("j")
+	body, _ := json.Marshal(natsconn.Task{JobID: "j", Index: 3, ItemID: "4", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"4"`), MaxDeliveries: 4})
 	for _, epoch := range []int{1, 1, 2} {
-		if err := Publish(t.Context(), js, NewMsg(TaskSubject("q", key, 3), "j", body), TaskMsgID(key, 3, 1, epoch)); err != nil {
+		if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.TaskSubject("q", key, 3), "j", body), natsconn.TaskMsgID(key, 3, 1, epoch)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -230,13 +232,13 @@ func TestAckGivesUpWhenNoConfirmationComes(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- Ack(context.Background(), msg) }()
+	go func() { done <- natsconn.Ack(context.Background(), msg) }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("ack: %v, want its deadline exceeded", err)
 		}
-	case <-time.After(4 * AckDeadline):
+	case <-time.After(4 * natsconn.AckDeadline):
 		t.Fatal("ack still waits for a confirmation that never comes")
 	}
 }
@@ -247,7 +249,7 @@ func TestOversizedItemFailsAsSpawn(t *testing.T) {
 	srv, _, objs := serve(t)
 	dir := t.TempDir()
 	t.Chdir(dir)
-	big, _ := json.Marshal([]map[string]string{{"id": "big", "blob": strings.Repeat("x", MaxPayload)}, {"id": "small", "blob": "x"}})
+	big, _ := json.Marshal([]map[string]string{{"id": "big", "blob": strings.Repeat("x", natsconn.MaxPayload)}, {"id": "small", "blob": "x"}})
 	if err := os.WriteFile("items.json", big, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -260,11 +262,11 @@ map:
     - shell: "true"
 `
 	j := startJob(t, dir, file)
-	runWorker(t, srv, DefaultQueue)
+	runWorker(t, srv, natsconn.DefaultQueue)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
-		Dispatcher: New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}}),
+		Dispatcher: New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}}),
 		DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
 	})
 	if err != nil {
@@ -297,24 +299,24 @@ map:
 // messages, then its events; its output and failure stay.
 func TestResultTrim(t *testing.T) {
 	event := eventlog.Event{Type: eventlog.TypeStepFailed, Fields: map[string]any{"message": strings.Repeat("m", 200<<10)}}
-	r := Result{Index: 1, Output: "out", Failed: true, Failure: &Failure{Kind: "exit", Message: "boom"},
-		LogTail: strings.Repeat("l", MaxLogTail), Events: []eventlog.Event{event, event, event, event, event}}
+	r := natsconn.Result{Index: 1, Output: "out", Failed: true, Failure: &natsconn.Failure{Kind: "exit", Message: "boom"},
+		LogTail: strings.Repeat("l", natsconn.MaxLogTail), Events: []eventlog.Event{event, event, event, event, event}}
 	body, err := r.Trim()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got Result
+	var got natsconn.Result
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(body) > MaxResult || got.LogTail != "" || len(got.Events) != 5 || got.Events[0].Str("message") != "" {
+	if len(body) > natsconn.MaxResult || got.LogTail != "" || len(got.Events) != 5 || got.Events[0].Str("message") != "" {
 		t.Errorf("trimmed to %d bytes, log tail %d bytes, %d events (first message %d bytes); want under %d, no log tail, 5 events without messages",
-			len(body), len(got.LogTail), len(got.Events), len(got.Events[0].Str("message")), MaxResult)
+			len(body), len(got.LogTail), len(got.Events), len(got.Events[0].Str("message")), natsconn.MaxResult)
 	}
 	if got.Output != "out" || got.Failure == nil || got.Failure.Message != "boom" {
 		t.Errorf("trimming lost the output or the failure: %+v", got)
 	}
-	small := Result{Index: 1, LogTail: "tail"}
+	small := natsconn.Result{Index: 1, LogTail: "tail"}
 	if body, _ := small.Trim(); !strings.Contains(string(body), `"tail"`) {
 		t.Errorf("a small result was trimmed: %s", body)
 	}

@@ -1,4 +1,4 @@
-package natsdispatch
+package natsconn
 
 import (
 	"context"

@@ -1,7 +1,8 @@
-package natsdispatch
+package natscoord
 
 import (
 	"context"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"io"
 	"os"
 	"slices"
@@ -27,10 +28,10 @@ map:
     - shell: 'test -f released || { touch started; sleep 20; }'
 `)
 	var watch Watch
-	cutW1 := runNamedWorker(t, srv, DefaultQueue, "w1")
+	cutW1 := runNamedWorker(t, srv, natsconn.DefaultQueue, "w1")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}, Warn: io.Discard, Watch: &watch})
+	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, Watch: &watch})
 	if !eventually(func() bool { _, err := os.Stat("started"); return err == nil }) {
 		t.Fatal("worker w1 did not start the item within 10 s")
 	}
@@ -38,7 +39,7 @@ map:
 		t.Errorf("while w1 beats: %+v stranded, want none", s)
 	}
 	cutW1()
-	runNamedWorker(t, srv, DefaultQueue, "w2")
+	runNamedWorker(t, srv, natsconn.DefaultQueue, "w2")
 	var stranded Stranded
 	if !eventually(func() bool { stranded = watch.Stranded(); return stranded.Tasks > 0 }) {
 		t.Fatal("the task of the lost worker was not seen stranded within 10 s")

@@ -1,7 +1,8 @@
-package natsdispatch
+package natscoord
 
 import (
 	"context"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"io"
 	"os"
 	"slices"
@@ -22,7 +23,7 @@ const checkedItems = 3
 // its dispatcher checking every 200 ms, and waits until its tasks are in
 // the stream (no worker pulls yet). The returned function waits, at most
 // 30 s, for the job to end and checks that each item ran once.
-func checkedJob(t *testing.T, srv *natstest.Server, objs *Objects) func() {
+func checkedJob(t *testing.T, srv *natstest.Server, objs *natsconn.Objects) func() {
 	t.Helper()
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -34,7 +35,7 @@ map:
     - shell: echo ${item} >> runs.log
 `)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}, Warn: io.Discard, CheckEvery: 200 * time.Millisecond})
+	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, CheckEvery: 200 * time.Millisecond})
 	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == checkedItems }) {
 		cancel()
 		t.Fatalf("the job's %d tasks are not in the stream after 10 s", checkedItems)
@@ -63,12 +64,12 @@ map:
 func TestLostSpecIsPutBack(t *testing.T) {
 	for _, lose := range []struct {
 		name string
-		do   func(ctx context.Context, js jetstream.JetStream, objs *Objects, key string) error
+		do   func(ctx context.Context, js jetstream.JetStream, objs *natsconn.Objects, key string) error
 	}{
-		{"bucket", func(ctx context.Context, js jetstream.JetStream, _ *Objects, _ string) error {
-			return js.DeleteKeyValue(ctx, JobsBucket)
+		{"bucket", func(ctx context.Context, js jetstream.JetStream, _ *natsconn.Objects, _ string) error {
+			return js.DeleteKeyValue(ctx, natsconn.JobsBucket)
 		}},
-		{"entry", func(ctx context.Context, _ jetstream.JetStream, objs *Objects, key string) error {
+		{"entry", func(ctx context.Context, _ jetstream.JetStream, objs *natsconn.Objects, key string) error {
 			return objs.Jobs.Delete(ctx, key)
 		}},
 	} {
@@ -85,7 +86,7 @@ func TestLostSpecIsPutBack(t *testing.T) {
 			if !eventually(func() bool { _, err := objs.Jobs.Get(t.Context(), keys[0]); return err == nil }) {
 				t.Fatal("the job's spec is not back in the jobs bucket after 10 s")
 			}
-			runWorker(t, srv, DefaultQueue)
+			runWorker(t, srv, natsconn.DefaultQueue)
 			wait()
 		})
 	}
@@ -98,7 +99,7 @@ func TestLostSpecIsPutBack(t *testing.T) {
 func TestDroppedTaskIsSentAgain(t *testing.T) {
 	srv, _, objs := serve(t)
 	wait := checkedJob(t, srv, objs)
-	tasks, err := objs.WorkerTasks(t.Context(), DefaultQueue, 2*time.Second)
+	tasks, err := objs.WorkerTasks(t.Context(), natsconn.DefaultQueue, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +112,6 @@ func TestDroppedTaskIsSentAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runWorker(t, srv, DefaultQueue)
+	runWorker(t, srv, natsconn.DefaultQueue)
 	wait()
 }

@@ -1,7 +1,8 @@
-package natsdispatch
+package natscoord
 
 import (
 	"encoding/json"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"slices"
 	"sync"
 	"time"
@@ -85,7 +86,7 @@ func (h *holder) silent(now time.Time) bool {
 // onBeat records a worker's beat for the dispatch waiting for its task,
 // and the redelivery it shows.
 func (d *Dispatcher) onBeat(msg *nats.Msg) {
-	var b Beat
+	var b natsconn.Beat
 	if json.Unmarshal(msg.Data, &b) != nil {
 		return
 	}

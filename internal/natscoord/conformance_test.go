@@ -1,6 +1,7 @@
-package natsdispatch
+package natscoord
 
 import (
+	"github.com/runnerdev/runner/internal/natsconn"
 	"testing"
 
 	"github.com/runnerdev/runner/internal/dispatchtest"
@@ -17,9 +18,9 @@ func TestNATSConformance(t *testing.T) {
 	srv := natstest.Start(t)
 	dispatchtest.Run(t, dispatchtest.Subject{
 		Backend: func(t *testing.T, j *job.Job) itemtask.Backend {
-			runWorker(t, srv, DefaultQueue)
-			return New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}})
+			runWorker(t, srv, natsconn.DefaultQueue)
+			return New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}})
 		},
-		Frames: "github.com/runnerdev/runner/internal/natsdispatch.(*Dispatcher).",
+		Frames: "github.com/runnerdev/runner/internal/natscoord.(*Dispatcher).",
 	})
 }

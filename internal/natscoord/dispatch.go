@@ -1,4 +1,4 @@
-package natsdispatch
+package natscoord
 
 import (
 	"cmp"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"io"
 	"os"
 	"strconv"
@@ -48,7 +49,7 @@ type Dispatcher struct {
 	live    *itemtask.Live // where items' output is shown when it arrives; nil: nowhere
 	host    itemtask.Host
 	js      jetstream.JetStream
-	objs    *Objects
+	objs    *natsconn.Objects
 	queue   string
 	key     string
 	epoch   int
@@ -98,7 +99,7 @@ type waiter struct {
 // its delivery comes back later and is dropped then) and its place in the
 // stream.
 type inbound struct {
-	r   Result
+	r   natsconn.Result
 	msg jetstream.Msg
 	seq uint64
 }
@@ -125,7 +126,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	objs, err := OpenObjects(ctx, js, opts.Warn)
+	objs, err := natsconn.OpenObjects(ctx, js, opts.Warn)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	}
 	d := &Dispatcher{
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
-		maxDel: cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, DefaultAckWait),
+		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
 		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{},
 	}
@@ -143,7 +144,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock.Close()
 		return nil, err
 	}
-	if d.beats, err = opts.Conn.Subscribe(BeatSubject(d.key), d.onBeat); err != nil {
+	if d.beats, err = opts.Conn.Subscribe(natsconn.BeatSubject(d.key), d.onBeat); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -160,13 +161,13 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 // ended process left out.
 func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 	want := opts.Dist
-	want.Key = NewJobKey(d.j.ID())
+	want.Key = natsconn.NewJobKey(d.j.ID())
 	rec, err := nextEpoch(d.host.UpdateMeta, want)
 	if err != nil {
 		return err
 	}
 	d.epoch, d.key = rec.Epoch, rec.Key
-	if err := d.putSpec(ctx, StatusRunning); err != nil {
+	if err := d.putSpec(ctx, natsconn.StatusRunning); err != nil {
 		return err
 	}
 	if d.results, err = d.objs.JobResults(ctx, d.key); err != nil {
@@ -198,21 +199,21 @@ func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 	if err != nil {
 		return err
 	}
-	sp := Spec{
-		Proto: Proto, RunnerVersion: d.version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
+	sp := natsconn.Spec{
+		Proto: natsconn.Proto, RunnerVersion: d.version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
 		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.AgentTimeout(),
 	}
 	data, err := json.Marshal(sp)
 	if err != nil {
 		return err
 	}
-	if len(data) > MaxSpec {
-		return fmt.Errorf("the job's spec for NATS workers is %d bytes, over the %d a NATS message may hold (the workflow file and setup's captures make it up)", len(data), MaxSpec)
+	if len(data) > natsconn.MaxSpec {
+		return fmt.Errorf("the job's spec for NATS workers is %d bytes, over the %d a NATS message may hold (the workflow file and setup's captures make it up)", len(data), natsconn.MaxSpec)
 	}
-	ctx, cancel := context.WithTimeout(ctx, CallDeadline)
+	ctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
 	defer cancel()
 	if _, err := d.objs.Jobs.Put(ctx, d.key, data); err != nil {
-		return fmt.Errorf("NATS bucket %s: %w", JobsBucket, err)
+		return fmt.Errorf("NATS bucket %s: %w", natsconn.JobsBucket, err)
 	}
 	return nil
 }
@@ -233,26 +234,26 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 			continue
 		}
 		d.expected[i] = max(rec.Attempt, 1)
-		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
-		raw, err := d.objs.Tasks.GetLastMsgForSubject(cctx, TaskSubject(d.queue, d.key, i))
+		cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+		raw, err := d.objs.Tasks.GetLastMsgForSubject(cctx, natsconn.TaskSubject(d.queue, d.key, i))
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			continue
 		case err != nil:
-			return fmt.Errorf("NATS stream %s: %w", TasksStream, err)
+			return fmt.Errorf("NATS stream %s: %w", natsconn.TasksStream, err)
 		}
-		var t Task
+		var t natsconn.Task
 		if json.Unmarshal(raw.Data, &t) == nil && t.Attempt == d.expected[i] {
 			d.adopted[i] = t.Attempt
 		}
 	}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+		cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
 		batch, err := d.results.FetchNoWait(64)
 		if err != nil {
 			cancel()
-			return fmt.Errorf("NATS consumer %s: %w", JobConsumer(d.key), err)
+			return fmt.Errorf("NATS consumer %s: %w", natsconn.JobConsumer(d.key), err)
 		}
 		n := 0
 		for msg := range batch.Messages() {
@@ -280,16 +281,16 @@ func (d *Dispatcher) readDelivered(ctx context.Context) error {
 		if _, ok := d.early[i]; ok {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
-		raw, err := d.objs.Results.GetLastMsgForSubject(cctx, ResultSubject(d.key, i))
+		cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+		raw, err := d.objs.Results.GetLastMsgForSubject(cctx, natsconn.ResultSubject(d.key, i))
 		cancel()
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			continue
 		case err != nil:
-			return fmt.Errorf("NATS stream %s: %w", ResultsStream, err)
+			return fmt.Errorf("NATS stream %s: %w", natsconn.ResultsStream, err)
 		}
-		var r Result
+		var r natsconn.Result
 		if json.Unmarshal(raw.Data, &r) == nil && r.Attempt == attempt {
 			d.early[i] = inbound{r: r, seq: raw.Sequence}
 		}
@@ -308,7 +309,7 @@ func (d *Dispatcher) consume(ctx context.Context) {
 			due = time.Now().Add(d.every)
 		}
 		pctx, cancel := context.WithDeadline(ctx, due)
-		msg, err := Next(pctx, d.results)
+		msg, err := natsconn.Next(pctx, d.results)
 		checkDue := pctx.Err() != nil
 		cancel()
 		switch {
@@ -334,7 +335,7 @@ func (d *Dispatcher) check(ctx context.Context) {
 		return
 	}
 	if err := d.keepSpec(ctx); err != nil {
-		d.objs.Warnf("job %s: checking its spec in NATS bucket %s: %v", d.j.ID(), JobsBucket, err)
+		d.objs.Warnf("job %s: checking its spec in NATS bucket %s: %v", d.j.ID(), natsconn.JobsBucket, err)
 	}
 	if err := d.resendLost(ctx, ws); err != nil {
 		d.objs.Warnf("job %s: checking its tasks: %v", d.j.ID(), err)
@@ -344,22 +345,22 @@ func (d *Dispatcher) check(ctx context.Context) {
 // keepSpec puts the job's spec back if the jobs bucket lost it, making
 // the bucket again if it is gone.
 func (d *Dispatcher) keepSpec(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+	cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
 	defer cancel()
 	_, err := d.objs.Jobs.Get(cctx, d.key)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		if _, berr := d.js.KeyValue(cctx, JobsBucket); !errors.Is(berr, jetstream.ErrBucketNotFound) {
+		if _, berr := d.js.KeyValue(cctx, natsconn.JobsBucket); !errors.Is(berr, jetstream.ErrBucketNotFound) {
 			return err // the bucket is there: the server did not answer
 		}
 		if err := d.objs.Remade().OpenBucket(ctx); err != nil {
 			return err
 		}
 	}
-	d.objs.Warnf("job %s's spec was gone from NATS bucket %s: putting it back", d.j.ID(), JobsBucket)
-	return d.putSpec(ctx, StatusRunning)
+	d.objs.Warnf("job %s's spec was gone from NATS bucket %s: putting it back", d.j.ID(), natsconn.JobsBucket)
+	return d.putSpec(ctx, natsconn.StatusRunning)
 }
 
 // restore makes the NATS objects again when a pull failed because the
@@ -371,14 +372,14 @@ func (d *Dispatcher) keepSpec(ctx context.Context) error {
 // twice: a result a worker stores after this is taken, the other one
 // dropped as a duplicate.
 func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
-	if !d.objs.Lost(ctx, pullErr, ResultsStream, JobConsumer(d.key)) {
+	if !d.objs.Lost(ctx, pullErr, natsconn.ResultsStream, natsconn.JobConsumer(d.key)) {
 		return
 	}
 	d.objs.Warnf("the NATS server lost job %s's consumer (restarted on an empty store?): making the NATS objects again and sending the tasks it lost", d.j.ID())
 	objs := d.objs.Remade()
 	err := objs.OpenBucket(ctx)
 	if err == nil {
-		err = d.putSpec(ctx, StatusRunning)
+		err = d.putSpec(ctx, natsconn.StatusRunning)
 	}
 	if err == nil {
 		err = objs.OpenStreams(ctx)
@@ -422,11 +423,11 @@ func (d *Dispatcher) stored() []*waiter {
 func (d *Dispatcher) resendLost(ctx context.Context, ws []*waiter) error {
 	queued, err := subjects(ctx, d.objs.Tasks, "runner.task."+d.queue+"."+d.key+".>")
 	if err != nil {
-		return fmt.Errorf("NATS stream %s: %w", TasksStream, err)
+		return fmt.Errorf("NATS stream %s: %w", natsconn.TasksStream, err)
 	}
 	var lost []*waiter
 	for _, w := range ws {
-		if queued[TaskSubject(d.queue, d.key, w.task.Index)] == 0 {
+		if queued[natsconn.TaskSubject(d.queue, d.key, w.task.Index)] == 0 {
 			lost = append(lost, w)
 		}
 	}
@@ -435,10 +436,10 @@ func (d *Dispatcher) resendLost(ctx context.Context, ws []*waiter) error {
 	}
 	stored, err := subjects(ctx, d.objs.Results, "runner.result."+d.key+".>")
 	if err != nil {
-		return fmt.Errorf("NATS stream %s: %w", ResultsStream, err)
+		return fmt.Errorf("NATS stream %s: %w", natsconn.ResultsStream, err)
 	}
 	for _, w := range lost {
-		if stored[ResultSubject(d.key, w.task.Index)] == 0 && d.waits(w) {
+		if stored[natsconn.ResultSubject(d.key, w.task.Index)] == 0 && d.waits(w) {
 			d.resend(ctx, w)
 		}
 	}
@@ -448,7 +449,7 @@ func (d *Dispatcher) resendLost(ctx context.Context, ws []*waiter) error {
 // subjects counts the messages of stream s on each subject that filter
 // matches.
 func subjects(ctx context.Context, s jetstream.Stream, filter string) (map[string]uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, CallDeadline)
+	ctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
 	defer cancel()
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
@@ -471,17 +472,17 @@ func (d *Dispatcher) waits(w *waiter) bool {
 // next check.
 func (d *Dispatcher) resend(ctx context.Context, w *waiter) {
 	w.resends++
-	d.objs.Warnf("job %s: item %s's task is gone from NATS stream %s with no result: sending it again", d.j.ID(), w.task.ItemID, TasksStream)
-	ctx, cancel := context.WithTimeout(ctx, 2*CallDeadline)
+	d.objs.Warnf("job %s: item %s's task is gone from NATS stream %s with no result: sending it again", d.j.ID(), w.task.ItemID, natsconn.TasksStream)
+	ctx, cancel := context.WithTimeout(ctx, 2*natsconn.CallDeadline)
 	defer cancel()
-	d.send(ctx, w.task, TaskMsgID(d.key, w.task.Index, w.task.Attempt, d.epoch)+".r"+strconv.Itoa(w.resends))
+	d.send(ctx, w.task, natsconn.TaskMsgID(d.key, w.task.Index, w.task.Attempt, d.epoch)+".r"+strconv.Itoa(w.resends))
 }
 
 // receive gives a result to the dispatch waiting for it, keeps it for an
 // item resumed from an ended process, or drops it as a duplicate.
 func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
-	var r Result
-	if err := json.Unmarshal(msg.Data(), &r); err != nil || msg.Headers().Get(HeaderProto) != Proto {
+	var r natsconn.Result
+	if err := json.Unmarshal(msg.Data(), &r); err != nil || msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
 		d.ack(ctx, msg) // not a result this runner can read: nothing waits for it
 		return
 	}
@@ -539,7 +540,7 @@ func (d *Dispatcher) itemID(index int) string {
 }
 
 func (d *Dispatcher) ack(ctx context.Context, msg jetstream.Msg) {
-	_ = Ack(ctx, msg) // unacknowledged, it comes back and is dropped then
+	_ = natsconn.Ack(ctx, msg) // unacknowledged, it comes back and is dropped then
 }
 
 // Dispatch publishes t's task, unless an ended process's is still out, and
@@ -567,7 +568,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		d.mu.Unlock()
 	}()
 	if !adopted {
-		if out, sent := d.send(ctx, t, TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
+		if out, sent := d.send(ctx, t, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
 			return out, nil
 		}
 		d.mu.Lock()
@@ -589,13 +590,13 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 // outcome of the attempt, when the task cannot be sent (too large for
 // NATS).
 func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	body, err := json.Marshal(Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel})
-	if err == nil && len(body) > MaxTask {
-		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), MaxTask)
+	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel})
+	if err == nil && len(body) > natsconn.MaxTask {
+		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
 	}
 	if err == nil {
-		m := NewMsg(TaskSubject(d.queue, d.key, t.Index), t.JobID, body)
-		err = Publish(ctx, d.js, m, id)
+		m := natsconn.NewMsg(natsconn.TaskSubject(d.queue, d.key, t.Index), t.JobID, body)
+		err = natsconn.Publish(ctx, d.js, m, id)
 		if ctx.Err() != nil {
 			return itemtask.Outcome{}, true // interrupted: the wait says so
 		}
@@ -685,19 +686,19 @@ func (d *Dispatcher) Close() error {
 	<-d.done
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*CallDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*natsconn.CallDeadline)
 	defer cancel()
 	d.mu.Lock()
 	interrupted := d.interrupted
 	d.mu.Unlock()
 	if interrupted {
-		err := d.setStatus(ctx, StatusInterrupted)
+		err := d.setStatus(ctx, natsconn.StatusInterrupted)
 		if perr := d.objs.Tasks.Purge(ctx, jetstream.WithPurgeSubject("runner.task."+d.queue+"."+d.key+".>")); err == nil {
 			err = perr
 		}
 		return err
 	}
-	err := d.js.DeleteConsumer(ctx, ResultsStream, JobConsumer(d.key))
+	err := d.js.DeleteConsumer(ctx, natsconn.ResultsStream, natsconn.JobConsumer(d.key))
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		err = nil
 	}
@@ -713,7 +714,7 @@ func (d *Dispatcher) setStatus(ctx context.Context, status string) error {
 	if err != nil {
 		return err
 	}
-	var sp Spec
+	var sp natsconn.Spec
 	if err := json.Unmarshal(entry.Value(), &sp); err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
-package natsdispatch
+package natscoord
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natsworker"
 	"io"
 	"os"
 	"path/filepath"
@@ -87,25 +89,25 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := OpenObjects(ctx, js, nil)
+	objs, err := natsconn.OpenObjects(ctx, js, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := nextEpoch(j.UpdateMeta, state.Dist{Queue: DefaultQueue, Key: NewJobKey("j")})
+	rec, err := nextEpoch(j.UpdateMeta, state.Dist{Queue: natsconn.DefaultQueue, Key: natsconn.NewJobKey("j")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := rec.Key
-	ended := &Dispatcher{j: mapreduce.View(j), objs: objs, queue: DefaultQueue, key: key, maxDel: DefaultMaxDeliveries, version: "test"}
-	if err := ended.putSpec(ctx, StatusRunning); err != nil {
+	ended := &Dispatcher{j: mapreduce.View(j), objs: objs, queue: natsconn.DefaultQueue, key: key, maxDel: natsconn.DefaultMaxDeliveries, version: "test"}
+	if err := ended.putSpec(ctx, natsconn.StatusRunning); err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(Task{JobID: "j", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
-	if err := Publish(ctx, js, NewMsg(TaskSubject(DefaultQueue, key, 0), "j", body), TaskMsgID(key, 0, 1, 1)); err != nil {
+	body, _ := json.Marshal(natsconn.Task{JobID: "j", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
+	if err := natsconn.Publish(ctx, js, natsconn.NewMsg(natsconn.TaskSubject(natsconn.DefaultQueue, key, 0), "j", body), natsconn.TaskMsgID(key, 0, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	body, _ = json.Marshal(Result{Index: 1, Attempt: 1, Epoch: 1, Worker: "gone", Delivery: 1, Output: "2\n"})
-	if err := Publish(ctx, js, NewMsg(ResultSubject(key, 1), "j", body), ResultMsgID(key, 1, 1, 1)); err != nil {
+	body, _ = json.Marshal(natsconn.Result{Index: 1, Attempt: 1, Epoch: 1, Worker: "gone", Delivery: 1, Output: "2\n"})
+	if err := natsconn.Publish(ctx, js, natsconn.NewMsg(natsconn.ResultSubject(key, 1), "j", body), natsconn.ResultMsgID(key, 1, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	results, err := objs.JobResults(ctx, key)
@@ -117,7 +119,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	}
 
 	// The second process resumes with a worker.
-	w, err := NewWorker(ctx, WorkerOptions{Conn: srv.Connect(t), Queue: DefaultQueue, Concurrency: 3, Name: "w", AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w")})
+	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 3, Name: "w", AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	sum, err := mapreduce.Run(rctx, j, mapreduce.Options{
-		Dispatcher: New(Options{Conn: nc, Dist: state.Dist{Queue: DefaultQueue}}),
+		Dispatcher: New(Options{Conn: nc, Dist: state.Dist{Queue: natsconn.DefaultQueue}}),
 		DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
 	})
 	if err != nil || sum.Items.Succeeded != 3 {
