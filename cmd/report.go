@@ -14,7 +14,6 @@ import (
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/report"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 func newReportCommand(g *globalOptions) *cobra.Command {
@@ -87,7 +86,7 @@ func jobBranches(ctx context.Context, m state.Meta) *report.Branches {
 		b.Merged, err = repo.Contains(ctx, b.Target, tip)
 	}
 	if err == nil {
-		b.Items, err = repo.BranchesUnder(ctx, mapreduce.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches}.ItemPrefix())
+		b.Items, err = repo.BranchesUnder(ctx, jobtree.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches}.ItemPrefix())
 	}
 	if err != nil {
 		return &report.Branches{Job: b.Job, Target: b.Target, Unknown: err.Error()}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnerdev/runner/internal/jobtree"
 	"slices"
 	"sync"
 	"time"
@@ -211,7 +212,7 @@ func (l *ledger) Counts() job.ItemCounts {
 // success in the item log, then out of the DLQ if it is there; then its
 // branch is deleted. reconcile then finds it succeeded, and a crash
 // anywhere in between leaves it to the next resume.
-func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
+func settleMerged(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
 	records, err := filesOf(j).ReadItemStates()
 	if err != nil {
 		return err
@@ -222,7 +223,7 @@ func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *itemLo
 			its = append(its, &Item{ID: rec.ID, Index: rec.Index})
 		}
 	}
-	merged, err := trees.mergedItems(ctx, its)
+	merged, err := trees.MergedItems(ctx, its)
 	if err != nil || len(merged) == 0 {
 		return err
 	}
@@ -253,7 +254,7 @@ func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *itemLo
 			j.Emit(eventlog.DLQRemoved(it.ID, "merged into the job branch"))
 		}
 		j.Emit(eventlog.ItemSucceeded(it.ID, attempt, 0))
-		trees.recorded(ctx, out)
+		trees.Recorded(ctx, out)
 		return true, nil
 	})
 }

@@ -76,17 +76,17 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err := supported(wf, opts.Dispatcher); err != nil {
 		return sum, err
 	}
-	trees, err := OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Path)
+	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Path)
 	if err != nil {
 		return sum, err
 	}
 	if trees != nil {
 		defer func() {
-			if cerr := trees.endJob(ctx); err == nil {
+			if cerr := trees.EndJob(ctx); err == nil {
 				err = cerr
 			}
 		}()
-		if sum.End, err = trees.Begin(ctx, j, trees.resumeJob); err != nil {
+		if sum.End, err = trees.Begin(ctx, j, trees.ResumeJob); err != nil {
 			return sum, err
 		}
 	}
@@ -139,7 +139,7 @@ func runSetup(ctx context.Context, j *job.Job) error {
 
 // runMap loads the items (once per job) and runs those not yet finished,
 // each in a worktree of trees (nil: without isolation).
-func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Summary, error) {
+func runMap(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, opts Options) (Summary, error) {
 	m := j.Workflow().Map
 	parallel, err := maxParallel(m, j.Scope(), opts.MaxParallel)
 	if err != nil {
@@ -184,7 +184,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	defer s.close()
 	s.resumed, s.total = running, total
 	if trees != nil {
-		restartItems(running) // the work of the dead process is gone with its worktrees
+		jobtree.RestartItems(running) // the work of the dead process is gone with its worktrees
 	}
 	if ep.OnItemFailure == errorpolicy.Retry {
 		s.retry = j.Workflow().ItemRetry
@@ -245,7 +245,7 @@ type dispatching struct {
 
 // newScheduler makes the scheduler of j's items and opens its dispatcher
 // under ctx.
-func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, trees *Worktrees, d dispatching) (*scheduler, error) {
+func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, trees *jobtree.Worktrees, d dispatching) (*scheduler, error) {
 	s := &scheduler{
 		ledger:     l,
 		trees:      trees,
@@ -472,4 +472,9 @@ func usesResults(steps []*workflow.Step) bool {
 		}
 	}
 	return false
+}
+
+// refsOf is the JobRefs of j.
+func refsOf(j *job.Job) jobtree.JobRefs {
+	return jobtree.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnerdev/runner/internal/jobtree"
 	"io"
 	"os"
 	"strings"
@@ -37,8 +38,8 @@ func OpenStored(ctx context.Context, id string, opts job.Options, emit func(even
 	if wf.Mode != workflow.MapReduce {
 		return nil, fmt.Errorf("job %s is a standard workflow: %w", id, ErrNoMap)
 	}
-	refs := JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
-	trees, err := OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Path)
+	refs := jobtree.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
+	trees, err := jobtree.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package mapreduce
 import (
 	"context"
 	"errors"
+	"github.com/runnerdev/runner/internal/jobtree"
 	"sync"
 
 	"github.com/runnerdev/runner/errorpolicy"
@@ -81,7 +82,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 		return job.ItemCounts{}, err
 	}
 	if trees != nil {
-		defer func() { err = errors.Join(err, trees.endRetry(ctx)) }()
+		defer func() { err = errors.Join(err, trees.EndRetry(ctx)) }()
 	}
 	itemLog, err := filesOf(j).open()
 	if err != nil {
@@ -121,7 +122,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 		}
 		if out, ok := merged[it.Index]; ok {
 			// The killed retry that merged it may have left its worktree.
-			if err := trees.closeItem(ctx, trees.itemTree(it)); err != nil {
+			if err := trees.CloseItem(ctx, trees.TreeOf(it)); err != nil {
 				s.fail(err)
 				s.ended(it)
 				break
@@ -151,12 +152,12 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 // isolation: worktree, readied for a dlq retry of items, and the items
 // whose branch a killed retry merged (see startRetry); nil without
 // isolation.
-func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*Worktrees, map[int]Outcome, error) {
-	trees, err := OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Path)
+func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*jobtree.Worktrees, map[int]Outcome, error) {
+	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Path)
 	if trees == nil || err != nil {
 		return nil, nil, err
 	}
-	merged, err := trees.startRetry(ctx, items)
+	merged, err := trees.StartRetry(ctx, items)
 	if err != nil {
 		return nil, nil, err
 	}

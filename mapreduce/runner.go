@@ -3,6 +3,7 @@ package mapreduce
 import (
 	"context"
 	"errors"
+	"github.com/runnerdev/runner/internal/jobtree"
 	"io"
 	"strconv"
 	"time"
@@ -23,15 +24,15 @@ type Runner struct {
 	steps   []*workflow.Step
 	timeout time.Duration // agent_timeout; 0 = none
 	logPath func(itemID string) string
-	trees   *Worktrees     // map.isolation: worktree; nil for none
-	live    *itemtask.Live // nil: the items' output goes to their logs only
+	trees   *jobtree.Worktrees // map.isolation: worktree; nil for none
+	live    *itemtask.Live     // nil: the items' output goes to their logs only
 }
 
 // NewRunner returns a runner of m's template with x in scope (the job's
 // variables after setup), writing each item's output to the log logPath
 // names, each item in a worktree of trees (nil: in this process's
 // directory), showing the items' output on live too when it is not nil.
-func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logPath func(itemID string) string, trees *Worktrees, live *itemtask.Live) *Runner {
+func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logPath func(itemID string) string, trees *jobtree.Worktrees, live *itemtask.Live) *Runner {
 	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logPath: logPath, trees: trees, live: live}
 }
 
@@ -41,7 +42,7 @@ var LocalCapabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: tru
 // Local runs a job's tasks in this process, with its executor, each item
 // in a worktree of trees (nil: in this process's directory), showing
 // their output on live (nil: not).
-func Local(j *job.Job, trees *Worktrees, live *itemtask.Live) itemtask.Backend {
+func Local(j *job.Job, trees *jobtree.Worktrees, live *itemtask.Live) itemtask.Backend {
 	return itemtask.Backend{Name: "this process", Can: LocalCapabilities, Open: func(_ context.Context, _ itemtask.Job, h Host) (Dispatcher, error) {
 		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, live), host: h}, nil
 	}}
@@ -103,24 +104,24 @@ func (r *Runner) Run(ctx context.Context, t Task, slot itemtask.Slot, save func(
 	}
 	var dir, branch string
 	if r.trees != nil {
-		tree, err := r.trees.openItem(ctx, it, len(t.Checkpoints) > 0)
+		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0)
 		if ctx.Err() != nil {
 			return Outcome{}, context.Cause(ctx) // interrupted: does not count
 		}
 		if err != nil {
 			// The item's failure, as any step's: its runner is not lost.
 			return Outcome{DispatchID: t.DispatchID, Duration: time.Since(start), Failed: true, Failure: Failure{
-				Attempt: t.Attempt, At: time.Now(), Kind: KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
+				Attempt: t.Attempt, At: time.Now(), Kind: jobtree.KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
 			}}, nil
 		}
 		// A worktree that could not be removed is removed with the job's
 		// at its end.
-		defer r.trees.closeItem(ctx, tree)
+		defer r.trees.CloseItem(ctx, tree)
 		crashpoint.Hit(crashpoint.ItemWorktreeAdded)
 		defer crashpoint.Hit(crashpoint.ItemStepsDone) // before closeItem
-		dir, branch = r.trees.itemDir(tree), tree.branch
-		sc.Set("worktree", map[string]any{"path": tree.path, "branch": branch})
-		env = append(env, "RUNNER_WORKTREE="+tree.path)
+		dir, branch = r.trees.ItemDir(tree), tree.Branch
+		sc.Set("worktree", map[string]any{"path": tree.Path, "branch": branch})
+		env = append(env, "RUNNER_WORKTREE="+tree.Path)
 	}
 	logFile := &lazyFile{path: r.logPath(it.ID)}
 	if t.Run != "" {

@@ -3,6 +3,7 @@ package mapreduce
 import (
 	"context"
 	"fmt"
+	"github.com/runnerdev/runner/internal/jobtree"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
@@ -25,9 +26,9 @@ type scheduler struct {
 	dispatcher Dispatcher
 	ledger     *ledger
 	slots      itemtask.Slots
-	gate       *errorpolicy.Gate // nil without a workflow circuit breaker
-	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
-	trees      *Worktrees        // map.isolation: worktree; nil otherwise
+	gate       *errorpolicy.Gate  // nil without a workflow circuit breaker
+	retry      *retryv2.Policy    // on_item_failure: retry; nil otherwise
+	trees      *jobtree.Worktrees // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
 	runKind    string // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
@@ -157,7 +158,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		saved = nil
 		if s.trees != nil {
 			crashpoint.Hit(crashpoint.ItemWorktreeRemoved)
-			if out, err = s.trees.mergeBack(ctx, it, attempt, out); err != nil {
+			if out, err = s.trees.MergeBack(ctx, it, attempt, out); err != nil {
 				s.fail(err)
 				return
 			}
@@ -195,7 +196,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		} else {
 			s.dispatcher.Recorded(ctx, out.DispatchID)
 			if s.trees != nil {
-				s.trees.recorded(ctx, out)
+				s.trees.Recorded(ctx, out)
 			}
 		}
 		if verdict != nil {
@@ -213,7 +214,7 @@ func (s *scheduler) recordMerged(ctx context.Context, it *Item, attempt int, out
 		s.fail(err)
 		return
 	}
-	s.trees.recorded(ctx, out)
+	s.trees.Recorded(ctx, out)
 	if verdict != nil {
 		s.stop(verdict)
 	}

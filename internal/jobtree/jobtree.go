@@ -1,7 +1,9 @@
-// Package jobtree is a job's git worktree on a branch of its own, where
-// its phases run: made from the user's HEAD when the job starts, made
-// again on resume, removed when it ends, and its branch merged into the
-// one the job started on.
+// Package jobtree isolates a job and its map items in git: the job's
+// worktree on a branch of its own, where its phases run (made from the
+// user's HEAD when the job starts, made again on resume, removed when it
+// ends, and its branch merged into the one the job started on), and, with
+// map.isolation: worktree, each item's worktree on a branch of the job
+// branch (Worktrees), merged back into it when the item succeeds.
 package jobtree
 
 import (

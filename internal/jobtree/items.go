@@ -1,9 +1,11 @@
-package mapreduce
+package jobtree
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/mapreduce/items"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +16,6 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -32,7 +33,7 @@ const KindWorktree = "worktree"
 // own on a branch made from the job branch's tip, merged back (one merge
 // at a time, under the job's merge lock) when the item succeeds.
 type Worktrees struct {
-	*jobtree.Tree
+	*Tree
 	itemsDir     string // where the items' worktrees are made
 	itemBranches string // the items' branches' prefix, ending in a slash
 	merge        bool   // map.merge is not none
@@ -52,7 +53,7 @@ func ItemBranches(m *workflow.MapPhase, id string) string {
 // legacyItemBranches is the prefix of the item branches of a job recorded
 // before ItemBranches: runner/<id>.items/ (in the way of job <id>.items's
 // branch).
-func legacyItemBranches(id string) string { return jobtree.Branch(id) + ".items/" }
+func legacyItemBranches(id string) string { return Branch(id) + ".items/" }
 
 // JobRefs is what OpenWorktrees needs of a job: its id and the prefix of
 // its item branches that its metadata records ("" for a job recorded
@@ -70,7 +71,7 @@ func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env 
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return nil, nil
 	}
-	tree, err := jobtree.Open(ctx, refs.ID, env, path)
+	tree, err := Open(ctx, refs.ID, env, path)
 	if err != nil {
 		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
 	}
@@ -90,36 +91,33 @@ func (r JobRefs) ItemPrefix() string {
 	return r.ItemBranches
 }
 
-// refsOf is the JobRefs of j.
-func refsOf(j *job.Job) JobRefs { return JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches} }
-
-// resumeJob readies the worktrees of a resumed job: the items' worktrees
+// ResumeJob readies the worktrees of a resumed job: the items' worktrees
 // a process that died left are removed, and the job worktree is made
 // again on the job branch or, if it is still there, has a merge that the
 // dead process left half done aborted (Ready).
-func (w *Worktrees) resumeJob(ctx context.Context) error {
+func (w *Worktrees) ResumeJob(ctx context.Context) error {
 	if err := w.removeItemTrees(ctx); err != nil {
 		return err
 	}
 	return w.Ready(ctx)
 }
 
-// startRetry readies the worktrees for a dlq retry of its: the items'
+// StartRetry readies the worktrees for a dlq retry of its: the items'
 // worktrees that a killed retry left are removed (no other retry of the
 // job runs: the DLQ is held). It returns, by index, the items of its whose
 // branch a killed retry merged, with the outcome to record: they are
 // neither run nor merged again. The job worktree is made at the first
 // merge, under the job's merge lock.
-func (w *Worktrees) startRetry(ctx context.Context, its []*Item) (map[int]Outcome, error) {
+func (w *Worktrees) StartRetry(ctx context.Context, its []*items.Item) (map[int]itemtask.Outcome, error) {
 	if err := w.removeItemTrees(ctx); err != nil {
 		return nil, err
 	}
-	return w.mergedItems(ctx, its)
+	return w.MergedItems(ctx, its)
 }
 
-// endRetry removes the job worktree that the retry's merges made. Another
+// EndRetry removes the job worktree that the retry's merges made. Another
 // retry that merges later makes it again.
-func (w *Worktrees) endRetry(ctx context.Context) error {
+func (w *Worktrees) EndRetry(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted retry still cleans up
 	unlock, err := w.Lock(ctx)
 	if err != nil {
@@ -133,9 +131,9 @@ func (w *Worktrees) endRetry(ctx context.Context) error {
 	return w.deleteMergedBranches(ctx)
 }
 
-// endJob removes every worktree of the job (the items' an interrupted run
+// EndJob removes every worktree of the job (the items' an interrupted run
 // left, and the job's own); the branches stay.
-func (w *Worktrees) endJob(ctx context.Context) error {
+func (w *Worktrees) EndJob(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx) // an interrupted job still cleans up
 	err := w.removeItemTrees(ctx)
 	if err == nil {
@@ -181,24 +179,24 @@ func (w *Worktrees) removeItemTrees(ctx context.Context) error {
 	})
 }
 
-// restartItems makes the items a process that died left running start
+// RestartItems makes the items a process that died left running start
 // again from their first step (in a fresh worktree): the work of the dead
 // process went with its worktrees. Those it merged were recorded first
 // (settleMerged).
-func restartItems(running map[int]job.ItemRecord) {
+func RestartItems(running map[int]job.ItemRecord) {
 	for i, rec := range running {
 		rec.Steps = nil
 		running[i] = rec
 	}
 }
 
-// mergedItems returns, by index, the items among its that the job branch
+// MergedItems returns, by index, the items among its that the job branch
 // has a merge of, with the outcome to record for each: they succeeded,
 // whatever a process that died after the merge recorded or did not (a
 // failure or the DLQ included). An item's merge is the one whose message
 // names it ("Merge <id> (runner job <job>)"), or that merged its branch's
 // tip.
-func (w *Worktrees) mergedItems(ctx context.Context, its []*Item) (map[int]Outcome, error) {
+func (w *Worktrees) MergedItems(ctx context.Context, its []*items.Item) (map[int]itemtask.Outcome, error) {
 	repo := w.Git.In("")
 	merges, err := repo.Merges(ctx, w.JobBranch)
 	if err != nil {
@@ -217,12 +215,12 @@ func (w *Worktrees) mergedItems(ctx context.Context, its []*Item) (map[int]Outco
 	if err != nil {
 		return nil, err
 	}
-	done := map[int]Outcome{}
+	done := map[int]itemtask.Outcome{}
 	for _, it := range its {
-		t := w.itemTree(it)
+		t := w.TreeOf(it)
 		m, ok := byItem[it.ID]
 		if !ok {
-			if m, ok = byTip[tips[t.branch]]; !ok {
+			if m, ok = byTip[tips[t.Branch]]; !ok {
 				continue
 			}
 		}
@@ -230,7 +228,7 @@ func (w *Worktrees) mergedItems(ctx context.Context, its []*Item) (map[int]Outco
 		if err != nil {
 			return nil, err
 		}
-		done[it.Index] = Outcome{Branch: t.branch, Commits: commits}
+		done[it.Index] = itemtask.Outcome{Branch: t.Branch, Commits: commits}
 	}
 	return done, nil
 }
@@ -250,27 +248,27 @@ func itemOfMerge(msg, jobID string) (string, bool) {
 	return strings.CutSuffix(id, " (runner job "+jobID+")")
 }
 
-// itemTree is an item's worktree and branch.
-type itemTree struct {
-	path, branch string
+// ItemTree is an item's worktree and branch.
+type ItemTree struct {
+	Path, Branch string
 }
 
-// openItem makes a fresh worktree for an item on its branch, from the job
+// OpenItem makes a fresh worktree for an item on its branch, from the job
 // branch's tip. A dispatch that goes on from checkpoints (its runner was
 // lost) finds the worktree its earlier steps worked in, and keeps it.
-func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemTree, error) {
-	t := w.itemTree(it)
+func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool) (ItemTree, error) {
+	t := w.TreeOf(it)
 	repo := w.Git.In("")
 	err := w.Admin(func() error {
-		if _, err := os.Stat(t.path); err == nil {
+		if _, err := os.Stat(t.Path); err == nil {
 			if resumed {
 				return nil
 			}
-			if err := repo.RemoveWorktree(ctx, t.path); err != nil {
+			if err := repo.RemoveWorktree(ctx, t.Path); err != nil {
 				return err
 			}
 		}
-		return repo.MakeWorktree(ctx, t.path, func() error { return repo.ResetWorktree(ctx, t.path, t.branch, w.JobBranch) })
+		return repo.MakeWorktree(ctx, t.Path, func() error { return repo.ResetWorktree(ctx, t.Path, t.Branch, w.JobBranch) })
 	})
 	if err != nil {
 		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)
@@ -278,27 +276,27 @@ func (w *Worktrees) openItem(ctx context.Context, it *Item, resumed bool) (itemT
 	return t, nil
 }
 
-// itemTree names an item's worktree and branch.
-func (w *Worktrees) itemTree(it *Item) itemTree {
+// TreeOf names an item's worktree and branch.
+func (w *Worktrees) TreeOf(it *items.Item) ItemTree {
 	name := worktreeName(it)
-	return itemTree{path: filepath.Join(w.itemsDir, name), branch: w.itemBranches + name}
+	return ItemTree{Path: filepath.Join(w.itemsDir, name), Branch: w.itemBranches + name}
 }
 
-// itemDir is where an item's steps run: runner's directory in the item's
+// ItemDir is where an item's steps run: runner's directory in the item's
 // worktree.
-func (w *Worktrees) itemDir(t itemTree) string { return filepath.Join(t.path, w.Prefix) }
+func (w *Worktrees) ItemDir(t ItemTree) string { return filepath.Join(t.Path, w.Prefix) }
 
-// closeItem removes an item's worktree; its branch stays.
-func (w *Worktrees) closeItem(ctx context.Context, t itemTree) error {
-	return w.Admin(func() error { return w.Git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.path) })
+// CloseItem removes an item's worktree; its branch stays.
+func (w *Worktrees) CloseItem(ctx context.Context, t ItemTree) error {
+	return w.Admin(func() error { return w.Git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.Path) })
 }
 
-// mergeBack merges the branch of an item that succeeded into the job
+// MergeBack merges the branch of an item that succeeded into the job
 // branch (unless map.merge is none), and sets the outcome's commits. A
 // merge that conflicts is aborted and fails the item as merge_conflict,
 // its branch kept. An error means the job branch could not be read or
 // merged into: the job cannot go on.
-func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Outcome) (Outcome, error) {
+func (w *Worktrees) MergeBack(ctx context.Context, it *items.Item, attempt int, out itemtask.Outcome) (itemtask.Outcome, error) {
 	if out.Branch == "" {
 		return out, nil
 	}
@@ -309,7 +307,7 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	out.Commits, out.Worktree = commits, w.itemTree(it).path
+	out.Commits, out.Worktree = commits, w.TreeOf(it).Path
 	if len(commits) > 0 {
 		diff, err := w.Git.In("").Diff(ctx, w.JobBranch+"..."+out.Branch, "")
 		if err != nil {
@@ -337,7 +335,7 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 		crashpoint.Hit(crashpoint.ItemMerged)
 	} else {
 		out.Failed, out.Conflicts = true, conflicts
-		out.Failure = Failure{
+		out.Failure = itemtask.Failure{
 			Attempt: attempt, At: time.Now(), Kind: KindMergeConflict, ExitCode: 1, Duration: out.Duration,
 			Message: fmt.Sprintf("merging %s into %s conflicts in %s; the merge was aborted, and the branch %s is kept",
 				out.Branch, w.JobBranch, strings.Join(conflicts, ", "), out.Branch),
@@ -346,11 +344,11 @@ func (w *Worktrees) mergeBack(ctx context.Context, it *Item, attempt int, out Ou
 	return out, nil
 }
 
-// recorded is called once the ledger recorded an item's end: the branch of
+// Recorded is called once the ledger recorded an item's end: the branch of
 // an item that succeeded is deleted, its commits being on the job branch
 // (or it having made none), unless map.merge is none, which keeps every
 // branch. The branch of an item that failed is kept.
-func (w *Worktrees) recorded(ctx context.Context, out Outcome) {
+func (w *Worktrees) Recorded(ctx context.Context, out itemtask.Outcome) {
 	if out.Branch == "" || out.Failed || !w.merge {
 		return
 	}
@@ -371,7 +369,7 @@ const maxNameLen = 64
 // worktreeName is an item's part of its branch and worktree names: its id
 // when git accepts it as it is, else the id made safe followed by the
 // item's index, so that two ids made the same stay apart.
-func worktreeName(it *Item) string {
+func worktreeName(it *items.Item) string {
 	name := strings.Trim(unsafeRef.ReplaceAllString(it.ID, "-"), ".-")
 	if name == it.ID && len(name) <= maxNameLen && !strings.HasSuffix(name, ".lock") {
 		return name

@@ -1,8 +1,9 @@
-package mapreduce
+package jobtree
 
 import (
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/mapreduce/items"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestWorktreeName(t *testing.T) {
 		{long, 1, strings.Repeat("x", 64) + "-1"},
 	}
 	for _, tt := range tests {
-		if got := worktreeName(&Item{ID: tt.id, Index: tt.index}); got != tt.want {
+		if got := worktreeName(&items.Item{ID: tt.id, Index: tt.index}); got != tt.want {
 			t.Errorf("worktreeName(%q) = %q, want %q", tt.id, got, tt.want)
 		}
 	}
@@ -43,25 +44,25 @@ func TestWorktreesMergeBack(t *testing.T) {
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	edit := func(it *Item, content string) Outcome {
+	edit := func(it *items.Item, content string) itemtask.Outcome {
 		tree := editItem(t, w, git, it, "f.txt", content)
-		if err := w.closeItem(t.Context(), tree); err != nil {
+		if err := w.CloseItem(t.Context(), tree); err != nil {
 			t.Fatal(err)
 		}
-		return Outcome{Branch: tree.branch}
+		return itemtask.Outcome{Branch: tree.Branch}
 	}
-	a, b, c := &Item{ID: "a", Index: 0}, &Item{ID: "b", Index: 1}, &Item{ID: "c", Index: 2}
+	a, b, c := &items.Item{ID: "a", Index: 0}, &items.Item{ID: "b", Index: 1}, &items.Item{ID: "c", Index: 2}
 	outA, outB := edit(a, "a\n"), edit(b, "b\n") // both from the same tip
-	outA, err := w.mergeBack(t.Context(), a, 1, outA)
+	outA, err := w.MergeBack(t.Context(), a, 1, outA)
 	if err != nil || outA.Failed || len(outA.Commits) != 1 {
 		t.Fatalf("merge of a = %+v, %v", outA, err)
 	}
-	w.recorded(t.Context(), outA)
-	outB, err = w.mergeBack(t.Context(), b, 1, outB)
+	w.Recorded(t.Context(), outA)
+	outB, err = w.MergeBack(t.Context(), b, 1, outB)
 	if err != nil || !outB.Failed || outB.Failure.Kind != KindMergeConflict || !strings.Contains(outB.Failure.Message, "conflicts in f.txt") {
 		t.Fatalf("merge of b = %+v, %v; want a merge_conflict in f.txt", outB, err)
 	}
-	w.recorded(t.Context(), outB)
+	w.Recorded(t.Context(), outB)
 	if msg := git(repo, "log", "-1", "--format=%s", "runner/j"); msg != "Merge a (runner job j)" {
 		t.Errorf("the job branch ends with %q", msg)
 	}
@@ -82,46 +83,46 @@ func TestWorktreesMergeBack(t *testing.T) {
 		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
 		2: {Index: 2, ID: "c", State: job.ItemRunning},
 	}
-	merged, err := w.mergedItems(t.Context(), []*Item{a, b, c})
+	merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c})
 	if err != nil || len(merged) != 1 || merged[0].Branch != "runner-items/j/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
 		t.Errorf("mergedItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
 	}
 	// Its branch gone, or elsewhere, a's merge is known by its message
 	// (issue 23.1).
 	git(repo, "branch", "-f", "runner-items/j/a", "main")
-	if merged, err := w.mergedItems(t.Context(), []*Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+	if merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
 		t.Errorf("mergedItems with a's branch moved = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
 	}
 	git(repo, "branch", "-D", "runner-items/j/a")
-	if merged, err := w.mergedItems(t.Context(), []*Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 {
+	if merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 {
 		t.Errorf("mergedItems with a's branch gone = %+v, %v; want a alone", merged, err)
 	}
-	restartItems(running)
+	RestartItems(running)
 	if running[1].Steps != nil {
 		t.Errorf("b goes on from its checkpoints %v; want its first step", running[1].Steps)
 	}
-	if err := w.endJob(t.Context()); err != nil {
+	if err := w.EndJob(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// A resumed job whose worktree is gone gets it again, on the job
 	// branch; a worktree of an item left behind is removed.
-	if err := w.resumeJob(t.Context()); err != nil {
+	if err := w.ResumeJob(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if msg := git(w.Root, "log", "-1", "--format=%s"); msg != "Merge a (runner job j)" {
 		t.Errorf("the resumed job worktree is at %q", msg)
 	}
-	left, err := w.openItem(t.Context(), c, false)
+	left, err := w.OpenItem(t.Context(), c, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.resumeJob(t.Context()); err != nil {
+	if err := w.ResumeJob(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(left.path); !os.IsNotExist(err) {
+	if _, err := os.Stat(left.Path); !os.IsNotExist(err) {
 		t.Errorf("the item's worktree is still there: %v", err)
 	}
-	if err := w.endJob(t.Context()); err != nil {
+	if err := w.EndJob(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
@@ -137,29 +138,10 @@ func TestWorktreesMergeBack(t *testing.T) {
 // process's directory; git runs git in a directory.
 func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...string) string, repo string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	repo = t.TempDir()
-	t.Chdir(repo)
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
-	git = func(dir string, args ...string) string {
-		t.Helper()
-		c := exec.Command("git", args...)
-		c.Dir, c.Env = dir, env
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git(repo, "init", "-q", "-b", "main")
-	os.WriteFile("f.txt", []byte("base\n"), 0o600)
-	git(repo, "add", "f.txt")
-	git(repo, "commit", "-qm", "base")
+	git, repo = testRepo(t)
 	state := filepath.Join(t.TempDir(), "job")
 	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
-	w, err := OpenWorktrees(t.Context(), JobRefs{ID: "j", ItemBranches: ItemBranches(m, "j")}, m, env, func(name string) string { return filepath.Join(state, name) })
+	w, err := OpenWorktrees(t.Context(), JobRefs{ID: "j", ItemBranches: ItemBranches(m, "j")}, m, os.Environ(), func(name string) string { return filepath.Join(state, name) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,15 +150,15 @@ func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...str
 
 // editItem makes an item's worktree, writes content to the file name in
 // it and commits it; the worktree is left.
-func editItem(t *testing.T, w *Worktrees, git func(string, ...string) string, it *Item, name, content string) itemTree {
+func editItem(t *testing.T, w *Worktrees, git func(string, ...string) string, it *items.Item, name, content string) ItemTree {
 	t.Helper()
-	tree, err := w.openItem(t.Context(), it, false)
+	tree, err := w.OpenItem(t.Context(), it, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(tree.path, name), []byte(content), 0o600)
-	git(tree.path, "add", name)
-	git(tree.path, "commit", "-qm", it.ID)
+	os.WriteFile(filepath.Join(tree.Path, name), []byte(content), 0o600)
+	git(tree.Path, "add", name)
+	git(tree.Path, "commit", "-qm", it.ID)
 	return tree
 }
 
@@ -190,31 +172,31 @@ func TestWorktreesRetry(t *testing.T) {
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.endJob(t.Context()); err != nil {
+	if err := w.EndJob(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	b, c, d := &Item{ID: "b", Index: 1}, &Item{ID: "c", Index: 2}, &Item{ID: "d", Index: 3}
+	b, c, d := &items.Item{ID: "b", Index: 1}, &items.Item{ID: "c", Index: 2}, &items.Item{ID: "d", Index: 3}
 	// The killed retry: b was running; c ended (its worktree not yet
 	// removed); d was merged, which made the job worktree again, and its
 	// end not recorded.
-	trees := []itemTree{editItem(t, w, git, b, "b.txt", "b\n"), editItem(t, w, git, c, "c.txt", "c\n"), editItem(t, w, git, d, "d.txt", "d\n")}
-	outD, err := w.mergeBack(t.Context(), d, 1, Outcome{Branch: trees[2].branch})
+	trees := []ItemTree{editItem(t, w, git, b, "b.txt", "b\n"), editItem(t, w, git, c, "c.txt", "c\n"), editItem(t, w, git, d, "d.txt", "d\n")}
+	outD, err := w.MergeBack(t.Context(), d, 1, itemtask.Outcome{Branch: trees[2].Branch})
 	if err != nil || outD.Failed {
 		t.Fatalf("merge of d = %+v, %v", outD, err)
 	}
 	if msg := git(w.Root, "log", "-1", "--format=%s"); msg != "Merge d (runner job j)" {
 		t.Errorf("the job worktree made for the merge is at %q", msg)
 	}
-	merged, err := w.startRetry(t.Context(), []*Item{b, d})
-	if err != nil || len(merged) != 1 || merged[3].Branch != trees[2].branch || len(merged[3].Commits) != 1 {
+	merged, err := w.StartRetry(t.Context(), []*items.Item{b, d})
+	if err != nil || len(merged) != 1 || merged[3].Branch != trees[2].Branch || len(merged[3].Commits) != 1 {
 		t.Errorf("startRetry = %+v, %v; want d alone, with its commit", merged, err)
 	}
 	for _, tree := range trees {
-		if _, err := os.Stat(tree.path); !os.IsNotExist(err) {
-			t.Errorf("%s is left: %v", tree.path, err)
+		if _, err := os.Stat(tree.Path); !os.IsNotExist(err) {
+			t.Errorf("%s is left: %v", tree.Path, err)
 		}
 	}
-	if err := w.endRetry(t.Context()); err != nil {
+	if err := w.EndRetry(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(w.Root); !os.IsNotExist(err) {
@@ -234,25 +216,25 @@ func TestOpenItemAfterKilledGit(t *testing.T) {
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	it := &Item{ID: "a", Index: 0}
-	tree, err := w.openItem(t.Context(), it, false)
+	it := &items.Item{ID: "a", Index: 0}
+	tree, err := w.OpenItem(t.Context(), it, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := git(tree.path, "rev-parse", "--absolute-git-dir")
+	admin := git(tree.Path, "rev-parse", "--absolute-git-dir")
 	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(tree.path); err != nil {
+	if err := os.RemoveAll(tree.Path); err != nil {
 		t.Fatal(err)
 	}
-	if tree, err = w.openItem(t.Context(), it, false); err != nil {
+	if tree, err = w.OpenItem(t.Context(), it, false); err != nil {
 		t.Fatal(err)
 	}
-	if b := git(tree.path, "symbolic-ref", "--short", "HEAD"); b != "runner-items/j/a" {
+	if b := git(tree.Path, "symbolic-ref", "--short", "HEAD"); b != "runner-items/j/a" {
 		t.Errorf("the item's worktree is on %q", b)
 	}
-	if err := w.closeItem(t.Context(), tree); err != nil {
+	if err := w.CloseItem(t.Context(), tree); err != nil {
 		t.Fatal(err)
 	}
 	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 {
