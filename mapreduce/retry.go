@@ -3,13 +3,13 @@ package mapreduce
 import (
 	"context"
 	"errors"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"sync"
 
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
 )
 
 // RetryQueue is a job's DLQ as `dlq retry` uses it.

@@ -3,7 +3,6 @@ package mapreduce
 import (
 	"context"
 	"fmt"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
 )

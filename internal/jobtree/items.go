@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/mapreduce/items"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,7 +13,9 @@ import (
 
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
 

@@ -1,14 +1,14 @@
 package jobtree
 
 import (
-	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/mapreduce/items"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
 

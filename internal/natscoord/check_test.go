@@ -2,7 +2,6 @@ package natscoord
 
 import (
 	"context"
-	"github.com/runnerdev/runner/internal/natsconn"
 	"io"
 	"os"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
 )

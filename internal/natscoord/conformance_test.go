@@ -1,12 +1,12 @@
 package natscoord
 
 import (
-	"github.com/runnerdev/runner/internal/natsconn"
 	"testing"
 
 	"github.com/runnerdev/runner/internal/dispatchtest"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
 )

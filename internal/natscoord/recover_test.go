@@ -3,8 +3,6 @@ package natscoord
 import (
 	"context"
 	"encoding/json"
-	"github.com/runnerdev/runner/internal/natsconn"
-	"github.com/runnerdev/runner/internal/natsworker"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,7 +16,9 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"

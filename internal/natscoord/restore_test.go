@@ -3,13 +3,13 @@ package natscoord
 import (
 	"context"
 	"fmt"
-	"github.com/runnerdev/runner/internal/natsconn"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/state"
 )
 

@@ -2,7 +2,6 @@ package natscoord
 
 import (
 	"encoding/json"
-	"github.com/runnerdev/runner/internal/natsconn"
 	"slices"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/natsconn"
 )
 
 // Stranded are a job's tasks whose worker stopped answering: no beat came

@@ -2,7 +2,6 @@ package natscoord
 
 import (
 	"context"
-	"github.com/runnerdev/runner/internal/natsconn"
 	"io"
 	"os"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/state"
 )
 

@@ -2,14 +2,14 @@ package natscoord
 
 import (
 	"context"
-	"github.com/runnerdev/runner/internal/natsconn"
-	"github.com/runnerdev/runner/internal/natsworker"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
 )
 
