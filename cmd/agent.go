@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/agentproc"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 // newAgentCommand is `runner agent JOB`, the process that runs a job's map
@@ -46,8 +46,8 @@ func runAgent(ctx context.Context, g *globalOptions, stdin io.Reader, id string,
 	if tag {
 		live = a.Live()
 	}
-	r, err := mapreduce.OpenStored(ctx, id, job.Options{Store: g.store(), Stdout: g.stderr, Stderr: g.stderr}, a.Emit, live)
-	if errors.Is(err, mapreduce.ErrNoMap) {
+	r, err := itemrun.OpenStored(ctx, id, job.Options{Store: g.store(), Stdout: g.stderr, Stderr: g.stderr}, a.Emit, live)
+	if errors.Is(err, itemrun.ErrNoMap) {
 		return usagef("job %s is a standard workflow; it has no map items", id)
 	}
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -176,7 +176,7 @@ func (p *logPrinter) copyFrom(path string, offset int64, all bool) (int64, error
 
 // line writes one line of a log if its section is shown.
 func (p *logPrinter) line(line string) {
-	if h, ok := mapreduce.ParseLogHeader(strings.TrimSuffix(line, "\n")); ok {
+	if h, ok := itemrun.ParseLogHeader(strings.TrimSuffix(line, "\n")); ok {
 		p.current = h.Attempt
 	}
 	if p.attempt == 0 || p.current == p.attempt {

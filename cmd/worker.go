@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natsworker"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 type workerOptions struct {
@@ -122,7 +122,7 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, SummaryEvery: o.SummaryEvery, StoreDir: store, Log: g.stderr,
 		Watchdog: []string{exe, "worker-watchdog"},
 		Open: func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
-			return mapreduce.OpenPortable(portable, dir, o.Name, emit)
+			return itemrun.OpenPortable(portable, dir, o.Name, emit)
 		},
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 // A MapReduce job whose items run in this process: the zero
-// Options.Dispatcher is mapreduce.Local.
+// Options.Dispatcher is itemrun.Local.
 func Example_localDispatch() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"io"
 	"os"
 	"path/filepath"
@@ -173,9 +174,9 @@ func runMap(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, opts Opti
 
 	ep := j.Workflow().ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
-	run := RunFirst
+	run := itemrun.RunFirst
 	if j.Resumed() {
-		run = RunResume
+		run = itemrun.RunResume
 	}
 	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: run})
 	if err != nil {
@@ -260,7 +261,7 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 	}
 	b := d.backend
 	if b.Open == nil {
-		b = Local(j, trees, d.live)
+		b = itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, d.live))
 	}
 	var err error
 	s.dispatcher, err = b.Open(ctx, View(j), s)

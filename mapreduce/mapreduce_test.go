@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"io"
 	"os"
 	"path/filepath"
@@ -94,7 +95,7 @@ func (funcDispatcher) Recorded(context.Context, string) {}
 func (funcDispatcher) Close() error                     { return nil }
 
 func (d funcDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
-	it, err := itemOf(t)
+	it, err := itemrun.ItemOf(t)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -344,7 +345,7 @@ map:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(j.Executor(), j.Scope(), wf.Map, filesOf(j).logPath, nil, nil)
+	r := itemrun.NewRunner(j.Executor(), j.Scope(), wf.Map, filesOf(j).logPath, nil, nil)
 	saved := []job.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},

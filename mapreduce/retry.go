@@ -3,6 +3,7 @@ package mapreduce
 import (
 	"context"
 	"errors"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"sync"
 
 	"github.com/runnerdev/runner/errorpolicy"
@@ -91,7 +92,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: RunDLQRetry})
+	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: itemrun.RunDLQRetry})
 	if err != nil {
 		return job.ItemCounts{}, err
 	}

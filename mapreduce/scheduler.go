@@ -3,6 +3,7 @@ package mapreduce
 import (
 	"context"
 	"fmt"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
@@ -324,8 +325,8 @@ func (s *scheduler) JobEvent(e eventlog.Event) { s.emit(e) }
 // AppendLog adds the output of t's attempt that origin ran to the item's
 // log, after the attempt's header (Host).
 func (s *scheduler) AppendLog(t Task, origin itemtask.Origin, start time.Time, text string) {
-	h := LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
-	AppendItemLog(s.logPath(t.ItemID), h.String(), text)
+	h := itemrun.LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
+	itemrun.AppendItemLog(s.logPath(t.ItemID), h.String(), text)
 }
 
 // UpdateMeta changes the job's metadata under its lock (Host).

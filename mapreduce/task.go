@@ -59,14 +59,5 @@ func newDispatchID(it *Item, attempt int) string {
 	return fmt.Sprintf("%d.%d.%08x.%d", it.Index, attempt, dispatchNonce, dispatchSeq.Add(1))
 }
 
-// itemOf is the item a task is about.
-func itemOf(t Task) (*Item, error) {
-	v, err := t.ItemValue()
-	if err != nil {
-		return nil, err
-	}
-	return &Item{Index: t.Index, ID: t.ItemID, Raw: t.Item, Value: v}, nil
-}
-
 // Item is one work item of a map phase.
 type Item = items.Item

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 // helperEnv makes the test binary an agent (see helperAgent) instead of
@@ -90,7 +90,7 @@ func helperAgent(mode string) {
 		a := NewAgent(os.Stdout)
 		ctx := context.Background()
 		store, id := filepath.Split(os.Getenv(helperJobEnv))
-		r, err := mapreduce.OpenStored(ctx, id, job.Options{Store: state.Store{Dir: store}, Stdout: os.Stderr, Stderr: os.Stderr}, a.Emit, nil)
+		r, err := itemrun.OpenStored(ctx, id, job.Options{Store: state.Store{Dir: store}, Stdout: os.Stderr, Stderr: os.Stderr}, a.Emit, nil)
 		if err == nil {
 			err = a.Serve(ctx, os.Stdin, r)
 		}

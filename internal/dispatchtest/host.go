@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 // Host is an itemtask.Host that records what a dispatcher tells it: the
@@ -72,8 +72,8 @@ func (h *Host) JobEvent(eventlog.Event) {}
 
 // AppendLog writes to the item's log as the engine does.
 func (h *Host) AppendLog(t itemtask.Task, origin itemtask.Origin, start time.Time, text string) {
-	header := mapreduce.LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
-	mapreduce.AppendItemLog(h.job.State().ItemLogPath(t.ItemID), header.String(), text)
+	header := itemrun.LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
+	itemrun.AppendItemLog(h.job.State().ItemLogPath(t.ItemID), header.String(), text)
 }
 
 func (h *Host) UpdateMeta(fn func(*state.Meta)) error { return h.job.UpdateMeta(fn) }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
@@ -46,7 +47,7 @@ func ExampleWorker() {
 	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{
 		Conn: wc, Queue: natsconn.DefaultQueue, Concurrency: 2, Name: "w1", StoreDir: filepath.Join(dir, "worker"),
 		Open: func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
-			return mapreduce.OpenPortable(portable, dir, "w1", emit)
+			return itemrun.OpenPortable(portable, dir, "w1", emit)
 		},
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
@@ -70,7 +71,7 @@ func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut fun
 // openPortable opens jobs as the worker name does (WorkerOptions.Open).
 func openPortable(name string) func(json.RawMessage, string, func(eventlog.Event)) (itemtask.Opened, error) {
 	return func(p json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
-		return mapreduce.OpenPortable(p, dir, name, emit)
+		return itemrun.OpenPortable(p, dir, name, emit)
 	}
 }
 

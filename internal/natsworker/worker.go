@@ -48,7 +48,7 @@ type WorkerOptions struct {
 	// carries (itemtask.Job.Portable), in dir, a directory of the worker's
 	// own; its steps' events go to emit. Its error says why this worker
 	// cannot run the job's items (a secret it lacks). The engine's
-	// mapreduce.OpenPortable.
+	// itemrun.OpenPortable.
 	Open func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error)
 }
 

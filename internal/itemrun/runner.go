@@ -1,9 +1,8 @@
-package mapreduce
+package itemrun
 
 import (
 	"context"
 	"errors"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"io"
 	"strconv"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -39,24 +40,23 @@ func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase
 // LocalCapabilities are what Local does: everything.
 var LocalCapabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: true, SlotRelease: true, Worktrees: true}
 
-// Local runs a job's tasks in this process, with its executor, each item
-// in a worktree of trees (nil: in this process's directory), showing
-// their output on live (nil: not).
-func Local(j *job.Job, trees *jobtree.Worktrees, live *itemtask.Live) itemtask.Backend {
-	return itemtask.Backend{Name: "this process", Can: LocalCapabilities, Open: func(_ context.Context, _ itemtask.Job, h Host) (Dispatcher, error) {
-		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, live), host: h}, nil
+// Local runs a job's tasks in this process with r, the runner of its
+// template made after its setup.
+func Local(r *Runner) itemtask.Backend {
+	return itemtask.Backend{Name: "this process", Can: LocalCapabilities, Open: func(_ context.Context, _ itemtask.Job, h itemtask.Host) (itemtask.Dispatcher, error) {
+		return &localDispatcher{runner: r, host: h}, nil
 	}}
 }
 
 // localDispatcher runs tasks in this process, reporting to its host.
 type localDispatcher struct {
 	runner *Runner
-	host   Host
+	host   itemtask.Host
 }
 
-var _ Dispatcher = (*localDispatcher)(nil)
+var _ itemtask.Dispatcher = (*localDispatcher)(nil)
 
-func (d *localDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
+func (d *localDispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error) {
 	return d.runner.Run(ctx, t, d.host.Slot(t.DispatchID), func(rec job.StepRecord) error { return d.host.Checkpoint(t.DispatchID, rec) })
 }
 
@@ -80,11 +80,11 @@ func (e *agentTimeout) Error() string { return "agent timed out after " + e.d.St
 // each step that finishes or waits to retry with save before the next one
 // starts. It returns an error, and no outcome, when ctx ended or a save
 // failed.
-func (r *Runner) Run(ctx context.Context, t Task, slot itemtask.Slot, save func(job.StepRecord) error) (Outcome, error) {
+func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(job.StepRecord) error) (itemtask.Outcome, error) {
 	start := time.Now()
-	it, err := itemOf(t)
+	it, err := ItemOf(t)
 	if err != nil {
-		return Outcome{}, err
+		return itemtask.Outcome{}, err
 	}
 	sc := r.scope.Child()
 	executor.StartItemOutputs(sc)
@@ -106,11 +106,11 @@ func (r *Runner) Run(ctx context.Context, t Task, slot itemtask.Slot, save func(
 	if r.trees != nil {
 		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0)
 		if ctx.Err() != nil {
-			return Outcome{}, context.Cause(ctx) // interrupted: does not count
+			return itemtask.Outcome{}, context.Cause(ctx) // interrupted: does not count
 		}
 		if err != nil {
 			// The item's failure, as any step's: its runner is not lost.
-			return Outcome{DispatchID: t.DispatchID, Duration: time.Since(start), Failed: true, Failure: Failure{
+			return itemtask.Outcome{DispatchID: t.DispatchID, Duration: time.Since(start), Failed: true, Failure: itemtask.Failure{
 				Attempt: t.Attempt, At: time.Now(), Kind: jobtree.KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
 			}}, nil
 		}
@@ -162,8 +162,8 @@ func (r *Runner) Run(ctx context.Context, t Task, slot itemtask.Slot, save func(
 		actx, cancel = context.WithTimeoutCause(ctx, r.timeout, &agentTimeout{r.timeout})
 	}
 	defer cancel()
-	outcome := func() Outcome {
-		return Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start), Branch: branch}
+	outcome := func() itemtask.Outcome {
+		return itemtask.Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start), Branch: branch}
 	}
 	for _, step := range r.steps {
 		run.From = nil
@@ -178,18 +178,18 @@ func (r *Runner) Run(ctx context.Context, t Task, slot itemtask.Slot, save func(
 		res := r.exec.RunStep(actx, step, run)
 		switch {
 		case ctx.Err() != nil:
-			return Outcome{}, context.Cause(ctx) // interrupted: does not count
+			return itemtask.Outcome{}, context.Cause(ctx) // interrupted: does not count
 		case saveErr != nil:
-			return Outcome{}, saveErr
+			return itemtask.Outcome{}, saveErr
 		case !res.Fatal():
 			rec := res.Record(step)
 			rec.Output = res.Outcome.Stdout
 			if err := checkpoint(rec); err != nil {
-				return Outcome{}, err
+				return itemtask.Outcome{}, err
 			}
 			continue
 		}
-		f := Failure{
+		f := itemtask.Failure{
 			Attempt: t.Attempt, At: time.Now(), Kind: res.Outcome.Kind, ExitCode: res.Outcome.ExitCode,
 			Message: res.Err.Error(), StderrTail: res.Outcome.Stderr, Step: step.Key(), Duration: time.Since(start),
 		}
@@ -205,4 +205,13 @@ func (r *Runner) Run(ctx context.Context, t Task, slot itemtask.Slot, save func(
 		return out, nil
 	}
 	return outcome(), nil
+}
+
+// ItemOf is the item a task is about.
+func ItemOf(t itemtask.Task) (*items.Item, error) {
+	v, err := t.ItemValue()
+	if err != nil {
+		return nil, err
+	}
+	return &items.Item{Index: t.Index, ID: t.ItemID, Raw: t.Item, Value: v}, nil
 }
