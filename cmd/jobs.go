@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/dlqsettle"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -92,7 +92,7 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 }
 
 // settleCounts shows the item counts of a MapReduce job that no process
-// holds as its DLQ and item log are (mapreduce.SettledCounts), rather than
+// holds as its DLQ and item log are (dlqsettle.SettledCounts), rather than
 // as its metadata says: a `dlq retry` killed with -9 leaves the counts of
 // its start there. A job that some process holds keeps the counts that
 // process keeps up to date, and one whose files cannot be read those of
@@ -124,7 +124,7 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
 		return
 	}
-	job.SetItemCounts(m, mapreduce.SettledCounts(records, queued, *m.Items))
+	job.SetItemCounts(m, dlqsettle.SettledCounts(records, queued, *m.Items))
 }
 
 // jobStatus is the status column: a job whose process died is said to be

@@ -1,4 +1,4 @@
-package mapreduce
+package dlqsettle
 
 import "github.com/runnerdev/runner/internal/job"
 
