@@ -1,6 +1,3 @@
-// Package executor runs one step of a workflow: its condition, its command
-// attempts under retry_config and circuit breaker, its capture and its
-// failure handling, emitting events as it goes.
 package executor
 
 import (

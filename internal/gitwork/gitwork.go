@@ -1,5 +1,3 @@
-// Package gitwork runs the git commands runner needs: commits made in a
-// work tree, and the worktrees, branches and merges of map isolation.
 package gitwork
 
 import (
