@@ -1,5 +1,3 @@
-// Package workflow is the workflow file format: its types, strict positioned
-// parsing and validation, the JSON schema, and compiled expressions.
 package workflow
 
 import (
