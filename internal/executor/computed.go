@@ -38,6 +38,20 @@ func (s *Scope) In(ctx context.Context, dir string, env []string, mask func(stri
 	return &c
 }
 
+// Under returns sc running the commands of its computed variables under
+// ctx, so that they end with it, wherever else it reads them; like In, it
+// shares sc's variables.
+func (s *Scope) Under(ctx context.Context) *Scope {
+	at := where{ctx: ctx}
+	if s.at != nil {
+		at = *s.at
+		at.ctx = ctx
+	}
+	c := *s
+	c.at = &at
+	return &c
+}
+
 // computed resolves the variables runner works out when they are read,
 // as Prodigy's book has them (variables.rs): ${file:PATH},
 // ${cmd:COMMAND}, ${json:PATH:from:VAR}, ${date:FORMAT} (interp makes
@@ -86,6 +100,8 @@ func (s *Scope) path(p string) string {
 
 // command runs a ${cmd:COMMAND} with sh and returns its stdout, trailing
 // newlines trimmed; a command that fails is an error with its stderr's end.
+// A scope that nobody put under a context (In, Under) is one read before
+// its job has one: a job's environment as it starts.
 func (s *Scope) command(text string) (string, error) {
 	ctx, dir, env := context.Background(), "", []string(nil)
 	if s.at != nil {
