@@ -15,6 +15,6 @@
 //		func(ctx context.Context, n int) retryv2.Outcome { return attempt(ctx, n) })
 //
 // While it waits, Run gives the Spec's Slot back (Pause); a policy with
-// RetryAfter waits the delay the command asked for instead (RequestedDelay:
-// $RUNNER_RETRY_AFTER_FILE or a Retry-After line of its output).
+// RetryAfter waits the delay the command asked for instead, in
+// $RUNNER_RETRY_AFTER_FILE or a Retry-After line of its output.
 package retryv2

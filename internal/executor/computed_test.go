@@ -17,7 +17,7 @@ import (
 // A ${cmd:COMMAND} runs under the step's context wherever the step reads
 // it (its env, a write_file's content, its command): cancelling the run
 // ends the command and its process group at once, not when the command
-// ends or CommandVarTimeout passes.
+// ends or commandVarTimeout passes.
 func TestCommandVarEndsWithTheRun(t *testing.T) {
 	for name, step := range map[string]string{
 		"env":        "- shell: 'true'\n  env:\n    X: '${cmd:CMD}'\n",

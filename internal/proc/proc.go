@@ -29,10 +29,10 @@ const (
 	// pipeWait bounds how long Run waits for the output pipes to reach EOF
 	// once the shell has exited.
 	pipeWait = time.Second
-	// MaxInlineScript is the longest command passed as sh -c's argument;
+	// maxInlineScript is the longest command passed as sh -c's argument;
 	// a longer one (Linux refuses arguments over 128 KiB) runs from a
 	// temporary file instead.
-	MaxInlineScript = 64 << 10
+	maxInlineScript = 64 << 10
 )
 
 // Spec describes one run of a shell command, or of a program run directly.

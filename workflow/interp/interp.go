@@ -26,17 +26,17 @@ const (
 // undefined path in one of them is an error rather than shell text.
 var Namespaces = []string{"item", "map", "setup", "steps", "error", "shell", "claude", "validation", "merge", "worktree", "workflow", "step", "last"}
 
-// ComputedKinds are the prefixes of Prodigy's computed variables, whose
+// computedKinds are the prefixes of Prodigy's computed variables, whose
 // value is worked out when the placeholder is read: ${file:PATH},
 // ${cmd:COMMAND}, ${json:PATH:from:VAR}, ${date:FORMAT}. Such a
 // placeholder's path is the whole text between its braces.
-var ComputedKinds = []string{"file", "cmd", "json", "date"}
+var computedKinds = []string{"file", "cmd", "json", "date"}
 
 // Computed splits the path of a computed placeholder into its kind and
 // argument; ok=false for any other path.
 func Computed(path string) (kind, arg string, ok bool) {
 	kind, arg, ok = strings.Cut(path, ":")
-	if !ok || !slices.Contains(ComputedKinds, kind) || shellModifier(arg) {
+	if !ok || !slices.Contains(computedKinds, kind) || shellModifier(arg) {
 		return "", "", false
 	}
 	return kind, arg, true
