@@ -7,7 +7,8 @@
 // the hooks git started with it, and git itself dies with runner. Its
 // methods read (Head, Branch, Commits, Diff, DirtyPaths, MergedBranches...)
 // and change (NewWorktree, RemoveWorktree, Merge, DeleteBranch...) the
-// repository; Message turns a failed git's output into an error:
+// repository; a failed git is an error with git's own reason (Message).
+// A merge that conflicts is aborted and names the paths:
 //
 //	g := gitwork.Git{Dir: worktree, Env: env}
 //	conflicts, err := g.Merge(ctx, "runner-items/j/item-3", "merge item 3")
