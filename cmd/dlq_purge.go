@@ -78,7 +78,7 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		purged []dlq.Purged
 		held   int
 	)
-	q := jobdlq.Open(ctx, j.Meta.ID, j.Path(jobdlq.File), g.stderr)
+	q := jobdlq.Open(ctx, j.Meta.ID, j.Layout().DLQ, g.stderr)
 	if err := o.hold(q, "runner dlq purge "+jobID); err != nil {
 		return err
 	}

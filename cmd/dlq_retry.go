@@ -114,7 +114,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return err
 	}
 	defer o.nats.close()
-	q := jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), g.stderr)
+	q := jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, g.stderr)
 	if err := o.hold(q, "runner dlq retry "+jobID); err != nil {
 		j.Close()
 		return err

@@ -229,7 +229,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 			defer par.nats.showQueue(ui.display)()
 		}
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, ui.g.stderr),
 			Live: par.live(ui), Ending: ending})
 		res.items, res.end = &sum.Items, sum.End
 		if err == nil && sum.Items.DLQ > 0 {

@@ -167,7 +167,7 @@ func Resume(id string, opts Options) (*Job, error) {
 	}
 	j.resumed = true
 	if st.Meta.Status == state.Running { // its process died: the run recorded no end
-		st.Meta.RanMS += killedRun(st.EventsPath()).Milliseconds()
+		st.Meta.RanMS += killedRun(st.Layout().Events).Milliseconds()
 	}
 	st.Meta.Status, st.Meta.PID, st.Meta.Error = state.Running, os.Getpid(), ""
 	st.Meta.Finished = time.Time{}
@@ -291,7 +291,7 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options, env *environment) 
 		return nil, err
 	}
 	j.exec.Emit = j.emit
-	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
+	if j.log, err = eventlog.Open(st.Layout().Events, st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
 		j.close()
 		return nil, err
 	}
@@ -336,7 +336,7 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environmen
 		Stdout:  executor.MaskOutput(opts.Stdout, j.mask),
 		Stderr:  executor.MaskOutput(opts.Stderr, j.mask),
 		Seed:    st.Meta.Seed,
-		TmpDir:  st.Path("tmp"),
+		TmpDir:  st.Layout().Tmp,
 		Agent:   executor.ResolveAgent(wf.Agent, environ),
 
 		GitContext: wf.GitContext,

@@ -3,7 +3,6 @@ package job
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/state"
@@ -47,7 +46,7 @@ func (j *Job) Portable() (Portable, error) {
 func OpenPortable(p Portable, store state.Store, opts Options, emit func(eventlog.Event)) (*Worker, error) {
 	meta := p.Meta
 	meta.PID, meta.Status = os.Getpid(), state.Running
-	dir := filepath.Join(store.Dir, "jobs", meta.ID)
+	dir := store.Layout(meta.ID).Dir
 	if err := os.RemoveAll(dir); err != nil { // an older copy of the job
 		return nil, fmt.Errorf("job %s: %w", meta.ID, err)
 	}

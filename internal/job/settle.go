@@ -31,7 +31,7 @@ func (s Stored) Emit(events ...eventlog.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	log, err := eventlog.Open(s.EventsPath(), s.Meta.ID, eventlog.Options{})
+	log, err := eventlog.Open(s.Layout().Events, s.Meta.ID, eventlog.Options{})
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func TestOpenWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	sizes := func() (n []int64) {
-		for _, f := range []string{j.EventsPath(), j.Path("progress.jsonl"), j.Path("job.json")} {
+		for _, f := range []string{j.Layout().Events, j.Layout().Journal, j.Layout().Meta} {
 			fi, err := os.Stat(f)
 			if err != nil {
 				t.Fatal(err)
@@ -89,7 +89,7 @@ func TestOpenWorker(t *testing.T) {
 	if after := sizes(); !slices.Equal(before, after) {
 		t.Errorf("the worker wrote the job's files: sizes %v, then %v", before, after)
 	}
-	if got := w.Path("logs"); got != j.Path("logs") {
-		t.Errorf("Path(logs) = %s, want the job's %s", got, j.Path("logs"))
+	if got := w.Path("logs"); got != j.Layout().Logs {
+		t.Errorf("Path(logs) = %s, want the job's %s", got, j.Layout().Logs)
 	}
 }
