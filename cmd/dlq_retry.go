@@ -100,7 +100,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return dlqRetryDryRun(g, jobID, o.Filter, o.asJSON())
 	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
-	j, err := job.Attach(jobID, job.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
+	j, err := job.Attach(jobID, job.Options{Context: ctx, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
 	if err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func (j *Job) OpenItemLog() (*ItemLog, error) {
 func (l *ItemLog) Append(rec ItemRecord) error {
 	if rec.Step != nil {
 		step := *rec.Step
-		step.Vars = l.j.sealer.Seal(step.Vars)
+		step.Vars = l.j.secrets.Seal(step.Vars)
 		rec.Step = &step
 	}
 	return l.log.Append(rec)
@@ -158,7 +158,7 @@ func (j *Job) ReadItemStates() (map[int]ItemRecord, error) {
 	records, err := j.st.ReadItemStates()
 	for i, rec := range records {
 		for k := range rec.Steps {
-			rec.Steps[k].Vars = j.sealer.Unseal(rec.Steps[k].Vars)
+			rec.Steps[k].Vars = j.secrets.Unseal(rec.Steps[k].Vars)
 		}
 		records[i] = rec
 	}

@@ -74,4 +74,4 @@ func OpenPortable(p Portable, store state.Store, opts Options, emit func(eventlo
 
 // Mask replaces the job's secret values, as this process has them, in s
 // with ***.
-func (w *Worker) Mask(s string) string { return w.j.Mask(s) }
+func (w *Worker) Mask(s string) string { return w.j.secrets.Mask(s) }

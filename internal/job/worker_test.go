@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -55,7 +56,7 @@ func TestOpenWorker(t *testing.T) {
 
 	var events []string
 	emit := func(e eventlog.Event) { events = append(events, string(e.Type)) }
-	if _, err := OpenWorker("j", Options{Store: store}, emit); !errors.Is(err, ErrMissingSecrets) {
+	if _, err := OpenWorker("j", Options{Store: store}, emit); !errors.Is(err, jobenv.ErrMissingSecrets) {
 		t.Fatalf("OpenWorker without the secret: %v, want ErrMissingSecrets", err)
 	}
 	t.Setenv("API_TOKEN", "tok-secret-1")
