@@ -19,7 +19,7 @@ const (
 	ExitOK         = 0
 	ExitFailed     = 1
 	ExitUsage      = 2
-	ExitItemsInDLQ = job.ExitItemsInDLQ
+	ExitItemsInDLQ = 3
 	exitCodesHelp  = `Exit codes:
   0    success (MapReduce: every item succeeded or was skipped by policy)
   1    failed: a step failed, setup/reduce failed, the error policy stopped the job,

@@ -124,7 +124,7 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
 		return
 	}
-	job.SetItemCounts(m, mapreduce.SettledCounts(records, queued, *m.Items))
+	job.SetItemCounts(m, mapreduce.SettledCounts(records, queued, *m.Items), exitCode)
 }
 
 // jobStatus is the status column: a job whose process died is said to be

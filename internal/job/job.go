@@ -38,6 +38,7 @@ type Job struct {
 	listener func(eventlog.Event)
 	started  time.Time
 	secrets  *jobenv.Secrets
+	exitCode func(error) int // Options.ExitCode
 
 	mu     sync.Mutex // guards st.Meta and logErr
 	logErr error      // the first event log write error
@@ -67,6 +68,10 @@ type Options struct {
 	// is in the job's metadata from its first write, so that no crash
 	// leaves a job without it.
 	TargetBranch string
+	// ExitCode maps how the job ended (nil, ItemsInDLQ) to its exit code
+	// when settling its DLQ changes that (UpdateItemCounts); nil leaves
+	// the exit code as Finish recorded it.
+	ExitCode func(error) int
 	// Completed (resume only) resumes a job that completed too: the
 	// final merge of its job branch, which was not made, is still to do.
 	Completed bool
@@ -307,7 +312,7 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options, env *jobenv.Env) (
 // the job's environment, or nil to resolve it with the job's profile and
 // kept command outputs.
 func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *jobenv.Env) (*Job, error) {
-	j := &Job{st: st, id: st.Meta.ID, wf: wf, seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
+	j := &Job{st: st, id: st.Meta.ID, wf: wf, seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)(), exitCode: opts.ExitCode}
 	environ := os.Environ()
 	if env == nil {
 		var err error

@@ -69,7 +69,8 @@ func failedJob(t *testing.T, n int) (store state.Store, fixed string) {
 	if err != nil || sum.Items.DLQ != n {
 		t.Fatalf("run: %v, %+v; want %d items in the DLQ", err, sum.Items, n)
 	}
-	if err := j.Finish(state.Completed, job.ExitItemsInDLQ, nil, nil); err != nil {
+	const exitItemsInDLQ = 3 // cmd's
+	if err := j.Finish(state.Completed, exitItemsInDLQ, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return store, fixed
