@@ -48,6 +48,9 @@ func (w *Worker) Scope() *executor.Scope { return w.j.Scope() }
 func (w *Worker) Workflow() *workflow.Workflow { return w.j.wf }
 
 // Path is the path of a file or directory of the job's own.
+//
+// Deprecated: use the job's state.Layout; kept while cmd/agent.go calls
+// it.
 func (w *Worker) Path(name string) string { return w.j.Path(name) }
 
 // ItemLogPath is the path of the output log of the job's map item id.
