@@ -98,8 +98,14 @@ func (j *Job) SetDir(dir, worktree string) { j.dir, j.worktree = dir, worktree }
 // Dir is the directory the job's phases run in; "" is this process's.
 func (j *Job) Dir() string { return j.dir }
 
+// Layout is where the job's files are in its directory.
+func (j *Job) Layout() state.Layout { return j.st.Layout() }
+
 // Path is the path of a file or directory of the job's own under the
 // state dir (items, results, logs).
+//
+// Deprecated: use Layout; kept while mapreduce, natsdispatch and jobtree
+// call it.
 func (j *Job) Path(name string) string { return j.st.Path(name) }
 
 // ItemsPath is the path of a MapReduce job's items file, which its map
@@ -107,7 +113,10 @@ func (j *Job) Path(name string) string { return j.st.Path(name) }
 func (j *Job) ItemsPath() string { return j.st.Path(state.ItemsFile) }
 
 // EventsPath is the path of the job's event log.
-func (j *Job) EventsPath() string { return j.st.EventsPath() }
+//
+// Deprecated: use Layout().Events; kept while mapreduce's and
+// natsdispatch's tests call it.
+func (j *Job) EventsPath() string { return j.Layout().Events }
 
 // ItemLogPath is the path of the output log of the job's map item id.
 func (j *Job) ItemLogPath(id string) string { return j.st.ItemLogPath(id) }
@@ -133,7 +142,7 @@ func (j *Job) OpenItemLog() (*ItemLog, error) {
 func (l *ItemLog) Append(rec ItemRecord) error {
 	if rec.Step != nil {
 		step := *rec.Step
-		step.Vars = l.j.sealer.Seal(step.Vars)
+		step.Vars = l.j.secrets.Seal(step.Vars)
 		rec.Step = &step
 	}
 	return l.log.Append(rec)
@@ -149,7 +158,7 @@ func (j *Job) ReadItemStates() (map[int]ItemRecord, error) {
 	records, err := j.st.ReadItemStates()
 	for i, rec := range records {
 		for k := range rec.Steps {
-			rec.Steps[k].Vars = j.sealer.Unseal(rec.Steps[k].Vars)
+			rec.Steps[k].Vars = j.secrets.Unseal(rec.Steps[k].Vars)
 		}
 		records[i] = rec
 	}
