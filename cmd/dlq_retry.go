@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/jsonvalue"
@@ -164,7 +165,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 // (mapreduce.RetryDLQ), showing the items' output on live (nil: not), and
 // sums it up, naming the items another retry holds; read is false when it
 // ended before it read the items to retry.
-func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue, live *mapreduce.Live) (sum dlqRetrySummary, read bool, err error) {
+func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue, live *itemtask.Live) (sum dlqRetrySummary, read bool, err error) {
 	res, err := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
 		MaxParallel: o.MaxParallel,
 		Dispatcher:  o.dispatcher(g, j, live),

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/natsdispatch"
 	"github.com/runnerdev/runner/internal/progress"
@@ -73,8 +73,8 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		}
 		return usagef("--nats runs a MapReduce workflow's items on workers; %s is a standard workflow", wf.File)
 	}
-	if wf.Map.Isolation == workflow.IsolationWorktree {
-		return usagef("items that run in git worktrees (map.isolation: worktree, as claude: steps and commit_required make the default) cannot run on NATS workers yet: set map.isolation: none, or run without --nats")
+	if err := mapreduce.Supports(wf, natsdispatch.New(natsdispatch.Options{})); err != nil {
+		return usagef("%v, or run without --nats", err)
 	}
 	var fromFile workflow.Distributed
 	if wf.Distributed != nil {
@@ -85,7 +85,7 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		return usagef("--queue: %v", err)
 	}
 	c := flags.FromEnv(os.Getenv, false)
-	conn, err := natsdispatch.Connect(c, "runner "+wf.Name)
+	conn, err := natsdispatch.Connect(ctx, c, "runner "+wf.Name)
 	if err != nil {
 		return err
 	}
@@ -114,10 +114,10 @@ func refuseCarriedSecrets(ctx context.Context, wf *workflow.Workflow, source []b
 	return usagef("secret %s is given %s: on NATS, each worker takes its secrets from its own environment (secrets never go on NATS); use a reference such as \"${env:NAME}\" and set NAME where the workers run", carried[0].Name, carried[0].Where)
 }
 
-// natsDispatcher is where j's items go on NATS, showing each item's output
+// dispatcher is where a job's items go on NATS, showing each item's output
 // on live (nil: not) when its result arrives.
-func (r *natsRun) dispatcher(j *job.Job, live *mapreduce.Live) mapreduce.NewDispatcher {
-	return natsdispatch.New(j, natsdispatch.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
+func (r *natsRun) dispatcher(live *itemtask.Live) itemtask.Backend {
+	return natsdispatch.New(natsdispatch.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
 }
 
 // close closes the connection once its job is done with it.
@@ -138,6 +138,8 @@ func (r *natsRun) describe() string {
 // slots and those pulling, and the job's tasks waiting to be delivered
 // again, their worker lost.
 func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
+	// Only stop ends it: an interrupted job's queue is still shown while
+	// its dispatcher closes.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsdispatch"
+	"github.com/runnerdev/runner/mapreduce"
 )
 
 type workerOptions struct {
@@ -116,6 +120,9 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait,
 		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, SummaryEvery: o.SummaryEvery, StoreDir: store, Log: g.stderr,
 		Watchdog: []string{exe, "worker-watchdog"},
+		Open: func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
+			return mapreduce.OpenPortable(portable, dir, o.Name, emit)
+		},
 	})
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 )
 
@@ -18,9 +19,9 @@ type RetryQueue interface {
 
 // RetryOptions configure a `dlq retry`.
 type RetryOptions struct {
-	MaxParallel int           // overrides map.max_parallel when above 0
-	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
-	Live        *Live         // shows the items' output when they run in this process; nil: not
+	MaxParallel int              // overrides map.max_parallel when above 0
+	Dispatcher  itemtask.Backend // where items run; the zero Backend: in this process (Local)
+	Live        *itemtask.Live   // shows the items' output when they run in this process; nil: not
 	// Select returns the items to retry; it is called once the DLQ is
 	// settled with the item log.
 	Select func() ([]*Item, error)
@@ -41,7 +42,7 @@ type RetryResult struct {
 // (RetryDead) and settles again; Remaining is the DLQ as it is then.
 func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) (RetryResult, error) {
 	var res RetryResult
-	if _, err := Settle(j, q); err != nil {
+	if _, err := Settle(filesOf(j), q); err != nil {
 		return res, err
 	}
 	items, err := opts.Select()
@@ -50,7 +51,7 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 	}
 	counts, err := RetryDead(ctx, j, items, opts, q)
 	res.Selected, res.Succeeded, res.Failed, res.Skipped = len(items), counts.Succeeded, counts.Failed, counts.Pending
-	now, serr := Settle(j, q)
+	now, serr := Settle(filesOf(j), q)
 	res.Remaining = now.DLQ
 	return res, errors.Join(err, serr)
 }
@@ -68,6 +69,9 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 // all the retries of the job take turns (the job's merge lock), and an
 // item whose branch a killed retry merged leaves the DLQ without running.
 func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions, q RetryQueue) (counts job.ItemCounts, err error) {
+	if err := supported(j.Workflow(), opts.Dispatcher); err != nil {
+		return job.ItemCounts{}, err
+	}
 	parallel, err := maxParallel(j.Workflow().Map, j.Scope(), opts.MaxParallel)
 	if err != nil {
 		return job.ItemCounts{}, err
@@ -79,14 +83,14 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 	if trees != nil {
 		defer func() { err = errors.Join(err, trees.endRetry(ctx)) }()
 	}
-	itemLog, err := j.OpenItemLog()
+	itemLog, err := filesOf(j).open()
 	if err != nil {
 		return job.ItemCounts{}, err
 	}
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s, err := newScheduler(j, l, parallel, trees, dispatching{dispatcher: opts.Dispatcher, live: opts.Live, run: RunDLQRetry})
+	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: RunDLQRetry})
 	if err != nil {
 		return job.ItemCounts{}, err
 	}
@@ -159,15 +163,17 @@ func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*Worktrees,
 	return trees, merged, nil
 }
 
-// ItemStates is a job's item log as SettleDLQ reads and amends it: a
-// *job.Job, or a *state.Job that no process runs.
+// ItemStates is a job's item log as SettleDLQ reads and amends it: the
+// item files of a job this process holds, or a *state.Job that no process
+// runs.
 type ItemStates interface {
 	ReadItemStates() (map[int]job.ItemRecord, error)
 	AppendItemRecords(recs ...job.ItemRecord) error
 }
 
 // Settleable is a job whose item log and counts Settle brings up to date
-// with its DLQ: a *job.Job or a job.Stored.
+// with its DLQ: the item files of a job this process holds, or a
+// job.Stored.
 type Settleable interface {
 	ItemStates
 	UpdateItemCounts(settle func(job.ItemCounts) (job.ItemCounts, error)) (job.ItemCounts, error)

@@ -86,12 +86,12 @@ func TestRetryDLQ(t *testing.T) {
 		}
 		return failed("first run")
 	})
-	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: failAll.dispatcher}); err != nil {
+	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: failAll.backend()}); err != nil {
 		t.Fatal(err)
 	}
 	// A retry killed after it logged item 3's success, before it removed
 	// the item from the DLQ.
-	if err := j.AppendItemRecords(job.ItemRecord{Index: 3, ID: "3", State: job.ItemSucceeded}); err != nil {
+	if err := filesOf(j).AppendItemRecords(job.ItemRecord{Index: 3, ID: "3", State: job.ItemSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	var ran []string
@@ -104,7 +104,7 @@ func TestRetryDLQ(t *testing.T) {
 	})
 	res, err := RetryDLQ(t.Context(), j, q, RetryOptions{
 		MaxParallel: 1,
-		Dispatcher:  again.dispatcher,
+		Dispatcher:  again.backend(),
 		Select: func() ([]*Item, error) {
 			var items []*Item
 			for _, id := range q.ids() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
@@ -22,35 +23,47 @@ type Runner struct {
 	steps   []*workflow.Step
 	timeout time.Duration // agent_timeout; 0 = none
 	logPath func(itemID string) string
-	trees   *Worktrees // map.isolation: worktree; nil for none
-	live    *Live      // nil: the items' output goes to their logs only
+	trees   *Worktrees     // map.isolation: worktree; nil for none
+	live    *itemtask.Live // nil: the items' output goes to their logs only
 }
 
 // NewRunner returns a runner of m's template with x in scope (the job's
 // variables after setup), writing each item's output to the log logPath
 // names, each item in a worktree of trees (nil: in this process's
 // directory), showing the items' output on live too when it is not nil.
-func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logPath func(itemID string) string, trees *Worktrees, live *Live) *Runner {
+func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logPath func(itemID string) string, trees *Worktrees, live *itemtask.Live) *Runner {
 	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logPath: logPath, trees: trees, live: live}
 }
+
+// LocalCapabilities are what Local does: everything.
+var LocalCapabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: true, SlotRelease: true, Worktrees: true}
 
 // Local runs a job's tasks in this process, with its executor, each item
 // in a worktree of trees (nil: in this process's directory), showing
 // their output on live (nil: not).
-func Local(j *job.Job, trees *Worktrees, live *Live) NewDispatcher {
-	return func(h Host) (Dispatcher, error) {
-		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.ItemLogPath, trees, live), host: h}, nil
-	}
+func Local(j *job.Job, trees *Worktrees, live *itemtask.Live) itemtask.Backend {
+	return itemtask.Backend{Name: "this process", Can: LocalCapabilities, Open: func(_ context.Context, _ itemtask.Job, h Host) (Dispatcher, error) {
+		return &localDispatcher{runner: NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, live), host: h}, nil
+	}}
 }
 
+// localDispatcher runs tasks in this process, reporting to its host.
 type localDispatcher struct {
 	runner *Runner
 	host   Host
 }
 
+var _ Dispatcher = (*localDispatcher)(nil)
+
 func (d *localDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
 	return d.runner.Run(ctx, t, d.host.Slot(t.DispatchID), func(rec job.StepRecord) error { return d.host.Checkpoint(t.DispatchID, rec) })
 }
+
+// Recorded does nothing: a local outcome is nobody's message.
+func (d *localDispatcher) Recorded(context.Context, string) {}
+
+// Close does nothing: the runner holds nothing between tasks.
+func (d *localDispatcher) Close() error { return nil }
 
 // maxItemJSONEnv is the largest item passed in $RUNNER_ITEM_JSON; a larger
 // one would risk the kernel's limit on one environment string.
@@ -66,7 +79,7 @@ func (e *agentTimeout) Error() string { return "agent timed out after " + e.d.St
 // each step that finishes or waits to retry with save before the next one
 // starts. It returns an error, and no outcome, when ctx ended or a save
 // failed.
-func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(job.StepRecord) error) (Outcome, error) {
+func (r *Runner) Run(ctx context.Context, t Task, slot itemtask.Slot, save func(job.StepRecord) error) (Outcome, error) {
 	start := time.Now()
 	it, err := itemOf(t)
 	if err != nil {
@@ -116,7 +129,7 @@ func (r *Runner) Run(ctx context.Context, t Task, slot retryv2.Slot, save func(j
 	defer logFile.Close()
 	var itemOut, itemErr io.Writer = logFile, logFile
 	if r.live != nil {
-		liveOut, liveErr, flush := r.live.item(it.ID)
+		liveOut, liveErr, flush := r.live.Item(it.ID)
 		defer flush()
 		itemOut, itemErr = io.MultiWriter(logFile, liveOut), io.MultiWriter(logFile, liveErr)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -13,7 +12,9 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -23,7 +24,7 @@ import (
 type scheduler struct {
 	dispatcher Dispatcher
 	ledger     *ledger
-	slots      Slots
+	slots      itemtask.Slots
 	gate       *errorpolicy.Gate // nil without a workflow circuit breaker
 	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
 	trees      *Worktrees        // map.isolation: worktree; nil otherwise
@@ -31,7 +32,9 @@ type scheduler struct {
 	seed       uint64
 	runKind    string // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
 	emit       func(eventlog.Event)
-	ended      func(it *Item) // after an item's end is recorded; may be nil
+	logPath    func(itemID string) string    // of the items' output logs
+	updateMeta func(func(*state.Meta)) error // the job's, under its lock
+	ended      func(it *Item)                // after an item's end is recorded; may be nil
 	// resumed are the items an ended process left running, by index,
 	// with their checkpoints: they go on from there.
 	resumed map[int]job.ItemRecord
@@ -54,7 +57,7 @@ type scheduler struct {
 type dispatch struct {
 	it      *Item
 	attempt int
-	slot    *Slot
+	slot    *itemtask.Hold
 	steps   []job.StepRecord
 }
 
@@ -114,14 +117,8 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 // wait blocks until every started item has finished.
 func (s *scheduler) wait() { s.wg.Wait() }
 
-// close closes the dispatcher if it holds anything (processes,
-// connections).
-func (s *scheduler) close() error {
-	if c, ok := s.dispatcher.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
+// close closes the dispatcher.
+func (s *scheduler) close() error { return s.dispatcher.Close() }
 
 // running reports whether new items may start.
 func (s *scheduler) running(ctx context.Context) bool {
@@ -134,7 +131,7 @@ func (s *scheduler) running(ctx context.Context) bool {
 // attempts per the item-level retry policy, from where from (the item's
 // running record, if an ended process left one) says, then the ledger
 // records how it ended.
-func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *errorpolicy.Pass, from job.ItemRecord) {
+func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pass *errorpolicy.Pass, from job.ItemRecord) {
 	defer s.wg.Done()
 	defer sl.Release()
 	if s.ended != nil {
@@ -179,7 +176,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *error
 				s.fail(err)
 				return
 			}
-			settle(out)
+			s.dispatcher.Recorded(ctx, out.DispatchID)
 			if retryv2.Pause(ctx, delay, sl) != nil {
 				return
 			}
@@ -196,7 +193,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *error
 		if err != nil {
 			s.fail(err)
 		} else {
-			settle(out)
+			s.dispatcher.Recorded(ctx, out.DispatchID)
 			if s.trees != nil {
 				s.trees.recorded(ctx, out)
 			}
@@ -205,13 +202,6 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *error
 			s.stop(verdict)
 		}
 		return
-	}
-}
-
-// settle tells the dispatcher that out is recorded.
-func settle(out Outcome) {
-	if out.Settle != nil {
-		out.Settle()
 	}
 }
 
@@ -238,7 +228,7 @@ const lostPause = 100 * time.Millisecond
 // the steps it saved, until maxLost runners were lost, which fails it as
 // kind lost. It reports false, and no outcome, when ctx ended or a
 // checkpoint could not be saved.
-func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *Slot, saved []job.StepRecord) (Outcome, bool) {
+func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *itemtask.Hold, saved []job.StepRecord) (Outcome, bool) {
 	for lost := 1; ; lost++ {
 		out, steps, err := s.send(ctx, it, attempt, sl, saved)
 		switch {
@@ -262,8 +252,8 @@ func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *Slot, sa
 // and returns its outcome. When the dispatch ends without an outcome (or
 // with another dispatch's) it returns an error and the checkpoints of the
 // attempt so far.
-func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *Slot, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
-	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Run: s.runKind, Checkpoints: saved, item: it}
+func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *itemtask.Hold, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
+	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Run: s.runKind, Checkpoints: saved, Value: it.Value}
 	d := &dispatch{it: it, attempt: attempt, slot: sl, steps: slices.Clone(saved)}
 	s.mu.Lock()
 	s.active[t.DispatchID] = d
@@ -319,13 +309,26 @@ func (s *scheduler) Emit(id string, e eventlog.Event) error {
 }
 
 // Slot is a dispatched task's hold on a place to run (Host).
-func (s *scheduler) Slot(id string) retryv2.Slot {
+func (s *scheduler) Slot(id string) itemtask.Slot {
 	d, err := s.current(id)
 	if err != nil {
 		return nil
 	}
 	return d.slot
 }
+
+// JobEvent records an event of the job that no dispatch owns (Host).
+func (s *scheduler) JobEvent(e eventlog.Event) { s.emit(e) }
+
+// AppendLog adds the output of t's attempt that origin ran to the item's
+// log, after the attempt's header (Host).
+func (s *scheduler) AppendLog(t Task, origin itemtask.Origin, start time.Time, text string) {
+	h := LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
+	AppendItemLog(s.logPath(t.ItemID), h.String(), text)
+}
+
+// UpdateMeta changes the job's metadata under its lock (Host).
+func (s *scheduler) UpdateMeta(fn func(*state.Meta)) error { return s.updateMeta(fn) }
 
 // failed reports whether a state write failed.
 func (s *scheduler) failed() bool {

@@ -54,7 +54,7 @@ func (w *Worker) Workflow() *workflow.Workflow { return w.j.wf }
 func (w *Worker) Path(name string) string { return w.j.Path(name) }
 
 // ItemLogPath is the path of the output log of the job's map item id.
-func (w *Worker) ItemLogPath(id string) string { return w.j.ItemLogPath(id) }
+func (w *Worker) ItemLogPath(id string) string { return w.j.st.ItemLogPath(id) }
 
 // Meta returns a copy of the job's metadata.
 func (w *Worker) Meta() state.Meta { return w.j.Meta() }

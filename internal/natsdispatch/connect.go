@@ -81,11 +81,11 @@ func (c Connection) Where() string {
 	return "context " + c.Context
 }
 
-// Connect connects to the server c names, reconnecting for ever once
+// dial connects to the server c names, reconnecting for ever once
 // connected; name is the connection's name on the server. The context, if
 // any, gives what c leaves empty: its URL, and its credentials unless c
 // has some.
-func Connect(c Connection, name string) (*nats.Conn, error) {
+func dial(c Connection, name string) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond), nats.Timeout(5 * time.Second)}
 	auth, err := c.auth()
 	if err != nil {
@@ -131,7 +131,7 @@ func ConnectWaiting(ctx context.Context, c Connection, name string, logf func(fo
 	wait := firstRetry
 	var noted time.Time
 	for attempt := 1; ; attempt++ {
-		nc, err := connectUnlessDone(ctx, c, name)
+		nc, err := Connect(ctx, c, name)
 		switch {
 		case err == nil && attempt > 1:
 			logf("connected to NATS %s at attempt %d", c.Where(), attempt)
@@ -151,16 +151,17 @@ func ConnectWaiting(ctx context.Context, c Connection, name string, logf func(fo
 	}
 }
 
-// connectUnlessDone is Connect, given up on (its connection closed once
-// made) when ctx ends first: a server that does not answer takes seconds.
-func connectUnlessDone(ctx context.Context, c Connection, name string) (*nats.Conn, error) {
+// Connect connects to the server c names (see dial), giving up (its
+// connection closed once made) when ctx ends first: a server that does
+// not answer takes seconds, which an interrupt cuts short.
+func Connect(ctx context.Context, c Connection, name string) (*nats.Conn, error) {
 	type attempt struct {
 		nc  *nats.Conn
 		err error
 	}
 	made := make(chan attempt, 1)
 	go func() {
-		nc, err := Connect(c, name)
+		nc, err := dial(c, name)
 		made <- attempt{nc, err}
 	}()
 	select {

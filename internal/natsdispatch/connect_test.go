@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +52,7 @@ func TestConnectWithContext(t *testing.T) {
 	os.WriteFile(good, []byte(`{"url": "`+srv.URL()+`"}`), 0o600)
 	os.WriteFile(bad, []byte(`{"url": "nats://127.0.0.1:1"}`), 0o600)
 	for _, c := range []Connection{{Context: good}, {Context: bad, URL: srv.URL()}} {
-		nc, err := Connect(c, "test")
+		nc, err := Connect(t.Context(), c, "test")
 		if err != nil {
 			t.Errorf("%+v: %v", c, err)
 			continue
@@ -65,7 +67,7 @@ func TestConnectWithContext(t *testing.T) {
 // A server that cannot be reached is named in the error, without the
 // password of its URL.
 func TestConnectErrorHidesThePassword(t *testing.T) {
-	_, err := Connect(Connection{URL: "nats://u:hunter2@127.0.0.1:1"}, "test")
+	_, err := Connect(t.Context(), Connection{URL: "nats://u:hunter2@127.0.0.1:1"}, "test")
 	if err == nil || !strings.Contains(err.Error(), "nats://127.0.0.1:1") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("err = %v", err)
 	}
@@ -146,5 +148,27 @@ func TestConnectWaitingStops(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.json")
 	if _, err := ConnectWaiting(context.Background(), Connection{Context: missing}, "test", quiet); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("unknown context: %v", err)
+	}
+}
+
+// An interrupt while the server has not answered yet (it accepted the
+// connection and says nothing) ends Connect with the interrupt's cause.
+func TestConnectEndsWithCtx(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithCancelCause(t.Context())
+	interrupt := errors.New("interrupt")
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			cancel(interrupt) // the client waits for the server's INFO now
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}
+	}()
+	if _, err := Connect(ctx, Connection{URL: "nats://" + ln.Addr().String()}, "test"); !errors.Is(err, interrupt) {
+		t.Errorf("Connect = %v, want the interrupt", err)
 	}
 }

@@ -17,9 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 // Options configure a job's dispatcher.
@@ -31,7 +30,7 @@ type Options struct {
 	Warn          io.Writer  // warnings about the NATS objects
 	// Live shows each item's output (its log's tail) when its result
 	// arrives (runner run --tag); nil: in its log only.
-	Live *mapreduce.Live
+	Live *itemtask.Live
 	// CheckEvery is how often, while items are out, the dispatcher makes
 	// sure that nothing lost on the server leaves them waiting (see
 	// check); 0: DefaultAckWait.
@@ -45,9 +44,9 @@ type Options struct {
 // their results (SPEC §11.4): one process, one epoch.
 type Dispatcher struct {
 	lock    *os.File // the job's NATS lock, held until Close
-	j       *job.Job
-	live    *mapreduce.Live // where items' output is shown when it arrives; nil: nowhere
-	host    mapreduce.Host
+	j       itemtask.Job
+	live    *itemtask.Live // where items' output is shown when it arrives; nil: nowhere
+	host    itemtask.Host
 	js      jetstream.JetStream
 	objs    *objects
 	queue   string
@@ -76,12 +75,15 @@ type Dispatcher struct {
 	adopted     map[int]int
 	ids         map[int]string // item ids by index, as far as known
 	interrupted bool
+	// unacked are the results whose outcomes the engine has not yet
+	// recorded, by dispatch id: acknowledged once it has (Recorded).
+	unacked map[string]jetstream.Msg
 }
 
 type waiter struct {
 	attempt int
-	task    mapreduce.Task // to send again if the server loses it
-	ch      chan inbound   // buffered, one
+	task    itemtask.Task // to send again if the server loses it
+	ch      chan inbound  // buffered, one
 	// stored says the task is in the stream: published (the server
 	// acknowledged it) or adopted. Until then it is not checked for.
 	stored bool
@@ -101,15 +103,24 @@ type inbound struct {
 	seq uint64
 }
 
-// New returns the NewDispatcher of job j's map items over NATS.
-func New(j *job.Job, opts Options) mapreduce.NewDispatcher {
-	return func(h mapreduce.Host) (mapreduce.Dispatcher, error) {
-		return open(j, h, opts)
-	}
+// Capabilities are what the NATS dispatcher does beyond running tasks:
+// nothing yet. A worker sends a task's events and log with its result,
+// saves no checkpoints (a task sent again starts over) and keeps its own
+// slots; items cannot run in git worktrees on workers.
+var Capabilities = itemtask.Capabilities{}
+
+// New returns the backend of a job's map items over NATS.
+func New(opts Options) itemtask.Backend {
+	return itemtask.Backend{Name: "NATS workers", Can: Capabilities, Open: func(ctx context.Context, j itemtask.Job, h itemtask.Host) (itemtask.Dispatcher, error) {
+		return open(ctx, j, h, opts)
+	}}
 }
 
-func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
-	ctx := context.Background()
+var _ itemtask.Dispatcher = (*Dispatcher)(nil)
+
+// open sets the job up on the server under ctx and starts reading its
+// results.
+func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*Dispatcher, error) {
 	js, err := jetstream.New(opts.Conn)
 	if err != nil {
 		return nil, err
@@ -126,7 +137,7 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
-		done: make(chan struct{}), watch: opts.Watch,
+		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{},
 	}
 	if err := d.start(ctx, opts); err != nil {
 		lock.Close()
@@ -137,7 +148,9 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	d.watch.set(d)
-	cctx, cancel := context.WithCancel(context.Background())
+	// The results are read until Close, even after ctx ends: an
+	// interrupted job's late results are acknowledged as duplicates.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = cancel
 	go d.consume(cctx)
 	return d, nil
@@ -148,7 +161,7 @@ func open(j *job.Job, h mapreduce.Host, opts Options) (*Dispatcher, error) {
 func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 	want := opts.Dist
 	want.Key = newJobKey(d.j.ID())
-	rec, err := d.j.NextDistEpoch(want)
+	rec, err := nextEpoch(d.host.UpdateMeta, want)
 	if err != nil {
 		return err
 	}
@@ -167,7 +180,7 @@ func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 // would take each other's results; two `dlq retry` processes are also
 // kept apart by the hold of the job's DLQ). The kernel releases it when
 // the process dies.
-func lockJob(j *job.Job) (*os.File, error) {
+func lockJob(j itemtask.Job) (*os.File, error) {
 	f, err := os.OpenFile(j.Path("nats.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
@@ -187,7 +200,7 @@ func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 	}
 	sp := spec{
 		Proto: proto, RunnerVersion: d.version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
-		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.Workflow().Map.AgentTimeout,
+		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.AgentTimeout(),
 	}
 	data, err := json.Marshal(sp)
 	if err != nil {
@@ -210,13 +223,13 @@ func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 // task only after its result is stored, so a task gone by the time the
 // results are read has its result among them.
 func (d *Dispatcher) recover(ctx context.Context) error {
-	states, err := d.j.ReadItemStates()
+	states, err := d.j.ItemStates()
 	if err != nil {
 		return err
 	}
 	for i, rec := range states {
 		d.ids[i] = rec.ID
-		if rec.State != job.ItemRunning {
+		if rec.State != itemtask.ItemRunning {
 			continue
 		}
 		d.expected[i] = max(rec.Attempt, 1)
@@ -479,7 +492,7 @@ func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
 		again, from := w.holder.learn(r.Worker, r.Delivery, 0, time.Time{})
 		d.mu.Unlock()
 		if again { // no beat told of it: the worker ran none (max_deliveries), or is older
-			d.j.Emit(eventlog.TaskRedelivered(w.task.ItemID, r.Attempt, r.Delivery, r.Worker, from))
+			d.host.JobEvent(eventlog.TaskRedelivered(w.task.ItemID, r.Attempt, r.Delivery, r.Worker, from))
 		}
 		w.ch <- in
 		return
@@ -511,7 +524,7 @@ func streamSeq(msg jetstream.Msg) uint64 {
 // duplicate drops a result whose attempt has one already.
 func (d *Dispatcher) duplicate(ctx context.Context, in inbound) {
 	d.ack(ctx, in.msg)
-	d.j.Emit(eventlog.ResultDuplicate(d.itemID(in.r.Index), in.r.Attempt, in.r.Epoch, in.r.Worker, in.r.Delivery))
+	d.host.JobEvent(eventlog.ResultDuplicate(d.itemID(in.r.Index), in.r.Attempt, in.r.Epoch, in.r.Worker, in.r.Delivery))
 }
 
 // itemID is the id of the item at index, for events about results that
@@ -530,8 +543,8 @@ func (d *Dispatcher) ack(ctx context.Context, msg jetstream.Msg) {
 }
 
 // Dispatch publishes t's task, unless an ended process's is still out, and
-// waits for its result (mapreduce.Dispatcher).
-func (d *Dispatcher) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.Outcome, error) {
+// waits for its result (itemtask.Dispatcher).
+func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error) {
 	d.mu.Lock()
 	d.ids[t.Index] = t.ItemID
 	if in, ok := d.early[t.Index]; ok && in.r.Attempt == t.Attempt {
@@ -568,14 +581,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.
 		d.mu.Lock()
 		d.interrupted = true
 		d.mu.Unlock()
-		return mapreduce.Outcome{}, context.Cause(ctx)
+		return itemtask.Outcome{}, context.Cause(ctx)
 	}
 }
 
 // send publishes t's task under message id. It reports false, with the
 // outcome of the attempt, when the task cannot be sent (too large for
 // NATS).
-func (d *Dispatcher) send(ctx context.Context, t mapreduce.Task, id string) (mapreduce.Outcome, bool) {
+func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
 	body, err := json.Marshal(task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel})
 	if err == nil && len(body) > maxTask {
 		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), maxTask)
@@ -584,58 +597,80 @@ func (d *Dispatcher) send(ctx context.Context, t mapreduce.Task, id string) (map
 		m := newMsg(taskSubject(d.queue, d.key, t.Index), t.JobID, body)
 		err = publish(ctx, d.js, m, id)
 		if ctx.Err() != nil {
-			return mapreduce.Outcome{}, true // interrupted: the wait says so
+			return itemtask.Outcome{}, true // interrupted: the wait says so
 		}
 	}
 	if err == nil {
-		return mapreduce.Outcome{}, true
+		return itemtask.Outcome{}, true
 	}
-	return mapreduce.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: mapreduce.Failure{
+	return itemtask.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: itemtask.Failure{
 		Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: err.Error(),
 	}}, false
 }
 
 // outcome is the outcome of t that in carries: the worker's events are
 // recorded and its log appended to the item's, and the result is
-// acknowledged once the ledger has recorded it.
-func (d *Dispatcher) outcome(t mapreduce.Task, in inbound) mapreduce.Outcome {
+// acknowledged once the engine has recorded it (Recorded).
+func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 	r := in.r
+	origin := itemtask.Origin{Worker: r.Worker, Delivery: r.Delivery}
+	duration := time.Duration(r.DurationMS) * time.Millisecond
 	for _, e := range r.Events {
 		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery))
 	}
 	if r.LogTail != "" {
-		d.appendLog(t, r)
+		// The worker does not write the attempt's header: a tail of its
+		// log could leave it out.
+		d.host.AppendLog(t, origin, time.Now().Add(-duration), r.LogTail)
 		if d.live != nil {
 			d.live.Show(t.ItemID, r.LogTail)
 		}
 	}
-	out := mapreduce.Outcome{
-		DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: time.Duration(r.DurationMS) * time.Millisecond,
-		Worker: r.Worker, Delivery: r.Delivery,
-		Settle: func() {
-			if in.msg != nil {
-				d.ack(context.Background(), in.msg)
-			}
-		},
+	if in.msg != nil {
+		d.mu.Lock()
+		d.unacked[t.DispatchID] = in.msg
+		d.mu.Unlock()
 	}
+	out := itemtask.Outcome{DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: duration, Origin: origin}
 	if r.Failed && r.Failure != nil {
 		out.Failure = r.Failure.local()
 		out.Failure.Attempt = t.Attempt
 	} else if r.Failed {
-		out.Failure = mapreduce.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "failed", Message: "the worker's result gave no failure"}
+		out.Failure = itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "failed", Message: "the worker's result gave no failure"}
 	}
 	return out
 }
 
-// appendLog adds what the worker r came from logged of the item of t to
-// the item's log, after the attempt's header (which the worker does not
-// write: a tail of its log could leave it out).
-func (d *Dispatcher) appendLog(t mapreduce.Task, r result) {
-	h := mapreduce.LogHeader{
-		ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: r.Worker,
-		Start: time.Now().Add(-time.Duration(r.DurationMS) * time.Millisecond),
+// Recorded acknowledges the result of dispatch id, which the engine has
+// recorded (itemtask.Dispatcher). The acknowledgement goes out even when
+// ctx ended meanwhile (an interrupt): the record is made, and the result
+// would otherwise come back.
+func (d *Dispatcher) Recorded(ctx context.Context, id string) {
+	d.mu.Lock()
+	msg, ok := d.unacked[id]
+	delete(d.unacked, id)
+	d.mu.Unlock()
+	if ok {
+		d.ack(context.WithoutCancel(ctx), msg)
 	}
-	mapreduce.AppendItemLog(d.j.ItemLogPath(t.ItemID), h.String(), r.LogTail)
+}
+
+// nextEpoch records in the job's metadata (changed through update) that this process runs the
+// job's items on NATS as want says, in an epoch after every earlier
+// process's, and returns the record: its epoch, and the key of the first
+// process (want's for the first). It is saved before it returns: a
+// process that dies after publishing cannot leave its epoch to the next
+// one.
+func nextEpoch(update func(func(*state.Meta)) error, want state.Dist) (state.Dist, error) {
+	err := update(func(m *state.Meta) {
+		if prev := m.Dist; prev != nil {
+			want.Epoch = prev.Epoch
+			want.Key = cmp.Or(prev.Key, want.Key)
+		}
+		want.Epoch++
+		m.Dist = &want
+	})
+	return want, err
 }
 
 // Close stops reading results. After an interrupt it marks the job
@@ -648,6 +683,8 @@ func (d *Dispatcher) Close() error {
 	_ = d.beats.Unsubscribe()
 	d.stop()
 	<-d.done
+	// Close runs when the job's context may have ended (an interrupt): the
+	// spec's status and the purge must still reach the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*callDeadline)
 	defer cancel()
 	d.mu.Lock()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/natstest"
@@ -53,7 +54,7 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut func()) {
 	t.Helper()
 	nc := srv.Connect(t)
-	w, err := NewWorker(t.Context(), WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard})
+	w, err := NewWorker(t.Context(), WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +63,13 @@ func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut fun
 	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
 	return nc.Close
+}
+
+// openPortable opens jobs as the worker name does (WorkerOptions.Open).
+func openPortable(name string) func(json.RawMessage, string, func(eventlog.Event)) (itemtask.Opened, error) {
+	return func(p json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
+		return mapreduce.OpenPortable(p, dir, name, emit)
+	}
 }
 
 // startJob starts job j of the workflow file with its state in dir.
@@ -90,7 +98,7 @@ func runMap(ctx context.Context, j *job.Job, opts Options) <-chan ran {
 	done := make(chan ran, 1)
 	go func() {
 		sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
-			Dispatcher: New(j, opts),
+			Dispatcher: New(opts),
 			DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
 		})
 		done <- ran{sum, err}
@@ -256,7 +264,7 @@ map:
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
-		Dispatcher: New(j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}}),
+		Dispatcher: New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: DefaultQueue}}),
 		DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
 	})
 	if err != nil {

@@ -17,8 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/internal/itemtask"
 )
 
 // The NATS objects of SPEC §11.3.
@@ -145,13 +144,13 @@ type failure struct {
 	DurationMS int64     `json:"duration_ms"`
 }
 
-func wireFailure(f mapreduce.Failure) *failure {
+func wireFailure(f itemtask.Failure) *failure {
 	return &failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
 		StderrTail: f.StderrTail, Step: f.Step, DurationMS: f.Duration.Milliseconds()}
 }
 
-func (f *failure) local() mapreduce.Failure {
-	return mapreduce.Failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
+func (f *failure) local() itemtask.Failure {
+	return itemtask.Failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
 		StderrTail: f.StderrTail, Step: f.Step, Duration: time.Duration(f.DurationMS) * time.Millisecond}
 }
 
@@ -195,15 +194,15 @@ type beat struct {
 // spec is the job's entry in RUNNER_JOBS (§11.6): what a worker needs to
 // run its items, and whether it is running.
 type spec struct {
-	Proto         string        `json:"proto"`
-	RunnerVersion string        `json:"runner_version"`
-	JobID         string        `json:"job_id"`
-	Queue         string        `json:"queue"`
-	Seed          uint64        `json:"seed"`
-	Status        string        `json:"status"`
-	MaxDeliveries int           `json:"max_deliveries"`
-	Job           job.Portable  `json:"job"`
-	AgentTimeout  time.Duration `json:"agent_timeout_ns,omitempty"`
+	Proto         string          `json:"proto"`
+	RunnerVersion string          `json:"runner_version"`
+	JobID         string          `json:"job_id"`
+	Queue         string          `json:"queue"`
+	Seed          uint64          `json:"seed"`
+	Status        string          `json:"status"`
+	MaxDeliveries int             `json:"max_deliveries"`
+	Job           json.RawMessage `json:"job"` // the job as a worker opens it (itemtask.Job.Portable)
+	AgentTimeout  time.Duration   `json:"agent_timeout_ns,omitempty"`
 }
 
 // Job statuses in the spec.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/natstest"
@@ -34,10 +35,13 @@ map:
 // job dies (its context ends) with every item recorded running.
 type stuck struct{}
 
-func (stuck) Dispatch(ctx context.Context, _ mapreduce.Task) (mapreduce.Outcome, error) {
+func (stuck) Dispatch(ctx context.Context, _ itemtask.Task) (itemtask.Outcome, error) {
 	<-ctx.Done()
-	return mapreduce.Outcome{}, ctx.Err()
+	return itemtask.Outcome{}, ctx.Err()
 }
+
+func (stuck) Recorded(context.Context, string) {}
+func (stuck) Close() error                     { return nil }
 
 // A resumed job's items that an ended process left running are settled
 // from what NATS still holds, in the order of §11.7, so that none runs
@@ -64,7 +68,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	dead, die := context.WithCancel(ctx)
 	time.AfterFunc(300*time.Millisecond, die)
 	_, err = mapreduce.Run(dead, j, mapreduce.Options{
-		Dispatcher: func(mapreduce.Host) (mapreduce.Dispatcher, error) { return stuck{}, nil },
+		Dispatcher: itemtask.Backend{Open: func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return stuck{}, nil }},
 		DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
 	})
 	if err == nil {
@@ -87,12 +91,12 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := j.NextDistEpoch(state.Dist{Queue: DefaultQueue, Key: newJobKey("j")})
+	rec, err := nextEpoch(j.UpdateMeta, state.Dist{Queue: DefaultQueue, Key: newJobKey("j")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := rec.Key
-	ended := &Dispatcher{j: j, objs: objs, queue: DefaultQueue, key: key, maxDel: DefaultMaxDeliveries, version: "test"}
+	ended := &Dispatcher{j: mapreduce.View(j), objs: objs, queue: DefaultQueue, key: key, maxDel: DefaultMaxDeliveries, version: "test"}
 	if err := ended.putSpec(ctx, statusRunning); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +117,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	}
 
 	// The second process resumes with a worker.
-	w, err := NewWorker(ctx, WorkerOptions{Conn: srv.Connect(t), Queue: DefaultQueue, Concurrency: 3, Name: "w", AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard})
+	w, err := NewWorker(ctx, WorkerOptions{Conn: srv.Connect(t), Queue: DefaultQueue, Concurrency: 3, Name: "w", AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +132,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	sum, err := mapreduce.Run(rctx, j, mapreduce.Options{
-		Dispatcher: New(j, Options{Conn: nc, Dist: state.Dist{Queue: DefaultQueue}}),
+		Dispatcher: New(Options{Conn: nc, Dist: state.Dist{Queue: DefaultQueue}}),
 		DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
 	})
 	if err != nil || sum.Items.Succeeded != 3 {

@@ -98,7 +98,7 @@ func (d *Dispatcher) onBeat(msg *nats.Msg) {
 	again, from := w.holder.learn(b.Worker, b.Delivery, time.Duration(b.AckWaitMS)*time.Millisecond, time.Now())
 	d.mu.Unlock()
 	if again {
-		d.j.Emit(eventlog.TaskRedelivered(w.task.ItemID, b.Attempt, b.Delivery, b.Worker, from))
+		d.host.JobEvent(eventlog.TaskRedelivered(w.task.ItemID, b.Attempt, b.Delivery, b.Worker, from))
 	}
 }
 

@@ -19,11 +19,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/proc"
-	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/workflow"
 )
 
 // WorkerOptions configure a worker.
@@ -46,6 +43,12 @@ type WorkerOptions struct {
 	// executable's); nil: no watchdog, the heartbeat check alone stops
 	// runs whose lease ran out.
 	Watchdog []string
+	// Open opens a job whose tasks come, from the portable form its spec
+	// carries (itemtask.Job.Portable), in dir, a directory of the worker's
+	// own; its steps' events go to emit. Its error says why this worker
+	// cannot run the job's items (a secret it lacks). The engine's
+	// mapreduce.OpenPortable.
+	Open func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error)
 }
 
 // Worker pulls the tasks of one queue and runs them (SPEC §11.2).
@@ -55,7 +58,7 @@ type Worker struct {
 	objs    *objects
 	tasks   jetstream.Consumer
 	ackWait time.Duration // the consumer's, as the server has it
-	slots   mapreduce.Slots
+	slots   itemtask.Slots
 	wd      *watchdog // nil without one
 	seq     atomic.Uint64
 	tally   tally
@@ -80,9 +83,8 @@ type workerJob struct {
 	key      string
 	revision uint64
 	spec     spec
-	worker   *job.Worker // nil when unable says why it cannot be opened here
+	opened   itemtask.Opened // zero when unable says why it cannot be opened here
 	unable   error
-	runner   *mapreduce.Runner
 }
 
 // workerRun is one task running: its job and item, its events, and how
@@ -114,7 +116,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{opts: opts, js: js, objs: objs, slots: make(mapreduce.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
+	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
 	if w.tasks, err = objs.workerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, DefaultAckWait)); err != nil {
 		return nil, err
 	}
@@ -133,12 +135,20 @@ func (w *Worker) heartbeat() time.Duration { return w.ackWait / 6 }
 
 // Run pulls and runs tasks until ctx ends, then lets the items running
 // end (within DrainTimeout) and returns nil; or until no task came for
-// IdleExit.
+// IdleExit. Nothing it started runs on when it returns.
 func (w *Worker) Run(ctx context.Context) error {
-	runCtx, stopRuns := context.WithCancelCause(context.Background())
+	// The items running when ctx ends go on: they drain, and only
+	// DrainTimeout stops them.
+	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRuns(nil)
 	defer w.wd.close()
-	go w.watchJobs(ctx)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		w.watchJobs(watchCtx)
+	}()
+	defer func() { stopWatch(); <-watched }()
 	stopSummaries := w.summarize()
 	defer stopSummaries()
 	var running sync.WaitGroup
@@ -148,7 +158,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if sl.Acquire(ctx) != nil {
 			break
 		}
-		msg, err := next(ctx, w.tasks)
+		msg, err := w.pull(ctx, idleSince)
 		if err != nil {
 			sl.Release()
 			w.restore(ctx, err)
@@ -185,6 +195,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-ended
 	}
 	return nil
+}
+
+// pull pulls one task; a pull of a worker that has been idle since
+// idleSince ends when IdleExit is up, so that it exits then.
+func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, error) {
+	if until := idleSince.Add(w.opts.IdleExit); w.opts.IdleExit > 0 && time.Until(until) > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
+	}
+	return next(ctx, w.tasks)
 }
 
 // summarize logs a summary every SummaryEvery, and once more when the
@@ -250,7 +271,7 @@ func (w *Worker) restore(ctx context.Context, pullErr error) {
 func (w *Worker) idle() bool { return len(w.slots) == 0 }
 
 // handle runs one task message to its result.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Slot) {
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hold) {
 	received := time.Now()
 	if msg.Headers().Get(headerProto) != proto {
 		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
@@ -282,7 +303,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 	r := result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
 	switch {
 	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
-		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: mapreduce.KindLost, ExitCode: -1,
+		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
 			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", delivery, t.MaxDeliveries)}
 	case wj.unable != nil:
 		r.Failed, r.Failure = true, &failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
@@ -298,13 +319,16 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *mapreduce.Sl
 		return
 	}
 	m := newMsg(resultSubject(key, t.Index), t.JobID, body)
-	pctx, cancel := context.WithTimeout(context.Background(), w.ackWait)
+	// The run ended: its result is stored and its task acknowledged even
+	// when the worker is stopping meanwhile.
+	ctx = context.WithoutCancel(ctx)
+	pctx, cancel := context.WithTimeout(ctx, w.ackWait)
 	defer cancel()
 	if err := publish(pctx, w.js, m, resultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	if err := ack(context.Background(), msg); err != nil {
+	if err := ack(ctx, msg); err != nil {
 		// The task comes back; its second result is dropped by the
 		// coordinator (first result per attempt wins).
 		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
@@ -351,7 +375,7 @@ func firstLine(s string) string {
 // run runs the item of t with its job's template, sending heartbeats. It
 // reports false when the run stopped without a result to send: the job
 // was interrupted, the server stopped answering, or the worker stopped.
-func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.Msg, received time.Time, sl *mapreduce.Slot, r result) (result, bool) {
+func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r result) (result, bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel}
@@ -367,13 +391,13 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 	announce := func() { w.announce(wj.key, t, r.Delivery) }
 	announce()
 	stopBeats := w.beat(rctx, msg, ls, cancel, announce)
-	logPath := wj.worker.ItemLogPath(t.ItemID)
+	logPath := wj.opened.LogPath(t.ItemID)
 	logStart := fileSize(logPath)
-	mt := mapreduce.Task{
+	mt := itemtask.Task{
 		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt,
 		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
 	}
-	out, err := wj.runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, sl, func(job.StepRecord) error { return nil })
+	out, err := wj.opened.Runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, sl, func(itemtask.StepRecord) error { return nil })
 	stopBeats()
 	if err == nil && ls.expired(time.Now()) {
 		// Frozen or cut off past the lease: the task may be another
@@ -389,7 +413,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t task, msg jetstream.M
 		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(received)), cmp.Or(cause, err))
 		return r, false
 	}
-	mask := wj.worker.Mask
+	mask := wj.opened.Mask
 	r.Output = tail(mask(out.Output), maxOutput)
 	r.DurationMS = out.Duration.Milliseconds()
 	if out.Failed {
@@ -488,30 +512,12 @@ func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 	return wj, nil
 }
 
-// missingSecrets is an error naming the secrets the job needs from this
-// worker's environment that it lacks.
-func (w *Worker) missingSecrets(names []string) error {
-	if len(names) == 0 {
-		return nil
-	}
-	return fmt.Errorf("secret %s is not set on worker %s", strings.Join(names, ", "), w.opts.Name)
-}
-
 // open makes the job's copy in the worker's store, one per revision of
 // its spec (runs of an older one may go on in theirs), and its template
 // runner; its error says why this worker cannot run the job's items (a
 // secret it lacks, an environment it cannot resolve). It is called with
 // w.mu held.
 func (w *Worker) open(wj *workerJob) error {
-	var missing []string
-	for _, name := range wj.spec.Job.Meta.Secrets {
-		if _, ok := os.LookupEnv(name); !ok {
-			missing = append(missing, name)
-		}
-	}
-	if err := w.missingSecrets(missing); err != nil {
-		return err
-	}
 	emit := func(e eventlog.Event) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -521,28 +527,12 @@ func (w *Worker) open(wj *workerJob) error {
 			}
 		}
 	}
-	store := state.Store{Dir: filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))}
-	jw, err := job.OpenPortable(wj.spec.Job, store, job.Options{Stdout: io.Discard, Stderr: io.Discard}, emit)
+	dir := filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))
+	opened, err := w.opts.Open(wj.spec.Job, dir, emit)
 	if err != nil {
-		return fmt.Errorf("worker %s cannot run job %s: %w", w.opts.Name, wj.spec.JobID, err)
-	}
-	wf := jw.Workflow()
-	if wf.Mode != workflow.MapReduce || wf.Map == nil {
-		return fmt.Errorf("job %s has no map phase", wj.spec.JobID)
-	}
-	// The secrets the file lists without a value are this environment's.
-	for _, name := range wf.EnvSecrets {
-		if _, ok := os.LookupEnv(name); !ok {
-			missing = append(missing, name)
-		}
-	}
-	if err := w.missingSecrets(missing); err != nil {
 		return err
 	}
-	x := jw.Executor()
-	x.Env = append(x.Env, "RUNNER_WORKER="+w.opts.Name)
-	wj.worker = jw
-	wj.runner = mapreduce.NewRunner(jw.Executor(), jw.Scope(), wf.Map, jw.ItemLogPath, nil, nil)
+	wj.opened = opened
 	return nil
 }
 

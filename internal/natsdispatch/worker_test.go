@@ -2,12 +2,15 @@ package natsdispatch
 
 import (
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/internal/dispatchtest"
+	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -43,7 +46,7 @@ map:
 `)
 	log := &logBuffer{}
 	w, err := NewWorker(t.Context(), WorkerOptions{Conn: srv.Connect(t), Queue: DefaultQueue, Concurrency: 2, Name: "w",
-		AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: log, SummaryEvery: 50 * time.Millisecond})
+		AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: log, Open: openPortable("w"), SummaryEvery: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,5 +77,22 @@ map:
 		if n := len(regexp.MustCompile(want).FindAllString(out, -1)); n != 1 {
 			t.Errorf("%d lines match %s, want 1, in:\n%s", n, want, out)
 		}
+	}
+}
+
+// A worker that ends after IdleExit without a task leaves nothing of its
+// own running: its watch of the jobs bucket ends with Run.
+func TestWorkerIdleExitEndsItsGoroutines(t *testing.T) {
+	srv := natstest.Start(t)
+	w, err := NewWorker(t.Context(), WorkerOptions{Conn: srv.Connect(t), Queue: DefaultQueue, Concurrency: 1, Name: "idle",
+		AckWait: 2 * time.Second, IdleExit: time.Millisecond, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("idle")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := dispatchtest.Goroutines("github.com/runnerdev/runner/internal/natsdispatch.(*Worker)."); n != 0 {
+		t.Errorf("%d goroutines of the worker run on after Run returned", n)
 	}
 }

@@ -1,4 +1,4 @@
-package mapreduce
+package itemtask
 
 import (
 	"bytes"
@@ -19,10 +19,10 @@ type Live struct {
 // written in pieces of this size, each a line of its own.
 const maxTagLine = 64 << 10
 
-// item returns the writers of an item's stdout and stderr, and a function
+// Item returns the writers of an item's stdout and stderr, and a function
 // that writes what they hold of a last line without a newline (the
 // item's end).
-func (l *Live) item(id string) (stdout, stderr io.Writer, flush func()) {
+func (l *Live) Item(id string) (stdout, stderr io.Writer, flush func()) {
 	out := &tagWriter{w: l.Stdout, prefix: id + "\t"}
 	errs := &tagWriter{w: l.Stderr, prefix: id + "\t"}
 	return out, errs, func() {
@@ -35,7 +35,7 @@ func (l *Live) item(id string) (stdout, stderr io.Writer, flush func()) {
 // worker's result) as the lines of an item running here are shown, all on
 // Stdout.
 func (l *Live) Show(id, text string) {
-	out, _, flush := l.item(id)
+	out, _, flush := l.Item(id)
 	_, _ = io.WriteString(out, text)
 	flush()
 }

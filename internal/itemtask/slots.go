@@ -1,4 +1,4 @@
-package mapreduce
+package itemtask
 
 import "context"
 
@@ -7,17 +7,17 @@ import "context"
 type Slots chan struct{}
 
 // Hold returns a hold on one of s, not yet acquired.
-func (s Slots) Hold() *Slot { return &Slot{sem: s} }
+func (s Slots) Hold() *Hold { return &Hold{sem: s} }
 
-// Slot is one item's hold on a place (a retryv2.Slot). It is used by the
-// item's goroutine only; Acquire on a held slot and Release on a free one
-// do nothing.
-type Slot struct {
+// Hold is one item's hold on a place (a Slot). It is used by the item's
+// goroutine only; Acquire on a held slot and Release on a free one do
+// nothing.
+type Hold struct {
 	sem  Slots
 	held bool
 }
 
-func (s *Slot) Acquire(ctx context.Context) error {
+func (s *Hold) Acquire(ctx context.Context) error {
 	if s.held {
 		return nil
 	}
@@ -30,7 +30,7 @@ func (s *Slot) Acquire(ctx context.Context) error {
 	}
 }
 
-func (s *Slot) Release() {
+func (s *Hold) Release() {
 	if s.held {
 		<-s.sem
 		s.held = false
