@@ -101,4 +101,3 @@ func (j *Job) Path(name string) string { return j.st.Path(name) }
 // Deprecated: use Layout().Events; kept while mapreduce's and
 // natsdispatch's tests call it.
 func (j *Job) EventsPath() string { return j.Layout().Events }
-
