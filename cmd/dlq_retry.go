@@ -101,7 +101,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return dlqRetryDryRun(g, jobID, o.Filter, o.asJSON())
 	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
-	j, err := job.Attach(jobID, job.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
+	j, err := job.Attach(jobID, job.Options{Context: ctx, ExitCode: exitCode, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return err
 	}
 	defer o.nats.close()
-	q := jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), g.stderr)
+	q := jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, g.stderr)
 	if err := o.hold(q, "runner dlq retry "+jobID); err != nil {
 		j.Close()
 		return err
@@ -133,11 +133,10 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if !read {
 		return err // interrupted or failed before it read the DLQ: nothing to sum up
 	}
-	sum.ExitCode = exitCode(err)
 	if err == nil && sum.Remaining > 0 {
 		err = job.ItemsInDLQ{N: sum.Remaining, Job: jobID}
-		sum.ExitCode = ExitItemsInDLQ
 	}
+	sum.ExitCode = exitCode(err)
 	var werr error
 	if o.asJSON() {
 		werr = writeJSON(g.stdout, sum)
@@ -153,7 +152,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 			writeMergeCommand(ctx, g, jobID)
 		}
 	}
-	if werr != nil && (err == nil || sum.ExitCode == ExitItemsInDLQ) {
+	if werr != nil && (err == nil || errors.As(err, new(job.ItemsInDLQ))) {
 		return fmt.Errorf("dlq retry %s: summary: %w", jobID, werr)
 	}
 	if errors.As(err, new(job.ItemsInDLQ)) {

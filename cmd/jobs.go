@@ -105,7 +105,7 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if err != nil {
 		return
 	}
-	if _, err := os.Stat(j.Path(jobdlq.File)); err != nil {
+	if _, err := os.Stat(j.Layout().DLQ); err != nil {
 		return // no item ever failed
 	}
 	if pid, err := j.Owner(); err != nil || pid != 0 {
@@ -115,7 +115,7 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if err != nil {
 		return
 	}
-	d, err := jobdlq.OpenReader(j.Path(jobdlq.File))
+	d, err := jobdlq.OpenReader(j.Layout().DLQ)
 	if err != nil {
 		return
 	}
@@ -124,7 +124,7 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
 		return
 	}
-	job.SetItemCounts(m, dlqsettle.SettledCounts(records, queued, *m.Items))
+	job.SetItemCounts(m, dlqsettle.SettledCounts(records, queued, *m.Items), exitCode)
 }
 
 // jobStatus is the status column: a job whose process died is said to be

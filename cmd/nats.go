@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natscoord"
 	"github.com/runnerdev/runner/internal/progress"
@@ -107,8 +107,8 @@ func storedQueue(d *state.Dist) string {
 
 // refuseCarriedSecrets refuses a run on NATS whose secrets would travel
 // with its spec: each worker must take them from its own environment.
-func refuseCarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]string, profile string) error {
-	carried, err := job.CarriedSecrets(wf, source, set, profile)
+func refuseCarriedSecrets(ctx context.Context, wf *workflow.Workflow, source []byte, set map[string]string, profile string) error {
+	carried, err := jobenv.CarriedSecrets(ctx, wf, source, set, profile)
 	if err != nil || len(carried) == 0 {
 		return err
 	}

@@ -2,6 +2,7 @@ package mapreduce
 
 import (
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -11,14 +12,17 @@ import (
 // sealed), the items' output logs, and the item counts in the job's
 // metadata.
 type itemFiles struct {
-	st     *state.Job
-	sealer job.Sealer
-	update func(func(*state.Meta)) error // the job's metadata, under its locks
+	st      *state.Job
+	secrets *jobenv.Secrets
+	update  func(func(*state.Meta)) error // the job's metadata, under its locks
+	// settleCounts is job.Job.UpdateItemCounts: the counts and, for a
+	// completed job, the outcome its DLQ makes.
+	settleCounts func(settle func(job.ItemCounts) (job.ItemCounts, error)) (job.ItemCounts, error)
 }
 
 // filesOf is j's itemFiles.
 func filesOf(j *job.Job) itemFiles {
-	return itemFiles{st: j.State(), sealer: j.Sealer(), update: j.UpdateMeta}
+	return itemFiles{st: j.State(), secrets: j.Secrets(), update: j.UpdateMeta, settleCounts: j.UpdateItemCounts}
 }
 
 // itemsPath is the items file, which the map writes once, when it loads
@@ -34,7 +38,7 @@ func (f itemFiles) open() (*itemLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &itemLog{log: l, sealer: f.sealer}, nil
+	return &itemLog{log: l, secrets: f.secrets}, nil
 }
 
 // ReadItemStates returns the last recorded state of every item, by index,
@@ -44,7 +48,7 @@ func (f itemFiles) ReadItemStates() (map[int]job.ItemRecord, error) {
 	records, err := f.st.ReadItemStates()
 	for i, rec := range records {
 		for k := range rec.Steps {
-			rec.Steps[k].Vars = f.sealer.Unseal(rec.Steps[k].Vars)
+			rec.Steps[k].Vars = f.secrets.Unseal(rec.Steps[k].Vars)
 		}
 		records[i] = rec
 	}
@@ -66,20 +70,20 @@ func (f itemFiles) setCounts(c job.ItemCounts) error {
 // UpdateItemCounts is job.Stored.UpdateItemCounts for a job this process
 // holds (an attached `dlq retry`).
 func (f itemFiles) UpdateItemCounts(settle func(job.ItemCounts) (job.ItemCounts, error)) (job.ItemCounts, error) {
-	return job.SettleItemCounts(f.update, settle)
+	return f.settleCounts(settle)
 }
 
 // itemLog is the item log open for appending.
 type itemLog struct {
-	log    *state.ItemLog
-	sealer job.Sealer
+	log     *state.ItemLog
+	secrets *jobenv.Secrets
 }
 
 // Append records rec; it has reached the kernel when Append returns.
 func (l *itemLog) Append(rec job.ItemRecord) error {
 	if rec.Step != nil {
 		step := *rec.Step
-		step.Vars = l.sealer.Seal(step.Vars)
+		step.Vars = l.secrets.Seal(step.Vars)
 		rec.Step = &step
 	}
 	return l.log.Append(rec)

@@ -77,16 +77,6 @@ func (j *Job) UpdateMeta(fn func(*state.Meta)) error {
 // changed only through UpdateMeta.
 func (j *Job) State() *state.Job { return j.st }
 
-// Sealer hides the job's secret values in variables that are stored (a
-// checkpoint's captures) and puts them back when they are read.
-type Sealer interface {
-	Seal(vars map[string]any) map[string]any
-	Unseal(vars map[string]any) map[string]any
-}
-
-// Sealer is the job's: it seals the values of the secrets it was given.
-func (j *Job) Sealer() Sealer { return j.sealer }
-
 // SetDir makes dir the directory the job's phases run in (and that a
 // relative working_dir is resolved in): the job's git worktree, whose
 // name (its branch) is worktree, with worktree isolation. "" is this
@@ -96,9 +86,18 @@ func (j *Job) SetDir(dir, worktree string) { j.dir, j.worktree = dir, worktree }
 // Dir is the directory the job's phases run in; "" is this process's.
 func (j *Job) Dir() string { return j.dir }
 
+// Layout is where the job's files are in its directory.
+func (j *Job) Layout() state.Layout { return j.st.Layout() }
+
 // Path is the path of a file or directory of the job's own under the
 // state dir (items, results, logs).
+//
+// Deprecated: use Layout; kept while mapreduce, natsdispatch and jobtree
+// call it.
 func (j *Job) Path(name string) string { return j.st.Path(name) }
 
 // EventsPath is the path of the job's event log.
-func (j *Job) EventsPath() string { return j.st.EventsPath() }
+//
+// Deprecated: use Layout().Events; kept while mapreduce's and
+// natsdispatch's tests call it.
+func (j *Job) EventsPath() string { return j.Layout().Events }

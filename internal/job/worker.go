@@ -1,8 +1,6 @@
 package job
 
 import (
-	"slices"
-
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/state"
@@ -50,6 +48,9 @@ func (w *Worker) Scope() *executor.Scope { return w.j.Scope() }
 func (w *Worker) Workflow() *workflow.Workflow { return w.j.wf }
 
 // Path is the path of a file or directory of the job's own.
+//
+// Deprecated: use the job's state.Layout; kept while cmd/agent.go calls
+// it.
 func (w *Worker) Path(name string) string { return w.j.Path(name) }
 
 // ItemLogPath is the path of the output log of the job's map item id.
@@ -59,7 +60,8 @@ func (w *Worker) ItemLogPath(id string) string { return w.j.st.ItemLogPath(id) }
 func (w *Worker) Meta() state.Meta { return w.j.Meta() }
 
 // SecretEnv returns, as NAME=VALUE, the secrets withheld from the stored
-// job as this process was given them (by --set or its environment): what
-// a process that opens the job with OpenWorker must find in its
-// environment. They go only there, never on a command line or in a file.
-func (j *Job) SecretEnv() []string { return slices.Clone(j.secretEnv) }
+// job as this process was given them: what a process that opens the job
+// with OpenWorker must find in its environment.
+//
+// Deprecated: use Secrets().Withheld; kept while cmd/agent.go calls it.
+func (j *Job) SecretEnv() []string { return j.secrets.Withheld() }

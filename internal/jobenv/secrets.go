@@ -1,8 +1,9 @@
-package job
+package jobenv
 
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,8 +23,8 @@ const minSecretLen = 4
 
 var secretNameParts = []string{"TOKEN", "SECRET", "PASSWORD", "KEY"}
 
-// isSecretName reports whether an environment variable's value is masked.
-func isSecretName(wf *workflow.Workflow, name string) bool {
+// IsSecretName reports whether an environment variable's value is masked.
+func IsSecretName(wf *workflow.Workflow, name string) bool {
 	if slices.Contains(wf.Secrets, name) {
 		return true
 	}
@@ -43,7 +44,7 @@ func secretValues(wf *workflow.Workflow, envs ...[]string) (names, values []stri
 	for _, env := range envs {
 		for _, kv := range env {
 			k, v, ok := strings.Cut(kv, "=")
-			if !ok || len(v) < minSecretLen || seen[v] || !isSecretName(wf, k) {
+			if !ok || len(v) < minSecretLen || seen[v] || !IsSecretName(wf, k) {
 				continue
 			}
 			seen[v] = true
@@ -129,15 +130,15 @@ func replaceStrings(v any, r *strings.Replacer) any {
 // a plain word, so that the copy stays valid YAML in any quoting.
 const withheldMark = "WITHHELD"
 
-// withhold splits a new job's variables into those stored with it and the
+// Withhold splits a new job's variables into those stored with it and the
 // names of the secrets that are not: the secret --set values and the
 // secret values written in the workflow file (env, profiles, secrets),
 // which it returns with them replaced (in every profile, the job's or
 // not). Resume takes those again from --set or the environment.
-func withhold(wf *workflow.Workflow, set map[string]string, source []byte, env *environment, profile string) (stored map[string]string, names []string, copied []byte) {
+func Withhold(wf *workflow.Workflow, set map[string]string, source []byte, env *Env, profile string) (stored map[string]string, names []string, copied []byte) {
 	stored = map[string]string{}
 	for k, v := range set {
-		if isSecretName(wf, k) {
+		if IsSecretName(wf, k) {
 			names = append(names, k)
 		} else {
 			stored[k] = v
@@ -146,7 +147,7 @@ func withhold(wf *workflow.Workflow, set map[string]string, source []byte, env *
 	copied = source
 	for _, kv := range slices.Concat(env.env, env.secrets) {
 		k, v, _ := strings.Cut(kv, "=")
-		if len(v) < minSecretLen || !isSecretName(wf, k) || !bytes.Contains(copied, []byte(v)) {
+		if len(v) < minSecretLen || !IsSecretName(wf, k) || !bytes.Contains(copied, []byte(v)) {
 			continue
 		}
 		copied = bytes.ReplaceAll(copied, []byte(v), []byte(withheldMark))
@@ -171,9 +172,9 @@ var (
 	ErrNotSecret      = errors.New("not one of the job's secrets")
 )
 
-// restoreVars returns a stored job's variables with its withheld secrets
+// Restore returns a stored job's variables with its withheld secrets
 // taken again from set or the environment; set may name nothing else.
-func restoreVars(m state.Meta, set map[string]string) (map[string]string, error) {
+func Restore(m state.Meta, set map[string]string) (map[string]string, error) {
 	for k := range set {
 		if !slices.Contains(m.Secrets, k) {
 			return nil, fmt.Errorf("job %s: --set %s: %w (%s); its other variables are stored with it",
@@ -225,12 +226,12 @@ type CarriedSecret struct {
 // where a secret's value is read from the environment or a reference
 // otherwise. A job whose items run on other machines refuses them:
 // there, each machine gives its own.
-func CarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]string, profile string) ([]CarriedSecret, error) {
-	env, err := resolveEnv(wf, envSpec{set: set, profile: profile}, os.Environ())
+func CarriedSecrets(ctx context.Context, wf *workflow.Workflow, source []byte, set map[string]string, profile string) ([]CarriedSecret, error) {
+	env, err := Resolve(ctx, wf, Spec{Set: set, Profile: profile}, os.Environ())
 	if err != nil {
 		return nil, err
 	}
-	_, names, _ := withhold(wf, set, source, env, profile)
+	_, names, _ := Withhold(wf, set, source, env, profile)
 	var out []CarriedSecret
 	for _, name := range names {
 		where := "in the workflow file"
@@ -262,7 +263,7 @@ func stepEnvSecrets(wf *workflow.Workflow, lookup interp.Lookup) []envSecret {
 	var out []envSecret
 	add := func(vars []workflow.EnvVar, where string) {
 		for _, e := range vars {
-			if e.Value == nil || !isSecretName(wf, e.Name) {
+			if e.Value == nil || !IsSecretName(wf, e.Name) {
 				continue
 			}
 			if v, err := e.Value.Expand(lookup, interp.Plain); err == nil {
@@ -277,4 +278,87 @@ func stepEnvSecrets(wf *workflow.Workflow, lookup interp.Lookup) []envSecret {
 		add(wf.Agent.Env, "agent.env")
 	}
 	return out
+}
+
+// Secrets hides a job's secret values: masked (***) in what it shows,
+// sealed (***NAME***) in the variables it stores; a nil *Secrets hides
+// nothing.
+type Secrets struct {
+	mask   func(string) string // nil: no secrets
+	sealer *varSealer
+	// withheld is NAME=VALUE for each secret withheld from the stored
+	// job, as this process was given it.
+	withheld []string
+}
+
+// Secrets returns how a job whose environment is e hides its secrets: the
+// values of e's secret-named variables and secrets, of the secret-named
+// env entries of wf's steps as sc expands them, and of environ's
+// secret-named variables. withheld names the secrets not stored with the
+// job (Meta.Secrets).
+func (e *Env) Secrets(wf *workflow.Workflow, sc *executor.Scope, withheld []string, environ []string) *Secrets {
+	steps := stepSecrets(wf, sc)
+	return &Secrets{
+		mask:   secretMasker(wf, e.env, e.secrets, steps, environ),
+		sealer: newVarSealer(wf, e.env, e.secrets, steps, environ),
+		withheld: slices.DeleteFunc(slices.Concat(e.env, e.secrets), func(kv string) bool {
+			name, _, _ := strings.Cut(kv, "=")
+			return !slices.Contains(withheld, name)
+		}),
+	}
+}
+
+// Masker is Mask, or nil when there is nothing to mask.
+func (s *Secrets) Masker() func(string) string {
+	if s == nil {
+		return nil
+	}
+	return s.mask
+}
+
+// Mask replaces the secret values in str with ***.
+func (s *Secrets) Mask(str string) string {
+	if s == nil || s.mask == nil {
+		return str
+	}
+	return s.mask(str)
+}
+
+// MaskError returns err with the secret values in its message masked; it
+// unwraps to err.
+func (s *Secrets) MaskError(err error) error {
+	if err == nil {
+		return err
+	}
+	if msg := s.Mask(err.Error()); msg != err.Error() {
+		return &maskedError{err: err, msg: msg}
+	}
+	return err
+}
+
+// Seal returns vars with the secret values hidden, to store.
+func (s *Secrets) Seal(vars map[string]any) map[string]any {
+	if s == nil {
+		return vars
+	}
+	return s.sealer.Seal(vars)
+}
+
+// Unseal puts the secret values back into vars read from the store.
+func (s *Secrets) Unseal(vars map[string]any) map[string]any {
+	if s == nil {
+		return vars
+	}
+	return s.sealer.Unseal(vars)
+}
+
+// Withheld returns, as NAME=VALUE, the secrets withheld from the stored
+// job as this process was given them (by --set or its environment): what
+// a process that opens the job must find in its environment. They go only
+// there, never on a command line or in a file.
+func (s *Secrets) Withheld() []string {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.withheld)
 }

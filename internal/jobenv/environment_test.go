@@ -1,4 +1,4 @@
-package job
+package jobenv
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ func envWorkflow(t *testing.T, src string, files map[string]string) *workflow.Wo
 // effective is the value a command of the job sees for name, without
 // step env: the process environment, then the workflow's layers, then
 // the secrets.
-func effective(environ []string, r *environment, name string) string {
+func effective(environ []string, r *Env, name string) string {
 	v := ""
 	for _, kv := range append(append(append([]string{}, environ...), r.env...), r.secrets...) {
 		if rest, ok := strings.CutPrefix(kv, name+"="); ok {
@@ -86,7 +86,7 @@ func TestEnvPrecedence(t *testing.T) {
 			}
 			wf := envWorkflow(t, tt.src, fs)
 			environ := []string{"V=parent", "PATH=" + os.Getenv("PATH")}
-			r, err := resolveEnv(wf, envSpec{set: tt.set, profile: tt.profile}, environ)
+			r, err := Resolve(t.Context(), wf, Spec{Set: tt.set, Profile: tt.profile}, environ)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestEnvPrecedence(t *testing.T) {
 // entries after it see it, and the entry's command is not run.
 func TestEnvOverrideWhereItStands(t *testing.T) {
 	wf := envWorkflow(t, "env:\n  REGION: eu\n  CMD: {command: 'exit 1'}\n  URL: 'https://${REGION}.example'\nprofiles: {us: {REGION: us}}\n", nil)
-	r, err := resolveEnv(wf, envSpec{profile: "us", set: map[string]string{"CMD": "given"}}, nil)
+	r, err := Resolve(t.Context(), wf, Spec{Profile: "us", Set: map[string]string{"CMD": "given"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestEnvCommandCache(t *testing.T) {
 		return strings.Count(string(data), "run")
 	}
 	environ := []string{"PATH=" + os.Getenv("PATH")}
-	first, err := resolveEnv(wf, envSpec{}, environ)
+	first, err := Resolve(t.Context(), wf, Spec{}, environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestEnvCommandCache(t *testing.T) {
 	if runs() != 3 {
 		t.Fatalf("%d runs, want 3", runs())
 	}
-	again, err := resolveEnv(wf, envSpec{cached: first.cached}, environ)
+	again, err := Resolve(t.Context(), wf, Spec{Cached: first.cached}, environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +178,10 @@ func TestEnvErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			wf := envWorkflow(t, tt.src, map[string]string{"bad.env": "A=1\nnot a pair\n", "secret.env": "API_TOKEN=tok-file-1234\n"})
-			_, err := resolveEnv(wf, envSpec{profile: tt.profile}, []string{"PATH=" + os.Getenv("PATH")})
-			var ee *EnvError
+			_, err := Resolve(t.Context(), wf, Spec{Profile: tt.profile}, []string{"PATH=" + os.Getenv("PATH")})
+			var ee *Error
 			if !errors.As(err, &ee) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error %v, want an EnvError with %q", err, tt.want)
+				t.Errorf("error %v, want an Error with %q", err, tt.want)
 			}
 		})
 	}
@@ -190,7 +190,7 @@ func TestEnvErrors(t *testing.T) {
 // An env file or a file secret that is a named pipe, a device or larger
 // than a workflow file may be is refused at once (a pipe's open used to
 // wait for a writer for ever, /dev/zero was read until memory ran out),
-// as an EnvError naming it: the job does not start.
+// as an Error naming it: the job does not start.
 func TestEnvFilesRefused(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
@@ -211,14 +211,14 @@ func TestEnvFilesRefused(t *testing.T) {
 				wf := envWorkflow(t, src, nil)
 				done := make(chan error, 1)
 				go func() {
-					_, err := resolveEnv(wf, envSpec{}, nil)
+					_, err := Resolve(t.Context(), wf, Spec{}, nil)
 					done <- err
 				}()
 				select {
 				case err := <-done:
-					var ee *EnvError
+					var ee *Error
 					if !errors.As(err, &ee) || !strings.Contains(err.Error(), path+": "+want) {
-						t.Errorf("error %v, want an EnvError with %q", err, path+": "+want)
+						t.Errorf("error %v, want an Error with %q", err, path+": "+want)
 					}
 				case <-time.After(time.Minute):
 					t.Fatal("resolving the environment still waits on the file after a minute")
@@ -240,7 +240,7 @@ secrets:
 env:
   DEPLOY_ENV: {condition: "${BRANCH} == 'main' && MODE == 'fast'", when_true: production, when_false: staging}
 `, map[string]string{"base.env": "API_KEY=sk-from-file\nMODE=fast\n", "key.txt": "line one\nline two\n"})
-	r, err := resolveEnv(wf, envSpec{set: map[string]string{"BRANCH": "main"}}, []string{"PARENT_SECRET=p-secret"})
+	r, err := Resolve(t.Context(), wf, Spec{Set: map[string]string{"BRANCH": "main"}}, []string{"PARENT_SECRET=p-secret"})
 	if err != nil {
 		t.Fatal(err)
 	}

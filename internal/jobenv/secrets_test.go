@@ -1,4 +1,4 @@
-package job
+package jobenv
 
 import (
 	"encoding/json"

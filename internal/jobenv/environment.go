@@ -1,4 +1,8 @@
-package job
+// Package jobenv is a job's environment: the env forms, env_files,
+// profiles and secrets of its workflow resolved over the process
+// environment and --set, and its secret values masked in what it shows
+// and sealed in what it stores.
+package jobenv
 
 import (
 	"context"
@@ -18,43 +22,44 @@ import (
 	"github.com/runnerdev/runner/workflow/interp"
 )
 
-// EnvCommandTimeout bounds an env {command} run at job start.
-const EnvCommandTimeout = time.Minute
+// CommandTimeout bounds an env {command} run at job start.
+const CommandTimeout = time.Minute
 
-// EnvError is a job environment that could not be resolved: an env
-// command failed, a secret or an env file could not be read, the profile
-// does not exist. The job does not start (or resume).
-type EnvError struct{ Err error }
+// Error is a job environment that could not be resolved: an env command
+// failed, a secret or an env file could not be read, the profile does not
+// exist. The job does not start (or resume).
+type Error struct{ Err error }
 
-func (e *EnvError) Error() string { return e.Err.Error() }
-func (e *EnvError) Unwrap() error { return e.Err }
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
 
-// environment is a job's environment as a process that opens the job
-// resolves it. Sources, each over the one before: the process environment,
+// Env is a job's environment as a process that opens the job resolves
+// it. Sources, each over the one before: the process environment,
 // env_files in order, the workflow env, the profile, --set; then, after
 // each step's own env, the secrets.
-type environment struct {
+type Env struct {
 	vars    map[string]any    // for ${NAME}; "env" (${env.NAME}) holds these and the process environment
 	env     []string          // NAME=VALUE over the process environment, later entries winning
 	secrets []string          // NAME=VALUE of the secrets mapping
 	cached  map[string]string // outputs of commands with cache: true, to keep with the job
 }
 
-// envSpec is what a job's environment is resolved with besides its
+// Spec is what a job's environment is resolved with besides its
 // workflow: the --set values, the profile, and the command outputs kept
 // from the job's start.
-type envSpec struct {
-	set     map[string]string
-	profile string
-	cached  map[string]string
+type Spec struct {
+	Set     map[string]string
+	Profile string
+	Cached  map[string]string
 }
 
-// resolveEnv resolves wf's environment over environ (the process
-// environment). A variable that --set gives (or the profile, below --set)
-// takes that value where the workflow env defines it, so that the entries
-// after it see it, and its command or condition is not evaluated.
-func resolveEnv(wf *workflow.Workflow, spec envSpec, environ []string) (*environment, error) {
-	r, err := resolveLayers(wf, spec, environ)
+// Resolve resolves wf's environment over environ (the process
+// environment); ctx ends the env commands it runs. A variable that --set
+// gives (or the profile, below --set) takes that value where the workflow
+// env defines it, so that the entries after it see it, and its command or
+// condition is not evaluated.
+func Resolve(ctx context.Context, wf *workflow.Workflow, spec Spec, environ []string) (*Env, error) {
+	r, err := resolveLayers(ctx, wf, spec, environ)
 	if err == nil {
 		return r, nil
 	}
@@ -62,14 +67,14 @@ func resolveEnv(wf *workflow.Workflow, spec envSpec, environ []string) (*environ
 	if mask := secretMasker(wf, r.env, r.secrets, environ); mask != nil {
 		err = &maskedError{err: err, msg: mask(err.Error())}
 	}
-	return nil, &EnvError{err}
+	return nil, &Error{err}
 }
 
-// resolveLayers resolves the layers for resolveEnv, which marks its
-// errors; on an error it returns what it resolved before it.
-func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*environment, error) {
-	r := &environment{vars: map[string]any{}, cached: map[string]string{}}
-	l := &layers{wf: wf, spec: spec, environ: environ, r: r, envMap: map[string]any{}, defined: map[string]bool{}}
+// resolveLayers resolves the layers for Resolve, which marks its errors;
+// on an error it returns what it resolved before it.
+func resolveLayers(ctx context.Context, wf *workflow.Workflow, spec Spec, environ []string) (*Env, error) {
+	r := &Env{vars: map[string]any{}, cached: map[string]string{}}
+	l := &layers{ctx: ctx, wf: wf, spec: spec, environ: environ, r: r, envMap: map[string]any{}, defined: map[string]bool{}}
 	// ${env.NAME} reads the process environment too, as Prodigy's does.
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -78,13 +83,13 @@ func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*envi
 	}
 	r.vars["env"] = l.envMap
 	// --set wins over every layer and is seen by all of them.
-	for k, v := range spec.set {
+	for k, v := range spec.Set {
 		r.vars[k] = v
 	}
 	l.scope = executor.NewScope(r.vars, environ)
-	if spec.profile != "" {
+	if spec.Profile != "" {
 		var err error
-		if l.profile, err = wf.Profile(spec.profile); err != nil {
+		if l.profile, err = wf.Profile(spec.Profile); err != nil {
 			return r, err
 		}
 	}
@@ -110,9 +115,9 @@ func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*envi
 			l.add(e.Name, v)
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(spec.set)) {
+	for _, k := range slices.Sorted(maps.Keys(spec.Set)) {
 		if !l.defined[k] && !slices.ContainsFunc(wf.SecretVars, func(s workflow.Secret) bool { return s.Name == k }) {
-			l.add(k, spec.set[k])
+			l.add(k, spec.Set[k])
 		}
 	}
 	return r, l.secrets()
@@ -120,11 +125,12 @@ func resolveLayers(wf *workflow.Workflow, spec envSpec, environ []string) (*envi
 
 // layers is the state of resolving a job's environment.
 type layers struct {
+	ctx     context.Context // ends env commands
 	wf      *workflow.Workflow
-	spec    envSpec
+	spec    Spec
 	environ []string
 	profile *workflow.Profile
-	r       *environment
+	r       *Env
 	scope   *executor.Scope // over r.vars: reads what is defined so far
 	envMap  map[string]any  // ${env.NAME}
 	defined map[string]bool // the names the layers defined so far
@@ -132,7 +138,7 @@ type layers struct {
 
 // add defines a variable (the --set value when there is one).
 func (l *layers) add(name, v string) {
-	if sv, ok := l.spec.set[name]; ok {
+	if sv, ok := l.spec.Set[name]; ok {
 		v = sv
 	}
 	l.r.vars[name], l.envMap[name] = v, v
@@ -143,7 +149,7 @@ func (l *layers) add(name, v string) {
 // value makes the value of an env entry (or a profile's): --set's, else
 // the profile's, else the entry's own.
 func (l *layers) value(e workflow.EnvVar) (string, error) {
-	if v, ok := l.spec.set[e.Name]; ok {
+	if v, ok := l.spec.Set[e.Name]; ok {
 		return v, nil
 	}
 	if l.profile != nil {
@@ -159,11 +165,11 @@ func (l *layers) value(e workflow.EnvVar) (string, error) {
 	case e.From.Condition != nil:
 		return conditional(e.From, l.scope, l.envMap)
 	}
-	if v, ok := l.spec.cached[e.Name]; ok {
+	if v, ok := l.spec.Cached[e.Name]; ok {
 		return v, nil
 	}
-	v, err := envCommand(e.From.Command, slices.Concat(l.environ, l.r.env))
-	if err == nil && e.From.Cache && !isSecretName(l.wf, e.Name) {
+	v, err := envCommand(l.ctx, e.From.Command, slices.Concat(l.environ, l.r.env))
+	if err == nil && e.From.Cache && !IsSecretName(l.wf, e.Name) {
 		l.r.cached[e.Name] = v
 	}
 	return v, err
@@ -173,7 +179,7 @@ func (l *layers) value(e workflow.EnvVar) (string, error) {
 func (l *layers) secrets() error {
 	built := slices.Concat(l.environ, l.r.env)
 	for _, s := range l.wf.SecretVars {
-		v, ok := l.spec.set[s.Name]
+		v, ok := l.spec.Set[s.Name]
 		if !ok {
 			var err error
 			if v, err = secretValue(l.wf, s, l.scope, built); err != nil {
@@ -188,7 +194,7 @@ func (l *layers) secrets() error {
 
 // readEnvFiles adds the variables of wf's env_files, in order; lookup
 // expands placeholders in their paths.
-func (r *environment) readEnvFiles(wf *workflow.Workflow, lookup interp.Lookup, add func(name, v string)) error {
+func (r *Env) readEnvFiles(wf *workflow.Workflow, lookup interp.Lookup, add func(name, v string)) error {
 	for i, f := range wf.EnvFiles {
 		path, err := f.Path.Expand(lookup, interp.Plain)
 		if err != nil {
@@ -244,15 +250,15 @@ func conditional(src *workflow.EnvSource, sc *executor.Scope, env map[string]any
 }
 
 // envCommand runs an env {command} with sh -c in this process's directory
-// and returns its stdout without trailing newlines.
-func envCommand(command string, env []string) (string, error) {
-	res := proc.Run(context.Background(), proc.Spec{Command: command, Env: env, Timeout: EnvCommandTimeout, CaptureStdout: true})
+// until it ends, CommandTimeout passes or ctx is done, and returns its
+// stdout without trailing newlines.
+func envCommand(ctx context.Context, command string, env []string) (string, error) {
+	res := proc.Run(ctx, proc.Spec{Command: command, Env: env, Timeout: CommandTimeout, CaptureStdout: true})
 	if res.Err != nil {
-		msg := fmt.Sprintf("command %q failed: %v", command, res.Err)
 		if tail := strings.TrimSpace(string(res.StderrTail)); tail != "" {
-			msg += ": " + tail[strings.LastIndexByte(tail, '\n')+1:] // its last line
+			return "", fmt.Errorf("command %q failed: %w: %s", command, res.Err, tail[strings.LastIndexByte(tail, '\n')+1:]) // its last line
 		}
-		return "", errors.New(msg)
+		return "", fmt.Errorf("command %q failed: %w", command, res.Err)
 	}
 	return strings.TrimRight(string(res.Stdout), "\r\n"), nil
 }
@@ -300,7 +306,7 @@ func idleProfileSecrets(wf *workflow.Workflow, active string) []string {
 			continue
 		}
 		for _, e := range p.Env {
-			if !isSecretName(wf, e.Name) {
+			if !IsSecretName(wf, e.Name) {
 				continue
 			}
 			if v, err := e.Value.Expand(written, interp.Plain); err == nil {
@@ -309,4 +315,32 @@ func idleProfileSecrets(wf *workflow.Workflow, active string) []string {
 		}
 	}
 	return out
+}
+
+// Vars are the variables the environment defines, for ${NAME}; "env"
+// (${env.NAME}) holds them and the process environment.
+func (e *Env) Vars() map[string]any { return e.vars }
+
+// Environ is NAME=VALUE of its variables, over the process environment
+// (later entries winning), without the secrets.
+func (e *Env) Environ() []string { return e.env }
+
+// SecretEnv is NAME=VALUE of the secrets mapping.
+func (e *Env) SecretEnv() []string { return e.secrets }
+
+// Cached are the outputs of env commands with cache: true, but secrets,
+// to keep with the job (Spec.Cached when it opens again).
+func (e *Env) Cached() map[string]string { return e.cached }
+
+// Check resolves what a job reads from its environment when it starts
+// (env, durations given as $VAR), with --set values and the profile, so
+// that a dry run reports a mistake there as a run would, and shows the
+// durations the job would have.
+func Check(ctx context.Context, wf *workflow.Workflow, set map[string]string, profile string) error {
+	environ := os.Environ()
+	env, err := Resolve(ctx, wf, Spec{Set: set, Profile: profile}, environ)
+	if err != nil {
+		return err
+	}
+	return wf.ResolveDurations(executor.NewScope(env.vars, environ).PlainLookup())
 }
