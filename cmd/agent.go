@@ -88,7 +88,7 @@ func (o parallelOptions) dispatcher(g *globalOptions, j *job.Job, live *itemtask
 		return itemtask.Backend{} // this process
 	}
 	command, err := agentCommand(g, j.ID(), live != nil)
-	b := agentproc.New(agentproc.Config{Command: command, Env: append(os.Environ(), j.SecretEnv()...), Stderr: g.stderr, Live: live})
+	b := agentproc.New(agentproc.Config{Command: command, Env: append(os.Environ(), j.Secrets().Withheld()...), Stderr: g.stderr, Live: live})
 	if err != nil {
 		b.Open = func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return nil, err }
 	}

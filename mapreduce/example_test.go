@@ -39,7 +39,7 @@ reduce:
 	}
 	defer j.Close()
 	ctx := context.Background()
-	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), io.Discard)})
+	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{DLQ: jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, io.Discard)})
 	fmt.Println(sum.Items.Succeeded, err)
 	// Output:
 	// 3 of 3 items succeeded

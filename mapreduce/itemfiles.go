@@ -27,7 +27,7 @@ func filesOf(j *job.Job) itemFiles {
 
 // itemsPath is the items file, which the map writes once, when it loads
 // its items.
-func (f itemFiles) itemsPath() string { return f.st.Path(state.ItemsFile) }
+func (f itemFiles) itemsPath() string { return f.st.Layout().Items }
 
 // logPath is the output log of item id.
 func (f itemFiles) logPath(id string) string { return f.st.ItemLogPath(id) }

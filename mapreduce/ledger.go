@@ -156,8 +156,8 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 // it joins its item's history: everything the ledger writes of it (the
 // DLQ, the item log, events) then holds no secret.
 func (l *ledger) mask(f Failure) Failure {
-	f.Message = l.job.Mask(f.Message)
-	f.StderrTail = l.job.Mask(f.StderrTail)
+	f.Message = l.job.Secrets().Mask(f.Message)
+	f.StderrTail = l.job.Secrets().Mask(f.StderrTail)
 	return f
 }
 

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/runnerdev/runner/internal/itemrun"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,10 +19,12 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/jsonvalue"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
@@ -77,7 +78,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err := supported(wf, opts.Dispatcher); err != nil {
 		return sum, err
 	}
-	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Path)
+	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Layout())
 	if err != nil {
 		return sum, err
 	}
@@ -157,7 +158,7 @@ func runMap(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, opts Opti
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	results, err := openResults(j.Path("results.jsonl"), files.logPath)
+	results, err := openResults(j.Layout().Results, files.logPath)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -286,7 +287,7 @@ type jobView struct{ j *job.Job }
 func (v jobView) ID() string                  { return v.j.ID() }
 func (v jobView) Seed() uint64                { return v.j.Seed() }
 func (v jobView) AgentTimeout() time.Duration { return v.j.Workflow().Map.AgentTimeout }
-func (v jobView) Path(name string) string     { return v.j.Path(name) }
+func (v jobView) Layout() state.Layout        { return v.j.Layout() }
 
 func (v jobView) Portable() (json.RawMessage, error) {
 	p, err := v.j.Portable()
@@ -443,8 +444,8 @@ func (r *commandReader) Close() error {
 // setMapVars defines ${map.*} for reduce: the counts, the results file
 // and, when a reduce step uses it, ${map.results} itself.
 func setMapVars(j *job.Job, c job.ItemCounts) error {
-	file := j.Path("results.json")
-	if err := writeResultsFile(j.Path("results.jsonl"), file); err != nil {
+	file := j.Layout().ResultsJSON
+	if err := writeResultsFile(j.Layout().Results, file); err != nil {
 		return err
 	}
 	abs, _ := filepath.Abs(file)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/runnerdev/runner/internal/itemrun"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
@@ -288,7 +288,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	}
 	// Its result, which goes between the two writes, is written too: the
 	// last one of item 1 says failed.
-	data, err := os.ReadFile(j.Path("results.jsonl"))
+	data, err := os.ReadFile(j.Layout().Results)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 // whose branch a killed retry merged (see startRetry); nil without
 // isolation.
 func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*jobtree.Worktrees, map[int]Outcome, error) {
-	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Path)
+	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Layout())
 	if trees == nil || err != nil {
 		return nil, nil, err
 	}

@@ -186,7 +186,7 @@ func TestHostEmitNamesTheDispatchItem(t *testing.T) {
 	if _, err := d.run(t, j, newFakeDLQ()); err != nil {
 		t.Fatal(err)
 	}
-	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{Types: []eventlog.Type{eventlog.TypeStepStarted, eventlog.TypeCircuitOpened}})
+	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeStepStarted, eventlog.TypeCircuitOpened}})
 	if err != nil || len(events) != 2 {
 		t.Fatalf("events %+v, %v", events, err)
 	}

@@ -20,7 +20,7 @@ func TestPoolConformance(t *testing.T) {
 	}
 	dispatchtest.Run(t, dispatchtest.Subject{
 		Backend: func(t *testing.T, j *job.Job) itemtask.Backend {
-			env := append(os.Environ(), helperEnv+"=job", helperJobEnv+"="+filepath.Join(filepath.Dir(filepath.Dir(j.Path(""))), j.ID()), raceNoExitSleep())
+			env := append(os.Environ(), helperEnv+"=job", helperJobEnv+"="+filepath.Join(filepath.Dir(filepath.Dir(j.Layout().Dir)), j.ID()), raceNoExitSleep())
 			return New(Config{Command: []string{exe}, Env: env, Stderr: os.Stderr})
 		},
 		Lose:   "kill -9 $PPID",

@@ -215,7 +215,7 @@ func testLost(t *testing.T, s Subject) {
 	f := start(t, s, "mode: mapreduce\nmap:\n  input: echo x\n  agent_template:\n    - shell: "+strconv.Quote(s.Lose)+"\n")
 	ctx, cancel := context.WithTimeout(t.Context(), deadline)
 	defer cancel()
-	q := jobdlq.Open(ctx, f.job.ID(), f.job.Path(jobdlq.File), io.Discard)
+	q := jobdlq.Open(ctx, f.job.ID(), f.job.Layout().DLQ, io.Discard)
 	sum, err := mapreduce.Run(ctx, f.job, mapreduce.Options{DLQ: q, Dispatcher: f.backend})
 	if err != nil {
 		t.Fatalf("Run: %v", err)

@@ -117,7 +117,7 @@ func TestRecordPurged(t *testing.T) {
 	if rec := states[0]; rec.State != job.ItemSkipped || rec.Error != PurgedNote {
 		t.Errorf("purged item's record %+v", rec)
 	}
-	events, err := eventlog.Read(st.EventsPath(), eventlog.Query{})
+	events, err := eventlog.Read(st.Layout().Events, eventlog.Query{})
 	if err != nil || len(events) != 1 || events[0].Type != eventlog.TypeDLQRemoved || events[0].ItemID != "a" || events[0].Str("reason") != "purged" {
 		t.Errorf("events %+v, %v", events, err)
 	}

@@ -39,7 +39,7 @@ func OpenStored(ctx context.Context, id string, opts job.Options, emit func(even
 		return nil, fmt.Errorf("job %s is a standard workflow: %w", id, ErrNoMap)
 	}
 	refs := jobtree.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
-	trees, err := jobtree.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Path)
+	trees, err := jobtree.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Layout())
 	if err != nil {
 		return nil, err
 	}

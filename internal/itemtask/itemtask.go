@@ -202,8 +202,8 @@ type Job interface {
 	Portable() (json.RawMessage, error)
 	// ItemStates is the last recorded state of every item, by index.
 	ItemStates() (map[int]ItemRecord, error)
-	// Path is the path of a file of the job's own in its directory.
-	Path(name string) string
+	// Layout is where the job's files are in its directory.
+	Layout() state.Layout
 }
 
 // Capabilities are what a dispatcher does beyond running a task to its

@@ -88,16 +88,3 @@ func (j *Job) Dir() string { return j.dir }
 
 // Layout is where the job's files are in its directory.
 func (j *Job) Layout() state.Layout { return j.st.Layout() }
-
-// Path is the path of a file or directory of the job's own under the
-// state dir (items, results, logs).
-//
-// Deprecated: use Layout; kept while mapreduce, natsdispatch and jobtree
-// call it.
-func (j *Job) Path(name string) string { return j.st.Path(name) }
-
-// EventsPath is the path of the job's event log.
-//
-// Deprecated: use Layout().Events; kept while mapreduce's and
-// natsdispatch's tests call it.
-func (j *Job) EventsPath() string { return j.Layout().Events }

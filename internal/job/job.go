@@ -382,11 +382,6 @@ func (j *Job) Emit(e eventlog.Event) { j.emit(e) }
 // Secrets hides the job's secret values in what it shows and stores.
 func (j *Job) Secrets() *jobenv.Secrets { return j.secrets }
 
-// Mask replaces the job's secret values in s with ***.
-//
-// Deprecated: use Secrets().Mask; kept while mapreduce calls it.
-func (j *Job) Mask(s string) string { return j.secrets.Mask(s) }
-
 // LogErr returns the first failure to write the event log, if any.
 func (j *Job) LogErr() error {
 	j.mu.Lock()

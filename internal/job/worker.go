@@ -47,21 +47,11 @@ func (w *Worker) Scope() *executor.Scope { return w.j.Scope() }
 // Workflow is the job's stored workflow copy.
 func (w *Worker) Workflow() *workflow.Workflow { return w.j.wf }
 
-// Path is the path of a file or directory of the job's own.
-//
-// Deprecated: use the job's state.Layout; kept while cmd/agent.go calls
-// it.
-func (w *Worker) Path(name string) string { return w.j.Path(name) }
+// Layout is where the job's files are in its directory.
+func (w *Worker) Layout() state.Layout { return w.j.Layout() }
 
 // ItemLogPath is the path of the output log of the job's map item id.
 func (w *Worker) ItemLogPath(id string) string { return w.j.st.ItemLogPath(id) }
 
 // Meta returns a copy of the job's metadata.
 func (w *Worker) Meta() state.Meta { return w.j.Meta() }
-
-// SecretEnv returns, as NAME=VALUE, the secrets withheld from the stored
-// job as this process was given them: what a process that opens the job
-// with OpenWorker must find in its environment.
-//
-// Deprecated: use Secrets().Withheld; kept while cmd/agent.go calls it.
-func (j *Job) SecretEnv() []string { return j.secrets.Withheld() }

@@ -50,8 +50,8 @@ func TestOpenWorker(t *testing.T) {
 	if _, err := j.RunPhase(context.Background(), PhaseSetup, wf.Setup); err != nil {
 		t.Fatal(err)
 	}
-	if got := j.SecretEnv(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"API_TOKEN=tok-secret-1", "DB_PASSWORD=hunter22"}) {
-		t.Errorf("SecretEnv = %q, want the --set secret and the one written in the workflow", got)
+	if got := j.Secrets().Withheld(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"API_TOKEN=tok-secret-1", "DB_PASSWORD=hunter22"}) {
+		t.Errorf("Withheld = %q, want the --set secret and the one written in the workflow", got)
 	}
 
 	var events []string
@@ -90,7 +90,7 @@ func TestOpenWorker(t *testing.T) {
 	if after := sizes(); !slices.Equal(before, after) {
 		t.Errorf("the worker wrote the job's files: sizes %v, then %v", before, after)
 	}
-	if got := w.Path("logs"); got != j.Layout().Logs {
-		t.Errorf("Path(logs) = %s, want the job's %s", got, j.Layout().Logs)
+	if got := w.Layout().Logs; got != j.Layout().Logs {
+		t.Errorf("Layout().Logs = %s, want the job's %s", got, j.Layout().Logs)
 	}
 }

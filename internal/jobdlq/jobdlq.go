@@ -20,15 +20,8 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/proc"
-	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
 )
-
-// File is the name of a job's dead-letter queue in its directory.
-//
-// Deprecated: use state.Layout's DLQ; kept while natsdispatch's tests
-// use it.
-var File = state.LayoutOf("").DLQ
 
 // claimLease is how long a `dlq retry` process holds an item it runs; a
 // lease is free earlier once its process is gone (see ownerGone).

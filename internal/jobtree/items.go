@@ -15,6 +15,7 @@ import (
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -65,17 +66,17 @@ type JobRefs struct {
 
 // OpenWorktrees returns the worktrees of a job (nil when its map runs
 // without isolation), for the job's process and for the processes that run
-// its items: path is the job's Path and env its environment. The
+// its items: layout is the job's directory and env its environment. The
 // repository is the one this process's directory is in.
-func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env []string, path func(string) string) (*Worktrees, error) {
+func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env []string, layout state.Layout) (*Worktrees, error) {
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return nil, nil
 	}
-	tree, err := Open(ctx, refs.ID, env, path)
+	tree, err := Open(ctx, refs.ID, env, layout)
 	if err != nil {
 		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
 	}
-	itemsDir, err := filepath.Abs(path("worktrees"))
+	itemsDir, err := filepath.Abs(layout.ItemWorktrees)
 	if err != nil {
 		return nil, err
 	}

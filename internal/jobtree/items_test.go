@@ -8,6 +8,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -139,9 +140,9 @@ func TestWorktreesMergeBack(t *testing.T) {
 func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...string) string, repo string) {
 	t.Helper()
 	git, repo = testRepo(t)
-	state := filepath.Join(t.TempDir(), "job")
+	dir := filepath.Join(t.TempDir(), "job")
 	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
-	w, err := OpenWorktrees(t.Context(), JobRefs{ID: "j", ItemBranches: ItemBranches(m, "j")}, m, os.Environ(), func(name string) string { return filepath.Join(state, name) })
+	w, err := OpenWorktrees(t.Context(), JobRefs{ID: "j", ItemBranches: ItemBranches(m, "j")}, m, os.Environ(), state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // Tree is the worktree of a job on its job branch: a MapReduce job whose
@@ -52,14 +53,14 @@ type Tree struct {
 }
 
 // Open returns the worktree of a job, for the job's process and for the
-// processes that run its items: path is the job's Path and env its
-// environment. The repository is the one this process's directory is in.
+// processes that run its items: layout is the job's directory and env
+// its environment. The repository is the one this process's directory is in.
 //
 // Before anything reads the repository, it ends what the git commands of
 // the job's processes that died left running (their hooks, which may
 // still write to it; git itself died with its runner).
-func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
-	groups := &gitwork.Groups{Dir: path("git-processes")}
+func Open(ctx context.Context, jobID string, env []string, layout state.Layout) (*Tree, error) {
+	groups := &gitwork.Groups{Dir: layout.GitProcesses}
 	git := gitwork.Git{Env: env}
 	if err := endLeftovers(ctx, groups, git); err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 	if err != nil {
 		return nil, err
 	}
-	root, err := filepath.Abs(path("worktree"))
+	root, err := filepath.Abs(layout.Worktree)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 		Git:           gitwork.Git{Dir: root, Env: env, Groups: groups},
 		Root:          root,
 		Prefix:        prefix,
-		lockPath:      filepath.Join(filepath.Dir(root), "worktree.lock"),
+		lockPath:      layout.WorktreeLock,
 		adminLockPath: adminLockPath(common),
 	}, nil
 }

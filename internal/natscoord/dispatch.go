@@ -182,7 +182,7 @@ func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 // kept apart by the hold of the job's DLQ). The kernel releases it when
 // the process dies.
 func lockJob(j itemtask.Job) (*os.File, error) {
-	f, err := os.OpenFile(j.Path("nats.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(j.Layout().NATSLock, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ reduce:
 	defer jc.Close()
 	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
 		Dispatcher: natscoord.New(natscoord.Options{Conn: jc, Dist: state.Dist{Queue: natsconn.DefaultQueue}}),
-		DLQ:        jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), io.Discard),
+		DLQ:        jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, io.Discard),
 	})
 	fmt.Println(sum.Items.Succeeded, err)
 	// Output:

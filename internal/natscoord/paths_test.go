@@ -102,7 +102,7 @@ func runMap(ctx context.Context, j *job.Job, opts Options) <-chan ran {
 	go func() {
 		sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
 			Dispatcher: New(opts),
-			DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
+			DLQ:        jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
 		})
 		done <- ran{sum, err}
 	}()
@@ -268,7 +268,7 @@ map:
 	defer cancel()
 	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
 		Dispatcher: New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}}),
-		DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
+		DLQ:        jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ map:
 	if st := streamState(t, objs.Tasks); st.LastSeq != 1 {
 		t.Errorf("%d tasks were published, want only the small item's", st.LastSeq)
 	}
-	d, err := dlq.Open(j.Path(jobdlq.File), dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	d, err := dlq.Open(j.Layout().DLQ, dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, die)
 	_, err = mapreduce.Run(dead, j, mapreduce.Options{
 		Dispatcher: itemtask.Backend{Open: func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return stuck{}, nil }},
-		DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
+		DLQ:        jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
 	})
 	if err == nil {
 		t.Fatal("the first process's map ended")
@@ -135,7 +135,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	defer cancel()
 	sum, err := mapreduce.Run(rctx, j, mapreduce.Options{
 		Dispatcher: New(Options{Conn: nc, Dist: state.Dist{Queue: natsconn.DefaultQueue}}),
-		DLQ:        jobdlq.Open(ctx, "j", j.Path(jobdlq.File), io.Discard),
+		DLQ:        jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
 	})
 	if err != nil || sum.Items.Succeeded != 3 {
 		t.Fatalf("resume: %+v, %v", sum.Items, err)

@@ -57,7 +57,7 @@ map:
 	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{Types: []eventlog.Type{eventlog.TypeTaskRedelivered}})
+	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeTaskRedelivered}})
 	if err != nil {
 		t.Fatal(err)
 	}

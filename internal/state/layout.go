@@ -95,15 +95,5 @@ func (l Layout) LegacyItemLog(index int) string {
 // or one it replaced).
 func (l Layout) WorkflowCopy(name string) string { return filepath.Join(l.Dir, name) }
 
-// Path is the path of name in the job directory.
-//
-// Deprecated: use Layout; kept while job.ItemsPath calls it.
-func (j *Job) Path(name string) string { return filepath.Join(j.Dir, name) }
-
 // Layout is the layout of the job's directory.
 func (j *Job) Layout() Layout { return LayoutOf(j.Dir) }
-
-// EventsPath is the path of the event log.
-//
-// Deprecated: use Layout().Events; kept while mapreduce's tests call it.
-func (j *Job) EventsPath() string { return j.Layout().Events }

@@ -289,7 +289,7 @@ func TestReplaceWorkflowCopyKeepsTheOld(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{"workflow.yaml": "v3", "workflow.1.yaml": "v1", "workflow.2.yaml": "v2"} {
-		if got, err := os.ReadFile(j.Path(name)); err != nil || string(got) != want {
+		if got, err := os.ReadFile(j.Layout().WorkflowCopy(name)); err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
 		}
 	}
