@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/agentproc"
+	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/workflow"
 )
 
 // newAgentCommand is `runner agent JOB`, the process that runs a job's map
@@ -41,26 +42,18 @@ func newAgentCommand(g *globalOptions) *cobra.Command {
 // goes to item logs, and with tag to the coordinator too).
 func runAgent(ctx context.Context, g *globalOptions, stdin io.Reader, id string, tag bool) error {
 	a := agentproc.NewAgent(g.stdout)
-	w, err := job.OpenWorker(id, job.Options{Store: g.store(), Stdout: g.stderr, Stderr: g.stderr}, a.Emit)
-	if err != nil {
-		return err
-	}
-	wf := w.Workflow()
-	if wf.Mode != workflow.MapReduce {
-		return usagef("job %s is a standard workflow; it has no map items", id)
-	}
-	// The agent runs in the directory runner was started in, so that it
-	// finds the job's repository and the same place in it.
-	refs := mapreduce.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
-	trees, err := mapreduce.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Path)
-	if err != nil {
-		return err
-	}
-	var live *mapreduce.Live
+	var live *itemtask.Live
 	if tag {
 		live = a.Live()
 	}
-	return a.Serve(ctx, stdin, mapreduce.NewRunner(w.Executor(), w.Scope(), wf.Map, w.ItemLogPath, trees, live))
+	r, err := itemrun.OpenStored(ctx, id, job.Options{Store: g.store(), Stdout: g.stderr, Stderr: g.stderr}, a.Emit, live)
+	if errors.Is(err, itemrun.ErrNoMap) {
+		return usagef("job %s is a standard workflow; it has no map items", id)
+	}
+	if err != nil {
+		return err
+	}
+	return a.Serve(ctx, stdin, r)
 }
 
 // Where a job's map items run.
@@ -82,46 +75,50 @@ func (o parallelOptions) validate() error {
 	return nil
 }
 
-// dispatcher is where j's items run: NATS workers (connectNATS), nil for
-// this process, or a pool of agents started from this executable (which
+// dispatcher is where j's items run: NATS workers (connectNATS), the zero
+// Backend for this process, or a pool of agents started from this executable (which
 // is what runs under tests too), given the job's secrets in their
 // environment, which send the items' output to live as it comes when it is
 // not nil.
-func (o parallelOptions) dispatcher(g *globalOptions, j *job.Job, live *mapreduce.Live) mapreduce.NewDispatcher {
+func (o parallelOptions) dispatcher(g *globalOptions, j *job.Job, live *itemtask.Live) itemtask.Backend {
 	if o.nats != nil {
-		return o.nats.dispatcher(j, live)
+		return o.nats.dispatcher(live)
 	}
 	if o.dispatchMode() != dispatchAgents {
-		return nil
+		return itemtask.Backend{} // this process
 	}
-	return func(h mapreduce.Host) (mapreduce.Dispatcher, error) {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		dir, err := filepath.Abs(g.store().Dir)
-		if err != nil {
-			return nil, err
-		}
-		command := []string{exe, "agent"}
-		if live != nil {
-			command = append(command, "--tag")
-		}
-		cfg := agentproc.Config{
-			Command: append(command, "--state-dir", dir, j.ID()),
-			Env:     append(os.Environ(), j.SecretEnv()...),
-			Stderr:  g.stderr,
-			Live:    live,
-		}
-		return agentproc.New(cfg)(h)
+	command, err := agentCommand(g, j.ID(), live != nil)
+	b := agentproc.New(agentproc.Config{Command: command, Env: append(os.Environ(), j.Secrets().Withheld()...), Stderr: g.stderr, Live: live})
+	if err != nil {
+		b.Open = func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return nil, err }
 	}
+	return b
+}
+
+// agentCommand is the command line of an agent of job id: this
+// executable with the state directory as an absolute path; with tag the
+// agent sends its items' output as it comes.
+func agentCommand(g *globalOptions, id string, tag bool) ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(g.store().Dir)
+	if err != nil {
+		return nil, err
+	}
+	command := []string{exe, "agent"}
+	if tag {
+		command = append(command, "--tag")
+	}
+	return append(command, "--state-dir", dir, id), nil
 }
 
 // live is where the items' output is shown as it comes: the commands'
 // own streams of t with --tag, else nowhere (nil).
-func (o parallelOptions) live(t *terminal) *mapreduce.Live {
+func (o parallelOptions) live(t *terminal) *itemtask.Live {
 	if !o.Tag {
 		return nil
 	}
-	return &mapreduce.Live{Stdout: t.commandStdout(), Stderr: t.commandStderr()}
+	return &itemtask.Live{Stdout: t.commandStdout(), Stderr: t.commandStderr()}
 }

@@ -107,7 +107,7 @@ func openDLQ(g *globalOptions, jobID string) (*state.Job, *dlq.DB, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := jobdlq.OpenReader(j.Path(jobdlq.File))
+	d, err := jobdlq.OpenReader(j.Layout().DLQ)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -73,10 +73,10 @@ func runDLQJobs(g *globalOptions, o dlqListOptions) error {
 		if err != nil {
 			continue // listed as damaged by `runner jobs`
 		}
-		if _, err := os.Stat(j.Path(jobdlq.File)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(j.Layout().DLQ); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		d, err := jobdlq.OpenReader(j.Path(jobdlq.File))
+		d, err := jobdlq.OpenReader(j.Layout().DLQ)
 		if err != nil {
 			return err
 		}

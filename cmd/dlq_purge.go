@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/dlqsettle"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/mapreduce"
@@ -78,7 +79,7 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 		purged []dlq.Purged
 		held   int
 	)
-	q := jobdlq.Open(ctx, j.Meta.ID, j.Path(jobdlq.File), g.stderr)
+	q := jobdlq.Open(ctx, j.Meta.ID, j.Layout().DLQ, g.stderr)
 	if err := o.hold(q, "runner dlq purge "+jobID); err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 	for i, p := range purged {
 		items[i] = &mapreduce.Item{Index: p.ItemIndex, ID: p.ItemID}
 	}
-	if err := mapreduce.RecordPurged(job.Stored{Job: j}, q, items); err != nil {
+	if err := dlqsettle.RecordPurged(job.Stored{Job: j, ExitCode: exitCode}, q, items); err != nil {
 		return err
 	}
 	if err := q.Close(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/jsonvalue"
@@ -100,7 +101,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return dlqRetryDryRun(g, jobID, o.Filter, o.asJSON())
 	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
-	j, err := job.Attach(jobID, job.Options{Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
+	j, err := job.Attach(jobID, job.Options{Context: ctx, ExitCode: exitCode, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return err
 	}
 	defer o.nats.close()
-	q := jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), g.stderr)
+	q := jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, g.stderr)
 	if err := o.hold(q, "runner dlq retry "+jobID); err != nil {
 		j.Close()
 		return err
@@ -132,11 +133,10 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if !read {
 		return err // interrupted or failed before it read the DLQ: nothing to sum up
 	}
-	sum.ExitCode = exitCode(err)
 	if err == nil && sum.Remaining > 0 {
 		err = job.ItemsInDLQ{N: sum.Remaining, Job: jobID}
-		sum.ExitCode = ExitItemsInDLQ
 	}
+	sum.ExitCode = exitCode(err)
 	var werr error
 	if o.asJSON() {
 		werr = writeJSON(g.stdout, sum)
@@ -152,7 +152,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 			writeMergeCommand(ctx, g, jobID)
 		}
 	}
-	if werr != nil && (err == nil || sum.ExitCode == ExitItemsInDLQ) {
+	if werr != nil && (err == nil || errors.As(err, new(job.ItemsInDLQ))) {
 		return fmt.Errorf("dlq retry %s: summary: %w", jobID, werr)
 	}
 	if errors.As(err, new(job.ItemsInDLQ)) {
@@ -165,7 +165,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 // (mapreduce.RetryDLQ), showing the items' output on live (nil: not), and
 // sums it up, naming the items another retry holds; read is false when it
 // ended before it read the items to retry.
-func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue, live *mapreduce.Live) (sum dlqRetrySummary, read bool, err error) {
+func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue, live *itemtask.Live) (sum dlqRetrySummary, read bool, err error) {
 	res, err := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
 		MaxParallel: o.MaxParallel,
 		Dispatcher:  o.dispatcher(g, j, live),

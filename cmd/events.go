@@ -73,7 +73,7 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 	}
 	if o.Follow {
 		w := &runWatch{job: j}
-		err := eventlog.Follow(ctx, j.EventsPath(), o.query(), func(e eventlog.Event) error {
+		err := eventlog.Follow(ctx, j.Layout().Events, o.query(), func(e eventlog.Event) error {
 			return printEvent(g, o.JSON, e)
 		}, eventlog.Until{See: w.see, Done: w.done})
 		if err == nil && w.gone {
@@ -82,9 +82,9 @@ func runEvents(ctx context.Context, g *globalOptions, o eventsOptions, id string
 		return err
 	}
 	if o.JSON {
-		return printEventsJSON(g.stdout, j.EventsPath(), o.query())
+		return printEventsJSON(g.stdout, j.Layout().Events, o.query())
 	}
-	return printEventsText(g.stdout, j.EventsPath(), o.query())
+	return printEventsText(g.stdout, j.Layout().Events, o.query())
 }
 
 // runWatch tells `events --follow` and `logs --follow` when to stop: when

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/proc"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
@@ -18,7 +19,7 @@ const (
 	ExitOK         = 0
 	ExitFailed     = 1
 	ExitUsage      = 2
-	ExitItemsInDLQ = job.ExitItemsInDLQ
+	ExitItemsInDLQ = 3
 	exitCodesHelp  = `Exit codes:
   0    success (MapReduce: every item succeeded or was skipped by policy)
   1    failed: a step failed, setup/reduce failed, the error policy stopped the job,
@@ -65,8 +66,8 @@ func exitCode(err error) int {
 		return ExitItemsInDLQ
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
 		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrAmbiguous), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),
-		errors.Is(err, job.ErrCompleted), errors.Is(err, job.ErrMissingSecrets),
-		errors.Is(err, job.ErrNotSecret), errors.Is(err, job.ErrVarUsed), errors.Is(err, workflow.ErrNotRegular), errors.As(err, new(*job.EnvError)):
+		errors.Is(err, job.ErrCompleted), errors.Is(err, jobenv.ErrMissingSecrets),
+		errors.Is(err, jobenv.ErrNotSecret), errors.Is(err, job.ErrVarUsed), errors.Is(err, workflow.ErrNotRegular), errors.As(err, new(*jobenv.Error)):
 		return ExitUsage
 	}
 	return ExitFailed

@@ -13,7 +13,6 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -108,7 +107,7 @@ func newJobID(ctx context.Context, wf *workflow.Workflow, id string) (string, st
 	}
 	var itemBranches string
 	if wf.Mode == workflow.MapReduce {
-		itemBranches = mapreduce.ItemBranches(wf.Map, id)
+		itemBranches = jobtree.ItemBranches(wf.Map, id)
 	}
 	names, samples := []string{jobtree.Branch(id)}, []string{jobtree.Branch(id)}
 	if itemBranches != "" {

@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/dlqsettle"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -92,7 +92,7 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 }
 
 // settleCounts shows the item counts of a MapReduce job that no process
-// holds as its DLQ and item log are (mapreduce.SettledCounts), rather than
+// holds as its DLQ and item log are (dlqsettle.SettledCounts), rather than
 // as its metadata says: a `dlq retry` killed with -9 leaves the counts of
 // its start there. A job that some process holds keeps the counts that
 // process keeps up to date, and one whose files cannot be read those of
@@ -105,7 +105,7 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if err != nil {
 		return
 	}
-	if _, err := os.Stat(j.Path(jobdlq.File)); err != nil {
+	if _, err := os.Stat(j.Layout().DLQ); err != nil {
 		return // no item ever failed
 	}
 	if pid, err := j.Owner(); err != nil || pid != 0 {
@@ -115,7 +115,7 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if err != nil {
 		return
 	}
-	d, err := jobdlq.OpenReader(j.Path(jobdlq.File))
+	d, err := jobdlq.OpenReader(j.Layout().DLQ)
 	if err != nil {
 		return
 	}
@@ -124,7 +124,7 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
 		return
 	}
-	job.SetItemCounts(m, mapreduce.SettledCounts(records, queued, *m.Items))
+	job.SetItemCounts(m, dlqsettle.SettledCounts(records, queued, *m.Items), exitCode)
 }
 
 // jobStatus is the status column: a job whose process died is said to be

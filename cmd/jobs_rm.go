@@ -14,7 +14,6 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -247,7 +246,7 @@ func (r *remover) leftovers(j *state.Job) (jobtree.Leftovers, error) {
 	}
 	var branches []string
 	if onBranch {
-		refs := mapreduce.JobRefs{ID: id, ItemBranches: j.Meta.ItemBranches}
+		refs := jobtree.JobRefs{ID: id, ItemBranches: j.Meta.ItemBranches}
 		branches = []string{jobtree.Branch(id), refs.ItemPrefix()}
 	}
 	left, err := jobtree.Survey(r.ctx, r.repo, j.Dir, branches...)

@@ -13,7 +13,7 @@ import (
 // writeJUnit writes the JUnit report of a job as its events tell it so
 // far (a run that ended, a dlq retry) to path.
 func writeJUnit(path string, j *job.Job) error {
-	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{})
+	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{})
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -81,11 +81,11 @@ func runLogs(ctx context.Context, g *globalOptions, o logsOptions, args []string
 		return err
 	}
 	out := &logPrinter{w: g.stdout, attempt: o.Attempt, current: 1}
-	legacy := state.LegacyItemLogPath(j.Dir, it.Index)
+	legacy := j.Layout().LegacyItemLog(it.Index)
 	if _, err := out.copyFrom(legacy, 0, true); err != nil {
 		return err
 	}
-	path := j.ItemLogPath(it.ID)
+	path := j.Layout().ItemLog(it.ID)
 	if o.Follow {
 		return followItemLog(ctx, g, j, path, out)
 	}
@@ -107,7 +107,7 @@ func findItem(j *state.Job, arg string) (*items.Item, error) {
 		index = -1
 	}
 	total := 0
-	err = items.Read(j.Path("items.jsonl"), func(it *items.Item) (bool, error) {
+	err = items.Read(j.Layout().Items, func(it *items.Item) (bool, error) {
 		total++
 		if it.ID == arg {
 			byID = it
@@ -176,7 +176,7 @@ func (p *logPrinter) copyFrom(path string, offset int64, all bool) (int64, error
 
 // line writes one line of a log if its section is shown.
 func (p *logPrinter) line(line string) {
-	if h, ok := mapreduce.ParseLogHeader(strings.TrimSuffix(line, "\n")); ok {
+	if h, ok := itemrun.ParseLogHeader(strings.TrimSuffix(line, "\n")); ok {
 		p.current = h.Attempt
 	}
 	if p.attempt == 0 || p.current == p.attempt {
@@ -200,7 +200,7 @@ func (p *logPrinter) sayNothing(w io.Writer, itemID string) {
 func followItemLog(ctx context.Context, g *globalOptions, j *state.Job, path string, out *logPrinter) error {
 	w := &runWatch{job: j}
 	var offset int64
-	err := eventlog.Follow(ctx, j.EventsPath(), eventlog.Query{}, func(eventlog.Event) error { return nil }, eventlog.Until{
+	err := eventlog.Follow(ctx, j.Layout().Events, eventlog.Query{}, func(eventlog.Event) error { return nil }, eventlog.Until{
 		See: w.see,
 		Done: func() (bool, error) {
 			stop, err := w.done()
@@ -224,8 +224,9 @@ type itemLog struct {
 
 // itemLogs returns the job's items that have a log, in input order.
 func itemLogs(j *state.Job) ([]itemLog, error) {
+	layout := j.Layout()
 	sizes := map[string]int64{}
-	for _, dir := range []string{filepath.Join(j.Dir, state.ItemLogsDir), filepath.Join(j.Dir, "logs")} {
+	for _, dir := range []string{layout.ItemLogs, layout.Logs} {
 		entries, err := os.ReadDir(dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -240,9 +241,9 @@ func itemLogs(j *state.Job) ([]itemLog, error) {
 	if len(sizes) == 0 {
 		return nil, nil
 	}
-	err := items.Read(j.Path("items.jsonl"), func(it *items.Item) (bool, error) {
-		size, ok := sizes[j.ItemLogPath(it.ID)]
-		legacy, lok := sizes[state.LegacyItemLogPath(j.Dir, it.Index)]
+	err := items.Read(j.Layout().Items, func(it *items.Item) (bool, error) {
+		size, ok := sizes[layout.ItemLog(it.ID)]
+		legacy, lok := sizes[layout.LegacyItemLog(it.Index)]
 		if ok || lok {
 			out = append(out, itemLog{id: it.ID, index: it.Index, size: size + legacy})
 		}

@@ -10,8 +10,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/natsdispatch"
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/jobenv"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natscoord"
 	"github.com/runnerdev/runner/internal/progress"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
@@ -21,7 +23,7 @@ import (
 // natsOptions are the flags that reach a NATS server, named as the nats
 // CLI names them, and the worker pool (SPEC §11.8).
 type natsOptions struct {
-	Conn  natsdispatch.Connection
+	Conn  natsconn.Connection
 	Queue string
 }
 
@@ -47,7 +49,7 @@ type natsRun struct {
 	conn          *nats.Conn
 	where         state.Dist
 	maxDeliveries int
-	watch         natsdispatch.Watch // the job's tasks on the workers, for the status line
+	watch         natscoord.Watch // the job's tasks on the workers, for the status line
 }
 
 // connectNATS connects a run, resume or dlq retry of wf to NATS when the
@@ -72,26 +74,26 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		}
 		return usagef("--nats runs a MapReduce workflow's items on workers; %s is a standard workflow", wf.File)
 	}
-	if wf.Map.Isolation == workflow.IsolationWorktree {
-		return usagef("items that run in git worktrees (map.isolation: worktree, as claude: steps and commit_required make the default) cannot run on NATS workers yet: set map.isolation: none, or run without --nats")
+	if err := mapreduce.Supports(wf, natscoord.New(natscoord.Options{})); err != nil {
+		return usagef("%v, or run without --nats", err)
 	}
 	var fromFile workflow.Distributed
 	if wf.Distributed != nil {
 		fromFile = *wf.Distributed
 	}
-	queue := cmp.Or(o.NATS.Queue, storedQueue(stored), fromFile.Queue, natsdispatch.DefaultQueue)
-	if err := natsdispatch.CheckQueue(queue); err != nil {
+	queue := cmp.Or(o.NATS.Queue, storedQueue(stored), fromFile.Queue, natsconn.DefaultQueue)
+	if err := natsconn.CheckQueue(queue); err != nil {
 		return usagef("--queue: %v", err)
 	}
 	c := flags.FromEnv(os.Getenv, false)
-	conn, err := natsdispatch.Connect(c, "runner "+wf.Name)
+	conn, err := natsconn.Connect(ctx, c, "runner "+wf.Name)
 	if err != nil {
 		return err
 	}
 	o.nats = &natsRun{
 		conn:          conn,
 		where:         state.Dist{URL: c.Redacted(), Context: c.Context, Queue: queue},
-		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, natsdispatch.DefaultMaxDeliveries),
+		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, natsconn.DefaultMaxDeliveries),
 	}
 	return nil
 }
@@ -105,18 +107,18 @@ func storedQueue(d *state.Dist) string {
 
 // refuseCarriedSecrets refuses a run on NATS whose secrets would travel
 // with its spec: each worker must take them from its own environment.
-func refuseCarriedSecrets(wf *workflow.Workflow, source []byte, set map[string]string, profile string) error {
-	carried, err := job.CarriedSecrets(wf, source, set, profile)
+func refuseCarriedSecrets(ctx context.Context, wf *workflow.Workflow, source []byte, set map[string]string, profile string) error {
+	carried, err := jobenv.CarriedSecrets(ctx, wf, source, set, profile)
 	if err != nil || len(carried) == 0 {
 		return err
 	}
 	return usagef("secret %s is given %s: on NATS, each worker takes its secrets from its own environment (secrets never go on NATS); use a reference such as \"${env:NAME}\" and set NAME where the workers run", carried[0].Name, carried[0].Where)
 }
 
-// natsDispatcher is where j's items go on NATS, showing each item's output
+// dispatcher is where a job's items go on NATS, showing each item's output
 // on live (nil: not) when its result arrives.
-func (r *natsRun) dispatcher(j *job.Job, live *mapreduce.Live) mapreduce.NewDispatcher {
-	return natsdispatch.New(j, natsdispatch.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
+func (r *natsRun) dispatcher(live *itemtask.Live) itemtask.Backend {
+	return natscoord.New(natscoord.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
 }
 
 // close closes the connection once its job is done with it.
@@ -137,12 +139,14 @@ func (r *natsRun) describe() string {
 // slots and those pulling, and the job's tasks waiting to be delivered
 // again, their worker lost.
 func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
+	// Only stop ends it: an interrupted job's queue is still shown while
+	// its dispatcher closes.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			if pulling, busy, err := natsdispatch.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
+			if pulling, busy, err := natsconn.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
 				s := r.watch.Stranded()
 				d.SetQueue(progress.Queue{
 					Name: r.where.Queue, Pulling: pulling, Busy: max(busy-s.Tasks, 0), // a lost worker's slot is not busy

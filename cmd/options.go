@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/internal/natsdispatch"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -88,7 +88,7 @@ func (o *parallelOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Dispatch, "dispatch", "", "where items run: local or agents (env RUNNER_DISPATCH; default local)")
 	c.Flags().MarkHidden("dispatch")
 	o.NATS.AddFlags(c, "run the map's items on NATS workers reached at this URL (a comma-separated list for a cluster; env RUNNER_NATS)",
-		"the NATS worker pool the items go to (default: the workflow's distributed.queue, else "+natsdispatch.DefaultQueue+")")
+		"the NATS worker pool the items go to (default: the workflow's distributed.queue, else "+natsconn.DefaultQueue+")")
 	c.Flags().BoolVar(&o.Tag, "tag", false, "show the items' output as it comes, each line prefixed with the item's id and a tab (default: only in the item logs)")
 	c.Flags().Var((*positiveInt)(&o.MaxDeliveries), "max-deliveries", "on NATS, deliveries of one attempt's task before it fails as kind lost (default: the workflow's distributed.max_deliveries, else 4)")
 }

@@ -10,11 +10,9 @@ import (
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/gitwork"
-	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/report"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 func newReportCommand(g *globalOptions) *cobra.Command {
@@ -45,12 +43,12 @@ func runReport(ctx context.Context, g *globalOptions, jobID, out string) error {
 		return err
 	}
 	settleCounts(g, &j.Meta)
-	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{})
+	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{})
 	if err != nil {
 		return err
 	}
 	var dead []dlq.Item
-	if _, err := os.Stat(j.Path(jobdlq.File)); err == nil {
+	if _, err := os.Stat(j.Layout().DLQ); err == nil {
 		if dead, err = dlqItems(g, jobID, "", 0); err != nil {
 			return err
 		}
@@ -87,7 +85,7 @@ func jobBranches(ctx context.Context, m state.Meta) *report.Branches {
 		b.Merged, err = repo.Contains(ctx, b.Target, tip)
 	}
 	if err == nil {
-		b.Items, err = repo.BranchesUnder(ctx, mapreduce.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches}.ItemPrefix())
+		b.Items, err = repo.BranchesUnder(ctx, jobtree.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches}.ItemPrefix())
 	}
 	if err != nil {
 		return &report.Branches{Job: b.Job, Target: b.Target, Unknown: err.Error()}

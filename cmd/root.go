@@ -1,6 +1,3 @@
-// Package cmd is runner's command line: one file per command, each turning
-// flags into an options struct and making one package call; the only place
-// where errors become exit codes and results become text or JSON.
 package cmd
 
 import (

@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
+	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/plan"
 	"github.com/runnerdev/runner/internal/state"
@@ -164,7 +165,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		return err
 	}
 	if o.DryRun {
-		if err := job.CheckVars(wf, vars, o.Profile); err != nil {
+		if err := jobenv.Check(ctx, wf, vars, o.Profile); err != nil {
 			return err
 		}
 		p := plan.New(wf, seed, executor.ResolveAgent(wf.Agent, os.Environ()))
@@ -178,7 +179,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	}
 	defer o.nats.close()
 	if o.nats != nil {
-		if err := refuseCarriedSecrets(wf, source, vars, o.Profile); err != nil {
+		if err := refuseCarriedSecrets(ctx, wf, source, vars, o.Profile); err != nil {
 			return err
 		}
 	}
@@ -188,7 +189,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	}
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{
-		Store: g.store(), JobID: id, Vars: vars, Seed: seed, Profile: o.Profile,
+		Context: ctx, Store: g.store(), JobID: id, Vars: vars, Seed: seed, Profile: o.Profile,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
 		ItemBranches: itemBranches, TargetBranch: target,
 	})
@@ -229,7 +230,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 			defer par.nats.showQueue(ui.display)()
 		}
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: jobdlq.Open(ctx, j.ID(), j.Path(jobdlq.File), ui.g.stderr),
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, ui.g.stderr),
 			Live: par.live(ui), Ending: ending})
 		res.items, res.end = &sum.Items, sum.End
 		if err == nil && sum.Items.DLQ > 0 {
@@ -252,7 +253,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 	case errors.As(err, new(job.ItemsInDLQ)):
 		res.status = state.Completed
 	}
-	err = j.MaskError(err) // the one error recorded and shown
+	err = j.Secrets().MaskError(err) // the one error recorded and shown
 	fields := map[string]any{"succeeded": res.steps.Succeeded, "failed": res.steps.Failed, "skipped": res.steps.Skipped}
 	if res.items != nil {
 		fields = map[string]any{"items": res.items}

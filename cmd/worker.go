@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/runnerdev/runner/internal/natsdispatch"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natsworker"
 )
 
 type workerOptions struct {
@@ -27,12 +32,12 @@ type workerOptions struct {
 
 func (o *workerOptions) AddFlags(c *cobra.Command) {
 	o.natsOptions.AddFlags(c, "the NATS server to pull tasks from, a comma-separated list for a cluster (env RUNNER_NATS, then NATS_URL; default: the nats CLI's selected context)",
-		"the worker pool to pull tasks from: the queue a run sends its items to, by its --queue or its workflow's distributed.queue (default \""+natsdispatch.DefaultQueue+"\")")
+		"the worker pool to pull tasks from: the queue a run sends its items to, by its --queue or its workflow's distributed.queue (default \""+natsconn.DefaultQueue+"\")")
 	f := c.Flags()
 	f.Var((*positiveInt)(&o.Concurrency), "concurrency", "items at once (default: the number of CPUs)")
 	f.StringVar(&o.WorkDir, "work-dir", "", "the directory items run in: the same code as the coordinator's (default: the current directory)")
 	f.StringVar(&o.Name, "name", "", "this worker's name in results and events (default: HOST-PID)")
-	f.DurationVar(&o.AckWait, "ack-wait", natsdispatch.DefaultAckWait, "how long a task may go without a heartbeat before another worker gets it (when this worker creates the queue's consumer)")
+	f.DurationVar(&o.AckWait, "ack-wait", natsconn.DefaultAckWait, "how long a task may go without a heartbeat before another worker gets it (when this worker creates the queue's consumer)")
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 0, "on SIGINT/SIGTERM, how long running items may go on before they are stopped (default: until they end)")
 	f.DurationVar(&o.IdleExit, "idle-exit", 0, "exit 0 after this long without a task (default: never)")
 	f.DurationVar(&o.SummaryEvery, "summary-every", time.Minute, "how often to print a line counting the tasks ended and the slots busy (0: never)")
@@ -68,16 +73,16 @@ and the slots busy.`,
 func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	conn := o.Conn.FromEnv(os.Getenv, true)
 	if conn.URL == "" && conn.Context == "" {
-		conn.Context = natsdispatch.SelectedContext(os.Getenv)
+		conn.Context = natsconn.SelectedContext(os.Getenv)
 	}
 	if conn.URL == "" && conn.Context == "" {
 		return usagef("runner worker needs a NATS server: --nats URL, --nats-context NAME, RUNNER_NATS, NATS_URL or a context selected with `nats context select`")
 	}
 	queue := o.Queue
 	if queue == "" {
-		queue = natsdispatch.DefaultQueue
+		queue = natsconn.DefaultQueue
 	}
-	if err := natsdispatch.CheckQueue(queue); err != nil {
+	if err := natsconn.CheckQueue(queue); err != nil {
 		return usagef("--queue: %v", err)
 	}
 	if o.AckWait < 6*time.Millisecond {
@@ -95,7 +100,7 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	if o.Concurrency == 0 {
 		o.Concurrency = runtime.NumCPU()
 	}
-	store, release, err := natsdispatch.NewStore(os.TempDir())
+	store, release, err := natsworker.NewStore(os.TempDir())
 	if err != nil {
 		return err
 	}
@@ -112,10 +117,13 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	if err != nil {
 		return err
 	}
-	w, err := natsdispatch.NewWorker(ctx, natsdispatch.WorkerOptions{
+	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{
 		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait,
 		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, SummaryEvery: o.SummaryEvery, StoreDir: store, Log: g.stderr,
 		Watchdog: []string{exe, "worker-watchdog"},
+		Open: func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
+			return itemrun.OpenPortable(portable, dir, o.Name, emit)
+		},
 	})
 	if err != nil {
 		return err
@@ -134,13 +142,13 @@ var errIdle = errors.New("idle")
 // connectWorker connects the worker o to its server, waiting for it while
 // it is not up; nil, nil when it did not come up within --idle-exit: the
 // worker exits 0 as it would after that long without a task.
-func connectWorker(ctx context.Context, conn natsdispatch.Connection, o workerOptions, logf func(string, ...any)) (*nats.Conn, error) {
+func connectWorker(ctx context.Context, conn natsconn.Connection, o workerOptions, logf func(string, ...any)) (*nats.Conn, error) {
 	if o.IdleExit > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, o.IdleExit, errIdle)
 		defer cancel()
 	}
-	nc, err := natsdispatch.ConnectWaiting(ctx, conn, "runner worker "+o.Name, logf)
+	nc, err := natsconn.ConnectWaiting(ctx, conn, "runner worker "+o.Name, logf)
 	if errors.Is(err, errIdle) {
 		logf("no NATS server came up within --idle-exit %s: exiting", o.IdleExit)
 		return nil, nil
@@ -150,7 +158,7 @@ func connectWorker(ctx context.Context, conn natsdispatch.Connection, o workerOp
 
 // newWatchdogCommand is `runner worker-watchdog`, the process a worker
 // starts to kill its items' process groups when their leases run out (see
-// natsdispatch.ServeWatchdog): not for users, so hidden.
+// natsworker.ServeWatchdog): not for users, so hidden.
 func newWatchdogCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:    "worker-watchdog",
@@ -158,8 +166,8 @@ func newWatchdogCommand() *cobra.Command {
 		Hidden: true,
 		Args:   exactArgs(0),
 		RunE: func(c *cobra.Command, args []string) error {
-			natsdispatch.IgnoreSignals()
-			return natsdispatch.ServeWatchdog(c.InOrStdin())
+			natsworker.IgnoreSignals()
+			return natsworker.ServeWatchdog(c.InOrStdin())
 		},
 	}
 }

@@ -1,22 +1,3 @@
-// Package dlq is the dead-letter queue: a bbolt file per job holding the
-// items that still failed, each with its whole failure history.
-//
-// A DB is a short-lived handle. Every caller opens the file, runs one
-// operation and closes it again, so that a running job (which writes) and
-// `runner dlq list` in another process (which reads) never wait on each
-// other for long:
-//
-//	d, err := dlq.Open(path, dlq.Options{})
-//	if err != nil {
-//		return err // errors.Is(err, dlq.ErrLocked) when another process holds it
-//	}
-//	defer d.Close()
-//	return d.Add(dlq.Entry{JobID: job, ItemID: id, Item: raw, Failure: f})
-//
-// Items are kept in item_index order. Add is an upsert: a new item is
-// created, an existing one gets the failure appended to its history.
-// Claim and Release give out leases so that two concurrent
-// `runner dlq retry` processes never run the same item.
 package dlq
 
 import (

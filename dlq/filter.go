@@ -14,7 +14,7 @@ import (
 type Filter func(Item) (bool, error)
 
 // CompileFilter compiles an expr-lang expression over an item's fields
-// (FilterFields); "" matches every item. A name that is not a field is an
+// (filterFields); "" matches every item. A name that is not a field is an
 // error at once, not a filter that matches nothing.
 func CompileFilter(src string) (Filter, error) {
 	if strings.TrimSpace(src) == "" {
@@ -24,7 +24,7 @@ func CompileFilter(src string) (Filter, error) {
 	if err != nil {
 		msg := firstLineOf(err)
 		if strings.HasPrefix(msg, "unknown name ") {
-			msg += "; a DLQ item has the fields " + strings.Join(FilterFields(), ", ")
+			msg += "; a DLQ item has the fields " + strings.Join(filterFields(), ", ")
 		}
 		return nil, errors.New(msg)
 	}
@@ -67,8 +67,8 @@ func newFilterItem(it Item) filterItem {
 	return f
 }
 
-// FilterFields names the fields a filter can read, in order.
-func FilterFields() []string {
+// filterFields names the fields a filter can read, in order.
+func filterFields() []string {
 	t := reflect.TypeFor[filterItem]()
 	names := make([]string, t.NumField())
 	for i := range names {

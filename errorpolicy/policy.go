@@ -1,6 +1,3 @@
-// Package errorpolicy decides what a MapReduce job does after an item
-// fails: send it to the DLQ, retry, skip or stop; failure thresholds; and the
-// workflow circuit breaker that pauses dispatch.
 package errorpolicy
 
 import "github.com/runnerdev/runner/internal/breaker"

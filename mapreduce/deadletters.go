@@ -1,9 +1,6 @@
 package mapreduce
 
-import (
-	"encoding/json"
-	"time"
-)
+import "encoding/json"
 
 // DeadLetters is where items that finally failed are kept: the job's
 // bbolt DLQ in runner, a map in tests.
@@ -30,16 +27,4 @@ type DeadLetter struct {
 	ItemIndex int
 	Item      json.RawMessage
 	Failures  []Failure
-}
-
-// Failure is one failed run of an item's agent template.
-type Failure struct {
-	Attempt    int // item-level attempt, from 1; 0 = next in the item's history
-	At         time.Time
-	Kind       string // exit, signal, timeout, spawn, circuit_open
-	ExitCode   int
-	Message    string
-	StderrTail string
-	Step       string
-	Duration   time.Duration
 }

@@ -51,7 +51,7 @@ map:
 			t.Fatal(err)
 		}
 		j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "m",
-			Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main", ItemBranches: ItemBranches(wf.Map, "m")})
+			Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main", ItemBranches: jobtree.ItemBranches(wf.Map, "m")})
 		if err != nil {
 			t.Fatal(err)
 		}

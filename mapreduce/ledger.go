@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/mapreduce/items"
 )
 
@@ -23,7 +24,7 @@ import (
 // record, or "running" without a DLQ entry: see reconcile).
 type ledger struct {
 	job     *job.Job
-	items   *job.ItemLog
+	items   *itemLog
 	dlq     DeadLetters
 	results *resultLog // nil: results are not kept (dlq retry)
 	action  errorpolicy.Action
@@ -71,7 +72,7 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 		crashpoint.Hit(crashpoint.DLQRemoved)
 		l.job.Emit(eventlog.DLQRemoved(it.ID, ""))
 	}
-	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Worker, out.Delivery).WithMerge(out.merge()))
+	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.counts.Succeeded++
@@ -95,7 +96,7 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 	if err := l.items.Append(rec); err != nil {
 		return err
 	}
-	l.job.Emit(eventlog.ItemRetrying(it.ID, f.event(), delay))
+	l.job.Emit(eventlog.ItemRetrying(it.ID, f.Event(), delay))
 	return nil
 }
 
@@ -131,7 +132,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
 	// signature as the DLQ does.
-	l.job.Emit(eventlog.ItemFailed(it.ID, last.event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Worker, out.Delivery).WithMerge(out.merge()))
+	l.job.Emit(eventlog.ItemFailed(it.ID, last.Event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)))
 	if action == errorpolicy.Skip {
 		l.job.Emit(eventlog.ItemSkipped(it.ID, "on_item_failure: skip"))
 	} else if !l.fromDLQ {
@@ -155,8 +156,8 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 // it joins its item's history: everything the ledger writes of it (the
 // DLQ, the item log, events) then holds no secret.
 func (l *ledger) mask(f Failure) Failure {
-	f.Message = l.job.Mask(f.Message)
-	f.StderrTail = l.job.Mask(f.StderrTail)
+	f.Message = l.job.Secrets().Mask(f.Message)
+	f.StderrTail = l.job.Secrets().Mask(f.StderrTail)
 	return f
 }
 
@@ -204,11 +205,6 @@ func (l *ledger) Counts() job.ItemCounts {
 	return l.counts
 }
 
-// event is the failure as the item's events tell it.
-func (f Failure) event() eventlog.Failure {
-	return eventlog.Failure{Step: f.Step, Attempt: f.Attempt, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message, Duration: f.Duration, Stderr: f.StderrTail}
-}
-
 // settleMerged records as succeeded each item of a resumed job whose merge
 // the job branch has and whose last record is not a success: the process
 // that merged it died before recording it, or something recorded a
@@ -216,8 +212,8 @@ func (f Failure) event() eventlog.Failure {
 // success in the item log, then out of the DLQ if it is there; then its
 // branch is deleted. reconcile then finds it succeeded, and a crash
 // anywhere in between leaves it to the next resume.
-func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *job.ItemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
-	records, err := j.ReadItemStates()
+func settleMerged(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
+	records, err := filesOf(j).ReadItemStates()
 	if err != nil {
 		return err
 	}
@@ -227,7 +223,7 @@ func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *job.It
 			its = append(its, &Item{ID: rec.ID, Index: rec.Index})
 		}
 	}
-	merged, err := trees.mergedItems(ctx, its)
+	merged, err := trees.MergedItems(ctx, its)
 	if err != nil || len(merged) == 0 {
 		return err
 	}
@@ -258,7 +254,7 @@ func settleMerged(ctx context.Context, j *job.Job, trees *Worktrees, log *job.It
 			j.Emit(eventlog.DLQRemoved(it.ID, "merged into the job branch"))
 		}
 		j.Emit(eventlog.ItemSucceeded(it.ID, attempt, 0))
-		trees.recorded(ctx, out)
+		trees.Recorded(ctx, out)
 		return true, nil
 	})
 }
@@ -293,8 +289,8 @@ func removeSucceeded(j *job.Job, dlq DeadLetters, ids []string) error {
 // its result (which goes between the two, so it may be missing: written
 // again, without the lost output); the other items last seen running are
 // returned with their checkpoints.
-func reconcile(j *job.Job, log *job.ItemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done map[int]string, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
-	records, err := j.ReadItemStates()
+func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done map[int]string, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
+	records, err := filesOf(j).ReadItemStates()
 	if err != nil {
 		return nil, nil, counts, err
 	}

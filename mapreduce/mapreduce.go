@@ -5,6 +5,7 @@ package mapreduce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +19,12 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/jsonvalue"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
@@ -30,10 +34,10 @@ import (
 type Options struct {
 	MaxParallel int // overrides map.max_parallel when above 0
 	DLQ         DeadLetters
-	Dispatcher  NewDispatcher // where items run; nil: in this process (Local)
+	Dispatcher  itemtask.Backend // where items run; the zero Backend: in this process (Local)
 	// Live shows the items' output as it comes when they run in this
 	// process (runner run --tag); nil: in their logs only.
-	Live *Live
+	Live *itemtask.Live
 	// Ending says whether a job on a job branch (map.isolation: worktree)
 	// that succeeded merges that branch into the branch it started on
 	// (runner run --merge, merge_back: true, or the user's answer):
@@ -71,17 +75,20 @@ const PhaseMap = "map"
 // merged into the branch it started on.
 func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error) {
 	wf := j.Workflow()
-	trees, err := OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Path)
+	if err := supported(wf, opts.Dispatcher); err != nil {
+		return sum, err
+	}
+	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Layout())
 	if err != nil {
 		return sum, err
 	}
 	if trees != nil {
 		defer func() {
-			if cerr := trees.endJob(ctx); err == nil {
+			if cerr := trees.EndJob(ctx); err == nil {
 				err = cerr
 			}
 		}()
-		if sum.End, err = trees.Begin(ctx, j, trees.resumeJob); err != nil {
+		if sum.End, err = trees.Begin(ctx, j, trees.ResumeJob); err != nil {
 			return sum, err
 		}
 	}
@@ -134,23 +141,24 @@ func runSetup(ctx context.Context, j *job.Job) error {
 
 // runMap loads the items (once per job) and runs those not yet finished,
 // each in a worktree of trees (nil: without isolation).
-func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Summary, error) {
+func runMap(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, opts Options) (Summary, error) {
 	m := j.Workflow().Map
 	parallel, err := maxParallel(m, j.Scope(), opts.MaxParallel)
 	if err != nil {
 		return Summary{}, err
 	}
-	itemsPath := j.ItemsPath()
+	files := filesOf(j)
+	itemsPath := files.itemsPath()
 	total, err := ensureItems(ctx, j, itemsPath)
 	if err != nil {
 		return Summary{}, err
 	}
-	itemLog, err := j.OpenItemLog()
+	itemLog, err := files.open()
 	if err != nil {
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	results, err := openResults(j.Path("results.jsonl"), j.ItemLogPath)
+	results, err := openResults(j.Layout().Results, files.logPath)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -167,18 +175,18 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 
 	ep := j.Workflow().ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
-	run := RunFirst
+	run := itemrun.RunFirst
 	if j.Resumed() {
-		run = RunResume
+		run = itemrun.RunResume
 	}
-	s, err := newScheduler(j, l, parallel, trees, dispatching{dispatcher: opts.Dispatcher, live: opts.Live, run: run})
+	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: run})
 	if err != nil {
 		return Summary{}, err
 	}
 	defer s.close()
 	s.resumed, s.total = running, total
 	if trees != nil {
-		restartItems(running) // the work of the dead process is gone with its worktrees
+		jobtree.RestartItems(running) // the work of the dead process is gone with its worktrees
 	}
 	if ep.OnItemFailure == errorpolicy.Retry {
 		s.retry = j.Workflow().ItemRetry
@@ -189,7 +197,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 		})
 	}
 	j.Emit(eventlog.MapStarted(total, counts.Pending, parallel, string(j.Workflow().Map.Isolation)))
-	stopSaving := saveCounts(j, l, opts.SaveEvery)
+	stopSaving := saveCounts(files, l, opts.SaveEvery)
 	// The items an ended process left running go first (their tasks may
 	// still be out, SPEC §11.2), then the others in order.
 	start := func(resumed bool) func(it *Item) (bool, error) {
@@ -212,7 +220,7 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 	s.wait()
 	stopSaving()
 	sum := Summary{Items: l.Counts(), Stopped: s.stopped}
-	if serr := j.SetItemCounts(sum.Items); err == nil {
+	if serr := files.setCounts(sum.Items); err == nil {
 		err = serr
 	}
 	j.Emit(eventlog.MapCompleted(eventlog.ItemCounts(sum.Items)))
@@ -232,33 +240,70 @@ func runMap(ctx context.Context, j *job.Job, trees *Worktrees, opts Options) (Su
 // dispatching is where a scheduler's tasks run, and what they say of
 // themselves.
 type dispatching struct {
-	dispatcher NewDispatcher // nil: in this process (Local)
-	live       *Live         // where Local shows the items' output; nil: in their logs only
-	run        string        // RunFirst, RunResume or RunDLQRetry
+	backend itemtask.Backend // the zero Backend: in this process (Local)
+	live    *itemtask.Live   // where Local shows the items' output; nil: in their logs only
+	run     string           // RunFirst, RunResume or RunDLQRetry
 }
 
-func newScheduler(j *job.Job, l *ledger, parallel int, trees *Worktrees, d dispatching) (*scheduler, error) {
+// newScheduler makes the scheduler of j's items and opens its dispatcher
+// under ctx.
+func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, trees *jobtree.Worktrees, d dispatching) (*scheduler, error) {
 	s := &scheduler{
-		ledger:  l,
-		trees:   trees,
-		slots:   make(Slots, parallel),
-		jobID:   j.ID(),
-		seed:    j.Seed(),
-		runKind: d.run,
-		emit:    j.Emit,
-		active:  map[string]*dispatch{},
+		ledger:     l,
+		trees:      trees,
+		slots:      make(itemtask.Slots, parallel),
+		jobID:      j.ID(),
+		seed:       j.Seed(),
+		runKind:    d.run,
+		emit:       j.Emit,
+		logPath:    filesOf(j).logPath,
+		updateMeta: j.UpdateMeta,
+		active:     map[string]*dispatch{},
 	}
-	if d.dispatcher == nil {
-		d.dispatcher = Local(j, trees, d.live)
+	b := d.backend
+	if b.Open == nil {
+		b = itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, d.live))
 	}
 	var err error
-	s.dispatcher, err = d.dispatcher(s)
+	s.dispatcher, err = b.Open(ctx, View(j), s)
 	return s, err
+}
+
+// supported refuses a workflow whose items need what b cannot do (the
+// zero Backend: this process, which does everything).
+func supported(wf *workflow.Workflow, b itemtask.Backend) error {
+	if b.Open == nil {
+		return nil
+	}
+	return Supports(wf, b)
+}
+
+// View is what dispatchers may read of j.
+func View(j *job.Job) itemtask.Job { return jobView{j} }
+
+// jobView is View's itemtask.Job.
+type jobView struct{ j *job.Job }
+
+func (v jobView) ID() string                  { return v.j.ID() }
+func (v jobView) Seed() uint64                { return v.j.Seed() }
+func (v jobView) AgentTimeout() time.Duration { return v.j.Workflow().Map.AgentTimeout }
+func (v jobView) Layout() state.Layout        { return v.j.Layout() }
+
+func (v jobView) Portable() (json.RawMessage, error) {
+	p, err := v.j.Portable()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(p)
+}
+
+func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {
+	return filesOf(v.j).ReadItemStates()
 }
 
 // saveCounts writes the item counts to the job's metadata every interval
 // until the returned function is called.
-func saveCounts(j *job.Job, l *ledger, every time.Duration) (stop func()) {
+func saveCounts(files itemFiles, l *ledger, every time.Duration) (stop func()) {
 	if every <= 0 {
 		every = time.Second
 	}
@@ -272,7 +317,7 @@ func saveCounts(j *job.Job, l *ledger, every time.Duration) (stop func()) {
 			case <-quit:
 				return
 			case <-t.C:
-				_ = j.SetItemCounts(l.Counts()) // progress only: the item log is the record
+				_ = files.setCounts(l.Counts()) // progress only: the item log is the record
 			}
 		}
 	}()
@@ -399,8 +444,8 @@ func (r *commandReader) Close() error {
 // setMapVars defines ${map.*} for reduce: the counts, the results file
 // and, when a reduce step uses it, ${map.results} itself.
 func setMapVars(j *job.Job, c job.ItemCounts) error {
-	file := j.Path("results.json")
-	if err := writeResultsFile(j.Path("results.jsonl"), file); err != nil {
+	file := j.Layout().ResultsJSON
+	if err := writeResultsFile(j.Layout().Results, file); err != nil {
 		return err
 	}
 	abs, _ := filepath.Abs(file)
@@ -429,4 +474,9 @@ func usesResults(steps []*workflow.Step) bool {
 		}
 	}
 	return false
+}
+
+// refsOf is the JobRefs of j.
+func refsOf(j *job.Job) jobtree.JobRefs {
+	return jobtree.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches}
 }

@@ -16,6 +16,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
@@ -79,16 +81,21 @@ func (q *fakeDLQ) ids() []string {
 // keeps no checkpoints.
 type agentFunc func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome
 
-// dispatcher is the agentFunc as the map phase's dispatcher.
-func (f agentFunc) dispatcher(h Host) (Dispatcher, error) { return funcDispatcher{f, h}, nil }
+// backend is the agentFunc as where the map phase's items run.
+func (f agentFunc) backend() itemtask.Backend {
+	return itemtask.Backend{Open: func(_ context.Context, _ itemtask.Job, h Host) (Dispatcher, error) { return funcDispatcher{f, h}, nil }}
+}
 
 type funcDispatcher struct {
 	f agentFunc
 	h Host
 }
 
+func (funcDispatcher) Recorded(context.Context, string) {}
+func (funcDispatcher) Close() error                     { return nil }
+
 func (d funcDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
-	it, err := itemOf(t)
+	it, err := itemrun.ItemOf(t)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -117,7 +124,13 @@ func startJob(t *testing.T, n, parallel int, policy string) *job.Job {
 	if err := os.WriteFile(input, lines, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src := fmt.Sprintf("mode: mapreduce\nmap:\n  input: %s\n  max_parallel: %d\n  agent_template: [{shell: 'true'}]\n%s", input, parallel, policy)
+	return startSource(t, dir, fmt.Sprintf("mode: mapreduce\nmap:\n  input: %s\n  max_parallel: %d\n  agent_template: [{shell: 'true'}]\n%s", input, parallel, policy))
+}
+
+// startSource starts job t of the workflow file src, with its state in
+// dir.
+func startSource(t *testing.T, dir, src string) *job.Job {
+	t.Helper()
 	wf, err := workflow.Parse("t.yml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +167,7 @@ func TestMapBoundsConcurrency(t *testing.T) {
 		running.Add(-1)
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.dispatcher})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()})
 	if err != nil || sum.Items.Succeeded != 30 {
 		t.Fatalf("runMap = %+v, %v", sum, err)
 	}
@@ -181,7 +194,7 @@ func TestItemRetryGivesTheSlotBack(t *testing.T) {
 			}
 			return Outcome{}
 		})
-		sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.dispatcher})
+		sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()})
 		if err != nil || sum.Items.Succeeded != 4 {
 			t.Fatalf("runMap = %+v, %v", sum, err)
 		}
@@ -203,7 +216,7 @@ func TestStopLeavesItemsPending(t *testing.T) {
 		}
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.dispatcher})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.backend()})
 	var stopped *StoppedError
 	if !errors.As(err, &stopped) || stopped.Rule != "max_failures" {
 		t.Fatalf("err = %v, want a max_failures stop", err)
@@ -229,11 +242,11 @@ func TestDLQWriteFailureLosesNothing(t *testing.T) {
 		}
 		return Outcome{}
 	})
-	_, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.dispatcher})
+	_, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.backend()})
 	if err == nil || !errors.Is(err, q.fail) {
 		t.Fatalf("err = %v, want the DLQ's error", err)
 	}
-	states, _ := j.ReadItemStates()
+	states, _ := filesOf(j).ReadItemStates()
 	if states[1].State != job.ItemRunning {
 		t.Errorf("item 1 is %q in the item log, want running (pending on resume)", states[1].State)
 	}
@@ -250,11 +263,11 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	q := newFakeDLQ()
 	var ran []string
 	first := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome { return Outcome{} })
-	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: first.dispatcher}); err != nil {
+	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: first.backend()}); err != nil {
 		t.Fatal(err)
 	}
 	// Rewrite history: item 1 was running when the DLQ took it.
-	log, _ := j.OpenItemLog()
+	log, _ := filesOf(j).open()
 	log.Append(job.ItemRecord{Index: 1, ID: "1", State: job.ItemRunning})
 	log.Close()
 	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
@@ -262,20 +275,20 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 		ran = append(ran, it.ID)
 		return Outcome{}
 	})
-	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: again.dispatcher})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: again.backend()})
 	if err != nil || len(ran) != 0 {
 		t.Fatalf("resume ran %v (%v), want nothing", ran, err)
 	}
 	if sum.Items.DLQ != 1 || sum.Items.Succeeded != 2 || sum.Items.Pending != 0 {
 		t.Errorf("counts %+v", sum.Items)
 	}
-	states, _ := j.ReadItemStates()
+	states, _ := filesOf(j).ReadItemStates()
 	if states[1].State != job.ItemDLQ {
 		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
 	}
 	// Its result, which goes between the two writes, is written too: the
 	// last one of item 1 says failed.
-	data, err := os.ReadFile(j.Path("results.jsonl"))
+	data, err := os.ReadFile(j.Layout().Results)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,11 +311,11 @@ func TestReconcileSucceededQueuedItem(t *testing.T) {
 	j := startJob(t, 2, 1, "")
 	q := newFakeDLQ()
 	ok := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome { return Outcome{} })
-	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: ok.dispatcher}); err != nil {
+	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: ok.backend()}); err != nil {
 		t.Fatal(err)
 	}
 	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
-	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: ok.dispatcher})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: ok.backend()})
 	if err != nil || sum.Items.Succeeded != 2 || sum.Items.DLQ != 0 {
 		t.Fatalf("resume: %+v, %v; want 2 succeeded", sum.Items, err)
 	}
@@ -332,7 +345,7 @@ map:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRunner(j.Executor(), j.Scope(), wf.Map, j.ItemLogPath, nil, nil)
+	r := itemrun.NewRunner(j.Executor(), j.Scope(), wf.Map, filesOf(j).logPath, nil, nil)
 	saved := []job.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},
@@ -367,5 +380,26 @@ map:
 				t.Errorf("outcome %+v after a failed save", out)
 			}
 		})
+	}
+}
+
+// A backend that cannot run items in worktrees is refused before the
+// job's setup runs, when the workflow's items need them.
+func TestRunRefusesWhatTheBackendCannotDo(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	j := startSource(t, dir, "mode: mapreduce\nsetup:\n  - shell: touch setup-ran\nmap:\n  input: seq 1 2\n  isolation: worktree\n  agent_template: [{shell: 'true'}]\n")
+	none := agentFunc(nil).backend()
+	none.Name = "nowhere"
+	_, err := Run(t.Context(), j, Options{DLQ: newFakeDLQ(), Dispatcher: none})
+	if err == nil || !strings.Contains(err.Error(), "cannot run on nowhere yet") {
+		t.Fatalf("Run = %v, want the worktree refusal", err)
+	}
+	if _, err := os.Stat("setup-ran"); err == nil {
+		t.Error("setup ran before the refusal")
+	}
+	none.Can.Worktrees = true
+	if err := Supports(j.Workflow(), none); err != nil {
+		t.Errorf("Supports with worktrees = %v", err)
 	}
 }

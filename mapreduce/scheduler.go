@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -13,7 +12,11 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -23,15 +26,17 @@ import (
 type scheduler struct {
 	dispatcher Dispatcher
 	ledger     *ledger
-	slots      Slots
-	gate       *errorpolicy.Gate // nil without a workflow circuit breaker
-	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
-	trees      *Worktrees        // map.isolation: worktree; nil otherwise
+	slots      itemtask.Slots
+	gate       *errorpolicy.Gate  // nil without a workflow circuit breaker
+	retry      *retryv2.Policy    // on_item_failure: retry; nil otherwise
+	trees      *jobtree.Worktrees // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
 	runKind    string // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
 	emit       func(eventlog.Event)
-	ended      func(it *Item) // after an item's end is recorded; may be nil
+	logPath    func(itemID string) string    // of the items' output logs
+	updateMeta func(func(*state.Meta)) error // the job's, under its lock
+	ended      func(it *Item)                // after an item's end is recorded; may be nil
 	// resumed are the items an ended process left running, by index,
 	// with their checkpoints: they go on from there.
 	resumed map[int]job.ItemRecord
@@ -54,7 +59,7 @@ type scheduler struct {
 type dispatch struct {
 	it      *Item
 	attempt int
-	slot    *Slot
+	slot    *itemtask.Hold
 	steps   []job.StepRecord
 }
 
@@ -114,14 +119,8 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 // wait blocks until every started item has finished.
 func (s *scheduler) wait() { s.wg.Wait() }
 
-// close closes the dispatcher if it holds anything (processes,
-// connections).
-func (s *scheduler) close() error {
-	if c, ok := s.dispatcher.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
+// close closes the dispatcher.
+func (s *scheduler) close() error { return s.dispatcher.Close() }
 
 // running reports whether new items may start.
 func (s *scheduler) running(ctx context.Context) bool {
@@ -134,7 +133,7 @@ func (s *scheduler) running(ctx context.Context) bool {
 // attempts per the item-level retry policy, from where from (the item's
 // running record, if an ended process left one) says, then the ledger
 // records how it ended.
-func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *errorpolicy.Pass, from job.ItemRecord) {
+func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pass *errorpolicy.Pass, from job.ItemRecord) {
 	defer s.wg.Done()
 	defer sl.Release()
 	if s.ended != nil {
@@ -160,7 +159,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *error
 		saved = nil
 		if s.trees != nil {
 			crashpoint.Hit(crashpoint.ItemWorktreeRemoved)
-			if out, err = s.trees.mergeBack(ctx, it, attempt, out); err != nil {
+			if out, err = s.trees.MergeBack(ctx, it, attempt, out); err != nil {
 				s.fail(err)
 				return
 			}
@@ -179,7 +178,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *error
 				s.fail(err)
 				return
 			}
-			settle(out)
+			s.dispatcher.Recorded(ctx, out.DispatchID)
 			if retryv2.Pause(ctx, delay, sl) != nil {
 				return
 			}
@@ -196,22 +195,15 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *Slot, pass *error
 		if err != nil {
 			s.fail(err)
 		} else {
-			settle(out)
+			s.dispatcher.Recorded(ctx, out.DispatchID)
 			if s.trees != nil {
-				s.trees.recorded(ctx, out)
+				s.trees.Recorded(ctx, out)
 			}
 		}
 		if verdict != nil {
 			s.stop(verdict)
 		}
 		return
-	}
-}
-
-// settle tells the dispatcher that out is recorded.
-func settle(out Outcome) {
-	if out.Settle != nil {
-		out.Settle()
 	}
 }
 
@@ -223,7 +215,7 @@ func (s *scheduler) recordMerged(ctx context.Context, it *Item, attempt int, out
 		s.fail(err)
 		return
 	}
-	s.trees.recorded(ctx, out)
+	s.trees.Recorded(ctx, out)
 	if verdict != nil {
 		s.stop(verdict)
 	}
@@ -238,7 +230,7 @@ const lostPause = 100 * time.Millisecond
 // the steps it saved, until maxLost runners were lost, which fails it as
 // kind lost. It reports false, and no outcome, when ctx ended or a
 // checkpoint could not be saved.
-func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *Slot, saved []job.StepRecord) (Outcome, bool) {
+func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *itemtask.Hold, saved []job.StepRecord) (Outcome, bool) {
 	for lost := 1; ; lost++ {
 		out, steps, err := s.send(ctx, it, attempt, sl, saved)
 		switch {
@@ -262,8 +254,8 @@ func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *Slot, sa
 // and returns its outcome. When the dispatch ends without an outcome (or
 // with another dispatch's) it returns an error and the checkpoints of the
 // attempt so far.
-func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *Slot, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
-	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Run: s.runKind, Checkpoints: saved, item: it}
+func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *itemtask.Hold, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
+	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Run: s.runKind, Checkpoints: saved, Value: it.Value}
 	d := &dispatch{it: it, attempt: attempt, slot: sl, steps: slices.Clone(saved)}
 	s.mu.Lock()
 	s.active[t.DispatchID] = d
@@ -319,13 +311,26 @@ func (s *scheduler) Emit(id string, e eventlog.Event) error {
 }
 
 // Slot is a dispatched task's hold on a place to run (Host).
-func (s *scheduler) Slot(id string) retryv2.Slot {
+func (s *scheduler) Slot(id string) itemtask.Slot {
 	d, err := s.current(id)
 	if err != nil {
 		return nil
 	}
 	return d.slot
 }
+
+// JobEvent records an event of the job that no dispatch owns (Host).
+func (s *scheduler) JobEvent(e eventlog.Event) { s.emit(e) }
+
+// AppendLog adds the output of t's attempt that origin ran to the item's
+// log, after the attempt's header (Host).
+func (s *scheduler) AppendLog(t Task, origin itemtask.Origin, start time.Time, text string) {
+	h := itemrun.LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
+	itemrun.AppendItemLog(s.logPath(t.ItemID), h.String(), text)
+}
+
+// UpdateMeta changes the job's metadata under its lock (Host).
+func (s *scheduler) UpdateMeta(fn func(*state.Meta)) error { return s.updateMeta(fn) }
 
 // failed reports whether a state write failed.
 func (s *scheduler) failed() bool {

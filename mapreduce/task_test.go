@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 )
 
@@ -35,6 +36,9 @@ func (d *scriptedDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, err
 	return reply(t)
 }
 
+func (d *scriptedDispatcher) Recorded(context.Context, string) {}
+func (d *scriptedDispatcher) Close() error                     { return nil }
+
 func (d *scriptedDispatcher) sentFor(itemID string) []Task {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -48,10 +52,10 @@ func (d *scriptedDispatcher) sentFor(itemID string) []Task {
 }
 
 func (d *scriptedDispatcher) run(t *testing.T, j *job.Job, q *fakeDLQ) (Summary, error) {
-	return runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: func(h Host) (Dispatcher, error) {
+	return runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: itemtask.Backend{Open: func(_ context.Context, _ itemtask.Job, h Host) (Dispatcher, error) {
 		d.host = h
 		return d, nil
-	}})
+	}}})
 }
 
 var errRunnerLost = errors.New("agent process killed")
@@ -100,7 +104,7 @@ func TestLostRunnerSendsTheAttemptAgain(t *testing.T) {
 	if len(sent[1].Checkpoints) != 1 || sent[1].Checkpoints[0].Index != 0 {
 		t.Errorf("second dispatch checkpoints %+v, want the step the lost run saved", sent[1].Checkpoints)
 	}
-	states, _ := j.ReadItemStates()
+	states, _ := filesOf(j).ReadItemStates()
 	if states[1].State != job.ItemSucceeded {
 		t.Errorf("item 1 is %q", states[1].State)
 	}
@@ -182,7 +186,7 @@ func TestHostEmitNamesTheDispatchItem(t *testing.T) {
 	if _, err := d.run(t, j, newFakeDLQ()); err != nil {
 		t.Fatal(err)
 	}
-	events, err := eventlog.Read(j.EventsPath(), eventlog.Query{Types: []eventlog.Type{eventlog.TypeStepStarted, eventlog.TypeCircuitOpened}})
+	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeStepStarted, eventlog.TypeCircuitOpened}})
 	if err != nil || len(events) != 2 {
 		t.Fatalf("events %+v, %v", events, err)
 	}

@@ -26,11 +26,11 @@ func (m Matcher) Match(o Outcome) (bool, error) {
 		if o.TimedOut || o.Kind == KindTimeout || o.ExitCode == 124 {
 			return true, nil
 		}
-		return builtins[m.Kind].MatchString(o.Text()), nil
+		return builtins[m.Kind].MatchString(o.text()), nil
 	case MatchNetwork, MatchServerError, MatchRateLimit:
-		return builtins[m.Kind].MatchString(o.Text()), nil
+		return builtins[m.Kind].MatchString(o.text()), nil
 	case MatchPattern:
-		return m.Pattern.MatchString(o.Text()), nil
+		return m.Pattern.MatchString(o.text()), nil
 	case MatchExitCodes:
 		return o.Kind == KindExit && slices.Contains(m.ExitCodes, o.ExitCode), nil
 	case MatchWhen:

@@ -54,8 +54,8 @@ func (o Outcome) Message() string {
 	return msg
 }
 
-// Text is what matchers search: runner's message, then stderr and stdout.
-func (o Outcome) Text() string {
+// text is what matchers search: runner's message, then stderr and stdout.
+func (o Outcome) text() string {
 	var b strings.Builder
 	if o.Err != nil {
 		b.WriteString(o.Err.Error())

@@ -1,9 +1,3 @@
-// Package retryv2 decides whether and when a failed command runs again:
-// backoff arithmetic, jitter, failure matchers, budgets and the retry loop.
-//
-// A Policy is pure data. Delay(k, rnd) computes the pause after the k-th
-// failure; Matcher.Match classifies a failure; Run drives attempts under a
-// list of policies, first match wins, each policy counting its own failures.
 package retryv2
 
 import (

@@ -9,10 +9,10 @@ import (
 
 var retryAfterLine = regexp.MustCompile(`(?im)^\s*retry-after:\s*(.+?)\s*$`)
 
-// RequestedDelay is the delay the failed command asked for: the number of
+// requestedDelay is the delay the failed command asked for: the number of
 // seconds it wrote to $RUNNER_RETRY_AFTER_FILE (Outcome.RetryAfter), else
 // the last "Retry-After: <seconds | HTTP-date>" line in its output.
-func RequestedDelay(o Outcome) (time.Duration, bool) {
+func requestedDelay(o Outcome) (time.Duration, bool) {
 	if o.RetryAfter != nil {
 		return *o.RetryAfter, true
 	}

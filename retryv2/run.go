@@ -271,7 +271,7 @@ func (s Spec) decide(ctx context.Context, o Outcome, failures []int, elapsed, bu
 			d.Reason = "matched " + matcher
 		}
 		if p.RetryAfter {
-			if wait, ok := RequestedDelay(o); ok {
+			if wait, ok := requestedDelay(o); ok {
 				d.Delay, d.Reason = wait, "retry-after"
 			}
 		}

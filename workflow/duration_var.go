@@ -29,9 +29,9 @@ func (d *decoder) varDuration(n *yaml.Node, what string) *VarDuration {
 	return &VarDuration{Ref: r.Value, Key: what, Pos: pos(r)}
 }
 
-// Resolve reads the variable through lookup as a duration longer than
+// resolve reads the variable through lookup as a duration longer than
 // zero.
-func (v *VarDuration) Resolve(lookup interp.Lookup) (time.Duration, error) {
+func (v *VarDuration) resolve(lookup interp.Lookup) (time.Duration, error) {
 	name := strings.Trim(strings.TrimPrefix(v.Ref, "$"), "{}")
 	val, ok := lookup(name)
 	if !ok {
@@ -56,7 +56,7 @@ func (wf *Workflow) ResolveDurations(lookup interp.Lookup) error {
 		if v == nil {
 			return nil
 		}
-		d, err := v.Resolve(lookup)
+		d, err := v.resolve(lookup)
 		if err != nil {
 			return fmt.Errorf("%s:%d:%d: %s: %w", wf.File, v.Pos.Line, v.Pos.Col, v.Key, err)
 		}

@@ -60,7 +60,7 @@ func walkSteps(steps []*Step, yield func(*Step) bool) bool {
 func (s *Step) CommandText() string {
 	switch {
 	case s.Foreach == nil:
-		return s.Command.Source()
+		return s.Command.source()
 	case s.Foreach.Items == nil:
 		return "foreach: " + s.Command.Text.String()
 	}

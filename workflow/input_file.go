@@ -21,10 +21,10 @@ var fileLike = regexp.MustCompile(`^[^\s|&;<>()$` + "`" + `'"*?\\]+$`)
 
 var extension = regexp.MustCompile(`\.[A-Za-z0-9]+$`)
 
-// LooksLikeFile reports whether a map input's text names a file rather
+// looksLikeFile reports whether a map input's text names a file rather
 // than a command: one word without shell syntax, with an extension or a
 // slash.
-func LooksLikeFile(text string) bool {
+func looksLikeFile(text string) bool {
 	return fileLike.MatchString(text) && (extension.MatchString(text) || strings.Contains(text, "/"))
 }
 
@@ -48,14 +48,14 @@ func FindInput(text string, dirs []string) (string, error) {
 		switch {
 		case err == nil && fi.Mode().IsRegular():
 			return path, nil
-		case err == nil && (!fi.IsDir() || LooksLikeFile(text)):
+		case err == nil && (!fi.IsDir() || looksLikeFile(text)):
 			return "", fmt.Errorf("%s is not a regular file (%s): map.input is a file to read or a command to run", path, fileKind(fi.Mode()))
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			return "", err
 		}
 		looked = append(looked, path)
 	}
-	if !LooksLikeFile(text) {
+	if !looksLikeFile(text) {
 		return "", nil
 	}
 	where := ""

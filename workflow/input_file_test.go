@@ -14,8 +14,8 @@ func TestLooksLikeFile(t *testing.T) {
 		"generate": false, "cat items.json": false, "jq -c . x.json": false, "echo '[1]'": false,
 		"find . -name '*.rs'": false, "a.json|jq": false, "$DIR/x.json": false,
 	} {
-		if got := LooksLikeFile(text); got != want {
-			t.Errorf("LooksLikeFile(%q) = %t, want %t", text, got, want)
+		if got := looksLikeFile(text); got != want {
+			t.Errorf("looksLikeFile(%q) = %t, want %t", text, got, want)
 		}
 	}
 }

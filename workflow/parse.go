@@ -30,9 +30,9 @@ const MaxFileSize = 4 << 20
 // or a device could block or never end.
 var ErrNotRegular = errors.New("not a regular file")
 
-// ErrTooLarge is the error for a file a workflow names (an env file, a
+// errTooLarge is the error for a file a workflow names (an env file, a
 // secret file, a check's result file) that is larger than MaxFileSize.
-var ErrTooLarge = errors.New("file too large")
+var errTooLarge = errors.New("file too large")
 
 // Load reads and parses a workflow file.
 func Load(path string) (*Workflow, error) {
@@ -67,12 +67,12 @@ func ReadFile(path string) ([]byte, error) {
 // ReadNamedFile reads a file that a workflow names and runner reads
 // whole (an env file, a secret file, a check's result file) as ReadFile
 // reads a workflow file: anything but a regular file is refused without
-// blocking, and a file larger than MaxFileSize is refused (ErrTooLarge)
+// blocking, and a file larger than MaxFileSize is refused (errTooLarge)
 // after reading at most one byte more.
 func ReadNamedFile(path string) ([]byte, error) {
 	data, err := ReadFile(path)
 	if err == nil && len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s: %w: runner reads at most %d MiB", path, ErrTooLarge, MaxFileSize>>20)
+		return nil, fmt.Errorf("%s: %w: runner reads at most %d MiB", path, errTooLarge, MaxFileSize>>20)
 	}
 	return data, err
 }

@@ -124,7 +124,7 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 	} else {
 		d.missing(f, f.node, "map needs agent_template: the steps run for each item")
 	}
-	m.Isolation = DefaultIsolation(m.Template)
+	m.Isolation = defaultIsolation(m.Template)
 	if v := f.get("isolation"); v != nil {
 		if s, ok := d.enum(v, "map.isolation", string(IsolationNone), string(IsolationWorktree)); ok {
 			m.Isolation, m.IsolationSet = Isolation(s), true

@@ -13,9 +13,9 @@ import (
 // on_failure} is shell: with on_failure (deprecated there too). runner
 // runs each as Prodigy does, with a warning that names today's spelling.
 
-// TestOutputVar is the variable a test: step sets to its output, as
+// testOutputVar is the variable a test: step sets to its output, as
 // Prodigy's ${test.output}.
-const TestOutputVar = "test.output"
+const testOutputVar = "test.output"
 
 // bareStep reads a bare string step, `- prodigy-lint --strict`: the Claude
 // command /prodigy-lint --strict.
@@ -96,7 +96,7 @@ func (d *decoder) testStep(f *fields) (Command, *yaml.Node) {
 	}
 	cmd := d.commandText(c, "test.command", ShellCommand)
 	if cmd.Text != nil {
-		d.warnf(f.key("test"), "test: is Prodigy's deprecated spelling of shell: with on_failure, and runs as one; write shell: %q (its output is ${%s})", cmd.Text.String(), TestOutputVar)
+		d.warnf(f.key("test"), "test: is Prodigy's deprecated spelling of shell: with on_failure, and runs as one; write shell: %q (its output is ${%s})", cmd.Text.String(), testOutputVar)
 	}
 	return cmd, onFailure
 }

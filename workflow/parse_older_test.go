@@ -55,8 +55,8 @@ func TestTestStep(t *testing.T) {
 	if s.OnFailure.Action != FailHandler || len(s.OnFailure.Commands) != 1 || s.OnFailure.Commands[0].Kind != ClaudeCommand {
 		t.Errorf("on_failure = %+v, want the claude handler", s.OnFailure)
 	}
-	if s.Capture != TestOutputVar {
-		t.Errorf("capture = %q, want %q", s.Capture, TestOutputVar)
+	if s.Capture != testOutputVar {
+		t.Errorf("capture = %q, want %q", s.Capture, testOutputVar)
 	}
 	errs := parseErr(t, "w.yml", "- shell: echo ${test.output}\n- test: {command: make}\n")
 	if len(errs) != 1 || !strings.Contains(errs[0], "1:10: shell: ${test.output}: no test: step has run here: that step runs later") {

@@ -74,7 +74,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	case d.foreachStep(f, what, s):
 	case f.has("test"):
 		s.Command, onFailure = d.testStep(f)
-		s.Capture = TestOutputVar
+		s.Capture = testOutputVar
 	default:
 		s.Command = d.stepCommand(f, what)
 	}

@@ -42,7 +42,7 @@ type shortNames struct {
 
 // noteCapture records the name a step captures, if it is a name of its own.
 func (s *shortNames) noteCapture(step *Step, at stepAt) {
-	if step.Capture == TestOutputVar {
+	if step.Capture == testOutputVar {
 		s.tests = append(s.tests, at)
 	}
 	if step.Capture == "" || strings.Contains(step.Capture, ".") {
@@ -85,7 +85,7 @@ func (d *decoder) checkShortRef(r stepRef) bool {
 		d.checkCaptureRef(r, caps)
 		return true
 	}
-	if r.id+"."+r.field == TestOutputVar && len(d.short.tests) > 0 {
+	if r.id+"."+r.field == testOutputVar && len(d.short.tests) > 0 {
 		d.checkTestRef(r)
 		return true
 	}
@@ -140,5 +140,5 @@ func (d *decoder) checkTestRef(r stepRef) {
 			return
 		}
 	}
-	d.errorAt(r.pos, "%s: ${%s}: no test: step has run here: %s", r.what, TestOutputVar, why)
+	d.errorAt(r.pos, "%s: ${%s}: no test: step has run here: %s", r.what, testOutputVar, why)
 }

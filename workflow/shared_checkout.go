@@ -19,7 +19,7 @@ var gitWrites = regexp.MustCompile(`\bgit(?:\s+-[Cc]\s+\S+|\s+--?[\w-]+(?:=\S+)?
 // the checkout, where their uncommitted outputs stay (SPEC §12.8). A map
 // that sets isolation itself is not warned about.
 func (d *decoder) warnSharedCheckout(template []*Step) {
-	if DefaultIsolation(template) == IsolationWorktree {
+	if defaultIsolation(template) == IsolationWorktree {
 		return
 	}
 	for s := range AllSteps(template) {

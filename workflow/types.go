@@ -1,5 +1,3 @@
-// Package workflow is the workflow file format: its types, strict positioned
-// parsing and validation, the JSON schema, and compiled expressions.
 package workflow
 
 import (
@@ -118,7 +116,7 @@ func (wf *Workflow) RunsInWorktree() bool {
 	case wf.Isolation != "":
 		return wf.Isolation == IsolationWorktree
 	}
-	return wf.WantsJobBranch() || DefaultIsolation(wf.Steps) == IsolationWorktree
+	return wf.WantsJobBranch() || defaultIsolation(wf.Steps) == IsolationWorktree
 }
 
 // WantsJobBranch reports whether the file itself asks for a job branch:
@@ -161,8 +159,8 @@ type Command struct {
 	Write *WriteFile       // write_file only
 }
 
-// Source is the command as the file writes it, for events and labels.
-func (c Command) Source() string {
+// source is the command as the file writes it, for events and labels.
+func (c Command) source() string {
 	if c.Kind == WriteFileCommand {
 		return "write_file " + c.Text.String()
 	}
@@ -361,7 +359,7 @@ type MapPhase struct {
 	Template        []*Step
 	// Isolation is where items run: IsolationWorktree (a git worktree
 	// each) or IsolationNone (the directory runner runs in), as the file
-	// says or, when it says nothing, by DefaultIsolation.
+	// says or, when it says nothing, by defaultIsolation.
 	Isolation    Isolation
 	IsolationSet bool // the file sets map.isolation
 	NoMerge      bool // map.merge: none: items' branches are kept, not merged
@@ -376,10 +374,10 @@ const (
 	IsolationWorktree Isolation = "worktree"
 )
 
-// DefaultIsolation is map.isolation when the file gives none: worktree
+// defaultIsolation is map.isolation when the file gives none: worktree
 // when an item's steps change a repository (a claude: step, or
 // commit_required, in a step or one of its handlers), none otherwise.
-func DefaultIsolation(template []*Step) Isolation {
+func defaultIsolation(template []*Step) Isolation {
 	for s := range AllSteps(template) {
 		if s.changesRepository() {
 			return IsolationWorktree

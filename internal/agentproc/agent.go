@@ -10,15 +10,8 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/internal/itemtask"
 )
-
-// TaskRunner runs one task: a *mapreduce.Runner.
-type TaskRunner interface {
-	Run(ctx context.Context, t mapreduce.Task, slot retryv2.Slot, save func(job.StepRecord) error) (mapreduce.Outcome, error)
-}
 
 // Agent is the agent's side of the protocol: it runs the tasks it reads
 // with a TaskRunner, one at a time, and writes what they do.
@@ -50,8 +43,8 @@ func (a *Agent) Emit(e eventlog.Event) {
 
 // Live is where a Runner of the agent's shows its items' output as it
 // comes: output messages to the coordinator, which shows them.
-func (a *Agent) Live() *mapreduce.Live {
-	return &mapreduce.Live{Stdout: outputSender{a, "stdout"}, Stderr: outputSender{a, "stderr"}}
+func (a *Agent) Live() *itemtask.Live {
+	return &itemtask.Live{Stdout: outputSender{a, "stdout"}, Stderr: outputSender{a, "stderr"}}
 }
 
 // outputSender sends what it is given (whole lines) as output messages
@@ -76,7 +69,7 @@ var errCoordinatorGone = errors.New("the coordinator closed the agent's input")
 
 // Serve says ready, then runs the tasks read from in until in ends (it
 // returns nil then) or ctx does. A task running then is stopped.
-func (a *Agent) Serve(ctx context.Context, in io.Reader, runner TaskRunner) error {
+func (a *Agent) Serve(ctx context.Context, in io.Reader, runner itemtask.Runner) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	a.mu.Lock()
@@ -85,7 +78,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, runner TaskRunner) erro
 	if err := a.send(message{Type: typeReady, PID: os.Getpid()}); err != nil {
 		return err
 	}
-	tasks := make(chan mapreduce.Task)
+	tasks := make(chan itemtask.Task)
 	go func() { cancel(a.read(ctx, in, tasks)) }()
 	for {
 		select {
@@ -102,7 +95,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, runner TaskRunner) erro
 
 // read reads the coordinator's messages: tasks go to tasks, answers to the
 // requests that wait for them. It returns why it stopped.
-func (a *Agent) read(ctx context.Context, in io.Reader, tasks chan<- mapreduce.Task) error {
+func (a *Agent) read(ctx context.Context, in io.Reader, tasks chan<- itemtask.Task) error {
 	dec := json.NewDecoder(in)
 	dec.UseNumber()
 	for {
@@ -138,12 +131,12 @@ func (a *Agent) read(ctx context.Context, in io.Reader, tasks chan<- mapreduce.T
 }
 
 // run runs one task and says how it ended.
-func (a *Agent) run(ctx context.Context, t mapreduce.Task, runner TaskRunner) {
+func (a *Agent) run(ctx context.Context, t itemtask.Task, runner itemtask.Runner) {
 	a.mu.Lock()
 	a.current = t.DispatchID
 	a.mu.Unlock()
 	slot := &remoteSlot{a: a, id: t.DispatchID}
-	save := func(rec job.StepRecord) error {
+	save := func(rec itemtask.StepRecord) error {
 		_, err := a.request(ctx, message{Type: typeCheckpoint, DispatchID: t.DispatchID, Step: &rec})
 		return err
 	}

@@ -10,15 +10,13 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/internal/itemtask"
 )
 
-// runnerFunc is a TaskRunner made of a function.
-type runnerFunc func(ctx context.Context, t mapreduce.Task, slot retryv2.Slot, save func(job.StepRecord) error) (mapreduce.Outcome, error)
+// runnerFunc is a itemtask.Runner made of a function.
+type runnerFunc func(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(itemtask.StepRecord) error) (itemtask.Outcome, error)
 
-func (f runnerFunc) Run(ctx context.Context, t mapreduce.Task, slot retryv2.Slot, save func(job.StepRecord) error) (mapreduce.Outcome, error) {
+func (f runnerFunc) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 	return f(ctx, t, slot, save)
 }
 
@@ -31,7 +29,7 @@ type coordinator struct {
 }
 
 // serveAgent serves an agent running r, and reads its ready message.
-func serveAgent(t *testing.T, newRunner func(a *Agent) TaskRunner) *coordinator {
+func serveAgent(t *testing.T, newRunner func(a *Agent) itemtask.Runner) *coordinator {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -75,19 +73,19 @@ func (c *coordinator) expect(typ, id string) message {
 	return m
 }
 
-func task(id string) mapreduce.Task {
-	return mapreduce.Task{JobID: "j", ItemID: "i", Item: json.RawMessage(`"i"`), Attempt: 1, DispatchID: id}
+func task(id string) itemtask.Task {
+	return itemtask.Task{JobID: "j", ItemID: "i", Item: json.RawMessage(`"i"`), Attempt: 1, DispatchID: id}
 }
 
 // A checkpoint waits for its ack: an ack of another dispatch or another
 // request does not end the wait, and the ack's error is what save returns.
 func TestAgentCheckpointWaitsForItsAck(t *testing.T) {
 	saved := make(chan error, 1)
-	c := serveAgent(t, func(*Agent) TaskRunner {
-		return runnerFunc(func(ctx context.Context, tk mapreduce.Task, _ retryv2.Slot, save func(job.StepRecord) error) (mapreduce.Outcome, error) {
-			err := save(job.StepRecord{Index: 0, Key: "a", Status: "succeeded"})
+	c := serveAgent(t, func(*Agent) itemtask.Runner {
+		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, save func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
+			err := save(itemtask.StepRecord{Index: 0, Key: "a", Status: "succeeded"})
 			saved <- err
-			return mapreduce.Outcome{DispatchID: tk.DispatchID}, nil
+			return itemtask.Outcome{DispatchID: tk.DispatchID}, nil
 		})
 	})
 	c.send(message{Type: typeTask, Task: new(task("d1"))})
@@ -108,11 +106,11 @@ func TestAgentCheckpointWaitsForItsAck(t *testing.T) {
 // Acquire returns only when the coordinator grants the slot.
 func TestAgentSlotOverTheProtocol(t *testing.T) {
 	acquired := make(chan error, 1)
-	c := serveAgent(t, func(*Agent) TaskRunner {
-		return runnerFunc(func(ctx context.Context, tk mapreduce.Task, slot retryv2.Slot, _ func(job.StepRecord) error) (mapreduce.Outcome, error) {
+	c := serveAgent(t, func(*Agent) itemtask.Runner {
+		return runnerFunc(func(ctx context.Context, tk itemtask.Task, slot itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 			slot.Release()
 			acquired <- slot.Acquire(ctx)
-			return mapreduce.Outcome{DispatchID: tk.DispatchID}, nil
+			return itemtask.Outcome{DispatchID: tk.DispatchID}, nil
 		})
 	})
 	c.send(message{Type: typeTask, Task: new(task("d1"))})
@@ -128,13 +126,13 @@ func TestAgentSlotOverTheProtocol(t *testing.T) {
 // Events name the task running; a task that ends without an outcome is
 // abandoned with its error; the agent then takes the next task.
 func TestAgentEventsAndAbandonedTask(t *testing.T) {
-	c := serveAgent(t, func(a *Agent) TaskRunner {
-		return runnerFunc(func(ctx context.Context, tk mapreduce.Task, _ retryv2.Slot, _ func(job.StepRecord) error) (mapreduce.Outcome, error) {
+	c := serveAgent(t, func(a *Agent) itemtask.Runner {
+		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 			a.Emit(eventlog.StepStarted("a", 1, "true"))
 			if tk.DispatchID == "d1" {
-				return mapreduce.Outcome{}, errors.New("item unreadable")
+				return itemtask.Outcome{}, errors.New("item unreadable")
 			}
-			return mapreduce.Outcome{DispatchID: tk.DispatchID, Output: "ok"}, nil
+			return itemtask.Outcome{DispatchID: tk.DispatchID, Output: "ok"}, nil
 		})
 	})
 	c.send(message{Type: typeTask, Task: new(task("d1"))})
@@ -155,12 +153,12 @@ func TestAgentEventsAndAbandonedTask(t *testing.T) {
 // nil.
 func TestAgentStopsWhenInputEnds(t *testing.T) {
 	started, stopped := make(chan struct{}), make(chan error, 1)
-	c := serveAgent(t, func(*Agent) TaskRunner {
-		return runnerFunc(func(ctx context.Context, tk mapreduce.Task, _ retryv2.Slot, _ func(job.StepRecord) error) (mapreduce.Outcome, error) {
+	c := serveAgent(t, func(*Agent) itemtask.Runner {
+		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 			close(started)
 			<-ctx.Done()
 			stopped <- context.Cause(ctx)
-			return mapreduce.Outcome{}, context.Cause(ctx)
+			return itemtask.Outcome{}, context.Cause(ctx)
 		})
 	})
 	c.send(message{Type: typeTask, Task: new(task("d1"))})
@@ -182,7 +180,7 @@ func TestAgentStopsWhenInputEnds(t *testing.T) {
 
 // A message the agent cannot read ends Serve with an error.
 func TestAgentRefusesGarbage(t *testing.T) {
-	c := serveAgent(t, func(*Agent) TaskRunner { return nil })
+	c := serveAgent(t, func(*Agent) itemtask.Runner { return nil })
 	c.in.Write([]byte("{\"type\":\"launch\"}\n"))
 	select {
 	case err := <-c.served:

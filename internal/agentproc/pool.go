@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/internal/itemtask"
 )
 
 // Config says how to start an agent.
@@ -21,7 +21,7 @@ type Config struct {
 	Stderr  io.Writer // where its diagnostics go
 	// Live shows the items' output that agents started with --tag send;
 	// nil for agents that send none.
-	Live *mapreduce.Live
+	Live *itemtask.Live
 }
 
 // Bounds of the waits on an agent process, which are handshakes and not
@@ -34,26 +34,33 @@ const (
 	stopWithin = 10 * time.Second
 )
 
-// New returns the dispatcher of a pool of agents started with cfg: an
-// agent per task running, started when none is idle, reused, and stopped
-// when the pool is closed. The first agent is started at once, so that an
-// agent that cannot open the job fails the run before any item is sent.
-func New(cfg Config) mapreduce.NewDispatcher {
-	return func(h mapreduce.Host) (mapreduce.Dispatcher, error) {
+// Capabilities are what a pool of agents does: everything a job's own
+// process does, over the protocol.
+var Capabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: true, SlotRelease: true, Worktrees: true}
+
+// New returns the backend of a pool of agents started with cfg: an agent
+// per task running, started when none is idle, reused, and stopped when
+// the pool is closed. The first agent is started when the pool opens, so
+// that an agent that cannot open the job fails the run before any item is
+// sent.
+func New(cfg Config) itemtask.Backend {
+	return itemtask.Backend{Name: "runner agent processes", Can: Capabilities, Open: func(ctx context.Context, _ itemtask.Job, h itemtask.Host) (itemtask.Dispatcher, error) {
 		p := &pool{cfg: cfg, host: h, all: map[*agentProcess]bool{}}
-		a, err := p.start(context.Background())
+		a, err := p.start(ctx)
 		if err != nil {
 			return nil, err
 		}
 		p.idle = append(p.idle, a)
 		return p, nil
-	}
+	}}
 }
+
+var _ itemtask.Dispatcher = (*pool)(nil)
 
 // pool is the dispatcher New makes.
 type pool struct {
 	cfg  Config
-	host mapreduce.Host
+	host itemtask.Host
 
 	mu     sync.Mutex
 	idle   []*agentProcess
@@ -64,15 +71,15 @@ type pool struct {
 // Dispatch runs t in an idle agent, or a new one. An agent that dies,
 // breaks the protocol or abandons the task is stopped, and the task's
 // item stays pending.
-func (p *pool) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.Outcome, error) {
+func (p *pool) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error) {
 	a, err := p.get(ctx)
 	if err != nil {
-		return mapreduce.Outcome{}, err
+		return itemtask.Outcome{}, err
 	}
 	out, err := p.run(ctx, a, t)
 	if err != nil {
 		a.stop()
-		return mapreduce.Outcome{}, err
+		return itemtask.Outcome{}, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -83,6 +90,9 @@ func (p *pool) Dispatch(ctx context.Context, t mapreduce.Task) (mapreduce.Outcom
 	}
 	return out, nil
 }
+
+// Recorded does nothing: an agent's outcome is answered by nothing.
+func (p *pool) Recorded(context.Context, string) {}
 
 // get takes an idle agent that is still alive, or starts one.
 func (p *pool) get(ctx context.Context) (*agentProcess, error) {
@@ -127,9 +137,9 @@ func (p *pool) Close() error {
 
 // run sends t to a and serves its requests until it answers with an
 // outcome.
-func (p *pool) run(ctx context.Context, a *agentProcess, t mapreduce.Task) (mapreduce.Outcome, error) {
+func (p *pool) run(ctx context.Context, a *agentProcess, t itemtask.Task) (itemtask.Outcome, error) {
 	if err := a.send(message{Type: typeTask, Task: &t}); err != nil {
-		return mapreduce.Outcome{}, err
+		return itemtask.Outcome{}, err
 	}
 	// A slot waited for is given up when the agent dies.
 	slotCtx, cancel := context.WithCancelCause(ctx)
@@ -145,15 +155,15 @@ func (p *pool) run(ctx context.Context, a *agentProcess, t mapreduce.Task) (mapr
 		var m message
 		select {
 		case <-ctx.Done():
-			return mapreduce.Outcome{}, context.Cause(ctx)
+			return itemtask.Outcome{}, context.Cause(ctx)
 		case <-a.done:
-			return mapreduce.Outcome{}, a.failure()
+			return itemtask.Outcome{}, a.failure()
 		case m = <-a.msgs:
 		}
 		if m.DispatchID != t.DispatchID {
 			// Stale: from no task of this agent's now.
 			if answer, ok := answers[m.Type]; ok {
-				a.send(message{Type: answer, DispatchID: m.DispatchID, Seq: m.Seq, Error: mapreduce.ErrStale.Error()})
+				a.send(message{Type: answer, DispatchID: m.DispatchID, Seq: m.Seq, Error: itemtask.ErrStale.Error()})
 			}
 			continue
 		}
@@ -171,23 +181,23 @@ func (p *pool) run(ctx context.Context, a *agentProcess, t mapreduce.Task) (mapr
 				s.Release()
 			}
 		case m.Type == typeAcquire:
-			serr := mapreduce.ErrStale
+			serr := itemtask.ErrStale
 			if s := p.host.Slot(m.DispatchID); s != nil {
 				serr = s.Acquire(slotCtx)
 			}
 			if ctx.Err() != nil {
-				return mapreduce.Outcome{}, context.Cause(ctx)
+				return itemtask.Outcome{}, context.Cause(ctx)
 			}
 			err = a.send(message{Type: typeSlot, DispatchID: m.DispatchID, Seq: m.Seq, Error: errorText(serr)})
 		case m.Type == typeOutcome && m.Outcome != nil:
 			return *m.Outcome, nil
 		case m.Type == typeAbandoned:
-			return mapreduce.Outcome{}, fmt.Errorf("agent (pid %d) abandoned task %s: %s", a.pid, t.DispatchID, m.Error)
+			return itemtask.Outcome{}, fmt.Errorf("agent (pid %d) abandoned task %s: %s", a.pid, t.DispatchID, m.Error)
 		default:
 			err = fmt.Errorf("agent (pid %d): unexpected %q message", a.pid, m.Type)
 		}
 		if err != nil {
-			return mapreduce.Outcome{}, err
+			return itemtask.Outcome{}, err
 		}
 	}
 }

@@ -16,14 +16,19 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/mapreduce"
-	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // helperEnv makes the test binary an agent (see helperAgent) instead of
 // running the tests.
 const helperEnv = "AGENTPROC_TEST_AGENT"
+
+// helperJobEnv is the job a helper agent in mode job opens: its store's
+// directory and its id, as a path.
+const helperJobEnv = "AGENTPROC_TEST_JOB"
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
@@ -37,7 +42,8 @@ func TestMain(m *testing.M) {
 // protocol with a runner that does what each task's item says (see
 // helperRunner); stale answers each task with messages of another
 // dispatch first; garbage answers a task with a line that is not JSON;
-// exit exits with 3 before it is ready.
+// exit exits with 3 before it is ready; job runs the tasks of the job
+// helperJobEnv names.
 func helperAgent(mode string) {
 	out := bufio.NewWriter(os.Stdout)
 	write := func(m message) {
@@ -67,17 +73,31 @@ func helperAgent(mode string) {
 			return
 		}
 		write(message{Type: typeEvent, DispatchID: "other", Event: new(eventlog.StepStarted("x", 1, "true"))})
-		write(message{Type: typeCheckpoint, DispatchID: "other", Seq: 1, Step: &job.StepRecord{Key: "x"}})
+		write(message{Type: typeCheckpoint, DispatchID: "other", Seq: 1, Step: &itemtask.StepRecord{Key: "x"}})
 		if dec.Decode(&m) != nil || m.Type != typeAck || m.Error == "" {
 			fmt.Fprintf(os.Stderr, "stale checkpoint answered with %+v\n", m)
 			os.Exit(1)
 		}
-		write(message{Type: typeOutcome, DispatchID: "other", Outcome: &mapreduce.Outcome{DispatchID: "other", Failed: true}})
+		write(message{Type: typeOutcome, DispatchID: "other", Outcome: &itemtask.Outcome{DispatchID: "other", Failed: true}})
 		write(message{Type: typeEvent, DispatchID: id, Event: new(eventlog.StepStarted("a", 1, "true"))})
-		write(message{Type: typeOutcome, DispatchID: id, Outcome: &mapreduce.Outcome{DispatchID: id, Output: "mine"}})
+		write(message{Type: typeOutcome, DispatchID: id, Outcome: &itemtask.Outcome{DispatchID: id, Output: "mine"}})
 		dec.Decode(&m)
 	case "exit":
 		os.Exit(3)
+	case "job":
+		// A real agent of the job the conformance suite started: as
+		// `runner agent` serves one.
+		a := NewAgent(os.Stdout)
+		ctx := context.Background()
+		store, id := filepath.Split(os.Getenv(helperJobEnv))
+		r, err := itemrun.OpenStored(ctx, id, job.Options{Store: state.Store{Dir: store}, Stdout: os.Stderr, Stderr: os.Stderr}, a.Emit, nil)
+		if err == nil {
+			err = a.Serve(ctx, os.Stdin, r)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -87,27 +107,27 @@ func helperAgent(mode string) {
 // back and takes it again, emits an event and succeeds.
 type helperRunner struct{ a *Agent }
 
-func (r helperRunner) Run(ctx context.Context, t mapreduce.Task, slot retryv2.Slot, save func(job.StepRecord) error) (mapreduce.Outcome, error) {
+func (r helperRunner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 	var item struct{ PIDFile string }
 	json.Unmarshal(t.Item, &item)
 	if item.PIDFile != "" {
 		os.WriteFile(item.PIDFile+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o600)
 		os.Rename(item.PIDFile+".tmp", item.PIDFile)
 		<-ctx.Done()
-		return mapreduce.Outcome{}, context.Cause(ctx)
+		return itemtask.Outcome{}, context.Cause(ctx)
 	}
-	if err := save(job.StepRecord{Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"n": 1}}); err != nil {
-		return mapreduce.Outcome{}, err
+	if err := save(itemtask.StepRecord{Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"n": 1}}); err != nil {
+		return itemtask.Outcome{}, err
 	}
 	slot.Release()
 	if err := slot.Acquire(ctx); err != nil {
-		return mapreduce.Outcome{}, err
+		return itemtask.Outcome{}, err
 	}
 	r.a.Emit(eventlog.StepCompleted("a", 0, 0).WithItem(t.ItemID))
-	return mapreduce.Outcome{DispatchID: t.DispatchID, Output: "ran " + t.ItemID}, nil
+	return itemtask.Outcome{DispatchID: t.DispatchID, Output: "ran " + t.ItemID}, nil
 }
 
-// host is a mapreduce.Host that records what it is told.
+// host is a itemtask.Host that records what it is told.
 type host struct {
 	mu          sync.Mutex
 	events      []string // "id type"
@@ -116,7 +136,7 @@ type host struct {
 	slot        countingSlot
 }
 
-func (h *host) Checkpoint(id string, rec job.StepRecord) error {
+func (h *host) Checkpoint(id string, rec itemtask.StepRecord) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.checkpoints = append(h.checkpoints, id+" "+rec.Key)
@@ -130,7 +150,11 @@ func (h *host) Emit(id string, e eventlog.Event) error {
 	return nil
 }
 
-func (h *host) Slot(id string) retryv2.Slot { return &h.slot }
+func (h *host) Slot(id string) itemtask.Slot { return &h.slot }
+
+func (h *host) JobEvent(eventlog.Event)                                     {}
+func (h *host) AppendLog(itemtask.Task, itemtask.Origin, time.Time, string) {}
+func (h *host) UpdateMeta(func(*state.Meta)) error                          { return nil }
 
 // countingSlot counts how it is used.
 type countingSlot struct{ releases, acquires int }
@@ -139,14 +163,14 @@ func (s *countingSlot) Release()                      { s.releases++ }
 func (s *countingSlot) Acquire(context.Context) error { s.acquires++; return nil }
 
 // newPool starts a pool of helper agents in mode.
-func newPool(t *testing.T, mode string, h mapreduce.Host) (*pool, error) {
+func newPool(t *testing.T, mode string, h itemtask.Host) (*pool, error) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), helperEnv+"="+mode, raceNoExitSleep())
-	d, err := New(Config{Command: []string{exe}, Env: env, Stderr: os.Stderr})(h)
+	d, err := New(Config{Command: []string{exe}, Env: env, Stderr: os.Stderr}).Open(t.Context(), nil, h)
 	if err != nil {
 		return nil, err
 	}
@@ -155,9 +179,9 @@ func newPool(t *testing.T, mode string, h mapreduce.Host) (*pool, error) {
 	return p, nil
 }
 
-func itemTask(id string, item any) mapreduce.Task {
+func itemTask(id string, item any) itemtask.Task {
 	raw, _ := json.Marshal(item)
-	return mapreduce.Task{JobID: "j", ItemID: "i", Item: raw, Attempt: 1, DispatchID: id}
+	return itemtask.Task{JobID: "j", ItemID: "i", Item: raw, Attempt: 1, DispatchID: id}
 }
 
 // A task runs in an agent process, which reports its checkpoint, event

@@ -6,8 +6,7 @@ package agentproc
 
 import (
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/internal/itemtask"
 )
 
 // The protocol. Each message is one JSON object on one line, with a
@@ -19,7 +18,7 @@ import (
 // The coordinator (the process that runs the job) writes on the agent's
 // stdin:
 //
-//	task   {task}                   run this task (mapreduce.Task)
+//	task   {task}                   run this task (itemtask.Task)
 //	ack    {dispatch_id, seq, error} the checkpoint seq is saved (error: it is not; the task stops)
 //	slot   {dispatch_id, seq, error} the slot that acquire seq asked for is held again (error: it cannot be)
 //
@@ -31,7 +30,7 @@ import (
 //	checkpoint {dispatch_id, seq, step}         a step of the task's attempt to save; the task waits for its ack
 //	release    {dispatch_id}                    the task waits out a delay: its slot may serve another item
 //	acquire    {dispatch_id, seq}               the delay is over: the task waits for its slot
-//	outcome    {dispatch_id, outcome}           the task ran to an end (mapreduce.Outcome)
+//	outcome    {dispatch_id, outcome}           the task ran to an end (itemtask.Outcome)
 //	abandoned  {dispatch_id, error}             the task stopped without an end; its item stays pending
 //
 // The agent exits when its stdin ends: the coordinator is done with it, or
@@ -56,17 +55,17 @@ var answers = map[string]string{typeCheckpoint: typeAck, typeAcquire: typeSlot}
 
 // message is any message of the protocol; the fields used depend on Type.
 type message struct {
-	Type       string             `json:"type"`
-	DispatchID string             `json:"dispatch_id,omitempty"`
-	Seq        uint64             `json:"seq,omitempty"`
-	Error      string             `json:"error,omitempty"`
-	PID        int                `json:"pid,omitempty"`
-	Task       *mapreduce.Task    `json:"task,omitempty"`
-	Event      *eventlog.Event    `json:"event,omitempty"`
-	Step       *job.StepRecord    `json:"step,omitempty"`
-	Outcome    *mapreduce.Outcome `json:"outcome,omitempty"`
-	Stream     string             `json:"stream,omitempty"` // output: stdout or stderr
-	Text       string             `json:"text,omitempty"`   // output
+	Type       string               `json:"type"`
+	DispatchID string               `json:"dispatch_id,omitempty"`
+	Seq        uint64               `json:"seq,omitempty"`
+	Error      string               `json:"error,omitempty"`
+	PID        int                  `json:"pid,omitempty"`
+	Task       *itemtask.Task       `json:"task,omitempty"`
+	Event      *eventlog.Event      `json:"event,omitempty"`
+	Step       *itemtask.StepRecord `json:"step,omitempty"`
+	Outcome    *itemtask.Outcome    `json:"outcome,omitempty"`
+	Stream     string               `json:"stream,omitempty"` // output: stdout or stderr
+	Text       string               `json:"text,omitempty"`   // output
 }
 
 // errorText is err's message, or "" for nil.

@@ -1,7 +1,3 @@
-// Package appendfile opens a file of lines for appending so that a new line
-// never lands on the torn tail of a write that was cut short (a full disk, a
-// crash): Open cuts an incomplete last line, and a File refuses to write
-// after one of its own writes was cut short.
 package appendfile
 
 import (

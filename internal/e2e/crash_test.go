@@ -311,7 +311,7 @@ func auditJob(t *testing.T, store state.Store, jobID string, total int, final bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	items := readLines(t, job.Path("items.jsonl"))
+	items := readLines(t, job.Layout().Items)
 	if len(items) == 0 && !final {
 		return nil // killed before the items were loaded: all pending
 	}
@@ -322,7 +322,7 @@ func auditJob(t *testing.T, store state.Store, jobID string, total int, final bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkBolt(t, job.Path("dlq.db"))
+	checkBolt(t, job.Layout().DLQ)
 	queued := queuedItems(t, job)
 	counts := map[string]int{}
 	for i, line := range items {

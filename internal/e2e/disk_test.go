@@ -116,7 +116,7 @@ func checkLogsWhole(t *testing.T, dir, stateDir, jobID string, total int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(job.Path("results.json"))
+	data, err := os.ReadFile(job.Layout().ResultsJSON)
 	if err != nil {
 		t.Fatal(err)
 	}

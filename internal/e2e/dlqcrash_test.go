@@ -140,7 +140,7 @@ func queuedItems(t *testing.T, job *state.Job) map[string]bool {
 // dlqItems reads a job's DLQ: each item's failures.
 func dlqItems(t *testing.T, job *state.Job) map[string][]dlq.Failure {
 	t.Helper()
-	d, err := dlq.Open(job.Path("dlq.db"), dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	d, err := dlq.Open(job.Layout().DLQ, dlq.Options{ReadOnly: true, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

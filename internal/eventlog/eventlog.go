@@ -1,6 +1,3 @@
-// Package eventlog is a job's append-only event log: one JSON object per
-// line, written with a single write per event so that concurrent readers and
-// crashes never see half an event.
 package eventlog
 
 import (

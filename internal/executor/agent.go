@@ -47,7 +47,7 @@ func ResolveAgent(wf *workflow.Agent, environ []string) Agent {
 		}
 	}
 	if v := lookupEnv(environ, AgentCommandVar); strings.TrimSpace(v) != "" {
-		a.Command, a.Err = SplitWords(v)
+		a.Command, a.Err = splitWords(v)
 		a.From = AgentFromEnv
 		if a.Err != nil {
 			a.Err = fmt.Errorf("%s: %w", AgentCommandVar, a.Err)
@@ -67,9 +67,9 @@ func (a Agent) String() string {
 	return strings.Join(words, " ")
 }
 
-// Origin says where the command came from and how to choose another, for
+// origin says where the command came from and how to choose another, for
 // messages about an agent that cannot start.
-func (a Agent) Origin() string {
+func (a Agent) origin() string {
 	switch a.From {
 	case AgentFromWorkflow:
 		return fmt.Sprintf("agent command %s, from the workflow's agent.command", a)
@@ -89,12 +89,12 @@ func lookupEnv(environ []string, name string) string {
 	return ""
 }
 
-// SplitWords splits s into words as sh splits a simple command, without
+// splitWords splits s into words as sh splits a simple command, without
 // expanding anything: blanks separate words; '...' keeps everything
 // literally; "..." keeps everything but a backslash before $ ` " \ or a
 // newline, which it removes; outside quotes a backslash keeps the next
 // character (and removes a newline). $, ` and globs are plain characters.
-func SplitWords(s string) ([]string, error) {
+func splitWords(s string) ([]string, error) {
 	var (
 		words []string
 		word  strings.Builder

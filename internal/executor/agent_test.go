@@ -24,9 +24,9 @@ func TestSplitWords(t *testing.T) {
 		{"a\\\nb \"c\\\nd\"", []string{"ab", "cd"}},
 		{"", nil},
 	} {
-		got, err := SplitWords(tc.in)
+		got, err := splitWords(tc.in)
 		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("SplitWords(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			t.Errorf("splitWords(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
 	for in, want := range map[string]string{
@@ -34,17 +34,17 @@ func TestSplitWords(t *testing.T) {
 		`a "b\"`: "unterminated double quote",
 		`a b\`:   "ends with a backslash",
 	} {
-		if _, err := SplitWords(in); err == nil || err.Error() != want {
-			t.Errorf("SplitWords(%q): error %v, want %q", in, err, want)
+		if _, err := splitWords(in); err == nil || err.Error() != want {
+			t.Errorf("splitWords(%q): error %v, want %q", in, err, want)
 		}
 	}
 }
 
-// Agent.String quotes words so that SplitWords reads them back.
+// Agent.String quotes words so that splitWords reads them back.
 func TestAgentStringRoundTrips(t *testing.T) {
 	words := []string{"my agent", "--flag=x", "it's", "", "$HOME", "plain"}
 	a := Agent{Command: words}
-	got, err := SplitWords(a.String())
+	got, err := splitWords(a.String())
 	if err != nil || !slices.Equal(got, words) {
 		t.Errorf("%s -> %q, %v", a, got, err)
 	}
@@ -70,7 +70,7 @@ func TestResolveAgent(t *testing.T) {
 			t.Errorf("%s: got %q from %s (err %v), want %q from %s (err %q)", tc.name, a.Command, a.From, a.Err, tc.want, tc.from, tc.err)
 		}
 	}
-	if o := ResolveAgent(nil, nil).Origin(); !strings.Contains(o, "agent.command") || !strings.Contains(o, AgentCommandVar) {
+	if o := ResolveAgent(nil, nil).origin(); !strings.Contains(o, "agent.command") || !strings.Contains(o, AgentCommandVar) {
 		t.Errorf("the default's origin names neither way to change it: %s", o)
 	}
 }

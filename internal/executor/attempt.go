@@ -104,7 +104,7 @@ func (x *Executor) emit(r Run, e eventlog.Event) {
 type commandResult struct {
 	retryv2.Outcome
 	stdout, stderr         []byte            // full captures when asked for
-	stdoutTail, stderrTail streamTail        // always: the last OutputLimit bytes
+	stdoutTail, stderrTail streamTail        // always: the last outputLimit bytes
 	commits                []string          // new commits since the step started, oldest first; nil when not tracked
 	outputs                map[string]string // the files of the step's outputs, by name
 }
@@ -128,7 +128,7 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 	spec.Stdout, spec.Stderr = stdout, stderr
 	spec.Timeout, spec.Grace = step.Timeout, x.Grace
 	spec.CaptureStdout, spec.CaptureStderr = capture, capture && step.CaptureStreams != workflow.StreamStdout
-	spec.TailLimit = OutputLimit
+	spec.TailLimit = outputLimit
 	res := proc.Run(ctx, spec)
 	flushOutput(stdout, stderr)
 	out := retryv2.Outcome{
@@ -146,7 +146,7 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 		out.RetryAfter = readRetryAfter(retryAfter)
 	}
 	if res.Kind == proc.KindSpawn && cmd.Kind == workflow.ClaudeCommand {
-		out.Err = fmt.Errorf("%w (%s)", res.Err, x.agent().Origin())
+		out.Err = fmt.Errorf("%w (%s)", res.Err, x.agent().origin())
 	}
 	os.Remove(retryAfter)
 	return commandResult{
@@ -180,7 +180,7 @@ func (x *Executor) prepare(ctx context.Context, step *workflow.Step, cmd workflo
 		if err != nil {
 			return proc.Spec{}, err
 		}
-		script, err := cmd.Text.Expand(sc.In(ctx, dir, env, x.mask).Lookup(), interp.Shell)
+		script, err := cmd.Text.Expand(sc.in(ctx, dir, env, x.mask).Lookup(), interp.Shell)
 		if err != nil {
 			return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
 		}
@@ -198,7 +198,7 @@ func (x *Executor) prepare(ctx context.Context, step *workflow.Step, cmd workflo
 	if err != nil {
 		return proc.Spec{}, err
 	}
-	text, err := cmd.Text.Expand(r.Scope.In(ctx, dir, env, x.mask).PlainLookup(), interp.Plain)
+	text, err := cmd.Text.Expand(r.Scope.in(ctx, dir, env, x.mask).PlainLookup(), interp.Plain)
 	if err != nil {
 		return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
 	}

@@ -30,7 +30,7 @@ func (r StepResult) Record(step *workflow.Step) state.StepRecord {
 func RecordedVars(rec state.StepRecord) map[string]any { return normalizeVars(rec.Vars) }
 
 // unavailableKey marks, in the journal, a field whose value runner did not
-// keep (an output over OutputLimit): {"runner_unavailable": REASON}.
+// keep (an output over outputLimit): {"runner_unavailable": REASON}.
 const unavailableKey = "runner_unavailable"
 
 // journalVars is vars as the journal stores them: the Unavailable fields

@@ -15,9 +15,9 @@ import (
 	"github.com/runnerdev/runner/workflow/interp"
 )
 
-// CommandVarTimeout bounds a ${cmd:COMMAND}: it runs before the step, out
+// commandVarTimeout bounds a ${cmd:COMMAND}: it runs before the step, out
 // of reach of the step's own timeout.
-const CommandVarTimeout = 5 * time.Minute
+const commandVarTimeout = 5 * time.Minute
 
 // where is what a scope's computed variables need: the directory that
 // ${file:PATH} and ${cmd:COMMAND} are relative to, the environment and
@@ -29,12 +29,26 @@ type where struct {
 	mask func(string) string
 }
 
-// In returns sc reading its computed variables from dir, running commands
+// in returns sc reading its computed variables from dir, running commands
 // with env under ctx; values are read, not copied, so sc and the result
 // see the same variables.
-func (s *Scope) In(ctx context.Context, dir string, env []string, mask func(string) string) *Scope {
+func (s *Scope) in(ctx context.Context, dir string, env []string, mask func(string) string) *Scope {
 	c := *s
 	c.at = &where{ctx: ctx, dir: dir, env: env, mask: mask}
+	return &c
+}
+
+// Under returns sc running the commands of its computed variables under
+// ctx, so that they end with it, wherever else it reads them; like in, it
+// shares sc's variables.
+func (s *Scope) Under(ctx context.Context) *Scope {
+	at := where{ctx: ctx}
+	if s.at != nil {
+		at = *s.at
+		at.ctx = ctx
+	}
+	c := *s
+	c.at = &at
 	return &c
 }
 
@@ -86,6 +100,8 @@ func (s *Scope) path(p string) string {
 
 // command runs a ${cmd:COMMAND} with sh and returns its stdout, trailing
 // newlines trimmed; a command that fails is an error with its stderr's end.
+// A scope that nobody put under a context (in, Under) is one read before
+// its job has one: a job's environment as it starts.
 func (s *Scope) command(text string) (string, error) {
 	ctx, dir, env := context.Background(), "", []string(nil)
 	if s.at != nil {
@@ -96,7 +112,7 @@ func (s *Scope) command(text string) (string, error) {
 			env = append(env, k+"="+v)
 		}
 	}
-	res := proc.Run(ctx, proc.Spec{Command: text, Dir: dir, Env: env, Timeout: CommandVarTimeout, CaptureStdout: true, DieWithParent: true})
+	res := proc.Run(ctx, proc.Spec{Command: text, Dir: dir, Env: env, Timeout: commandVarTimeout, CaptureStdout: true, DieWithParent: true})
 	if res.Kind != proc.KindOK {
 		return "", fmt.Errorf("%v: %s", res.Err, strings.TrimSpace(string(res.StderrTail)))
 	}

@@ -67,7 +67,7 @@ func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run
 }
 
 func handlerError(what string, h commandResult) error {
-	return &HandlerError{What: what, Message: h.Message()}
+	return &handlerFailure{what: what, message: h.Message()}
 }
 
 // errorVars are ${error.*}, which a failure handler reads.
@@ -75,10 +75,10 @@ func errorVars(step *workflow.Step, last commandResult, cause error) map[string]
 	return map[string]any{"message": cause.Error(), "exit_code": last.ExitCode, "step": step.Key()}
 }
 
-// HandlerError is a failed fallback or handler.
-type HandlerError struct {
-	What    string
-	Message string
+// handlerFailure is a failed fallback or handler.
+type handlerFailure struct {
+	what    string
+	message string
 }
 
-func (e *HandlerError) Error() string { return e.What + " failed: " + e.Message }
+func (e *handlerFailure) Error() string { return e.what + " failed: " + e.message }

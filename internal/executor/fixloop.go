@@ -109,7 +109,7 @@ func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r
 	_, _ = x.capture(step, last, hr.Scope)
 	output, cleanup, err := x.failedOutput(last.Outcome)
 	if err != nil {
-		return &HandlerError{What: "on_failure handler", Message: err.Error()}
+		return &handlerFailure{what: "on_failure handler", message: err.Error()}
 	}
 	defer cleanup()
 	hr.Scope.SetIn("shell", "output", output)
@@ -123,7 +123,7 @@ func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r
 		watched := *step
 		watched.CommitRequired, watched.AutoCommit = true, false
 		if commits, err = x.trackCommits(ctx, &watched, hr); err != nil {
-			return &HandlerError{What: "on_failure handler", Message: err.Error()}
+			return &handlerFailure{what: "on_failure handler", message: err.Error()}
 		}
 	}
 	cmds := step.OnFailure.Commands

@@ -54,7 +54,7 @@ func (x *Executor) runForeach(ctx context.Context, step *workflow.Step, r Run, a
 	if f.MaxItems > 0 && len(items) > f.MaxItems {
 		items = items[:f.MaxItems]
 	}
-	out := &foreachOutput{stdout: r.stdout(x), stderr: r.stderr(x), capture: capture, whole: f.Parallel > 1, output: proc.Tail{Limit: OutputLimit}}
+	out := &foreachOutput{stdout: r.stdout(x), stderr: r.stderr(x), capture: capture, whole: f.Parallel > 1, output: proc.Tail{Limit: outputLimit}}
 	failed := make([]*StepResult, len(items))
 	eachItem(ctx, len(items), f.Parallel, func(i int) bool {
 		stdout, stderr := out.writers()
@@ -191,7 +191,7 @@ type foreachOutput struct {
 	capture, whole bool
 	captured       bytes.Buffer
 	tail           OutputTail
-	output         proc.Tail // the last OutputLimit bytes, for ${steps.ID.output}
+	output         proc.Tail // the last outputLimit bytes, for ${steps.ID.output}
 	total          int64     // bytes of stdout
 }
 

@@ -28,7 +28,7 @@ func (x *Executor) runHandler(ctx context.Context, what string, steps []*workflo
 	for _, s := range steps {
 		res := x.RunStep(ctx, s, r)
 		if res.Fatal() {
-			return hr, &HandlerError{What: what + " handler", Message: res.Err.Error()}
+			return hr, &handlerFailure{what: what + " handler", message: res.Err.Error()}
 		}
 		hr.vars = mergeVars(hr.vars, res.Vars)
 		hr.handled = errors.Join(hr.handled, res.Err)

@@ -8,10 +8,10 @@ import (
 	"github.com/runnerdev/runner/workflow/interp"
 )
 
-// OutputLimit is how much of a command's stdout (and stderr) runner keeps
+// outputLimit is how much of a command's stdout (and stderr) runner keeps
 // for ${shell.output}, ${claude.output}, ${ID.output} and ${NAME.stderr}:
 // the last 1 MiB. A longer output is not cut silently: reading it fails.
-const OutputLimit = 1 << 20
+const outputLimit = 1 << 20
 
 // streamTail is the end of one output stream and how long the stream was.
 type streamTail struct {
@@ -23,14 +23,14 @@ type streamTail struct {
 func lastBytes(b []byte, n int) []byte { return b[max(len(b)-n, 0):] }
 
 // outputValue is a stream as a variable, its trailing newlines trimmed; a
-// stream longer than OutputLimit is Unavailable, so that ref (how the
+// stream longer than outputLimit is Unavailable, so that ref (how the
 // workflow reads it) fails instead of reading a cut text.
 func outputValue(s streamTail, ref string) any {
-	if s.total > OutputLimit {
+	if s.total > outputLimit {
 		return interp.Unavailable{Reason: fmt.Sprintf(
 			"%s: the step printed %s, and runner keeps only the last %s of a step's output: "+
 				"write the output to a file in the command (cmd > out.txt) and read the file, or capture it with capture_output: NAME",
-			ref, mebibytes(s.total), mebibytes(OutputLimit))}
+			ref, mebibytes(s.total), mebibytes(outputLimit))}
 	}
 	return strings.TrimRight(string(s.tail), "\r\n")
 }

@@ -42,13 +42,13 @@ func TestLookupShortPaths(t *testing.T) {
 	}
 }
 
-// An output over OutputLimit is not cut: it is Unavailable, and the
+// An output over outputLimit is not cut: it is Unavailable, and the
 // journal keeps it so across a resume.
 func TestOutputOverLimitIsUnavailable(t *testing.T) {
 	if v := outputValue(streamTail{tail: []byte("ok\n\n"), total: 4}, "${x.output}"); v != "ok" {
 		t.Errorf("short output = %q, want ok", v)
 	}
-	v := outputValue(streamTail{tail: []byte("end"), total: OutputLimit + 1}, "${x.output}")
+	v := outputValue(streamTail{tail: []byte("end"), total: outputLimit + 1}, "${x.output}")
 	u, ok := v.(interp.Unavailable)
 	if !ok || !strings.Contains(u.Reason, "${x.output}: the step printed 1.0 MiB") {
 		t.Fatalf("long output = %#v", v)

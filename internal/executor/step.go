@@ -1,6 +1,3 @@
-// Package executor runs one step of a workflow: its condition, its command
-// attempts under retry_config and circuit breaker, its capture and its
-// failure handling, emitting events as it goes.
 package executor
 
 import (
@@ -42,8 +39,11 @@ func (r StepResult) Fatal() bool {
 }
 
 // RunStep runs one step in r's scope: its condition, its attempts, its
-// capture and its failure handling. Variables it sets land in r.Scope.
+// capture and its failure handling. Variables it sets land in r.Scope; the
+// commands of the computed variables it reads (${cmd:COMMAND}) run under
+// ctx.
 func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) StepResult {
+	r.Scope = r.Scope.Under(ctx)
 	key := step.Key()
 	r.Scope.SetIn("step", "name", key)
 	r.Scope.SetIn("step", "index", step.Index)

@@ -1,5 +1,3 @@
-// Package gitwork runs the git commands runner needs: commits made in a
-// work tree, and the worktrees, branches and merges of map isolation.
 package gitwork
 
 import (
@@ -81,18 +79,18 @@ func Message(res proc.Result) string {
 	return msg + ": " + strings.TrimRight(why, "\r")
 }
 
-// Bounds of Detail: the lines kept from each end of a long message, and
+// Bounds of detail: the lines kept from each end of a long message, and
 // the bytes kept of a long line.
 const (
 	detailLines   = 12
 	detailLineLen = 300
 )
 
-// Detail is a failed git command's error and the whole message it wrote
+// detail is a failed git command's error and the whole message it wrote
 // (git's own, and its hooks', which git sends to stderr), on indented
 // lines below it: the paths git names, a hook's reasons. A long message
 // keeps its first and last lines and says how many it leaves out.
-func Detail(res proc.Result) string {
+func detail(res proc.Result) string {
 	msg := res.Err.Error()
 	tail := strings.TrimSpace(string(res.StderrTail))
 	if tail == "" {
@@ -404,7 +402,7 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 // leaving the work tree as it was, and the conflicting paths are returned.
 // It aborts only the merge it started: a work tree in the middle of a
 // merge, rebase, cherry-pick, revert or bisect is refused, untouched.
-// Any other failure is an error with git's whole message (Detail): the
+// Any other failure is an error with git's whole message (detail): the
 // paths in the way, a rejecting hook's own words.
 func (g Git) Merge(ctx context.Context, branch, message string) (conflicts []string, err error) {
 	if busy, err := g.InProgress(ctx); err != nil || busy != "" {
@@ -418,7 +416,7 @@ func (g Git) Merge(ctx context.Context, branch, message string) (conflicts []str
 	if res.Kind == proc.KindOK {
 		return nil, nil
 	}
-	failed := fmt.Errorf("git merge %s: %s", branch, Detail(res))
+	failed := fmt.Errorf("git merge %s: %s", branch, detail(res))
 	// A merge that stopped before changing anything (paths in the way, a
 	// lock) leaves nothing to abort.
 	if head, _, err := g.MergeHead(ctx); err != nil || head != tip {

@@ -133,7 +133,7 @@ func TestMergeFailureShowsGitsWholeMessage(t *testing.T) {
 	}
 }
 
-// Detail keeps a long message's first and last lines, and cuts long lines.
+// detail keeps a long message's first and last lines, and cuts long lines.
 func TestDetailIsBounded(t *testing.T) {
 	var b strings.Builder
 	for i := range 100 {
@@ -141,10 +141,10 @@ func TestDetailIsBounded(t *testing.T) {
 	}
 	b.WriteString(strings.Repeat("x", 1000))
 	tail := []byte(b.String())
-	got := Detail(proc.Result{Err: fmt.Errorf("exit status 1"), StderrTail: tail, StderrBytes: int64(len(tail))})
+	got := detail(proc.Result{Err: fmt.Errorf("exit status 1"), StderrTail: tail, StderrBytes: int64(len(tail))})
 	lines := strings.Split(got, "\n")
 	if len(lines) != 1+2*detailLines+1 || lines[1] != "  line 0" || lines[detailLines+1] != "  [... 77 more lines ...]" {
-		t.Errorf("Detail of 101 lines:\n%s", got)
+		t.Errorf("detail of 101 lines:\n%s", got)
 	}
 	if last := lines[len(lines)-1]; len(last) > detailLineLen+10 || !strings.HasSuffix(last, " [...]") {
 		t.Errorf("a long last line is shown as %d bytes: %.40q", len(last), last)

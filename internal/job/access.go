@@ -1,14 +1,13 @@
 package job
 
 import (
-	"cmp"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
 
-// The item log's record types, as the map phase writes them through a Job
-// (it never opens the state files itself).
+// The item log's record types, as the map engine (mapreduce) keeps them
+// in the job's directory.
 type (
 	ItemRecord = state.ItemRecord
 	StepRecord = state.StepRecord
@@ -63,31 +62,20 @@ func (j *Job) Meta() state.Meta {
 	return m
 }
 
-// SetItemCounts records the map phase's item counts in the job's
-// metadata, for `runner jobs` while it runs and for the summary after.
-func (j *Job) SetItemCounts(c ItemCounts) error {
+// UpdateMeta applies fn to the job's metadata as stored and saves it,
+// under the job's locks (this process's and the file's: the processes
+// attached to one job take turns), for the map engine's item counts and
+// the NATS dispatcher's epochs.
+func (j *Job) UpdateMeta(fn func(*state.Meta)) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.st.Meta.Items = &c
-	return j.st.Save()
+	return j.st.Update(fn)
 }
 
-// NextDistEpoch records that this process runs the job's items on NATS
-// as d says, in an epoch after every earlier process's, and returns the
-// record: its epoch, and the key of the first process (d's for the
-// first). It is saved before it returns: a process that dies after
-// publishing cannot leave its epoch to the next one.
-func (j *Job) NextDistEpoch(d state.Dist) (state.Dist, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if prev := j.st.Meta.Dist; prev != nil {
-		d.Epoch = prev.Epoch
-		d.Key = cmp.Or(prev.Key, d.Key)
-	}
-	d.Epoch++
-	j.st.Meta.Dist = &d
-	return d, j.st.Save()
-}
+// State is the job's directory as package state keeps it: the map engine
+// keeps its items, item log and item output logs there. Its metadata is
+// changed only through UpdateMeta.
+func (j *Job) State() *state.Job { return j.st }
 
 // SetDir makes dir the directory the job's phases run in (and that a
 // relative working_dir is resolved in): the job's git worktree, whose
@@ -98,66 +86,5 @@ func (j *Job) SetDir(dir, worktree string) { j.dir, j.worktree = dir, worktree }
 // Dir is the directory the job's phases run in; "" is this process's.
 func (j *Job) Dir() string { return j.dir }
 
-// Path is the path of a file or directory of the job's own under the
-// state dir (items, results, logs).
-func (j *Job) Path(name string) string { return j.st.Path(name) }
-
-// ItemsPath is the path of a MapReduce job's items file, which its map
-// writes once, when it loads its items.
-func (j *Job) ItemsPath() string { return j.st.Path(state.ItemsFile) }
-
-// EventsPath is the path of the job's event log.
-func (j *Job) EventsPath() string { return j.st.EventsPath() }
-
-// ItemLogPath is the path of the output log of the job's map item id.
-func (j *Job) ItemLogPath(id string) string { return j.st.ItemLogPath(id) }
-
-// ItemLog is the job's item log open for appending: item state changes
-// and the checkpoints of running items, whose variables it stores with
-// the job's secret values sealed.
-type ItemLog struct {
-	log *state.ItemLog
-	j   *Job
-}
-
-// OpenItemLog opens the job's item log for appending.
-func (j *Job) OpenItemLog() (*ItemLog, error) {
-	l, err := j.st.OpenItemLog()
-	if err != nil {
-		return nil, err
-	}
-	return &ItemLog{log: l, j: j}, nil
-}
-
-// Append records rec; it has reached the kernel when Append returns.
-func (l *ItemLog) Append(rec ItemRecord) error {
-	if rec.Step != nil {
-		step := *rec.Step
-		step.Vars = l.j.sealer.Seal(step.Vars)
-		rec.Step = &step
-	}
-	return l.log.Append(rec)
-}
-
-// Close syncs and closes the log.
-func (l *ItemLog) Close() error { return l.log.Close() }
-
-// ReadItemStates returns the last recorded state of every item, by
-// index, with the checkpoints of the items last seen running (their secret
-// values put back).
-func (j *Job) ReadItemStates() (map[int]ItemRecord, error) {
-	records, err := j.st.ReadItemStates()
-	for i, rec := range records {
-		for k := range rec.Steps {
-			rec.Steps[k].Vars = j.sealer.Unseal(rec.Steps[k].Vars)
-		}
-		records[i] = rec
-	}
-	return records, err
-}
-
-// AppendItemRecords adds records to the item log, synced when it returns
-// (for settling the log with the DLQ).
-func (j *Job) AppendItemRecords(recs ...ItemRecord) error {
-	return j.st.AppendItemRecords(recs...)
-}
+// Layout is where the job's files are in its directory.
+func (j *Job) Layout() state.Layout { return j.st.Layout() }

@@ -4,18 +4,18 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -37,11 +37,8 @@ type Job struct {
 	done     map[string]map[int]state.StepRecord
 	listener func(eventlog.Event)
 	started  time.Time
-	mask     func(string) string // nil: no secrets
-	sealer   *varSealer
-	// secretEnv is NAME=VALUE for each secret withheld from the stored
-	// job, as this process was given it.
-	secretEnv []string
+	secrets  *jobenv.Secrets
+	exitCode func(error) int // Options.ExitCode
 
 	mu     sync.Mutex // guards st.Meta and logErr
 	logErr error      // the first event log write error
@@ -49,6 +46,10 @@ type Job struct {
 
 // Options configure starting or resuming a job.
 type Options struct {
+	// Context ends what opening the job runs (its env commands): the
+	// caller's, so that an interrupt ends them; nil: only their timeout
+	// does.
+	Context  context.Context
 	Store    state.Store
 	JobID    string            // run only; "" = generated
 	Vars     map[string]string // --set; resume: the job's secrets and variables no finished step used; attach: only its secrets
@@ -67,6 +68,10 @@ type Options struct {
 	// is in the job's metadata from its first write, so that no crash
 	// leaves a job without it.
 	TargetBranch string
+	// ExitCode maps how the job ended (nil, ItemsInDLQ) to its exit code
+	// when settling its DLQ changes that (UpdateItemCounts); nil leaves
+	// the exit code as Finish recorded it.
+	ExitCode func(error) int
 	// Completed (resume only) resumes a job that completed too: the
 	// final merge of its job branch, which was not made, is still to do.
 	Completed bool
@@ -87,20 +92,20 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	if id == "" {
 		id = state.NewID(wf.Name, now())
 	}
-	env, err := resolveEnv(wf, envSpec{set: opts.Vars, profile: opts.Profile}, os.Environ())
+	env, err := jobenv.Resolve(opts.context(), wf, jobenv.Spec{Set: opts.Vars, Profile: opts.Profile}, os.Environ())
 	if err != nil {
 		return nil, err
 	}
 	// A duration given as $VAR that is not one fails before the job exists.
-	if err := wf.ResolveDurations(executor.NewScope(env.vars, os.Environ()).PlainLookup()); err != nil {
+	if err := wf.ResolveDurations(executor.NewScope(env.Vars(), os.Environ()).PlainLookup()); err != nil {
 		return nil, err
 	}
 	sum := fileSum(source) // of the file as read: resume compares the file with it
-	vars, secrets, source := withhold(wf, opts.Vars, source, env, opts.Profile)
+	vars, secrets, source := jobenv.Withhold(wf, opts.Vars, source, env, opts.Profile)
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, FilePath: absPath(wf.File), FileSum: sum, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
-		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.cached,
+		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.Cached(),
 		ItemBranches: opts.ItemBranches, TargetBranch: opts.TargetBranch, Isolation: string(wf.Isolation),
 	}, source)
 	if err != nil {
@@ -167,7 +172,7 @@ func Resume(id string, opts Options) (*Job, error) {
 	}
 	j.resumed = true
 	if st.Meta.Status == state.Running { // its process died: the run recorded no end
-		st.Meta.RanMS += killedRun(st.EventsPath()).Milliseconds()
+		st.Meta.RanMS += killedRun(st.Layout().Events).Milliseconds()
 	}
 	st.Meta.Status, st.Meta.PID, st.Meta.Error = state.Running, os.Getpid(), ""
 	st.Meta.Finished = time.Time{}
@@ -240,7 +245,7 @@ func storedWorkflow(st *state.Job, opts *Options) (*workflow.Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Vars, err = restoreVars(st.Meta, opts.Vars); err != nil {
+	if opts.Vars, err = jobenv.Restore(st.Meta, opts.Vars); err != nil {
 		return nil, err
 	}
 	return wf, nil
@@ -268,7 +273,7 @@ func (j *Job) readJournal() (map[string]map[int]state.StepRecord, error) {
 	done, err := j.st.ReadJournal()
 	for _, recs := range done {
 		for i, rec := range recs {
-			rec.Vars = j.sealer.Unseal(rec.Vars)
+			rec.Vars = j.secrets.Unseal(rec.Vars)
 			recs[i] = rec
 		}
 	}
@@ -284,14 +289,14 @@ func (j *Job) Close() error {
 // open opens the log and journal of a job whose lock st holds; on an
 // error it releases the lock. env is the job's environment when the
 // caller resolved it; nil: prepare resolves it.
-func open(st *state.Job, wf *workflow.Workflow, opts Options, env *environment) (*Job, error) {
+func open(st *state.Job, wf *workflow.Workflow, opts Options, env *jobenv.Env) (*Job, error) {
 	j, err := prepare(st, wf, opts, env)
 	if err != nil {
 		j.close()
 		return nil, err
 	}
 	j.exec.Emit = j.emit
-	if j.log, err = eventlog.Open(st.EventsPath(), st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.mask}); err != nil {
+	if j.log, err = eventlog.Open(st.Layout().Events, st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.secrets.Masker()}); err != nil {
 		j.close()
 		return nil, err
 	}
@@ -306,37 +311,32 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options, env *environment) 
 // Emit is left to the caller), without opening its log or journal. env is
 // the job's environment, or nil to resolve it with the job's profile and
 // kept command outputs.
-func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *environment) (*Job, error) {
-	j := &Job{st: st, id: st.Meta.ID, wf: wf, seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)()}
+func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *jobenv.Env) (*Job, error) {
+	j := &Job{st: st, id: st.Meta.ID, wf: wf, seed: st.Meta.Seed, listener: opts.Listener, started: nowFunc(opts.Now)(), exitCode: opts.ExitCode}
 	environ := os.Environ()
 	if env == nil {
 		var err error
-		spec := envSpec{set: opts.Vars, profile: st.Meta.Profile, cached: st.Meta.EnvCache}
-		if env, err = resolveEnv(wf, spec, environ); err != nil {
+		spec := jobenv.Spec{Set: opts.Vars, Profile: st.Meta.Profile, Cached: st.Meta.EnvCache}
+		if env, err = jobenv.Resolve(opts.context(), wf, spec, environ); err != nil {
 			return j, fmt.Errorf("job %s: %w", st.Meta.ID, err)
 		}
 	}
-	j.scope = executor.NewScope(env.vars, environ)
+	j.scope = executor.NewScope(env.Vars(), environ)
 	j.scope.Set("workflow", map[string]any{"name": st.Meta.Workflow, "id": st.Meta.ID})
 	if err := wf.ResolveDurations(j.scope.PlainLookup()); err != nil {
 		return j, err
 	}
-	steps := stepSecrets(wf, j.scope)
-	j.mask = secretMasker(wf, env.env, env.secrets, steps, environ)
-	j.sealer = newVarSealer(wf, env.env, env.secrets, steps, environ)
-	j.secretEnv = slices.DeleteFunc(slices.Concat(env.env, env.secrets), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return !slices.Contains(st.Meta.Secrets, name)
-	})
+	j.secrets = env.Secrets(wf, j.scope, st.Meta.Secrets, environ)
+	mask := j.secrets.Masker()
 	j.exec = &executor.Executor{
 		JobID:   st.Meta.ID,
-		Mask:    j.mask,
-		Env:     append(environ, env.env...),
-		Secrets: env.secrets,
-		Stdout:  executor.MaskOutput(opts.Stdout, j.mask),
-		Stderr:  executor.MaskOutput(opts.Stderr, j.mask),
+		Mask:    mask,
+		Env:     append(environ, env.Environ()...),
+		Secrets: env.SecretEnv(),
+		Stdout:  executor.MaskOutput(opts.Stdout, mask),
+		Stderr:  executor.MaskOutput(opts.Stderr, mask),
 		Seed:    st.Meta.Seed,
-		TmpDir:  st.Path("tmp"),
+		TmpDir:  st.Layout().Tmp,
 		Agent:   executor.ResolveAgent(wf.Agent, environ),
 
 		GitContext: wf.GitContext,
@@ -361,19 +361,6 @@ func lockJob(st *state.Job, shared bool) error {
 	return err
 }
 
-// CheckVars resolves what a job reads from its environment when it
-// starts (env, durations given as $VAR), with --set values and the
-// profile, so that a dry run reports a mistake there as a run would, and
-// shows the durations the job would have.
-func CheckVars(wf *workflow.Workflow, set map[string]string, profile string) error {
-	environ := os.Environ()
-	env, err := resolveEnv(wf, envSpec{set: set, profile: profile}, environ)
-	if err != nil {
-		return err
-	}
-	return wf.ResolveDurations(executor.NewScope(env.vars, environ).PlainLookup())
-}
-
 // emit writes an event to the log and shows it to the listener.
 func (j *Job) emit(e eventlog.Event) {
 	e, err := j.log.Emit(e)
@@ -392,31 +379,22 @@ func (j *Job) emit(e eventlog.Event) {
 // Emit records an event (for the layers that drive a job).
 func (j *Job) Emit(e eventlog.Event) { j.emit(e) }
 
-// Mask replaces the job's secret values in s with ***.
-func (j *Job) Mask(s string) string {
-	if j.mask == nil {
-		return s
-	}
-	return j.mask(s)
-}
-
-// MaskError returns err with the job's secret values in its message masked;
-// it unwraps to err.
-func (j *Job) MaskError(err error) error {
-	if err == nil {
-		return err
-	}
-	if msg := j.Mask(err.Error()); msg != err.Error() {
-		return &maskedError{err: err, msg: msg}
-	}
-	return err
-}
+// Secrets hides the job's secret values in what it shows and stores.
+func (j *Job) Secrets() *jobenv.Secrets { return j.secrets }
 
 // LogErr returns the first failure to write the event log, if any.
 func (j *Job) LogErr() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.logErr
+}
+
+// context is the context that ends what opening the job runs.
+func (o Options) context() context.Context {
+	if o.Context == nil {
+		return context.Background()
+	}
+	return o.Context
 }
 
 func nowFunc(now func() time.Time) func() time.Time {

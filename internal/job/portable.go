@@ -3,7 +3,6 @@ package job
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/state"
@@ -47,7 +46,7 @@ func (j *Job) Portable() (Portable, error) {
 func OpenPortable(p Portable, store state.Store, opts Options, emit func(eventlog.Event)) (*Worker, error) {
 	meta := p.Meta
 	meta.PID, meta.Status = os.Getpid(), state.Running
-	dir := filepath.Join(store.Dir, "jobs", meta.ID)
+	dir := store.Layout(meta.ID).Dir
 	if err := os.RemoveAll(dir); err != nil { // an older copy of the job
 		return nil, fmt.Errorf("job %s: %w", meta.ID, err)
 	}
@@ -75,4 +74,4 @@ func OpenPortable(p Portable, store state.Store, opts Options, emit func(eventlo
 
 // Mask replaces the job's secret values, as this process has them, in s
 // with ***.
-func (w *Worker) Mask(s string) string { return w.j.Mask(s) }
+func (w *Worker) Mask(s string) string { return w.j.secrets.Mask(s) }

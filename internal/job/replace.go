@@ -51,7 +51,7 @@ func readProgress(st *state.Job, wf *workflow.Workflow) (progress, error) {
 	if p.done, err = st.ReadJournal(); err != nil {
 		return p, err
 	}
-	if _, err := os.Stat(st.Path(state.ItemsFile)); err == nil {
+	if _, err := os.Stat(st.Layout().Items); err == nil {
 		p.itemsLoaded = true
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return p, fmt.Errorf("job %s: %w", st.Meta.ID, err)

@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -24,7 +26,7 @@ var ErrVarUsed = errors.New("a finished step used it")
 type resumePlan struct {
 	wf   *workflow.Workflow
 	vars map[string]string // the job's variables, its secrets given again
-	env  *environment      // resolved for a replacement; nil: open resolves it
+	env  *jobenv.Env       // resolved for a replacement; nil: open resolves it
 	copy []byte            // a replacement's source as stored (secrets withheld); nil: the copy stays
 	meta state.Meta        // the job's metadata with resume's changes
 	set  []string          // the variables --set gives a new value
@@ -49,11 +51,11 @@ func planResume(st *state.Job, opts Options) (*resumePlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.vars, err = restoreVars(r.meta, given); err != nil {
+	if r.vars, err = jobenv.Restore(r.meta, given); err != nil {
 		return nil, err
 	}
 	if opts.Replace != nil {
-		if err := r.replace(opts.Replace, old, p); err != nil {
+		if err := r.replace(opts.context(), opts.Replace, old, p); err != nil {
 			return nil, err
 		}
 		if copied, err := os.ReadFile(st.WorkflowCopy()); err == nil && bytes.Equal(copied, r.copy) {
@@ -82,7 +84,7 @@ func (r *resumePlan) setVars(wf *workflow.Workflow, p progress, set map[string]s
 				r.meta.ID, name, ErrVarUsed, why)
 		}
 		r.set = append(r.set, name)
-		if isSecretName(wf, name) {
+		if jobenv.IsSecretName(wf, name) {
 			r.meta.Secrets = append(r.meta.Secrets, name)
 			slices.Sort(r.meta.Secrets)
 			given[name] = v
@@ -170,7 +172,7 @@ func envText(e workflow.EnvVar) string {
 // of the job that ran old: its environment is resolved (a profile it
 // lacks, a secret it cannot read refuse it), and its copy made with the
 // secret values written in it withheld.
-func (r *resumePlan) replace(rep *Replacement, old *workflow.Workflow, p progress) error {
+func (r *resumePlan) replace(ctx context.Context, rep *Replacement, old *workflow.Workflow, p progress) error {
 	next := rep.Workflow
 	if errs := checkReplacement(old, next, p); len(errs) > 0 {
 		return &IncompatibleError{Job: r.meta.ID, File: next.File, Problems: errs}
@@ -178,17 +180,17 @@ func (r *resumePlan) replace(rep *Replacement, old *workflow.Workflow, p progres
 	next.Name = r.meta.Workflow
 	RestoreIsolation(next, r.meta)
 	environ := os.Environ()
-	env, err := resolveEnv(next, envSpec{set: r.vars, profile: r.meta.Profile, cached: r.meta.EnvCache}, environ)
+	env, err := jobenv.Resolve(ctx, next, jobenv.Spec{Set: r.vars, Profile: r.meta.Profile, Cached: r.meta.EnvCache}, environ)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", r.meta.ID, err)
 	}
-	if err := next.ResolveDurations(executor.NewScope(env.vars, environ).PlainLookup()); err != nil {
+	if err := next.ResolveDurations(executor.NewScope(env.Vars(), environ).PlainLookup()); err != nil {
 		return err
 	}
-	stored, secrets, copied := withhold(next, r.vars, rep.Source, env, r.meta.Profile)
+	stored, secrets, copied := jobenv.Withhold(next, r.vars, rep.Source, env, r.meta.Profile)
 	r.meta.Secrets = slices.Compact(slices.Sorted(slices.Values(slices.Concat(r.meta.Secrets, secrets))))
 	maps.DeleteFunc(stored, func(name, _ string) bool { return slices.Contains(r.meta.Secrets, name) })
-	r.meta.Vars, r.meta.EnvCache = stored, env.cached
+	r.meta.Vars, r.meta.EnvCache = stored, env.Cached()
 	r.meta.File, r.meta.Steps = next.File, len(next.Steps)
 	r.meta.FilePath, r.meta.FileSum = absPath(next.File), fileSum(rep.Source)
 	r.wf, r.env, r.copy = next, env, copied

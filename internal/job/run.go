@@ -83,10 +83,10 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 		j.applyVars(phase, res.Vars)
 		pr.count(res.Status)
 		if res.Err != nil {
-			pr.Handled = append(pr.Handled, j.MaskError(res.Err))
+			pr.Handled = append(pr.Handled, j.secrets.MaskError(res.Err))
 		}
 		rec := res.Record(step)
-		rec.Phase, rec.Vars = phase, j.sealer.Seal(rec.Vars)
+		rec.Phase, rec.Vars = phase, j.secrets.Seal(rec.Vars)
 		if err := j.journal.Append(rec); err != nil {
 			return pr, err
 		}

@@ -8,11 +8,8 @@ import (
 	"github.com/runnerdev/runner/internal/state"
 )
 
-// ExitItemsInDLQ is the exit code of a MapReduce job that finished with
-// items in its dead-letter queue.
-const ExitItemsInDLQ = 3
-
-// ItemsInDLQ ends a MapReduce job that finished with items in its DLQ.
+// ItemsInDLQ is how a MapReduce job that completed with items in its DLQ
+// ended: its outcome, which cmd maps to its exit code.
 type ItemsInDLQ struct {
 	N   int
 	Job string
@@ -23,15 +20,19 @@ func (e ItemsInDLQ) Error() string {
 }
 
 // Stored is a job that this process does not run, as `dlq purge` settles
-// it: its item log and its item counts.
-type Stored struct{ *state.Job }
+// it: its item log and its item counts. ExitCode maps its outcome to its
+// exit code (see SetItemCounts).
+type Stored struct {
+	*state.Job
+	ExitCode func(error) int
+}
 
 // Emit adds events to the job's event log.
 func (s Stored) Emit(events ...eventlog.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	log, err := eventlog.Open(s.EventsPath(), s.Meta.ID, eventlog.Options{})
+	log, err := eventlog.Open(s.Layout().Events, s.Meta.ID, eventlog.Options{})
 	if err != nil {
 		return err
 	}
@@ -46,10 +47,9 @@ func (s Stored) Emit(events ...eventlog.Event) error {
 // UpdateItemCounts replaces the job's item counts with what settle makes
 // of the current ones, under the job's metadata lock, so that processes
 // settling at once do not overwrite newer counts with older ones. A
-// completed job's exit code and message follow its DLQ: ExitItemsInDLQ
-// and ItemsInDLQ while items remain, 0 once it is empty. A job whose map
-// phase never began has no counts: settle is not called and the counts
-// returned are zero.
+// completed job's outcome follows its DLQ (SetItemCounts). A job whose
+// map phase never began has no counts: settle is not called and the
+// counts returned are zero.
 func (s Stored) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (ItemCounts, error) {
 	var (
 		counts ItemCounts
@@ -62,7 +62,7 @@ func (s Stored) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (I
 		if counts, serr = settle(*m.Items); serr != nil {
 			return
 		}
-		SetItemCounts(m, counts)
+		SetItemCounts(m, counts, s.ExitCode)
 	})
 	if serr != nil {
 		return counts, serr
@@ -70,17 +70,25 @@ func (s Stored) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (I
 	return counts, err
 }
 
-// SetItemCounts gives a MapReduce job's metadata new item counts; a
-// completed job's exit code and error follow its DLQ (see
-// Stored.UpdateItemCounts).
-func SetItemCounts(m *state.Meta, counts ItemCounts) {
+// SetItemCounts gives a MapReduce job's metadata new item counts. A
+// completed job's outcome follows its DLQ: ItemsInDLQ while items remain,
+// success once it is empty; exit maps it to the job's exit code and error
+// (nil: they are left as they are).
+func SetItemCounts(m *state.Meta, counts ItemCounts, exit func(error) int) {
 	*m.Items = counts
-	if m.Status == state.Completed && (m.ExitCode == 0 || m.ExitCode == ExitItemsInDLQ) {
-		m.ExitCode, m.Error = 0, ""
-		if counts.DLQ > 0 {
-			m.ExitCode, m.Error = ExitItemsInDLQ, ItemsInDLQ{N: counts.DLQ, Job: m.ID}.Error()
-		}
+	if exit == nil || m.Status != state.Completed {
+		return
 	}
+	if m.ExitCode != exit(nil) && m.ExitCode != exit(ItemsInDLQ{}) {
+		return // it failed otherwise: its merge, say
+	}
+	var outcome error
+	m.Error = ""
+	if counts.DLQ > 0 {
+		outcome = ItemsInDLQ{N: counts.DLQ, Job: m.ID}
+		m.Error = outcome.Error()
+	}
+	m.ExitCode = exit(outcome)
 }
 
 // UpdateItemCounts is Stored.UpdateItemCounts for a job this process holds
@@ -88,5 +96,5 @@ func SetItemCounts(m *state.Meta, counts ItemCounts) {
 func (j *Job) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (ItemCounts, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return Stored{j.st}.UpdateItemCounts(settle)
+	return Stored{Job: j.st, ExitCode: j.exitCode}.UpdateItemCounts(settle)
 }

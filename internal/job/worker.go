@@ -1,8 +1,6 @@
 package job
 
 import (
-	"slices"
-
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/state"
@@ -49,17 +47,11 @@ func (w *Worker) Scope() *executor.Scope { return w.j.Scope() }
 // Workflow is the job's stored workflow copy.
 func (w *Worker) Workflow() *workflow.Workflow { return w.j.wf }
 
-// Path is the path of a file or directory of the job's own.
-func (w *Worker) Path(name string) string { return w.j.Path(name) }
+// Layout is where the job's files are in its directory.
+func (w *Worker) Layout() state.Layout { return w.j.Layout() }
 
 // ItemLogPath is the path of the output log of the job's map item id.
-func (w *Worker) ItemLogPath(id string) string { return w.j.ItemLogPath(id) }
+func (w *Worker) ItemLogPath(id string) string { return w.j.st.ItemLogPath(id) }
 
 // Meta returns a copy of the job's metadata.
 func (w *Worker) Meta() state.Meta { return w.j.Meta() }
-
-// SecretEnv returns, as NAME=VALUE, the secrets withheld from the stored
-// job as this process was given them (by --set or its environment): what
-// a process that opens the job with OpenWorker must find in its
-// environment. They go only there, never on a command line or in a file.
-func (j *Job) SecretEnv() []string { return slices.Clone(j.secretEnv) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
+	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -49,13 +50,13 @@ func TestOpenWorker(t *testing.T) {
 	if _, err := j.RunPhase(context.Background(), PhaseSetup, wf.Setup); err != nil {
 		t.Fatal(err)
 	}
-	if got := j.SecretEnv(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"API_TOKEN=tok-secret-1", "DB_PASSWORD=hunter22"}) {
-		t.Errorf("SecretEnv = %q, want the --set secret and the one written in the workflow", got)
+	if got := j.Secrets().Withheld(); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"API_TOKEN=tok-secret-1", "DB_PASSWORD=hunter22"}) {
+		t.Errorf("Withheld = %q, want the --set secret and the one written in the workflow", got)
 	}
 
 	var events []string
 	emit := func(e eventlog.Event) { events = append(events, string(e.Type)) }
-	if _, err := OpenWorker("j", Options{Store: store}, emit); !errors.Is(err, ErrMissingSecrets) {
+	if _, err := OpenWorker("j", Options{Store: store}, emit); !errors.Is(err, jobenv.ErrMissingSecrets) {
 		t.Fatalf("OpenWorker without the secret: %v, want ErrMissingSecrets", err)
 	}
 	t.Setenv("API_TOKEN", "tok-secret-1")
@@ -65,7 +66,7 @@ func TestOpenWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	sizes := func() (n []int64) {
-		for _, f := range []string{j.EventsPath(), j.Path("progress.jsonl"), j.Path("job.json")} {
+		for _, f := range []string{j.Layout().Events, j.Layout().Journal, j.Layout().Meta} {
 			fi, err := os.Stat(f)
 			if err != nil {
 				t.Fatal(err)
@@ -89,7 +90,7 @@ func TestOpenWorker(t *testing.T) {
 	if after := sizes(); !slices.Equal(before, after) {
 		t.Errorf("the worker wrote the job's files: sizes %v, then %v", before, after)
 	}
-	if got := w.Path("logs"); got != j.Path("logs") {
-		t.Errorf("Path(logs) = %s, want the job's %s", got, j.Path("logs"))
+	if got := w.Layout().Logs; got != j.Layout().Logs {
+		t.Errorf("Layout().Logs = %s, want the job's %s", got, j.Layout().Logs)
 	}
 }

@@ -10,12 +10,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/state"
 )
-
-// holderSuffix names, beside a DLQ file, the record of the process that
-// holds it with Hold: written once the file is locked, removed before it
-// is unlocked.
-const holderSuffix = ".holder"
 
 // Holder is the record of a process that holds a DLQ with Hold.
 type Holder struct {
@@ -86,7 +82,7 @@ func (q *Queue) Hold(command string, wait time.Duration) error {
 		return err
 	}
 	h := Holder{Owner: q.owner, Command: command, Since: time.Now().UTC()}
-	if err := writeHolder(q.path+holderSuffix, h); err != nil {
+	if err := writeHolder(state.HolderOf(q.path), h); err != nil {
 		d.Close()
 		return err
 	}
@@ -100,7 +96,7 @@ func (q *Queue) Close() error {
 	if q.held == nil {
 		return nil
 	}
-	err := os.Remove(q.path + holderSuffix)
+	err := os.Remove(state.HolderOf(q.path))
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
 	}
@@ -113,7 +109,7 @@ func (q *Queue) Close() error {
 // path, when it left a record and still runs.
 func heldError(path, self string) *HeldError {
 	e := &HeldError{Path: path}
-	if h, ok := readHolder(path + holderSuffix); ok && !ownerGone(h.Owner) && h.Owner != self {
+	if h, ok := readHolder(state.HolderOf(path)); ok && !ownerGone(h.Owner) && h.Owner != self {
 		e.Holder = &h
 	}
 	return e

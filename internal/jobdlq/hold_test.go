@@ -65,11 +65,12 @@ func failedJob(t *testing.T, n int) (store state.Store, fixed string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := mapreduce.Run(t.Context(), j, mapreduce.Options{DLQ: Open(t.Context(), "j", j.Path(File), io.Discard)})
+	sum, err := mapreduce.Run(t.Context(), j, mapreduce.Options{DLQ: Open(t.Context(), "j", j.Layout().DLQ, io.Discard)})
 	if err != nil || sum.Items.DLQ != n {
 		t.Fatalf("run: %v, %+v; want %d items in the DLQ", err, sum.Items, n)
 	}
-	if err := j.Finish(state.Completed, job.ExitItemsInDLQ, nil, nil); err != nil {
+	const exitItemsInDLQ = 3 // cmd's
+	if err := j.Finish(state.Completed, exitItemsInDLQ, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	return store, fixed
@@ -104,7 +105,7 @@ func TestRetryOpensTheDLQOnce(t *testing.T) {
 	}
 	defer j.Close()
 	opens := countOpens(t)
-	q := Open(t.Context(), "j", j.Path(File), io.Discard)
+	q := Open(t.Context(), "j", j.Layout().DLQ, io.Discard)
 	if err := q.Hold("test retry", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestRetryOpensTheDLQOnce(t *testing.T) {
 // pid, command and since when; with a wait it gets the file once the
 // holder lets go. A record left by a holder that died names nobody.
 func TestHoldNamesTheHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), File)
+	path := state.LayoutOf(t.TempDir()).DLQ
 	first := Open(t.Context(), "j", path, io.Discard)
 	if err := first.Hold("runner dlq retry j", 0); err != nil {
 		t.Fatal(err)
@@ -157,16 +158,16 @@ func TestHoldNamesTheHolder(t *testing.T) {
 	if !strings.Contains(stderr.String(), "held by process") || !strings.Contains(stderr.String(), "waiting up to 5m0s") {
 		t.Errorf("stderr while waiting: %q", stderr.String())
 	}
-	if h, ok := readHolder(path + holderSuffix); !ok || h.Owner != second.owner {
+	if h, ok := readHolder(state.HolderOf(path)); !ok || h.Owner != second.owner {
 		t.Errorf("holder record %+v, %v; want the second holder", h, ok)
 	}
 	second.Close()
-	if _, err := os.Stat(path + holderSuffix); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(state.HolderOf(path)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the holder record outlives the hold: %v", err)
 	}
 	// A record whose process is gone is not believed.
 	host, _ := os.Hostname()
-	if err := writeHolder(path+holderSuffix, Holder{Owner: host + ":999999999:1", Command: "runner dlq retry j"}); err != nil {
+	if err := writeHolder(state.HolderOf(path), Holder{Owner: host + ":999999999:1", Command: "runner dlq retry j"}); err != nil {
 		t.Fatal(err)
 	}
 	if e := heldError(path, ""); e.Holder != nil {

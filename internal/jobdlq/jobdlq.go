@@ -23,9 +23,6 @@ import (
 	"github.com/runnerdev/runner/mapreduce"
 )
 
-// File is the name of a job's dead-letter queue in its directory.
-const File = "dlq.db"
-
 // claimLease is how long a `dlq retry` process holds an item it runs; a
 // lease is free earlier once its process is gone (see ownerGone).
 const claimLease = 24 * time.Hour

@@ -1,7 +1,9 @@
-// Package jobtree is a job's git worktree on a branch of its own, where
-// its phases run: made from the user's HEAD when the job starts, made
-// again on resume, removed when it ends, and its branch merged into the
-// one the job started on.
+// Package jobtree isolates a job and its map items in git: the job's
+// worktree on a branch of its own, where its phases run (made from the
+// user's HEAD when the job starts, made again on resume, removed when it
+// ends, and its branch merged into the one the job started on), and, with
+// map.isolation: worktree, each item's worktree on a branch of the job
+// branch (Worktrees), merged back into it when the item succeeds.
 package jobtree
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // Tree is the worktree of a job on its job branch: a MapReduce job whose
@@ -50,14 +53,14 @@ type Tree struct {
 }
 
 // Open returns the worktree of a job, for the job's process and for the
-// processes that run its items: path is the job's Path and env its
-// environment. The repository is the one this process's directory is in.
+// processes that run its items: layout is the job's directory and env
+// its environment. The repository is the one this process's directory is in.
 //
 // Before anything reads the repository, it ends what the git commands of
 // the job's processes that died left running (their hooks, which may
 // still write to it; git itself died with its runner).
-func Open(ctx context.Context, jobID string, env []string, path func(string) string) (*Tree, error) {
-	groups := &gitwork.Groups{Dir: path("git-processes")}
+func Open(ctx context.Context, jobID string, env []string, layout state.Layout) (*Tree, error) {
+	groups := &gitwork.Groups{Dir: layout.GitProcesses}
 	git := gitwork.Git{Env: env}
 	if err := endLeftovers(ctx, groups, git); err != nil {
 		return nil, err
@@ -70,7 +73,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 	if err != nil {
 		return nil, err
 	}
-	root, err := filepath.Abs(path("worktree"))
+	root, err := filepath.Abs(layout.Worktree)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +83,7 @@ func Open(ctx context.Context, jobID string, env []string, path func(string) str
 		Git:           gitwork.Git{Dir: root, Env: env, Groups: groups},
 		Root:          root,
 		Prefix:        prefix,
-		lockPath:      filepath.Join(filepath.Dir(root), "worktree.lock"),
+		lockPath:      layout.WorktreeLock,
 		adminLockPath: adminLockPath(common),
 	}, nil
 }

@@ -103,7 +103,7 @@ merge:
 			t.Errorf("merge %v: worktrees left:\n%s", merge, list)
 		}
 		// The merge step ran in the job worktree and wrote beside it.
-		data, err := os.ReadFile(j.Path("merge.txt"))
+		data, err := os.ReadFile(filepath.Join(j.Layout().Dir, "merge.txt"))
 		if got := strings.TrimSpace(string(data)); merge != (err == nil) || merge && got != "runner/s main s" {
 			t.Errorf("merge %v: the merge block wrote %q (%v)", merge, got, err)
 		}
@@ -176,7 +176,7 @@ func TestRunStandardMergeBack(t *testing.T) {
 func TestLock(t *testing.T) {
 	testRepo(t)
 	dir := t.TempDir()
-	tree, err := Open(t.Context(), "j", nil, func(name string) string { return filepath.Join(dir, name) })
+	tree, err := Open(t.Context(), "j", nil, state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestLock(t *testing.T) {
 func TestReadyAfterKilledGit(t *testing.T) {
 	git, repo := testRepo(t)
 	open := func() *Tree {
-		tree, err := Open(t.Context(), "j", nil, func(name string) string { return filepath.Join(repo, ".state", name) })
+		tree, err := Open(t.Context(), "j", nil, state.LayoutOf(filepath.Join(repo, ".state")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +269,7 @@ func TestReadyAfterKilledGit(t *testing.T) {
 func TestLockAfterADeadHolder(t *testing.T) {
 	testRepo(t)
 	dir := t.TempDir()
-	tree, err := Open(t.Context(), "j", nil, func(name string) string { return filepath.Join(dir, name) })
+	tree, err := Open(t.Context(), "j", nil, state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestOpenRemovesADeadProcesssRefLocks(t *testing.T) {
 	os.Chtimes(old, an, an)
 
 	dir := t.TempDir()
-	path := func(name string) string { return filepath.Join(dir, name) }
+	layout := state.LayoutOf(dir)
 	// The record of a git (here: a process of this test's, ended) whose
 	// runner process (one that ran and exited) died while it ran.
 	dead := exec.Command("sleep", "0.05")
@@ -334,14 +334,14 @@ func TestOpenRemovesADeadProcesssRefLocks(t *testing.T) {
 		}
 	}
 	dead.Wait()
-	os.MkdirAll(path("git-processes"), 0o700)
+	os.MkdirAll(layout.GitProcesses, 0o700)
 	record := fmt.Sprintf("%d-%d.%d-%d", dead.Process.Pid, start, dead.Process.Pid, start)
-	os.WriteFile(filepath.Join(path("git-processes"), record), nil, 0o600)
+	os.WriteFile(filepath.Join(layout.GitProcesses, record), nil, 0o600)
 
 	if out, err := exec.Command("git", "branch", "-D", "runner-items/j/1").CombinedOutput(); err == nil {
 		t.Fatalf("git branch -D succeeds with the lock files there (%s): the test shows nothing", out)
 	}
-	if _, err := Open(t.Context(), "j", nil, path); err != nil {
+	if _, err := Open(t.Context(), "j", nil, layout); err != nil {
 		t.Fatal(err)
 	}
 	for _, lock := range left {

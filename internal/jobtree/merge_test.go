@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // jobBranch opens the tree of job id in the repository of testRepo, with
@@ -18,7 +20,7 @@ import (
 func jobBranch(t *testing.T, git func(string, ...string) string, id string) *Tree {
 	t.Helper()
 	dir := t.TempDir()
-	tree, err := Open(t.Context(), id, nil, func(name string) string { return filepath.Join(dir, name) })
+	tree, err := Open(t.Context(), id, nil, state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // through the merge: block or git merge. The worktree is gone when it
 // returns; the branch stays.
 func RunStandard(ctx context.Context, j *job.Job, ending Ending) (pr job.PhaseResult, end End, err error) {
-	t, err := Open(ctx, j.ID(), j.Executor().Env, j.Path)
+	t, err := Open(ctx, j.ID(), j.Executor().Env, j.Layout())
 	if err != nil {
 		return pr, end, fmt.Errorf("the job's worktree: %w", err)
 	}

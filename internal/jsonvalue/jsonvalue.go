@@ -1,6 +1,3 @@
-// Package jsonvalue reads and writes the JSON values runner keeps (items,
-// captures, results): integers stay integers, and bytes that are not UTF-8
-// survive the trip as \udc80-\udcff escapes.
 package jsonvalue
 
 import (

@@ -1,5 +1,3 @@
-// Package natstest starts NATS servers for tests: in-process, or as a
-// process that can be killed with kill -9 and restarted on its store.
 package natstest
 
 import (

@@ -1,6 +1,3 @@
-// Package Plan describes what a workflow would run without running it:
-// its phases and steps, and the retry schedule each step's policies imply
-// (`runner run --dry-run`).
 package plan
 
 import (

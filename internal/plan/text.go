@@ -9,7 +9,7 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// writeText prints the plan for people.
+// WriteText prints the plan for people.
 func (p Plan) WriteText(w io.Writer) error {
 	tw := &errWriter{w: w}
 	tw.printf("workflow %q (%s); nothing is run\n", p.Workflow, p.Mode)

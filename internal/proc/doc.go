@@ -1,6 +1,14 @@
 // Package proc runs shell commands in their own process group, with
 // per-attempt timeouts, bounded output capture and live streaming.
 //
+// [Run] takes a [Spec] and describes how the run ended in a [Result]:
+//
+//	res := proc.Run(ctx, proc.Spec{Command: "make test", Env: os.Environ(),
+//		Timeout: time.Minute, Stdout: os.Stdout, CaptureStderr: true})
+//	if res.Err != nil { // res.Kind: KindExit, KindTimeout, KindCanceled...
+//		return fmt.Errorf("make test: %w", res.Err)
+//	}
+//
 // A [Spec] with Args instead of Command runs a program directly, without a
 // shell (an agent CLI given text that no shell may read): the program is
 // found in the PATH of Spec.Env as sh would find it, and everything below
@@ -57,4 +65,12 @@
 // error (nil only for [KindOK]).
 //
 // Run is safe for concurrent use and keeps no global mutable state.
+//
+// # Groups a dead process left
+//
+// A process killed with -9 cannot end its groups. [WithGroupHook] tells a
+// caller of each group Run starts under a context (gitwork records git's
+// groups, a NATS worker leases its items' groups to its watchdog);
+// [StartTime] and [Runs] tell a process from a later one that took its pid;
+// [EndGroup] ends what is left of a group whose process died.
 package proc

@@ -29,10 +29,10 @@ const (
 	// pipeWait bounds how long Run waits for the output pipes to reach EOF
 	// once the shell has exited.
 	pipeWait = time.Second
-	// MaxInlineScript is the longest command passed as sh -c's argument;
+	// maxInlineScript is the longest command passed as sh -c's argument;
 	// a longer one (Linux refuses arguments over 128 KiB) runs from a
 	// temporary file instead.
-	MaxInlineScript = 64 << 10
+	maxInlineScript = 64 << 10
 )
 
 // Spec describes one run of a shell command, or of a program run directly.
@@ -116,7 +116,8 @@ var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNu
 var usePidFD = true
 
 // Run runs spec.Command under /bin/sh in a new process group and reports how
-// it ended. It never panics and is safe to call from many goroutines.
+// it ended. It never panics and is safe to call from many goroutines; ctx
+// must not be nil.
 func Run(ctx context.Context, spec Spec) Result {
 	start := time.Now()
 	res := run(ctx, &spec)
@@ -125,9 +126,6 @@ func Run(ctx context.Context, spec Spec) Result {
 }
 
 func run(ctx context.Context, spec *Spec) Result {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if ctx.Err() != nil {
 		return canceled(ctx, -1)
 	}

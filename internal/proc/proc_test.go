@@ -763,7 +763,7 @@ func TestNoDescriptorLeak(t *testing.T) {
 		{Command: "exit 3", Stdin: strings.NewReader("in")},
 		{Command: "sleep 5", Timeout: 10 * time.Millisecond, Grace: 10 * time.Millisecond},
 		{Command: "true", Dir: filepath.Join(t.TempDir(), "missing")},
-		{Command: strings.Repeat(":", MaxInlineScript+1)},
+		{Command: strings.Repeat(":", maxInlineScript+1)},
 	}
 	for _, spec := range specs {
 		Run(ctx, spec)

@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// ErrNotFound is the cause of a KindSpawn result whose program (Spec.Args)
+// errNotFound is the cause of a KindSpawn result whose program (Spec.Args)
 // is in no directory of the PATH.
-var ErrNotFound = errors.New("not found in PATH")
+var errNotFound = errors.New("not found in PATH")
 
 // defaultPath is where sh looks for programs when the environment has no
 // PATH (dash's built-in default), so that both forms of Spec find the same
@@ -23,7 +23,7 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // the caller removes), or Args run directly.
 func (s *Spec) program() (path string, argv, env []string, script string, err error) {
 	if s.Args == nil {
-		if len(s.Command) <= MaxInlineScript {
+		if len(s.Command) <= maxInlineScript {
 			return shellPath, []string{shellPath, "-c", s.Command}, s.Env, "", nil
 		}
 		script, err := scriptFile(s.Command)
@@ -83,7 +83,7 @@ func lookPath(name string, env []string, dir string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%q: %w", name, ErrNotFound)
+	return "", fmt.Errorf("%q: %w", name, errNotFound)
 }
 
 // inDir makes a relative path relative to dir ("" is the current

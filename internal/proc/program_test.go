@@ -82,7 +82,7 @@ func TestArgsSpawnFailures(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	res := runT(t, Spec{Args: []string{"runner-test-no-such-program"}, Env: []string{"PATH=" + dir}})
-	if res.Kind != KindSpawn || res.ExitCode != -1 || !errors.Is(res.Err, ErrNotFound) {
+	if res.Kind != KindSpawn || res.ExitCode != -1 || !errors.Is(res.Err, errNotFound) {
 		t.Errorf("missing program: kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
 	}
 	if want := `cannot start: "runner-test-no-such-program": not found in PATH`; res.Err == nil || res.Err.Error() != want {

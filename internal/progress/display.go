@@ -1,4 +1,3 @@
-// Package progress shows a running job's live status on stderr, among commands' output and runner's own lines.
 package progress
 
 import (

@@ -1,4 +1,3 @@
-// Package report pictures a job from its events: an HTML page of its timeline and DLQ, and a JUnit XML report.
 package report
 
 import (

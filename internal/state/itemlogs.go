@@ -4,13 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
-	"strconv"
 )
-
-// ItemLogsDir is the directory, in a job's directory, of its map items'
-// output logs: one file per item, named by its id (ItemLogName).
-const ItemLogsDir = "logs/items"
 
 // maxLogName bounds the part of an item log's name made of its id: a
 // file name has at most 255 bytes.
@@ -51,17 +45,5 @@ func safeLogByte(c byte) bool {
 	return false
 }
 
-// ItemLogPath is the path of the output log of the item id in the job
-// directory dir.
-func ItemLogPath(dir, id string) string {
-	return filepath.Join(dir, ItemLogsDir, ItemLogName(id))
-}
-
-// LegacyItemLogPath is where runners before item logs were named by id
-// wrote the output of the item at index: a job they ran keeps it there.
-func LegacyItemLogPath(dir string, index int) string {
-	return filepath.Join(dir, "logs", "item-"+strconv.Itoa(index)+".log")
-}
-
 // ItemLogPath is the path of the output log of the job's item id.
-func (j *Job) ItemLogPath(id string) string { return ItemLogPath(j.Dir, id) }
+func (j *Job) ItemLogPath(id string) string { return j.Layout().ItemLog(id) }

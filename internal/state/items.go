@@ -63,7 +63,7 @@ const SyncEvery = 200 * time.Millisecond
 
 // OpenItemLog opens the job's item state log for appending.
 func (j *Job) OpenItemLog() (*ItemLog, error) {
-	f, err := appendfile.Open(j.Path("items-state.jsonl"))
+	f, err := appendfile.Open(j.Layout().ItemStates)
 	if err != nil {
 		return nil, fmt.Errorf("item log: %w", err)
 	}
@@ -151,7 +151,7 @@ func (j *Job) AppendItemRecords(recs ...ItemRecord) error {
 // with the checkpoints of the items last seen running.
 func (j *Job) ReadItemStates() (map[int]ItemRecord, error) {
 	out := map[int]ItemRecord{}
-	err := readLines(j.Path("items-state.jsonl"), func(line []byte) error {
+	err := readLines(j.Layout().ItemStates, func(line []byte) error {
 		var rec ItemRecord
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber() // captured values come back as they were journaled

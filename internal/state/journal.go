@@ -39,7 +39,7 @@ type Journal struct {
 
 // OpenJournal opens the job's journal for appending.
 func (j *Job) OpenJournal() (*Journal, error) {
-	f, err := appendfile.Open(j.Path("progress.jsonl"))
+	f, err := appendfile.Open(j.Layout().Journal)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -73,7 +73,7 @@ func (jr *Journal) Close() error {
 // ReadJournal returns the finished steps, keyed by phase and index.
 func (j *Job) ReadJournal() (map[string]map[int]StepRecord, error) {
 	out := map[string]map[int]StepRecord{}
-	err := readLines(j.Path("progress.jsonl"), func(line []byte) error {
+	err := readLines(j.Layout().Journal, func(line []byte) error {
 		var rec StepRecord
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()

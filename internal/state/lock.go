@@ -10,9 +10,6 @@ import (
 // ErrLocked is returned by Lock when another process holds the job's lock.
 var ErrLocked = errors.New("locked by another process")
 
-// lockName is the file in the job directory that carries the job's lock.
-const lockName = "job.lock"
-
 // Lock takes the job's lock: exclusive for the process that runs the job,
 // shared for processes that run some of its items. Unlock releases it.
 //
@@ -23,7 +20,7 @@ const lockName = "job.lock"
 // the descriptor. It also means that a process must not open the lock
 // file a second time: closing any descriptor of it drops the lock.
 func (j *Job) Lock(shared bool) error {
-	f, err := lockFile(j.Path(lockName), shared)
+	f, err := lockFile(j.Layout().Lock, shared)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.Meta.ID, err)
 	}
@@ -62,7 +59,7 @@ func lockFile(path string, shared bool) (*os.File, error) {
 // none does. It only looks: it takes no lock, so it never makes a Lock
 // fail. The process that holds the lock cannot see itself this way.
 func (j *Job) Owner() (int, error) {
-	f, err := os.Open(j.Path(lockName))
+	f, err := os.Open(j.Layout().Lock)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -104,7 +101,7 @@ func (j *Job) checkOwner(s Store) error {
 	}
 	j.Meta.Status, j.Meta.OwnerDied = Interrupted, true
 	j.Meta.Finished = j.Meta.Started
-	if fi, err := os.Stat(j.EventsPath()); err == nil && fi.ModTime().After(j.Meta.Started) {
+	if fi, err := os.Stat(j.Layout().Events); err == nil && fi.ModTime().After(j.Meta.Started) {
 		j.Meta.Finished = fi.ModTime()
 	}
 	return nil

@@ -80,7 +80,7 @@ func TestLockHelper(t *testing.T) {
 		t.Skip("run by TestLockEndsWithItsProcess")
 	}
 	j := &Job{Dir: dir, Meta: Meta{ID: "j"}}
-	if err := os.WriteFile(j.EventsPath(), []byte("{}\n"), 0o600); err != nil {
+	if err := os.WriteFile(j.Layout().Events, []byte("{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Lock(false); err != nil {

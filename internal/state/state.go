@@ -202,7 +202,7 @@ func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 	if err := s.ignoreInGit(); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	dir := filepath.Join(s.jobsDir(), meta.ID)
+	dir := s.Layout(meta.ID).Dir
 	if _, err := os.Stat(dir); err == nil {
 		return nil, fmt.Errorf("job %s: %w", meta.ID, ErrExists)
 	}
@@ -240,15 +240,15 @@ func (s Store) Open(id string) (*Job, error) {
 	if !ValidID(id) {
 		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
 	}
-	dir := filepath.Join(s.jobsDir(), id)
-	data, err := os.ReadFile(filepath.Join(dir, "job.json"))
+	layout := s.Layout(id)
+	data, err := os.ReadFile(layout.Meta)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, err)
 	}
-	j := &Job{Dir: dir}
+	j := &Job{Dir: layout.Dir}
 	if err := json.Unmarshal(data, &j.Meta); err != nil {
 		return nil, fmt.Errorf("job %s: damaged job.json: %w", id, err)
 	}
@@ -260,7 +260,7 @@ func (s Store) Open(id string) (*Job, error) {
 // when several do; ErrNotFound when none does).
 func (s Store) Find(arg string) (string, error) {
 	if ValidID(arg) {
-		if _, err := os.Stat(filepath.Join(s.jobsDir(), arg, "job.json")); err == nil {
+		if _, err := os.Stat(s.Layout(arg).Meta); err == nil {
 			return arg, nil
 		}
 	}
@@ -361,14 +361,14 @@ func (j *Job) Save() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(j.Dir, "job.json"), append(data, '\n'))
+	return writeAtomic(j.Layout().Meta, append(data, '\n'))
 }
 
 // Update applies fn to the job's current metadata and saves it, under a
 // lock, so that processes attached to one job (several `dlq retry`) do not
 // lose each other's changes.
 func (j *Job) Update(fn func(*Meta)) error {
-	lock, err := os.OpenFile(j.Path("meta.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(j.Layout().MetaLock, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.Meta.ID, err)
 	}
@@ -376,7 +376,7 @@ func (j *Job) Update(fn func(*Meta)) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("job %s: lock: %w", j.Meta.ID, err)
 	}
-	data, err := os.ReadFile(j.Path("job.json"))
+	data, err := os.ReadFile(j.Layout().Meta)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", j.Meta.ID, err)
 	}
@@ -389,15 +389,8 @@ func (j *Job) Update(fn func(*Meta)) error {
 	return j.Save()
 }
 
-// Path returns the path of a file in the job directory.
-func (j *Job) Path(name string) string { return filepath.Join(j.Dir, name) }
-
 // WorkflowCopy is the path of the stored workflow copy.
-func (j *Job) WorkflowCopy() string { return j.Path(j.Meta.CopyName) }
-
-// ItemsFile is the name of a MapReduce job's items file in its job dir:
-// there once its map has loaded its items.
-const ItemsFile = "items.jsonl"
+func (j *Job) WorkflowCopy() string { return j.Layout().WorkflowCopy(j.Meta.CopyName) }
 
 // maxKeptCopies bounds the workflow copies one job keeps.
 const maxKeptCopies = 1000
@@ -413,7 +406,7 @@ func (j *Job) ReplaceWorkflowCopy(source []byte) (kept string, err error) {
 	err = os.ErrExist
 	for n := 1; errors.Is(err, os.ErrExist) && n <= maxKeptCopies; n++ {
 		kept = fmt.Sprintf("%s.%d%s", base, n, ext)
-		err = os.Link(j.WorkflowCopy(), j.Path(kept))
+		err = os.Link(j.WorkflowCopy(), j.Layout().WorkflowCopy(kept))
 	}
 	if err != nil {
 		return "", fmt.Errorf("job %s: keep the workflow copy: %w", j.Meta.ID, err)
@@ -423,9 +416,6 @@ func (j *Job) ReplaceWorkflowCopy(source []byte) (kept string, err error) {
 	}
 	return kept, nil
 }
-
-// EventsPath is the path of the event log.
-func (j *Job) EventsPath() string { return j.Path("events.jsonl") }
 
 func writeAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")

@@ -20,7 +20,7 @@ func TestCreateOpenList(t *testing.T) {
 	if data, _ := os.ReadFile(j.WorkflowCopy()); string(data) != "- shell: true\n" {
 		t.Errorf("workflow copy = %q", data)
 	}
-	for _, p := range []string{j.Dir, j.Path("job.json")} {
+	for _, p := range []string{j.Dir, j.Layout().Meta} {
 		info, _ := os.Stat(p)
 		if perm := info.Mode().Perm(); perm&0o077 != 0 {
 			t.Errorf("%s has mode %v; want no group/other access", p, perm)
@@ -52,7 +52,7 @@ func TestOpenErrors(t *testing.T) {
 		}
 	}
 	j, _ := s.Create(Meta{ID: "d"}, nil)
-	os.WriteFile(j.Path("job.json"), []byte("{"), 0o600)
+	os.WriteFile(j.Layout().Meta, []byte("{"), 0o600)
 	if _, err := s.Open("d"); err == nil || !strings.Contains(err.Error(), "damaged job.json") {
 		t.Errorf("Open(damaged) = %v", err)
 	}
@@ -72,7 +72,7 @@ func TestJournalRoundTripIgnoresTornLine(t *testing.T) {
 	jr.Append(StepRecord{Phase: "commands", Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"x": "1"}})
 	jr.Append(StepRecord{Phase: "commands", Index: 1, Key: "b", Status: "skipped"})
 	jr.Close()
-	f, _ := os.OpenFile(j.Path("progress.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f, _ := os.OpenFile(j.Layout().Journal, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"phase":"commands","index":2`)
 	f.Close()
 	recs, err := j.ReadJournal()
@@ -117,8 +117,8 @@ func TestReopenAfterTornWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.Close()
-		tear(t, j.Path("progress.jsonl"))
-		tear(t, j.Path("items-state.jsonl"))
+		tear(t, j.Layout().Journal)
+		tear(t, j.Layout().ItemStates)
 	}
 	steps, err := j.ReadJournal()
 	if err != nil || len(steps["commands"]) != 2 {
@@ -170,7 +170,7 @@ func TestReadItemStatesCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := `{"i":0,"id":"item_0","s":"running","a":1}` + "\n" + `{"i":1,"id":"item_1","s":"running","a":1}` + "\n"
-	if err := os.WriteFile(j.Path("items-state.jsonl"), []byte(old), 0o600); err != nil {
+	if err := os.WriteFile(j.Layout().ItemStates, []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l, err := j.OpenItemLog()
@@ -289,7 +289,7 @@ func TestReplaceWorkflowCopyKeepsTheOld(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{"workflow.yaml": "v3", "workflow.1.yaml": "v1", "workflow.2.yaml": "v2"} {
-		if got, err := os.ReadFile(j.Path(name)); err != nil || string(got) != want {
+		if got, err := os.ReadFile(j.Layout().WorkflowCopy(name)); err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
 		}
 	}

@@ -1,7 +1,3 @@
-// Package items turns a map phase's input into its items: the input
-// formats (a JSON document or array, JSON Lines, plain lines), filter,
-// sort_by, distinct, offset, max_items and item ids, written once per job to
-// its items file and read back from there.
 package items
 
 import (

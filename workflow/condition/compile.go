@@ -1,6 +1,3 @@
-// Package condition compiles the conditions of a workflow file (when,
-// until, filter), written in expr-lang or in Prodigy's syntax, and reports
-// an error at its place in the original text, in plain words.
 package condition
 
 import (

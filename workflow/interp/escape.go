@@ -123,7 +123,7 @@ func arithValue(v string) (string, error) {
 	return strconv.FormatInt(n, 10), nil
 }
 
-// ShellWord writes w so that sh (and executor.SplitWords) reads it back
+// ShellWord writes w so that sh (and executor's splitWords) reads it back
 // as one word: as it is when no character in it is special to the shell,
 // else single-quoted.
 func ShellWord(w string) string {

@@ -1,23 +1,3 @@
-// Package interp expands ${...} placeholders in command templates, escaping
-// each value for the shell quoting context it lands in.
-//
-// Parse scans the template the way sh (dash, and bash where they differ)
-// would and records, for every placeholder, whether it stands unquoted,
-// inside double or single quotes, in a here-document body, in a comment, and
-// so on. Expand in Shell mode then escapes each value so that it reaches the
-// command as exactly one intact string and is never run. Where no safe
-// escaping exists (inside $'...' or a shell ${...} expansion; arithmetic
-// takes base-10 integers only) or the scanner cannot be sure of the context
-// (for example after "case" inside $(...)), Expand returns an error instead
-// of guessing.
-//
-// The ${...} forms are recognized everywhere. The bare $NAME form is only
-// substituted in Shell mode where sh itself would expand it, so the $NF in
-// awk '{print $NF}' stays as written even when NF is defined.
-//
-// The guarantee is about quoting only: a command that itself evaluates its
-// arguments (eval, sh -c, bash's [[ x -eq y ]] or let) can still run code
-// found in a value.
 package interp
 
 import (
@@ -46,17 +26,17 @@ const (
 // undefined path in one of them is an error rather than shell text.
 var Namespaces = []string{"item", "map", "setup", "steps", "error", "shell", "claude", "validation", "merge", "worktree", "workflow", "step", "last"}
 
-// ComputedKinds are the prefixes of Prodigy's computed variables, whose
+// computedKinds are the prefixes of Prodigy's computed variables, whose
 // value is worked out when the placeholder is read: ${file:PATH},
 // ${cmd:COMMAND}, ${json:PATH:from:VAR}, ${date:FORMAT}. Such a
 // placeholder's path is the whole text between its braces.
-var ComputedKinds = []string{"file", "cmd", "json", "date"}
+var computedKinds = []string{"file", "cmd", "json", "date"}
 
 // Computed splits the path of a computed placeholder into its kind and
 // argument; ok=false for any other path.
 func Computed(path string) (kind, arg string, ok bool) {
 	kind, arg, ok = strings.Cut(path, ":")
-	if !ok || !slices.Contains(ComputedKinds, kind) || shellModifier(arg) {
+	if !ok || !slices.Contains(computedKinds, kind) || shellModifier(arg) {
 		return "", "", false
 	}
 	return kind, arg, true

@@ -88,7 +88,7 @@ func parseNested(src string, i, depth int) (*placeholder, error) {
 func parseComputed(src string, i int) (*placeholder, error) {
 	j := i + 2
 	kind, _, _ := strings.Cut(src[j:min(len(src), j+5)], ":")
-	if !slices.Contains(ComputedKinds, kind) || !strings.HasPrefix(src[j+len(kind):], ":") {
+	if !slices.Contains(computedKinds, kind) || !strings.HasPrefix(src[j+len(kind):], ":") {
 		return nil, nil
 	}
 	depth := 0

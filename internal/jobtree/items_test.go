@@ -1,0 +1,244 @@
+package jobtree
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/workflow"
+)
+
+func TestWorktreeName(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	tests := []struct {
+		id    string
+		index int
+		want  string
+	}{
+		{"item-3", 3, "item-3"},
+		{"src/a b.go", 7, "src-a-b.go-7"},
+		{"src:a-b.go", 8, "src-a-b.go-8"}, // made the same as the one above: the index keeps them apart
+		{"../..", 2, "item-2"},
+		{"a..b", 4, "a-b-4"},
+		{"x.lock", 5, "x-5"},
+		{".hidden", 6, "hidden-6"},
+		{long, 1, strings.Repeat("x", 64) + "-1"},
+	}
+	for _, tt := range tests {
+		if got := worktreeName(&items.Item{ID: tt.id, Index: tt.index}); got != tt.want {
+			t.Errorf("worktreeName(%q) = %q, want %q", tt.id, got, tt.want)
+		}
+	}
+}
+
+// An item's worktree is made from the job branch's tip and removed at its
+// end; a successful item's commits are merged (and its branch deleted
+// once recorded), a conflicting one fails as merge_conflict with its
+// branch kept and the job branch clean.
+func TestWorktreesMergeBack(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(it *items.Item, content string) itemtask.Outcome {
+		tree := editItem(t, w, git, it, "f.txt", content)
+		if err := w.CloseItem(t.Context(), tree); err != nil {
+			t.Fatal(err)
+		}
+		return itemtask.Outcome{Branch: tree.Branch}
+	}
+	a, b, c := &items.Item{ID: "a", Index: 0}, &items.Item{ID: "b", Index: 1}, &items.Item{ID: "c", Index: 2}
+	outA, outB := edit(a, "a\n"), edit(b, "b\n") // both from the same tip
+	outA, err := w.MergeBack(t.Context(), a, 1, outA)
+	if err != nil || outA.Failed || len(outA.Commits) != 1 {
+		t.Fatalf("merge of a = %+v, %v", outA, err)
+	}
+	w.Recorded(t.Context(), outA)
+	outB, err = w.MergeBack(t.Context(), b, 1, outB)
+	if err != nil || !outB.Failed || outB.Failure.Kind != KindMergeConflict || !strings.Contains(outB.Failure.Message, "conflicts in f.txt") {
+		t.Fatalf("merge of b = %+v, %v; want a merge_conflict in f.txt", outB, err)
+	}
+	w.Recorded(t.Context(), outB)
+	if msg := git(repo, "log", "-1", "--format=%s", "runner/j"); msg != "Merge a (runner job j)" {
+		t.Errorf("the job branch ends with %q", msg)
+	}
+	if st := git(w.Root, "status", "--porcelain"); st != "" {
+		t.Errorf("the job worktree is not clean after the aborted merge: %q", st)
+	}
+	branches := git(repo, "branch", "--list", "runner-items/j/*")
+	if strings.Contains(branches, "runner-items/j/a") || !strings.Contains(branches, "runner-items/j/b") {
+		t.Errorf("item branches %q: want a's deleted and b's kept", branches)
+	}
+	// Resumed: a is merged (and its branch deleted), so the running a
+	// whose branch is back at its merged tip counts as succeeded; b
+	// (conflicted, unmerged) and c (no branch) run again, from their
+	// first step.
+	git(repo, "branch", "runner-items/j/a", "runner/j^2")
+	running := map[int]job.ItemRecord{
+		0: {Index: 0, ID: "a", State: job.ItemRunning},
+		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
+		2: {Index: 2, ID: "c", State: job.ItemRunning},
+	}
+	merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c})
+	if err != nil || len(merged) != 1 || merged[0].Branch != "runner-items/j/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+		t.Errorf("mergedItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
+	}
+	// Its branch gone, or elsewhere, a's merge is known by its message
+	// (issue 23.1).
+	git(repo, "branch", "-f", "runner-items/j/a", "main")
+	if merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
+		t.Errorf("mergedItems with a's branch moved = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
+	}
+	git(repo, "branch", "-D", "runner-items/j/a")
+	if merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 {
+		t.Errorf("mergedItems with a's branch gone = %+v, %v; want a alone", merged, err)
+	}
+	RestartItems(running)
+	if running[1].Steps != nil {
+		t.Errorf("b goes on from its checkpoints %v; want its first step", running[1].Steps)
+	}
+	if err := w.EndJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// A resumed job whose worktree is gone gets it again, on the job
+	// branch; a worktree of an item left behind is removed.
+	if err := w.ResumeJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if msg := git(w.Root, "log", "-1", "--format=%s"); msg != "Merge a (runner job j)" {
+		t.Errorf("the resumed job worktree is at %q", msg)
+	}
+	left, err := w.OpenItem(t.Context(), c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ResumeJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left.Path); !os.IsNotExist(err) {
+		t.Errorf("the item's worktree is still there: %v", err)
+	}
+	if err := w.EndJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", list)
+	}
+	if head := git(repo, "log", "-1", "--format=%s", "main"); head != "base" {
+		t.Errorf("the user's branch moved to %q", head)
+	}
+}
+
+// testWorktrees returns the worktrees of job j, whose map runs with
+// isolation: worktree, in a new repository with one commit (f.txt), this
+// process's directory; git runs git in a directory.
+func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...string) string, repo string) {
+	t.Helper()
+	git, repo = testRepo(t)
+	dir := filepath.Join(t.TempDir(), "job")
+	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
+	w, err := OpenWorktrees(t.Context(), JobRefs{ID: "j", ItemBranches: ItemBranches(m, "j")}, m, os.Environ(), state.LayoutOf(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, git, repo
+}
+
+// editItem makes an item's worktree, writes content to the file name in
+// it and commits it; the worktree is left.
+func editItem(t *testing.T, w *Worktrees, git func(string, ...string) string, it *items.Item, name, content string) ItemTree {
+	t.Helper()
+	tree, err := w.OpenItem(t.Context(), it, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tree.Path, name), []byte(content), 0o600)
+	git(tree.Path, "add", name)
+	git(tree.Path, "commit", "-qm", it.ID)
+	return tree
+}
+
+// A dlq retry after the job ended (its worktree gone) and after a retry
+// killed -9: startRetry removes the items' worktrees the killed retry
+// left (no other retry runs: the DLQ is held), and finds the item it
+// merged without recording; a merge makes the job worktree again, and
+// endRetry removes it.
+func TestWorktreesRetry(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.EndJob(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b, c, d := &items.Item{ID: "b", Index: 1}, &items.Item{ID: "c", Index: 2}, &items.Item{ID: "d", Index: 3}
+	// The killed retry: b was running; c ended (its worktree not yet
+	// removed); d was merged, which made the job worktree again, and its
+	// end not recorded.
+	trees := []ItemTree{editItem(t, w, git, b, "b.txt", "b\n"), editItem(t, w, git, c, "c.txt", "c\n"), editItem(t, w, git, d, "d.txt", "d\n")}
+	outD, err := w.MergeBack(t.Context(), d, 1, itemtask.Outcome{Branch: trees[2].Branch})
+	if err != nil || outD.Failed {
+		t.Fatalf("merge of d = %+v, %v", outD, err)
+	}
+	if msg := git(w.Root, "log", "-1", "--format=%s"); msg != "Merge d (runner job j)" {
+		t.Errorf("the job worktree made for the merge is at %q", msg)
+	}
+	merged, err := w.StartRetry(t.Context(), []*items.Item{b, d})
+	if err != nil || len(merged) != 1 || merged[3].Branch != trees[2].Branch || len(merged[3].Commits) != 1 {
+		t.Errorf("startRetry = %+v, %v; want d alone, with its commit", merged, err)
+	}
+	for _, tree := range trees {
+		if _, err := os.Stat(tree.Path); !os.IsNotExist(err) {
+			t.Errorf("%s is left: %v", tree.Path, err)
+		}
+	}
+	if err := w.EndRetry(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(w.Root); !os.IsNotExist(err) {
+		t.Errorf("the job worktree is still there after the retry: %v", err)
+	}
+	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees: want the repository's alone\n%s", list)
+	}
+}
+
+// An item's worktree is made whatever a process killed while git made or
+// removed it left at its path (issue 23.2): a worktree registered and
+// locked, its directory gone, which git worktree prune keeps and git
+// worktree add refuses.
+func TestOpenItemAfterKilledGit(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	it := &items.Item{ID: "a", Index: 0}
+	tree, err := w.OpenItem(t.Context(), it, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := git(tree.Path, "rev-parse", "--absolute-git-dir")
+	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(tree.Path); err != nil {
+		t.Fatal(err)
+	}
+	if tree, err = w.OpenItem(t.Context(), it, false); err != nil {
+		t.Fatal(err)
+	}
+	if b := git(tree.Path, "symbolic-ref", "--short", "HEAD"); b != "runner-items/j/a" {
+		t.Errorf("the item's worktree is on %q", b)
+	}
+	if err := w.CloseItem(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 {
+		t.Errorf("worktrees: want the repository's and the job's\n%s", list)
+	}
+}

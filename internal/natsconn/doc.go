@@ -1,0 +1,9 @@
+// Package natsconn is what a job's coordinator (natscoord) and its NATS
+// workers (natsworker) share (SPEC §11): how to reach the server
+// (Connection, Connect, ConnectWaiting, the nats CLI's selected context),
+// the protocol (subjects, message ids, headers, the bodies of tasks,
+// results, beats and job specs; Publish, Ack and Next, which survive a
+// server that restarts) and the NATS objects either side makes when they
+// are missing (the tasks and results streams, the jobs bucket and their
+// consumers, Objects).
+package natsconn

@@ -1,0 +1,275 @@
+package natsconn
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
+)
+
+// The NATS objects of SPEC §11.3.
+const (
+	TasksStream   = "RUNNER_TASKS"
+	ResultsStream = "RUNNER_RESULTS"
+	JobsBucket    = "RUNNER_JOBS"
+)
+
+// Headers of every message, and the protocol this runner speaks.
+const (
+	HeaderProto = "Runner-Proto"
+	headerJob   = "Runner-Job"
+	Proto       = "1"
+)
+
+// DefaultQueue is the worker pool a job's tasks go to unless it names one.
+const DefaultQueue = "default"
+
+// DefaultMaxDeliveries is how many times one attempt's task is delivered
+// before the worker that receives it once more fails it as kind lost.
+const DefaultMaxDeliveries = 4
+
+// Sizes: the server's default max_payload is 1 MiB; a task leaves room for
+// headers, a result is trimmed well below it.
+const (
+	MaxPayload    = 1 << 20
+	MaxTask       = MaxPayload - 4<<10
+	MaxResult     = 900 << 10
+	MaxOutput     = 64 << 10
+	MaxLogTail    = 256 << 10
+	MaxSpec       = MaxPayload
+	CallDeadline  = 5 * time.Second // any one call that waits for the server
+	AckDeadline   = 2 * time.Second // a DoubleAck (§11.7: the reply may never come)
+	duplicateSpan = 2 * time.Minute
+)
+
+var queueName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// CheckQueue refuses a queue name that cannot be a subject token.
+func CheckQueue(q string) error {
+	if !queueName.MatchString(q) {
+		return fmt.Errorf("queue %q: use 1 to 32 letters, digits, '_' or '-'", q)
+	}
+	return nil
+}
+
+// NewJobKey is a new J (§11.3) for a job: 16 hex digits of SHA-256 of
+// its id (which may hold '.', which subjects cannot) and random bytes,
+// so that jobs of one id on one server (other state directories, or one
+// deleted and run again) never share subjects or message ids.
+func NewJobKey(jobID string) string {
+	sum := sha256.Sum256([]byte(jobID + "\x00" + rand.Text()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// SubjectKey is J in a task's subject, runner.task.Q.J.<index>.
+func SubjectKey(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 {
+		return ""
+	}
+	return parts[3]
+}
+
+func TaskSubject(queue, key string, index int) string {
+	return "runner.task." + queue + "." + key + "." + strconv.Itoa(index)
+}
+
+func ResultSubject(key string, index int) string {
+	return "runner.result." + key + "." + strconv.Itoa(index)
+}
+
+func TaskMsgID(key string, index, attempt, epoch int) string {
+	return fmt.Sprintf("t.%s.%d.%d.%d", key, index, attempt, epoch)
+}
+
+func ResultMsgID(key string, index, attempt, epoch int) string {
+	return fmt.Sprintf("r.%s.%d.%d.%d", key, index, attempt, epoch)
+}
+
+// BeatSubject is where the workers running a job's tasks tell its
+// coordinator so, on core NATS: runner.beat.J.
+func BeatSubject(key string) string { return "runner.beat." + key }
+
+func WorkersConsumer(queue string) string { return "workers_" + queue }
+func JobConsumer(key string) string       { return "job_" + key }
+
+// Task is the body of a task message.
+type Task struct {
+	JobID         string          `json:"job_id"`
+	Index         int             `json:"index"`
+	ItemID        string          `json:"item_id"`
+	Attempt       int             `json:"attempt"`
+	Epoch         int             `json:"epoch"`
+	Item          json.RawMessage `json:"item"`
+	MaxDeliveries int             `json:"max_deliveries"`
+}
+
+// Result is the body of a result message.
+type Result struct {
+	Index      int              `json:"index"`
+	Attempt    int              `json:"attempt"`
+	Epoch      int              `json:"epoch"`
+	Worker     string           `json:"worker"`
+	Delivery   int              `json:"delivery"`
+	Failed     bool             `json:"failed,omitempty"`
+	Failure    *Failure         `json:"failure,omitempty"`
+	Output     string           `json:"output,omitempty"`
+	DurationMS int64            `json:"duration_ms"`
+	Events     []eventlog.Event `json:"events,omitempty"`
+	LogTail    string           `json:"log_tail,omitempty"`
+}
+
+// Failure is a failed attempt as a result carries it.
+type Failure struct {
+	Attempt    int       `json:"attempt"`
+	At         time.Time `json:"at"`
+	Kind       string    `json:"kind"`
+	ExitCode   int       `json:"exit_code"`
+	Message    string    `json:"message"`
+	StderrTail string    `json:"stderr_tail,omitempty"`
+	Step       string    `json:"step,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+func WireFailure(f itemtask.Failure) *Failure {
+	return &Failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
+		StderrTail: f.StderrTail, Step: f.Step, DurationMS: f.Duration.Milliseconds()}
+}
+
+func (f *Failure) Local() itemtask.Failure {
+	return itemtask.Failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
+		StderrTail: f.StderrTail, Step: f.Step, Duration: time.Duration(f.DurationMS) * time.Millisecond}
+}
+
+// Trim keeps the result's body under maxResult: the log tail goes first,
+// then the events' messages, then the events.
+func (r *Result) Trim() ([]byte, error) {
+	data, err := json.Marshal(r)
+	if err != nil || len(data) <= MaxResult {
+		return data, err
+	}
+	r.LogTail = ""
+	if data, err = json.Marshal(r); err != nil || len(data) <= MaxResult {
+		return data, err
+	}
+	for i, e := range r.Events {
+		if _, ok := e.Fields["message"]; ok {
+			r.Events[i] = e.Redacted(func(string) string { return "" })
+		}
+	}
+	if data, err = json.Marshal(r); err != nil || len(data) <= MaxResult {
+		return data, err
+	}
+	r.Events = nil
+	return json.Marshal(r)
+}
+
+// Beat is the body of a worker's notice that it runs a task, published on
+// core NATS (nothing stores it) when the run starts and after each
+// heartbeat the server answers: the coordinator sees from it a task whose
+// worker stopped answering, which waits for the server to deliver it
+// again, and each delivery after the first. One lost only delays what
+// the coordinator shows.
+type Beat struct {
+	Index     int    `json:"index"`
+	Attempt   int    `json:"attempt"`
+	Worker    string `json:"worker"`
+	Delivery  int    `json:"delivery"`
+	AckWaitMS int64  `json:"ack_wait_ms"`
+}
+
+// Spec is the job's entry in RUNNER_JOBS (§11.6): what a worker needs to
+// run its items, and whether it is running.
+type Spec struct {
+	Proto         string          `json:"proto"`
+	RunnerVersion string          `json:"runner_version"`
+	JobID         string          `json:"job_id"`
+	Queue         string          `json:"queue"`
+	Seed          uint64          `json:"seed"`
+	Status        string          `json:"status"`
+	MaxDeliveries int             `json:"max_deliveries"`
+	Job           json.RawMessage `json:"job"` // the job as a worker opens it (itemtask.Job.Portable)
+	AgentTimeout  time.Duration   `json:"agent_timeout_ns,omitempty"`
+}
+
+// Job statuses in the spec.
+const (
+	StatusRunning     = "running"
+	StatusInterrupted = "interrupted"
+)
+
+// NewMsg is a message to subj carrying body, with the protocol headers.
+func NewMsg(subj, jobID string, body []byte) *nats.Msg {
+	m := nats.NewMsg(subj)
+	m.Header.Set(HeaderProto, Proto)
+	m.Header.Set(headerJob, jobID)
+	m.Data = body
+	return m
+}
+
+// Publish publishes m with its message id until the server has stored it
+// (a PubAck) or ctx ends: a lost or late PubAck is answered by publishing
+// again under the same id, which the server's duplicate window drops.
+func Publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg, id string) error {
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+		_, err := js.PublishMsg(cctx, m, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("publishing %s: %w (last: %v)", m.Subject, context.Cause(ctx), err)
+		case <-time.After(pause):
+		}
+	}
+}
+
+// Ack acknowledges msg and waits for the server to confirm, at most
+// ackDeadline: a server restarted after a kill -9 may have forgotten the
+// delivery and never answer (§11.7).
+func Ack(ctx context.Context, msg jetstream.Msg) error {
+	ctx, cancel := context.WithTimeout(ctx, AckDeadline)
+	defer cancel()
+	return msg.DoubleAck(ctx)
+}
+
+// Next pulls one message from c, waiting at most 30 s (or until ctx's
+// deadline); the server's heartbeats every 2 s tell a pull that a
+// restarted server forgot (one shorter than 6 s has none: it ends soon
+// anyway, and the client refuses heartbeats over half its wait). After an
+// error other than an empty pull it pauses, as the client is reconnecting
+// meanwhile.
+func Next(ctx context.Context, c jetstream.Consumer) (jetstream.Msg, error) {
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	opts := []jetstream.FetchOpt{jetstream.FetchContext(pctx)}
+	if deadline, _ := pctx.Deadline(); time.Until(deadline) >= 6*time.Second {
+		opts = append(opts, jetstream.FetchHeartbeat(2*time.Second))
+	}
+	msg, err := c.Next(opts...)
+	if err != nil && pctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return msg, err
+}

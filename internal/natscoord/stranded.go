@@ -1,0 +1,127 @@
+package natscoord
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/natsconn"
+)
+
+// Stranded are a job's tasks whose worker stopped answering: no beat came
+// for 2.5 heartbeats, so the worker died, froze or lost the server, and
+// the server delivers each task again ack_wait after its last heartbeat.
+type Stranded struct {
+	Tasks   int
+	Workers []string      // the workers that had them, sorted
+	AckWait time.Duration // the queue's, as the workers tell it
+	Until   time.Time     // when the last of them is due again
+}
+
+// Watch lets the status line see the tasks of a job's dispatcher while it
+// is open; its zero value is ready, and sees none.
+type Watch struct {
+	mu sync.Mutex
+	d  *Dispatcher
+}
+
+func (w *Watch) set(d *Dispatcher) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.d = d
+}
+
+// Stranded are the open dispatcher's stranded tasks now.
+func (w *Watch) Stranded() Stranded {
+	w.mu.Lock()
+	d := w.d
+	w.mu.Unlock()
+	if d == nil {
+		return Stranded{}
+	}
+	return d.stranded(time.Now())
+}
+
+// holder is what the dispatcher knows of the worker that has a waiting
+// task: from its beats and its result. Guarded by Dispatcher.mu.
+type holder struct {
+	worker   string
+	delivery int
+	ackWait  time.Duration
+	beatAt   time.Time // the last beat; zero: none came
+}
+
+// learn records that worker has the task in its delivery-th delivery (at
+// the time of a beat; zero for a result). It reports whether that is a
+// delivery after the first not known before, and the worker that had the
+// task before ("": none known).
+func (h *holder) learn(worker string, delivery int, ackWait time.Duration, at time.Time) (again bool, from string) {
+	if delivery < h.delivery {
+		return false, "" // a beat of an earlier delivery, come late
+	}
+	again, from = delivery > max(h.delivery, 1), h.worker
+	if from == worker && again {
+		from = "" // it gave the task back (nak) and got it again
+	}
+	h.worker, h.delivery = worker, delivery
+	if !at.IsZero() {
+		h.beatAt, h.ackWait = at, ackWait
+	}
+	return again, from
+}
+
+// silent reports whether the holder's worker stopped beating by now: no
+// beat for 2.5 heartbeats (ack_wait/6 each).
+func (h *holder) silent(now time.Time) bool {
+	return !h.beatAt.IsZero() && now.Sub(h.beatAt) > h.ackWait*5/12
+}
+
+// onBeat records a worker's beat for the dispatch waiting for its task,
+// and the redelivery it shows.
+func (d *Dispatcher) onBeat(msg *nats.Msg) {
+	var b natsconn.Beat
+	if json.Unmarshal(msg.Data, &b) != nil {
+		return
+	}
+	d.mu.Lock()
+	w, ok := d.waiting[b.Index]
+	if !ok || w.attempt != b.Attempt {
+		d.mu.Unlock()
+		return
+	}
+	again, from := w.holder.learn(b.Worker, b.Delivery, time.Duration(b.AckWaitMS)*time.Millisecond, time.Now())
+	d.mu.Unlock()
+	if again {
+		d.host.JobEvent(eventlog.TaskRedelivered(w.task.ItemID, b.Attempt, b.Delivery, b.Worker, from))
+	}
+}
+
+// stranded are the waiting dispatches whose worker is silent at now.
+func (d *Dispatcher) stranded(now time.Time) Stranded {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var s Stranded
+	for _, w := range d.waiting {
+		h := &w.holder
+		if !h.silent(now) {
+			continue
+		}
+		s.Tasks++
+		if !slices.Contains(s.Workers, h.worker) {
+			s.Workers = append(s.Workers, h.worker)
+		}
+		s.AckWait = max(s.AckWait, h.ackWait)
+		if due := h.beatAt.Add(h.ackWait); due.After(s.Until) {
+			s.Until = due
+		}
+	}
+	slices.Sort(s.Workers)
+	return s
+}

@@ -1,0 +1,67 @@
+package natscoord
+
+import (
+	"context"
+	"io"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/state"
+)
+
+// A task whose worker is lost (its connection cut: no heartbeat, no beat)
+// is seen as stranded, naming the worker, until the server delivers it
+// again ack_wait later; the redelivery is an event naming both workers,
+// and the item then runs to its end on the other worker.
+func TestLostWorkersTaskIsStrandedThenRedelivered(t *testing.T) {
+	srv, _, _ := serve(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	j := startJob(t, dir, `mode: mapreduce
+map:
+  input: echo 1
+  agent_template:
+    - shell: 'test -f released || { touch started; sleep 20; }'
+`)
+	var watch Watch
+	cutW1 := runNamedWorker(t, srv, natsconn.DefaultQueue, "w1")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, Watch: &watch})
+	if !eventually(func() bool { _, err := os.Stat("started"); return err == nil }) {
+		t.Fatal("worker w1 did not start the item within 10 s")
+	}
+	if s := watch.Stranded(); s.Tasks != 0 {
+		t.Errorf("while w1 beats: %+v stranded, want none", s)
+	}
+	cutW1()
+	runNamedWorker(t, srv, natsconn.DefaultQueue, "w2")
+	var stranded Stranded
+	if !eventually(func() bool { stranded = watch.Stranded(); return stranded.Tasks > 0 }) {
+		t.Fatal("the task of the lost worker was not seen stranded within 10 s")
+	}
+	if stranded.Tasks != 1 || !slices.Equal(stranded.Workers, []string{"w1"}) || stranded.AckWait != 2*time.Second || stranded.Until.IsZero() {
+		t.Errorf("stranded %+v, want 1 task of w1, ack_wait 2s, with a time it is due again", stranded)
+	}
+	if err := os.WriteFile("released", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.sum.Items.Succeeded != 1 {
+		t.Fatalf("run: %v, items %+v; want the item succeeded", r.err, r.sum.Items)
+	}
+	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeTaskRedelivered}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Str("worker") != "w2" || events[0].Str("from_worker") != "w1" || events[0].Int("delivery") != 2 {
+		t.Errorf("task_redelivered events %v, want one: delivery 2 to w2 from w1", events)
+	}
+}

@@ -1,0 +1,154 @@
+package natsworker
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// A worker's watchdog is a process of its own that kills the process
+// groups of the worker's items when their lease runs out: the worker
+// renews a run's leases with each heartbeat the server answers, so a
+// worker that is frozen (SIGSTOP, a suspended machine) or dead cannot
+// leave an item running once the server may have given its task to
+// another worker. The worker writes one line per change on the
+// watchdog's stdin:
+//
+//	lease PGID UNTIL_UNIX_NANO
+//	free PGID
+//
+// and closes it when it ends; the watchdog then kills every group still
+// leased (the worker died) and exits.
+
+// ServeWatchdog is the watchdog: it reads leases from in until it ends.
+// Its process should ignore SIGINT, SIGTERM and SIGHUP (IgnoreSignals): it
+// ends when the worker does.
+func ServeWatchdog(in io.Reader) error {
+	type change struct {
+		pgid  int
+		until time.Time // zero: freed
+	}
+	changes := make(chan change)
+	bad := make(chan error, 1)
+	go func() {
+		defer close(changes)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			var c change
+			var until int64
+			if n, _ := fmt.Sscanf(sc.Text(), "lease %d %d", &c.pgid, &until); n == 2 {
+				c.until = time.Unix(0, until)
+			} else if n, _ := fmt.Sscanf(sc.Text(), "free %d", &c.pgid); n != 1 {
+				bad <- fmt.Errorf("watchdog: unreadable line %q", sc.Text())
+				return
+			}
+			changes <- c
+		}
+	}()
+	leases := map[int]time.Time{}
+	// A timer set for the earliest lease, not a ticker: a worker whose
+	// items renew their leases wakes its watchdog only with news.
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case c, ok := <-changes:
+			if !ok {
+				for pgid := range leases {
+					_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				}
+				select {
+				case err := <-bad:
+					return err
+				default:
+					return nil
+				}
+			}
+			if c.until.IsZero() {
+				delete(leases, c.pgid)
+			} else {
+				leases[c.pgid] = c.until
+			}
+		case now := <-timer.C:
+			for pgid, until := range leases {
+				if !now.Before(until) {
+					_ = syscall.Kill(-pgid, syscall.SIGKILL)
+					delete(leases, pgid)
+				}
+			}
+		}
+		timer.Stop()
+		var earliest time.Time
+		for _, until := range leases {
+			if earliest.IsZero() || until.Before(earliest) {
+				earliest = until
+			}
+		}
+		if !earliest.IsZero() {
+			timer.Reset(time.Until(earliest))
+		}
+	}
+}
+
+// IgnoreSignals makes the watchdog's process ignore the signals a
+// terminal sends to a whole process group, or that stop the worker: the
+// end of its input is what ends it.
+func IgnoreSignals() { signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP) }
+
+// watchdog is the worker's side: the process and the pipe to it. A
+// watchdog that cannot be written to any more (it died) is ignored: the
+// worker's own heartbeat check still stops its runs.
+type watchdog struct {
+	mu  sync.Mutex
+	in  io.WriteCloser
+	cmd *exec.Cmd
+}
+
+// startWatchdog starts argv (this executable's watchdog command) as the
+// worker's watchdog, in a process group of its own.
+func startWatchdog(argv []string) (*watchdog, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the worker's watchdog: %w", err)
+	}
+	return &watchdog{in: in, cmd: cmd}, nil
+}
+
+func (w *watchdog) lease(pgid int, until time.Time) {
+	w.write(fmt.Sprintf("lease %d %d\n", pgid, until.UnixNano()))
+}
+
+func (w *watchdog) free(pgid int) { w.write(fmt.Sprintf("free %d\n", pgid)) }
+
+func (w *watchdog) write(line string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, _ = io.WriteString(w.in, line)
+}
+
+// close ends the watchdog (nothing is leased any more) and waits for it.
+func (w *watchdog) close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	_ = w.in.Close()
+	w.mu.Unlock()
+	_ = w.cmd.Wait()
+}

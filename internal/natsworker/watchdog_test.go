@@ -1,0 +1,81 @@
+package natsworker
+
+import (
+	"fmt"
+	"io"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sleeper starts a process in a group of its own and returns it; it is
+// killed when the test ends.
+func sleeper(t *testing.T) *exec.Cmd {
+	cmd := exec.Command("sleep", "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd
+}
+
+// ended reports whether cmd ended within d.
+func ended(cmd *exec.Cmd, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// The watchdog kills a group whose lease ran out, leaves a freed one
+// alone, and kills the groups still leased when its input ends (the
+// worker died).
+func TestWatchdogKillsGroupsWhoseLeaseRanOut(t *testing.T) {
+	t.Parallel()
+	r, w := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- ServeWatchdog(r) }()
+	expiring, freed, orphan := sleeper(t), sleeper(t), sleeper(t)
+	soon, later := time.Now().Add(100*time.Millisecond), time.Now().Add(time.Hour)
+	fmt.Fprintf(w, "lease %d %d\n", expiring.Process.Pid, soon.UnixNano())
+	fmt.Fprintf(w, "lease %d %d\nfree %d\n", freed.Process.Pid, soon.UnixNano(), freed.Process.Pid)
+	fmt.Fprintf(w, "lease %d %d\n", orphan.Process.Pid, later.UnixNano())
+	if !ended(expiring, 5*time.Second) {
+		t.Error("the group whose lease ran out is alive after 5s")
+	}
+	if ended(freed, 300*time.Millisecond) {
+		t.Error("a freed group was killed")
+	}
+	w.Close()
+	if !ended(orphan, 5*time.Second) {
+		t.Error("a group still leased when the worker went is alive after 5s")
+	}
+	if err := <-served; err != nil {
+		t.Error(err)
+	}
+}
+
+// A lease ends once an answer comes after it ran out (a frozen worker
+// thawing), and then renews nothing.
+func TestLeaseEndsForGood(t *testing.T) {
+	start := time.Now()
+	l := newLease(nil, time.Second, start)
+	l.renew(start.Add(500 * time.Millisecond))
+	if l.expired(start.Add(1400 * time.Millisecond)) {
+		t.Fatal("an answered heartbeat did not renew the lease")
+	}
+	l.renew(start.Add(3 * time.Second)) // answered after the lease ran out at 1.5s
+	if !l.expired(start.Add(3 * time.Second)) {
+		t.Error("a late answer renewed a lease that had run out")
+	}
+	l.renew(start.Add(3100 * time.Millisecond))
+	if !l.expired(start.Add(3100 * time.Millisecond)) {
+		t.Error("an ended lease came back")
+	}
+}

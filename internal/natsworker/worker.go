@@ -1,0 +1,631 @@
+package natsworker
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/proc"
+)
+
+// WorkerOptions configure a worker.
+type WorkerOptions struct {
+	Conn        *nats.Conn
+	Queue       string
+	Concurrency int           // items at once
+	Name        string        // in results and events
+	AckWait     time.Duration // of the queue's consumer, when this worker creates it
+	// DrainTimeout is how long a stopping worker lets its items run on
+	// (0: until they end); IdleExit ends a worker that got no task for
+	// that long (0: never).
+	DrainTimeout, IdleExit time.Duration
+	StoreDir               string    // where the jobs' copies and item logs go
+	Log                    io.Writer // one line per task and per problem
+	// SummaryEvery is how often Log gets a line counting the tasks done
+	// and running (0: never).
+	SummaryEvery time.Duration
+	// Watchdog is the command that serves ServeWatchdog (this
+	// executable's); nil: no watchdog, the heartbeat check alone stops
+	// runs whose lease ran out.
+	Watchdog []string
+	// Open opens a job whose tasks come, from the portable form its spec
+	// carries (itemtask.Job.Portable), in dir, a directory of the worker's
+	// own; its steps' events go to emit. Its error says why this worker
+	// cannot run the job's items (a secret it lacks). The engine's
+	// itemrun.OpenPortable.
+	Open func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error)
+}
+
+// Worker pulls the tasks of one queue and runs them (SPEC §11.2).
+type Worker struct {
+	opts    WorkerOptions
+	js      jetstream.JetStream
+	objs    *natsconn.Objects
+	tasks   jetstream.Consumer
+	ackWait time.Duration // the consumer's, as the server has it
+	slots   itemtask.Slots
+	wd      *watchdog // nil without one
+	seq     atomic.Uint64
+	tally   tally
+
+	mu        sync.Mutex
+	jobs      map[string]*workerJob // by key
+	revisions map[string]uint64     // the newest revision of each job's spec the watch saw
+	runs      map[*workerRun]struct{}
+
+	logMu sync.Mutex
+}
+
+// tally counts a worker's tasks for its summary lines.
+type tally struct {
+	running                    atomic.Int64
+	succeeded, failed, stopped atomic.Int64
+}
+
+// workerJob is a job as this worker runs its items: opened from its spec
+// at one revision of it.
+type workerJob struct {
+	key      string
+	revision uint64
+	spec     natsconn.Spec
+	opened   itemtask.Opened // zero when unable says why it cannot be opened here
+	unable   error
+}
+
+// workerRun is one task running: its job and item, its events, and how
+// to stop it.
+type workerRun struct {
+	key, itemID string
+	events      []eventlog.Event // guarded by Worker.mu
+	cancel      context.CancelCauseFunc
+}
+
+// Why a run stops without a result.
+var (
+	errCutOff      = errors.New("no answer from the NATS server to heartbeats: another worker will get the task")
+	errInterrupted = errors.New("the job was interrupted")
+	errDrained     = errors.New("the worker stopped before the item ended")
+)
+
+// NewWorker connects a worker to its queue, creating the NATS objects it
+// needs if they are missing.
+func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
+	if err := natsconn.CheckQueue(opts.Queue); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(opts.Conn)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := natsconn.OpenObjects(ctx, js, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
+	if w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait)); err != nil {
+		return nil, err
+	}
+	w.ackWait = w.tasks.CachedInfo().Config.AckWait
+	if len(opts.Watchdog) > 0 {
+		if w.wd, err = startWatchdog(opts.Watchdog); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// heartbeat is how often a running task tells the server it is in
+// progress.
+func (w *Worker) heartbeat() time.Duration { return w.ackWait / 6 }
+
+// Run pulls and runs tasks until ctx ends, then lets the items running
+// end (within DrainTimeout) and returns nil; or until no task came for
+// IdleExit. Nothing it started runs on when it returns.
+func (w *Worker) Run(ctx context.Context) error {
+	// The items running when ctx ends go on: they drain, and only
+	// DrainTimeout stops them.
+	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopRuns(nil)
+	defer w.wd.close()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		w.watchJobs(watchCtx)
+	}()
+	defer func() { stopWatch(); <-watched }()
+	stopSummaries := w.summarize()
+	defer stopSummaries()
+	var running sync.WaitGroup
+	idleSince := time.Now()
+	for ctx.Err() == nil {
+		sl := w.slots.Hold()
+		if sl.Acquire(ctx) != nil {
+			break
+		}
+		msg, err := w.pull(ctx, idleSince)
+		if err != nil {
+			sl.Release()
+			w.restore(ctx, err)
+			if w.opts.IdleExit > 0 && time.Since(idleSince) >= w.opts.IdleExit && w.idle() {
+				break
+			}
+			continue
+		}
+		if ctx.Err() != nil { // pulled while stopping: another worker gets it at once
+			_ = msg.NakWithDelay(0)
+			sl.Release()
+			break
+		}
+		idleSince = time.Now()
+		running.Add(1)
+		w.tally.running.Add(1)
+		go func() {
+			defer running.Done()
+			defer w.tally.running.Add(-1)
+			defer sl.Release()
+			w.handle(runCtx, msg, sl)
+		}()
+	}
+	ended := make(chan struct{})
+	go func() { running.Wait(); close(ended) }()
+	var deadline <-chan time.Time
+	if w.opts.DrainTimeout > 0 {
+		deadline = time.After(w.opts.DrainTimeout)
+	}
+	select {
+	case <-ended:
+	case <-deadline:
+		stopRuns(errDrained)
+		<-ended
+	}
+	return nil
+}
+
+// pull pulls one task; a pull of a worker that has been idle since
+// idleSince ends when IdleExit is up, so that it exits then.
+func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, error) {
+	if until := idleSince.Add(w.opts.IdleExit); w.opts.IdleExit > 0 && time.Until(until) > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
+	}
+	return natsconn.Next(ctx, w.tasks)
+}
+
+// summarize logs a summary every SummaryEvery, and once more when the
+// returned function is called (as the worker stops).
+func (w *Worker) summarize() (stop func()) {
+	if w.opts.SummaryEvery <= 0 {
+		return func() {}
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(w.opts.SummaryEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				w.logSummary()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+		w.logSummary()
+	}
+}
+
+// logSummary logs the tasks this worker ended since it started, and those
+// running now.
+func (w *Worker) logSummary() {
+	t := &w.tally
+	ok, failed, stopped := t.succeeded.Load(), t.failed.Load(), t.stopped.Load()
+	w.logf("%d tasks ended since the start (%d succeeded, %d failed, %d stopped); %d of %d slots busy",
+		ok+failed+stopped, ok, failed, stopped, t.running.Load(), cap(w.slots))
+}
+
+// restore makes the streams and the queue's consumer again when a pull
+// failed because the server lost them (restarted on an empty store): the
+// worker pulls again from the new consumer, and can store results. The
+// jobs bucket is the coordinators' to make again, with their specs in it:
+// until then a task of a job this worker has not seen waits (see handle).
+func (w *Worker) restore(ctx context.Context, pullErr error) {
+	if !w.objs.Lost(ctx, pullErr, natsconn.TasksStream, natsconn.WorkersConsumer(w.opts.Queue)) {
+		return
+	}
+	w.logf("the NATS server lost queue %s's consumer (restarted on an empty store?): making the streams and the consumer again", w.opts.Queue)
+	objs := w.objs.Remade()
+	err := objs.OpenStreams(ctx)
+	if err == nil {
+		var c jetstream.Consumer
+		if c, err = objs.WorkerTasks(ctx, w.opts.Queue, w.ackWait); err == nil {
+			w.tasks = c
+		}
+	}
+	if err != nil {
+		w.logf("%v", err)
+	}
+}
+
+// idle reports whether no item is running.
+func (w *Worker) idle() bool { return len(w.slots) == 0 }
+
+// handle runs one task message to its result.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hold) {
+	received := time.Now()
+	if msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
+		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
+		return
+	}
+	var t natsconn.Task
+	key := natsconn.SubjectKey(msg.Subject())
+	if err := json.Unmarshal(msg.Data(), &t); err != nil || key == "" {
+		_ = msg.TermWithReason("unreadable task")
+		return
+	}
+	delivery := 1
+	if meta, err := msg.Metadata(); err == nil {
+		delivery = int(meta.NumDelivered)
+	}
+	wj, err := w.job(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		_ = msg.TermWithReason("unknown job")
+		return
+	case err != nil:
+		w.logf("job %s: %v", t.JobID, err)
+		_ = msg.NakWithDelay(5 * time.Second)
+		return
+	case wj.spec.Status != natsconn.StatusRunning:
+		_ = msg.TermWithReason("job " + wj.spec.Status)
+		return
+	}
+	r := natsconn.Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
+	switch {
+	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
+		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
+			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", delivery, t.MaxDeliveries)}
+	case wj.unable != nil:
+		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
+	default:
+		var ok bool
+		if r, ok = w.run(ctx, wj, t, msg, received, sl, r); !ok {
+			return
+		}
+	}
+	body, err := r.Trim()
+	if err != nil {
+		w.logf("item %s: %v", t.ItemID, err)
+		return
+	}
+	m := natsconn.NewMsg(natsconn.ResultSubject(key, t.Index), t.JobID, body)
+	// The run ended: its result is stored and its task acknowledged even
+	// when the worker is stopping meanwhile.
+	ctx = context.WithoutCancel(ctx)
+	pctx, cancel := context.WithTimeout(ctx, w.ackWait)
+	defer cancel()
+	if err := natsconn.Publish(pctx, w.js, m, natsconn.ResultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
+		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
+		return
+	}
+	if err := natsconn.Ack(ctx, msg); err != nil {
+		// The task comes back; its second result is dropped by the
+		// coordinator (first result per attempt wins).
+		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
+	}
+	w.logTask(t, r, time.Since(received))
+}
+
+// logTask logs the result of a task that took d, and counts it.
+func (w *Worker) logTask(t natsconn.Task, r natsconn.Result, d time.Duration) {
+	which := fmt.Sprintf("job %s item %s%s", t.JobID, t.ItemID, attemptNote(t.Attempt))
+	if r.Failed {
+		w.tally.failed.Add(1)
+		w.logf("%s: failed in %s: %s", which, roundDuration(d), firstLine(r.Failure.Message))
+		return
+	}
+	w.tally.succeeded.Add(1)
+	w.logf("%s: succeeded in %s", which, roundDuration(d))
+}
+
+// attemptNote names an attempt after the first, for a task's line.
+func attemptNote(attempt int) string {
+	if attempt <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (attempt %d)", attempt)
+}
+
+// roundDuration is d as precise as a task's line needs.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+// firstLine is the first line of s, with "…" when there is more.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// run runs the item of t with its job's template, sending heartbeats. It
+// reports false when the run stopped without a result to send: the job
+// was interrupted, the server stopped answering, or the worker stopped.
+func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, bool) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel}
+	w.mu.Lock()
+	w.runs[run] = struct{}{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.runs, run)
+		w.mu.Unlock()
+	}()
+	ls := newLease(w.wd, w.ackWait-2*w.heartbeat(), received)
+	announce := func() { w.announce(wj.key, t, r.Delivery) }
+	announce()
+	stopBeats := w.beat(rctx, msg, ls, cancel, announce)
+	logPath := wj.opened.LogPath(t.ItemID)
+	logStart := fileSize(logPath)
+	mt := itemtask.Task{
+		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt,
+		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
+	}
+	out, err := wj.opened.Runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, sl, func(itemtask.StepRecord) error { return nil })
+	stopBeats()
+	if err == nil && ls.expired(time.Now()) {
+		// Frozen or cut off past the lease: the task may be another
+		// worker's by now, and this run may have been killed.
+		cancel(errCutOff)
+	}
+	if err != nil || context.Cause(rctx) != nil {
+		cause := context.Cause(rctx)
+		if errors.Is(cause, errDrained) {
+			_ = msg.NakWithDelay(0)
+		}
+		w.tally.stopped.Add(1)
+		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(received)), cmp.Or(cause, err))
+		return r, false
+	}
+	mask := wj.opened.Mask
+	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
+	r.DurationMS = out.Duration.Milliseconds()
+	if out.Failed {
+		f := natsconn.WireFailure(out.Failure)
+		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
+		r.Failed, r.Failure = true, f
+	}
+	w.mu.Lock()
+	for _, e := range run.events {
+		r.Events = append(r.Events, e.Redacted(mask))
+	}
+	w.mu.Unlock()
+	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
+	return r, true
+}
+
+// beat sends "+WPI" to the server every heartbeat while the task runs, as
+// a request whose answer renews the run's lease and is then announced to
+// the job's coordinator; once the lease has run out it stops the run. The
+// returned function ends the heartbeats.
+func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc, announce func()) func() {
+	every := w.heartbeat()
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rctx, cancel := context.WithTimeout(ctx, every)
+			_, err := w.opts.Conn.RequestWithContext(rctx, msg.Reply(), []byte("+WPI"))
+			cancel()
+			if err == nil {
+				ls.renew(time.Now())
+				announce()
+			} else if ls.expired(time.Now()) {
+				stop(errCutOff)
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// announce tells the coordinator of the job of key that this worker runs
+// t, in its delivery-th delivery (a beat).
+func (w *Worker) announce(key string, t natsconn.Task, delivery int) {
+	body, err := json.Marshal(natsconn.Beat{Index: t.Index, Attempt: t.Attempt, Worker: w.opts.Name, Delivery: delivery, AckWaitMS: w.ackWait.Milliseconds()})
+	if err == nil {
+		_ = w.opts.Conn.PublishMsg(natsconn.NewMsg(natsconn.BeatSubject(key), t.JobID, body))
+	}
+}
+
+// job returns the job of key as its spec in RUNNER_JOBS has it now,
+// opening it again when the spec changed. A running job's spec is read once per revision: the watch of RUNNER_JOBS
+// tells of newer ones (an interrupted or a resumed job's), and a spec that
+// does not say running is read again every time.
+func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
+	w.mu.Lock()
+	wj, ok := w.jobs[key]
+	fresh := ok && wj.spec.Status == natsconn.StatusRunning && wj.revision >= w.revisions[key]
+	w.mu.Unlock()
+	if fresh {
+		return wj, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+	entry, err := w.objs.Jobs.Get(cctx, key)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wj, ok := w.jobs[key]; ok && wj.revision == entry.Revision() {
+		return wj, nil
+	}
+	var sp natsconn.Spec
+	if err := json.Unmarshal(entry.Value(), &sp); err != nil {
+		return nil, fmt.Errorf("its spec: %w", err)
+	}
+	if sp.Proto != natsconn.Proto {
+		return nil, fmt.Errorf("its spec speaks protocol %q, this worker %q", sp.Proto, natsconn.Proto)
+	}
+	wj = &workerJob{key: key, revision: entry.Revision(), spec: sp}
+	if sp.Status == natsconn.StatusRunning {
+		wj.unable = w.open(wj)
+	}
+	w.jobs[key] = wj
+	return wj, nil
+}
+
+// open makes the job's copy in the worker's store, one per revision of
+// its spec (runs of an older one may go on in theirs), and its template
+// runner; its error says why this worker cannot run the job's items (a
+// secret it lacks, an environment it cannot resolve). It is called with
+// w.mu held.
+func (w *Worker) open(wj *workerJob) error {
+	emit := func(e eventlog.Event) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for run := range w.runs {
+			if run.key == wj.key && run.itemID == e.ItemID {
+				run.events = append(run.events, e)
+			}
+		}
+	}
+	dir := filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))
+	opened, err := w.opts.Open(wj.spec.Job, dir, emit)
+	if err != nil {
+		return err
+	}
+	wj.opened = opened
+	return nil
+}
+
+// watchJobs stops the runs of a job whose spec says it was interrupted,
+// or is gone, until ctx ends.
+func (w *Worker) watchJobs(ctx context.Context) {
+	for ctx.Err() == nil {
+		watcher, err := w.objs.Jobs.WatchAll(ctx, jetstream.UpdatesOnly())
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for entry := range watcher.Updates() {
+			if entry == nil {
+				continue
+			}
+			var sp natsconn.Spec
+			gone := entry.Operation() != jetstream.KeyValuePut
+			w.noteRevision(entry.Key(), entry.Revision(), gone)
+			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == natsconn.StatusRunning {
+				continue
+			}
+			w.stopJob(entry.Key())
+		}
+		_ = watcher.Stop()
+	}
+}
+
+// noteRevision records a change to a job's spec that the watch saw: a
+// cached spec older than rev is read again; a deleted job is forgotten.
+func (w *Worker) noteRevision(key string, rev uint64, gone bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gone {
+		delete(w.jobs, key)
+		delete(w.revisions, key)
+		return
+	}
+	w.revisions[key] = max(w.revisions[key], rev)
+}
+
+// stopJob stops every run of the job of key: its items' process groups
+// get TERM, then KILL after their grace.
+func (w *Worker) stopJob(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for run := range w.runs {
+		if run.key == key {
+			run.cancel(errInterrupted)
+		}
+	}
+}
+
+func (w *Worker) logf(format string, args ...any) {
+	if w.opts.Log == nil {
+		return
+	}
+	w.logMu.Lock()
+	defer w.logMu.Unlock()
+	fmt.Fprintf(w.opts.Log, "runner worker %s: "+format+"\n", append([]any{w.opts.Name}, args...)...)
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// readTail reads what path gained from offset from on, at most n bytes
+// (its end).
+func readTail(path string, from int64, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	size := fileSize(path)
+	from = max(from, size-int64(n))
+	buf := make([]byte, size-from)
+	k, _ := f.ReadAt(buf, from)
+	return string(buf[:k])
+}

@@ -1,0 +1,15 @@
+// Package report pictures a job from its events, read after it ran: the
+// HTML page of `runner report` and the JUnit XML of `--junit`.
+//
+// WriteHTML draws a Job (its metadata, events and DLQ items, and for a job
+// that ran on a job branch its Branches as the repository has them now) as
+// one self-contained page: a summary whose item counts add up, a timeline
+// with a lane per step and per agent slot and a break for each time the job
+// was not running, the steps table, an agent job's merges and branches, and
+// the dead-letter queue. WriteJUnit writes a test case per step, or per item
+// with the setup and reduce steps, flaky where retries made it pass:
+//
+//	events, err := eventlog.Read(path, eventlog.Query{})
+//	err = report.WriteHTML(w, report.Job{Meta: meta, Events: events, DLQ: items})
+//	err = report.WriteJUnit(w, report.JUnitJob{Meta: meta}, events)
+package report

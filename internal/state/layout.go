@@ -1,0 +1,99 @@
+package state
+
+import (
+	"path/filepath"
+	"strconv"
+)
+
+// Layout is where each of a job's files is in its directory: the one
+// place that names them. Every package that reads or writes a job's files
+// takes their paths from here.
+type Layout struct {
+	// Dir is the job directory.
+	Dir string
+	// Meta is the metadata (Meta), rewritten atomically; MetaLock orders
+	// the processes that update it (Update).
+	Meta, MetaLock string
+	// Lock carries the job's lock (Lock).
+	Lock string
+	// Journal is the finished steps of the job's phases (Journal).
+	Journal string
+	// Events is the event log (package eventlog).
+	Events string
+	// Items is a MapReduce job's items, written once, when its map loads
+	// them; ItemStates is its item log (ItemLog).
+	Items, ItemStates string
+	// Results is the map's results, a line per item; ResultsJSON their
+	// array, which reduce reads as ${map.results}.
+	Results, ResultsJSON string
+	// DLQ is the bbolt dead-letter queue; DLQHolder the record of the
+	// process that holds it open (jobdlq).
+	DLQ, DLQHolder string
+	// Logs holds the items' output logs: ItemLogs (ItemLog), and the
+	// logs of runners before them (LegacyItemLog).
+	Logs, ItemLogs string
+	// Tmp is the steps' scratch directory (Retry-After files, the output
+	// a fix loop hands on).
+	Tmp string
+	// NATSLock is held by the process that runs the job's items on NATS.
+	NATSLock string
+	// Worktree is the job's git worktree (map isolation: worktree, a
+	// standard workflow run in a worktree), WorktreeLock orders the merges
+	// into its branch, ItemWorktrees holds the items' worktrees, and
+	// GitProcesses records the process groups of the job's gits.
+	Worktree, WorktreeLock, ItemWorktrees, GitProcesses string
+}
+
+// ItemsFile is the name of a MapReduce job's items file (Layout.Items),
+// which resume's refusals name.
+const ItemsFile = "items.jsonl"
+
+// LayoutOf is the layout of the job directory dir.
+func LayoutOf(dir string) Layout {
+	at := func(name string) string { return filepath.Join(dir, name) }
+	return Layout{
+		Dir:           dir,
+		Meta:          at("job.json"),
+		MetaLock:      at("meta.lock"),
+		Lock:          at("job.lock"),
+		Journal:       at("progress.jsonl"),
+		Events:        at("events.jsonl"),
+		Items:         at(ItemsFile),
+		ItemStates:    at("items-state.jsonl"),
+		Results:       at("results.jsonl"),
+		ResultsJSON:   at("results.json"),
+		DLQ:           at("dlq.db"),
+		DLQHolder:     HolderOf(at("dlq.db")),
+		Logs:          at("logs"),
+		ItemLogs:      at(filepath.Join("logs", "items")),
+		Tmp:           at("tmp"),
+		NATSLock:      at("nats.lock"),
+		Worktree:      at("worktree"),
+		WorktreeLock:  at("worktree.lock"),
+		ItemWorktrees: at("worktrees"),
+		GitProcesses:  at("git-processes"),
+	}
+}
+
+// HolderOf is the path of the record of the process that holds the DLQ
+// file at path open: beside it.
+func HolderOf(path string) string { return path + ".holder" }
+
+// Layout is the layout of the directory of job id in the store.
+func (s Store) Layout(id string) Layout { return LayoutOf(filepath.Join(s.jobsDir(), id)) }
+
+// ItemLog is the path of the output log of the item id.
+func (l Layout) ItemLog(id string) string { return filepath.Join(l.ItemLogs, ItemLogName(id)) }
+
+// LegacyItemLog is where runners before item logs were named by id wrote
+// the output of the item at index: a job they ran keeps it there.
+func (l Layout) LegacyItemLog(index int) string {
+	return filepath.Join(l.Logs, "item-"+strconv.Itoa(index)+".log")
+}
+
+// WorkflowCopy is the path of the workflow copy named name (Meta.CopyName,
+// or one it replaced).
+func (l Layout) WorkflowCopy(name string) string { return filepath.Join(l.Dir, name) }
+
+// Layout is the layout of the job's directory.
+func (j *Job) Layout() Layout { return LayoutOf(j.Dir) }
