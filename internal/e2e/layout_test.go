@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 )
@@ -22,8 +23,8 @@ import (
 // `runner worker` on it.
 func TestJobDirLayout(t *testing.T) {
 	t.Parallel()
-	p := scriptParams()
-	p.Files = []string{"testdata/layout/job_dirs.txtar"}
+	p := runnertest.ScriptParams()
+	p.Files = []string{repoPath(t, "testdata", "layout", "job_dirs.txtar")}
 	p.Cmds["jobdirlayout"] = jobDirLayout
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
