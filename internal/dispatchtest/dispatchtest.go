@@ -62,7 +62,7 @@ const template = `mode: mapreduce
 map:
   input: seq 1 1
   agent_template:
-    - shell: "echo one-${item.word}"
+    - shell: "echo one-${item.word} of ${item_total}"
     - shell: "sh -c ${item.two}"
       retry_config: {attempts: 2, backoff: fixed, initial_delay: 20ms, retry_on: [{exit_codes: [75]}]}
 `
@@ -132,7 +132,7 @@ func (f *fixture) open(t *testing.T) itemtask.Dispatcher {
 func (f *fixture) task(word, two string) itemtask.Task {
 	f.seq++
 	item, _ := json.Marshal(map[string]string{"word": word, "two": two})
-	return itemtask.Task{JobID: f.job.ID(), Index: f.seq, ItemID: word, Item: item, Attempt: 1,
+	return itemtask.Task{JobID: f.job.ID(), Index: f.seq, ItemID: word, Item: item, Attempt: 1, Total: 7,
 		DispatchID: fmt.Sprintf("%s.%d", word, f.seq), Seed: f.job.Seed(), Run: itemrun.RunFirst}
 }
 
@@ -162,8 +162,8 @@ func testOutcome(t *testing.T, s Subject) {
 	if err != nil {
 		t.Fatalf("Dispatch: %v", err)
 	}
-	if out.DispatchID != task.DispatchID || out.Failed || !strings.Contains(out.Output, "one-a\n") || !strings.Contains(out.Output, "two-a\n") {
-		t.Errorf("outcome %+v, want a success of %s with both steps' output", out, task.DispatchID)
+	if out.DispatchID != task.DispatchID || out.Failed || !strings.Contains(out.Output, "one-a of 7\n") || !strings.Contains(out.Output, "two-a\n") {
+		t.Errorf("outcome %+v, want a success of %s with both steps' output (the first naming the task's total)", out, task.DispatchID)
 	}
 	d.Recorded(t.Context(), out.DispatchID)
 	if f.backend.Can.Checkpoints {

@@ -242,7 +242,7 @@ func waitResent(t *testing.T, store state.Store, item string, sent int, exited <
 func resumedStarts(t *testing.T, store state.Store, item string) int {
 	t.Helper()
 	n := 0
-	for _, line := range readLines(t, filepath.Join(store.Dir, "jobs", "j", "events.jsonl")) {
+	for _, line := range readLines(t, store.Layout("j").Events) {
 		var e struct {
 			Type    string `json:"type"`
 			ItemID  string `json:"item_id"`

@@ -55,7 +55,7 @@ func BenchmarkEventsCommand(b *testing.B) {
 	file := filepath.Join(dir, "one.yml")
 	os.WriteFile(file, []byte("- shell: 'true'\n"), 0o600)
 	runJob(b, dir, file, "big", 0)
-	writeMapJobLog(b, filepath.Join(dir, "jobs", "big", "events.jsonl"), 600_000)
+	writeMapJobLog(b, state.Store{Dir: dir}.Layout("big").Events, 600_000)
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		b.Fatal(err)

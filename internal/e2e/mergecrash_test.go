@@ -250,7 +250,7 @@ func (r *mergeRepo) checkMerged(jobs ...string) {
 func (r *mergeRepo) meta(id string) state.Meta {
 	r.t.Helper()
 	var m state.Meta
-	data, err := os.ReadFile(filepath.Join(r.repo, ".runner", "jobs", id, "job.json"))
+	data, err := os.ReadFile(state.Store{Dir: filepath.Join(r.repo, ".runner")}.Layout(id).Meta)
 	if err == nil {
 		err = json.Unmarshal(data, &m)
 	}
@@ -432,7 +432,7 @@ func mergeCrashRound(t *testing.T, rng *rand.Rand) (kills, inMerge int) {
 	jobs := map[string]*job{}
 	start := func(id string) {
 		args := []string{"resume", "--merge", id}
-		if _, err := os.Stat(filepath.Join(r.repo, ".runner", "jobs", id, "job.json")); err != nil {
+		if _, err := os.Stat(state.Store{Dir: filepath.Join(r.repo, ".runner")}.Layout(id).Meta); err != nil {
 			args = []string{"run", "--merge", "--job-id", id, "merge.yml"}
 		}
 		j := &job{}

@@ -76,7 +76,7 @@ func natsRuns(t *testing.T, path string) map[string][]*natsRun {
 func natsCoordinator(t *testing.T, dir, url string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
 	args := []string{"resume", "j"}
-	if _, err := os.Stat(filepath.Join(dir, ".runner", "jobs", "j", "job.json")); err != nil {
+	if _, err := os.Stat(state.Store{Dir: filepath.Join(dir, ".runner")}.Layout("j").Meta); err != nil {
 		args = []string{"run", "--nats", url, "--queue", "chaos", "--job-id", "j", "chaos.yml"}
 	}
 	cmd, _, exited := startRunner(t, dir, args...)

@@ -385,7 +385,7 @@ func TestNATSCreditWindow(t *testing.T) {
 		t.Fatalf("only %d samples of the server's state", len(got))
 	}
 	ended := map[string]time.Time{} // item → when the coordinator recorded its result
-	finished, err := eventlog.Read(filepath.Join(dir, ".runner", "jobs", "j", "events.jsonl"), eventlog.Query{Types: []eventlog.Type{eventlog.TypeItemSucceeded, eventlog.TypeItemFailed}})
+	finished, err := eventlog.Read(state.Store{Dir: filepath.Join(dir, ".runner")}.Layout("j").Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeItemSucceeded, eventlog.TypeItemFailed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestNATSCreditWindow(t *testing.T) {
 			t.Fatalf("at %s: %d tasks of unfinished items (%v) in the stream, over max_parallel 3", s.at.Format(time.StampMilli), out, items)
 		}
 	}
-	events, err := eventlog.Read(filepath.Join(dir, ".runner", "jobs", "j", "events.jsonl"), eventlog.Query{Types: []eventlog.Type{eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen}})
+	events, err := eventlog.Read(state.Store{Dir: filepath.Join(dir, ".runner")}.Layout("j").Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeCircuitOpened, eventlog.TypeCircuitHalfOpen}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/runnertest"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // fenceWorkflow's items each run for about 3 s, writing a tick every
@@ -94,7 +95,7 @@ func TestNATSFencing(t *testing.T) {
 			t.Errorf("item %s: the second run started %v before the frozen worker's run stopped", item, -gap)
 		}
 	}
-	events, err := eventlog.Read(filepath.Join(dir, ".runner", "jobs", "j", "events.jsonl"), eventlog.Query{Types: []eventlog.Type{eventlog.TypeItemSucceeded, eventlog.TypeItemFailed}})
+	events, err := eventlog.Read(state.Store{Dir: filepath.Join(dir, ".runner")}.Layout("j").Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeItemSucceeded, eventlog.TypeItemFailed}})
 	if err != nil {
 		t.Fatal(err)
 	}

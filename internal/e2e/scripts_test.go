@@ -10,6 +10,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/natscoord"
 	"github.com/runnerdev/runner/internal/runnertest"
 )
 
@@ -92,7 +94,7 @@ func TestNATSScripts(t *testing.T) {
 		}
 		return nil
 	})
-	p.Files = scriptFiles(t, natsScripts)
+	p.Files = scriptFiles(t, natsScripts(t))
 	testscript.Run(t, p)
 }
 
@@ -120,33 +122,67 @@ func startScriptWorker(env *testscript.Env, url, name string) error {
 	return nil
 }
 
-// natsScripts are the scripts that run map items, as agentScripts are,
-// but for those that cannot hold on NATS workers by design (SPEC §11):
-//   - mapreduce_breaker_probe, prodigy_mapreduce and secrets change the
-//     environment after the script's workers started (env FAIL=6, PATH,
-//     API_TOKEN): a worker runs items with its own environment;
-//   - breaker_kills counts a step's circuit breaker across items, which on
-//     NATS is per worker process (§11.5);
-//   - mapreduce_concurrency ends by checking that a step's retry delay
-//     gives the job's slot to the next item; on NATS it frees the worker's
-//     slot and the item keeps the job's (§11.5);
-//   - mapreduce_resume_steps checks that a resumed item goes on from its
-//     last finished step; on NATS an item's attempt is one task, which a
-//     resume runs again from its first step (§11.4);
-//   - progress_counts watches the live line count items retrying; a
-//     worker's step events come back with its result, not live (§11.1);
-//   - secrets_not_stored gives secrets with --set, which a run on NATS
-//     refuses: secrets never go on NATS (§11.6; TestNATSSecrets).
-//   - tag_output checks that --tag shows items' stderr on stderr as it
-//     comes; on NATS an item's output comes with its result, stdout and
-//     stderr as one (tag_output_results runs there).
-var natsScripts = []string{
-	"dlq_commands", "dlq_concurrent_retry", "dlq_damaged_empty", "dlq_filter_fields",
-	"dlq_locked_job_waits", "dlq_purge_during_retry", "dlq_purge_events", "dlq_retry_counts", "dlq_retry_crash",
-	"dlq_retry_held", "dlq_retry_pid_reused", "dlq_retry_summary_write_error", "dlq_signature_item",
-	"dlq_stats_damaged_job", "junit", "mapreduce_breaker", "mapreduce_collection",
-	"mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
-	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry",
-	"mapreduce_state", "mapreduce_value_ids", "nested_default", "progress",
-	"prodigy_validate", "prodigy_environment", "logs_items", "tag_output_results",
+// natsScripts are the scripts that run map items (agentScripts) but those
+// whose checks need a capability the NATS dispatcher does not declare
+// (natsNeeds: they run there once it does) and those that check what is
+// local by design (natsLocalOnly).
+func natsScripts(t *testing.T) []string {
+	var names []string
+	for _, name := range agentScripts {
+		if need, ok := natsNeeds[name]; ok && !need.has(natscoord.Capabilities) {
+			t.Logf("%s: not on NATS workers: they do not declare %s", name, need.name)
+			continue
+		}
+		if why, ok := natsLocalOnly[name]; ok {
+			t.Logf("%s: not on NATS workers: %s", name, why)
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// capability is one of itemtask.Capabilities, by name.
+type capability struct {
+	name string
+	has  func(itemtask.Capabilities) bool
+}
+
+var (
+	checkpoints = capability{"Checkpoints", func(c itemtask.Capabilities) bool { return c.Checkpoints }}
+	liveEvents  = capability{"LiveEvents", func(c itemtask.Capabilities) bool { return c.LiveEvents }}
+	slotRelease = capability{"SlotRelease", func(c itemtask.Capabilities) bool { return c.SlotRelease }}
+	worktrees   = capability{"Worktrees", func(c itemtask.Capabilities) bool { return c.Worktrees }}
+)
+
+// natsNeeds are the scripts whose checks need a capability beyond running
+// items to their outcome.
+var natsNeeds = map[string]capability{
+	// a resumed item goes on from its last finished step
+	"mapreduce_resume_steps": checkpoints,
+	// the live line counts items retrying; --tag shows an item's stderr
+	// as it comes
+	"progress_counts": liveEvents,
+	"tag_output":      liveEvents,
+	// a step's retry delay gives the job's slot to the next item
+	"mapreduce_concurrency": slotRelease,
+	// items commit in git worktrees (map.isolation: worktree)
+	"isolation_worktree":    worktrees,
+	"isolation_resume":      worktrees,
+	"isolation_dlq_retry":   worktrees,
+	"isolation_merge":       worktrees,
+	"commit_required":       worktrees,
+	"fix_loop_counts":       worktrees,
+	"results_prodigy_shape": worktrees,
+	"map_zero_items":        worktrees,
+}
+
+// natsLocalOnly are the scripts that check what cannot hold on NATS
+// workers by design (SPEC §11), with why.
+var natsLocalOnly = map[string]string{
+	"mapreduce_breaker_probe": "it changes the environment (env FAIL=6) after the workers started: a worker runs items with its own",
+	"prodigy_mapreduce":       "it changes PATH after the workers started: a worker runs items with its own environment",
+	"secrets":                 "it sets API_TOKEN after the workers started: a worker takes secrets from its own environment",
+	"breaker_kills":           "it counts a step's circuit breaker across items, which on NATS is per worker process (§11.5)",
+	"secrets_not_stored":      "it gives secrets with --set, which a run on NATS refuses: secrets never go on NATS (§11.6; TestNATSSecrets)",
 }

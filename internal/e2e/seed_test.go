@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // runJob runs a workflow file in-process as job id under the state dir,
@@ -22,7 +23,7 @@ func runJob(t testing.TB, dir, file, id string, wantCode int, flags ...string) [
 	if code := cmd.Main(context.Background(), append(args, file), &out, &out); code != wantCode {
 		t.Fatalf("run %s: exit %d, want %d: %s", id, code, wantCode, out.String())
 	}
-	events, err := eventlog.Read(filepath.Join(dir, "jobs", id, "events.jsonl"), eventlog.Query{})
+	events, err := eventlog.Read(state.Store{Dir: dir}.Layout(id).Events, eventlog.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}

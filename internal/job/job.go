@@ -283,7 +283,7 @@ func (j *Job) readJournal() (map[string]map[int]state.StepRecord, error) {
 // Close releases a job opened with Attach.
 func (j *Job) Close() error {
 	j.close()
-	return j.LogErr()
+	return j.eventLogErr()
 }
 
 // open opens the log and journal of a job whose lock st holds; on an
@@ -382,8 +382,8 @@ func (j *Job) Emit(e eventlog.Event) { j.emit(e) }
 // Secrets hides the job's secret values in what it shows and stores.
 func (j *Job) Secrets() *jobenv.Secrets { return j.secrets }
 
-// LogErr returns the first failure to write the event log, if any.
-func (j *Job) LogErr() error {
+// eventLogErr returns the first failure to write the event log, if any.
+func (j *Job) eventLogErr() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.logErr

@@ -70,7 +70,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 			return pr, context.Cause(ctx)
 		}
 		res := j.exec.RunStep(ctx, step, executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree})
-		if err := j.LogErr(); err != nil {
+		if err := j.eventLogErr(); err != nil {
 			return pr, err
 		}
 		if res.Fatal() {
@@ -167,7 +167,7 @@ func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[st
 	if serr != nil {
 		return fmt.Errorf("job %s: %w", j.ID(), serr)
 	}
-	return j.LogErr()
+	return j.eventLogErr()
 }
 
 // killedRun is how long the last run in the event log at path went on

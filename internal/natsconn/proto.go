@@ -115,6 +115,7 @@ type Task struct {
 	Epoch         int             `json:"epoch"`
 	Item          json.RawMessage `json:"item"`
 	MaxDeliveries int             `json:"max_deliveries"`
+	Total         int             `json:"total,omitempty"` // the job's items: ${item_total}
 }
 
 // Result is the body of a result message.

@@ -395,7 +395,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	logPath := wj.opened.LogPath(t.ItemID)
 	logStart := fileSize(logPath)
 	mt := itemtask.Task{
-		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt,
+		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
 		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
 	}
 	out, err := wj.opened.Runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, sl, func(itemtask.StepRecord) error { return nil })
