@@ -143,7 +143,7 @@ func runSetup(ctx context.Context, j *job.Job) error {
 // each in a worktree of trees (nil: without isolation).
 func runMap(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, opts Options) (Summary, error) {
 	m := j.Workflow().Map
-	parallel, err := maxParallel(m, j.Scope(), opts.MaxParallel)
+	parallel, err := maxParallel(m, j.Scope().Under(ctx), opts.MaxParallel)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -359,7 +359,7 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, lerr := items.Load(in, j.Workflow().Map, j.Scope(), path)
+	n, lerr := items.Load(in, j.Workflow().Map, j.Scope().Under(ctx), path)
 	in.Close()
 	if err := errors.Join(lerr, wait()); err != nil {
 		os.Remove(path)
@@ -377,7 +377,7 @@ func ensureItems(ctx context.Context, j *job.Job, path string) (int, error) {
 // in the job's directory (its worktree, where setup may have written it),
 // then in this process's (a file not committed).
 func openInput(ctx context.Context, j *job.Job) (in io.ReadCloser, source string, wait func() error, err error) {
-	m, sc := j.Workflow().Map, j.Scope()
+	m, sc := j.Workflow().Map, j.Scope().Under(ctx)
 	path, err := m.Input.Expand(sc.PlainLookup(), interp.Plain)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("map input: %w", err)

@@ -75,7 +75,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 	if err := supported(j.Workflow(), opts.Dispatcher); err != nil {
 		return job.ItemCounts{}, err
 	}
-	parallel, err := maxParallel(j.Workflow().Map, j.Scope(), opts.MaxParallel)
+	parallel, err := maxParallel(j.Workflow().Map, j.Scope().Under(ctx), opts.MaxParallel)
 	if err != nil {
 		return job.ItemCounts{}, err
 	}

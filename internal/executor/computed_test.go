@@ -5,12 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/internal/proctest"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -36,7 +35,7 @@ func TestCommandVarEndsWithTheRun(t *testing.T) {
 			done := make(chan StepResult, 1)
 			go func() { done <- x.RunStep(ctx, wf.Steps[0], Run{Scope: NewScope(nil, os.Environ()), Dir: t.TempDir()}) }()
 
-			pid := awaitPID(t, pidFile, done)
+			pid := proctest.AwaitPID(t, pidFile, proctest.Ended(done))
 			cancel()
 			select {
 			case res := <-done:
@@ -46,33 +45,7 @@ func TestCommandVarEndsWithTheRun(t *testing.T) {
 			case <-time.After(time.Minute):
 				t.Fatal("the step still runs a minute after its run was cancelled: its ${cmd:} does not end with the run")
 			}
-			if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("the process group of the ${cmd:} command is still there (kill: %v)", err)
-			}
+			proctest.AwaitGroupGone(t, pid)
 		})
 	}
-}
-
-// awaitPID waits for the command to write its pid to path, which shows it
-// runs; a step that ends first fails the test.
-func awaitPID(t *testing.T, path string, done <-chan StepResult) int {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		select {
-		case res := <-done:
-			t.Fatalf("the step ended (%s: %v) before its ${cmd:} ran", res.Status, res.Err)
-		default:
-		}
-		if data, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(data), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("the ${cmd:} command did not start within a minute")
-	return 0
 }

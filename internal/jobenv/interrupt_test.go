@@ -5,11 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/proctest"
 )
 
 // An env command ends with the caller's context: Resolve returns the
@@ -29,7 +28,7 @@ func TestEnvCommandEndsWithContext(t *testing.T) {
 		_, err := Resolve(ctx, wf, Spec{}, []string{"PATH=" + os.Getenv("PATH")})
 		done <- err
 	}()
-	pgid := waitForPID(t, pidFile, done)
+	pgid := proctest.AwaitPID(t, pidFile, proctest.Ended(done))
 	cancel()
 	var err error
 	select {
@@ -40,33 +39,5 @@ func TestEnvCommandEndsWithContext(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Resolve: %v, want the context's cancel", err)
 	}
-	// Its members are dead when Resolve returns; pid 1 reaps them when it
-	// gets to it (some inits once a second), and then the group is gone.
-	for deadline := time.Now().Add(time.Minute); syscall.Kill(-pgid, 0) != syscall.ESRCH; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the env command's process group %d is still there a minute after Resolve returned", pgid)
-		}
-	}
-}
-
-// waitForPID waits until the file at path holds a pid and returns it; it
-// fails if Resolve returns first (done).
-func waitForPID(t *testing.T, path string, done <-chan error) int {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		if data, err := os.ReadFile(path); err == nil {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Resolve returned before its command started: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	t.Fatal("the env command never wrote its pid")
-	return 0
+	proctest.AwaitGroupGone(t, pgid)
 }
