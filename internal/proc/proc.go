@@ -37,7 +37,8 @@ const (
 
 // Spec describes one run of a shell command, or of a program run directly.
 type Spec struct {
-	Command string        // run as: /bin/sh -c Command
+	Command string        // run as: /bin/sh -c Command, or directly when it is a plain list of words (see Words)
+	Shell   bool          // run Command under /bin/sh even when it could run directly
 	Args    []string      // instead of Command: run Args[0] directly with Args as its argv, found as the shell would (see program)
 	Dir     string        // working directory ("" = current)
 	Env     []string      // complete environment (nil = empty env, NOT inherited)
@@ -115,8 +116,9 @@ var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNu
 // the kernel offers one; tests turn it off to exercise the fallback.
 var usePidFD = true
 
-// Run runs spec.Command under /bin/sh in a new process group and reports how
-// it ended. It never panics and is safe to call from many goroutines; ctx
+// Run runs spec.Command under /bin/sh (or directly, when it is a plain
+// list of words), or the program of spec.Args, in a new process group and
+// reports how it ended. It never panics and is safe to call from many goroutines; ctx
 // must not be nil.
 func Run(ctx context.Context, spec Spec) Result {
 	start := time.Now()
@@ -146,12 +148,18 @@ func run(ctx context.Context, spec *Spec) Result {
 		limit = DefaultCaptureLimit
 	}
 
-	path, argv, env, script, err := spec.program()
-	if err != nil {
-		return spawnFailed(err)
-	}
-	if script != "" {
-		defer os.Remove(script)
+	direct := spec.direct()
+	var path, script string
+	var argv, env []string
+	var err error
+	if direct == nil {
+		path, argv, env, script, err = spec.program()
+		if err != nil {
+			return spawnFailed(err)
+		}
+		if script != "" {
+			defer os.Remove(script)
+		}
 	}
 
 	out, err := newStream(spec.Stdout, spec.CaptureStdout, limit, spec.TailLimit)
@@ -184,12 +192,26 @@ func run(ctx context.Context, spec *Spec) Result {
 		defer runtime.UnlockOSThread()
 		dieWithParent(sys)
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+	attr := &syscall.ProcAttr{
 		Dir:   spec.Dir,
-		Env:   env, // nil is an empty environment to ForkExec
 		Files: []uintptr{stdin, uintptr(out.childFD), uintptr(errs.childFD)},
 		Sys:   sys,
-	})
+	}
+	var pid int
+	if direct != nil {
+		attr.Env = direct.env
+		if pid, err = syscall.ForkExec(direct.path, direct.argv, attr); err != nil {
+			// Whatever stopped the program (not executable, a script
+			// without #!, a directory), sh deals with it as it always
+			// has, message and exit status included.
+			direct = nil
+			path, argv, env, _, _ = spec.program() // a simple command is never long: no script file
+		}
+	}
+	if direct == nil {
+		attr.Env = env // nil is an empty environment to ForkExec
+		pid, err = syscall.ForkExec(path, argv, attr)
+	}
 	runtime.KeepAlive(spec.Stdin) // a caller's *os.File must stay open until here
 	// The child has its copies; EOF must come from it alone.
 	closeAll(stdinR)
@@ -213,6 +235,9 @@ func run(ctx context.Context, spec *Spec) Result {
 	g.finish()
 
 	res := classify(ws, waitErr)
+	if direct != nil {
+		res = asDash(res, ws, g.wasInterrupted(), errs)
+	}
 	if g.wasInterrupted() {
 		sig := res.Signal
 		res = interrupted(ctx, runCtx, timeout, res.ExitCode)

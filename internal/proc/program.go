@@ -59,31 +59,36 @@ func lastWins(env []string) []string {
 	return out
 }
 
-// lookPath finds a program as sh does: a name with a slash is a path
-// (relative to dir, where the child starts); any other name is searched
-// in the PATH of env, the environment the program gets, not runner's own.
-// Relative PATH entries are relative to dir too.
+// lookPath finds a program as sh does: a name with a slash is a path;
+// any other name is searched in the PATH of env, the environment the
+// program gets, not runner's own. The path it returns is spelt as sh
+// spells it (a script sees it as $0) and, when relative, is relative to
+// dir, where the child starts before it executes the program.
 func lookPath(name string, env []string, dir string) (string, error) {
 	if strings.Contains(name, "/") {
-		return inDir(dir, name), nil // ForkExec reports a missing or unrunnable file
+		return name, nil // ForkExec reports a missing or unrunnable file
 	}
-	path := defaultPath
-	for i := len(env) - 1; i >= 0; i-- { // the last entry wins, as later entries override earlier ones
-		if p, ok := strings.CutPrefix(env[i], "PATH="); ok {
-			path = p
-			break
+	for _, d := range filepath.SplitList(pathOf(env)) {
+		p := name // an empty entry is the current directory
+		if d != "" {
+			p = d + "/" + name // as sh spells it: a script's $0
 		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" {
-			d = "." // an empty entry is the current directory
-		}
-		p := inDir(dir, filepath.Join(d, name))
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		if fi, err := os.Stat(inDir(dir, p)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("%q: %w", name, errNotFound)
+}
+
+// pathOf is the PATH of env (the last entry wins, as later entries
+// override earlier ones), or sh's default when it has none.
+func pathOf(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if p, ok := strings.CutPrefix(env[i], "PATH="); ok {
+			return p
+		}
+	}
+	return defaultPath
 }
 
 // inDir makes a relative path relative to dir ("" is the current
@@ -93,4 +98,29 @@ func inDir(dir, path string) string {
 		return path
 	}
 	return filepath.Join(dir, path)
+}
+
+// directProgram is a simple Command's program, run without the shell.
+type directProgram struct {
+	path      string
+	argv, env []string
+}
+
+// direct returns how to run Command without the shell when it is a plain
+// list of words whose program is in the PATH (nil otherwise: the shell
+// runs it, and reports a program it cannot find). A PATH entry with % is
+// one that dash reads its own way.
+func (s *Spec) direct() *directProgram {
+	if s.Args != nil || s.Shell || !shellIsDash() {
+		return nil
+	}
+	argv := Words(s.Command)
+	if argv == nil || strings.ContainsRune(pathOf(s.Env), '%') {
+		return nil
+	}
+	path, err := lookPath(argv[0], s.Env, s.Dir)
+	if err != nil {
+		return nil
+	}
+	return &directProgram{path: path, argv: argv, env: dashEnv(s.Env, s.Dir)}
 }

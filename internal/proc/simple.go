@@ -1,0 +1,83 @@
+package proc
+
+import (
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// shellWords are the first words that keep a command under sh: dash's
+// builtins and reserved words. A builtin that also exists as a program
+// behaves differently from it (echo -e, true --help, pwd in a symlinked
+// directory, cd, exit), and sh runs a builtin in its own process anyway,
+// so running the program directly would save nothing.
+var shellWords = wordSet(
+	// reserved words
+	"!", "{", "}", "case", "do", "done", "elif", "else", "esac", "fi", "for", "if", "in", "then", "until", "while", "[[", "]]", "function", "select",
+	// dash's builtins (src/builtins.def)
+	".", ":", "[", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval", "exec", "exit", "export",
+	"false", "fc", "fg", "getopts", "hash", "jobs", "kill", "local", "printf", "pwd", "read", "readonly", "return",
+	"set", "shift", "test", "times", "trap", "true", "type", "ulimit", "umask", "unalias", "unset", "wait",
+)
+
+func wordSet(words ...string) map[string]bool {
+	set := make(map[string]bool, len(words))
+	for _, w := range words {
+		set[w] = true
+	}
+	return set
+}
+
+// Direct reports whether Run executes command itself rather than under
+// /bin/sh: see [Words] for the rule. It is false everywhere when /bin/sh
+// is not dash, whose behaviour the direct path reproduces.
+func Direct(command string) bool {
+	return shellIsDash() && Words(command) != nil
+}
+
+// Words returns the words of command when it is a plain list of words
+// that sh would run as one external program, and nil otherwise: a
+// command of at most 64 KiB, made only of the blanks space and tab
+// between words of letters, digits and the characters - _ . / , : + @ %
+// (and = after the first word), whose first word is not a shell builtin
+// or reserved word. Anything else (a quote, a backslash, $, a glob, a
+// redirection, a pipe, a newline, ~, an assignment VAR=x before the
+// program, a non-ASCII byte, an empty command) needs the shell.
+func Words(command string) []string {
+	return words(command, shellWords)
+}
+
+// words is Words with the set of first words that need the shell.
+func words(command string, shell map[string]bool) []string {
+	if len(command) > maxInlineScript {
+		return nil
+	}
+	for i := 0; i < len(command); i++ {
+		if !plainByte(command[i]) {
+			return nil
+		}
+	}
+	w := strings.FieldsFunc(command, func(r rune) bool { return r == ' ' || r == '\t' })
+	if len(w) == 0 || shell[w[0]] || strings.ContainsRune(w[0], '=') {
+		return nil
+	}
+	return w
+}
+
+// plainByte says whether c means only itself to sh in a word (or is a
+// blank between words).
+func plainByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte(" \t-_./,:+@%=", c) >= 0
+}
+
+// shellIsDash says whether /bin/sh is dash, the shell whose way of
+// running a program the direct path reproduces (its environment, its
+// messages); with any other shell every command runs under it.
+var shellIsDash = sync.OnceValue(func() bool {
+	p, err := filepath.EvalSymlinks(shellPath)
+	return err == nil && filepath.Base(p) == "dash"
+})
