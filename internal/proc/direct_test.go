@@ -278,3 +278,23 @@ func TestDirectCorpusCatchesLooseRule(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRunCatDevNull runs an external program, `cat /dev/null`,
+// under sh (two processes: sh forks cat) and directly (one), with the
+// environment of a step.
+func BenchmarkRunCatDevNull(b *testing.B) {
+	env := os.Environ()
+	for _, shell := range []bool{true, false} {
+		name := "direct"
+		if shell {
+			name = "sh"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if res := Run(b.Context(), Spec{Command: "cat /dev/null", Shell: shell, Env: env}); res.Kind != KindOK {
+					b.Fatal(res.Err)
+				}
+			}
+		})
+	}
+}
