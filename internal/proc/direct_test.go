@@ -69,7 +69,16 @@ func directCorpus() []directCase {
 		{command: "set -- a"}, {command: "unset PATH"}, {command: "wait"}, {command: "hash"},
 		{command: "if true"}, {command: "! false"}, {command: "{ ls"}, {command: "for x in a"},
 		// shell syntax: under sh
-		{command: `echo a\\nb`}, {command: `cat 'data.txt'`}, {command: `cat "data.txt"`},
+		// single-quoted strings, as runner quotes the values it puts in a command: run directly
+		{command: `cat 'data.txt'`, direct: true},
+		{command: `'hello' 'a b' '' x''y 'it$s' '*' '~' '\n' 'line1` + "\n" + `line2' 'é' --f='a;b'`, direct: true},
+		{command: `'./local' '1'`, direct: true},
+		{command: `'missing program'`, direct: true},
+		{command: `hello ''`, direct: true},
+		{command: `'cd' /`}, {command: `'true' --help`}, {command: `'A=1' hello`}, {command: `''`},
+		{command: `hello 'unterminated`}, {command: `hello 'it'\''s'`}, {command: "hello 'nul\x00'"},
+		// shell syntax: under sh
+		{command: `echo a\\nb`}, {command: `cat "data.txt"`},
 		{command: `cat data\.txt`}, {command: "cat $HOME"}, {command: "hello ${A}"},
 		{command: "hello `ls`"}, {command: "hello $(ls)"}, {command: "cat *.txt"},
 		{command: "hello ?ata.txt"}, {command: "hello [d]ata.txt"}, {command: "hello ~"},

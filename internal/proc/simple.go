@@ -37,12 +37,15 @@ func Direct(command string) bool {
 
 // Words returns the words of command when it is a plain list of words
 // that sh would run as one external program, and nil otherwise: a
-// command of at most 64 KiB, made only of the blanks space and tab
-// between words of letters, digits and the characters - _ . / , : + @ %
-// (and = after the first word), whose first word is not a shell builtin
-// or reserved word. Anything else (a quote, a backslash, $, a glob, a
-// redirection, a pipe, a newline, ~, an assignment VAR=x before the
-// program, a non-ASCII byte, an empty command) needs the shell.
+// command of at most 64 KiB whose words, separated by spaces and tabs,
+// are made of letters, digits, the characters - _ . / , : + @ % = and
+// single-quoted strings (in which every byte but ' and NUL stands for
+// itself, as runner quotes the values it interpolates), and whose first
+// word is not empty, no shell builtin or reserved word, and holds no =.
+// Anything else (a double quote, a backslash, $, a glob, ~, a
+// redirection, a pipe, a separator, a newline outside quotes, an
+// assignment VAR=x before the program, a non-ASCII byte outside quotes,
+// an empty command) needs the shell.
 func Words(command string) []string {
 	return words(command, shellWords)
 }
@@ -52,26 +55,46 @@ func words(command string, shell map[string]bool) []string {
 	if len(command) > maxInlineScript {
 		return nil
 	}
+	var (
+		out    []string
+		word   []byte
+		inWord bool
+	)
 	for i := 0; i < len(command); i++ {
-		if !plainByte(command[i]) {
+		switch c := command[i]; {
+		case c == ' ' || c == '\t':
+			if inWord {
+				out, word, inWord = append(out, string(word)), word[:0], false
+			}
+		case c == '\'':
+			end := strings.IndexByte(command[i+1:], '\'')
+			if end < 0 || strings.IndexByte(command[i+1:i+1+end], 0) >= 0 {
+				return nil
+			}
+			word, inWord = append(word, command[i+1:i+1+end]...), true
+			i += end + 1
+		case plainByte(c):
+			word, inWord = append(word, c), true
+		default:
 			return nil
 		}
 	}
-	w := strings.FieldsFunc(command, func(r rune) bool { return r == ' ' || r == '\t' })
-	if len(w) == 0 || shell[w[0]] || strings.ContainsRune(w[0], '=') {
+	if inWord {
+		out = append(out, string(word))
+	}
+	if len(out) == 0 || out[0] == "" || shell[out[0]] || strings.ContainsRune(out[0], '=') {
 		return nil
 	}
-	return w
+	return out
 }
 
-// plainByte says whether c means only itself to sh in a word (or is a
-// blank between words).
+// plainByte says whether c means only itself to sh, unquoted in a word.
 func plainByte(c byte) bool {
 	switch {
 	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		return true
 	}
-	return strings.IndexByte(" \t-_./,:+@%=", c) >= 0
+	return strings.IndexByte("-_./,:+@%=", c) >= 0
 }
 
 // shellIsDash says whether /bin/sh is dash, the shell whose way of
