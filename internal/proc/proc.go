@@ -149,16 +149,14 @@ func run(ctx context.Context, spec *Spec) Result {
 	}
 
 	direct := spec.direct()
-	var path, script string
-	var argv, env []string
-	var err error
+	var prog launch
 	if direct == nil {
-		path, argv, env, script, err = spec.program()
-		if err != nil {
+		var err error
+		if prog, err = spec.program(); err != nil {
 			return spawnFailed(err)
 		}
-		if script != "" {
-			defer os.Remove(script)
+		if prog.script != "" {
+			defer os.Remove(prog.script)
 		}
 	}
 
@@ -192,33 +190,18 @@ func run(ctx context.Context, spec *Spec) Result {
 		defer runtime.UnlockOSThread()
 		dieWithParent(sys)
 	}
-	attr := &syscall.ProcAttr{
+	pid, ran, err := start(spec, direct, prog, &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Files: []uintptr{stdin, uintptr(out.childFD), uintptr(errs.childFD)},
 		Sys:   sys,
-	}
-	var pid int
-	if direct != nil {
-		attr.Env = direct.env
-		if pid, err = syscall.ForkExec(direct.path, direct.argv, attr); err != nil {
-			// Whatever stopped the program (not executable, a script
-			// without #!, a directory), sh deals with it as it always
-			// has, message and exit status included.
-			direct = nil
-			path, argv, env, _, _ = spec.program() // a simple command is never long: no script file
-		}
-	}
-	if direct == nil {
-		attr.Env = env // nil is an empty environment to ForkExec
-		pid, err = syscall.ForkExec(path, argv, attr)
-	}
+	})
 	runtime.KeepAlive(spec.Stdin) // a caller's *os.File must stay open until here
 	// The child has its copies; EOF must come from it alone.
 	closeAll(stdinR)
 	out.closeChildEnd()
 	errs.closeChildEnd()
 	if err != nil {
-		return spawnFailed(startError(spec.Dir, path, err))
+		return spawnFailed(startError(spec.Dir, ran.path, err))
 	}
 	defer closeFDs(pidfd)
 	if stdinW != nil {
@@ -235,7 +218,7 @@ func run(ctx context.Context, spec *Spec) Result {
 	g.finish()
 
 	res := classify(ws, waitErr)
-	if direct != nil {
+	if ran == direct {
 		res = asDash(res, ws, g.wasInterrupted(), errs)
 	}
 	if g.wasInterrupted() {
@@ -248,6 +231,25 @@ func run(ctx context.Context, spec *Spec) Result {
 	res.Stdout, res.Stderr = out.buf, errs.buf
 	res.Truncated = out.truncated || errs.truncated
 	return res
+}
+
+// start forks the child and executes in it a simple command's program
+// directly, or prog (the shell, or the program of Args) when there is
+// none or it could not be executed. It returns what the child runs.
+func start(spec *Spec, direct *launch, prog launch, attr *syscall.ProcAttr) (pid int, ran *launch, err error) {
+	if direct != nil {
+		attr.Env = direct.env
+		if pid, err = syscall.ForkExec(direct.path, direct.argv, attr); err == nil {
+			return pid, direct, nil
+		}
+		// Whatever stopped the program (not executable, a script without
+		// #!, a directory), sh deals with it as it always has, message
+		// and exit status included.
+		prog, _ = spec.program() // a simple command is never long: no script file, no error
+	}
+	attr.Env = prog.env // nil is an empty environment to ForkExec
+	pid, err = syscall.ForkExec(prog.path, prog.argv, attr)
+	return pid, &prog, err
 }
 
 // openStdin returns the descriptor the child reads as stdin, the file to

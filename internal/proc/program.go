@@ -18,28 +18,36 @@ var errNotFound = errors.New("not found in PATH")
 // program.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// program returns the file to execute, its argv and environment: the shell
-// with Command (or, for a long Command, with a temporary script file that
-// the caller removes), or Args run directly.
-func (s *Spec) program() (path string, argv, env []string, script string, err error) {
+// launch is what the child executes: the file, its argv and environment,
+// and the temporary script file of a long command (removed after the run).
+type launch struct {
+	path      string
+	argv, env []string
+	script    string
+}
+
+// program returns what to execute: the shell with Command (or, for a long
+// Command, with a temporary script file that the caller removes), or Args
+// run directly.
+func (s *Spec) program() (launch, error) {
 	if s.Args == nil {
 		if len(s.Command) <= maxInlineScript {
-			return shellPath, []string{shellPath, "-c", s.Command}, s.Env, "", nil
+			return launch{path: shellPath, argv: []string{shellPath, "-c", s.Command}, env: s.Env}, nil
 		}
 		script, err := scriptFile(s.Command)
 		if err != nil {
-			return "", nil, nil, "", err
+			return launch{}, err
 		}
-		return shellPath, []string{shellPath, script}, s.Env, script, nil
+		return launch{path: shellPath, argv: []string{shellPath, script}, env: s.Env, script: script}, nil
 	}
 	switch {
 	case s.Command != "":
-		return "", nil, nil, "", errors.New("a Spec sets Command or Args, not both")
+		return launch{}, errors.New("a Spec sets Command or Args, not both")
 	case len(s.Args) == 0 || s.Args[0] == "":
-		return "", nil, nil, "", errors.New("no program to run (Args is empty)")
+		return launch{}, errors.New("no program to run (Args is empty)")
 	}
-	path, err = lookPath(s.Args[0], s.Env, s.Dir)
-	return path, s.Args, lastWins(s.Env), "", err
+	path, err := lookPath(s.Args[0], s.Env, s.Dir)
+	return launch{path: path, argv: s.Args, env: lastWins(s.Env)}, err
 }
 
 // lastWins drops the entries of env that a later entry of the same name
@@ -100,17 +108,11 @@ func inDir(dir, path string) string {
 	return filepath.Join(dir, path)
 }
 
-// directProgram is a simple Command's program, run without the shell.
-type directProgram struct {
-	path      string
-	argv, env []string
-}
-
 // direct returns how to run Command without the shell when it is a plain
 // list of words whose program is in the PATH (nil otherwise: the shell
 // runs it, and reports a program it cannot find). A PATH entry with % is
 // one that dash reads its own way.
-func (s *Spec) direct() *directProgram {
+func (s *Spec) direct() *launch {
 	if s.Args != nil || s.Shell || !shellIsDash() {
 		return nil
 	}
@@ -122,5 +124,5 @@ func (s *Spec) direct() *directProgram {
 	if err != nil {
 		return nil
 	}
-	return &directProgram{path: path, argv: argv, env: dashEnv(s.Env, s.Dir)}
+	return &launch{path: path, argv: argv, env: dashEnv(s.Env, s.Dir)}
 }

@@ -47,11 +47,6 @@ func Direct(command string) bool {
 // assignment VAR=x before the program, a non-ASCII byte outside quotes,
 // an empty command) needs the shell.
 func Words(command string) []string {
-	return words(command, shellWords)
-}
-
-// words is Words with the set of first words that need the shell.
-func words(command string, shell map[string]bool) []string {
 	if len(command) > maxInlineScript {
 		return nil
 	}
@@ -82,7 +77,7 @@ func words(command string, shell map[string]bool) []string {
 	if inWord {
 		out = append(out, string(word))
 	}
-	if len(out) == 0 || out[0] == "" || shell[out[0]] || strings.ContainsRune(out[0], '=') {
+	if len(out) == 0 || out[0] == "" || shellWords[out[0]] || strings.ContainsRune(out[0], '=') {
 		return nil
 	}
 	return out
