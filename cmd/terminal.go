@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/progress"
@@ -29,9 +30,10 @@ type terminal struct {
 	display *progress.Display // the live status, and the streams runner and commands share
 
 	mu       sync.Mutex
-	failures []eventlog.Event // item failures not yet shown (error_collection)
-	failed   int              // item failures so far
-	phase    string           // MapReduce: "setup" until the map starts, then "reduce", then "merge"
+	failures []eventlog.Event  // item failures not yet shown (error_collection)
+	failed   int               // item failures so far
+	phase    string            // MapReduce: "setup" until the map starts, then "reduce", then "merge"
+	noShell  map[string]string // with -v: executor.WithoutShell of each shell step, by key
 }
 
 // newTerminal starts showing a job; progressMode is auto, always or never.
@@ -46,6 +48,14 @@ func (t *terminal) setWorkflow(wf *workflow.Workflow) {
 	t.wf = wf
 	if wf != nil && wf.Mode == workflow.MapReduce {
 		t.phase = "setup "
+	}
+	if wf != nil && t.g.Verbose {
+		t.noShell = make(map[string]string)
+		for s := range workflow.AllSteps(wf.PhaseSteps()) {
+			if _, seen := t.noShell[s.Key()]; !seen {
+				t.noShell[s.Key()] = executor.WithoutShell(s.Command)
+			}
+		}
 	}
 	if wf != nil {
 		t.display.SetSteps(len(wf.Steps))
@@ -116,7 +126,7 @@ func (t *terminal) event(e eventlog.Event) {
 	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case eventlog.TypeStepStarted:
-		t.printf("==> %s%s %s\n", t.phase, step, e.Command())
+		t.printf("==> %s%s %s%s\n", t.phase, step, e.Command(), t.shellMarker(step))
 	case eventlog.TypeStepSkipped:
 		t.printf("--- skipped %s (%s)\n", step, e.Str("reason"))
 	case eventlog.TypeStepFailed:
@@ -150,6 +160,18 @@ func (t *terminal) event(e eventlog.Event) {
 	}
 }
 
+// shellMarker marks, with -v, a step that runs its program without a
+// shell.
+func (t *terminal) shellMarker(step string) string {
+	switch t.noShell[step] {
+	case executor.NoShellAlways:
+		return " (no shell)"
+	case executor.NoShellPlainValues:
+		return " (no shell for plain values)"
+	}
+	return ""
+}
+
 // verbose shows, with -v, an event that has no line of its own, as
 // `runner events` prints it.
 func (t *terminal) verbose(e eventlog.Event) {
@@ -167,6 +189,10 @@ func (t *terminal) itemEvent(e eventlog.Event) {
 		t.printf("    %s\n", e.Describe())
 	case eventlog.TypeItemFailed:
 		t.itemFailed(e)
+	case eventlog.TypeStepStarted:
+		if t.g.Verbose {
+			t.printf("    %s%s\n", strings.TrimSuffix(string(e.AppendLine(nil)), "\n"), t.shellMarker(e.Str("step")))
+		}
 	default:
 		t.verbose(e)
 	}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # runner's speed, scale and memory against real peers, on this machine:
-#   map overhead   N trivial items at max_parallel P: runner vs xargs -P and GNU parallel
+#   map overhead   N trivial items at max_parallel P: runner vs xargs -P and GNU parallel;
+#                  then 2,000 items of an external command (cat /dev/null), which
+#                  runner runs without a shell, vs xargs -P N sh -c
 #   chain overhead a K-step workflow vs a shell script running the same K commands
 #   retries        10,000 items, 10% failing twice before they succeed, zero delay
 #   dlqretry       `dlq retry` of 1,000 DLQ items against the run that failed them
@@ -29,6 +31,8 @@ sections=${SECTIONS:-"map chain retries dlqretry scale streaming isolation nats"
 section() { [[ " $sections " == *" $1 "* ]]; }
 map_sizes=${MAP_SIZES:-"2000 10000"}
 map_parallel=${MAP_PARALLEL:-"2 16"}
+ext_items=${EXT_ITEMS:-2000}
+ext_parallel=${EXT_PARALLEL:-"2 8"}
 chain_steps=${CHAIN_STEPS:-"10 100 500"}
 retry_items=${RETRY_ITEMS:-10000}
 dlq_items=${DLQ_ITEMS:-1000}
@@ -39,7 +43,7 @@ nats_noop=${NATS_NOOP:-10000}
 nats_true=${NATS_TRUE:-2000}
 nats_sleep=${NATS_SLEEP:-1500}
 if [ "${QUICK:-}" = 1 ]; then
-	rounds=2 map_sizes=300 map_parallel=2 chain_steps="10 50" retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 iso_items=10
+	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 iso_items=10
 	nats_noop=1000 nats_true=300 nats_sleep=240
 fi
 
@@ -79,6 +83,28 @@ for n in $map_sizes; do
 		if [ "$have_parallel" = 1 ]; then g=$(median < t.parallel); gr=$(ratio "$m" "$g"); else g=-; gr=-; fi
 		printf '%-8s %-4s %9ss %9ss %9ss %14s %14s\n' "$n" "$p" "$m" "$x" "$g" "$(ratio "$m" "$x")" "$gr"
 	done
+done
+
+echo
+echo "## map of an external command (items run 'cat /dev/null': runner without a shell;"
+echo "## 'runner sh' runs 'cat /dev/null;', which needs one, as every command did before)"
+printf '%-8s %-4s %10s %10s %10s %12s %14s\n' items P runner "runner sh" xargs runner/xargs "runner sh/xargs"
+seq 1 "$ext_items" > items.txt
+for p in $ext_parallel; do
+	for form in direct sh; do
+		command='cat /dev/null'
+		[ "$form" = sh ] && command='cat /dev/null;'
+		printf 'name: bench\nmode: mapreduce\nmap:\n  input: items.txt\n  max_parallel: %d\n  agent_template:\n    - shell: "%s"\n' "$p" "$command" > "ext-$form.yml"
+	done
+	: > t.runner; : > t.sh; : > t.xargs
+	for r in $(seq 1 "$rounds"); do
+		t0=$(now); xargs -P "$p" -I{} sh -c 'cat /dev/null' < items.txt; since "$t0" >> t.xargs
+		t0=$(now); "$runner" run -q --progress never --state-dir "e-$p-$r" ext-direct.yml >/dev/null 2>&1; since "$t0" >> t.runner
+		t0=$(now); "$runner" run -q --progress never --state-dir "e-sh-$p-$r" ext-sh.yml >/dev/null 2>&1; since "$t0" >> t.sh
+		rm -rf "e-$p-$r" "e-sh-$p-$r"
+	done
+	m=$(median < t.runner); ms=$(median < t.sh); x=$(median < t.xargs)
+	printf '%-8s %-4s %9ss %9ss %9ss %12s %14s\n' "$ext_items" "$p" "$m" "$ms" "$x" "$(ratio "$m" "$x")" "$(ratio "$ms" "$x")"
 done
 
 fi

@@ -53,6 +53,7 @@ type Step struct {
 	Agent          []string             `json:"agent,omitempty"`      // claude: the program and its first arguments; the text is one more
 	AgentFrom      string               `json:"agent_from,omitempty"` // agent.command, RUNNER_AGENT_COMMAND or default
 	AgentError     string               `json:"agent_error,omitempty"`
+	WithoutShell   string               `json:"without_shell,omitempty"` // a shell step run as its program directly: always, or plain_values (see executor.WithoutShell)
 	CommitRequired bool                 `json:"commit_required,omitempty"`
 	AutoCommit     bool                 `json:"auto_commit,omitempty"`
 	Timeout        *millis              `json:"timeout_ms,omitempty"` // per attempt
@@ -214,7 +215,7 @@ func New(wf *workflow.Workflow, seed *uint64, agent executor.Agent) Plan {
 // (perItem) that source depends on the item too, so they are ranges.
 func newStep(s *workflow.Step, seed *uint64, perItem bool, agent executor.Agent) Step {
 	ps := Step{Index: s.Index + 1, Step: s.Key(), Label: s.Label(), Kind: s.Command.Kind, Timeout: optMillis(s.Timeout), Retry: []Policy{}, RetryDisabled: len(s.Retry) > 0 && !s.Retryable,
-		CommitRequired: s.CommitRequired, AutoCommit: s.AutoCommit}
+		CommitRequired: s.CommitRequired, AutoCommit: s.AutoCommit, WithoutShell: executor.WithoutShell(s.Command)}
 	if s.Command.Kind == workflow.ClaudeCommand {
 		ps.Agent, ps.AgentFrom = agent.Command, agent.From
 		if agent.Err != nil {

@@ -255,6 +255,7 @@ func TestForeachPlan(t *testing.T) {
      on failure: continue
      foreach: the lines of ls *.md; the first 5; 10 at once; for each item:
        1. lint ${item}
+          runs: the program directly, without a shell, when the values it interpolates hold no single quote
           retry: 2 attempts, exponential backoff; delays 1s (total 1s); max_delay 30s
        2. foreach: ["a", "b c"]
           retry: none (runs once)

@@ -125,6 +125,10 @@ func (s Step) writeText(w *errWriter, seed *uint64) {
 		w.printf("     runs: no agent program: %s\n", s.AgentError)
 	case s.Kind == workflow.ClaudeCommand:
 		w.printf("     runs: %s with the text as its last argument (%s)\n", executor.Agent{Command: s.Agent}, s.AgentFrom)
+	case s.WithoutShell == executor.NoShellAlways:
+		w.printf("     runs: the program directly, without a shell (a plain list of words)\n")
+	case s.WithoutShell == executor.NoShellPlainValues:
+		w.printf("     runs: the program directly, without a shell, when the values it interpolates hold no single quote\n")
 	}
 	if s.CommitRequired {
 		w.printf("     commit_required: fails as no_commit unless it makes a git commit\n")

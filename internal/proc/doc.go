@@ -14,6 +14,22 @@
 // found in the PATH of Spec.Env as sh would find it, and everything below
 // holds for it as for the shell.
 //
+// # Commands without a shell
+//
+// A Command that is a plain list of words (see [Words]: no quote, escape,
+// $, glob, redirection, separator or assignment, and a first word that
+// is no builtin or reserved word of sh) runs directly, as GNU make runs
+// such commands: its program, found in the PATH as sh finds it, is
+// executed with the environment dash would give it (dash orders,
+// filters and completes its environment: PWD, IFS, OPTIND, PPID). When
+// the program cannot be executed (missing, not executable, a directory,
+// a script without #!), Run starts sh after all, which prints what it
+// always prints and exits 127 or 126, or runs the script. A program
+// killed by a signal is reported as sh reports it: exit status 128+N,
+// with the signal's description on stderr. This holds only where
+// /bin/sh is dash ([Direct] says whether a command runs directly);
+// Spec.Shell keeps a command under sh.
+//
 // # Process model
 //
 // [Run] starts "/bin/sh -c COMMAND" as the leader of a new process group

@@ -37,7 +37,8 @@ const (
 
 // Spec describes one run of a shell command, or of a program run directly.
 type Spec struct {
-	Command string        // run as: /bin/sh -c Command
+	Command string        // run as: /bin/sh -c Command, or directly when it is a plain list of words (see Words)
+	Shell   bool          // run Command under /bin/sh even when it could run directly
 	Args    []string      // instead of Command: run Args[0] directly with Args as its argv, found as the shell would (see program)
 	Dir     string        // working directory ("" = current)
 	Env     []string      // complete environment (nil = empty env, NOT inherited)
@@ -115,8 +116,9 @@ var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNu
 // the kernel offers one; tests turn it off to exercise the fallback.
 var usePidFD = true
 
-// Run runs spec.Command under /bin/sh in a new process group and reports how
-// it ended. It never panics and is safe to call from many goroutines; ctx
+// Run runs spec.Command under /bin/sh (or directly, when it is a plain
+// list of words), or the program of spec.Args, in a new process group and
+// reports how it ended. It never panics and is safe to call from many goroutines; ctx
 // must not be nil.
 func Run(ctx context.Context, spec Spec) Result {
 	start := time.Now()
@@ -146,12 +148,16 @@ func run(ctx context.Context, spec *Spec) Result {
 		limit = DefaultCaptureLimit
 	}
 
-	path, argv, env, script, err := spec.program()
-	if err != nil {
-		return spawnFailed(err)
-	}
-	if script != "" {
-		defer os.Remove(script)
+	direct := spec.direct()
+	var prog launch
+	if direct == nil {
+		var err error
+		if prog, err = spec.program(); err != nil {
+			return spawnFailed(err)
+		}
+		if prog.script != "" {
+			defer os.Remove(prog.script)
+		}
 	}
 
 	out, err := newStream(spec.Stdout, spec.CaptureStdout, limit, spec.TailLimit)
@@ -184,9 +190,8 @@ func run(ctx context.Context, spec *Spec) Result {
 		defer runtime.UnlockOSThread()
 		dieWithParent(sys)
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+	pid, ran, err := start(spec, direct, prog, &syscall.ProcAttr{
 		Dir:   spec.Dir,
-		Env:   env, // nil is an empty environment to ForkExec
 		Files: []uintptr{stdin, uintptr(out.childFD), uintptr(errs.childFD)},
 		Sys:   sys,
 	})
@@ -196,7 +201,7 @@ func run(ctx context.Context, spec *Spec) Result {
 	out.closeChildEnd()
 	errs.closeChildEnd()
 	if err != nil {
-		return spawnFailed(startError(spec.Dir, path, err))
+		return spawnFailed(startError(spec.Dir, ran.path, err))
 	}
 	defer closeFDs(pidfd)
 	if stdinW != nil {
@@ -213,6 +218,9 @@ func run(ctx context.Context, spec *Spec) Result {
 	g.finish()
 
 	res := classify(ws, waitErr)
+	if ran == direct {
+		res = asDash(res, ws, g.wasInterrupted(), errs)
+	}
 	if g.wasInterrupted() {
 		sig := res.Signal
 		res = interrupted(ctx, runCtx, timeout, res.ExitCode)
@@ -223,6 +231,25 @@ func run(ctx context.Context, spec *Spec) Result {
 	res.Stdout, res.Stderr = out.buf, errs.buf
 	res.Truncated = out.truncated || errs.truncated
 	return res
+}
+
+// start forks the child and executes in it a simple command's program
+// directly, or prog (the shell, or the program of Args) when there is
+// none or it could not be executed. It returns what the child runs.
+func start(spec *Spec, direct *launch, prog launch, attr *syscall.ProcAttr) (pid int, ran *launch, err error) {
+	if direct != nil {
+		attr.Env = direct.env
+		if pid, err = syscall.ForkExec(direct.path, direct.argv, attr); err == nil {
+			return pid, direct, nil
+		}
+		// Whatever stopped the program (not executable, a script without
+		// #!, a directory), sh deals with it as it always has, message
+		// and exit status included.
+		prog, _ = spec.program() // a simple command is never long: no script file, no error
+	}
+	attr.Env = prog.env // nil is an empty environment to ForkExec
+	pid, err = syscall.ForkExec(prog.path, prog.argv, attr)
+	return pid, &prog, err
 }
 
 // openStdin returns the descriptor the child reads as stdin, the file to

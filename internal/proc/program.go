@@ -18,28 +18,36 @@ var errNotFound = errors.New("not found in PATH")
 // program.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// program returns the file to execute, its argv and environment: the shell
-// with Command (or, for a long Command, with a temporary script file that
-// the caller removes), or Args run directly.
-func (s *Spec) program() (path string, argv, env []string, script string, err error) {
+// launch is what the child executes: the file, its argv and environment,
+// and the temporary script file of a long command (removed after the run).
+type launch struct {
+	path      string
+	argv, env []string
+	script    string
+}
+
+// program returns what to execute: the shell with Command (or, for a long
+// Command, with a temporary script file that the caller removes), or Args
+// run directly.
+func (s *Spec) program() (launch, error) {
 	if s.Args == nil {
 		if len(s.Command) <= maxInlineScript {
-			return shellPath, []string{shellPath, "-c", s.Command}, s.Env, "", nil
+			return launch{path: shellPath, argv: []string{shellPath, "-c", s.Command}, env: s.Env}, nil
 		}
 		script, err := scriptFile(s.Command)
 		if err != nil {
-			return "", nil, nil, "", err
+			return launch{}, err
 		}
-		return shellPath, []string{shellPath, script}, s.Env, script, nil
+		return launch{path: shellPath, argv: []string{shellPath, script}, env: s.Env, script: script}, nil
 	}
 	switch {
 	case s.Command != "":
-		return "", nil, nil, "", errors.New("a Spec sets Command or Args, not both")
+		return launch{}, errors.New("a Spec sets Command or Args, not both")
 	case len(s.Args) == 0 || s.Args[0] == "":
-		return "", nil, nil, "", errors.New("no program to run (Args is empty)")
+		return launch{}, errors.New("no program to run (Args is empty)")
 	}
-	path, err = lookPath(s.Args[0], s.Env, s.Dir)
-	return path, s.Args, lastWins(s.Env), "", err
+	path, err := lookPath(s.Args[0], s.Env, s.Dir)
+	return launch{path: path, argv: s.Args, env: lastWins(s.Env)}, err
 }
 
 // lastWins drops the entries of env that a later entry of the same name
@@ -59,31 +67,36 @@ func lastWins(env []string) []string {
 	return out
 }
 
-// lookPath finds a program as sh does: a name with a slash is a path
-// (relative to dir, where the child starts); any other name is searched
-// in the PATH of env, the environment the program gets, not runner's own.
-// Relative PATH entries are relative to dir too.
+// lookPath finds a program as sh does: a name with a slash is a path;
+// any other name is searched in the PATH of env, the environment the
+// program gets, not runner's own. The path it returns is spelt as sh
+// spells it (a script sees it as $0) and, when relative, is relative to
+// dir, where the child starts before it executes the program.
 func lookPath(name string, env []string, dir string) (string, error) {
 	if strings.Contains(name, "/") {
-		return inDir(dir, name), nil // ForkExec reports a missing or unrunnable file
+		return name, nil // ForkExec reports a missing or unrunnable file
 	}
-	path := defaultPath
-	for i := len(env) - 1; i >= 0; i-- { // the last entry wins, as later entries override earlier ones
-		if p, ok := strings.CutPrefix(env[i], "PATH="); ok {
-			path = p
-			break
+	for _, d := range filepath.SplitList(pathOf(env)) {
+		p := name // an empty entry is the current directory
+		if d != "" {
+			p = d + "/" + name // as sh spells it: a script's $0
 		}
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" {
-			d = "." // an empty entry is the current directory
-		}
-		p := inDir(dir, filepath.Join(d, name))
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		if fi, err := os.Stat(inDir(dir, p)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("%q: %w", name, errNotFound)
+}
+
+// pathOf is the PATH of env (the last entry wins, as later entries
+// override earlier ones), or sh's default when it has none.
+func pathOf(env []string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if p, ok := strings.CutPrefix(env[i], "PATH="); ok {
+			return p
+		}
+	}
+	return defaultPath
 }
 
 // inDir makes a relative path relative to dir ("" is the current
@@ -93,4 +106,23 @@ func inDir(dir, path string) string {
 		return path
 	}
 	return filepath.Join(dir, path)
+}
+
+// direct returns how to run Command without the shell when it is a plain
+// list of words whose program is in the PATH (nil otherwise: the shell
+// runs it, and reports a program it cannot find). A PATH entry with % is
+// one that dash reads its own way.
+func (s *Spec) direct() *launch {
+	if s.Args != nil || s.Shell || !shellIsDash() {
+		return nil
+	}
+	argv := Words(s.Command)
+	if argv == nil || strings.ContainsRune(pathOf(s.Env), '%') {
+		return nil
+	}
+	path, err := lookPath(argv[0], s.Env, s.Dir)
+	if err != nil {
+		return nil
+	}
+	return &launch{path: path, argv: argv, env: dashEnv(s.Env, s.Dir)}
 }
