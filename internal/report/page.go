@@ -259,7 +259,7 @@ code { font-size: 12px; }
 <tr><th>item</th><th>failures</th><th>last failure</th><th>kind</th><th>step</th><th>error</th></tr>
 {{range .DLQ}}<tr><td><code>{{.ID}}</code></td><td>{{.Failures}}</td><td>{{.Last}}</td><td>{{.Kind}}</td><td>{{.Step}}</td><td><code>{{.Message}}</code></td></tr>
 {{end}}</table>{{if .DLQMore}}
-<p>The first {{len .DLQ}} items only: {{.DLQMore}} more are in the queue (<code>runner dlq list {{.Job.ID}}</code> lists them all).</p>{{end}}{{else}}<p>Empty.</p>{{end}}
+<p>{{len .DLQ}} listed, {{.DLQMore}} more in the queue (<code>runner dlq list {{.Job.ID}}</code> lists them all).</p>{{end}}{{else}}<p>Empty.</p>{{end}}
 {{end}}</body>
 </html>
 `))

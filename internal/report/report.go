@@ -49,7 +49,7 @@ type Branches struct {
 // the job's items: past the first maxBars attempts, the timeline merges
 // them into cells.
 func WriteHTML(w io.Writer, j Job) error {
-	r := reading{timeline: newBuilder(), failures: failures{}}
+	r := newReading()
 	if err := j.eachEvent(r.add); err != nil {
 		return err
 	}
@@ -87,6 +87,8 @@ type reading struct {
 	failures failures
 	merges   merges
 }
+
+func newReading() *reading { return &reading{timeline: newBuilder(), failures: failures{}} }
 
 func (r *reading) add(e eventlog.Event) {
 	r.timeline.add(e)
