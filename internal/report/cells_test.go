@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // The agent attempts after the first maxBars are merged into cells on
@@ -17,7 +15,9 @@ import (
 // conflicted), its title counting the attempts that started in it. They
 // add up to the attempts not drawn one by one.
 func TestTimelineMergesAttemptsBeyondMax(t *testing.T) {
-	work := func(item string) map[string]any { return map[string]any{"item_id": item, "step": "work", "attempt": int64(1)} }
+	work := func(item string) map[string]any {
+		return map[string]any{"item_id": item, "step": "work", "attempt": int64(1)}
+	}
 	events := []eventlog.Event{ev(0, "job_started", nil)}
 	ms := 1
 	for i := range maxBars + 100 {
@@ -86,20 +86,5 @@ func TestCellsDoubleTheirSpan(t *testing.T) {
 	}
 	if n != 10_000 {
 		t.Errorf("the cells count %d attempts, want 10,000", n)
-	}
-}
-
-// The page lists the first items of a large DLQ and says how many more
-// it holds.
-func TestPageListsFirstDLQItems(t *testing.T) {
-	events := []eventlog.Event{ev(0, "job_started", nil), ev(10, "job_completed", nil)}
-	dead := []dlq.Item{{ItemID: "item-1", FailureCount: 1, Failures: []dlq.Failure{{Kind: "exit", Step: "work", Message: "boom"}}}}
-	var page strings.Builder
-	m := state.Meta{ID: "j", Items: &state.ItemCounts{Total: 5, DLQ: 5}}
-	if err := WriteHTML(&page, Job{Meta: m, Events: events, DLQ: dead, DLQTotal: 5}); err != nil {
-		t.Fatal(err)
-	}
-	if want := "1 listed, 4 more in the queue (<code>runner dlq list j</code> lists them all)."; !strings.Contains(page.String(), want) {
-		t.Errorf("the page has no %q", want)
 	}
 }
