@@ -67,14 +67,18 @@ func WriteHTML(w io.Writer, j Job) error {
 }
 
 // eachEvent calls fn with each event of the job, in order.
-func (j Job) eachEvent(fn func(eventlog.Event)) error {
-	if j.EventLog == "" {
-		for _, e := range j.Events {
+func (j Job) eachEvent(fn func(eventlog.Event)) error { return eachEvent(j.EventLog, j.Events, fn) }
+
+// eachEvent calls fn with each event of the log at path, read line by
+// line, or, when path is "", of events.
+func eachEvent(path string, events []eventlog.Event, fn func(eventlog.Event)) error {
+	if path == "" {
+		for _, e := range events {
 			fn(e)
 		}
 		return nil
 	}
-	return eventlog.Scan(j.EventLog, eventlog.Query{}, func(e eventlog.Event) error {
+	return eventlog.Scan(path, eventlog.Query{}, func(e eventlog.Event) error {
 		fn(e)
 		return nil
 	})
