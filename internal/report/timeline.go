@@ -120,18 +120,18 @@ func (b *builder) add(e eventlog.Event) {
 		}
 		b.ended = time.Time{}
 	}
-	k := key(e)
 	switch e.Type {
 	case eventlog.TypeAttemptStarted:
-		b.begin(k, e)
+		b.begin(key(e), e)
 	case eventlog.TypeAttemptSucceeded, eventlog.TypeAttemptFailed:
-		b.finish(k, e)
+		b.finish(key(e), e)
 	case eventlog.TypeItemFailed:
 		b.conflicted(e)
 		delete(b.lastOf, e.ItemID)
 	case eventlog.TypeItemSucceeded, eventlog.TypeItemSkipped:
 		delete(b.lastOf, e.ItemID)
 	case eventlog.TypeRetryDecision:
+		k := key(e)
 		if last, ok := b.last[k]; ok && e.Str("action") == "retry" {
 			b.waiting[k] = waiting{since: e.Time, after: last}
 		}
