@@ -79,18 +79,18 @@ type waiting struct {
 // what is under way: attempts started and not finished, retry delays,
 // open breakers, and the first maxBars agent attempts.
 type builder struct {
-	tl       timeline
-	open     map[string]running // attempts started, by key
-	last     map[string]finished
-	waiting  map[string]waiting   // retry delays by attempt key
-	paused   map[string]time.Time // breakers open since, by scope and step
-	agent    []bar                // the first maxBars attempts of items, laid on lanes at the end
-	lastOf   map[string]placed    // where each running item's last attempt is drawn
-	slots    []bool               // the agent slots busy now
-	started  int                  // the attempts of items started so far
-	finished int                  // the attempts finished so far: the next one's id
-	stepLane map[string]int
-	ended    time.Time // the end of the last run, until the next event
+	tl           timeline
+	open         map[string]running   // attempts started, by key
+	last         map[string]finished  // the last attempt of each key, while it failed and no retry decision followed
+	waiting      map[string]waiting   // retry delays by attempt key
+	paused       map[string]time.Time // breakers open since, by scope and step
+	agent        []bar                // the first maxBars attempts of items, laid on lanes at the end
+	lastOf       map[string]placed    // where each running item's last attempt is drawn
+	slots        []bool               // the agent slots busy now
+	itemAttempts int                  // the attempts of items started so far
+	nextID       int                  // the attempts finished so far: the id of the next
+	stepLane     map[string]int
+	ended        time.Time // the end of the last run, until the next event
 }
 
 func newBuilder() *builder {
@@ -165,8 +165,8 @@ func (b *builder) begin(k string, e eventlog.Event) {
 			b.slots = append(b.slots, false)
 		}
 		b.slots[r.slot] = true
-		r.seq = b.started
-		b.started++
+		r.seq = b.itemAttempts
+		b.itemAttempts++
 	}
 	b.open[k] = r
 	if w, ok := b.waiting[k]; ok {
@@ -218,8 +218,8 @@ func (b *builder) conflicted(e eventlog.Event) {
 // slot's (drawn one by one among the first maxBars, merged into cells
 // after them).
 func (b *builder) place(a bar, r running) finished {
-	a.id = b.finished
-	b.finished++
+	a.id = b.nextID
+	b.nextID++
 	if r.item == "" {
 		a.lane = b.laneOf(r.step)
 		b.tl.bars = append(b.tl.bars, a)
