@@ -54,9 +54,8 @@ type running struct {
 }
 
 type span struct {
-	after      int  // a retry delay: the id of the attempt it follows
-	lane       int  // a retry delay's: the lane of the attempt it follows
-	onSlot     bool // lane is an agent slot, counted from the lanes of steps on
+	after      int // a retry delay: the id of the attempt it follows
+	lane       int
 	start, end time.Time
 	title      string
 }
@@ -64,9 +63,8 @@ type span struct {
 // finished is the last finished attempt of a key, while a retry delay
 // may follow it.
 type finished struct {
-	id, lane int
-	onSlot   bool // lane is an agent slot
-	kept     bool // drawn one by one
+	id   int
+	kept bool // drawn one by one, or among the first maxBars
 }
 
 // waiting is a retry delay under way.
@@ -171,7 +169,7 @@ func (b *builder) begin(k string, e eventlog.Event) {
 	b.open[k] = r
 	if w, ok := b.waiting[k]; ok {
 		if w.after.kept {
-			b.tl.gaps = append(b.tl.gaps, span{after: w.after.id, lane: w.after.lane, onSlot: w.after.onSlot, start: w.since, end: e.Time, title: who(e) + ": retry delay"})
+			b.tl.gaps = append(b.tl.gaps, span{after: w.after.id, start: w.since, end: e.Time, title: who(e) + ": retry delay"})
 		}
 		delete(b.waiting, k)
 	}
@@ -223,10 +221,10 @@ func (b *builder) place(a bar, r running) finished {
 	if r.item == "" {
 		a.lane = b.laneOf(r.step)
 		b.tl.bars = append(b.tl.bars, a)
-		return finished{id: a.id, lane: a.lane, kept: true}
+		return finished{id: a.id, kept: true}
 	}
 	b.slots[r.slot] = false
-	a.lane = r.slot // until assignLanes puts it after the steps'
+	a.lane = r.slot // until assignLanes lays it on a lane
 	if r.seq >= maxBars {
 		b.tl.dropped++
 		from, to := b.tl.activeAt(a.start), b.tl.activeAt(a.end)
@@ -236,7 +234,7 @@ func (b *builder) place(a bar, r running) finished {
 	}
 	b.lastOf[r.item] = placed{index: len(b.agent)}
 	b.agent = append(b.agent, a)
-	return finished{id: a.id, lane: a.lane, onSlot: true, kept: true}
+	return finished{id: a.id, kept: true}
 }
 
 // placed is where an item's last attempt is drawn: agent[index], or
@@ -290,32 +288,47 @@ func (b *builder) timeline() timeline {
 }
 
 // assignLanes puts the agent attempts drawn one by one on the lanes after
-// the steps', in start order, each on its slot's: as many lanes as
-// attempts ever ran at once, which is the job's max_parallel when it was
-// busy.
+// the steps' in start order, each on the first lane free by then: as many
+// lanes as attempts ever ran at once, which is the job's max_parallel when
+// it was busy. The attempts merged into cells lie on the lanes of the
+// slots they took as they started (the same lanes but where an attempt
+// was left unfinished by a run that did not end: it holds its slot until
+// it starts again).
 func (tl *timeline) assignLanes(agent []bar, slots int) {
 	slices.SortStableFunc(agent, func(a, b bar) int { return a.start.Compare(b.start) })
 	if len(agent)+len(tl.bars) > maxBars {
 		keep := max(maxBars-len(tl.bars), 0)
-		cut := map[int]bool{}
 		for _, a := range agent[keep:] {
 			tl.dropped++
 			tl.cells.add(a.lane, tl.activeAt(a.start), tl.activeAt(a.end), a.class)
-			cut[a.id] = true
 		}
-		tl.gaps = slices.DeleteFunc(tl.gaps, func(g span) bool { return g.onSlot && cut[g.after] })
 		agent = agent[:keep]
 	}
-	for _, a := range agent {
-		a.lane += len(tl.steps)
-		tl.bars = append(tl.bars, a)
-	}
-	for i := range tl.gaps {
-		if tl.gaps[i].onSlot {
-			tl.gaps[i].lane += len(tl.steps)
+	var laneEnd []time.Time
+	for _, b := range agent {
+		lane := slices.IndexFunc(laneEnd, func(end time.Time) bool { return !end.After(b.start) })
+		if lane < 0 {
+			laneEnd = append(laneEnd, time.Time{})
+			lane = len(laneEnd) - 1
 		}
+		laneEnd[lane] = b.end
+		b.lane = len(tl.steps) + lane
+		tl.bars = append(tl.bars, b)
 	}
-	tl.lanes = len(tl.steps) + slots
+	tl.lanes = len(tl.steps) + len(laneEnd)
+	if tl.dropped > 0 {
+		tl.lanes = len(tl.steps) + max(len(laneEnd), slots)
+	}
+	// A retry delay is drawn on the lane of the attempt that failed before
+	// it; one after an attempt not drawn one by one is not drawn.
+	lanes := map[int]int{}
+	for _, b := range tl.bars {
+		lanes[b.id] = b.lane
+	}
+	tl.gaps = slices.DeleteFunc(tl.gaps, func(g span) bool { _, ok := lanes[g.after]; return !ok })
+	for i, g := range tl.gaps {
+		tl.gaps[i].lane = lanes[g.after]
+	}
 }
 
 // activeAt is the time the job had run by t: the breaks before t not
