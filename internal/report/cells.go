@@ -145,7 +145,7 @@ func (r cellRun) title(from, to time.Duration) string {
 		}
 	}
 	if n == 0 {
-		return fmt.Sprintf("slot %d, %s to %s: attempts started before", r.slot+1, roughly(from), roughly(to))
+		return fmt.Sprintf("slot %d, %s to %s: attempts started before", r.slot+1, from.Round(time.Millisecond), to.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("slot %d, %s to %s: %d attempts started (%s)", r.slot+1, roughly(from), roughly(to), n, strings.Join(parts, ", "))
+	return fmt.Sprintf("slot %d, %s to %s: %d attempts started (%s)", r.slot+1, from.Round(time.Millisecond), to.Round(time.Millisecond), n, strings.Join(parts, ", "))
 }
