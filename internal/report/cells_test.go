@@ -38,15 +38,15 @@ func TestTimelineMergesAttemptsBeyondMax(t *testing.T) {
 		t.Fatalf("%d bars, %d merged; want %d and 100", len(tl.bars), tl.dropped, maxBars)
 	}
 	counts := map[string]int32{}
-	classes := map[string]int{}
+	runsOf := map[string]int{}
 	for _, r := range tl.cells.runs() {
-		classes[r.class]++
+		runsOf[r.class]++
 		for i, n := range r.sum.started {
-			counts[[...]string{"ok", "open", "timeout", "fail"}[i]] += n
+			counts[classes[i]] += n
 		}
 	}
-	if counts["ok"] != 98 || counts["fail"] != 2 || classes["fail"] != 2 {
-		t.Errorf("cells count %v in runs of classes %v; want 98 ok and 2 failed, in 2 runs of failures", counts, classes)
+	if counts["ok"] != 98 || counts["fail"] != 2 || runsOf["fail"] != 2 {
+		t.Errorf("cells count %v in runs of classes %v; want 98 ok and 2 failed, in 2 runs of failures", counts, runsOf)
 	}
 	v := newView(Job{}, tl)
 	cellMarks := v.Bars[maxBars:]
