@@ -1,32 +1,34 @@
 package cmd
 
 import (
-	"bytes"
 	"os"
 
-	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/report"
 	"github.com/runnerdev/runner/workflow"
 )
 
 // writeJUnit writes the JUnit report of a job as its events tell it so
-// far (a run that ended, a dlq retry) to path.
+// far (a run that ended, a dlq retry) to path, reading its event log line
+// by line; a report cut short by an error is removed.
 func writeJUnit(path string, j *job.Job) error {
-	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{})
-	if err != nil {
-		return err
-	}
 	wf := j.Workflow()
-	junit := report.JUnitJob{Meta: j.Meta(), MapReduce: wf.Mode == workflow.MapReduce}
+	junit := report.JUnitJob{Meta: j.Meta(), MapReduce: wf.Mode == workflow.MapReduce, EventLog: j.Layout().Events}
 	if !junit.MapReduce {
 		for _, s := range wf.Steps {
 			junit.Steps = append(junit.Steps, s.Key())
 		}
 	}
-	var xml bytes.Buffer
-	if err := report.WriteJUnit(&xml, junit, events); err != nil {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, xml.Bytes(), 0o644)
+	err = report.WriteJUnit(f, junit, nil)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/report"
@@ -43,13 +42,9 @@ func runReport(ctx context.Context, g *globalOptions, jobID, out string) error {
 		return err
 	}
 	settleCounts(g, &j.Meta)
-	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{})
-	if err != nil {
-		return err
-	}
-	var dead []dlq.Item
+	page := report.Job{Meta: j.Meta, EventLog: j.Layout().Events}
 	if _, err := os.Stat(j.Layout().DLQ); err == nil {
-		if dead, err = dlqItems(g, jobID, "", 0); err != nil {
+		if page.DLQ, page.DLQTotal, err = firstDLQItems(g, jobID); err != nil {
 			return err
 		}
 	}
@@ -62,7 +57,6 @@ func runReport(ctx context.Context, g *globalOptions, jobID, out string) error {
 		defer f.Close()
 		w = f
 	}
-	page := report.Job{Meta: j.Meta, Events: events, DLQ: dead}
 	if ranOnJobBranch(j) {
 		page.Branches = jobBranches(ctx, j.Meta)
 	}
@@ -73,6 +67,25 @@ func runReport(ctx context.Context, g *globalOptions, jobID, out string) error {
 		fmt.Fprintf(g.stderr, "wrote %s\n", out)
 	}
 	return nil
+}
+
+// reportDLQRows bounds the items of the DLQ that the page lists.
+const reportDLQRows = 1000
+
+// firstDLQItems returns the first reportDLQRows items of a job's DLQ and
+// how many it holds.
+func firstDLQItems(g *globalOptions, jobID string) ([]dlq.Item, int, error) {
+	_, d, err := openDLQ(g, jobID)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer d.Close()
+	items, err := listItems(d, "", reportDLQRows)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := d.Count()
+	return items, n, err
 }
 
 // jobBranches is the git side of a job that ran on a job branch, as the

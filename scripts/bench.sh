@@ -7,7 +7,8 @@
 #   retries        10,000 items, 10% failing twice before they succeed, zero delay
 #   dlqretry       `dlq retry` of 1,000 DLQ items against the run that failed them
 #   scale          100,000 items: wall time, peak RSS, state-dir bytes, query latency
-#                  (runner events lists the job's ~600,000 events)
+#                  (runner events lists the job's ~600,000 events), and the time and
+#                  peak RSS of runner report
 #   streaming      a 1,000,000-item input: peak RSS while it loads
 #   isolation      per-item cost of map.isolation: worktree on a repository of
 #                  1,000 files, against a shell loop of git worktree add + remove
@@ -228,6 +229,11 @@ for q in "jobs" "events big" "events --json big" "events --type job_completed bi
 	for r in 1 2 3; do t0=$(now); $runner --state-dir scale $q >/dev/null 2>&1 || true; since "$t0" >> t.q; done
 	printf '  %-36s %6ss\n' "runner $q" "$(median < t.q)"
 done
+# The job's page: its event log read line by line, in memory that does
+# not grow with the items (issue 27.4's target: <= 60 MB at 100,000).
+t0=$(now)
+rss=$(peak_rss "$runner" --state-dir scale report big -o report.html)
+echo "  runner report: $(since "$t0")s, peak RSS ${rss} MB, page $(du -k report.html | awk '{print $1}') KB"
 
 fi
 

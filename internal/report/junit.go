@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -16,6 +17,9 @@ type JUnitJob struct {
 	Meta      state.Meta
 	MapReduce bool     // its test cases are the setup and reduce steps and the items
 	Steps     []string // a standard workflow's step keys, in order: those never reached are skipped
+	// EventLog is the path of the job's event log, read line by line in
+	// place of the events WriteJUnit is given when it is not "".
+	EventLog string
 }
 
 // JUnit XML, as CI systems read it.
@@ -90,22 +94,86 @@ type junitSkipped struct {
 // the summary. A case that passed after failed attempts (a step's retries,
 // an item's retries, runs and dlq retries) is flaky: a flakyFailure per
 // failed attempt; one that failed lists its earlier failed attempts as
-// rerunFailure.
+// rerunFailure. The test cases are written one by one, as MarshalIndent
+// writes them, without the document in memory.
 func WriteJUnit(w io.Writer, job JUnitJob, events []eventlog.Event) error {
-	data, err := xml.MarshalIndent(junit(job, events), "", "  ")
+	doc, err := readJUnit(job, events)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append([]byte(xml.Header), append(data, '\n')...))
-	return err
+	bw := bufio.NewWriter(w)
+	if _, err := bw.WriteString(xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(bw)
+	enc.Indent("", "  ")
+	suites := xml.StartElement{Name: xml.Name{Local: "testsuites"}, Attr: attrs("name", doc.Name, "tests", fmt.Sprint(doc.Tests),
+		"failures", fmt.Sprint(doc.Failures), "skipped", fmt.Sprint(doc.Skipped), "time", doc.Time)}
+	if err := enc.EncodeToken(suites); err != nil {
+		return err
+	}
+	for _, s := range doc.Suites {
+		if err := writeSuite(enc, s); err != nil {
+			return err
+		}
+	}
+	if err := enc.EncodeToken(suites.End()); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	if err := bw.WriteByte('\n'); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
-// junit builds the report that WriteJUnit writes.
-func junit(job JUnitJob, events []eventlog.Event) junitSuites {
+// writeSuite writes a test suite, its cases one by one.
+func writeSuite(enc *xml.Encoder, s junitSuite) error {
+	start := xml.StartElement{Name: xml.Name{Local: "testsuite"}, Attr: attrs("name", s.Name, "tests", fmt.Sprint(s.Tests),
+		"failures", fmt.Sprint(s.Failures), "skipped", fmt.Sprint(s.Skipped), "time", s.Time, "timestamp", s.Timestamp)}
+	if err := enc.EncodeToken(start); err != nil {
+		return err
+	}
+	props := struct {
+		Properties []junitProperty `xml:"property"`
+	}{s.Properties}
+	if err := enc.EncodeElement(props, xml.StartElement{Name: xml.Name{Local: "properties"}}); err != nil {
+		return err
+	}
+	for _, c := range s.Cases {
+		if err := enc.EncodeElement(c, xml.StartElement{Name: xml.Name{Local: "testcase"}}); err != nil {
+			return err
+		}
+	}
+	return enc.EncodeToken(start.End())
+}
+
+// attrs are the attributes of an element, from name, value pairs.
+func attrs(pairs ...string) []xml.Attr {
+	out := make([]xml.Attr, 0, len(pairs)/2)
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, xml.Attr{Name: xml.Name{Local: pairs[i]}, Value: pairs[i+1]})
+	}
+	return out
+}
+
+// readJUnit builds the report that WriteJUnit writes: from the job's
+// event log, or from events.
+func readJUnit(job JUnitJob, events []eventlog.Event) (junitSuites, error) {
 	m := job.Meta
 	b := newJUnitBuilder(m.Workflow, job.MapReduce)
-	for _, e := range events {
+	var first, last time.Time
+	err := eachEvent(job.EventLog, events, func(e eventlog.Event) {
+		if first.IsZero() {
+			first = e.Time
+		}
+		last = e.Time
 		b.add(e)
+	})
+	if err != nil {
+		return junitSuites{}, err
 	}
 	for _, step := range job.Steps {
 		if _, ran := b.cases["commands\x00"+step]; !ran {
@@ -125,10 +193,10 @@ func junit(job JUnitJob, events []eventlog.Event) junitSuites {
 			suite.Skipped++
 		}
 	}
-	if len(events) > 0 {
-		suite.Time = seconds(events[len(events)-1].Time.Sub(events[0].Time))
+	if !first.IsZero() {
+		suite.Time = seconds(last.Sub(first))
 	}
-	return junitSuites{Name: "runner", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}
+	return junitSuites{Name: "runner", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}, nil
 }
 
 // junitBuilder is a report in the making: a test case per step or item,

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"strings"
 	"testing"
@@ -276,5 +277,32 @@ func TestWriteJUnitFlakyXML(t *testing.T) {
     </testcase>`
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("no\n%s\nin\n%s", want, out.String())
+	}
+}
+
+// Read from its event log line by line and written case by case, the
+// report is byte for byte the document xml.MarshalIndent makes of it.
+func TestWriteJUnitFromLog(t *testing.T) {
+	path := writeMapLog(t, 50)
+	events, err := eventlog.Read(path, eventlog.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := JUnitJob{Meta: state.Meta{ID: "big", Workflow: "m"}, MapReduce: true}
+	data, err := xml.MarshalIndent(junit(job, events), "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := xml.Header + string(data) + "\n"
+	job.EventLog = path
+	var out strings.Builder
+	if err := WriteJUnit(&out, job, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+	if n := strings.Count(want, "<testcase "); n != 50 {
+		t.Errorf("%d test cases, want 50", n)
 	}
 }

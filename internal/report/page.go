@@ -43,6 +43,7 @@ type view struct {
 	Branches  *branchesView
 	MapReduce bool // the page has a DLQ section
 	DLQ       []dlqRow
+	DLQMore   int // the items of the DLQ not listed
 }
 
 type laneView struct {
@@ -81,11 +82,8 @@ func newView(j Job, tl timeline) view {
 	sc := newScale(tl, labelWidth, chartWidth-labelWidth-10)
 	y := func(lane int) int { return lane * laneHeight }
 	v := view{Job: m, Status: string(m.Status), StatusCSS: "status-" + string(m.Status), Duration: durationText(tl, sc),
-		Width: chartWidth, Dropped: tl.dropped, Steps: buildSteps(j.Events), Merges: buildMerges(j.Events),
-		Branches: newBranchesView(j.Branches, m.ID), MapReduce: m.Items != nil}
+		Width: chartWidth, Dropped: tl.dropped, Branches: newBranchesView(j.Branches, m.ID), MapReduce: m.Items != nil}
 	if c := m.Items; c != nil {
-		counts := itemCounts(*c, j.Events)
-		v.Counts = &counts
 		if m.Status == state.Completed && c.DLQ > 0 {
 			v.Status, v.StatusCSS = fmt.Sprintf("completed with %d item(s) in the DLQ", c.DLQ), "status-dlq"
 		}
@@ -109,6 +107,7 @@ func newView(j Job, tl timeline) view {
 		}
 		v.Bars = append(v.Bars, r)
 	}
+	v.Bars = append(v.Bars, cellRects(tl, sc, y)...)
 	for _, g := range tl.gaps {
 		v.Gaps = append(v.Gaps, lineView{X1: sc.x(g.start), X2: sc.x(g.end), Y: y(g.lane) + laneHeight/2, Title: g.title})
 	}
@@ -118,12 +117,27 @@ func newView(j Job, tl timeline) view {
 	for _, b := range tl.breaks {
 		v.Breaks = append(v.Breaks, rectView{X: sc.x(b.start) + 2, Y: 0, W: breakWidth - 4, H: v.AxisY, Class: "break", Title: b.title})
 	}
+	v.DLQMore = max(j.DLQTotal-len(j.DLQ), 0)
 	for _, it := range j.DLQ {
 		last := it.Failures[len(it.Failures)-1]
 		v.DLQ = append(v.DLQ, dlqRow{ID: it.ItemID, Failures: it.FailureCount, Last: it.LastFailure.UTC().Format(time.RFC3339),
 			Kind: last.Kind, Step: last.Step, Message: last.Message})
 	}
 	return v
+}
+
+// cellRects draws the attempts merged into cells: a rectangle per run of
+// cells of one class on a slot's lane, its title counting them.
+func cellRects(tl timeline, sc scale, y func(int) int) []rectView {
+	var rects []rectView
+	w := tl.cells.width
+	for _, r := range tl.cells.runs() {
+		from, to := time.Duration(r.from)*w, min(time.Duration(r.to)*w, sc.active())
+		x1, x2 := sc.x(sc.at(from)), sc.x(sc.at(to))
+		rects = append(rects, rectView{X: x1, Y: y(len(tl.steps)+r.slot) + (laneHeight-barHeight)/2, W: max(x2-x1, 1), H: barHeight,
+			Class: r.class, Title: r.title(from, to)})
+	}
+	return rects
 }
 
 // durationText says how long the job ran and, when it ran more than
@@ -218,7 +232,7 @@ code { font-size: 12px; }
 {{end}}<line class="axis" x1="80" x2="1160" y1="{{.AxisY}}" y2="{{.AxisY}}"/>
 {{range .Ticks}}<text x="{{.X}}" y="{{$.AxisY}}" dy="16" text-anchor="{{.Anchor}}">{{.Label}}</text>
 {{end}}</svg>
-{{if .Dropped}}<p>The timeline shows the first attempts only: {{.Dropped}} more are not drawn.</p>{{end}}
+{{if .Dropped}}<p>The timeline draws the first attempts one by one; the {{.Dropped}} after them are drawn merged, a mark per few pixels of a slot's lane in the colour of the worst attempt that ran there (its tooltip counts them).</p>{{end}}
 {{if .Steps}}<h2>Steps</h2>
 <table id="steps">
 <tr><th>step</th><th>status</th><th>attempts</th><th>duration</th><th>exit code</th></tr>
@@ -244,7 +258,8 @@ code { font-size: 12px; }
 {{if .DLQ}}<table id="dlq">
 <tr><th>item</th><th>failures</th><th>last failure</th><th>kind</th><th>step</th><th>error</th></tr>
 {{range .DLQ}}<tr><td><code>{{.ID}}</code></td><td>{{.Failures}}</td><td>{{.Last}}</td><td>{{.Kind}}</td><td>{{.Step}}</td><td><code>{{.Message}}</code></td></tr>
-{{end}}</table>{{else}}<p>Empty.</p>{{end}}
+{{end}}</table>{{if .DLQMore}}
+<p>{{len .DLQ}} listed, {{.DLQMore}} more in the queue (<code>runner dlq list {{.Job.ID}}</code> lists them all).</p>{{end}}{{else}}<p>Empty.</p>{{end}}
 {{end}}</body>
 </html>
 `))

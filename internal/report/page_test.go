@@ -299,3 +299,18 @@ func TestRunsApartDrawnWithABreak(t *testing.T) {
 		t.Errorf("steps %+v, want work succeeded in 2 attempts and 200ms", steps)
 	}
 }
+
+// The page lists the first items of a large DLQ and says how many more
+// it holds.
+func TestPageListsFirstDLQItems(t *testing.T) {
+	events := []eventlog.Event{ev(0, "job_started", nil), ev(10, "job_completed", nil)}
+	dead := []dlq.Item{{ItemID: "item-1", FailureCount: 1, Failures: []dlq.Failure{{Kind: "exit", Step: "work", Message: "boom"}}}}
+	var page strings.Builder
+	m := state.Meta{ID: "j", Items: &state.ItemCounts{Total: 5, DLQ: 5}}
+	if err := WriteHTML(&page, Job{Meta: m, Events: events, DLQ: dead, DLQTotal: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1 listed, 4 more in the queue (<code>runner dlq list j</code> lists them all)."; !strings.Contains(page.String(), want) {
+		t.Errorf("the page has no %q", want)
+	}
+}

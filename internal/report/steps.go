@@ -20,49 +20,59 @@ type stepRow struct {
 	since    time.Time // its start, while it runs
 }
 
-// buildSteps returns the steps the events tell of, in the order they
-// first started.
-func buildSteps(events []eventlog.Event) []stepRow {
-	var rows []stepRow
-	index := map[string]int{}
-	row := func(name string) *stepRow {
-		i, ok := index[name]
-		if !ok {
-			i = len(rows)
-			index[name] = i
-			rows = append(rows, stepRow{Name: name})
+// steps reads the steps the events tell of, in the order they first
+// started.
+type steps struct {
+	rows  []stepRow
+	index map[string]int
+}
+
+func (s *steps) row(name string) *stepRow {
+	i, ok := s.index[name]
+	if !ok {
+		if s.index == nil {
+			s.index = map[string]int{}
 		}
-		return &rows[i]
+		i = len(s.rows)
+		s.index[name] = i
+		s.rows = append(s.rows, stepRow{Name: name})
 	}
-	for _, e := range events {
-		if e.ItemID != "" {
-			continue
-		}
-		switch e.Type {
-		case eventlog.TypeStepStarted:
-			r := row(e.Str("step"))
-			r.Status, r.since = "running", e.Time
-		case eventlog.TypeAttemptStarted:
-			row(e.Str("step")).Attempts++
-		case eventlog.TypeStepCompleted:
-			row(e.Str("step")).end(e, "succeeded")
-		case eventlog.TypeStepFailed:
-			row(e.Str("step")).end(e, "failed")
-		case eventlog.TypeStepSkipped:
-			row(e.Str("step")).Status = "skipped"
-		}
-		if eventlog.JobEnded(e.Type) {
-			for i := range rows {
-				rows[i].interrupt(e)
-			}
+	return &s.rows[i]
+}
+
+// add takes one event of the job, in order.
+func (s *steps) add(e eventlog.Event) {
+	if e.ItemID != "" {
+		return
+	}
+	switch e.Type {
+	case eventlog.TypeStepStarted:
+		r := s.row(e.Str("step"))
+		r.Status, r.since = "running", e.Time
+	case eventlog.TypeAttemptStarted:
+		s.row(e.Str("step")).Attempts++
+	case eventlog.TypeStepCompleted:
+		s.row(e.Str("step")).end(e, "succeeded")
+	case eventlog.TypeStepFailed:
+		s.row(e.Str("step")).end(e, "failed")
+	case eventlog.TypeStepSkipped:
+		s.row(e.Str("step")).Status = "skipped"
+	}
+	if eventlog.JobEnded(e.Type) {
+		for i := range s.rows {
+			s.rows[i].interrupt(e)
 		}
 	}
-	for i := range rows {
-		if r := &rows[i]; r.run > 0 || r.Status != "skipped" {
+}
+
+// table returns the rows of the steps, with their durations.
+func (s *steps) table() []stepRow {
+	for i := range s.rows {
+		if r := &s.rows[i]; r.run > 0 || r.Status != "skipped" {
 			r.Duration = r.run.Round(time.Millisecond).String()
 		}
 	}
-	return rows
+	return s.rows
 }
 
 // end records the end of a run of the step, told by e.
