@@ -19,5 +19,6 @@
 // What a git killed with runner leaves is for the next process: Groups
 // records the process group of each git command while it runs, so that the
 // next process ends the hooks they started (EndLeftovers), and RemoveLocks,
-// RemoveMergeLocks and RemoveRefLocks remove the lock files git left.
+// RemoveMergeLocks and RemoveRefLocks remove the lock files git left;
+// RestoreWrittenSince, the files a merge killed mid-way wrote.
 package gitwork

@@ -3,6 +3,7 @@ package gitwork
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,6 +96,52 @@ func (g Git) restoreLeftovers(ctx context.Context, tip string, paths []string) b
 		}
 	}
 	return true
+}
+
+// RestoreWrittenSince puts back, as the index has them, the files of
+// g.Dir's work tree written at since or later that differ from it: an
+// untracked one is removed, a changed one checked out from the index. For
+// a work tree that only a git killed in a merge wrote since (the job
+// worktree, since its merge began): what is left is what that git wrote,
+// whole or cut short (SIGTERM lands as a system call returns, between
+// creating a file and writing it as readily as anywhere), which the same
+// merge made again would refuse to overwrite. Older files (a step's) stay;
+// so do ignored ones, which a merge overwrites, and tracked files deleted
+// (a merge writes them again).
+func (g Git) RestoreWrittenSince(ctx context.Context, since time.Time) error {
+	top, _, err := g.TopLevel(ctx)
+	if err != nil {
+		return err
+	}
+	t := g.In(top)
+	written := func(args ...string) ([]string, error) {
+		res := t.Run(ctx, args...)
+		if res.Kind != proc.KindOK {
+			return nil, fmt.Errorf("git %s: %s", args[0], Message(res))
+		}
+		var paths []string
+		for _, path := range strings.Split(string(res.Stdout), "\x00") {
+			if fi, err := os.Lstat(filepath.Join(top, path)); path != "" && err == nil && !fi.ModTime().Before(since) {
+				paths = append(paths, path)
+			}
+		}
+		return paths, nil
+	}
+	untracked, err := written("ls-files", "-z", "--others", "--exclude-standard")
+	if err != nil {
+		return err
+	}
+	for _, path := range untracked {
+		if err := os.Remove(filepath.Join(top, path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	changed, err := written("diff", "--name-only", "-z")
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	_, err = t.Output(ctx, append([]string{"checkout-index", "-f", "--"}, changed...)...)
+	return err
 }
 
 // RemoveLocks removes the lock files a git that died holding them leaves

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
@@ -240,5 +241,53 @@ func TestOpenItemAfterKilledGit(t *testing.T) {
 	}
 	if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 2 {
 		t.Errorf("worktrees: want the repository's and the job's\n%s", list)
+	}
+}
+
+// A process killed -9 in an item's merge (its git gets SIGTERM, its
+// parent-death signal, which lands as a system call returns: as readily
+// between creating a file and writing it as anywhere) leaves in the job
+// worktree what git had written, whole or cut short, that the index does
+// not have: the item's new file empty and untracked, a file it changes
+// emptied. The next holder of the merge lock puts back what was written
+// since the dead holder took the lock, and the item's merge, made again,
+// succeeds once; an untracked file older than that (a setup step's) stays.
+func TestMergeBackAfterAMergeKilledWritingFiles(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	a := &items.Item{ID: "a", Index: 0}
+	tree := editItem(t, w, git, a, "a.txt", "a\n")
+	os.WriteFile(filepath.Join(tree.Path, "f.txt"), []byte("changed by a\n"), 0o600)
+	git(tree.Path, "commit", "-qam", "a changes f")
+	if err := w.CloseItem(t.Context(), tree); err != nil {
+		t.Fatal(err)
+	}
+
+	since := time.Now().Add(-time.Minute) // when the dead holder took the lock
+	setup := filepath.Join(w.Root, "setup.txt")
+	os.WriteFile(setup, []byte("setup\n"), 0o600)
+	os.Chtimes(setup, since.Add(-time.Minute), since.Add(-time.Minute))
+	os.WriteFile(w.lockPath, []byte("999999-1"), 0o600)
+	os.Chtimes(w.lockPath, since, since)
+	for _, name := range []string{"a.txt", "f.txt"} {
+		os.WriteFile(filepath.Join(w.Root, name), nil, 0o600) // created, not written
+	}
+
+	out, err := w.MergeBack(t.Context(), a, 1, itemtask.Outcome{Branch: tree.Branch})
+	if err != nil || out.Failed || !out.Merged || len(out.Commits) != 2 {
+		t.Fatalf("merge of a over its killed merge's files = %+v, %v", out, err)
+	}
+	if merges := git(repo, "log", "--merges", "--format=%s", "runner/j"); merges != "Merge a (runner job j)" {
+		t.Errorf("the job branch's merges: %q, want a's once", merges)
+	}
+	for name, want := range map[string]string{"a.txt": "a\n", "f.txt": "changed by a\n", "setup.txt": "setup\n"} {
+		if data, _ := os.ReadFile(filepath.Join(w.Root, name)); string(data) != want {
+			t.Errorf("%s in the job worktree holds %q, want %q", name, data, want)
+		}
+	}
+	if st := git(w.Root, "status", "--porcelain"); st != "?? setup.txt" {
+		t.Errorf("the job worktree's status: %q, want the setup step's file alone", st)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
@@ -148,36 +149,51 @@ func (t *Tree) Start(ctx context.Context) error {
 // Ready makes the job worktree on the job branch when it is not there (a
 // resumed job whose process died; a dlq retry runs after the job ended,
 // and a retry that ends removes it while another may still merge) or is
-// half made (a process killed while git made it), and undoes a merge that a process which died left half done in it: the
-// lock files of a git that died holding them, the merge in progress
-// (MERGE_HEAD), or its result staged with no MERGE_HEAD, as git leaves it
-// when killed in a pre-merge-commit hook (the worktree is runner's, and
-// what a killed step staged there goes too: the step runs again from the
-// start). The job's merge lock is held (Lock), or no other process runs
-// the job, and the git commands of the processes that died are ended.
+// half made (a process killed while git made it), and undoes a merge that
+// a process which died left half done in it (undoMerge). The job's merge
+// lock is held (Lock), or no other process runs the job, and the git
+// commands of the processes that died are ended.
 func (t *Tree) Ready(ctx context.Context) error {
-	_, err := os.Stat(filepath.Join(t.Root, ".git"))
-	if err == nil && t.checked {
+	if _, err := os.Stat(filepath.Join(t.Root, ".git")); err == nil && t.checked {
 		return nil
 	}
-	intact := false
-	if err == nil {
-		if err := t.Admin(func() (err error) { intact, err = t.intact(ctx); return err }); err != nil {
-			return err
-		}
-	}
-	if intact {
-		t.checked = true
-		if err := t.Git.RemoveLocks(ctx, t.JobBranch); err != nil {
-			return err
-		}
-		return errors.Join(t.Git.AbortMerge(ctx), t.Git.UndoMerge(ctx))
+	whole, err := t.undoMerge(ctx, time.Time{})
+	if err != nil || whole {
+		return err
 	}
 	if err := t.Admin(func() error { return t.remake(ctx) }); err != nil {
 		return err
 	}
 	t.checked = true
 	return nil
+}
+
+// undoMerge undoes, in the job worktree when it is there whole (intact),
+// a merge that a process which died left half done: the lock files of a
+// git that died holding them, the merge in progress (MERGE_HEAD), or its
+// result staged with no MERGE_HEAD, as git leaves it when killed in a
+// pre-merge-commit hook (the worktree is runner's, and what a killed step
+// staged there goes too: the step runs again from the start). With since,
+// when a holder of the merge lock that died took it, the files its git
+// wrote from then on and the index does not have go too, whole or cut
+// short (gitwork.RestoreWrittenSince): no one else writes the job worktree
+// while the lock is held. It reports whether the job worktree was there
+// whole; if not, Ready makes it again.
+func (t *Tree) undoMerge(ctx context.Context, since time.Time) (whole bool, err error) {
+	if _, err := os.Stat(filepath.Join(t.Root, ".git")); err != nil {
+		return false, nil
+	}
+	if err := t.Admin(func() (err error) { whole, err = t.intact(ctx); return err }); err != nil || !whole {
+		return false, err
+	}
+	t.checked = true
+	if err := t.Git.RemoveLocks(ctx, t.JobBranch); err != nil {
+		return true, err
+	}
+	if err := errors.Join(t.Git.AbortMerge(ctx), t.Git.UndoMerge(ctx)); err != nil || since.IsZero() {
+		return true, err
+	}
+	return true, t.Git.RestoreWrittenSince(ctx, since)
 }
 
 // intact reports whether the job worktree that is there is whole: git has
@@ -209,8 +225,9 @@ func (t *Tree) remake(ctx context.Context) error {
 // other processes of the job (dlq retries) take. unlock gives both back.
 // The holder writes itself (gitwork.Self) in the lock file and empties it
 // when it lets go: one found there is a process that died holding the lock,
-// maybe in a merge, and what its git left is ended and undone (Ready
-// checks the job worktree again), whenever this process opened the job.
+// maybe in a merge, and what its git left is ended and undone (undoMerge,
+// with the files its git wrote; a job worktree not there whole is made
+// again by the next Ready), whenever this process opened the job.
 func (t *Tree) Lock(ctx context.Context) (unlock func(), err error) {
 	t.mergeMu.Lock()
 	f, unlockFile, err := flock(t.lockPath)
@@ -303,7 +320,13 @@ func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
 		if err := endLeftovers(ctx, t.Git.Groups, t.Git.In("")); err != nil {
 			return err
 		}
+		// Its merge is undone before its record goes: should this
+		// process die meanwhile, the next holder finds the record still,
+		// and when it began (the file's time, written as it took the lock).
 		t.checked = false
+		if _, err := t.undoMerge(ctx, fi.ModTime()); err != nil {
+			return err
+		}
 		if err := f.Truncate(0); err != nil {
 			return err
 		}
