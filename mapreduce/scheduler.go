@@ -32,8 +32,8 @@ type scheduler struct {
 	trees      *jobtree.Worktrees // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
-	runKind    string // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
-	emit       func(eventlog.Event)
+	runKind    string                        // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
+	emit       func(...eventlog.Event)       // events produced together, in one write
 	logPath    func(itemID string) string    // of the items' output logs
 	updateMeta func(func(*state.Meta)) error // the job's, under its lock
 	ended      func(it *Item)                // after an item's end is recorded; may be nil
