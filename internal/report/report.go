@@ -46,5 +46,5 @@ func WriteHTML(w io.Writer, j Job) error {
 	if tl.start.IsZero() {
 		return errNoEvents
 	}
-	return page.Execute(w, newView(j, tl))
+	return page().Execute(w, newView(j, tl))
 }

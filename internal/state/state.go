@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -139,11 +140,11 @@ type Job struct {
 	lock *os.File // held by Create or Lock
 }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // NewID makes a job id from a workflow name and a start time.
 func NewID(name string, t time.Time) string {
-	slug := strings.Trim(unsafeID.ReplaceAllString(strings.ToLower(name), "-"), "-.")
+	slug := strings.Trim(unsafeID().ReplaceAllString(strings.ToLower(name), "-"), "-.")
 	if slug == "" {
 		slug = "job"
 	}
@@ -166,7 +167,7 @@ func CheckID(id string) error {
 
 // ValidID reports whether id can name a job directory.
 func ValidID(id string) bool {
-	return id != "" && id != "." && id != ".." && !unsafeID.MatchString(id) && len(id) <= 128
+	return id != "" && id != "." && id != ".." && !unsafeID().MatchString(id) && len(id) <= 128
 }
 
 func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
