@@ -259,6 +259,10 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 		logPath:    filesOf(j).logPath,
 		updateMeta: j.UpdateMeta,
 		active:     map[string]*dispatch{},
+		lastStep:   len(j.Workflow().Map.Template) - 1,
+	}
+	if trees != nil {
+		s.lastStep = -1 // the item's merge follows its steps: a crash meanwhile must not run them again
 	}
 	b := d.backend
 	if b.Open == nil {
