@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -144,14 +145,16 @@ func failureKind(f dlq.Failure) string {
 // stepFailed matches what runner puts before a failed step's own error:
 // `step "NAME" failed: `, `step "NAME" failed after N attempts (REASON): `
 // or `step "NAME": `.
-var stepFailed = regexp.MustCompile(`^step "(?:[^"\\]|\\.)*"(?: failed(?: after \d+ attempts? \([^)]*\))?)?: `)
+var stepFailed = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^step "(?:[^"\\]|\\.)*"(?: failed(?: after \d+ attempts? \([^)]*\))?)?: `)
+})
 
 // ownWords is a failure's ERROR column: its message without what the
 // KIND and STEP columns say already (the step that failed, its attempts,
 // "exit status N"), leaving the command's own words, or "(no output)"
 // when the command printed nothing.
 func ownWords(f dlq.Failure) string {
-	msg := stepFailed.ReplaceAllString(f.Message, "")
+	msg := stepFailed().ReplaceAllString(f.Message, "")
 	if f.Kind == retryv2.KindExit {
 		status := "exit status " + strconv.Itoa(f.ExitCode)
 		if msg == status {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -18,16 +19,20 @@ const maxSignatureInput = 1024
 // The rewrites of Signature, in order. Later ones never see what earlier
 // ones removed, and no replacement contains a digit or a hex run.
 var (
-	reANSI   = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
-	reURL    = regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]*[^\s"'<>.,:;)\]}]`)
-	reUUID   = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	reDouble = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|“[^”]*”`)
+	reANSI = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`) })
+	reURL  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]*[^\s"'<>.,:;)\]}]`)
+	})
+	reUUID = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	})
+	reDouble = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"(?:[^"\\]|\\.)*"|“[^”]*”`) })
 	// A single quote opens a string only after a space or punctuation, so
 	// the apostrophe in "can't" is left alone.
-	reSingle = regexp.MustCompile(`(^|[\s(\[{=:,])(?:'[^'\n]*'|‘[^’]*’)`)
-	rePath   = regexp.MustCompile(`[\w.~@%+=-]*/[\w.~@%+=/-]*`)
-	reHex    = regexp.MustCompile(`\b(?:0[xX][0-9a-fA-F]+|[0-9a-fA-F]{8,})\b`)
-	reNumber = regexp.MustCompile(`\d+(?:\.\d+)*`)
+	reSingle = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\s(\[{=:,])(?:'[^'\n]*'|‘[^’]*’)`) })
+	rePath   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\w.~@%+=-]*/[\w.~@%+=/-]*`) })
+	reHex    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(?:0[xX][0-9a-fA-F]+|[0-9a-fA-F]{8,})\b`) })
+	reNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d+(?:\.\d+)*`) })
 )
 
 // minOwn is the length in runes of the shortest item string that
@@ -63,25 +68,25 @@ func Signature(message string, own ...string) string {
 	}
 	// What survives is at most MaxSignature runes: the regexps need not see
 	// more than the start of a long line.
-	s := reANSI.ReplaceAllString(head(line, maxSignatureInput), "")
+	s := reANSI().ReplaceAllString(head(line, maxSignatureInput), "")
 	s = replaceOwn(s, own)
-	s = reURL.ReplaceAllString(s, "URL")
-	s = reUUID.ReplaceAllString(s, "UUID")
-	s = reDouble.ReplaceAllString(s, `"…"`)
-	s = reSingle.ReplaceAllString(s, `$1'…'`)
-	s = rePath.ReplaceAllStringFunc(s, func(m string) string {
+	s = reURL().ReplaceAllString(s, "URL")
+	s = reUUID().ReplaceAllString(s, "UUID")
+	s = reDouble().ReplaceAllString(s, `"…"`)
+	s = reSingle().ReplaceAllString(s, `$1'…'`)
+	s = rePath().ReplaceAllStringFunc(s, func(m string) string {
 		if strings.Trim(m, "/") == "" {
 			return m // a lone "/" or "//" is not a path
 		}
 		return "PATH"
 	})
-	s = reHex.ReplaceAllStringFunc(s, func(m string) string {
+	s = reHex().ReplaceAllStringFunc(s, func(m string) string {
 		if strings.Trim(m, "0123456789") == "" {
 			return m // all digits: a number, below
 		}
 		return "X"
 	})
-	s = reNumber.ReplaceAllString(s, "N")
+	s = reNumber().ReplaceAllString(s, "N")
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > MaxSignature {
 		s = string(r[:MaxSignature])

@@ -65,14 +65,15 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 		return nil, err
 	}
 	crashpoint.Hit(crashpoint.ItemLogged)
+	var events []eventlog.Event
 	if l.fromDLQ {
 		if err := l.dlq.Remove(it.ID); err != nil {
 			return nil, err
 		}
 		crashpoint.Hit(crashpoint.DLQRemoved)
-		l.job.Emit(eventlog.DLQRemoved(it.ID, ""))
+		events = append(events, eventlog.DLQRemoved(it.ID, ""))
 	}
-	l.job.Emit(eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)))
+	l.job.Emit(append(events, eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)))...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.counts.Succeeded++
@@ -132,12 +133,13 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
 	// signature as the DLQ does.
-	l.job.Emit(eventlog.ItemFailed(it.ID, last.Event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)))
+	events := []eventlog.Event{eventlog.ItemFailed(it.ID, last.Event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out))}
 	if action == errorpolicy.Skip {
-		l.job.Emit(eventlog.ItemSkipped(it.ID, "on_item_failure: skip"))
+		events = append(events, eventlog.ItemSkipped(it.ID, "on_item_failure: skip"))
 	} else if !l.fromDLQ {
-		l.job.Emit(eventlog.DLQAdded(it.ID, len(failures)))
+		events = append(events, eventlog.DLQAdded(it.ID, len(failures)))
 	}
+	l.job.Emit(events...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {

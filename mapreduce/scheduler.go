@@ -12,6 +12,7 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
@@ -32,8 +33,8 @@ type scheduler struct {
 	trees      *jobtree.Worktrees // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
-	runKind    string // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
-	emit       func(eventlog.Event)
+	runKind    string                        // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
+	emit       func(...eventlog.Event)       // events produced together, in one write
 	logPath    func(itemID string) string    // of the items' output logs
 	updateMeta func(func(*state.Meta)) error // the job's, under its lock
 	ended      func(it *Item)                // after an item's end is recorded; may be nil
@@ -41,6 +42,10 @@ type scheduler struct {
 	// with their checkpoints: they go on from there.
 	resumed map[int]job.ItemRecord
 	total   int // the job's items, for ${item_total}; 0: not known
+	// lastStep is the index of the template's last step, whose checkpoint
+	// is written only when its task ends without an outcome (see
+	// Checkpoint); -1: every checkpoint is written at once.
+	lastStep int
 
 	wg sync.WaitGroup
 	// gateMu orders the breaker's transitions (made in Pass.Done) with
@@ -61,6 +66,7 @@ type dispatch struct {
 	attempt int
 	slot    *itemtask.Hold
 	steps   []job.StepRecord
+	last    *job.StepRecord // the last step's checkpoint, not written yet
 }
 
 // dispatch is called with each pending item in order; it returns false
@@ -263,8 +269,14 @@ func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *itemtas
 	out, err := s.dispatcher.Dispatch(ctx, t)
 	s.mu.Lock()
 	delete(s.active, t.DispatchID)
-	steps := d.steps
+	steps, last := d.steps, d.last
 	s.mu.Unlock()
+	if err != nil && last != nil {
+		// No outcome: the item stays running, and goes on after its steps.
+		if serr := s.ledger.step(it, attempt, *last); serr != nil {
+			s.fail(serr)
+		}
+	}
 	if err == nil && out.DispatchID != t.DispatchID {
 		err = fmt.Errorf("%w: the outcome of dispatch %q came back for %q", ErrStale, out.DispatchID, t.DispatchID)
 	}
@@ -281,18 +293,28 @@ func (s *scheduler) current(id string) (*dispatch, error) {
 	return nil, fmt.Errorf("%w: %q", ErrStale, id)
 }
 
-// Checkpoint saves a step of a dispatched attempt (Host).
+// Checkpoint saves a step of a dispatched attempt (Host). The last
+// template step's, when it finished, is only kept until the task ends:
+// its outcome follows at once, and the item's end record makes it
+// needless; a task that ends without one writes it then. A crash in
+// between runs the step again, as a crash during the step would.
 func (s *scheduler) Checkpoint(id string, rec job.StepRecord) error {
 	d, err := s.current(id)
 	if err != nil {
 		return err
 	}
-	if err := s.ledger.step(d.it, d.attempt, rec); err != nil {
-		s.fail(err)
-		return err
+	deferred := rec.Index == s.lastStep && rec.Status != string(executor.StepRetrying)
+	if !deferred {
+		if err := s.ledger.step(d.it, d.attempt, rec); err != nil {
+			s.fail(err)
+			return err
+		}
 	}
 	s.mu.Lock()
 	d.steps = append(d.steps, rec)
+	if deferred {
+		d.last = &rec
+	}
 	s.mu.Unlock()
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -195,5 +196,43 @@ func TestHostEmitNamesTheDispatchItem(t *testing.T) {
 	}
 	if events[1].ItemID != "" {
 		t.Errorf("the breaker event names item %q, want none", events[1].ItemID)
+	}
+}
+
+// The checkpoint of the template's last step is written only when its
+// task ends without an outcome (the runner was lost: the next dispatch,
+// or a resume after a crash, goes on after it); an outcome makes it
+// needless, as the item's end record follows at once.
+func TestLastStepCheckpointOnlyWithoutAnOutcome(t *testing.T) {
+	j := startJob(t, 2, 1, "")
+	d := &scriptedDispatcher{}
+	checkpointThen := func(err error) func(Task) (Outcome, error) {
+		return func(t Task) (Outcome, error) {
+			if cerr := d.host.Checkpoint(t.DispatchID, job.StepRecord{Index: 0, Status: "succeeded"}); cerr != nil {
+				return Outcome{}, cerr
+			}
+			return Outcome{DispatchID: t.DispatchID}, err
+		}
+	}
+	d.replies = map[string][]func(Task) (Outcome, error){"0": {checkpointThen(nil)}, "1": {checkpointThen(errRunnerLost), checkpointThen(nil)}}
+	if sum, err := d.run(t, j, newFakeDLQ()); err != nil || sum.Items.Succeeded != 2 {
+		t.Fatalf("runMap = %+v, %v", sum, err)
+	}
+	data, err := os.ReadFile(j.Layout().ItemStates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]int{}
+	for line := range strings.Lines(string(data)) {
+		var rec job.ItemRecord
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Step != nil {
+			steps[rec.ID]++
+		}
+	}
+	if steps["0"] != 0 || steps["1"] != 1 {
+		t.Errorf("checkpoints written per item %v, want none for 0 (its outcome came) and one for 1 (its first runner was lost)", steps)
 	}
 }

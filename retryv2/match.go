@@ -5,19 +5,22 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 )
 
-// Built-in matchers, case-insensitive. Status codes match as whole numbers
-// only ("503", not "5030" or "5000ms").
-var builtins = map[MatcherKind]*regexp.Regexp{
-	MatchNetwork: regexp.MustCompile(`(?i)network|connection (refused|reset|timed out)|unreachable|` +
-		`could not resolve host|temporary failure in name resolution|no route to host|broken pipe`),
-	MatchTimeout:     regexp.MustCompile(`(?i)timeout|timed out`),
-	MatchServerError: regexp.MustCompile(`(?i)\b(500|502|503|504)\b|server error|bad gateway|service unavailable|gateway timeout`),
-	MatchRateLimit:   regexp.MustCompile(`(?i)\b429\b|rate limit|too many requests|throttl`),
-}
+// Built-in matchers, case-insensitive, compiled on first use. Status codes
+// match as whole numbers only ("503", not "5030" or "5000ms").
+var builtins = sync.OnceValue(func() map[MatcherKind]*regexp.Regexp {
+	return map[MatcherKind]*regexp.Regexp{
+		MatchNetwork: regexp.MustCompile(`(?i)network|connection (refused|reset|timed out)|unreachable|` +
+			`could not resolve host|temporary failure in name resolution|no route to host|broken pipe`),
+		MatchTimeout:     regexp.MustCompile(`(?i)timeout|timed out`),
+		MatchServerError: regexp.MustCompile(`(?i)\b(500|502|503|504)\b|server error|bad gateway|service unavailable|gateway timeout`),
+		MatchRateLimit:   regexp.MustCompile(`(?i)\b429\b|rate limit|too many requests|throttl`),
+	}
+})
 
 // Match reports whether the matcher accepts the failure o.
 func (m Matcher) Match(o Outcome) (bool, error) {
@@ -26,9 +29,9 @@ func (m Matcher) Match(o Outcome) (bool, error) {
 		if o.TimedOut || o.Kind == KindTimeout || o.ExitCode == 124 {
 			return true, nil
 		}
-		return builtins[m.Kind].MatchString(o.text()), nil
+		return builtins()[m.Kind].MatchString(o.text()), nil
 	case MatchNetwork, MatchServerError, MatchRateLimit:
-		return builtins[m.Kind].MatchString(o.text()), nil
+		return builtins()[m.Kind].MatchString(o.text()), nil
 	case MatchPattern:
 		return m.Pattern.MatchString(o.text()), nil
 	case MatchExitCodes:

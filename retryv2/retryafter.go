@@ -4,10 +4,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-var retryAfterLine = regexp.MustCompile(`(?im)^\s*retry-after:\s*(.+?)\s*$`)
+var retryAfterLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^\s*retry-after:\s*(.+?)\s*$`) })
 
 // requestedDelay is the delay the failed command asked for: the number of
 // seconds it wrote to $RUNNER_RETRY_AFTER_FILE (Outcome.RetryAfter), else
@@ -18,7 +19,7 @@ func requestedDelay(o Outcome) (time.Duration, bool) {
 	}
 	var found string
 	for _, text := range []string{o.Stdout, o.Stderr} {
-		if m := retryAfterLine.FindAllStringSubmatch(text, -1); m != nil {
+		if m := retryAfterLine().FindAllStringSubmatch(text, -1); m != nil {
 			found = m[len(m)-1][1]
 		}
 	}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # runner's speed, scale and memory against real peers, on this machine:
+#   start-up       `runner version` and a 1-step `runner run` vs a Go hello world
 #   map overhead   N trivial items at max_parallel P: runner vs xargs -P and GNU parallel;
 #                  then 2,000 items of an external command (cat /dev/null), which
 #                  runner runs without a shell, vs xargs -P N sh -c
@@ -28,13 +29,15 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait; rm -r
 cd "$work"
 
 rounds=${ROUNDS:-5}
-sections=${SECTIONS:-"map chain retries dlqretry scale streaming isolation nats"}
+sections=${SECTIONS:-"startup map chain retries dlqretry scale streaming isolation nats"}
 section() { [[ " $sections " == *" $1 "* ]]; }
 map_sizes=${MAP_SIZES:-"2000 10000"}
 map_parallel=${MAP_PARALLEL:-"2 16"}
 ext_items=${EXT_ITEMS:-2000}
 ext_parallel=${EXT_PARALLEL:-"2 8"}
 chain_steps=${CHAIN_STEPS:-"10 100 500"}
+chain_direct=${CHAIN_DIRECT:-"10 200"}
+startup_runs=${STARTUP_RUNS:-200}
 retry_items=${RETRY_ITEMS:-10000}
 dlq_items=${DLQ_ITEMS:-1000}
 scale_items=${SCALE_ITEMS:-100000}
@@ -44,7 +47,7 @@ nats_noop=${NATS_NOOP:-10000}
 nats_true=${NATS_TRUE:-2000}
 nats_sleep=${NATS_SLEEP:-1500}
 if [ "${QUICK:-}" = 1 ]; then
-	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 iso_items=10
+	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 iso_items=10
 	nats_noop=1000 nats_true=300 nats_sleep=240
 fi
 
@@ -61,6 +64,33 @@ fi
 have_parallel=$(command -v parallel >/dev/null 2>&1 && echo 1 || echo 0)
 
 echo "runner benchmarks, $(date -u +%Y-%m-%d), $(nproc) cores, $(go version | awk '{print $3}')"
+if section startup; then
+echo
+echo "## start-up (median of $startup_runs alternating runs; minor page faults of one run)"
+mkdir -p hello
+printf 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("hello") }\n' > hello/main.go
+printf 'module hello\n' > hello/go.mod
+(cd hello && go build -o ../hello-world .)
+printf 'name: one\ncommands:\n  - shell: cat /dev/null\n' > one.yml
+: > t.hello; : > t.version; : > t.run
+# ms CMD...: runs CMD and prints its wall time in milliseconds.
+ms() { local t0; t0=$(date +%s%N); "$@" >/dev/null 2>&1 || true; awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN {printf "%.3f\n", (b - a) / 1e6}'; }
+for r in $(seq 1 "$startup_runs"); do
+	ms ./hello-world >> t.hello
+	ms "$runner" version >> t.version
+	ms "$runner" run -q --progress never --state-dir "u-$r" one.yml >> t.run
+	rm -rf "u-$r"
+done
+# faults CMD...: the minor page faults of one run of CMD.
+faults() { /usr/bin/time -f %R -o faults.txt "$@" >/dev/null 2>&1 || true; tail -1 faults.txt; }
+h=$(median < t.hello) v=$(median < t.version) o=$(median < t.run)
+printf '%-24s %9s %8s %8s %7s\n' what ms ratio target faults
+printf '%-24s %9.2f %8s %8s %7s\n' "Go hello world" "$h" - - "$(faults ./hello-world)"
+printf '%-24s %9.2f %8s %8s %7s\n' "runner version" "$v" "$(ratio "$v" "$h")" "<= 2" "$(faults "$runner" version)"
+printf '%-24s %9.2f %8s %8s %7s\n' "runner run, 1 step" "$o" "$(ratio "$o" "$h")" "<= 3" "$(faults "$runner" run -q --progress never --state-dir u-f one.yml)"
+rm -rf u-f
+fi
+
 if section map; then
 echo
 echo "## map overhead (items run 'true'; median of $rounds alternating runs)"
@@ -115,11 +145,12 @@ echo
 echo "## chain overhead (each step 'true' under sh -c, as runner runs steps)"
 printf '%-6s %10s %10s %8s %16s %16s\n' steps runner script ratio runner/step script/step
 : > chain.sum
-# chain CMD K: a K-step workflow and a K-line script, each running CMD
-# under sh -c, timed alternately; sets m (runner) and s (script), medians.
+# chain CMD K [LINE]: a K-step workflow running CMD and a K-line script of
+# LINE (default: CMD under sh -c), timed alternately; sets m (runner) and
+# s (script), medians.
 chain() {
 	{ echo "name: chain"; echo "commands:"; for i in $(seq 1 "$2"); do echo "  - shell: '$1'"; done; } > chain.yml
-	for i in $(seq 1 "$2"); do echo "sh -c '$1'"; done > chain.sh
+	for i in $(seq 1 "$2"); do echo "${3:-sh -c '$1'}"; done > chain.sh
 	: > t.runner; : > t.script
 	for r in $(seq 1 "$rounds"); do
 		t0=$(now); sh chain.sh; since "$t0" >> t.script
@@ -151,6 +182,16 @@ for b in ForkExecFloor RunTrue RunStep; do
 	per_process+=$(printf ' | %s %.3f ms (%sx)' "$b" "$ms" "$(ratio "$ms" "$per_sh")")
 done
 echo "per process: sh -c true from a script $per_sh ms$per_process"
+
+# Steps of an external command, against a script that runs it directly
+# (sh forks and execs cat, no second shell): the issue's targets.
+echo
+echo "chains of an external command (cat /dev/null) against a script running it directly:"
+printf '%-6s %10s %10s %8s %8s\n' steps runner script ratio target
+for k in $chain_direct; do
+	chain 'cat /dev/null' "$k" 'cat /dev/null'
+	printf '%-6s %9ss %9ss %8s %8s\n' "$k" "$m" "$s" "$(ratio "$m" "$s")" "$([ "$k" -le 10 ] && echo '<= 1.5' || echo '<= 1.05')"
+done
 
 # The same with steps that do some work: gzip of 1 MB, as a real step would.
 head -c 1000000 "$runner" > work.bin

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,8 +28,10 @@ var units = map[string]time.Duration{
 }
 
 var (
-	humanPart = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([a-zµ]+)`)
-	isoPeriod = regexp.MustCompile(`^P(?:([0-9.]+)W)?(?:([0-9.]+)D)?(?:T(?:([0-9.]+)H)?(?:([0-9.]+)M)?(?:([0-9.]+)S)?)?$`)
+	humanPart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([a-zµ]+)`) })
+	isoPeriod = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^P(?:([0-9.]+)W)?(?:([0-9.]+)D)?(?:T(?:([0-9.]+)H)?(?:([0-9.]+)M)?(?:([0-9.]+)S)?)?$`)
+	})
 )
 
 var errDurationSyntax = errors.New("want a duration such as 250ms, 2s, 1m30s, 1h or 1d, a number of seconds, or ISO-8601 such as PT30S")
@@ -65,7 +68,7 @@ func ParseDuration(s string) (time.Duration, error) {
 func parseHuman(s string) (time.Duration, error) {
 	var total time.Duration
 	for rest := s; rest != ""; rest = strings.TrimLeft(rest, " ") {
-		m := humanPart.FindStringSubmatch(rest)
+		m := humanPart().FindStringSubmatch(rest)
 		if m == nil {
 			return 0, errDurationSyntax
 		}
@@ -88,7 +91,7 @@ func parseHuman(s string) (time.Duration, error) {
 // parseISO reads an ISO-8601 duration of weeks, days, hours, minutes and
 // seconds (years and months have no fixed length and are refused).
 func parseISO(s string) (time.Duration, error) {
-	m := isoPeriod.FindStringSubmatch(s)
+	m := isoPeriod().FindStringSubmatch(s)
 	if m == nil || s == "P" || strings.HasSuffix(s, "T") {
 		return 0, errDurationSyntax
 	}

@@ -23,7 +23,7 @@ type VarDuration struct {
 // for any other value (which the caller reads as a duration).
 func (d *decoder) varDuration(n *yaml.Node, what string) *VarDuration {
 	r := d.resolve(n)
-	if r == nil || r.Kind != yaml.ScalarNode || r.ShortTag() != "!!str" || !varRef.MatchString(r.Value) {
+	if r == nil || r.Kind != yaml.ScalarNode || r.ShortTag() != "!!str" || !varRef().MatchString(r.Value) {
 		return nil
 	}
 	return &VarDuration{Ref: r.Value, Key: what, Pos: pos(r)}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // map.input is a file or a shell command. A word that names no file used
@@ -17,15 +18,15 @@ import (
 
 // fileLike is one word without shell syntax that ends in an extension
 // (items.json) or holds a slash (data/items).
-var fileLike = regexp.MustCompile(`^[^\s|&;<>()$` + "`" + `'"*?\\]+$`)
+var fileLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^\s|&;<>()$` + "`" + `'"*?\\]+$`) })
 
-var extension = regexp.MustCompile(`\.[A-Za-z0-9]+$`)
+var extension = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.[A-Za-z0-9]+$`) })
 
 // looksLikeFile reports whether a map input's text names a file rather
 // than a command: one word without shell syntax, with an extension or a
 // slash.
 func looksLikeFile(text string) bool {
-	return fileLike.MatchString(text) && (extension.MatchString(text) || strings.Contains(text, "/"))
+	return fileLike().MatchString(text) && (extension().MatchString(text) || strings.Contains(text, "/"))
 }
 
 // FindInput looks for the map input file text names, relative to each of

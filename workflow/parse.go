@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"gopkg.in/yaml.v3"
@@ -121,7 +122,7 @@ func sortByPosition(es ParseErrors) {
 	})
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // document parses src into its one YAML (or JSON) document.
 func (d *decoder) document(src []byte) *yaml.Node {
@@ -175,7 +176,7 @@ func (d *decoder) yamlDecode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 		return err
 	}
 	msg, at := strings.TrimPrefix(err.Error(), "yaml: "), Pos{Line: 1, Col: 1}
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLine().FindStringSubmatch(err.Error()); m != nil {
 		at.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 		if strings.Contains(msg, "end of stream") {
@@ -347,7 +348,7 @@ func (d *decoder) envEntries(n *yaml.Node, what string) []entry {
 	}
 	es, _ := d.entries(m, what)
 	return slices.DeleteFunc(es, func(e entry) bool {
-		if envName.MatchString(e.key.Value) {
+		if envName().MatchString(e.key.Value) {
 			return false
 		}
 		d.errorf(e.key, "%s: %s is not a valid variable name (letters, digits and _, not starting with a digit)", what, describe(e.key))
@@ -369,13 +370,13 @@ func (d *decoder) envValue(n *yaml.Node, what string) *interp.Template {
 		d.errorf(v, "%s must be a string, number or boolean, not %s", what, describe(v))
 		return nil
 	}
-	return d.template(v, what, envColon.ReplaceAllString(v.Value, "$${env.$1}"))
+	return d.template(v, what, envColon().ReplaceAllString(v.Value, "$${env.$1}"))
 }
 
 var distributedKeys = []string{"queue", "max_deliveries"}
 
 // queueName is what a NATS subject token allows.
-var queueName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+var queueName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`) })
 
 // distributed reads distributed: {queue, max_deliveries}.
 func (d *decoder) distributed(n *yaml.Node) *Distributed {
@@ -385,7 +386,7 @@ func (d *decoder) distributed(n *yaml.Node) *Distributed {
 	}
 	dist := &Distributed{}
 	if q := f.get("queue"); q != nil {
-		if name, ok := d.str(q, "distributed.queue"); ok && !queueName.MatchString(name) {
+		if name, ok := d.str(q, "distributed.queue"); ok && !queueName().MatchString(name) {
 			d.errorf(q, "distributed.queue %q: use 1 to 32 letters, digits, '_' or '-'", name)
 		} else {
 			dist.Queue = name
@@ -428,7 +429,7 @@ func (d *decoder) agent(n *yaml.Node) *Agent {
 	return a
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // template parses a value that may hold placeholders.
 func (d *decoder) template(n *yaml.Node, what, text string) *interp.Template {

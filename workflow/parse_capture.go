@@ -64,7 +64,7 @@ func (d *decoder) stepOutputs(f *fields, s *Step) []StepOutput {
 	for _, e := range es {
 		name := e.key.Value
 		switch {
-		case !captureName.MatchString(name):
+		case !captureName().MatchString(name):
 			d.errorf(e.key, "outputs: %q is not a valid name (letters, digits and _)", name)
 			continue
 		case slices.Contains(stepFields, name):

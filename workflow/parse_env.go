@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -119,8 +120,8 @@ func (d *decoder) onlyWith(f *fields, what, form, key, with string) {
 // envRef is a secret written as a reference to an environment variable;
 // envColon is that reference anywhere in a value.
 var (
-	envRef   = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`)
-	envColon = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`)
+	envRef   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`) })
+	envColon = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}`) })
 )
 
 var secretRefKeys = []string{"provider", "key"}
@@ -156,7 +157,7 @@ func (d *decoder) secrets(n *yaml.Node, wf *Workflow) {
 func (d *decoder) secret(n *yaml.Node, what string) (Secret, bool) {
 	v := d.resolve(n)
 	if v != nil && v.Kind == yaml.ScalarNode {
-		if m := envRef.FindStringSubmatch(v.Value); m != nil {
+		if m := envRef().FindStringSubmatch(v.Value); m != nil {
 			return Secret{Provider: SecretFromEnv, Key: m[1]}, true
 		}
 	}
@@ -186,7 +187,7 @@ func (d *decoder) secret(n *yaml.Node, what string) (Secret, bool) {
 	}
 	s.Provider = SecretProvider(p)
 	key, keyOK := d.str(f.vals["key"], what+".key")
-	if keyOK && s.Provider == SecretFromEnv && !envName.MatchString(key) {
+	if keyOK && s.Provider == SecretFromEnv && !envName().MatchString(key) {
 		d.errorf(f.vals["key"], "%s.key: %q is not a valid variable name", what, key)
 		keyOK = false
 	}

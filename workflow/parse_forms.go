@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -26,7 +27,7 @@ func (d *decoder) description(f *fields, what string) string {
 
 // batchedForm is Prodigy's short spelling of a batched error_collection:
 // batched:N.
-var batchedForm = regexp.MustCompile(`^batched\s*:\s*(\S*)$`)
+var batchedForm = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^batched\s*:\s*(\S*)$`) })
 
 // batchedShorthand reads the short spellings of {batched: {size: N}}:
 // "batched:N" and {batched: N}; ok is false for any other form.
@@ -36,7 +37,7 @@ func (d *decoder) batchedShorthand(r *yaml.Node) (c errorpolicy.Collection, ok b
 	case r == nil:
 		return c, false
 	case r.Kind == yaml.ScalarNode:
-		m := batchedForm.FindStringSubmatch(r.Value)
+		m := batchedForm().FindStringSubmatch(r.Value)
 		if m == nil {
 			return c, false
 		}

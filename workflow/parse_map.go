@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/theory/jsonpath"
@@ -152,7 +153,9 @@ func (d *decoder) jsonPath(n *yaml.Node) string {
 	return q
 }
 
-var fieldPathRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*(?:\[[0-9]+\]|\.[A-Za-z_][A-Za-z0-9_-]*)*$`)
+var fieldPathRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*(?:\[[0-9]+\]|\.[A-Za-z_][A-Za-z0-9_-]*)*$`)
+})
 
 // fieldPath reads a path into an item such as "size" or "meta.tags[0]".
 func (d *decoder) fieldPath(n *yaml.Node, what string) string {
@@ -160,7 +163,7 @@ func (d *decoder) fieldPath(n *yaml.Node, what string) string {
 	if !ok {
 		return ""
 	}
-	if !fieldPathRE.MatchString(s) {
+	if !fieldPathRE().MatchString(s) {
 		d.errorf(n, "%s: %q is not a field path such as size or meta.tags[0]", what, s)
 		return ""
 	}
@@ -176,7 +179,7 @@ func (d *decoder) sortBy(n *yaml.Node) []SortKey {
 	var keys []SortKey
 	for _, part := range strings.Split(s, ",") {
 		words := strings.Fields(part)
-		if len(words) == 0 || !fieldPathRE.MatchString(words[0]) {
+		if len(words) == 0 || !fieldPathRE().MatchString(words[0]) {
 			d.errorf(n, "map.sort_by: %q is not FIELD [ASC|DESC] [NULLS FIRST|LAST]", strings.TrimSpace(part))
 			return nil
 		}
@@ -199,13 +202,15 @@ func (d *decoder) sortBy(n *yaml.Node) []SortKey {
 	return keys
 }
 
-var varRef = regexp.MustCompile(`^\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})$`)
+var varRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})$`)
+})
 
 // maxParallel reads a number of agents, or "$VAR" resolved when the job starts.
 func (d *decoder) maxParallel(n *yaml.Node) string {
 	r := d.resolve(n)
 	if r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
-		if varRef.MatchString(r.Value) {
+		if varRef().MatchString(r.Value) {
 			return r.Value
 		}
 		if _, err := strconv.Atoi(r.Value); err != nil {

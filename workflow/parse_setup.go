@@ -69,7 +69,7 @@ func (d *decoder) captureOutputs(n *yaml.Node, steps []*Step) {
 		index, streams, ok := d.captureConfig(e.val, what)
 		switch {
 		case !ok:
-		case !captureName.MatchString(name):
+		case !captureName().MatchString(name):
 			d.errorf(e.key, "%s: %q is not a valid variable name (letters, digits and _)", what, name)
 		case slices.Contains(interp.Namespaces, name) || name == "env":
 			d.errorf(e.key, "%s: %q is reserved for runner's own variables; choose another name", what, name)

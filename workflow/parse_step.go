@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -25,8 +26,8 @@ var stepKeys = []string{
 }
 
 var (
-	stepID      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
-	captureName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	stepID      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`) })
+	captureName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // stepList reads a list of steps; phases whose steps are required must have
@@ -198,7 +199,7 @@ func (d *decoder) stepID(n *yaml.Node) string {
 	if !ok {
 		return ""
 	}
-	if !stepID.MatchString(id) {
+	if !stepID().MatchString(id) {
 		d.errorf(n, "id %q must start with a letter or _ and hold only letters, digits, _ and -", id)
 		return ""
 	}
@@ -231,7 +232,7 @@ func (d *decoder) capture(f *fields, s *Step) {
 			case !ok:
 			case name == defaultName:
 				s.Capture = defaultName // Prodigy's spelling of capture_output: true
-			case !captureName.MatchString(name):
+			case !captureName().MatchString(name):
 				d.errorf(r, "%s: %q is not a valid variable name (letters, digits and _)", key, name)
 			case slices.Contains(interp.Namespaces, name) || name == "env":
 				d.errorf(r, "%s: %q is reserved for runner's own variables; choose another name", key, name)

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/runnerdev/runner/workflow/interp"
 	"gopkg.in/yaml.v3"
@@ -116,7 +117,7 @@ func allWorkflowSteps(wf *Workflow) iter.Seq[*Step] {
 	}
 }
 
-var dotenvName = regexp.MustCompile(`^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=`)
+var dotenvName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=`) })
 
 // envFileNames are the names the workflow's env files define, for those
 // that exist now (relative to the workflow file's directory).
@@ -136,7 +137,7 @@ func (d *decoder) envFileNames(wf *Workflow) []string {
 		}
 		sc := bufio.NewScanner(file)
 		for sc.Scan() {
-			if m := dotenvName.FindStringSubmatch(sc.Text()); m != nil {
+			if m := dotenvName().FindStringSubmatch(sc.Text()); m != nil {
 				names = append(names, m[1])
 			}
 		}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"regexp"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -9,7 +10,9 @@ import (
 // gitWrites finds a git command that changes the repository's index,
 // history or merge state in a shell text: git add, git commit, git merge
 // (after git's own options, such as -C DIR or -c KEY=VALUE).
-var gitWrites = regexp.MustCompile(`\bgit(?:\s+-[Cc]\s+\S+|\s+--?[\w-]+(?:=\S+)?)*\s+(add|commit|merge)\b`)
+var gitWrites = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\bgit(?:\s+-[Cc]\s+\S+|\s+--?[\w-]+(?:=\S+)?)*\s+(add|commit|merge)\b`)
+})
 
 // warnSharedCheckout warns about a map template that runs without
 // isolation by default (no claude: step, no commit_required) although its
@@ -39,7 +42,7 @@ func gitWrite(s *Step) string {
 		if c.Kind != ShellCommand || c.Text == nil {
 			continue
 		}
-		if m := gitWrites.FindStringSubmatch(c.Text.String()); m != nil {
+		if m := gitWrites().FindStringSubmatch(c.Text.String()); m != nil {
 			return m[1]
 		}
 	}

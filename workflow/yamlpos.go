@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -79,7 +80,7 @@ var indentationMessages = []string{
 }
 
 // leadingKey is a line's start up to the colon of its first key.
-var leadingKey = regexp.MustCompile(`^ *(- +)?[A-Za-z0-9_.-]+ *$`)
+var leadingKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ *(- +)?[A-Za-z0-9_.-]+ *$`) })
 
 // indentationProblem reports whether a YAML syntax error at at is most
 // likely a bad indentation: one of indentationMessages, or "mapping values
@@ -102,7 +103,7 @@ func indentationProblem(src []byte, at Pos, msg string) bool {
 	if at.Col-1 > len(line) {
 		return false
 	}
-	return leadingKey.MatchString(string(line[:at.Col-1]))
+	return leadingKey().MatchString(string(line[:at.Col-1]))
 }
 
 // quoteOpening returns the position of the first quote on a line (where

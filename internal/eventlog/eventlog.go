@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -99,6 +100,7 @@ type Log struct {
 	now    func() time.Time
 	redact func(string) string
 	buf    []byte
+	held   []Event // waiting for their sequels, in order: see Coalesce
 }
 
 // Options configure a Log.
@@ -123,32 +125,98 @@ func Open(path, jobID string, opts Options) (*Log, error) {
 // Emit appends e (one of the constructors' events), stamped with the time
 // and the log's job, and returns it as written (redacted).
 func (l *Log) Emit(e Event) (Event, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.redact != nil {
-		e = e.Redacted(l.redact)
-	}
-	e.Time, e.JobID = l.now(), l.jobID
-	line, err := e.MarshalJSON()
-	if err != nil {
-		return e, err
-	}
-	l.buf = append(append(l.buf[:0], line...), '\n')
-	if _, err := l.f.Write(l.buf); err != nil {
-		return e, fmt.Errorf("event log: %w", err)
-	}
-	return e, nil
+	written, err := l.EmitAll(e)
+	return written[0], err
 }
 
-// Close syncs and closes the log.
+// EmitAll appends events produced together with one write, so that the
+// log has all of them or, after a crash, none, and returns them as
+// written (redacted).
+func (l *Log) EmitAll(events ...Event) ([]Event, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.write(events)
+}
+
+// write appends events with one write; l.mu is held.
+func (l *Log) write(events []Event) ([]Event, error) {
+	written := make([]Event, len(events))
+	l.buf = l.buf[:0]
+	now := l.now()
+	for i, e := range events {
+		if l.redact != nil {
+			e = e.Redacted(l.redact)
+		}
+		e.Time, e.JobID = now, l.jobID
+		written[i] = e
+		line, err := e.MarshalJSON()
+		if err != nil {
+			return written, err
+		}
+		l.buf = append(append(l.buf, line...), '\n')
+	}
+	if len(l.buf) == 0 {
+		return written, nil
+	}
+	if _, err := l.f.Write(l.buf); err != nil {
+		return written, fmt.Errorf("event log: %w", err)
+	}
+	return written, nil
+}
+
+// Coalesce appends events as EmitAll does, but holds back the last one
+// when the executor follows it at once with another of the same item
+// (step_started by the attempt's start or the step's failure; an
+// attempt's end by step_completed, its retry decision or step_failed):
+// the held event goes out with the next events of its item, in one
+// write, or with the next event that names no item (the job's own, which
+// so stay in order with every item's), or when the log closes. The
+// events of one call are one item's. It returns the events written now,
+// held ones included, in the order they were written.
+func (l *Log) Coalesce(events ...Event) ([]Event, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	item := events[0].ItemID
+	var due, others []Event
+	for _, e := range l.held {
+		if item == "" || e.ItemID == item {
+			due = append(due, e)
+		} else {
+			others = append(others, e)
+		}
+	}
+	events, l.held = append(due, events...), others
+	if hasSequel(events[len(events)-1].Type) {
+		l.held = append(l.held, events...)
+		return nil, nil
+	}
+	return l.write(events)
+}
+
+// hasSequel reports whether the executor always follows an event of type
+// t with another of the same step before the step ends.
+func hasSequel(t Type) bool {
+	switch t {
+	case TypeStepStarted, TypeAttemptSucceeded, TypeAttemptFailed:
+		return true
+	}
+	return false
+}
+
+// Close writes the events Coalesce holds, syncs and closes the log.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	_, werr := l.write(l.held)
+	l.held = nil
 	serr := l.f.Sync()
 	if err := l.f.Close(); err != nil {
 		return err
 	}
-	return serr
+	return errors.Join(werr, serr)
 }
 
 func redactFields(fields map[string]any, redact func(string) string) map[string]any {

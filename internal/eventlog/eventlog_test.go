@@ -3,8 +3,10 @@ package eventlog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -211,5 +213,54 @@ func TestEventInt(t *testing.T) {
 		if got := e.Int(name); got != want {
 			t.Errorf("Int(%q) = %d, want %d", name, got, want)
 		}
+	}
+}
+
+// Coalesce writes an event whose sequel follows at once together with
+// that sequel (one write: one time stamp), keeps each item's events in
+// order, writes every held event before an event of the job's own, and
+// the rest when the log closes.
+func TestCoalesceWritesAnEventWithItsSequel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	tick := 0
+	l, err := Open(path, "j", Options{Now: func() time.Time { tick++; return fixedNow().Add(time.Duration(tick) * time.Second) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emit := func(events ...Event) {
+		t.Helper()
+		if _, err := l.Coalesce(events...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	emit(StepStarted("s", 1, "true").WithItem("a"))
+	emit(StepStarted("s", 1, "true").WithItem("b"))
+	emit(AttemptStarted("s", 1).WithItem("a"))
+	emit(AttemptSucceeded("s", 1, 0).WithItem("a"))
+	emit(StepCompleted("s", 0, 0).WithItem("a"), ItemSucceeded("a", 1, 0))
+	emit(AttemptStarted("s", 1).WithItem("b"))
+	emit(AttemptFailed(Failure{Step: "s", Attempt: 1}).WithItem("b"))
+	emit(CircuitChanged("open", "step", "s"))
+	emit(StepStarted("s", 1, "true").WithItem("c"))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	events, err := Read(path, Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range events {
+		got = append(got, fmt.Sprintf("%d %s %s", e.Time.Sub(fixedNow())/time.Second, e.ItemID, e.Type))
+	}
+	want := []string{
+		"1 a step_started", "1 a attempt_started",
+		"2 a attempt_succeeded", "2 a step_completed", "2 a item_succeeded",
+		"3 b step_started", "3 b attempt_started",
+		"4 b attempt_failed", "4  circuit_opened",
+		"5 c step_started",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events (time, item, type):\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/runnerdev/runner/internal/proc"
@@ -26,11 +27,12 @@ type Groups struct {
 }
 
 // Self is this process's pid and start time (proc.StartTime), as it
-// names itself in its records and the lock files it holds.
-var Self = func() string {
+// names itself in its records and the lock files it holds; read from
+// /proc on first use.
+var Self = sync.OnceValue(func() string {
 	start, _ := proc.StartTime(os.Getpid())
 	return fmt.Sprintf("%d-%d", os.Getpid(), start)
-}()
+})
 
 // AwaitExit waits (5 s at most) until the process that self (a Self of
 // it) names has exited: one that died holding a lock lets go of it a
@@ -48,7 +50,7 @@ func AwaitExit(self string) {
 // runs. A group it fails to record is only not ended after a crash.
 func (g *Groups) record(pgid int) (done func()) {
 	start, _ := proc.StartTime(pgid)
-	path := filepath.Join(g.Dir, fmt.Sprintf("%d-%d.%s", pgid, start, Self))
+	path := filepath.Join(g.Dir, fmt.Sprintf("%d-%d.%s", pgid, start, Self()))
 	err := os.WriteFile(path, nil, 0o600)
 	if errors.Is(err, os.ErrNotExist) && os.MkdirAll(g.Dir, 0o700) == nil {
 		err = os.WriteFile(path, nil, 0o600)

@@ -41,17 +41,19 @@ func (h LogHeader) String() string {
 }
 
 var (
-	logHeaderLine = regexp.MustCompile(`^=== item (.*) attempt ([0-9]+) \(run: (run|resume|dlq retry), ([^,)]+)(?:, worker (.+))?\) ===$`)
+	logHeaderLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^=== item (.*) attempt ([0-9]+) \(run: (run|resume|dlq retry), ([^,)]+)(?:, worker (.+))?\) ===$`)
+	})
 	// olderHeaderLine is what runners before LogHeader wrote between an
 	// item's attempts (none before its first).
-	olderHeaderLine = regexp.MustCompile(`^--- attempt ([0-9]+) ---$`)
+	olderHeaderLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^--- attempt ([0-9]+) ---$`) })
 )
 
 // ParseLogHeader reads a line (without its newline) that is a LogHeader,
 // or the separator that older runners wrote before an attempt after the
 // first; it reports false for any other line.
 func ParseLogHeader(line string) (LogHeader, bool) {
-	if m := logHeaderLine.FindStringSubmatch(line); m != nil {
+	if m := logHeaderLine().FindStringSubmatch(line); m != nil {
 		attempt, err := strconv.Atoi(m[2])
 		start, terr := time.Parse(time.RFC3339, m[4])
 		if err != nil || terr != nil {
@@ -59,7 +61,7 @@ func ParseLogHeader(line string) (LogHeader, bool) {
 		}
 		return LogHeader{ItemID: m[1], Attempt: attempt, Run: m[3], Start: start, Worker: m[5]}, true
 	}
-	if m := olderHeaderLine.FindStringSubmatch(line); m != nil {
+	if m := olderHeaderLine().FindStringSubmatch(line); m != nil {
 		attempt, err := strconv.Atoi(m[1])
 		return LogHeader{Attempt: attempt}, err == nil
 	}

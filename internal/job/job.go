@@ -295,7 +295,7 @@ func open(st *state.Job, wf *workflow.Workflow, opts Options, env *jobenv.Env) (
 		j.close()
 		return nil, err
 	}
-	j.exec.Emit = j.emit
+	j.exec.Emit = func(e eventlog.Event) { j.emit(e) }
 	if j.log, err = eventlog.Open(st.Layout().Events, st.Meta.ID, eventlog.Options{Now: opts.Now, Redact: j.secrets.Masker()}); err != nil {
 		j.close()
 		return nil, err
@@ -361,9 +361,11 @@ func lockJob(st *state.Job, shared bool) error {
 	return err
 }
 
-// emit writes an event to the log and shows it to the listener.
-func (j *Job) emit(e eventlog.Event) {
-	e, err := j.log.Emit(e)
+// emit writes events produced together to the log, with one write (an
+// event whose sequel follows at once waits for it: eventlog.Coalesce),
+// and shows the events written to the listener.
+func (j *Job) emit(events ...eventlog.Event) {
+	events, err := j.log.Coalesce(events...)
 	if err != nil {
 		j.mu.Lock()
 		if j.logErr == nil {
@@ -372,12 +374,14 @@ func (j *Job) emit(e eventlog.Event) {
 		j.mu.Unlock()
 	}
 	if j.listener != nil {
-		j.listener(e)
+		for _, e := range events {
+			j.listener(e)
+		}
 	}
 }
 
-// Emit records an event (for the layers that drive a job).
-func (j *Job) Emit(e eventlog.Event) { j.emit(e) }
+// Emit records events produced together (for the layers that drive a job).
+func (j *Job) Emit(events ...eventlog.Event) { j.emit(events...) }
 
 // Secrets hides the job's secret values in what it shows and stores.
 func (j *Job) Secrets() *jobenv.Secrets { return j.secrets }

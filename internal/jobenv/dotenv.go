@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
-var dotenvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var dotenvName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // parseDotenv reads an env file: NAME=value lines (an export prefix
 // allowed), # comments and blank lines skipped, name and value trimmed, a
@@ -28,7 +29,7 @@ func parseDotenv(data []byte) ([][2]string, error) {
 		switch {
 		case !ok:
 			return nil, fmt.Errorf("%d: want NAME=value", start)
-		case !dotenvName.MatchString(name):
+		case !dotenvName().MatchString(name):
 			return nil, fmt.Errorf("%d: %q is not a valid variable name", start, name)
 		}
 		value = strings.TrimSpace(value)

@@ -92,7 +92,7 @@ func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 	}
 	data, err := json.Marshal(checkoutHolder{
 		Who:     fmt.Sprintf("runner job %s (pid %d, since %s)", t.JobID, os.Getpid(), time.Now().Format(time.DateTime)),
-		Self:    gitwork.Self,
+		Self:    gitwork.Self(),
 		Tip:     tip,
 		Message: t.mergeMessage(),
 		Groups:  t.Git.Groups.Dir,

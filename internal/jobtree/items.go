@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runnerdev/runner/internal/crashpoint"
@@ -362,7 +363,7 @@ func (w *Worktrees) Recorded(ctx context.Context, out itemtask.Outcome) {
 
 // unsafeRef is what may not appear in a git branch name's component (and
 // more: only letters, digits, _ . - are kept).
-var unsafeRef = regexp.MustCompile(`[^A-Za-z0-9_.-]+|\.\.+`)
+var unsafeRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_.-]+|\.\.+`) })
 
 // maxNameLen bounds an item's part of its branch and worktree names.
 const maxNameLen = 64
@@ -371,7 +372,7 @@ const maxNameLen = 64
 // when git accepts it as it is, else the id made safe followed by the
 // item's index, so that two ids made the same stay apart.
 func worktreeName(it *items.Item) string {
-	name := strings.Trim(unsafeRef.ReplaceAllString(it.ID, "-"), ".-")
+	name := strings.Trim(unsafeRef().ReplaceAllString(it.ID, "-"), ".-")
 	if name == it.ID && len(name) <= maxNameLen && !strings.HasSuffix(name, ".lock") {
 		return name
 	}

@@ -331,7 +331,7 @@ func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
 			return err
 		}
 	}
-	_, err = f.WriteAt([]byte(gitwork.Self), 0)
+	_, err = f.WriteAt([]byte(gitwork.Self()), 0)
 	return err
 }
 

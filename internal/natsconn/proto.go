@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,11 +56,11 @@ const (
 	duplicateSpan = 2 * time.Minute
 )
 
-var queueName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+var queueName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`) })
 
 // CheckQueue refuses a queue name that cannot be a subject token.
 func CheckQueue(q string) error {
-	if !queueName.MatchString(q) {
+	if !queueName().MatchString(q) {
 		return fmt.Errorf("queue %q: use 1 to 32 letters, digits, '_' or '-'", q)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/runnerdev/runner/internal/state"
@@ -186,7 +187,9 @@ func nextOnLane(bars []bar) []int {
 	return next
 }
 
-var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// page is parsed on first use, not when runner starts.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -263,3 +266,4 @@ code { font-size: 12px; }
 {{end}}</body>
 </html>
 `))
+})

@@ -63,7 +63,7 @@ func WriteHTML(w io.Writer, j Job) error {
 		counts := newCounts(*c, r.failures)
 		v.Counts = &counts
 	}
-	return page.Execute(w, v)
+	return page().Execute(w, v)
 }
 
 // eachEvent calls fn with each event of the job, in order.

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -139,11 +140,11 @@ type Job struct {
 	lock *os.File // held by Create or Lock
 }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // NewID makes a job id from a workflow name and a start time.
 func NewID(name string, t time.Time) string {
-	slug := strings.Trim(unsafeID.ReplaceAllString(strings.ToLower(name), "-"), "-.")
+	slug := strings.Trim(unsafeID().ReplaceAllString(strings.ToLower(name), "-"), "-.")
 	if slug == "" {
 		slug = "job"
 	}
@@ -166,7 +167,7 @@ func CheckID(id string) error {
 
 // ValidID reports whether id can name a job directory.
 func ValidID(id string) bool {
-	return id != "" && id != "." && id != ".." && !unsafeID.MatchString(id) && len(id) <= 128
+	return id != "" && id != "." && id != ".." && !unsafeID().MatchString(id) && len(id) <= 128
 }
 
 func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
@@ -218,8 +219,15 @@ func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 		return nil, fmt.Errorf("job %s: %w", meta.ID, err)
 	}
 	j := &Job{Dir: tmp, Meta: meta}
-	if err := j.Save(); err != nil {
+	// No temporary file and no fsync: the directory, new and private, is
+	// the job's from its rename on, as the workflow copy in it is; a
+	// process killed before sees no job, and the first Save syncs it.
+	data, err := j.metaJSON()
+	if err != nil {
 		return nil, err
+	}
+	if err := os.WriteFile(j.Layout().Meta, data, 0o600); err != nil {
+		return nil, fmt.Errorf("job %s: %w", meta.ID, err)
 	}
 	if err := j.Lock(false); err != nil {
 		return nil, err
@@ -357,11 +365,17 @@ func unreadable(err error) Status {
 
 // Save writes the metadata atomically (temporary file, fsync, rename).
 func (j *Job) Save() error {
-	data, err := json.MarshalIndent(j.Meta, "", "  ")
+	data, err := j.metaJSON()
 	if err != nil {
 		return err
 	}
-	return writeAtomic(j.Layout().Meta, append(data, '\n'))
+	return writeAtomic(j.Layout().Meta, data)
+}
+
+// metaJSON is the job.json of the metadata.
+func (j *Job) metaJSON() ([]byte, error) {
+	data, err := json.MarshalIndent(j.Meta, "", "  ")
+	return append(data, '\n'), err
 }
 
 // Update applies fn to the job's current metadata and saves it, under a
@@ -417,6 +431,10 @@ func (j *Job) ReplaceWorkflowCopy(source []byte) (kept string, err error) {
 	return kept, nil
 }
 
+// fsync makes a file's data durable (a variable, so that tests count the
+// fsyncs).
+var fsync = (*os.File).Sync
+
 func writeAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
@@ -427,7 +445,7 @@ func writeAtomic(path string, data []byte) error {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := fsync(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}

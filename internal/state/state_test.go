@@ -294,3 +294,26 @@ func TestReplaceWorkflowCopyKeepsTheOld(t *testing.T) {
 		}
 	}
 }
+
+// Creating a job syncs nothing: its directory is new and private until
+// it is renamed into place, and a process killed before leaves no job. The
+// job.json it writes reads back; the next Save syncs.
+func TestCreateDoesNotFsync(t *testing.T) {
+	synced := 0
+	fsync = func(f *os.File) error { synced++; return f.Sync() }
+	t.Cleanup(func() { fsync = (*os.File).Sync })
+	s := Store{Dir: t.TempDir()}
+	j, err := s.Create(Meta{ID: "a-1", Workflow: "a", Status: Running}, []byte("- shell: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if synced != 0 {
+		t.Errorf("Create synced %d times, want none", synced)
+	}
+	if got, err := s.Open("a-1"); err != nil || got.Meta.Workflow != "a" || got.Meta.Status != Running {
+		t.Fatalf("Open = %+v, %v", got, err)
+	}
+	if err := j.Save(); err != nil || synced != 1 {
+		t.Errorf("Save = %v after %d syncs, want 1", err, synced)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/theory/jsonpath"
 
@@ -129,7 +130,7 @@ func readDocument(dec *json.Decoder, path string, emit emitFunc) error {
 }
 
 // simplePath is a JSONPath of plain member names ending in [*].
-var simplePath = regexp.MustCompile(`^\$((?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\[\*\]|\.\*)$`)
+var simplePath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\$((?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?:\[\*\]|\.\*)$`) })
 
 // streamablePath returns the member names leading to the array (or
 // object) whose elements are the items; "" and "$[*]" lead to the root.
@@ -137,7 +138,7 @@ func streamablePath(path string) ([]string, bool) {
 	if path == "" {
 		return nil, true
 	}
-	m := simplePath.FindStringSubmatch(path)
+	m := simplePath().FindStringSubmatch(path)
 	if m == nil {
 		return nil, false
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -110,14 +111,16 @@ func (v callVisitor) Visit(node *ast.Node) {
 
 // tokenWords are expr-lang's token names in its messages, such as
 // Bracket("{") or Identifier("x").
-var tokenWords = regexp.MustCompile(`(Bracket|Operator|Identifier|Number|String|Bytes)\(("(?:[^"\\]|\\.)*")\)|\bEOF\b`)
+var tokenWords = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(Bracket|Operator|Identifier|Number|String|Bytes)\(("(?:[^"\\]|\\.)*")\)|\bEOF\b`)
+})
 
 // plainWords rewrites an expr-lang message without its token names:
 // unexpected token Bracket("{") is unexpected "{", and the internal names
 // of Prodigy's functions are the names as written.
 func plainWords(msg string) string {
-	msg = tokenWords.ReplaceAllStringFunc(msg, func(tok string) string {
-		m := tokenWords.FindStringSubmatch(tok)
+	msg = tokenWords().ReplaceAllStringFunc(msg, func(tok string) string {
+		m := tokenWords().FindStringSubmatch(tok)
 		switch m[1] {
 		case "":
 			return "end of the expression"

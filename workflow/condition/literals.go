@@ -4,19 +4,22 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // placeholderPath is a ${path} or ${path:-default} inside an expression.
-var placeholderPath = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*)?(?:\[[0-9]+\]|\.[A-Za-z_][A-Za-z0-9_-]*)*)(?::-([^}]*))?\}`)
+var placeholderPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*)?(?:\[[0-9]+\]|\.[A-Za-z_][A-Za-z0-9_-]*)*)(?::-([^}]*))?\}`)
+})
 
 // pathSegment is one ".name" segment of a path.
-var pathSegment = regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_-]*)`)
+var pathSegment = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_-]*)`) })
 
 // placeholder translates the ${...} at src[i:] and returns where it ends:
 // a path is a variable reference, anything else an expression in
 // parentheses. An unclosed ${ is left to expr-lang to report.
 func (t *translation) placeholder(src string, i, end int) int {
-	if m := placeholderPath.FindStringSubmatch(src[i:end]); m != nil {
+	if m := placeholderPath().FindStringSubmatch(src[i:end]); m != nil {
 		t.emit(exprRef(m), i)
 		return i + len(m[0])
 	}
@@ -76,7 +79,7 @@ func exprRef(m []string) string {
 // pathLookups writes a path's members as ?. (a member of a missing value
 // is nil), and those that hold a hyphen as ?.["name"] lookups.
 func pathLookups(path string) string {
-	return pathSegment.ReplaceAllStringFunc(path, func(seg string) string {
+	return pathSegment().ReplaceAllStringFunc(path, func(seg string) string {
 		if strings.Contains(seg, "-") {
 			return "?.[" + strconv.Quote(seg[1:]) + "]"
 		}
@@ -121,7 +124,7 @@ func (t *translation) stringLiteral(src string, at, end int) {
 			k += 2
 			continue
 		}
-		m := placeholderPath.FindStringSubmatch(body[k:])
+		m := placeholderPath().FindStringSubmatch(body[k:])
 		if body[k] != '$' || m == nil {
 			k++
 			continue
