@@ -30,6 +30,7 @@ var ErrNoMap = errors.New("it has no map items")
 // started in, so that it finds the job's repository and the same place
 // in it.
 func OpenStored(ctx context.Context, id string, opts job.Options, emit func(eventlog.Event), live *itemtask.Live) (*Runner, error) {
+	opts.Context = ctx
 	w, err := job.OpenWorker(id, opts, emit)
 	if err != nil {
 		return nil, err
@@ -50,8 +51,9 @@ func OpenStored(ctx context.Context, id string, opts job.Options, emit func(even
 // portable form its coordinator sent (itemtask.Job.Portable) as a copy in
 // dir, its steps' events going to emit, to run its items there. Its error
 // says why this worker cannot run them: a secret the job needs that this
-// environment lacks, an environment it cannot resolve, no map phase.
-func OpenPortable(portable json.RawMessage, dir, worker string, emit func(eventlog.Event)) (itemtask.Opened, error) {
+// environment lacks, an environment it cannot resolve, no map phase. The
+// job's env commands end with ctx.
+func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker string, emit func(eventlog.Event)) (itemtask.Opened, error) {
 	var p job.Portable
 	if err := json.Unmarshal(portable, &p); err != nil {
 		return itemtask.Opened{}, fmt.Errorf("the job's portable form: %w", err)
@@ -59,7 +61,7 @@ func OpenPortable(portable json.RawMessage, dir, worker string, emit func(eventl
 	if err := missingSecrets(p.Meta.Secrets, worker); err != nil {
 		return itemtask.Opened{}, err
 	}
-	jw, err := job.OpenPortable(p, state.Store{Dir: dir}, job.Options{Stdout: io.Discard, Stderr: io.Discard}, emit)
+	jw, err := job.OpenPortable(p, state.Store{Dir: dir}, job.Options{Context: ctx, Stdout: io.Discard, Stderr: io.Discard}, emit)
 	if err != nil {
 		return itemtask.Opened{}, fmt.Errorf("worker %s cannot run job %s: %w", worker, p.Meta.ID, err)
 	}

@@ -47,9 +47,10 @@ type WorkerOptions struct {
 	// Open opens a job whose tasks come, from the portable form its spec
 	// carries (itemtask.Job.Portable), in dir, a directory of the worker's
 	// own; its steps' events go to emit. Its error says why this worker
-	// cannot run the job's items (a secret it lacks). The engine's
+	// cannot run the job's items (a secret it lacks). What it runs (the
+	// job's env commands) ends with ctx. The engine's
 	// itemrun.OpenPortable.
-	Open func(portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error)
+	Open func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error)
 }
 
 // Worker pulls the tasks of one queue and runs them (SPEC §11.2).
@@ -507,7 +508,7 @@ func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 	}
 	wj = &workerJob{key: key, revision: entry.Revision(), spec: sp}
 	if sp.Status == natsconn.StatusRunning {
-		wj.unable = w.open(wj)
+		wj.unable = w.open(ctx, wj)
 	}
 	w.jobs[key] = wj
 	return wj, nil
@@ -518,7 +519,7 @@ func (w *Worker) job(ctx context.Context, key string) (*workerJob, error) {
 // runner; its error says why this worker cannot run the job's items (a
 // secret it lacks, an environment it cannot resolve). It is called with
 // w.mu held.
-func (w *Worker) open(wj *workerJob) error {
+func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 	emit := func(e eventlog.Event) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -529,7 +530,7 @@ func (w *Worker) open(wj *workerJob) error {
 		}
 	}
 	dir := filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))
-	opened, err := w.opts.Open(wj.spec.Job, dir, emit)
+	opened, err := w.opts.Open(ctx, wj.spec.Job, dir, emit)
 	if err != nil {
 		return err
 	}
