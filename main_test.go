@@ -67,6 +67,7 @@ var shortLeavesOut = map[string]string{
 	"claude_steps":                  "many runs of the stand-in agent",
 	"commit_required":               "git repositories and commits",
 	"completion":                    "three shells' completion scripts",
+	"report_dlq_first":              "1,003 failing items (the report's DLQ bound: TestPageListsFirstDLQItems runs in -short)",
 	"dlq_commands":                  "many dlq commands over one job",
 	"dlq_concurrent_retry":          "two retries racing for the DLQ",
 	"dlq_damaged_empty":             "every DLQ command over a damaged file",

@@ -203,6 +203,9 @@ func TestRepublishedTaskIsStoredOnce(t *testing.T) {
 // An acknowledgement whose confirmation never comes (a restarted server
 // that forgot the delivery) gives up at its deadline instead of hanging.
 func TestAckGivesUpWhenNoConfirmationComes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: it waits out the acknowledgement's deadline")
+	}
 	t.Parallel()
 	srv, js, _ := serve(t)
 	ctx := t.Context()
