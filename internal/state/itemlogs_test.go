@@ -32,3 +32,28 @@ func TestItemLogNameLongIDs(t *testing.T) {
 		}
 	}
 }
+
+// An item's log path is asked for per attempt: it does not make the whole
+// layout again each time.
+func TestItemLogPathDoesNotRemakeTheLayout(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	created, err := s.Create(Meta{ID: "j"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Unlock()
+	opened, err := s.Open("j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, j := range map[string]*Job{"created": created, "opened": opened} {
+		if j.Layout() != LayoutOf(j.Dir) {
+			t.Errorf("%s: Layout() = %+v, want the layout of %s", name, j.Layout(), j.Dir)
+		}
+		// The escaped name and the joined path (one more under -race);
+		// making the layout again is some twenty more.
+		if n := testing.AllocsPerRun(100, func() { j.ItemLogPath("item_7") }); n > 5 {
+			t.Errorf("%s: ItemLogPath allocates %v times, as if it made the layout again", name, n)
+		}
+	}
+}

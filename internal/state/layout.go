@@ -95,5 +95,12 @@ func (l Layout) LegacyItemLog(index int) string {
 // or one it replaced).
 func (l Layout) WorkflowCopy(name string) string { return filepath.Join(l.Dir, name) }
 
-// Layout is the layout of the job's directory.
-func (j *Job) Layout() Layout { return LayoutOf(j.Dir) }
+// Layout is the layout of the job's directory, made once by Create and
+// Open (an item's log path is asked for per attempt); only while Create
+// writes the job in its temporary directory is it made on each call.
+func (j *Job) Layout() Layout {
+	if j.layout.Dir != j.Dir {
+		return LayoutOf(j.Dir)
+	}
+	return j.layout
+}

@@ -137,7 +137,8 @@ type Job struct {
 	Dir  string
 	Meta Meta
 
-	lock *os.File // held by Create or Lock
+	layout Layout   // of Dir, made once by Create and Open
+	lock   *os.File // held by Create or Lock
 }
 
 var unsafeID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
@@ -239,7 +240,7 @@ func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 		}
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	j.Dir = dir
+	j.Dir, j.layout = dir, LayoutOf(dir)
 	return j, nil
 }
 
@@ -256,7 +257,7 @@ func (s Store) Open(id string) (*Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, err)
 	}
-	j := &Job{Dir: layout.Dir}
+	j := &Job{Dir: layout.Dir, layout: layout}
 	if err := json.Unmarshal(data, &j.Meta); err != nil {
 		return nil, fmt.Errorf("job %s: damaged job.json: %w", id, err)
 	}
