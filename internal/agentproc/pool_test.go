@@ -19,6 +19,7 @@ import (
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -339,12 +340,8 @@ func TestPoolAgentCannotStart(t *testing.T) {
 	}
 }
 
-// raceNoExitSleep is GORACE for the agents: a binary built with -race
-// sleeps a second as it exits, unless told not to, and Close waits for
-// them.
-func raceNoExitSleep() string {
-	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
-}
+// raceNoExitSleep is GORACE for the agents, which Close waits for.
+func raceNoExitSleep() string { return "GORACE=" + runnertest.RaceNoExitSleep() }
 
 // waitPID waits (a bounded handshake) for a helper agent's pid file.
 func waitPID(t *testing.T, path string) int {
