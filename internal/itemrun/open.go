@@ -75,7 +75,15 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	}
 	x := jw.Executor()
 	x.Env = append(x.Env, "RUNNER_WORKER="+worker)
-	return itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, nil, nil), Mask: jw.Mask, LogPath: jw.ItemLogPath}, nil
+	// The items' worktrees are made in the repository this process is in
+	// (the worker's --work-dir, a clone of the job's), from the commit
+	// each task names; their directories are in the job's copy.
+	refs := jobtree.JobRefs{ID: p.Meta.ID, ItemBranches: p.Meta.ItemBranches}
+	trees, err := jobtree.OpenWorktrees(ctx, refs, wf.Map, x.Env, jw.Layout())
+	if err != nil {
+		return itemtask.Opened{}, fmt.Errorf("worker %s cannot run job %s: %w", worker, p.Meta.ID, err)
+	}
+	return itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, nil), Mask: jw.Mask, LogPath: jw.ItemLogPath}, nil
 }
 
 // missingSecrets is an error naming the secrets among names that the

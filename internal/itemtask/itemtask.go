@@ -47,6 +47,10 @@ type Task struct {
 	// ended before the attempt did (a crash, a lost runner): the attempt
 	// goes on after them.
 	Checkpoints []StepRecord `json:"checkpoints,omitempty"`
+	// Tip is the commit the item's worktree starts from (map.isolation:
+	// worktree on a NATS worker, whose clone has no job branch); "": the
+	// job branch's tip.
+	Tip string `json:"tip,omitempty"`
 	// Value is the item already decoded, when the task is run in the
 	// process that loaded it; nil: ItemValue decodes Item.
 	Value any `json:"-"`
@@ -127,6 +131,11 @@ func (f Failure) Event() eventlog.Failure {
 // KindLost is the failure kind of an attempt whose runners were lost.
 const KindLost = "lost"
 
+// KindTransfer is the failure kind of an attempt whose commits could not
+// be brought back from where it ran (a NATS worker): their bundle did not
+// verify, or does not start from the commit the item was given.
+const KindTransfer = "transfer"
+
 // ErrStale refuses what comes from a dispatch that is no longer its item's
 // current one.
 var ErrStale = errors.New("stale dispatch")
@@ -204,6 +213,19 @@ type Job interface {
 	ItemStates() (map[int]ItemRecord, error)
 	// Layout is where the job's files are in its directory.
 	Layout() state.Layout
+	// Repo is the git side of a job whose items run in worktrees
+	// (map.isolation: worktree); its zero value for any other job.
+	Repo() Repo
+}
+
+// Repo is the git side of a job whose items run in worktrees, in the
+// repository of the job's process (its directory): where the items start
+// from and where their branches go back to.
+type Repo struct {
+	JobBranch    string   // the job branch, which items start from and merge into
+	ItemBranches string   // the items' branches' prefix, ending in a slash
+	Target       string   // the branch the job started on; "" when HEAD was detached
+	Env          []string // git's environment: the job's
 }
 
 // Capabilities are what a dispatcher does beyond running a task to its

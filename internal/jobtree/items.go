@@ -1,6 +1,7 @@
 package jobtree
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -255,10 +256,13 @@ type ItemTree struct {
 	Path, Branch string
 }
 
-// OpenItem makes a fresh worktree for an item on its branch, from the job
-// branch's tip. A dispatch that goes on from checkpoints (its runner was
-// lost) finds the worktree its earlier steps worked in, and keeps it.
-func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool) (ItemTree, error) {
+// OpenItem makes a fresh worktree for an item on its branch, from commit
+// from, or the job branch's tip when from is "" (a NATS worker's clone
+// has no job branch: its task names the commit). A dispatch that goes on
+// from checkpoints (its runner was lost) finds the worktree its earlier
+// steps worked in, and keeps it.
+func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool, from string) (ItemTree, error) {
+	from = cmp.Or(from, w.JobBranch)
 	t := w.TreeOf(it)
 	repo := w.Git.In("")
 	err := w.Admin(func() error {
@@ -270,7 +274,7 @@ func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool) 
 				return err
 			}
 		}
-		return repo.MakeWorktree(ctx, t.Path, func() error { return repo.ResetWorktree(ctx, t.Path, t.Branch, w.JobBranch) })
+		return repo.MakeWorktree(ctx, t.Path, func() error { return repo.ResetWorktree(ctx, t.Path, t.Branch, from) })
 	})
 	if err != nil {
 		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)

@@ -71,6 +71,7 @@ type Worker struct {
 	runs      map[*workerRun]struct{}
 
 	logMu sync.Mutex
+	gitMu sync.Mutex // one fetch of a tip into the worker's clone at a time
 }
 
 // tally counts a worker's tasks for its summary lines.
@@ -399,7 +400,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
 		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
 	}
-	out, err := wj.opened.Runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, sl, func(itemtask.StepRecord) error { return nil })
+	out, ig, err := w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, sl, r.Delivery)
 	stopBeats()
 	if err == nil && ls.expired(time.Now()) {
 		// Frozen or cut off past the lease: the task may be another
@@ -418,6 +419,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	mask := wj.opened.Mask
 	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
 	r.DurationMS = out.Duration.Milliseconds()
+	r.Git = ig
 	if out.Failed {
 		f := natsconn.WireFailure(out.Failure)
 		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
