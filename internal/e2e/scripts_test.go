@@ -98,11 +98,16 @@ func TestNATSScripts(t *testing.T) {
 	testscript.Run(t, p)
 }
 
-// startScriptWorker starts a worker for a script: in its directory, with
-// its environment, stopped when it ends.
+// startScriptWorker starts a worker for a script: in its directory (no
+// git repository: a job whose items run in worktrees gets one of the
+// worker's own, filled from the job's bundles), with its environment and
+// what the scripts' first lines add to theirs before any item runs (the
+// stand-ins in $WORK/bin, the git identity), as a user's worker has its
+// own, stopped when it ends.
 func startScriptWorker(env *testscript.Env, url, name string) error {
 	w := exec.Command("runner", "worker", "--nats", url, "--name", name, "--ack-wait", "2s", "--concurrency", "4", "--work-dir", env.WorkDir)
-	w.Env = env.Vars
+	w.Env = append(env.Vars, "PATH="+filepath.Join(env.WorkDir, "bin")+string(filepath.ListSeparator)+env.Getenv("PATH"),
+		"GIT_AUTHOR_NAME=runner-test", "GIT_AUTHOR_EMAIL=test@example.com", "GIT_COMMITTER_NAME=runner-test", "GIT_COMMITTER_EMAIL=test@example.com")
 	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind
 	log, err := os.Create(filepath.Join(os.TempDir(), "runner-worker-"+name+"-"+filepath.Base(env.WorkDir)+".log"))
 	if err != nil {
@@ -167,9 +172,6 @@ var natsNeeds = map[string]capability{
 	// a step's retry delay gives the job's slot to the next item
 	"mapreduce_concurrency": slotRelease,
 	// items commit in git worktrees (map.isolation: worktree)
-	"isolation_worktree":    worktrees,
-	"isolation_resume":      worktrees,
-	"isolation_dlq_retry":   worktrees,
 	"isolation_merge":       worktrees,
 	"commit_required":       worktrees,
 	"fix_loop_counts":       worktrees,
@@ -185,4 +187,9 @@ var natsLocalOnly = map[string]string{
 	"secrets":                 "it sets API_TOKEN after the workers started: a worker takes secrets from its own environment",
 	"breaker_kills":           "it counts a step's circuit breaker across items, which on NATS is per worker process (§11.5)",
 	"secrets_not_stored":      "it gives secrets with --set, which a run on NATS refuses: secrets never go on NATS (§11.6; TestNATSSecrets)",
+	// On NATS an item's worktree and its branch, until its result, are in
+	// a worker's clone: TestNATSWorktreeClones runs worktree items there.
+	"isolation_worktree":  "it checks that each item's worktree was under the job's directory in the user's repository (${worktree.path})",
+	"isolation_resume":    "it counts the items' worktrees in the user's repository after a kill -9, and merges a running item's branch there by hand",
+	"isolation_dlq_retry": "it counts the items' worktrees in the user's repository after a kill -9 of dlq retry, and merges a running item's branch there by hand",
 }

@@ -265,4 +265,7 @@ type Opened struct {
 	Runner  Runner
 	Mask    func(string) string
 	LogPath func(itemID string) string
+	// Repo is the repository the items' worktrees are made in (map.isolation:
+	// worktree): "" for the one this process's directory is in.
+	Repo string
 }

@@ -15,15 +15,15 @@ import (
 
 // runItem runs task mt, of t, with its job's template. An item that runs
 // in a worktree (t names the tip it starts from) first has that commit
-// fetched into the worker's clone (this process's directory) when the
-// clone lacks it, and its branch goes back as a bundle in the job's git
+// fetched into the worker's clone (its --work-dir, or one it made for the
+// job: itemtask.Opened.Repo) when the clone lacks it, and its branch goes back as a bundle in the job's git
 // bucket, which the returned ItemGit names; the worker's copy of the
 // branch is deleted then. A tip or a branch that cannot be carried is the
 // attempt's failure, kind transfer. An error, and no outcome, means the
 // run did not reach an end.
 func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
 	if t.Tip != "" {
-		if err := w.fetchTip(ctx, wj.key, t.Tip); err != nil {
+		if err := w.fetchTip(ctx, wj, t.Tip); err != nil {
 			if ctx.Err() != nil {
 				return itemtask.Outcome{}, nil, context.Cause(ctx)
 			}
@@ -35,11 +35,11 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	if out.Branch == "" || t.Tip == "" {
 		return out, nil, err
 	}
-	defer gitwork.Git{}.DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+	defer gitwork.Git{Dir: wj.opened.Repo}.DeleteBranch(context.WithoutCancel(ctx), out.Branch)
 	if err != nil {
 		return out, nil, err
 	}
-	ig, err := w.sendBranch(ctx, wj.key, t, delivery, out.Branch)
+	ig, err := w.sendBranch(ctx, wj, t, delivery, out.Branch)
 	switch {
 	case ctx.Err() != nil:
 		return itemtask.Outcome{}, nil, context.Cause(ctx)
@@ -63,14 +63,14 @@ func transferFailure(mt itemtask.Task, err error) itemtask.Outcome {
 // the bundle's base, else from its full one, verified first, under a ref
 // of its own (natsconn.TipRef). One fetch at a time: items of one tip
 // wait for the first one's.
-func (w *Worker) fetchTip(ctx context.Context, key, tip string) error {
+func (w *Worker) fetchTip(ctx context.Context, wj *workerJob, tip string) error {
 	w.gitMu.Lock()
 	defer w.gitMu.Unlock()
-	git := gitwork.Git{}
+	git := gitwork.Git{Dir: wj.opened.Repo}
 	if git.HasCommit(ctx, tip) {
 		return nil
 	}
-	store, err := w.objs.GitStore(ctx, key, false)
+	store, err := w.objs.GitStore(ctx, wj.key, false)
 	if err != nil {
 		return err
 	}
@@ -102,8 +102,8 @@ func (w *Worker) fetchTip(ctx context.Context, key, tip string) error {
 // the job's git bucket, under the object of this delivery of t's attempt,
 // and returns what the result says of the branch (no bundle when it made
 // no commit).
-func (w *Worker) sendBranch(ctx context.Context, key string, t natsconn.Task, delivery int, branch string) (*natsconn.ItemGit, error) {
-	git := gitwork.Git{}
+func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task, delivery int, branch string) (*natsconn.ItemGit, error) {
+	git := gitwork.Git{Dir: wj.opened.Repo}
 	head, err := git.Tip(ctx, branch)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func (w *Worker) sendBranch(ctx context.Context, key string, t natsconn.Task, de
 	if err := git.CreateBundle(ctx, path, "refs/heads/"+branch, t.Tip); err != nil {
 		return nil, err
 	}
-	store, err := w.objs.GitStore(ctx, key, false)
+	store, err := w.objs.GitStore(ctx, wj.key, false)
 	if err != nil {
 		return nil, err
 	}
