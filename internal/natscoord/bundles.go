@@ -205,7 +205,10 @@ func (g *gitSide) fetch(ctx context.Context, tip string, ig *natsconn.ItemGit) e
 	if err := g.git.VerifyBundle(ctx, path); err != nil {
 		return fmt.Errorf("bundle %s: %w", ig.Bundle, err)
 	}
-	return g.git.FetchBundle(ctx, path, ref, ref)
+	if err := g.git.FetchBundle(ctx, path, ref, ref); err != nil {
+		return fmt.Errorf("bundle %s: %w", ig.Bundle, err)
+	}
+	return nil
 }
 
 // checkBase refuses a branch the job does not own or that does not start
