@@ -145,3 +145,12 @@ func (w *Worker) bundlePath() (string, error) {
 	f.Close()
 	return f.Name(), nil
 }
+
+// forgetLeftWorktrees makes the worker's clone (its --work-dir, when that
+// is in a git repository) forget the items' worktrees whose directories
+// are gone: those of a worker killed with -9, whose store the next
+// worker's sweep removed (NewStore). Their branches are reset when their
+// items run again.
+func forgetLeftWorktrees(ctx context.Context) {
+	_ = gitwork.Git{}.Prune(ctx) // not a repository: nothing to forget
+}
