@@ -183,7 +183,6 @@ var natsNeeds = map[string]capability{
 // workers by design (SPEC §11), with why.
 var natsLocalOnly = map[string]string{
 	"mapreduce_breaker_probe": "it changes the environment (env FAIL=6) after the workers started: a worker runs items with its own",
-	"prodigy_mapreduce":       "it changes PATH after the workers started: a worker runs items with its own environment",
 	"secrets":                 "it sets API_TOKEN after the workers started: a worker takes secrets from its own environment",
 	"breaker_kills":           "it counts a step's circuit breaker across items, which on NATS is per worker process (§11.5)",
 	"secrets_not_stored":      "it gives secrets with --set, which a run on NATS refuses: secrets never go on NATS (§11.6; TestNATSSecrets)",
