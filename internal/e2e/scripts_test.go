@@ -88,7 +88,7 @@ func TestNATSScripts(t *testing.T) {
 		env.Defer(stop)
 		env.Setenv("RUNNER_NATS", url)
 		for i := range 2 {
-			if err := startScriptWorker(env, url, fmt.Sprintf("w%d", i+1)); err != nil {
+			if err := startScriptWorker(env, url, fmt.Sprintf("w%d", i+1), env.WorkDir); err != nil {
 				return err
 			}
 		}
@@ -98,14 +98,60 @@ func TestNATSScripts(t *testing.T) {
 	testscript.Run(t, p)
 }
 
-// startScriptWorker starts a worker for a script: in its directory (no
-// git repository: a job whose items run in worktrees gets one of the
-// worker's own, filled from the job's bundles), with its environment and
+// natsProdigyScripts are the scripts of testdata/prodigy whose Prodigy
+// files run `claude:` steps in map items (in worktrees).
+var natsProdigyScripts = []string{
+	"workflows_book-docs-drift", "workflows_debtmap-reduce", "workflows_documentation-drift-mapreduce",
+	"workflows_mapreduce-env-example", "workflows_mapreduce-example", "workflows_mkdocs-drift",
+}
+
+// TestNATSProdigyScripts runs the scripts of Prodigy's files whose map
+// items run claude: steps in worktrees with the items on NATS workers
+// (RUNNER_NATS), two of them, each in a clone of the script's repository
+// of its own: the commits travel through the job's git bucket, and what
+// the scripts check must not change.
+func TestNATSProdigyScripts(t *testing.T) {
+	skipNATSProcesses(t, "runs Prodigy's agent files on workers")
+	t.Parallel()
+	dir := prodigyExamples(t)
+	scriptDir := repoPath(t, "testdata", "prodigy")
+	p := withSetup(runnertest.ScriptParams(), func(env *testscript.Env) error {
+		if err := prodigySetup(env, dir, scriptDir); err != nil {
+			return err
+		}
+		url, stop, err := runnertest.NATSServer()
+		if err != nil {
+			return err
+		}
+		env.Defer(stop)
+		env.Setenv("RUNNER_NATS", url)
+		for i := range 2 {
+			name := fmt.Sprintf("w%d", i+1)
+			clone := filepath.Join(env.WorkDir, "clone-"+name)
+			if out, err := exec.Command("git", "clone", "-q", filepath.Join(env.WorkDir, "repo"), clone).CombinedOutput(); err != nil {
+				return fmt.Errorf("git clone: %v: %s", err, out)
+			}
+			if err := startScriptWorker(env, url, name, clone); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, name := range natsProdigyScripts {
+		p.Files = append(p.Files, filepath.Join(scriptDir, name+".txtar"))
+	}
+	testscript.Run(t, p)
+}
+
+// startScriptWorker starts a worker for a script in workDir (the
+// script's directory, no git repository: a job whose items run in
+// worktrees gets one of the worker's own, filled from the job's bundles;
+// or a clone of the script's repository), with its environment and
 // what the scripts' first lines add to theirs before any item runs (the
 // stand-ins in $WORK/bin, the git identity), as a user's worker has its
 // own, stopped when it ends.
-func startScriptWorker(env *testscript.Env, url, name string) error {
-	w := exec.Command("runner", "worker", "--nats", url, "--name", name, "--ack-wait", "2s", "--concurrency", "4", "--work-dir", env.WorkDir)
+func startScriptWorker(env *testscript.Env, url, name, workDir string) error {
+	w := exec.Command("runner", "worker", "--nats", url, "--name", name, "--ack-wait", "2s", "--concurrency", "4", "--work-dir", workDir)
 	w.Env = append(env.Vars, "PATH="+filepath.Join(env.WorkDir, "bin")+string(filepath.ListSeparator)+env.Getenv("PATH"),
 		"GIT_AUTHOR_NAME=runner-test", "GIT_AUTHOR_EMAIL=test@example.com", "GIT_COMMITTER_NAME=runner-test", "GIT_COMMITTER_EMAIL=test@example.com")
 	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind
