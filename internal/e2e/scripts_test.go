@@ -81,18 +81,7 @@ func TestNATSScripts(t *testing.T) {
 	skipNATSProcesses(t, "runs the MapReduce scripts on workers")
 	t.Parallel()
 	p := withSetup(runnertest.ScriptParams(), func(env *testscript.Env) error {
-		url, stop, err := runnertest.NATSServer()
-		if err != nil {
-			return err
-		}
-		env.Defer(stop)
-		env.Setenv("RUNNER_NATS", url)
-		for i := range 2 {
-			if err := startScriptWorker(env, url, fmt.Sprintf("w%d", i+1), env.WorkDir); err != nil {
-				return err
-			}
-		}
-		return nil
+		return startScriptNATS(env, func(string) (string, error) { return env.WorkDir, nil })
 	})
 	p.Files = scriptFiles(t, natsScripts(t))
 	testscript.Run(t, p)
@@ -119,28 +108,40 @@ func TestNATSProdigyScripts(t *testing.T) {
 		if err := prodigySetup(env, dir, scriptDir); err != nil {
 			return err
 		}
-		url, stop, err := runnertest.NATSServer()
-		if err != nil {
-			return err
-		}
-		env.Defer(stop)
-		env.Setenv("RUNNER_NATS", url)
-		for i := range 2 {
-			name := fmt.Sprintf("w%d", i+1)
+		return startScriptNATS(env, func(name string) (string, error) {
 			clone := filepath.Join(env.WorkDir, "clone-"+name)
 			if out, err := exec.Command("git", "clone", "-q", filepath.Join(env.WorkDir, "repo"), clone).CombinedOutput(); err != nil {
-				return fmt.Errorf("git clone: %v: %s", err, out)
+				return "", fmt.Errorf("git clone: %v: %s", err, out)
 			}
-			if err := startScriptWorker(env, url, name, clone); err != nil {
-				return err
-			}
-		}
-		return nil
+			return clone, nil
+		})
 	})
 	for _, name := range natsProdigyScripts {
 		p.Files = append(p.Files, filepath.Join(scriptDir, name+".txtar"))
 	}
 	testscript.Run(t, p)
+}
+
+// startScriptNATS gives a script a JetStream server (RUNNER_NATS) and two
+// workers, each in the directory workDir gives for its name.
+func startScriptNATS(env *testscript.Env, workDir func(name string) (string, error)) error {
+	url, stop, err := runnertest.NATSServer()
+	if err != nil {
+		return err
+	}
+	env.Defer(stop)
+	env.Setenv("RUNNER_NATS", url)
+	for i := range 2 {
+		name := fmt.Sprintf("w%d", i+1)
+		dir, err := workDir(name)
+		if err != nil {
+			return err
+		}
+		if err := startScriptWorker(env, url, name, dir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startScriptWorker starts a worker for a script in workDir (the

@@ -16,6 +16,13 @@ import (
 	"github.com/runnerdev/runner/internal/natstest"
 )
 
+// gitEnv is git's environment in these tests: a fixed identity, no user
+// or system configuration.
+func gitEnv() []string {
+	return append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
+		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+}
+
 // A worker whose clone has the thin bundle's base fetches the tip from
 // the thin bundle; one whose clone lacks it, from the full one; one whose
 // clone has the tip fetches nothing. (The full bundle here is garbage: a
@@ -24,8 +31,7 @@ func TestFetchTipThinOrFull(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	env := gitEnv()
 	run := func(g gitwork.Git, args ...string) string {
 		t.Helper()
 		out, err := g.Output(t.Context(), args...)
@@ -98,8 +104,7 @@ func TestNewWorkerForgetsLeftWorktrees(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	repo := gitwork.Git{Dir: t.TempDir(), Env: append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")}
+	repo := gitwork.Git{Dir: t.TempDir(), Env: gitEnv()}
 	store := t.TempDir()
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "base"}, {"worktree", "add", "-q", "-b", "runner-items/j/1", store + "/wt"}} {
 		if _, err := repo.Output(t.Context(), args...); err != nil {
