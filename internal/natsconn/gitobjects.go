@@ -22,8 +22,9 @@ const GitTTL = 7 * 24 * time.Hour
 // a worker must have to fetch from it.
 const MetaBase = "base"
 
-// TipBundle is the object of the bundle of job branch tip sha: thin
-// (against the commit the job started from) or full.
+// TipBundle is the object of the bundle of commit sha: thin (against the
+// commit the job started from, whose own full bundle a clone without it
+// fetches first; MetaBase names it) or full.
 func TipBundle(sha string, thin bool) string {
 	if thin {
 		return "tip/" + sha + ".thin"

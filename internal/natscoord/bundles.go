@@ -21,7 +21,9 @@ import (
 // gitSide carries the commits of a job whose items run in worktrees
 // between the user's repository (this process's directory) and the
 // workers, through the job's git bucket: the job branch's tips out (a
-// thin and a full bundle per tip, made once), the items' branches back.
+// bundle per tip, made once: thin against the commit the job started
+// from, whose full bundle is made once per job), the items' branches
+// back.
 type gitSide struct {
 	repo  itemtask.Repo
 	git   gitwork.Git // in the user's checkout
@@ -29,8 +31,8 @@ type gitSide struct {
 	base  string // the commit the job started from, which workers' clones likely have; "" unknown
 	tmp   string // where bundles are written and read
 
-	mu   sync.Mutex // one tip's bundles made at a time
-	tips map[string]bool
+	mu   sync.Mutex      // one tip's bundles made at a time
+	tips map[string]bool // the tip bundles stored, by object
 }
 
 // openGit readies the git bucket of d's job when its items run in
@@ -84,7 +86,7 @@ func (d *Dispatcher) fromEndedProcess(index, attempt int) bool {
 	return (early && in.r.Attempt == attempt) || d.adopted[index] == attempt
 }
 
-// tip returns the job branch's tip, whose bundles it stores first.
+// tip returns the job branch's tip, whose bundle it stores first.
 func (g *gitSide) tip(ctx context.Context) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -92,43 +94,54 @@ func (g *gitSide) tip(ctx context.Context) (string, error) {
 	if err == nil && sha == "" {
 		err = fmt.Errorf("the job branch %s is gone", g.repo.JobBranch)
 	}
-	if err != nil || g.tips[sha] {
-		return sha, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
-	_, err = g.store.GetInfo(cctx, natsconn.TipBundle(sha, false))
-	cancel()
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		err = g.putTip(ctx, sha)
+	if err == nil {
+		err = g.storeTip(ctx, sha, g.base)
 	}
 	if err != nil {
 		return "", fmt.Errorf("storing the job branch's tip %s for the workers: %w", sha, err)
 	}
-	g.tips[sha] = true
 	return sha, nil
 }
 
-// putTip stores the bundles of tip sha: a thin one against the commit the
-// job started from (when that is an ancestor of it), then the full one,
-// whose presence says both are there. The bundles hold the tip under a
-// ref of its own, made for them and removed after.
-func (g *gitSide) putTip(ctx context.Context, sha string) error {
+// storeTip stores, once, the bundle workers fetch commit sha from: thin
+// against base when base is set and is not sha (after the full bundle of
+// base, which a clone without base fetches first: the history before
+// the job travels once per job, not once per tip), else full.
+func (g *gitSide) storeTip(ctx context.Context, sha, base string) error {
+	thin := base != "" && base != sha
+	name := natsconn.TipBundle(sha, thin)
+	if g.tips[name] {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+	_, err := g.store.GetInfo(cctx, name)
+	cancel()
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		if thin {
+			if err := g.storeTip(ctx, base, ""); err != nil {
+				return err
+			}
+		} else {
+			base = ""
+		}
+		err = g.putBundle(ctx, name, sha, base)
+	}
+	if err != nil {
+		return err
+	}
+	g.tips[name] = true
+	return nil
+}
+
+// putBundle stores as object name a bundle of commit sha with the history
+// base lacks (all of it for ""), which holds sha under a ref of its own
+// (natsconn.TipRef), made for it and removed after.
+func (g *gitSide) putBundle(ctx context.Context, name, sha, base string) error {
 	ref := natsconn.TipRef(sha)
 	if err := g.git.SetRef(ctx, ref, sha); err != nil {
 		return err
 	}
 	defer g.git.DeleteRef(context.WithoutCancel(ctx), ref)
-	if g.base != "" && g.base != sha {
-		if err := g.putBundle(ctx, natsconn.TipBundle(sha, true), ref, g.base); err != nil {
-			return err
-		}
-	}
-	return g.putBundle(ctx, natsconn.TipBundle(sha, false), ref, "")
-}
-
-// putBundle stores as object name a bundle of ref with the history base
-// lacks (all of it for "").
-func (g *gitSide) putBundle(ctx context.Context, name, ref, base string) error {
 	path := filepath.Join(g.tmp, strings.ReplaceAll(name, "/", "_"))
 	defer os.Remove(path)
 	if err := g.git.CreateBundle(ctx, path, ref, base); err != nil {

@@ -107,8 +107,8 @@ func (f *gitFixture) put(t *testing.T, clone gitwork.Git, base, name string, dam
 
 func same(data []byte) []byte { return data }
 
-// The tip's bundles are stored once per tip: a thin one against the
-// commit the job started from, naming it, and a full one.
+// A tip's bundle is stored once: thin against the commit the job started
+// from, after that commit's full bundle, which is stored once per job.
 func TestTipBundlesOncePerTip(t *testing.T) {
 	f := newGitFixture(t)
 	for range 2 {
@@ -121,16 +121,22 @@ func TestTipBundlesOncePerTip(t *testing.T) {
 	if err != nil || thin.Metadata[natsconn.MetaBase] != f.base {
 		t.Fatalf("thin bundle %+v, %v; want one naming base %s", thin, err, f.base)
 	}
-	full, err := f.g.store.GetInfo(t.Context(), natsconn.TipBundle(f.tip, false))
+	if _, err := f.g.store.GetInfo(t.Context(), natsconn.TipBundle(f.base, false)); err != nil {
+		t.Fatalf("the base's full bundle: %v", err)
+	}
+	next, err := f.git.Output(t.Context(), "commit-tree", "-m", "next", "-p", f.tip, f.tip+"^{tree}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if full.Size == 0 || thin.Size == 0 {
-		t.Errorf("full bundle of %d bytes, thin of %d", full.Size, thin.Size)
+	if err := f.git.SetRef(t.Context(), "refs/heads/runner/j", next); err != nil {
+		t.Fatal(err)
+	}
+	if tip, err := f.g.tip(t.Context()); err != nil || tip != next {
+		t.Fatalf("tip = %s, %v; want %s", tip, err, next)
 	}
 	list, err := f.g.store.List(t.Context())
-	if err != nil || len(list) != 2 {
-		t.Errorf("objects %d, %v; want 2 (made once)", len(list), err)
+	if err != nil || len(list) != 3 {
+		t.Errorf("objects %d, %v; want 3: the base's full bundle, a thin one per tip", len(list), err)
 	}
 	if refs, _ := f.git.Output(t.Context(), "for-each-ref", "refs/runner/"); refs != "" {
 		t.Errorf("refs left in the user's repository: %s", refs)

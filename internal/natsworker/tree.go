@@ -59,10 +59,11 @@ func transferFailure(mt itemtask.Task, err error) itemtask.Outcome {
 }
 
 // fetchTip makes the worker's clone hold commit tip of the job of key: a
-// clone that lacks it fetches it from the tip's thin bundle when it has
-// the bundle's base, else from its full one, verified first, under a ref
-// of its own (natsconn.TipRef). One fetch at a time: items of one tip
-// wait for the first one's.
+// clone that lacks it fetches it from the tip's thin bundle, after the
+// full bundle of the thin bundle's base when it lacks that too, or from
+// the tip's full bundle when there is no thin one; each verified first,
+// and fetched under a ref of its own (natsconn.TipRef). One fetch at a
+// time: items of one tip wait for the first one's.
 func (w *Worker) fetchTip(ctx context.Context, wj *workerJob, tip string) error {
 	w.gitMu.Lock()
 	defer w.gitMu.Unlock()
@@ -74,10 +75,21 @@ func (w *Worker) fetchTip(ctx context.Context, wj *workerJob, tip string) error 
 	if err != nil {
 		return err
 	}
-	name := natsconn.TipBundle(tip, true)
-	if info, err := store.GetInfo(ctx, name); err != nil || !git.HasCommit(ctx, info.Metadata[natsconn.MetaBase]) {
-		name = natsconn.TipBundle(tip, false)
+	thin, err := store.GetInfo(ctx, natsconn.TipBundle(tip, true))
+	if err != nil {
+		return w.fetchBundle(ctx, store, git, natsconn.TipBundle(tip, false), tip)
 	}
+	if base := thin.Metadata[natsconn.MetaBase]; !git.HasCommit(ctx, base) {
+		if err := w.fetchBundle(ctx, store, git, natsconn.TipBundle(base, false), base); err != nil {
+			return err
+		}
+	}
+	return w.fetchBundle(ctx, store, git, thin.Name, tip)
+}
+
+// fetchBundle fetches commit sha into the clone git runs in from bundle
+// object name, verified first.
+func (w *Worker) fetchBundle(ctx context.Context, store jetstream.ObjectStore, git gitwork.Git, name, sha string) error {
 	path, err := w.bundlePath()
 	if err != nil {
 		return err
@@ -89,11 +101,11 @@ func (w *Worker) fetchTip(ctx context.Context, wj *workerJob, tip string) error 
 	if err := git.VerifyBundle(ctx, path); err != nil {
 		return fmt.Errorf("bundle %s: %w", name, err)
 	}
-	if err := git.FetchBundle(ctx, path, natsconn.TipRef(tip), natsconn.TipRef(tip)); err != nil {
-		return err
+	if err := git.FetchBundle(ctx, path, natsconn.TipRef(sha), natsconn.TipRef(sha)); err != nil {
+		return fmt.Errorf("bundle %s: %w", name, err)
 	}
-	if !git.HasCommit(ctx, tip) {
-		return fmt.Errorf("bundle %s does not hold it", name)
+	if !git.HasCommit(ctx, sha) {
+		return fmt.Errorf("bundle %s does not hold %s", name, sha)
 	}
 	return nil
 }

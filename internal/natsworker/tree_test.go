@@ -24,9 +24,9 @@ func gitEnv() []string {
 }
 
 // A worker whose clone has the thin bundle's base fetches the tip from
-// the thin bundle; one whose clone lacks it, from the full one; one whose
-// clone has the tip fetches nothing. (The full bundle here is garbage: a
-// clone that reads it fails.)
+// the thin bundle alone; one whose clone lacks the base fetches the base's
+// full bundle first (a damaged one fails, named); with no thin bundle,
+// the tip's full one; a clone that has the tip fetches nothing.
 func TestFetchTipThinOrFull(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
@@ -40,16 +40,17 @@ func TestFetchTipThinOrFull(t *testing.T) {
 		}
 		return out
 	}
-	src := gitwork.Git{Dir: t.TempDir(), Env: env}
-	run(src, "init", "-q", "-b", "main")
+	repo := func(args ...string) gitwork.Git {
+		g := gitwork.Git{Dir: t.TempDir(), Env: env}
+		run(g, args...)
+		return g
+	}
+	src := repo("init", "-q", "-b", "main")
 	run(src, "commit", "-q", "--allow-empty", "-m", "base")
 	base := run(src, "rev-parse", "HEAD")
-	withBase := gitwork.Git{Dir: t.TempDir(), Env: env}
-	run(withBase, "clone", "-q", "--no-local", src.Dir, ".")
+	withBase := repo("clone", "-q", "--no-local", src.Dir, ".")
 	run(src, "commit", "-q", "--allow-empty", "-m", "tip")
 	tip := run(src, "rev-parse", "HEAD")
-	empty := gitwork.Git{Dir: t.TempDir(), Env: env}
-	run(empty, "init", "-q")
 
 	js, err := jetstream.New(natstest.Start(t).Connect(t))
 	if err != nil {
@@ -63,20 +64,24 @@ func TestFetchTipThinOrFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(src, "update-ref", natsconn.TipRef(tip), tip)
-	thin := t.TempDir() + "/thin"
-	if err := src.CreateBundle(t.Context(), thin, natsconn.TipRef(tip), base); err != nil {
-		t.Fatal(err)
+	put := func(name, sha, from string) {
+		t.Helper()
+		run(src, "update-ref", natsconn.TipRef(sha), sha)
+		path := t.TempDir() + "/b"
+		if err := src.CreateBundle(t.Context(), path, natsconn.TipRef(sha), from); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := store.Put(t.Context(), jetstream.ObjectMeta{Name: name, Metadata: map[string]string{natsconn.MetaBase: from}}, f); err != nil {
+			t.Fatal(err)
+		}
 	}
-	f, err := os.Open(thin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := store.Put(t.Context(), jetstream.ObjectMeta{Name: natsconn.TipBundle(tip, true), Metadata: map[string]string{natsconn.MetaBase: base}}, f); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.PutString(t.Context(), natsconn.TipBundle(tip, false), "not a bundle"); err != nil {
+	put(natsconn.TipBundle(tip, true), tip, base)
+	if _, err := store.PutString(t.Context(), natsconn.TipBundle(base, false), "not a bundle"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -87,14 +92,23 @@ func TestFetchTipThinOrFull(t *testing.T) {
 	if err := fetch(withBase); err != nil || !withBase.HasCommit(t.Context(), tip) {
 		t.Fatalf("a clone with the base: %v; want the tip fetched from the thin bundle", err)
 	}
-	if err := fetch(empty); err == nil || !strings.Contains(err.Error(), natsconn.TipBundle(tip, false)) {
-		t.Errorf("a clone without the base: %v; want the full bundle read (and refused)", err)
+	if err := fetch(withBase); err != nil {
+		t.Errorf("a clone with the tip: %v; want nothing fetched", err)
+	}
+	empty := repo("init", "-q")
+	if err := fetch(empty); err == nil || !strings.Contains(err.Error(), natsconn.TipBundle(base, false)) {
+		t.Errorf("a clone without the base: %v; want the base's full bundle read (and refused)", err)
+	}
+	put(natsconn.TipBundle(base, false), base, "")
+	if err := fetch(empty); err != nil || !empty.HasCommit(t.Context(), tip) {
+		t.Errorf("a clone without the base: %v; want the base's full bundle, then the thin one", err)
 	}
 	if err := store.Delete(t.Context(), natsconn.TipBundle(tip, true)); err != nil {
 		t.Fatal(err)
 	}
-	if err := fetch(withBase); err != nil {
-		t.Errorf("a clone with the tip: %v; want nothing fetched", err)
+	put(natsconn.TipBundle(tip, false), tip, "")
+	if other := repo("init", "-q"); fetch(other) != nil || !other.HasCommit(t.Context(), tip) {
+		t.Errorf("with no thin bundle: want the tip's full one fetched")
 	}
 }
 
