@@ -309,7 +309,9 @@ func (v jobView) Repo() itemtask.Repo {
 		return itemtask.Repo{}
 	}
 	refs := jobtree.JobRefs{ID: v.j.ID(), ItemBranches: meta.ItemBranches}
-	return itemtask.Repo{JobBranch: jobtree.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: v.j.Executor().Env}
+	env := v.j.Executor().Env
+	hold := func(fn func() error) error { return jobtree.HoldWorktrees(context.Background(), env, fn) }
+	return itemtask.Repo{JobBranch: jobtree.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: env, Hold: hold}
 }
 
 func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {

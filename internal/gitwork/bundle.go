@@ -42,9 +42,14 @@ func (g Git) VerifyBundle(ctx context.Context, path string) error {
 	return err
 }
 
-// FetchBundle fetches ref from the bundle at path into the repository's
-// ref to, moving to wherever it pointed before.
+// FetchBundle verifies the bundle at path (VerifyBundle) and fetches its
+// ref into the repository's ref to, moving to wherever it pointed before.
+// Both read every ref of the repository, worktrees' included: a worktree
+// being added or removed meanwhile makes them fail.
 func (g Git) FetchBundle(ctx context.Context, path, ref, to string) error {
+	if err := g.VerifyBundle(ctx, path); err != nil {
+		return err
+	}
 	_, err := g.Output(ctx, "fetch", "-q", "--no-tags", "--no-write-fetch-head", path, "+"+ref+":"+to)
 	return err
 }

@@ -80,7 +80,11 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	if err != nil {
 		return itemtask.Opened{}, fmt.Errorf("worker %s cannot run job %s: %w", worker, p.Meta.ID, err)
 	}
-	return itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, nil), Mask: jw.Mask, LogPath: jw.ItemLogPath, Repo: repo}, nil
+	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, nil), Mask: jw.Mask, LogPath: jw.ItemLogPath, Repo: repo}
+	if trees != nil {
+		opened.Hold = trees.Admin
+	}
+	return opened, nil
 }
 
 // portableTrees are the items' worktrees of a job opened on a NATS worker

@@ -226,6 +226,10 @@ type Repo struct {
 	ItemBranches string   // the items' branches' prefix, ending in a slash
 	Target       string   // the branch the job started on; "" when HEAD was detached
 	Env          []string // git's environment: the job's
+	// Hold runs fn while no other git command of runner's that reads
+	// every ref or changes the worktrees runs in the repository (git's
+	// worktree add and remove race with them); nil: fn runs at once.
+	Hold func(fn func() error) error
 }
 
 // Capabilities are what a dispatcher does beyond running a task to its
@@ -258,6 +262,15 @@ type Backend struct {
 	Open func(ctx context.Context, job Job, host Host) (Dispatcher, error)
 }
 
+// Held runs fn under hold (Repo.Hold, Opened.Hold), or at once when hold
+// is nil.
+func Held(hold func(fn func() error) error, fn func() error) error {
+	if hold == nil {
+		return fn()
+	}
+	return hold(fn)
+}
+
 // Opened is a job opened in a process that runs some of its items for the
 // job's own (a NATS worker): the runner of its tasks, the masking of its
 // secrets in what goes back, and where each item's output is logged.
@@ -266,6 +279,9 @@ type Opened struct {
 	Mask    func(string) string
 	LogPath func(itemID string) string
 	// Repo is the repository the items' worktrees are made in (map.isolation:
-	// worktree): "" for the one this process's directory is in.
+	// worktree): "" for the one this process's directory is in; Hold runs
+	// a function while no item's worktree is made or removed in it (nil
+	// without worktrees).
 	Repo string
+	Hold func(fn func() error) error
 }

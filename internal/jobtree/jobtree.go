@@ -270,6 +270,18 @@ func (t *Tree) Admin(fn func() error) error {
 	return fn()
 }
 
+// HoldWorktrees runs fn holding the worktree lock of the repository this
+// process's directory is in (Admin's): for a git command that reads every
+// ref (a fetch, a bundle's verification), which a worktree half made or
+// removed by another runner process makes fail.
+func HoldWorktrees(ctx context.Context, env []string, fn func() error) error {
+	common, err := gitwork.Git{Env: env}.CommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	return (&Tree{adminLockPath: adminLockPath(common)}).Admin(fn)
+}
+
 // adminLockPath is the file whose flock Admin takes in the repository
 // whose git directory is common.
 func adminLockPath(common string) string { return filepath.Join(common, "runner-worktrees.lock") }

@@ -215,10 +215,7 @@ func (g *gitSide) fetch(ctx context.Context, tip string, ig *natsconn.ItemGit) e
 	if b.Heads[ref] != ig.Head {
 		return fmt.Errorf("bundle %s does not hold %s at %s", ig.Bundle, ref, ig.Head)
 	}
-	if err := g.git.VerifyBundle(ctx, path); err != nil {
-		return fmt.Errorf("bundle %s: %w", ig.Bundle, err)
-	}
-	if err := g.git.FetchBundle(ctx, path, ref, ref); err != nil {
+	if err := itemtask.Held(g.repo.Hold, func() error { return g.git.FetchBundle(ctx, path, ref, ref) }); err != nil {
 		return fmt.Errorf("bundle %s: %w", ig.Bundle, err)
 	}
 	return nil

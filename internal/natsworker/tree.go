@@ -77,19 +77,19 @@ func (w *Worker) fetchTip(ctx context.Context, wj *workerJob, tip string) error 
 	}
 	thin, err := store.GetInfo(ctx, natsconn.TipBundle(tip, true))
 	if err != nil {
-		return w.fetchBundle(ctx, store, git, natsconn.TipBundle(tip, false), tip)
+		return w.fetchBundle(ctx, store, git, wj.opened.Hold, natsconn.TipBundle(tip, false), tip)
 	}
 	if base := thin.Metadata[natsconn.MetaBase]; !git.HasCommit(ctx, base) {
-		if err := w.fetchBundle(ctx, store, git, natsconn.TipBundle(base, false), base); err != nil {
+		if err := w.fetchBundle(ctx, store, git, wj.opened.Hold, natsconn.TipBundle(base, false), base); err != nil {
 			return err
 		}
 	}
-	return w.fetchBundle(ctx, store, git, thin.Name, tip)
+	return w.fetchBundle(ctx, store, git, wj.opened.Hold, thin.Name, tip)
 }
 
 // fetchBundle fetches commit sha into the clone git runs in from bundle
-// object name, verified first.
-func (w *Worker) fetchBundle(ctx context.Context, store jetstream.ObjectStore, git gitwork.Git, name, sha string) error {
+// object name, verified first, under hold (the clone's worktree lock).
+func (w *Worker) fetchBundle(ctx context.Context, store jetstream.ObjectStore, git gitwork.Git, hold func(func() error) error, name, sha string) error {
 	path, err := w.bundlePath()
 	if err != nil {
 		return err
@@ -98,10 +98,8 @@ func (w *Worker) fetchBundle(ctx context.Context, store jetstream.ObjectStore, g
 	if err := store.GetFile(ctx, name, path); err != nil {
 		return fmt.Errorf("bundle %s: %w", name, err)
 	}
-	if err := git.VerifyBundle(ctx, path); err != nil {
-		return fmt.Errorf("bundle %s: %w", name, err)
-	}
-	if err := git.FetchBundle(ctx, path, natsconn.TipRef(sha), natsconn.TipRef(sha)); err != nil {
+	// Not while an item's worktree is made or removed in the clone.
+	if err := itemtask.Held(hold, func() error { return git.FetchBundle(ctx, path, natsconn.TipRef(sha), natsconn.TipRef(sha)) }); err != nil {
 		return fmt.Errorf("bundle %s: %w", name, err)
 	}
 	if !git.HasCommit(ctx, sha) {

@@ -1,6 +1,7 @@
 package natsworker
 
 import (
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -109,6 +110,13 @@ func TestFetchTipThinOrFull(t *testing.T) {
 	put(natsconn.TipBundle(tip, false), tip, "")
 	if other := repo("init", "-q"); fetch(other) != nil || !other.HasCommit(t.Context(), tip) {
 		t.Errorf("with no thin bundle: want the tip's full one fetched")
+	}
+	// The fetch runs under the clone's worktree lock: git's fetch reads
+	// every worktree's HEAD, which one half made breaks.
+	busy := errors.New("an item's worktree is being made")
+	locked := &workerJob{key: "k", opened: itemtask.Opened{Repo: repo("init", "-q").Dir, Hold: func(func() error) error { return busy }}}
+	if err := w.fetchTip(t.Context(), locked, tip); !errors.Is(err, busy) {
+		t.Errorf("a fetch with the clone's worktree lock refused: %v; want that refusal", err)
 	}
 }
 
