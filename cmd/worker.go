@@ -35,7 +35,7 @@ func (o *workerOptions) AddFlags(c *cobra.Command) {
 		"the worker pool to pull tasks from: the queue a run sends its items to, by its --queue or its workflow's distributed.queue (default \""+natsconn.DefaultQueue+"\")")
 	f := c.Flags()
 	f.Var((*positiveInt)(&o.Concurrency), "concurrency", "items at once (default: the number of CPUs)")
-	f.StringVar(&o.WorkDir, "work-dir", "", "the directory items run in: the same code as the coordinator's (default: the current directory)")
+	f.StringVar(&o.WorkDir, "work-dir", "", "the directory items run in: the same code as the coordinator's; a clone of its repository for items that commit (default: the current directory)")
 	f.StringVar(&o.Name, "name", "", "this worker's name in results and events (default: HOST-PID)")
 	f.DurationVar(&o.AckWait, "ack-wait", natsconn.DefaultAckWait, "how long a task may go without a heartbeat before another worker gets it (when this worker creates the queue's consumer)")
 	f.DurationVar(&o.DrainTimeout, "drain-timeout", 0, "on SIGINT/SIGTERM, how long running items may go on before they are stopped (default: until they end)")
@@ -51,7 +51,11 @@ func newWorkerCommand(g *globalOptions) *cobra.Command {
 		Long: `Pull the tasks of one queue from a NATS JetStream server and run each job's
 map template on them, in --work-dir, with this machine's environment: its
 secrets are taken from here, never sent through NATS. A job's results go
-back to the runner run that sent them. On SIGINT or SIGTERM the worker takes
+back to the runner run that sent them. Items that commit (map.isolation:
+worktree) run in worktrees of the git clone --work-dir is in (or of one
+the worker makes), from the commit the task names, which the worker
+fetches from the job's bundles on the server; their commits go back the
+same way. On SIGINT or SIGTERM the worker takes
 no new task, lets its items end (within --drain-timeout) and exits.
 
 A worker started before its server waits for it (for ever, or up to

@@ -303,6 +303,17 @@ func (v jobView) Portable() (json.RawMessage, error) {
 	return json.Marshal(p)
 }
 
+func (v jobView) Repo() itemtask.Repo {
+	m, meta := v.j.Workflow().Map, v.j.Meta()
+	if jobtree.ItemBranches(m, v.j.ID()) == "" {
+		return itemtask.Repo{}
+	}
+	refs := jobtree.JobRefs{ID: v.j.ID(), ItemBranches: meta.ItemBranches}
+	env := v.j.Executor().Env
+	hold := func(fn func() error) error { return jobtree.HoldWorktrees(context.Background(), env, fn) }
+	return itemtask.Repo{JobBranch: jobtree.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: env, Hold: hold}
+}
+
 func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {
 	return filesOf(v.j).ReadItemStates()
 }

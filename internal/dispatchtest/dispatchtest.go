@@ -81,6 +81,7 @@ func Run(t *testing.T, s Subject) {
 	t.Run("live_events", func(t *testing.T) { testLiveEvents(t, s) })
 	t.Run("cancel", func(t *testing.T) { testCancel(t, s) })
 	t.Run("close", func(t *testing.T) { testClose(t, s) })
+	t.Run("worktrees", func(t *testing.T) { testWorktrees(t, s) })
 }
 
 // fixture is one subtest's job, its dispatcher's backend and the host
@@ -99,6 +100,13 @@ func start(t *testing.T, s Subject, src string) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	t.Chdir(dir)
+	return startIn(t, s, src, dir, job.Options{})
+}
+
+// startIn starts a job of src in dir, the working directory, with opts
+// (its store, id and outputs set here).
+func startIn(t *testing.T, s Subject, src, dir string, opts job.Options) *fixture {
+	t.Helper()
 	wf, err := workflow.Parse("conformance.yml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +114,8 @@ func start(t *testing.T, s Subject, src string) *fixture {
 	// The events a dispatcher writes to the job's log itself (the local
 	// one) reach the host as those it is told of.
 	h := &Host{}
-	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(dir, ".runner")}, JobID: "conformance", Stdout: io.Discard, Stderr: io.Discard, Listener: h.record})
+	opts.Store, opts.JobID, opts.Stdout, opts.Stderr, opts.Listener = state.Store{Dir: filepath.Join(dir, ".runner")}, "conformance", io.Discard, io.Discard, h.record
+	j, err := job.Start(wf, []byte(src), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestJobDirLayout(t *testing.T) {
 		}
 		env.Defer(srv.Shutdown)
 		env.Setenv("NATS_URL", srv.URL())
-		return startScriptWorker(env, srv.URL(), "w1")
+		return startScriptWorker(env, srv.URL(), "w1", env.WorkDir)
 	}
 	testscript.Run(t, p)
 }

@@ -81,28 +81,80 @@ func TestNATSScripts(t *testing.T) {
 	skipNATSProcesses(t, "runs the MapReduce scripts on workers")
 	t.Parallel()
 	p := withSetup(runnertest.ScriptParams(), func(env *testscript.Env) error {
-		url, stop, err := runnertest.NATSServer()
-		if err != nil {
-			return err
-		}
-		env.Defer(stop)
-		env.Setenv("RUNNER_NATS", url)
-		for i := range 2 {
-			if err := startScriptWorker(env, url, fmt.Sprintf("w%d", i+1)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return startScriptNATS(env, func(string) (string, error) { return env.WorkDir, nil })
 	})
 	p.Files = scriptFiles(t, natsScripts(t))
 	testscript.Run(t, p)
 }
 
-// startScriptWorker starts a worker for a script: in its directory, with
-// its environment, stopped when it ends.
-func startScriptWorker(env *testscript.Env, url, name string) error {
-	w := exec.Command("runner", "worker", "--nats", url, "--name", name, "--ack-wait", "2s", "--concurrency", "4", "--work-dir", env.WorkDir)
-	w.Env = env.Vars
+// natsProdigyScripts are the scripts of testdata/prodigy whose Prodigy
+// files run `claude:` steps in map items (in worktrees).
+var natsProdigyScripts = []string{
+	"workflows_book-docs-drift", "workflows_debtmap-reduce", "workflows_documentation-drift-mapreduce",
+	"workflows_mapreduce-env-example", "workflows_mapreduce-example", "workflows_mkdocs-drift",
+}
+
+// TestNATSProdigyScripts runs the scripts of Prodigy's files whose map
+// items run claude: steps in worktrees with the items on NATS workers
+// (RUNNER_NATS), two of them, each in a clone of the script's repository
+// of its own: the commits travel through the job's git bucket, and what
+// the scripts check must not change.
+func TestNATSProdigyScripts(t *testing.T) {
+	skipNATSProcesses(t, "runs Prodigy's agent files on workers")
+	t.Parallel()
+	dir := prodigyExamples(t)
+	scriptDir := repoPath(t, "testdata", "prodigy")
+	p := withSetup(runnertest.ScriptParams(), func(env *testscript.Env) error {
+		if err := prodigySetup(env, dir, scriptDir); err != nil {
+			return err
+		}
+		return startScriptNATS(env, func(name string) (string, error) {
+			clone := filepath.Join(env.WorkDir, "clone-"+name)
+			if out, err := exec.Command("git", "clone", "-q", filepath.Join(env.WorkDir, "repo"), clone).CombinedOutput(); err != nil {
+				return "", fmt.Errorf("git clone: %v: %s", err, out)
+			}
+			return clone, nil
+		})
+	})
+	for _, name := range natsProdigyScripts {
+		p.Files = append(p.Files, filepath.Join(scriptDir, name+".txtar"))
+	}
+	testscript.Run(t, p)
+}
+
+// startScriptNATS gives a script a JetStream server (RUNNER_NATS) and two
+// workers, each in the directory workDir gives for its name.
+func startScriptNATS(env *testscript.Env, workDir func(name string) (string, error)) error {
+	url, stop, err := runnertest.NATSServer()
+	if err != nil {
+		return err
+	}
+	env.Defer(stop)
+	env.Setenv("RUNNER_NATS", url)
+	for i := range 2 {
+		name := fmt.Sprintf("w%d", i+1)
+		dir, err := workDir(name)
+		if err != nil {
+			return err
+		}
+		if err := startScriptWorker(env, url, name, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startScriptWorker starts a worker for a script in workDir (the
+// script's directory, no git repository: a job whose items run in
+// worktrees gets one of the worker's own, filled from the job's bundles;
+// or a clone of the script's repository), with its environment and
+// what the scripts' first lines add to theirs before any item runs (the
+// stand-ins in $WORK/bin, the git identity), as a user's worker has its
+// own, stopped when it ends.
+func startScriptWorker(env *testscript.Env, url, name, workDir string) error {
+	w := exec.Command("runner", "worker", "--nats", url, "--name", name, "--ack-wait", "2s", "--concurrency", "4", "--work-dir", workDir)
+	w.Env = append(env.Vars, "PATH="+filepath.Join(env.WorkDir, "bin")+string(filepath.ListSeparator)+env.Getenv("PATH"),
+		"GIT_AUTHOR_NAME=runner-test", "GIT_AUTHOR_EMAIL=test@example.com", "GIT_COMMITTER_NAME=runner-test", "GIT_COMMITTER_EMAIL=test@example.com")
 	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind
 	log, err := os.Create(filepath.Join(os.TempDir(), "runner-worker-"+name+"-"+filepath.Base(env.WorkDir)+".log"))
 	if err != nil {
@@ -167,9 +219,6 @@ var natsNeeds = map[string]capability{
 	// a step's retry delay gives the job's slot to the next item
 	"mapreduce_concurrency": slotRelease,
 	// items commit in git worktrees (map.isolation: worktree)
-	"isolation_worktree":    worktrees,
-	"isolation_resume":      worktrees,
-	"isolation_dlq_retry":   worktrees,
 	"isolation_merge":       worktrees,
 	"commit_required":       worktrees,
 	"fix_loop_counts":       worktrees,
@@ -181,8 +230,12 @@ var natsNeeds = map[string]capability{
 // workers by design (SPEC §11), with why.
 var natsLocalOnly = map[string]string{
 	"mapreduce_breaker_probe": "it changes the environment (env FAIL=6) after the workers started: a worker runs items with its own",
-	"prodigy_mapreduce":       "it changes PATH after the workers started: a worker runs items with its own environment",
 	"secrets":                 "it sets API_TOKEN after the workers started: a worker takes secrets from its own environment",
 	"breaker_kills":           "it counts a step's circuit breaker across items, which on NATS is per worker process (§11.5)",
 	"secrets_not_stored":      "it gives secrets with --set, which a run on NATS refuses: secrets never go on NATS (§11.6; TestNATSSecrets)",
+	// On NATS an item's worktree and its branch, until its result, are in
+	// a worker's clone: TestNATSWorktreeClones runs worktree items there.
+	"isolation_worktree":  "it checks that each item's worktree was under the job's directory in the user's repository (${worktree.path})",
+	"isolation_resume":    "it counts the items' worktrees in the user's repository after a kill -9, and merges a running item's branch there by hand",
+	"isolation_dlq_retry": "it counts the items' worktrees in the user's repository after a kill -9 of dlq retry, and merges a running item's branch there by hand",
 }

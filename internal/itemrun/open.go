@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/runnerdev/runner/internal/eventlog"
@@ -75,7 +76,34 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	}
 	x := jw.Executor()
 	x.Env = append(x.Env, "RUNNER_WORKER="+worker)
-	return itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, nil, nil), Mask: jw.Mask, LogPath: jw.ItemLogPath}, nil
+	trees, repo, err := portableTrees(ctx, p, wf.Map, x.Env, jw.Layout(), filepath.Join(dir, "git"))
+	if err != nil {
+		return itemtask.Opened{}, fmt.Errorf("worker %s cannot run job %s: %w", worker, p.Meta.ID, err)
+	}
+	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, nil), Mask: jw.Mask, LogPath: jw.ItemLogPath, Repo: repo}
+	if trees != nil {
+		opened.Hold = trees.Admin
+	}
+	return opened, nil
+}
+
+// portableTrees are the items' worktrees of a job opened on a NATS worker
+// (nil when its map runs without isolation), made from the commit each
+// task names in the repository this process is in (the worker's
+// --work-dir, a clone of the job's) or, when it is in none, in one made
+// at made; their directories are in the job's copy. It returns the
+// repository's directory too ("" for this process's).
+func portableTrees(ctx context.Context, p job.Portable, m *workflow.MapPhase, env []string, layout state.Layout, made string) (*jobtree.Worktrees, string, error) {
+	if jobtree.ItemBranches(m, p.Meta.ID) == "" {
+		return nil, "", nil
+	}
+	repo, err := jobtree.WorkerRepo(ctx, made, env)
+	if err != nil {
+		return nil, "", err
+	}
+	refs := jobtree.JobRefs{ID: p.Meta.ID, ItemBranches: p.Meta.ItemBranches, Repo: repo}
+	trees, err := jobtree.OpenWorktrees(ctx, refs, m, env, layout)
+	return trees, repo, err
 }
 
 // missingSecrets is an error naming the secrets among names that the

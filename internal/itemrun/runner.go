@@ -104,7 +104,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 	}
 	var dir, branch string
 	if r.trees != nil {
-		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0)
+		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0, t.Tip)
 		if ctx.Err() != nil {
 			return itemtask.Outcome{}, context.Cause(ctx) // interrupted: does not count
 		}

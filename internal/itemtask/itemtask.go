@@ -47,6 +47,10 @@ type Task struct {
 	// ended before the attempt did (a crash, a lost runner): the attempt
 	// goes on after them.
 	Checkpoints []StepRecord `json:"checkpoints,omitempty"`
+	// Tip is the commit the item's worktree starts from (map.isolation:
+	// worktree on a NATS worker, whose clone has no job branch); "": the
+	// job branch's tip.
+	Tip string `json:"tip,omitempty"`
 	// Value is the item already decoded, when the task is run in the
 	// process that loaded it; nil: ItemValue decodes Item.
 	Value any `json:"-"`
@@ -127,6 +131,11 @@ func (f Failure) Event() eventlog.Failure {
 // KindLost is the failure kind of an attempt whose runners were lost.
 const KindLost = "lost"
 
+// KindTransfer is the failure kind of an attempt whose commits could not
+// be brought back from where it ran (a NATS worker): their bundle did not
+// verify, or does not start from the commit the item was given.
+const KindTransfer = "transfer"
+
 // ErrStale refuses what comes from a dispatch that is no longer its item's
 // current one.
 var ErrStale = errors.New("stale dispatch")
@@ -204,6 +213,23 @@ type Job interface {
 	ItemStates() (map[int]ItemRecord, error)
 	// Layout is where the job's files are in its directory.
 	Layout() state.Layout
+	// Repo is the git side of a job whose items run in worktrees
+	// (map.isolation: worktree); its zero value for any other job.
+	Repo() Repo
+}
+
+// Repo is the git side of a job whose items run in worktrees, in the
+// repository of the job's process (its directory): where the items start
+// from and where their branches go back to.
+type Repo struct {
+	JobBranch    string   // the job branch, which items start from and merge into
+	ItemBranches string   // the items' branches' prefix, ending in a slash
+	Target       string   // the branch the job started on; "" when HEAD was detached
+	Env          []string // git's environment: the job's
+	// Hold runs fn while no other git command of runner's that reads
+	// every ref or changes the worktrees runs in the repository (git's
+	// worktree add and remove race with them); nil: fn runs at once.
+	Hold func(fn func() error) error
 }
 
 // Capabilities are what a dispatcher does beyond running a task to its
@@ -236,6 +262,15 @@ type Backend struct {
 	Open func(ctx context.Context, job Job, host Host) (Dispatcher, error)
 }
 
+// Held runs fn under hold (Repo.Hold, Opened.Hold), or at once when hold
+// is nil.
+func Held(hold func(fn func() error) error, fn func() error) error {
+	if hold == nil {
+		return fn()
+	}
+	return hold(fn)
+}
+
 // Opened is a job opened in a process that runs some of its items for the
 // job's own (a NATS worker): the runner of its tasks, the masking of its
 // secrets in what goes back, and where each item's output is logged.
@@ -243,4 +278,10 @@ type Opened struct {
 	Runner  Runner
 	Mask    func(string) string
 	LogPath func(itemID string) string
+	// Repo is the repository the items' worktrees are made in (map.isolation:
+	// worktree): "" for the one this process's directory is in; Hold runs
+	// a function while no item's worktree is made or removed in it (nil
+	// without worktrees).
+	Repo string
+	Hold func(fn func() error) error
 }

@@ -44,7 +44,7 @@ type checkoutHolder struct {
 // ctx is done. Once it holds it, it ends what a holder that died left: the
 // hooks its git started, and its merge half made in the checkout.
 func (t *Tree) lockCheckout(ctx context.Context, w io.Writer) (unlock func(), err error) {
-	user := t.Git.In("")
+	user := t.User
 	dir, err := user.CommonDir(ctx)
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 			return fmt.Errorf("undoing the merge that %s left in your checkout: %w", dead.Who, err)
 		}
 	}
-	tip, err := t.Git.In("").Tip(ctx, t.JobBranch)
+	tip, err := t.User.Tip(ctx, t.JobBranch)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
 // user's, and left.
 func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder, since time.Time) error {
 	gitwork.AwaitExit(dead.Self)
-	user := t.Git.In("")
+	user := t.User
 	if dead.Groups != "" {
 		if err := endLeftovers(ctx, &gitwork.Groups{Dir: dead.Groups}, user); err != nil {
 			return err

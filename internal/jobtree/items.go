@@ -1,6 +1,7 @@
 package jobtree
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,17 +64,22 @@ func legacyItemBranches(id string) string { return Branch(id) + ".items/" }
 type JobRefs struct {
 	ID           string
 	ItemBranches string
+	// Repo is the directory of the repository the items' worktrees are
+	// made in: "" for this process's (a NATS worker's may be one it made,
+	// WorkerRepo).
+	Repo string
 }
 
 // OpenWorktrees returns the worktrees of a job (nil when its map runs
 // without isolation), for the job's process and for the processes that run
 // its items: layout is the job's directory and env its environment. The
-// repository is the one this process's directory is in.
+// repository is refs.Repo's, by default the one this process's directory
+// is in.
 func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env []string, layout state.Layout) (*Worktrees, error) {
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return nil, nil
 	}
-	tree, err := Open(ctx, refs.ID, env, layout)
+	tree, err := openIn(ctx, refs.Repo, refs.ID, env, layout)
 	if err != nil {
 		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
 	}
@@ -158,7 +164,7 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 	if !w.merge {
 		return nil
 	}
-	user := w.Git.In("")
+	user := w.User
 	branches, err := user.MergedBranches(ctx, w.JobBranch, w.itemBranches+"*")
 	if err != nil {
 		return fmt.Errorf("listing the items' merged branches: %w", err)
@@ -172,7 +178,7 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 // removeItemTrees removes the items' worktrees that are there.
 func (w *Worktrees) removeItemTrees(ctx context.Context) error {
 	return w.Admin(func() error {
-		user := w.Git.In("")
+		user := w.User
 		left, err := user.Worktrees(ctx, w.itemsDir)
 		for _, t := range left {
 			err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
@@ -199,7 +205,7 @@ func RestartItems(running map[int]job.ItemRecord) {
 // names it ("Merge <id> (runner job <job>)"), or that merged its branch's
 // tip.
 func (w *Worktrees) MergedItems(ctx context.Context, its []*items.Item) (map[int]itemtask.Outcome, error) {
-	repo := w.Git.In("")
+	repo := w.User
 	merges, err := repo.Merges(ctx, w.JobBranch)
 	if err != nil {
 		return nil, err
@@ -255,12 +261,15 @@ type ItemTree struct {
 	Path, Branch string
 }
 
-// OpenItem makes a fresh worktree for an item on its branch, from the job
-// branch's tip. A dispatch that goes on from checkpoints (its runner was
-// lost) finds the worktree its earlier steps worked in, and keeps it.
-func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool) (ItemTree, error) {
+// OpenItem makes a fresh worktree for an item on its branch, from commit
+// from, or the job branch's tip when from is "" (a NATS worker's clone
+// has no job branch: its task names the commit). A dispatch that goes on
+// from checkpoints (its runner was lost) finds the worktree its earlier
+// steps worked in, and keeps it.
+func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool, from string) (ItemTree, error) {
+	from = cmp.Or(from, w.JobBranch)
 	t := w.TreeOf(it)
-	repo := w.Git.In("")
+	repo := w.User
 	err := w.Admin(func() error {
 		if _, err := os.Stat(t.Path); err == nil {
 			if resumed {
@@ -270,7 +279,7 @@ func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool) 
 				return err
 			}
 		}
-		return repo.MakeWorktree(ctx, t.Path, func() error { return repo.ResetWorktree(ctx, t.Path, t.Branch, w.JobBranch) })
+		return repo.MakeWorktree(ctx, t.Path, func() error { return repo.ResetWorktree(ctx, t.Path, t.Branch, from) })
 	})
 	if err != nil {
 		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)
@@ -290,7 +299,7 @@ func (w *Worktrees) ItemDir(t ItemTree) string { return filepath.Join(t.Path, w.
 
 // CloseItem removes an item's worktree; its branch stays.
 func (w *Worktrees) CloseItem(ctx context.Context, t ItemTree) error {
-	return w.Admin(func() error { return w.Git.In("").RemoveWorktree(context.WithoutCancel(ctx), t.Path) })
+	return w.Admin(func() error { return w.User.RemoveWorktree(context.WithoutCancel(ctx), t.Path) })
 }
 
 // MergeBack merges the branch of an item that succeeded into the job
@@ -305,13 +314,13 @@ func (w *Worktrees) MergeBack(ctx context.Context, it *items.Item, attempt int, 
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
 	// The merges of other items, which the job branch may gain meanwhile,
 	// hold none of this item's commits.
-	commits, err := w.Git.In("").Commits(ctx, w.JobBranch, out.Branch)
+	commits, err := w.User.Commits(ctx, w.JobBranch, out.Branch)
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
 	out.Commits, out.Worktree = commits, w.TreeOf(it).Path
 	if len(commits) > 0 {
-		diff, err := w.Git.In("").Diff(ctx, w.JobBranch+"..."+out.Branch, "")
+		diff, err := w.User.Diff(ctx, w.JobBranch+"..."+out.Branch, "")
 		if err != nil {
 			return out, fmt.Errorf("item %s: %w", it.ID, err)
 		}
@@ -356,7 +365,7 @@ func (w *Worktrees) Recorded(ctx context.Context, out itemtask.Outcome) {
 	}
 	// A branch left behind holds nothing the job branch lacks: failing to
 	// delete it is not worth failing the item, which has succeeded.
-	if w.Git.In("").DeleteBranch(context.WithoutCancel(ctx), out.Branch) == nil {
+	if w.User.DeleteBranch(context.WithoutCancel(ctx), out.Branch) == nil {
 		crashpoint.Hit(crashpoint.ItemBranchDeleted)
 	}
 }
@@ -383,4 +392,20 @@ func worktreeName(it *items.Item) string {
 		name = "item"
 	}
 	return name + "-" + strconv.Itoa(it.Index)
+}
+
+// WorkerRepo is the repository a NATS worker makes a job's items'
+// worktrees in (JobRefs.Repo): "" for the one this process's directory is
+// in (the worker's --work-dir, a clone of the job's), else a new, empty
+// one at dir, which the job branch's tips fill as the worker fetches them.
+func WorkerRepo(ctx context.Context, dir string, env []string) (string, error) {
+	git := gitwork.Git{Env: env}
+	_, _, err := git.TopLevel(ctx)
+	if !errors.Is(err, gitwork.ErrNotRepository) {
+		return "", err
+	}
+	if _, err := git.Output(ctx, "init", "-q", dir); err != nil {
+		return "", err
+	}
+	return dir, nil
 }

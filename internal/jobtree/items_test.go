@@ -114,7 +114,7 @@ func TestWorktreesMergeBack(t *testing.T) {
 	if msg := git(w.Root, "log", "-1", "--format=%s"); msg != "Merge a (runner job j)" {
 		t.Errorf("the resumed job worktree is at %q", msg)
 	}
-	left, err := w.OpenItem(t.Context(), c, false)
+	left, err := w.OpenItem(t.Context(), c, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...str
 // it and commits it; the worktree is left.
 func editItem(t *testing.T, w *Worktrees, git func(string, ...string) string, it *items.Item, name, content string) ItemTree {
 	t.Helper()
-	tree, err := w.OpenItem(t.Context(), it, false)
+	tree, err := w.OpenItem(t.Context(), it, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestOpenItemAfterKilledGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := &items.Item{ID: "a", Index: 0}
-	tree, err := w.OpenItem(t.Context(), it, false)
+	tree, err := w.OpenItem(t.Context(), it, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestOpenItemAfterKilledGit(t *testing.T) {
 	if err := os.RemoveAll(tree.Path); err != nil {
 		t.Fatal(err)
 	}
-	if tree, err = w.OpenItem(t.Context(), it, false); err != nil {
+	if tree, err = w.OpenItem(t.Context(), it, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	if b := git(tree.Path, "symbolic-ref", "--short", "HEAD"); b != "runner-items/j/a" {
@@ -289,5 +289,25 @@ func TestMergeBackAfterAMergeKilledWritingFiles(t *testing.T) {
 	}
 	if st := git(w.Root, "status", "--porcelain"); st != "?? setup.txt" {
 		t.Errorf("the job worktree's status: %q, want the setup step's file alone", st)
+	}
+}
+
+// On a NATS worker the clone has no job branch: an item's worktree starts
+// from the commit its task names, on the item's branch.
+func TestOpenItemFromCommit(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	first := git(repo, "rev-parse", "HEAD")
+	git(repo, "commit", "-q", "--allow-empty", "-m", "later")
+	it := &items.Item{ID: "a", Index: 0}
+	tree, err := w.OpenItem(t.Context(), it, false, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.CloseItem(t.Context(), tree)
+	if at := git(tree.Path, "rev-parse", "HEAD"); at != first {
+		t.Errorf("the item's worktree is at %s, want %s", at, first)
+	}
+	if branch := git(tree.Path, "symbolic-ref", "--short", "HEAD"); branch != tree.Branch {
+		t.Errorf("the item's worktree is on %q, want %q", branch, tree.Branch)
 	}
 }

@@ -32,8 +32,8 @@ type Tree struct {
 	JobBranch string
 	JobID     string
 	// Git runs git in the job worktree, with the job's environment;
-	// Git.In("") runs it in the user's checkout.
-	Git gitwork.Git
+	// User runs it in the user's checkout (a NATS worker's clone).
+	Git, User gitwork.Git
 	// Root is the job worktree's directory.
 	Root string
 	// Prefix is the directory runner was started in, below the
@@ -61,8 +61,14 @@ type Tree struct {
 // the job's processes that died left running (their hooks, which may
 // still write to it; git itself died with its runner).
 func Open(ctx context.Context, jobID string, env []string, layout state.Layout) (*Tree, error) {
+	return openIn(ctx, "", jobID, env, layout)
+}
+
+// openIn is Open in the repository of directory repo ("": this
+// process's).
+func openIn(ctx context.Context, repo, jobID string, env []string, layout state.Layout) (*Tree, error) {
 	groups := &gitwork.Groups{Dir: layout.GitProcesses}
-	git := gitwork.Git{Env: env}
+	git := gitwork.Git{Dir: repo, Env: env}
 	if err := endLeftovers(ctx, groups, git); err != nil {
 		return nil, err
 	}
@@ -82,6 +88,7 @@ func Open(ctx context.Context, jobID string, env []string, layout state.Layout) 
 		JobBranch:     Branch(jobID),
 		JobID:         jobID,
 		Git:           gitwork.Git{Dir: root, Env: env, Groups: groups},
+		User:          gitwork.Git{Dir: repo, Env: env, Groups: groups},
 		Root:          root,
 		Prefix:        prefix,
 		lockPath:      layout.WorktreeLock,
@@ -129,7 +136,7 @@ func (t *Tree) Begin(ctx context.Context, j *job.Job, resume func(context.Contex
 // Start makes the job worktree on a new job branch from the HEAD of the
 // checkout runner runs in, which stays as it is.
 func (t *Tree) Start(ctx context.Context) error {
-	user := t.Git.In("")
+	user := t.User
 	head, err := user.Head(ctx)
 	if err != nil {
 		return err
@@ -200,14 +207,14 @@ func (t *Tree) undoMerge(ctx context.Context, since time.Time) (whole bool, err 
 // it, not locked (a process was killed while git made it: its checkout
 // may be half done).
 func (t *Tree) intact(ctx context.Context) (bool, error) {
-	there, err := t.Git.In("").Worktrees(ctx, t.Root)
+	there, err := t.User.Worktrees(ctx, t.Root)
 	return len(there) == 1 && !there[0].Locked, err
 }
 
 // remake makes the job worktree on the job branch again, after clearing
 // what a process killed while it made or removed it left.
 func (t *Tree) remake(ctx context.Context) error {
-	user := t.Git.In("")
+	user := t.User
 	if err := user.ClearWorktree(ctx, t.Root); err != nil {
 		return err
 	}
@@ -261,6 +268,18 @@ func (t *Tree) Admin(fn func() error) error {
 	}
 	defer unlock()
 	return fn()
+}
+
+// HoldWorktrees runs fn holding the worktree lock of the repository this
+// process's directory is in (Admin's): for a git command that reads every
+// ref (a fetch, a bundle's verification), which a worktree half made or
+// removed by another runner process makes fail.
+func HoldWorktrees(ctx context.Context, env []string, fn func() error) error {
+	common, err := gitwork.Git{Env: env}.CommonDir(ctx)
+	if err != nil {
+		return err
+	}
+	return (&Tree{adminLockPath: adminLockPath(common)}).Admin(fn)
 }
 
 // adminLockPath is the file whose flock Admin takes in the repository
@@ -317,7 +336,7 @@ func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
 			return err
 		}
 		gitwork.AwaitExit(string(dead))
-		if err := endLeftovers(ctx, t.Git.Groups, t.Git.In("")); err != nil {
+		if err := endLeftovers(ctx, t.Git.Groups, t.User); err != nil {
 			return err
 		}
 		// Its merge is undone before its record goes: should this
@@ -339,6 +358,6 @@ func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
 // done: an interrupted job still cleans up.
 func (t *Tree) Remove(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
-	user := t.Git.In("")
+	user := t.User
 	return t.Admin(func() error { return errors.Join(user.RemoveWorktree(ctx, t.Root), user.Prune(ctx)) })
 }

@@ -130,7 +130,7 @@ func Unmerged(ctx context.Context, id, target string) (bool, error) {
 // a runner killed during its merge left is undone (lockCheckout).
 func (t *Tree) mergeInto(ctx context.Context, target string) error {
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
-	user := t.Git.In("")
+	user := t.User
 	tip, err := user.Tip(ctx, t.JobBranch)
 	switch {
 	case err != nil:

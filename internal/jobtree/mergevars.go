@@ -23,7 +23,7 @@ const (
 // 100) and the files they changed (at most 500), as JSON, counts and
 // comma-separated lists. The counts are of all of them.
 func (t *Tree) mergeVars(ctx context.Context, target string) (map[string]any, error) {
-	g := t.Git.In("")
+	g := t.User
 	commits, total, err := mergeCommits(ctx, g, target, t.JobBranch)
 	if err != nil {
 		return nil, err

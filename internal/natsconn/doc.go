@@ -5,5 +5,5 @@
 // results, beats and job specs; Publish, Ack and Next, which survive a
 // server that restarts) and the NATS objects either side makes when they
 // are missing (the tasks and results streams, the jobs bucket and their
-// consumers, Objects).
+// consumers, Objects; a job's git bucket of bundles, GitStore).
 package natsconn

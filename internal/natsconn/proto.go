@@ -117,6 +117,9 @@ type Task struct {
 	Item          json.RawMessage `json:"item"`
 	MaxDeliveries int             `json:"max_deliveries"`
 	Total         int             `json:"total,omitempty"` // the job's items: ${item_total}
+	// Tip is the commit the item's worktree starts from (map.isolation:
+	// worktree): the job branch's tip when the task was sent.
+	Tip string `json:"tip,omitempty"`
 }
 
 // Result is the body of a result message.
@@ -132,6 +135,7 @@ type Result struct {
 	DurationMS int64            `json:"duration_ms"`
 	Events     []eventlog.Event `json:"events,omitempty"`
 	LogTail    string           `json:"log_tail,omitempty"`
+	Git        *ItemGit         `json:"git,omitempty"` // map.isolation: worktree
 }
 
 // Failure is a failed attempt as a result carries it.

@@ -61,6 +61,7 @@ type Dispatcher struct {
 	watch   *Watch
 	stop    context.CancelFunc
 	done    chan struct{}
+	git     *gitSide // map.isolation: worktree; nil otherwise
 
 	mu sync.Mutex
 	// waiting are the dispatches out, by item index.
@@ -105,10 +106,11 @@ type inbound struct {
 }
 
 // Capabilities are what the NATS dispatcher does beyond running tasks:
-// nothing yet. A worker sends a task's events and log with its result,
-// saves no checkpoints (a task sent again starts over) and keeps its own
-// slots; items cannot run in git worktrees on workers.
-var Capabilities = itemtask.Capabilities{}
+// items run in git worktrees on the workers, their commits carried
+// through the job's git bucket (bundles.go). A worker sends a task's
+// events and log with its result, saves no checkpoints (a task sent again
+// starts over) and keeps its own slots.
+var Capabilities = itemtask.Capabilities{Worktrees: true}
 
 // New returns the backend of a job's map items over NATS.
 func New(opts Options) itemtask.Backend {
@@ -141,6 +143,10 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{},
 	}
 	if err := d.start(ctx, opts); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if d.git, err = openGit(ctx, d); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -546,6 +552,9 @@ func (d *Dispatcher) ack(ctx context.Context, msg jetstream.Msg) {
 // Dispatch publishes t's task, unless an ended process's is still out, and
 // waits for its result (itemtask.Dispatcher).
 func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error) {
+	if out, ok := d.withTip(ctx, &t); !ok {
+		return out, nil
+	}
 	d.mu.Lock()
 	d.ids[t.Index] = t.ItemID
 	if in, ok := d.early[t.Index]; ok && in.r.Attempt == t.Attempt {
@@ -590,7 +599,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 // outcome of the attempt, when the task cannot be sent (too large for
 // NATS).
 func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total})
+	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total, Tip: t.Tip})
 	if err == nil && len(body) > natsconn.MaxTask {
 		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
 	}
@@ -638,6 +647,9 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 		out.Failure.Attempt = t.Attempt
 	} else if r.Failed {
 		out.Failure = itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "failed", Message: "the worker's result gave no failure"}
+	}
+	if d.git != nil {
+		out = d.git.fetchItem(context.Background(), t.Tip, r, out)
 	}
 	return out
 }
@@ -691,6 +703,10 @@ func (d *Dispatcher) Close() error {
 	d.mu.Lock()
 	interrupted := d.interrupted
 	d.mu.Unlock()
+	if d.git != nil {
+		// An interrupted job's bundles serve its resume (same key).
+		defer d.git.close(ctx, d.objs, d.key, !interrupted)
+	}
 	if interrupted {
 		err := d.setStatus(ctx, natsconn.StatusInterrupted)
 		if perr := d.objs.Tasks.Purge(ctx, jetstream.WithPurgeSubject("runner.task."+d.queue+"."+d.key+".>")); err == nil {

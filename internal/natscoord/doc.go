@@ -7,5 +7,8 @@
 // sends again the tasks the stream lost or a worker dropped, and it makes
 // the objects again when the server restarted on an empty store. The
 // workers' beats tell it which worker runs each task, from which Watch
-// shows the tasks of a lost worker waiting for redelivery.
+// shows the tasks of a lost worker waiting for redelivery. For items that
+// run in git worktrees it stores each job branch tip a task names as
+// bundles in the job's git bucket, and fetches each item's branch back
+// from the bundle its result names, checked first (bundles.go).
 package natscoord

@@ -6,5 +6,7 @@
 // summaries; it drains on a signal and exits when idle. Its watchdog
 // process (ServeWatchdog) kills the process groups of a frozen or dead
 // worker's items when their leases run out, and its store directory
-// (NewStore) is removed by the next worker when it was killed.
+// (NewStore) is removed by the next worker when it was killed. An item
+// that runs in a git worktree gets its task's tip fetched into the
+// worker's clone first, and its branch sent back as a bundle (tree.go).
 package natsworker

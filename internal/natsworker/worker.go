@@ -71,6 +71,7 @@ type Worker struct {
 	runs      map[*workerRun]struct{}
 
 	logMu sync.Mutex
+	gitMu sync.Mutex // one fetch of a tip into the worker's clone at a time
 }
 
 // tally counts a worker's tasks for its summary lines.
@@ -118,6 +119,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	forgetLeftWorktrees(ctx)
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
 	if w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait)); err != nil {
 		return nil, err
@@ -399,7 +401,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
 		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
 	}
-	out, err := wj.opened.Runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, sl, func(itemtask.StepRecord) error { return nil })
+	out, ig, err := w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, sl, r.Delivery)
 	stopBeats()
 	if err == nil && ls.expired(time.Now()) {
 		// Frozen or cut off past the lease: the task may be another
@@ -418,6 +420,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	mask := wj.opened.Mask
 	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
 	r.DurationMS = out.Duration.Milliseconds()
+	r.Git = ig
 	if out.Failed {
 		f := natsconn.WireFailure(out.Failure)
 		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)

@@ -1,0 +1,83 @@
+package natsconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// GitBucket is the Object Store bucket of job key's git data, the bundles
+// that carry commits between the coordinator and the workers (map.isolation:
+// worktree): RUNNER_GIT_<J>. Its coordinator removes it when the job ends;
+// GitTTL removes what a coordinator that never came back left.
+func GitBucket(key string) string { return "RUNNER_GIT_" + key }
+
+// GitTTL is how long a bundle stays in a job's git bucket.
+const GitTTL = 7 * 24 * time.Hour
+
+// MetaBase is the metadata key of a thin tip bundle's object: the commit
+// a worker must have to fetch from it.
+const MetaBase = "base"
+
+// TipBundle is the object of the bundle of commit sha: thin (against the
+// commit the job started from, whose own full bundle a clone without it
+// fetches first; MetaBase names it) or full.
+func TipBundle(sha string, thin bool) string {
+	if thin {
+		return "tip/" + sha + ".thin"
+	}
+	return "tip/" + sha + ".full"
+}
+
+// ItemBundle is the object of the bundle of an item's commits in one
+// delivery of its attempt's task.
+func ItemBundle(index, attempt, epoch, delivery int) string {
+	return fmt.Sprintf("item/%d.%d.%d.%d", index, attempt, epoch, delivery)
+}
+
+// TipRef is the ref a tip bundle holds tip sha under, and the ref a worker
+// keeps it under once fetched.
+func TipRef(sha string) string { return "refs/runner/tips/" + sha }
+
+// ItemGit is what a result says of an item's git branch (map.isolation:
+// worktree): the branch, the commit its worktree started from (Base, the
+// task's Tip) and the branch's head; Bundle is the object in the job's git
+// bucket holding the commits Base lacks ("" when Head is Base).
+type ItemGit struct {
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+	Head   string `json:"head"`
+	Bundle string `json:"bundle,omitempty"`
+}
+
+// GitStore opens job key's git bucket, creating it when create is set.
+func (o *Objects) GitStore(ctx context.Context, key string, create bool) (jetstream.ObjectStore, error) {
+	ctx, cancel := context.WithTimeout(ctx, CallDeadline)
+	defer cancel()
+	var (
+		s   jetstream.ObjectStore
+		err error
+	)
+	if create {
+		s, err = o.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: GitBucket(key), TTL: GitTTL, Storage: jetstream.FileStorage})
+	} else {
+		s, err = o.js.ObjectStore(ctx, GitBucket(key))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("NATS object store %s: %w", GitBucket(key), err)
+	}
+	return s, nil
+}
+
+// DeleteGitStore removes job key's git bucket; one that is not there is
+// not an error.
+func (o *Objects) DeleteGitStore(ctx context.Context, key string) error {
+	err := o.js.DeleteObjectStore(ctx, GitBucket(key))
+	if err == nil || errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	return fmt.Errorf("NATS object store %s: %w", GitBucket(key), err)
+}

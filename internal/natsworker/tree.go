@@ -1,0 +1,166 @@
+package natsworker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/natsconn"
+)
+
+// runItem runs task mt, of t, with its job's template. An item that runs
+// in a worktree (t names the tip it starts from) first has that commit
+// fetched into the worker's clone (its --work-dir, or one it made for the
+// job: itemtask.Opened.Repo) when the clone lacks it, and its branch goes back as a bundle in the job's git
+// bucket, which the returned ItemGit names; the worker's copy of the
+// branch is deleted then. A tip or a branch that cannot be carried is the
+// attempt's failure, kind transfer. An error, and no outcome, means the
+// run did not reach an end.
+func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
+	if t.Tip != "" {
+		if err := w.fetchTip(ctx, wj, t.Tip); err != nil {
+			if ctx.Err() != nil {
+				return itemtask.Outcome{}, nil, context.Cause(ctx)
+			}
+			return transferFailure(mt, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
+		}
+		mt.Tip = t.Tip
+	}
+	out, err := wj.opened.Runner.Run(ctx, mt, sl, func(itemtask.StepRecord) error { return nil })
+	if out.Branch == "" || t.Tip == "" {
+		return out, nil, err
+	}
+	defer gitwork.Git{Dir: wj.opened.Repo}.DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+	if err != nil {
+		return out, nil, err
+	}
+	ig, err := w.sendBranch(ctx, wj, t, delivery, out.Branch)
+	switch {
+	case ctx.Err() != nil:
+		return itemtask.Outcome{}, nil, context.Cause(ctx)
+	case err != nil && !out.Failed:
+		failed := transferFailure(mt, fmt.Errorf("the commits of branch %s did not leave worker %s: %w", out.Branch, w.opts.Name, err))
+		out.Failed, out.Failure = true, failed.Failure
+	}
+	return out, ig, nil
+}
+
+// transferFailure is the outcome of mt's attempt whose git data could not
+// be carried.
+func transferFailure(mt itemtask.Task, err error) itemtask.Outcome {
+	return itemtask.Outcome{DispatchID: mt.DispatchID, Failed: true, Failure: itemtask.Failure{
+		Attempt: mt.Attempt, At: time.Now(), Kind: itemtask.KindTransfer, ExitCode: -1, Message: err.Error(),
+	}}
+}
+
+// fetchTip makes the worker's clone hold commit tip of the job of key: a
+// clone that lacks it fetches it from the tip's thin bundle, after the
+// full bundle of the thin bundle's base when it lacks that too, or from
+// the tip's full bundle when there is no thin one; each verified first,
+// and fetched under a ref of its own (natsconn.TipRef). One fetch at a
+// time: items of one tip wait for the first one's.
+func (w *Worker) fetchTip(ctx context.Context, wj *workerJob, tip string) error {
+	w.gitMu.Lock()
+	defer w.gitMu.Unlock()
+	git := gitwork.Git{Dir: wj.opened.Repo}
+	if git.HasCommit(ctx, tip) {
+		return nil
+	}
+	store, err := w.objs.GitStore(ctx, wj.key, false)
+	if err != nil {
+		return err
+	}
+	thin, err := store.GetInfo(ctx, natsconn.TipBundle(tip, true))
+	if err != nil {
+		return w.fetchBundle(ctx, store, git, wj.opened.Hold, natsconn.TipBundle(tip, false), tip)
+	}
+	if base := thin.Metadata[natsconn.MetaBase]; !git.HasCommit(ctx, base) {
+		if err := w.fetchBundle(ctx, store, git, wj.opened.Hold, natsconn.TipBundle(base, false), base); err != nil {
+			return err
+		}
+	}
+	return w.fetchBundle(ctx, store, git, wj.opened.Hold, thin.Name, tip)
+}
+
+// fetchBundle fetches commit sha into the clone git runs in from bundle
+// object name, verified first, under hold (the clone's worktree lock).
+func (w *Worker) fetchBundle(ctx context.Context, store jetstream.ObjectStore, git gitwork.Git, hold func(func() error) error, name, sha string) error {
+	path, err := w.bundlePath()
+	if err != nil {
+		return err
+	}
+	defer os.Remove(path)
+	if err := store.GetFile(ctx, name, path); err != nil {
+		return fmt.Errorf("bundle %s: %w", name, err)
+	}
+	// Not while an item's worktree is made or removed in the clone.
+	if err := itemtask.Held(hold, func() error { return git.FetchBundle(ctx, path, natsconn.TipRef(sha), natsconn.TipRef(sha)) }); err != nil {
+		return fmt.Errorf("bundle %s: %w", name, err)
+	}
+	if !git.HasCommit(ctx, sha) {
+		return fmt.Errorf("bundle %s does not hold %s", name, sha)
+	}
+	return nil
+}
+
+// sendBranch stores the commits branch has since t's tip as a bundle in
+// the job's git bucket, under the object of this delivery of t's attempt,
+// and returns what the result says of the branch (no bundle when it made
+// no commit).
+func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task, delivery int, branch string) (*natsconn.ItemGit, error) {
+	git := gitwork.Git{Dir: wj.opened.Repo}
+	head, err := git.Tip(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	ig := &natsconn.ItemGit{Branch: branch, Base: t.Tip, Head: head}
+	if head == t.Tip {
+		return ig, nil
+	}
+	path, err := w.bundlePath()
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(path)
+	if err := git.CreateBundle(ctx, path, "refs/heads/"+branch, t.Tip); err != nil {
+		return nil, err
+	}
+	store, err := w.objs.GitStore(ctx, wj.key, false)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ig.Bundle = natsconn.ItemBundle(t.Index, t.Attempt, t.Epoch, delivery)
+	if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ig.Bundle}, f); err != nil {
+		return nil, err
+	}
+	return ig, nil
+}
+
+// bundlePath is a new file's path in the worker's store for a bundle.
+func (w *Worker) bundlePath() (string, error) {
+	f, err := os.CreateTemp(w.opts.StoreDir, "bundle-")
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return f.Name(), nil
+}
+
+// forgetLeftWorktrees makes the worker's clone (its --work-dir, when that
+// is in a git repository) forget the items' worktrees whose directories
+// are gone: those of a worker killed with -9, whose store the next
+// worker's sweep removed (NewStore). Their branches are reset when their
+// items run again.
+func forgetLeftWorktrees(ctx context.Context) {
+	_ = gitwork.Git{}.Prune(ctx) // not a repository: nothing to forget
+}

@@ -1,0 +1,147 @@
+package natsworker
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natstest"
+)
+
+// gitEnv is git's environment in these tests: a fixed identity, no user
+// or system configuration.
+func gitEnv() []string {
+	return append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
+		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+}
+
+// A worker whose clone has the thin bundle's base fetches the tip from
+// the thin bundle alone; one whose clone lacks the base fetches the base's
+// full bundle first (a damaged one fails, named); with no thin bundle,
+// the tip's full one; a clone that has the tip fetches nothing.
+func TestFetchTipThinOrFull(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	env := gitEnv()
+	run := func(g gitwork.Git, args ...string) string {
+		t.Helper()
+		out, err := g.Output(t.Context(), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	repo := func(args ...string) gitwork.Git {
+		g := gitwork.Git{Dir: t.TempDir(), Env: env}
+		run(g, args...)
+		return g
+	}
+	src := repo("init", "-q", "-b", "main")
+	run(src, "commit", "-q", "--allow-empty", "-m", "base")
+	base := run(src, "rev-parse", "HEAD")
+	withBase := repo("clone", "-q", "--no-local", src.Dir, ".")
+	run(src, "commit", "-q", "--allow-empty", "-m", "tip")
+	tip := run(src, "rev-parse", "HEAD")
+
+	js, err := jetstream.New(natstest.Start(t).Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := natsconn.OpenObjects(t.Context(), js, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := objs.GitStore(t.Context(), "k", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(name, sha, from string) {
+		t.Helper()
+		run(src, "update-ref", natsconn.TipRef(sha), sha)
+		path := t.TempDir() + "/b"
+		if err := src.CreateBundle(t.Context(), path, natsconn.TipRef(sha), from); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := store.Put(t.Context(), jetstream.ObjectMeta{Name: name, Metadata: map[string]string{natsconn.MetaBase: from}}, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(natsconn.TipBundle(tip, true), tip, base)
+	if _, err := store.PutString(t.Context(), natsconn.TipBundle(base, false), "not a bundle"); err != nil {
+		t.Fatal(err)
+	}
+
+	w := &Worker{objs: objs, opts: WorkerOptions{StoreDir: t.TempDir(), AckWait: time.Second}}
+	fetch := func(clone gitwork.Git) error {
+		return w.fetchTip(t.Context(), &workerJob{key: "k", opened: itemtask.Opened{Repo: clone.Dir}}, tip)
+	}
+	if err := fetch(withBase); err != nil || !withBase.HasCommit(t.Context(), tip) {
+		t.Fatalf("a clone with the base: %v; want the tip fetched from the thin bundle", err)
+	}
+	if err := fetch(withBase); err != nil {
+		t.Errorf("a clone with the tip: %v; want nothing fetched", err)
+	}
+	empty := repo("init", "-q")
+	if err := fetch(empty); err == nil || !strings.Contains(err.Error(), natsconn.TipBundle(base, false)) {
+		t.Errorf("a clone without the base: %v; want the base's full bundle read (and refused)", err)
+	}
+	put(natsconn.TipBundle(base, false), base, "")
+	if err := fetch(empty); err != nil || !empty.HasCommit(t.Context(), tip) {
+		t.Errorf("a clone without the base: %v; want the base's full bundle, then the thin one", err)
+	}
+	if err := store.Delete(t.Context(), natsconn.TipBundle(tip, true)); err != nil {
+		t.Fatal(err)
+	}
+	put(natsconn.TipBundle(tip, false), tip, "")
+	if other := repo("init", "-q"); fetch(other) != nil || !other.HasCommit(t.Context(), tip) {
+		t.Errorf("with no thin bundle: want the tip's full one fetched")
+	}
+	// The fetch runs under the clone's worktree lock: git's fetch reads
+	// every worktree's HEAD, which one half made breaks.
+	busy := errors.New("an item's worktree is being made")
+	locked := &workerJob{key: "k", opened: itemtask.Opened{Repo: repo("init", "-q").Dir, Hold: func(func() error) error { return busy }}}
+	if err := w.fetchTip(t.Context(), locked, tip); !errors.Is(err, busy) {
+		t.Errorf("a fetch with the clone's worktree lock refused: %v; want that refusal", err)
+	}
+}
+
+// A worker that starts in a clone forgets the worktrees whose directories
+// a killed worker's store took with it.
+func TestNewWorkerForgetsLeftWorktrees(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := gitwork.Git{Dir: t.TempDir(), Env: gitEnv()}
+	store := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "base"}, {"worktree", "add", "-q", "-b", "runner-items/j/1", store + "/wt"}} {
+		if _, err := repo.Output(t.Context(), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(store); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(repo.Dir)
+	if _, err := NewWorker(t.Context(), WorkerOptions{Conn: natstest.Start(t).Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "w",
+		AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := repo.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("the clone's worktrees after a worker started:\n%s", list)
+	}
+}
