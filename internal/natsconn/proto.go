@@ -117,6 +117,10 @@ type Task struct {
 	Item          json.RawMessage `json:"item"`
 	MaxDeliveries int             `json:"max_deliveries"`
 	Total         int             `json:"total,omitempty"` // the job's items: ${item_total}
+	// Checkpoints are the steps of the attempt saved when the task was
+	// sent: the run goes on after them when its coordinator does not
+	// answer its start.
+	Checkpoints []itemtask.StepRecord `json:"checkpoints,omitempty"`
 }
 
 // Result is the body of a result message.

@@ -58,6 +58,7 @@ type Dispatcher struct {
 	every   time.Duration
 	results jetstream.Consumer
 	beats   *nats.Subscription // the workers' beats of the job's tasks
+	prog    *tracker           // how the runs of the job's tasks go
 	watch   *Watch
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -104,11 +105,11 @@ type inbound struct {
 	seq uint64
 }
 
-// Capabilities are what the NATS dispatcher does beyond running tasks:
-// nothing yet. A worker sends a task's events and log with its result,
-// saves no checkpoints (a task sent again starts over) and keeps its own
-// slots; items cannot run in git worktrees on workers.
-var Capabilities = itemtask.Capabilities{}
+// Capabilities are what the NATS dispatcher does beyond running tasks: a
+// worker reports each run's steps, events and delays as they come (see
+// tracker), so that a task sent again goes on after its saved steps; items
+// cannot run in git worktrees on workers yet.
+var Capabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: true, SlotRelease: true}
 
 // New returns the backend of a job's map items over NATS.
 func New(opts Options) itemtask.Backend {
@@ -145,6 +146,11 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		return nil, err
 	}
 	if d.beats, err = opts.Conn.Subscribe(natsconn.BeatSubject(d.key), d.onBeat); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if d.prog, err = trackProgress(opts.Conn, d.key, h); err != nil {
+		_ = d.beats.Unsubscribe()
 		lock.Close()
 		return nil, err
 	}
@@ -555,6 +561,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		return d.outcome(t, in), nil
 	}
 	delete(d.expected, t.Index)
+	p := d.prog.track(ctx, t)
+	defer d.prog.untrack(p)
 	adopted := d.adopted[t.Index] == t.Attempt
 	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1), stored: adopted}
 	d.waiting[t.Index] = w
@@ -578,6 +586,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	select {
 	case in := <-w.ch:
 		return d.outcome(t, in), nil
+	case err := <-p.abort:
+		return itemtask.Outcome{}, err
 	case <-ctx.Done():
 		d.mu.Lock()
 		d.interrupted = true
@@ -590,7 +600,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 // outcome of the attempt, when the task cannot be sent (too large for
 // NATS).
 func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total})
+	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total, Checkpoints: d.prog.saved(t)})
 	if err == nil && len(body) > natsconn.MaxTask {
 		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
 	}
@@ -616,7 +626,7 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 	r := in.r
 	origin := itemtask.Origin{Worker: r.Worker, Delivery: r.Delivery}
 	duration := time.Duration(r.DurationMS) * time.Millisecond
-	for _, e := range r.Events {
+	for _, e := range d.prog.unemitted(t.Index, r) {
 		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery))
 	}
 	if r.LogTail != "" {
@@ -682,6 +692,7 @@ func (d *Dispatcher) Close() error {
 	defer d.lock.Close()
 	d.watch.set(nil)
 	_ = d.beats.Unsubscribe()
+	d.prog.close()
 	d.stop()
 	<-d.done
 	// Close runs when the job's context may have ended (an interrupt): the

@@ -64,6 +64,10 @@ type Worker struct {
 	wd      *watchdog // nil without one
 	seq     atomic.Uint64
 	tally   tally
+	// delaying counts the runs whose slot is given back while a step
+	// waits out a delay: the worker then pulls in short waits, so that
+	// the slot it holds to pull is soon free for them again.
+	delaying atomic.Int64
 
 	mu        sync.Mutex
 	jobs      map[string]*workerJob // by key
@@ -94,6 +98,7 @@ type workerJob struct {
 type workerRun struct {
 	key, itemID string
 	events      []eventlog.Event // guarded by Worker.mu
+	report      *reporter        // tells the coordinator as they come
 	cancel      context.CancelCauseFunc
 }
 
@@ -200,15 +205,27 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // pull pulls one task; a pull of a worker that has been idle since
-// idleSince ends when IdleExit is up, so that it exits then.
+// idleSince ends when IdleExit is up, so that it exits then, and one while
+// a run waits out a delay within delayingPull.
 func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, error) {
 	if until := idleSince.Add(w.opts.IdleExit); w.opts.IdleExit > 0 && time.Until(until) > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, until)
 		defer cancel()
 	}
+	if w.delaying.Load() > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, delayingPull)
+		defer cancel()
+	}
 	return natsconn.Next(ctx, w.tasks)
 }
+
+// delayingPull bounds a pull while some run waits out a delay with its
+// slot given back: it waits at most that long for its slot after the
+// delay. The server ends the pull (its expiry): no task is delivered to
+// a pull given up.
+const delayingPull = 500 * time.Millisecond
 
 // summarize logs a summary every SummaryEvery, and once more when the
 // returned function is called (as the worker stops).
@@ -380,7 +397,9 @@ func firstLine(s string) string {
 func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel}
+	rp := &reporter{conn: w.opts.Conn, subject: natsconn.ProgressSubject(wj.key),
+		base: natsconn.Progress{Index: t.Index, Attempt: t.Attempt, Delivery: r.Delivery, Worker: w.opts.Name}}
+	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel, report: rp}
 	w.mu.Lock()
 	w.runs[run] = struct{}{}
 	w.mu.Unlock()
@@ -399,7 +418,14 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
 		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
 	}
-	out, err := wj.opened.Runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, sl, func(itemtask.StepRecord) error { return nil })
+	var out itemtask.Outcome
+	var err error
+	if mt.Checkpoints, err = rp.start(rctx, t.Checkpoints); err == nil {
+		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
+		save := func(rec itemtask.StepRecord) error { return rp.save(rctx, rec) }
+		out, err = wj.opened.Runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, slot, save)
+		slot.end()
+	}
 	stopBeats()
 	if err == nil && ls.expired(time.Now()) {
 		// Frozen or cut off past the lease: the task may be another
@@ -408,8 +434,12 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	}
 	if err != nil || context.Cause(rctx) != nil {
 		cause := context.Cause(rctx)
-		if errors.Is(cause, errDrained) {
+		var ref *refusal
+		switch {
+		case errors.Is(cause, errDrained):
 			_ = msg.NakWithDelay(0)
+		case errors.As(err, &ref) && ref.term:
+			_ = msg.TermWithReason(ref.reason)
 		}
 		w.tally.stopped.Add(1)
 		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(received)), cmp.Or(cause, err))
@@ -526,6 +556,7 @@ func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 		for run := range w.runs {
 			if run.key == wj.key && run.itemID == e.ItemID {
 				run.events = append(run.events, e)
+				run.report.event(e.Redacted(wj.opened.Mask))
 			}
 		}
 	}

@@ -1,0 +1,54 @@
+package natsconn
+
+import (
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
+)
+
+// ProgressSubject is where the workers running a job's tasks tell its
+// coordinator how each run goes, on core NATS: runner.progress.J. Events
+// and slot releases are published; a run's start, its checkpoints and the
+// taking back of its slot are requests that the coordinator answers.
+func ProgressSubject(key string) string { return "runner.progress." + key }
+
+// The kinds of progress a run reports.
+const (
+	// ProgressStart: the run starts; the answer holds the checkpoints
+	// the run goes on after (those saved since its task was published).
+	ProgressStart = "start"
+	// ProgressEvent: an event of the run, Seq-th of its delivery.
+	ProgressEvent = "event"
+	// ProgressCheckpoint: a step to save before the next one starts.
+	ProgressCheckpoint = "checkpoint"
+	// ProgressRelease: a step waits out a delay; the job's slot may serve
+	// another item.
+	ProgressRelease = "release"
+	// ProgressAcquire: the delay is over; the answer comes once the job's
+	// slot is held again.
+	ProgressAcquire = "acquire"
+)
+
+// Progress is the body of a progress message: what one delivery of one
+// attempt's task reports.
+type Progress struct {
+	Kind     string               `json:"kind"`
+	Index    int                  `json:"index"`
+	Attempt  int                  `json:"attempt"`
+	Delivery int                  `json:"delivery"`
+	Worker   string               `json:"worker"`
+	Seq      int                  `json:"seq,omitempty"`   // event: its place among the delivery's events, from 1
+	Event    *eventlog.Event      `json:"event,omitempty"` // event
+	Step     *itemtask.StepRecord `json:"step,omitempty"`  // checkpoint
+}
+
+// ProgressReply answers a progress request. Unknown: no dispatch of this
+// coordinator waits for the task (a process resuming the job has not
+// reached its item yet): the run goes on as it would without an answer.
+// Error: the run must stop, and Term says that its task is to be dropped
+// (its attempt is no longer its item's), not delivered again.
+type ProgressReply struct {
+	Unknown     bool                  `json:"unknown,omitempty"`
+	Error       string                `json:"error,omitempty"`
+	Term        bool                  `json:"term,omitempty"`
+	Checkpoints []itemtask.StepRecord `json:"checkpoints,omitempty"` // start
+}

@@ -1,0 +1,261 @@
+package natscoord
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/natsconn"
+)
+
+// tracker hears how the runs of a job's tasks go, on runner.progress.J
+// (natsconn.Progress), and reports it to the job's Host as it comes: each
+// step is saved before the worker starts the next, events are recorded
+// while the task runs, the job's slot is given back during a step's delay.
+// Only the dispatches that wait for their results are heard: what comes
+// for another (an older attempt, a delivery the server gave again to
+// another worker since) is refused or dropped.
+type tracker struct {
+	host itemtask.Host
+	conn *nats.Conn
+	sub  *nats.Subscription
+
+	mu   sync.Mutex
+	runs map[int]*progress // by item index
+}
+
+// progress is what one dispatch learned from the runs of its task.
+type progress struct {
+	task   itemtask.Task
+	ctx    context.Context // ends with the dispatch
+	cancel context.CancelFunc
+	// abort tells the dispatch that the host refused a checkpoint: the
+	// task stops without an outcome.
+	abort chan error // buffered, one
+	// delivery is the newest delivery of the task heard from; the runs
+	// of older ones are refused.
+	delivery int
+	// emitted counts the events of each delivery recorded live: the
+	// result's events after them are recorded with it.
+	emitted map[int]int
+	// checkpoints are the task's and those saved since, for a delivery
+	// that starts after them.
+	checkpoints []itemtask.StepRecord
+	// acquiring says that a goroutine takes the job's slot back, which
+	// answers acquireReply when it holds it.
+	acquiring    bool
+	acquireReply string
+}
+
+// trackProgress subscribes to the progress of the tasks of the job of key.
+func trackProgress(conn *nats.Conn, key string, host itemtask.Host) (*tracker, error) {
+	tr := &tracker{host: host, conn: conn, runs: map[int]*progress{}}
+	sub, err := conn.Subscribe(natsconn.ProgressSubject(key), tr.receive)
+	if err != nil {
+		return nil, err
+	}
+	tr.sub = sub
+	return tr, nil
+}
+
+// close stops hearing progress.
+func (tr *tracker) close() { _ = tr.sub.Unsubscribe() }
+
+// track starts hearing the runs of t, until untrack.
+func (tr *tracker) track(ctx context.Context, t itemtask.Task) *progress {
+	p := &progress{task: t, abort: make(chan error, 1), emitted: map[int]int{}, checkpoints: t.Checkpoints}
+	p.ctx, p.cancel = context.WithCancel(ctx)
+	tr.mu.Lock()
+	tr.runs[t.Index] = p
+	tr.mu.Unlock()
+	return p
+}
+
+// untrack stops hearing the runs of p's task.
+func (tr *tracker) untrack(p *progress) {
+	p.cancel()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.runs[p.task.Index] == p {
+		delete(tr.runs, p.task.Index)
+	}
+}
+
+// saved are the checkpoints a task of t sent now carries: those saved so
+// far by the runs of its attempt.
+func (tr *tracker) saved(t itemtask.Task) []itemtask.StepRecord {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if p := tr.runs[t.Index]; p != nil && p.task.Attempt == t.Attempt {
+		return p.checkpoints
+	}
+	return t.Checkpoints
+}
+
+// unemitted are the events of r that were not recorded live, in order.
+func (tr *tracker) unemitted(index int, r natsconn.Result) []eventlog.Event {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	p := tr.runs[index]
+	if p == nil || p.task.Attempt != r.Attempt {
+		return r.Events
+	}
+	n := min(p.emitted[r.Delivery], len(r.Events))
+	p.emitted[r.Delivery] = len(r.Events) // a late live event is not recorded twice
+	return r.Events[n:]
+}
+
+// receive handles one progress message.
+func (tr *tracker) receive(msg *nats.Msg) {
+	var pr natsconn.Progress
+	if err := json.Unmarshal(msg.Data, &pr); err != nil {
+		return // not progress this runner can read: its run goes on unheard
+	}
+	p, refusal := tr.find(pr)
+	if p == nil {
+		tr.respond(msg.Reply, refusal)
+		return
+	}
+	switch pr.Kind {
+	case natsconn.ProgressStart:
+		tr.mu.Lock()
+		reply := natsconn.ProgressReply{Checkpoints: p.checkpoints}
+		tr.mu.Unlock()
+		tr.respond(msg.Reply, reply)
+	case natsconn.ProgressEvent:
+		tr.emit(p, pr)
+	case natsconn.ProgressCheckpoint:
+		tr.checkpoint(msg.Reply, p, pr)
+	case natsconn.ProgressRelease:
+		tr.release(p)
+	case natsconn.ProgressAcquire:
+		tr.acquire(msg.Reply, p)
+	}
+}
+
+// find is the dispatch that waits for the run pr tells of; nil with the
+// answer to give when none does.
+func (tr *tracker) find(pr natsconn.Progress) (*progress, natsconn.ProgressReply) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	p := tr.runs[pr.Index]
+	switch {
+	case p == nil || pr.Attempt > p.task.Attempt:
+		return nil, natsconn.ProgressReply{Unknown: true}
+	case pr.Attempt < p.task.Attempt:
+		return nil, natsconn.ProgressReply{Error: fmt.Sprintf("attempt %d of item %s is over: %v", pr.Attempt, p.task.ItemID, itemtask.ErrStale), Term: true}
+	case pr.Delivery < p.delivery:
+		return nil, natsconn.ProgressReply{Error: fmt.Sprintf("item %s's task was delivered again since (delivery %d)", p.task.ItemID, p.delivery)}
+	}
+	p.delivery = pr.Delivery
+	return p, natsconn.ProgressReply{}
+}
+
+// emit records an event of p's task that comes next in its delivery's
+// order; one after a gap (events lost on the way) waits for the result,
+// which carries them all.
+func (tr *tracker) emit(p *progress, pr natsconn.Progress) {
+	tr.mu.Lock()
+	next := pr.Event != nil && pr.Seq == p.emitted[pr.Delivery]+1
+	if next {
+		p.emitted[pr.Delivery] = pr.Seq
+	}
+	tr.mu.Unlock()
+	if next {
+		_ = tr.host.Emit(p.task.DispatchID, pr.Event.WithWorker(pr.Worker, pr.Delivery)) // ErrStale: the item moved on
+	}
+}
+
+// checkpoint saves a step of p's task and answers: a step the host
+// refuses stops the task, here and on its worker.
+func (tr *tracker) checkpoint(reply string, p *progress, pr natsconn.Progress) {
+	if pr.Step == nil {
+		tr.respond(reply, natsconn.ProgressReply{Error: "a checkpoint without a step"})
+		return
+	}
+	if err := tr.host.Checkpoint(p.task.DispatchID, *pr.Step); err != nil {
+		select {
+		case p.abort <- err:
+		default:
+		}
+		tr.respond(reply, natsconn.ProgressReply{Error: err.Error(), Term: true})
+		return
+	}
+	tr.mu.Lock()
+	p.checkpoints = withStep(p.checkpoints, *pr.Step)
+	tr.mu.Unlock()
+	tr.respond(reply, natsconn.ProgressReply{})
+}
+
+// withStep is steps with rec in place of the record of its step, if any.
+func withStep(steps []itemtask.StepRecord, rec itemtask.StepRecord) []itemtask.StepRecord {
+	out := make([]itemtask.StepRecord, 0, len(steps)+1)
+	for _, s := range steps {
+		if s.Index != rec.Index {
+			out = append(out, s)
+		}
+	}
+	return append(out, rec)
+}
+
+// release gives p's slot back while its step waits out a delay. One that
+// is being taken back already stays held: the release is older than the
+// acquire that a lost answer made the worker ask again.
+func (tr *tracker) release(p *progress) {
+	tr.mu.Lock()
+	busy := p.acquiring
+	tr.mu.Unlock()
+	if s := tr.host.Slot(p.task.DispatchID); s != nil && !busy {
+		s.Release()
+	}
+}
+
+// acquire takes p's slot back and then answers reply. Asked again while it
+// waits (the worker's request timed out), it answers the last request
+// once it holds the slot.
+func (tr *tracker) acquire(reply string, p *progress) {
+	tr.mu.Lock()
+	p.acquireReply = reply
+	busy := p.acquiring
+	p.acquiring = true
+	tr.mu.Unlock()
+	if busy {
+		return
+	}
+	go func() {
+		err := itemtask.ErrStale
+		if s := tr.host.Slot(p.task.DispatchID); s != nil {
+			err = s.Acquire(p.ctx)
+		}
+		tr.mu.Lock()
+		p.acquiring = false
+		reply := p.acquireReply
+		tr.mu.Unlock()
+		tr.respond(reply, natsconn.ProgressReply{Error: errorText(err)})
+	}()
+}
+
+// respond answers a request (nothing for a published message). An answer
+// lost on the way leaves the worker to go on, or ask again, after its
+// bounded wait.
+func (tr *tracker) respond(reply string, r natsconn.ProgressReply) {
+	if reply == "" {
+		return
+	}
+	if data, err := json.Marshal(r); err == nil {
+		_ = tr.conn.Publish(reply, data)
+	}
+}
+
+// errorText is err's message, or "" for nil.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
