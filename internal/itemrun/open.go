@@ -49,11 +49,12 @@ func OpenStored(ctx context.Context, id string, opts job.Options, emit func(even
 
 // OpenPortable opens, on the NATS worker named worker, a job from the
 // portable form its coordinator sent (itemtask.Job.Portable) as a copy in
-// dir, its steps' events going to emit, to run its items there. Its error
+// dir, its steps' events going to emit and its items' output to live (nil:
+// to their logs only), to run its items there. Its error
 // says why this worker cannot run them: a secret the job needs that this
 // environment lacks, an environment it cannot resolve, no map phase. The
 // job's env commands end with ctx.
-func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker string, emit func(eventlog.Event)) (itemtask.Opened, error) {
+func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error) {
 	var p job.Portable
 	if err := json.Unmarshal(portable, &p); err != nil {
 		return itemtask.Opened{}, fmt.Errorf("the job's portable form: %w", err)
@@ -75,7 +76,7 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	}
 	x := jw.Executor()
 	x.Env = append(x.Env, "RUNNER_WORKER="+worker)
-	return itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, nil, nil), Mask: jw.Mask, LogPath: jw.ItemLogPath}, nil
+	return itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, nil, live), Mask: jw.Mask, LogPath: jw.ItemLogPath}, nil
 }
 
 // missingSecrets is an error naming the secrets among names that the

@@ -26,6 +26,10 @@ const (
 	// ProgressAcquire: the delay is over; the answer comes once the job's
 	// slot is held again.
 	ProgressAcquire = "acquire"
+	// ProgressOutput: whole lines of an item's output, each prefixed
+	// with the item's id and a tab (itemtask.Live), published when the
+	// job's spec asks for them (Spec.Live).
+	ProgressOutput = "output"
 )
 
 // Progress is the body of a progress message: what one delivery of one
@@ -36,9 +40,11 @@ type Progress struct {
 	Attempt  int                  `json:"attempt"`
 	Delivery int                  `json:"delivery"`
 	Worker   string               `json:"worker"`
-	Seq      int                  `json:"seq,omitempty"`   // event: its place among the delivery's events, from 1
-	Event    *eventlog.Event      `json:"event,omitempty"` // event
-	Step     *itemtask.StepRecord `json:"step,omitempty"`  // checkpoint
+	Seq      int                  `json:"seq,omitempty"`    // event: its place among the delivery's events, from 1
+	Event    *eventlog.Event      `json:"event,omitempty"`  // event
+	Step     *itemtask.StepRecord `json:"step,omitempty"`   // checkpoint
+	Stream   string               `json:"stream,omitempty"` // output: stdout or stderr
+	Text     string               `json:"text,omitempty"`   // output
 }
 
 // ProgressReply answers a progress request. Unknown: no dispatch of this

@@ -209,6 +209,9 @@ type Spec struct {
 	MaxDeliveries int             `json:"max_deliveries"`
 	Job           json.RawMessage `json:"job"` // the job as a worker opens it (itemtask.Job.Portable)
 	AgentTimeout  time.Duration   `json:"agent_timeout_ns,omitempty"`
+	// Live asks the workers for their items' output as it comes
+	// (ProgressOutput): the coordinator shows it (runner run --tag).
+	Live bool `json:"live,omitempty"`
 }
 
 // Job statuses in the spec.

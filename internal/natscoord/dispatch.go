@@ -29,8 +29,8 @@ type Options struct {
 	MaxDeliveries int        // 0: DefaultMaxDeliveries
 	Version       string     // this runner's, for the spec
 	Warn          io.Writer  // warnings about the NATS objects
-	// Live shows each item's output (its log's tail) when its result
-	// arrives (runner run --tag); nil: in its log only.
+	// Live shows each item's output as the workers send it, its stdout
+	// and stderr apart (runner run --tag); nil: in its log only.
 	Live *itemtask.Live
 	// CheckEvery is how often, while items are out, the dispatcher makes
 	// sure that nothing lost on the server leaves them waiting (see
@@ -46,7 +46,7 @@ type Options struct {
 type Dispatcher struct {
 	lock    *os.File // the job's NATS lock, held until Close
 	j       itemtask.Job
-	live    *itemtask.Live // where items' output is shown when it arrives; nil: nowhere
+	live    *itemtask.Live // where items' output is shown as it comes; nil: nowhere
 	host    itemtask.Host
 	js      jetstream.JetStream
 	objs    *natsconn.Objects
@@ -149,7 +149,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock.Close()
 		return nil, err
 	}
-	if d.prog, err = trackProgress(opts.Conn, d.key, h); err != nil {
+	if d.prog, err = trackProgress(opts.Conn, d.key, h, opts.Live); err != nil {
 		_ = d.beats.Unsubscribe()
 		lock.Close()
 		return nil, err
@@ -207,7 +207,7 @@ func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 	}
 	sp := natsconn.Spec{
 		Proto: natsconn.Proto, RunnerVersion: d.version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
-		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.AgentTimeout(),
+		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.AgentTimeout(), Live: d.live != nil,
 	}
 	data, err := json.Marshal(sp)
 	if err != nil {
@@ -633,9 +633,6 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 		// The worker does not write the attempt's header: a tail of its
 		// log could leave it out.
 		d.host.AppendLog(t, origin, time.Now().Add(-duration), r.LogTail)
-		if d.live != nil {
-			d.live.Show(t.ItemID, r.LogTail)
-		}
 	}
 	if in.msg != nil {
 		d.mu.Lock()

@@ -69,9 +69,9 @@ func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut fun
 }
 
 // openPortable opens jobs as the worker name does (WorkerOptions.Open).
-func openPortable(name string) func(context.Context, json.RawMessage, string, func(eventlog.Event)) (itemtask.Opened, error) {
-	return func(ctx context.Context, p json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
-		return itemrun.OpenPortable(ctx, p, dir, name, emit)
+func openPortable(name string) func(context.Context, json.RawMessage, string, func(eventlog.Event), *itemtask.Live) (itemtask.Opened, error) {
+	return func(ctx context.Context, p json.RawMessage, dir string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error) {
+		return itemrun.OpenPortable(ctx, p, dir, name, emit, live)
 	}
 }
 

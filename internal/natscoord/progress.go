@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -22,6 +23,7 @@ import (
 // another worker since) is refused or dropped.
 type tracker struct {
 	host itemtask.Host
+	live *itemtask.Live // shows the items' output as it comes; nil: nowhere
 	conn *nats.Conn
 	sub  *nats.Subscription
 
@@ -52,9 +54,10 @@ type progress struct {
 	acquireReply string
 }
 
-// trackProgress subscribes to the progress of the tasks of the job of key.
-func trackProgress(conn *nats.Conn, key string, host itemtask.Host) (*tracker, error) {
-	tr := &tracker{host: host, conn: conn, runs: map[int]*progress{}}
+// trackProgress subscribes to the progress of the tasks of the job of key,
+// showing their output on live (nil: nowhere).
+func trackProgress(conn *nats.Conn, key string, host itemtask.Host, live *itemtask.Live) (*tracker, error) {
+	tr := &tracker{host: host, live: live, conn: conn, runs: map[int]*progress{}}
 	sub, err := conn.Subscribe(natsconn.ProgressSubject(key), tr.receive)
 	if err != nil {
 		return nil, err
@@ -116,6 +119,10 @@ func (tr *tracker) receive(msg *nats.Msg) {
 	if err := json.Unmarshal(msg.Data, &pr); err != nil {
 		return // not progress this runner can read: its run goes on unheard
 	}
+	if pr.Kind == natsconn.ProgressOutput {
+		tr.show(pr)
+		return
+	}
 	p, refusal := tr.find(pr)
 	if p == nil {
 		tr.respond(msg.Reply, refusal)
@@ -136,6 +143,19 @@ func (tr *tracker) receive(msg *nats.Msg) {
 	case natsconn.ProgressAcquire:
 		tr.acquire(msg.Reply, p)
 	}
+}
+
+// show shows lines of an item's output, as they come from any run: the
+// lines of a run given up are shown as a local item's are.
+func (tr *tracker) show(pr natsconn.Progress) {
+	if tr.live == nil {
+		return
+	}
+	w := tr.live.Stdout
+	if pr.Stream == "stderr" {
+		w = tr.live.Stderr
+	}
+	_, _ = io.WriteString(w, pr.Text)
 }
 
 // find is the dispatch that waits for the run pr tells of; nil with the

@@ -174,3 +174,30 @@ func (s *runSlot) end() {
 		s.waiting.Add(-1)
 	}
 }
+
+// liveOutput is where the items of a job whose coordinator shows their
+// output (natsconn.Spec.Live) write it: output messages of whole lines,
+// masked as their logs are.
+func liveOutput(conn *nats.Conn, subject string, mask func(string) string) *itemtask.Live {
+	return &itemtask.Live{
+		Stdout: outputSender{conn: conn, subject: subject, stream: "stdout", mask: mask},
+		Stderr: outputSender{conn: conn, subject: subject, stream: "stderr", mask: mask},
+	}
+}
+
+// outputSender publishes what it is given (whole lines, each prefixed with
+// its item's id) as output messages. It never fails: one lost leaves the
+// lines in the item's log only.
+type outputSender struct {
+	conn            *nats.Conn
+	subject, stream string
+	mask            func(string) string
+}
+
+func (o outputSender) Write(p []byte) (int, error) {
+	data, err := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressOutput, Stream: o.stream, Text: o.mask(string(p))})
+	if err == nil {
+		_ = o.conn.Publish(o.subject, data)
+	}
+	return len(p), nil
+}

@@ -46,11 +46,12 @@ type WorkerOptions struct {
 	Watchdog []string
 	// Open opens a job whose tasks come, from the portable form its spec
 	// carries (itemtask.Job.Portable), in dir, a directory of the worker's
-	// own; its steps' events go to emit. Its error says why this worker
+	// own; its steps' events go to emit, its items' output to live (nil
+	// when the job's coordinator shows none). Its error says why this worker
 	// cannot run the job's items (a secret it lacks). What it runs (the
 	// job's env commands) ends with ctx. The engine's
 	// itemrun.OpenPortable.
-	Open func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error)
+	Open func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error)
 }
 
 // Worker pulls the tasks of one queue and runs them (SPEC §11.2).
@@ -561,7 +562,11 @@ func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 		}
 	}
 	dir := filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))
-	opened, err := w.opts.Open(ctx, wj.spec.Job, dir, emit)
+	var live *itemtask.Live
+	if wj.spec.Live {
+		live = liveOutput(w.opts.Conn, natsconn.ProgressSubject(wj.key), func(s string) string { return wj.opened.Mask(s) })
+	}
+	opened, err := w.opts.Open(ctx, wj.spec.Job, dir, emit, live)
 	if err != nil {
 		return err
 	}
