@@ -48,10 +48,11 @@ type progress struct {
 	// checkpoints are the task's and those saved since, for a delivery
 	// that starts after them.
 	checkpoints []itemtask.StepRecord
-	// acquiring says that a goroutine takes the job's slot back, which
-	// answers acquireReply when it holds it.
-	acquiring    bool
-	acquireReply string
+	// released says that the job's slot is given back (a step waits out
+	// a delay); acquiring that a goroutine takes it back, which answers
+	// the request pending when it holds it.
+	released, acquiring bool
+	pending             slotRequest
 }
 
 // trackProgress subscribes to the progress of the tasks of the job of key,
@@ -100,6 +101,18 @@ func (tr *tracker) saved(t itemtask.Task) []itemtask.StepRecord {
 	return t.Checkpoints
 }
 
+// taskBody is the body of task's message, without its checkpoints when
+// they would make it too large for NATS: its worker asks for them at its
+// start.
+func taskBody(task natsconn.Task) ([]byte, error) {
+	body, err := json.Marshal(task)
+	if err == nil && len(body) > natsconn.MaxTask && len(task.Checkpoints) > 0 {
+		task.Checkpoints = nil
+		body, err = json.Marshal(task)
+	}
+	return body, err
+}
+
 // unemitted are the events of r that were not recorded live, in order.
 func (tr *tracker) unemitted(index int, r natsconn.Result) []eventlog.Event {
 	tr.mu.Lock()
@@ -130,10 +143,7 @@ func (tr *tracker) receive(msg *nats.Msg) {
 	}
 	switch pr.Kind {
 	case natsconn.ProgressStart:
-		tr.mu.Lock()
-		reply := natsconn.ProgressReply{Checkpoints: p.checkpoints}
-		tr.mu.Unlock()
-		tr.respond(msg.Reply, reply)
+		tr.start(msg.Reply, p)
 	case natsconn.ProgressEvent:
 		tr.emit(p, pr)
 	case natsconn.ProgressCheckpoint:
@@ -141,8 +151,24 @@ func (tr *tracker) receive(msg *nats.Msg) {
 	case natsconn.ProgressRelease:
 		tr.release(p)
 	case natsconn.ProgressAcquire:
-		tr.acquire(msg.Reply, p)
+		tr.acquire(slotRequest{reply: msg.Reply}, p)
 	}
+}
+
+// start answers a run's start with the checkpoints it goes on after. A
+// run that starts while its task's slot is given back (the run before it
+// was lost during a delay) first waits for the slot, as that run would
+// have.
+func (tr *tracker) start(reply string, p *progress) {
+	tr.mu.Lock()
+	wait := p.released || p.acquiring
+	checkpoints := p.checkpoints
+	tr.mu.Unlock()
+	if wait {
+		tr.acquire(slotRequest{reply: reply, start: true}, p)
+		return
+	}
+	tr.respond(reply, natsconn.ProgressReply{Checkpoints: checkpoints})
 }
 
 // show shows lines of an item's output, as they come from any run: the
@@ -232,15 +258,25 @@ func (tr *tracker) release(p *progress) {
 	tr.mu.Unlock()
 	if s := tr.host.Slot(p.task.DispatchID); s != nil && !busy {
 		s.Release()
+		tr.mu.Lock()
+		p.released = true
+		tr.mu.Unlock()
 	}
 }
 
-// acquire takes p's slot back and then answers reply. Asked again while it
-// waits (the worker's request timed out), it answers the last request
-// once it holds the slot.
-func (tr *tracker) acquire(reply string, p *progress) {
+// slotRequest is a request that waits for the job's slot: an acquire, or
+// a start (answered with the checkpoints).
+type slotRequest struct {
+	reply string
+	start bool
+}
+
+// acquire takes p's slot back and then answers req. Asked again while it
+// waits (the worker's request timed out, or a new delivery starts), it
+// answers the last request once it holds the slot.
+func (tr *tracker) acquire(req slotRequest, p *progress) {
 	tr.mu.Lock()
-	p.acquireReply = reply
+	p.pending = req
 	busy := p.acquiring
 	p.acquiring = true
 	tr.mu.Unlock()
@@ -254,9 +290,14 @@ func (tr *tracker) acquire(reply string, p *progress) {
 		}
 		tr.mu.Lock()
 		p.acquiring = false
-		reply := p.acquireReply
+		p.released = p.released && err != nil
+		req := p.pending
+		answer := natsconn.ProgressReply{Error: errorText(err)}
+		if req.start && err == nil {
+			answer.Checkpoints = p.checkpoints
+		}
 		tr.mu.Unlock()
-		tr.respond(reply, natsconn.ProgressReply{Error: errorText(err)})
+		tr.respond(req.reply, answer)
 	}()
 }
 

@@ -2,14 +2,19 @@ package natscoord
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -78,5 +83,80 @@ map:
 	r := <-runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard})
 	if r.err != nil || r.sum.Items.Succeeded != 1 {
 		t.Fatalf("run: %v, items %+v; want the item succeeded at its step's second attempt", r.err, r.sum.Items)
+	}
+}
+
+// A task whose saved steps would make it too large for NATS goes without
+// them (its worker asks for them at its start), not as an item too large.
+func TestTaskBodyLeavesOutCheckpointsTooLarge(t *testing.T) {
+	task := natsconn.Task{JobID: "j", Item: json.RawMessage(`"x"`), Checkpoints: []itemtask.StepRecord{{Index: 0, Output: strings.Repeat("o", natsconn.MaxTask)}}}
+	body, err := taskBody(task)
+	if err != nil || len(body) > natsconn.MaxTask || strings.Contains(string(body), "checkpoints") {
+		t.Errorf("body of %d bytes (%v), want one under %d without checkpoints", len(body), err, natsconn.MaxTask)
+	}
+	task.Checkpoints[0].Output = "o"
+	if body, _ := taskBody(task); !strings.Contains(string(body), "checkpoints") {
+		t.Errorf("body %s, want its checkpoints", body)
+	}
+}
+
+// A delivery that starts while the task's slot is given back (the run
+// before it was lost during a retry delay) is answered only once the
+// job's slot is held again: two runs of the job never hold one slot.
+func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
+	srv := natstest.Start(t)
+	h := &slotHost{acquiring: make(chan struct{}), grant: make(chan struct{})}
+	tr, err := trackProgress(srv.Connect(t), "k", h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.close()
+	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d", Checkpoints: []itemtask.StepRecord{{Index: 0}}})
+	defer tr.untrack(p)
+	worker := srv.Connect(t)
+	release, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressRelease, Index: 1, Attempt: 1, Delivery: 1})
+	if err := worker.Publish(natsconn.ProgressSubject("k"), release); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan *nats.Msg, 1)
+	go func() {
+		start, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressStart, Index: 1, Attempt: 1, Delivery: 2})
+		msg, _ := worker.Request(natsconn.ProgressSubject("k"), start, time.Minute)
+		answered <- msg
+	}()
+	select {
+	case <-h.acquiring:
+	case msg := <-answered:
+		t.Fatalf("the start was answered (%v) without the job's slot taken again", msg)
+	case <-time.After(time.Minute):
+		t.Fatal("the start neither took the slot nor was answered")
+	}
+	close(h.grant)
+	msg := <-answered
+	var reply natsconn.ProgressReply
+	if msg == nil || json.Unmarshal(msg.Data, &reply) != nil || reply.Error != "" || len(reply.Checkpoints) != 1 {
+		t.Errorf("start answered %v, want the task's checkpoint once the slot is held", msg)
+	}
+}
+
+// slotHost is a Host of one slot, given back at once and taken again
+// only when grant is closed; acquiring is closed when that starts. The
+// rest of the Host is not used.
+type slotHost struct {
+	itemtask.Host
+	acquiring, grant chan struct{}
+}
+
+func (h *slotHost) Slot(string) itemtask.Slot { return h }
+
+func (h *slotHost) Release() {}
+
+func (h *slotHost) Acquire(ctx context.Context) error {
+	close(h.acquiring)
+	select {
+	case <-h.grant:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

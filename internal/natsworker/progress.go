@@ -17,11 +17,11 @@ import (
 
 // Bounds of a run's waits on its coordinator's answers, which keep a
 // coordinator that is gone or unreachable from holding the run: a
-// checkpoint or a start without an answer goes on, a slot is asked for
-// again.
+// checkpoint without an answer goes on; a start or a slot, which may wait
+// for one of the job's slots, is asked for again.
 const (
-	answerWithin  = natsconn.CallDeadline
-	acquireWithin = 30 * time.Second
+	answerWithin = natsconn.CallDeadline
+	slotWithin   = 30 * time.Second
 )
 
 // reporter tells the coordinator of a task's job how one delivery of the
@@ -77,6 +77,18 @@ func (rp *reporter) request(ctx context.Context, p natsconn.Progress, within tim
 	return reply, nil
 }
 
+// await asks p until the coordinator answers it, or no coordinator
+// listens or knows the run (errUnheard): p may wait for one of the job's
+// slots, and a request that timed out is answered when the slot is held.
+func (rp *reporter) await(ctx context.Context, p natsconn.Progress) (natsconn.ProgressReply, error) {
+	for {
+		reply, err := rp.request(ctx, p, slotWithin)
+		if !errors.Is(err, errSilent) {
+			return reply, err
+		}
+	}
+}
+
 // publish tells the coordinator p, without waiting: one lost only delays
 // what the coordinator learns (the result carries the run's events).
 func (rp *reporter) publish(p natsconn.Progress) {
@@ -87,11 +99,12 @@ func (rp *reporter) publish(p natsconn.Progress) {
 
 // start asks the checkpoints the run goes on after: those its coordinator
 // saved since the task was sent, or saved (the task's) when it does not
-// answer.
+// answer. A run that comes after one lost during a delay waits for the
+// job's slot that one gave back.
 func (rp *reporter) start(ctx context.Context, saved []itemtask.StepRecord) ([]itemtask.StepRecord, error) {
 	p := rp.base
 	p.Kind = natsconn.ProgressStart
-	reply, err := rp.request(ctx, p, answerWithin)
+	reply, err := rp.await(ctx, p)
 	if errors.Is(err, errUnheard) {
 		return saved, nil
 	}
@@ -152,11 +165,7 @@ func (s *runSlot) Acquire(ctx context.Context) error {
 	}
 	p := s.rp.base
 	p.Kind = natsconn.ProgressAcquire
-	err := errSilent
-	for errors.Is(err, errSilent) {
-		_, err = s.rp.request(ctx, p, acquireWithin)
-	}
-	if err != nil && !errors.Is(err, errUnheard) {
+	if _, err := s.rp.await(ctx, p); err != nil && !errors.Is(err, errUnheard) {
 		return err
 	}
 	if err := s.own.Acquire(ctx); err != nil {
