@@ -38,6 +38,8 @@ type Progress struct {
 	Kind     string               `json:"kind"`
 	Index    int                  `json:"index"`
 	Attempt  int                  `json:"attempt"`
+	Epoch    int                  `json:"epoch"`          // the task's
+	Sent     int                  `json:"sent,omitempty"` // the task's
 	Delivery int                  `json:"delivery"`
 	Worker   string               `json:"worker"`
 	Seq      int                  `json:"seq,omitempty"`    // event: its place among the delivery's events, from 1
@@ -45,6 +47,28 @@ type Progress struct {
 	Step     *itemtask.StepRecord `json:"step,omitempty"`   // checkpoint
 	Stream   string               `json:"stream,omitempty"` // output: stdout or stderr
 	Text     string               `json:"text,omitempty"`   // output
+}
+
+// RunID is the run p tells of.
+func (p Progress) RunID() RunID { return RunID{p.Epoch, p.Sent, p.Delivery} }
+
+// RunID names one run of an attempt's task: the epoch of the coordinator
+// that published it, the times it sent it again (Task.Sent), the server's
+// delivery of that message. A later run's is greater; a task sent again
+// is delivered from 1 again, after all deliveries of the message before.
+type RunID struct {
+	Epoch, Sent, Delivery int
+}
+
+// Before reports whether a names a run older than b.
+func (a RunID) Before(b RunID) bool {
+	if a.Epoch != b.Epoch {
+		return a.Epoch < b.Epoch
+	}
+	if a.Sent != b.Sent {
+		return a.Sent < b.Sent
+	}
+	return a.Delivery < b.Delivery
 }
 
 // ProgressReply answers a progress request. Unknown: no dispatch of this

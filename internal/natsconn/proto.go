@@ -121,6 +121,9 @@ type Task struct {
 	// sent: the run goes on after them when its coordinator does not
 	// answer its start.
 	Checkpoints []itemtask.StepRecord `json:"checkpoints,omitempty"`
+	// Sent counts the times the coordinator sent the task again, under a
+	// message id of its own, because the server lost it.
+	Sent int `json:"sent,omitempty"`
 }
 
 // Result is the body of a result message.
@@ -129,6 +132,7 @@ type Result struct {
 	Attempt    int              `json:"attempt"`
 	Epoch      int              `json:"epoch"`
 	Worker     string           `json:"worker"`
+	Sent       int              `json:"sent,omitempty"` // the task's
 	Delivery   int              `json:"delivery"`
 	Failed     bool             `json:"failed,omitempty"`
 	Failure    *Failure         `json:"failure,omitempty"`
@@ -137,6 +141,9 @@ type Result struct {
 	Events     []eventlog.Event `json:"events,omitempty"`
 	LogTail    string           `json:"log_tail,omitempty"`
 }
+
+// RunID is the run that stored r.
+func (r Result) RunID() RunID { return RunID{r.Epoch, r.Sent, r.Delivery} }
 
 // Failure is a failed attempt as a result carries it.
 type Failure struct {

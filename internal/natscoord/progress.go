@@ -39,12 +39,14 @@ type progress struct {
 	// abort tells the dispatch that the host refused a checkpoint: the
 	// task stops without an outcome.
 	abort chan error // buffered, one
-	// delivery is the newest delivery of the task heard from; the runs
-	// of older ones are refused.
-	delivery int
-	// emitted counts the events of each delivery recorded live: the
-	// result's events after them are recorded with it.
-	emitted map[int]int
+	// run is the newest run of the task heard from; older ones are
+	// refused.
+	run natsconn.RunID
+	// sent counts the times the task was published.
+	sent int
+	// emitted counts the events of each run recorded live: the result's
+	// events after them are recorded with it.
+	emitted map[natsconn.RunID]int
 	// checkpoints are the task's and those saved since, for a delivery
 	// that starts after them.
 	checkpoints []itemtask.StepRecord
@@ -72,7 +74,7 @@ func (tr *tracker) close() { _ = tr.sub.Unsubscribe() }
 
 // track starts hearing the runs of t, until untrack.
 func (tr *tracker) track(ctx context.Context, t itemtask.Task) *progress {
-	p := &progress{task: t, abort: make(chan error, 1), emitted: map[int]int{}, checkpoints: t.Checkpoints}
+	p := &progress{task: t, abort: make(chan error, 1), emitted: map[natsconn.RunID]int{}, checkpoints: t.Checkpoints}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	tr.mu.Lock()
 	tr.runs[t.Index] = p
@@ -90,15 +92,17 @@ func (tr *tracker) untrack(p *progress) {
 	}
 }
 
-// saved are the checkpoints a task of t sent now carries: those saved so
-// far by the runs of its attempt.
-func (tr *tracker) saved(t itemtask.Task) []itemtask.StepRecord {
+// sending is what a task of t sent now carries: the steps saved so far by
+// the runs of its attempt, and the times it was sent before.
+func (tr *tracker) sending(t itemtask.Task) (checkpoints []itemtask.StepRecord, sent int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if p := tr.runs[t.Index]; p != nil && p.task.Attempt == t.Attempt {
-		return p.checkpoints
+	p := tr.runs[t.Index]
+	if p == nil || p.task.Attempt != t.Attempt {
+		return t.Checkpoints, 0
 	}
-	return t.Checkpoints
+	p.sent++
+	return p.checkpoints, p.sent - 1
 }
 
 // taskBody is the body of task's message, without its checkpoints when
@@ -121,8 +125,8 @@ func (tr *tracker) unemitted(index int, r natsconn.Result) []eventlog.Event {
 	if p == nil || p.task.Attempt != r.Attempt {
 		return r.Events
 	}
-	n := min(p.emitted[r.Delivery], len(r.Events))
-	p.emitted[r.Delivery] = len(r.Events) // a late live event is not recorded twice
+	n := min(p.emitted[r.RunID()], len(r.Events))
+	p.emitted[r.RunID()] = len(r.Events) // a late live event is not recorded twice
 	return r.Events[n:]
 }
 
@@ -195,10 +199,10 @@ func (tr *tracker) find(pr natsconn.Progress) (*progress, natsconn.ProgressReply
 		return nil, natsconn.ProgressReply{Unknown: true}
 	case pr.Attempt < p.task.Attempt:
 		return nil, natsconn.ProgressReply{Error: fmt.Sprintf("attempt %d of item %s is over: %v", pr.Attempt, p.task.ItemID, itemtask.ErrStale), Term: true}
-	case pr.Delivery < p.delivery:
-		return nil, natsconn.ProgressReply{Error: fmt.Sprintf("item %s's task was delivered again since (delivery %d)", p.task.ItemID, p.delivery)}
+	case pr.RunID().Before(p.run):
+		return nil, natsconn.ProgressReply{Error: fmt.Sprintf("item %s's task was delivered again since (delivery %d)", p.task.ItemID, p.run.Delivery)}
 	}
-	p.delivery = pr.Delivery
+	p.run = pr.RunID()
 	return p, natsconn.ProgressReply{}
 }
 
@@ -207,9 +211,9 @@ func (tr *tracker) find(pr natsconn.Progress) (*progress, natsconn.ProgressReply
 // which carries them all.
 func (tr *tracker) emit(p *progress, pr natsconn.Progress) {
 	tr.mu.Lock()
-	next := pr.Event != nil && pr.Seq == p.emitted[pr.Delivery]+1
+	next := pr.Event != nil && pr.Seq == p.emitted[pr.RunID()]+1
 	if next {
-		p.emitted[pr.Delivery] = pr.Seq
+		p.emitted[pr.RunID()] = pr.Seq
 	}
 	tr.mu.Unlock()
 	if next {

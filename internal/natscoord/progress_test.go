@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,4 +161,67 @@ func (h *slotHost) Acquire(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// The runs of a task are told apart by their publication and delivery: a
+// task sent again (the server lost it) runs after every delivery of the
+// message before, although the server counts its deliveries from 1 again;
+// a run older than the newest heard from is refused and not saved.
+func TestTaskSentAgainRunsAfterEarlierDeliveries(t *testing.T) {
+	srv := natstest.Start(t)
+	h := &stepHost{}
+	tr, err := trackProgress(srv.Connect(t), "k", h, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.close()
+	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"})
+	defer tr.untrack(p)
+	worker := srv.Connect(t)
+	save := func(sent, delivery int) natsconn.ProgressReply {
+		t.Helper()
+		body, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressCheckpoint, Index: 1, Attempt: 1, Epoch: 1, Sent: sent, Delivery: delivery, Step: &itemtask.StepRecord{Index: sent*10 + delivery}})
+		msg, err := worker.Request(natsconn.ProgressSubject("k"), body, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply natsconn.ProgressReply
+		if err := json.Unmarshal(msg.Data, &reply); err != nil {
+			t.Fatal(err)
+		}
+		return reply
+	}
+	if r := save(0, 2); r.Error != "" {
+		t.Fatalf("delivery 2 refused: %s", r.Error)
+	}
+	if r := save(1, 1); r.Error != "" {
+		t.Errorf("the task sent again, delivery 1, refused: %s", r.Error)
+	}
+	if r := save(0, 2); r.Error == "" || r.Term {
+		t.Errorf("delivery 2 of the first message answered %+v after the task was sent again; want refused, its task kept", r)
+	}
+	if got := h.steps(); got != "2,11" {
+		t.Errorf("steps saved %s, want 2,11", got)
+	}
+}
+
+// stepHost is a Host that records the steps saved. The rest of the Host
+// is not used.
+type stepHost struct {
+	itemtask.Host
+	mu    sync.Mutex
+	saved []string
+}
+
+func (h *stepHost) Checkpoint(_ string, rec itemtask.StepRecord) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.saved = append(h.saved, strconv.Itoa(rec.Index))
+	return nil
+}
+
+func (h *stepHost) steps() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.saved, ",")
 }

@@ -320,7 +320,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		_ = msg.TermWithReason("job " + wj.spec.Status)
 		return
 	}
-	r := natsconn.Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
+	r := natsconn.Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Worker: w.opts.Name, Delivery: delivery}
 	switch {
 	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
 		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
@@ -399,7 +399,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rp := &reporter{conn: w.opts.Conn, subject: natsconn.ProgressSubject(wj.key),
-		base: natsconn.Progress{Index: t.Index, Attempt: t.Attempt, Delivery: r.Delivery, Worker: w.opts.Name}}
+		base: natsconn.Progress{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}}
 	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel, report: rp}
 	w.mu.Lock()
 	w.runs[run] = struct{}{}
