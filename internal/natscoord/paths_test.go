@@ -45,6 +45,16 @@ func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *natsconn.Objec
 	return srv, js, objs
 }
 
+// serveJob connects to a new server and starts a job of the workflow file
+// in a new directory, which becomes the working directory.
+func serveJob(t *testing.T, file string) (*natstest.Server, *job.Job) {
+	t.Helper()
+	srv, _, _ := serve(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	return srv, startJob(t, dir, file)
+}
+
 // runWorker runs a worker of queue q until the test ends.
 func runWorker(t *testing.T, srv *natstest.Server, q string) {
 	t.Helper()

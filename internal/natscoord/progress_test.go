@@ -28,10 +28,7 @@ func TestRedeliveredTaskGoesOnAfterItsSavedSteps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: it waits out a lost worker's ack_wait; the conformance suite loses workers too")
 	}
-	srv, _, _ := serve(t)
-	dir := t.TempDir()
-	t.Chdir(dir)
-	j := startJob(t, dir, `mode: mapreduce
+	srv, j := serveJob(t, `mode: mapreduce
 map:
   input: echo x
   agent_template:
@@ -68,10 +65,7 @@ map:
 // retry delay takes it again once the delay is over, not after the 30 s
 // its pull for the next task may wait (the pull holds a slot).
 func TestWorkerTakesItsSlotBackAfterARetryDelay(t *testing.T) {
-	srv, _, _ := serve(t)
-	dir := t.TempDir()
-	t.Chdir(dir)
-	j := startJob(t, dir, `mode: mapreduce
+	srv, j := serveJob(t, `mode: mapreduce
 map:
   input: echo x
   agent_template:
