@@ -100,9 +100,14 @@ func (rp *reporter) publish(p natsconn.Progress) {
 // start asks the checkpoints the run goes on after: those its coordinator
 // saved since the task was sent, or saved (the task's) when it does not
 // answer. A run that comes after one lost during a delay waits for the
-// job's slot that one gave back.
+// job's slot that one gave back. The first delivery of a task sent once
+// does not ask: no run came before it, and the task carries what its
+// coordinator had saved.
 func (rp *reporter) start(ctx context.Context, saved []itemtask.StepRecord) ([]itemtask.StepRecord, error) {
 	p := rp.base
+	if p.Delivery == 1 && p.Sent == 0 {
+		return saved, nil
+	}
 	p.Kind = natsconn.ProgressStart
 	reply, err := rp.await(ctx, p)
 	if errors.Is(err, errUnheard) {
