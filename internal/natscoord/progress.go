@@ -55,6 +55,10 @@ type progress struct {
 	// the request pending when it holds it.
 	released, acquiring bool
 	pending             slotRequest
+	// ended says that the dispatch is over: the slot is the engine's
+	// again, and taking it (slotWork) is waited for before.
+	ended    bool
+	slotWork sync.WaitGroup
 }
 
 // trackProgress subscribes to the progress of the tasks of the job of key,
@@ -84,12 +88,14 @@ func (tr *tracker) track(ctx context.Context, t itemtask.Task) *progress {
 
 // untrack stops hearing the runs of p's task.
 func (tr *tracker) untrack(p *progress) {
-	p.cancel()
 	tr.mu.Lock()
-	defer tr.mu.Unlock()
+	p.ended = true
 	if tr.runs[p.task.Index] == p {
 		delete(tr.runs, p.task.Index)
 	}
+	tr.mu.Unlock()
+	p.cancel()
+	p.slotWork.Wait()
 }
 
 // sending is what a task of t sent now carries: the steps saved so far by
@@ -255,16 +261,18 @@ func withStep(steps []itemtask.StepRecord, rec itemtask.StepRecord) []itemtask.S
 
 // release gives p's slot back while its step waits out a delay. One that
 // is being taken back already stays held: the release is older than the
-// acquire that a lost answer made the worker ask again.
+// acquire that a lost answer made the worker ask again. It is done under
+// tr.mu, as the dispatch's end is marked: the slot is the engine's once
+// the dispatch is over.
 func (tr *tracker) release(p *progress) {
 	tr.mu.Lock()
-	busy := p.acquiring
-	tr.mu.Unlock()
-	if s := tr.host.Slot(p.task.DispatchID); s != nil && !busy {
+	defer tr.mu.Unlock()
+	if p.acquiring || p.ended {
+		return
+	}
+	if s := tr.host.Slot(p.task.DispatchID); s != nil {
 		s.Release()
-		tr.mu.Lock()
 		p.released = true
-		tr.mu.Unlock()
 	}
 }
 
@@ -281,13 +289,17 @@ type slotRequest struct {
 func (tr *tracker) acquire(req slotRequest, p *progress) {
 	tr.mu.Lock()
 	p.pending = req
-	busy := p.acquiring
+	busy := p.acquiring || p.ended
 	p.acquiring = true
+	if !busy {
+		p.slotWork.Add(1)
+	}
 	tr.mu.Unlock()
 	if busy {
-		return
+		return // answered when the slot is held, or not at all once the dispatch ended
 	}
 	go func() {
+		defer p.slotWork.Done()
 		err := itemtask.ErrStale
 		if s := tr.host.Slot(p.task.DispatchID); s != nil {
 			err = s.Acquire(p.ctx)
