@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
@@ -76,7 +77,20 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	}
 	x := jw.Executor()
 	x.Env = append(x.Env, "RUNNER_WORKER="+worker)
-	return itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, nil, live), Mask: jw.Mask, LogPath: jw.ItemLogPath}, nil
+	return itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, nil, live), Mask: jw.Mask, LogPath: jw.ItemLogPath, Last: LastStep(wf.Map.Template)}, nil
+}
+
+// LastStep reports whether a step's record is the last of a run of
+// template that goes on to its outcome (itemtask.Opened.Last): the
+// template's last step, not waiting to retry. Nil for no template.
+func LastStep(template []*workflow.Step) func(itemtask.StepRecord) bool {
+	if len(template) == 0 {
+		return nil
+	}
+	last := template[len(template)-1].Index
+	return func(rec itemtask.StepRecord) bool {
+		return rec.Index == last && rec.Status != string(executor.StepRetrying)
+	}
 }
 
 // missingSecrets is an error naming the secrets among names that the

@@ -140,6 +140,9 @@ type Result struct {
 	DurationMS int64            `json:"duration_ms"`
 	Events     []eventlog.Event `json:"events,omitempty"`
 	LogTail    string           `json:"log_tail,omitempty"`
+	// LastStep is the checkpoint of the template's last step, which
+	// travels with the result instead of before it (itemtask.Opened.Last).
+	LastStep *itemtask.StepRecord `json:"last_step,omitempty"`
 }
 
 // RunID is the run that stored r.

@@ -627,6 +627,9 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 	r := in.r
 	origin := itemtask.Origin{Worker: r.Worker, Delivery: r.Delivery}
 	duration := time.Duration(r.DurationMS) * time.Millisecond
+	if r.LastStep != nil {
+		_ = d.host.Checkpoint(t.DispatchID, *r.LastStep) // refused: the outcome is stale too
+	}
 	for _, e := range d.prog.unemitted(t.Index, r) {
 		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery))
 	}

@@ -70,6 +70,12 @@ func trackProgress(conn *nats.Conn, key string, host itemtask.Host, live *itemta
 		return nil, err
 	}
 	tr.sub = sub
+	// The server has the subscription before anything is published: no
+	// run's question finds no one to answer it.
+	if err := conn.FlushTimeout(natsconn.CallDeadline); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
 	return tr, nil
 }
 

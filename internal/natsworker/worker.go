@@ -423,7 +423,14 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	var err error
 	if mt.Checkpoints, err = rp.start(rctx, t.Checkpoints); err == nil {
 		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
-		save := func(rec itemtask.StepRecord) error { return rp.save(rctx, rec) }
+		save := func(rec itemtask.StepRecord) error {
+			rec.Output = wj.opened.Mask(rec.Output)
+			if last := wj.opened.Last; last != nil && last(rec) {
+				r.LastStep = &rec // nothing runs after it: it goes with the result
+				return nil
+			}
+			return rp.save(rctx, rec)
+		}
 		out, err = wj.opened.Runner.Run(proc.WithGroupHook(rctx, ls.hook), mt, slot, save)
 		slot.end()
 	}
