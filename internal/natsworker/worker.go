@@ -424,7 +424,6 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	if mt.Checkpoints, err = rp.start(rctx, t.Checkpoints); err == nil {
 		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
 		save := func(rec itemtask.StepRecord) error {
-			rec.Output = wj.opened.Mask(rec.Output)
 			if last := wj.opened.Last; last != nil && last(rec) {
 				r.LastStep = &rec // nothing runs after it: it goes with the result
 				return nil
