@@ -45,14 +45,15 @@ func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *natsconn.Objec
 	return srv, js, objs
 }
 
-// serveJob connects to a new server and starts a job of the workflow file
-// in a new directory, which becomes the working directory.
-func serveJob(t *testing.T, file string) (*natstest.Server, *job.Job) {
+// serveJob connects to a new server, opens runner's objects there and
+// starts a job of the workflow file in a new directory, which becomes the
+// working directory.
+func serveJob(t *testing.T, file string) (*natstest.Server, *natsconn.Objects, *job.Job) {
 	t.Helper()
-	srv, _, _ := serve(t)
+	srv, _, objs := serve(t)
 	dir := t.TempDir()
 	t.Chdir(dir)
-	return srv, startJob(t, dir, file)
+	return srv, objs, startJob(t, dir, file)
 }
 
 // runWorker runs a worker of queue q until the test ends.

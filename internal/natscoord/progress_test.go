@@ -3,6 +3,7 @@ package natscoord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -13,11 +14,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/runnerdev/runner/internal/dispatchtest"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/mapreduce"
 )
 
 // A task whose worker is lost after its first step goes on, on the next
@@ -28,7 +32,7 @@ func TestRedeliveredTaskGoesOnAfterItsSavedSteps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: it waits out a lost worker's ack_wait; the conformance suite loses workers too")
 	}
-	srv, j := serveJob(t, `mode: mapreduce
+	srv, _, j := serveJob(t, `mode: mapreduce
 map:
   input: echo x
   agent_template:
@@ -65,7 +69,7 @@ map:
 // retry delay takes it again once the delay is over, not after the 30 s
 // its pull for the next task may wait (the pull holds a slot).
 func TestWorkerTakesItsSlotBackAfterARetryDelay(t *testing.T) {
-	srv, j := serveJob(t, `mode: mapreduce
+	srv, _, j := serveJob(t, `mode: mapreduce
 map:
   input: echo x
   agent_template:
@@ -219,3 +223,44 @@ func (h *stepHost) steps() string {
 	defer h.mu.Unlock()
 	return strings.Join(h.saved, ",")
 }
+
+// A run whose step the coordinator refuses (its dispatch is no longer its
+// item's) stops before its next step, and its worker drops the task: the
+// server does not deliver it again.
+func TestRefusedRunDropsItsTask(t *testing.T) {
+	srv, objs, j := serveJob(t, `mode: mapreduce
+map:
+  input: echo x
+  agent_template:
+    - shell: echo one
+    - shell: touch second-ran
+`)
+	runNamedWorker(t, srv, natsconn.DefaultQueue, "w1")
+	h := &refusingHost{Host: &dispatchtest.Host{Refuse: itemtask.ErrStale}, job: j}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	d, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}).Open(ctx, mapreduce.View(j), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	item, _ := json.Marshal("x")
+	if out, err := d.Dispatch(ctx, itemtask.Task{JobID: j.ID(), Index: 0, ItemID: "x", Item: item, Attempt: 1, DispatchID: "x.1", Seed: j.Seed()}); !errors.Is(err, itemtask.ErrStale) {
+		t.Fatalf("Dispatch = %+v, %v; want the refusal", out, err)
+	}
+	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
+		t.Error("the refused run's task is still in the stream: it would run again")
+	}
+	if _, err := os.Stat("second-ran"); err == nil {
+		t.Error("the step after the refused one ran")
+	}
+}
+
+// refusingHost is dispatchtest's Host, refusing checkpoints, with the
+// job's metadata to take an epoch in.
+type refusingHost struct {
+	*dispatchtest.Host
+	job *job.Job
+}
+
+func (h *refusingHost) UpdateMeta(fn func(*state.Meta)) error { return h.job.UpdateMeta(fn) }

@@ -34,7 +34,7 @@ func (l *logBuffer) String() string {
 // A worker logs one line per task, with its job, item, result and
 // duration, and every SummaryEvery the tasks ended and the slots busy.
 func TestWorkerLogsTasksAndSummaries(t *testing.T) {
-	srv, j := serveJob(t, `mode: mapreduce
+	srv, _, j := serveJob(t, `mode: mapreduce
 map:
   input: seq 1 3
   agent_template:
