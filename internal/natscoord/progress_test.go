@@ -20,6 +20,7 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce"
 )
@@ -264,3 +265,39 @@ type refusingHost struct {
 }
 
 func (h *refusingHost) UpdateMeta(fn func(*state.Meta)) error { return h.job.UpdateMeta(fn) }
+
+// A worker with --idle-exit whose only run waits out a retry delay is not
+// idle: it goes on pulling, and takes a task that comes meanwhile.
+func TestWorkerWithARunInADelayIsNotIdle(t *testing.T) {
+	srv, _, first := serveJob(t, `mode: mapreduce
+map:
+  input: echo a
+  agent_template:
+    - shell: 'test -e a-failed || { touch a-failed; exit 1; }'
+      retry_config: {attempts: 2, backoff: fixed, initial_delay: 1500ms}
+`)
+	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "w1",
+		AckWait: 2 * time.Second, IdleExit: 200 * time.Millisecond, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWorker := context.WithCancel(t.Context())
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(wctx) }()
+	defer func() { stopWorker(); <-stopped }()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	opts := Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}
+	a := runMap(ctx, first, opts)
+	if !eventually(func() bool { _, err := os.Stat("a-failed"); return err == nil }) {
+		t.Fatal("item a did not fail its first attempt within 10 s")
+	}
+	time.Sleep(500 * time.Millisecond) // past the idle exit, within a's delay
+	second := startJob(t, t.TempDir(), "mode: mapreduce\nmap:\n  input: echo b\n  agent_template:\n    - shell: touch b-ran\n")
+	b := runMap(ctx, second, opts)
+	for name, done := range map[string]<-chan ran{"a": a, "b": b} {
+		if r := <-done; r.err != nil || r.sum.Items.Succeeded != 1 {
+			t.Errorf("job of item %s: %v, items %+v; want it succeeded on the worker", name, r.err, r.sum.Items)
+		}
+	}
+}

@@ -287,8 +287,9 @@ func (w *Worker) restore(ctx context.Context, pullErr error) {
 	}
 }
 
-// idle reports whether no item is running.
-func (w *Worker) idle() bool { return len(w.slots) == 0 }
+// idle reports whether no item is running, including one that waits out a
+// delay with its slot given back.
+func (w *Worker) idle() bool { return len(w.slots) == 0 && w.delaying.Load() == 0 }
 
 // handle runs one task message to its result.
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hold) {
