@@ -66,17 +66,23 @@ map:
 	}
 }
 
-// A worker of one slot whose item gives the slot back during a short
-// retry delay takes it again once the delay is over, not after the 30 s
-// its pull for the next task may wait (the pull holds a slot).
-func TestWorkerTakesItsSlotBackAfterARetryDelay(t *testing.T) {
-	srv, _, j := serveJob(t, `mode: mapreduce
+// failsOnce is the workflow of one item, x, whose step fails once and
+// succeeds after its retry delay.
+func failsOnce(delay string) string {
+	return `mode: mapreduce
 map:
   input: echo x
   agent_template:
     - shell: 'test -e failed || { touch failed; exit 1; }'
-      retry_config: {attempts: 2, backoff: fixed, initial_delay: 10ms}
-`)
+      retry_config: {attempts: 2, backoff: fixed, initial_delay: ` + delay + `}
+`
+}
+
+// A worker of one slot whose item gives the slot back during a short
+// retry delay takes it again once the delay is over, not after the 30 s
+// its pull for the next task may wait (the pull holds a slot).
+func TestWorkerTakesItsSlotBackAfterARetryDelay(t *testing.T) {
+	srv, _, j := serveJob(t, failsOnce("10ms"))
 	runNamedWorker(t, srv, natsconn.DefaultQueue, "w1")
 	// Well under the pull's 30 s: without the fix the item waits for it.
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
@@ -269,13 +275,7 @@ func (h *refusingHost) UpdateMeta(fn func(*state.Meta)) error { return h.job.Upd
 // A worker with --idle-exit whose only run waits out a retry delay is not
 // idle: it goes on pulling, and takes a task that comes meanwhile.
 func TestWorkerWithARunInADelayIsNotIdle(t *testing.T) {
-	srv, _, first := serveJob(t, `mode: mapreduce
-map:
-  input: echo a
-  agent_template:
-    - shell: 'test -e a-failed || { touch a-failed; exit 1; }'
-      retry_config: {attempts: 2, backoff: fixed, initial_delay: 1500ms}
-`)
+	srv, _, first := serveJob(t, failsOnce("1500ms"))
 	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "w1",
 		AckWait: 2 * time.Second, IdleExit: 200 * time.Millisecond, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w1")})
 	if err != nil {
@@ -289,13 +289,13 @@ map:
 	defer cancel()
 	opts := Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}
 	a := runMap(ctx, first, opts)
-	if !eventually(func() bool { _, err := os.Stat("a-failed"); return err == nil }) {
-		t.Fatal("item a did not fail its first attempt within 10 s")
+	if !eventually(func() bool { _, err := os.Stat("failed"); return err == nil }) {
+		t.Fatal("item x did not fail its first attempt within 10 s")
 	}
-	time.Sleep(500 * time.Millisecond) // past the idle exit, within a's delay
+	time.Sleep(500 * time.Millisecond) // past the idle exit, within x's delay
 	second := startJob(t, t.TempDir(), "mode: mapreduce\nmap:\n  input: echo b\n  agent_template:\n    - shell: touch b-ran\n")
 	b := runMap(ctx, second, opts)
-	for name, done := range map[string]<-chan ran{"a": a, "b": b} {
+	for name, done := range map[string]<-chan ran{"x": a, "b": b} {
 		if r := <-done; r.err != nil || r.sum.Items.Succeeded != 1 {
 			t.Errorf("job of item %s: %v, items %+v; want it succeeded on the worker", name, r.err, r.sum.Items)
 		}
