@@ -116,7 +116,7 @@ func refuseCarriedSecrets(ctx context.Context, wf *workflow.Workflow, source []b
 }
 
 // dispatcher is where a job's items go on NATS, showing each item's output
-// on live (nil: not) when its result arrives.
+// on live (nil: not) as the workers send it.
 func (r *natsRun) dispatcher(live *itemtask.Live) itemtask.Backend {
 	return natscoord.New(natscoord.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
 }

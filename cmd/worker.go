@@ -125,8 +125,8 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait,
 		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, SummaryEvery: o.SummaryEvery, StoreDir: store, Log: g.stderr,
 		Watchdog: []string{exe, "worker-watchdog"},
-		Open: func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
-			return itemrun.OpenPortable(ctx, portable, dir, o.Name, emit)
+		Open: func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error) {
+			return itemrun.OpenPortable(ctx, portable, dir, o.Name, emit, live)
 		},
 	})
 	if err != nil {

@@ -259,12 +259,11 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 		logPath:    filesOf(j).logPath,
 		updateMeta: j.UpdateMeta,
 		active:     map[string]*dispatch{},
-		lastStep:   -1,
 	}
 	// With worktree isolation the item's merge follows its steps: a crash
 	// meanwhile must find them all checkpointed.
-	if t := j.Workflow().Map.Template; len(t) > 0 && trees == nil {
-		s.lastStep = t[len(t)-1].Index
+	if trees == nil {
+		s.last = itemrun.LastStep(j.Workflow().Map.Template)
 	}
 	b := d.backend
 	if b.Open == nil {

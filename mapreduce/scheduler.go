@@ -12,7 +12,6 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
@@ -42,10 +41,10 @@ type scheduler struct {
 	// with their checkpoints: they go on from there.
 	resumed map[int]job.ItemRecord
 	total   int // the job's items, for ${item_total}; 0: not known
-	// lastStep is the index of the template's last step, whose checkpoint
-	// is written only when its task ends without an outcome (see
-	// Checkpoint); -1: every checkpoint is written at once.
-	lastStep int
+	// last reports whether a checkpoint is the template's last step's,
+	// written only when its task ends without an outcome (see
+	// Checkpoint); nil: every checkpoint is written at once.
+	last func(job.StepRecord) bool
 
 	wg sync.WaitGroup
 	// gateMu orders the breaker's transitions (made in Pass.Done) with
@@ -303,7 +302,7 @@ func (s *scheduler) Checkpoint(id string, rec job.StepRecord) error {
 	if err != nil {
 		return err
 	}
-	deferred := rec.Index == s.lastStep && rec.Status != string(executor.StepRetrying)
+	deferred := s.last != nil && s.last(rec)
 	if !deferred {
 		if err := s.ledger.step(d.it, d.attempt, rec); err != nil {
 			s.fail(err)

@@ -134,14 +134,16 @@ func TestNATSPoisonItem(t *testing.T) {
 	}
 }
 
-// secretsWorkflow's items print TOKEN on both outputs; item 4 fails with
-// it in its message.
+// secretsWorkflow's items print TOKEN on both outputs, in a first step
+// (whose checkpoint goes to the coordinator before the second starts) and
+// a second; item 4 fails with it in its message.
 const secretsWorkflow = `mode: mapreduce
 secrets: [TOKEN]
 map:
   input: seq 1 4
   max_parallel: 2
   agent_template:
+    - shell: echo "first step of ${item} $TOKEN"
     - shell: |
         echo "item ${item} token $TOKEN"
         echo "stderr of ${item}: $TOKEN" >&2
@@ -195,8 +197,8 @@ func TestNATSSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	if !strings.Contains(seen.String(), "item 1 token ***") {
-		t.Errorf("no result with item 1's masked output went over NATS: the test saw nothing")
+	if !strings.Contains(seen.String(), "item 1 token ***") || !strings.Contains(seen.String(), "first step of 1 ***") {
+		t.Errorf("no result with item 1's masked output, or checkpoint of its first step, went over NATS: the test saw nothing")
 	}
 	if strings.Contains(seen.String(), value) {
 		t.Errorf("the secret went over NATS:\n%s", seen.String())

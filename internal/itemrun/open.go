@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
@@ -50,11 +51,12 @@ func OpenStored(ctx context.Context, id string, opts job.Options, emit func(even
 
 // OpenPortable opens, on the NATS worker named worker, a job from the
 // portable form its coordinator sent (itemtask.Job.Portable) as a copy in
-// dir, its steps' events going to emit, to run its items there. Its error
+// dir, its steps' events going to emit and its items' output to live (nil:
+// to their logs only), to run its items there. Its error
 // says why this worker cannot run them: a secret the job needs that this
 // environment lacks, an environment it cannot resolve, no map phase. The
 // job's env commands end with ctx.
-func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker string, emit func(eventlog.Event)) (itemtask.Opened, error) {
+func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error) {
 	var p job.Portable
 	if err := json.Unmarshal(portable, &p); err != nil {
 		return itemtask.Opened{}, fmt.Errorf("the job's portable form: %w", err)
@@ -80,7 +82,7 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	if err != nil {
 		return itemtask.Opened{}, fmt.Errorf("worker %s cannot run job %s: %w", worker, p.Meta.ID, err)
 	}
-	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, nil), Mask: jw.Mask, LogPath: jw.ItemLogPath, Repo: repo}
+	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, live), Mask: jw.Mask, LogPath: jw.ItemLogPath, Repo: repo, Last: LastStep(wf.Map.Template)}
 	if trees != nil {
 		opened.Hold = trees.Admin
 	}
@@ -104,6 +106,19 @@ func portableTrees(ctx context.Context, p job.Portable, m *workflow.MapPhase, en
 	refs := jobtree.JobRefs{ID: p.Meta.ID, ItemBranches: p.Meta.ItemBranches, Repo: repo}
 	trees, err := jobtree.OpenWorktrees(ctx, refs, m, env, layout)
 	return trees, repo, err
+}
+
+// LastStep reports whether a step's record is the last of a run of
+// template that goes on to its outcome (itemtask.Opened.Last): the
+// template's last step, not waiting to retry. Nil for no template.
+func LastStep(template []*workflow.Step) func(itemtask.StepRecord) bool {
+	if len(template) == 0 {
+		return nil
+	}
+	last := template[len(template)-1].Index
+	return func(rec itemtask.StepRecord) bool {
+		return rec.Index == last && rec.Status != string(executor.StepRetrying)
+	}
 }
 
 // missingSecrets is an error naming the secrets among names that the

@@ -49,7 +49,7 @@ func TestOpenPortableEndsWithContext(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := OpenPortable(ctx, portable, filepath.Join(dir, "worker"), "w1", func(eventlog.Event) {})
+		_, err := OpenPortable(ctx, portable, filepath.Join(dir, "worker"), "w1", func(eventlog.Event) {}, nil)
 		done <- err
 	}()
 	pid := proctest.AwaitPID(t, pidFile, proctest.Ended(done))

@@ -114,6 +114,11 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 				Attempt: t.Attempt, At: time.Now(), Kind: jobtree.KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
 			}}, nil
 		}
+		if !tree.Kept {
+			// A fresh worktree lacks what the saved steps did in theirs
+			// (they ran on another worker): the run starts over.
+			t.Checkpoints = nil
+		}
 		// A worktree that could not be removed is removed with the job's
 		// at its end.
 		defer r.trees.CloseItem(ctx, tree)

@@ -273,7 +273,8 @@ func Held(hold func(fn func() error) error, fn func() error) error {
 
 // Opened is a job opened in a process that runs some of its items for the
 // job's own (a NATS worker): the runner of its tasks, the masking of its
-// secrets in what goes back, and where each item's output is logged.
+// secrets in what goes back, where each item's output is logged, and
+// which step ends a run.
 type Opened struct {
 	Runner  Runner
 	Mask    func(string) string
@@ -284,4 +285,9 @@ type Opened struct {
 	// without worktrees).
 	Repo string
 	Hold func(fn func() error) error
+	// Last reports whether rec is the last record of a run that goes on
+	// to its outcome (the template's last step, not waiting to retry):
+	// its checkpoint may travel with the outcome, as nothing runs after
+	// it. Nil: none is.
+	Last func(rec StepRecord) bool
 }

@@ -31,15 +31,6 @@ func (l *Live) Item(id string) (stdout, stderr io.Writer, flush func()) {
 	}
 }
 
-// Show shows the output of the item id that arrives whole (with a NATS
-// worker's result) as the lines of an item running here are shown, all on
-// Stdout.
-func (l *Live) Show(id, text string) {
-	out, _, flush := l.Item(id)
-	_, _ = io.WriteString(out, text)
-	flush()
-}
-
 // tagWriter writes each complete line of what it is given to w with
 // prefix before it, holding a partial last line back until its newline
 // comes or flush is called. It never fails: the item's own output matters

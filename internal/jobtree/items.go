@@ -259,13 +259,18 @@ func itemOfMerge(msg, jobID string) (string, bool) {
 // ItemTree is an item's worktree and branch.
 type ItemTree struct {
 	Path, Branch string
+	// Kept: an earlier run's worktree, which a resumed dispatch goes on
+	// in; false when OpenItem made it fresh.
+	Kept bool
 }
 
 // OpenItem makes a fresh worktree for an item on its branch, from commit
 // from, or the job branch's tip when from is "" (a NATS worker's clone
 // has no job branch: its task names the commit). A dispatch that goes on
 // from checkpoints (its runner was lost) finds the worktree its earlier
-// steps worked in, and keeps it.
+// steps worked in, and keeps it (Kept); where there is none (the run was
+// on another machine) the worktree is fresh and the earlier steps' work
+// is not in it.
 func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool, from string) (ItemTree, error) {
 	from = cmp.Or(from, w.JobBranch)
 	t := w.TreeOf(it)
@@ -273,6 +278,7 @@ func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool, 
 	err := w.Admin(func() error {
 		if _, err := os.Stat(t.Path); err == nil {
 			if resumed {
+				t.Kept = true
 				return nil
 			}
 			if err := repo.RemoveWorktree(ctx, t.Path); err != nil {

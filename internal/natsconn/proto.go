@@ -120,6 +120,13 @@ type Task struct {
 	// Tip is the commit the item's worktree starts from (map.isolation:
 	// worktree): the job branch's tip when the task was sent.
 	Tip string `json:"tip,omitempty"`
+	// Checkpoints are the steps of the attempt saved when the task was
+	// sent: the run goes on after them when its coordinator does not
+	// answer its start.
+	Checkpoints []itemtask.StepRecord `json:"checkpoints,omitempty"`
+	// Sent counts the times the coordinator sent the task again, under a
+	// message id of its own, because the server lost it.
+	Sent int `json:"sent,omitempty"`
 }
 
 // Result is the body of a result message.
@@ -128,6 +135,7 @@ type Result struct {
 	Attempt    int              `json:"attempt"`
 	Epoch      int              `json:"epoch"`
 	Worker     string           `json:"worker"`
+	Sent       int              `json:"sent,omitempty"` // the task's
 	Delivery   int              `json:"delivery"`
 	Failed     bool             `json:"failed,omitempty"`
 	Failure    *Failure         `json:"failure,omitempty"`
@@ -136,7 +144,13 @@ type Result struct {
 	Events     []eventlog.Event `json:"events,omitempty"`
 	LogTail    string           `json:"log_tail,omitempty"`
 	Git        *ItemGit         `json:"git,omitempty"` // map.isolation: worktree
+	// LastStep is the checkpoint of the template's last step, which
+	// travels with the result instead of before it (itemtask.Opened.Last).
+	LastStep *itemtask.StepRecord `json:"last_step,omitempty"`
 }
+
+// RunID is the run that stored r.
+func (r Result) RunID() RunID { return RunID{r.Epoch, r.Sent, r.Delivery} }
 
 // Failure is a failed attempt as a result carries it.
 type Failure struct {
@@ -209,6 +223,9 @@ type Spec struct {
 	MaxDeliveries int             `json:"max_deliveries"`
 	Job           json.RawMessage `json:"job"` // the job as a worker opens it (itemtask.Job.Portable)
 	AgentTimeout  time.Duration   `json:"agent_timeout_ns,omitempty"`
+	// Live asks the workers for their items' output as it comes
+	// (ProgressOutput): the coordinator shows it (runner run --tag).
+	Live bool `json:"live,omitempty"`
 }
 
 // Job statuses in the spec.

@@ -29,8 +29,8 @@ type Options struct {
 	MaxDeliveries int        // 0: DefaultMaxDeliveries
 	Version       string     // this runner's, for the spec
 	Warn          io.Writer  // warnings about the NATS objects
-	// Live shows each item's output (its log's tail) when its result
-	// arrives (runner run --tag); nil: in its log only.
+	// Live shows each item's output as the workers send it, its stdout
+	// and stderr apart (runner run --tag); nil: in its log only.
 	Live *itemtask.Live
 	// CheckEvery is how often, while items are out, the dispatcher makes
 	// sure that nothing lost on the server leaves them waiting (see
@@ -46,7 +46,7 @@ type Options struct {
 type Dispatcher struct {
 	lock    *os.File // the job's NATS lock, held until Close
 	j       itemtask.Job
-	live    *itemtask.Live // where items' output is shown when it arrives; nil: nowhere
+	live    *itemtask.Live // where items' output is shown as it comes; nil: nowhere
 	host    itemtask.Host
 	js      jetstream.JetStream
 	objs    *natsconn.Objects
@@ -58,6 +58,7 @@ type Dispatcher struct {
 	every   time.Duration
 	results jetstream.Consumer
 	beats   *nats.Subscription // the workers' beats of the job's tasks
+	prog    *tracker           // how the runs of the job's tasks go
 	watch   *Watch
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -105,12 +106,12 @@ type inbound struct {
 	seq uint64
 }
 
-// Capabilities are what the NATS dispatcher does beyond running tasks:
-// items run in git worktrees on the workers, their commits carried
-// through the job's git bucket (bundles.go). A worker sends a task's
-// events and log with its result, saves no checkpoints (a task sent again
-// starts over) and keeps its own slots.
-var Capabilities = itemtask.Capabilities{Worktrees: true}
+// Capabilities are what the NATS dispatcher does beyond running tasks: a
+// worker reports each run's steps, events and delays as they come (see
+// tracker), so that a task sent again goes on after its saved steps; items
+// run in git worktrees on the workers, their commits carried through the
+// job's git bucket (bundles.go).
+var Capabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: true, SlotRelease: true, Worktrees: true}
 
 // New returns the backend of a job's map items over NATS.
 func New(opts Options) itemtask.Backend {
@@ -151,6 +152,11 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		return nil, err
 	}
 	if d.beats, err = opts.Conn.Subscribe(natsconn.BeatSubject(d.key), d.onBeat); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if d.prog, err = trackProgress(opts.Conn, d.key, h, opts.Live); err != nil {
+		_ = d.beats.Unsubscribe()
 		lock.Close()
 		return nil, err
 	}
@@ -207,7 +213,7 @@ func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 	}
 	sp := natsconn.Spec{
 		Proto: natsconn.Proto, RunnerVersion: d.version, JobID: d.j.ID(), Queue: d.queue, Seed: d.j.Seed(), Status: status,
-		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.AgentTimeout(),
+		MaxDeliveries: d.maxDel, Job: p, AgentTimeout: d.j.AgentTimeout(), Live: d.live != nil,
 	}
 	data, err := json.Marshal(sp)
 	if err != nil {
@@ -564,6 +570,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		return d.outcome(t, in), nil
 	}
 	delete(d.expected, t.Index)
+	p := d.prog.track(ctx, t)
+	defer d.prog.untrack(p)
 	adopted := d.adopted[t.Index] == t.Attempt
 	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1), stored: adopted}
 	d.waiting[t.Index] = w
@@ -587,6 +595,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	select {
 	case in := <-w.ch:
 		return d.outcome(t, in), nil
+	case err := <-p.abort:
+		return itemtask.Outcome{}, err
 	case <-ctx.Done():
 		d.mu.Lock()
 		d.interrupted = true
@@ -599,7 +609,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 // outcome of the attempt, when the task cannot be sent (too large for
 // NATS).
 func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total, Tip: t.Tip})
+	checkpoints, sent := d.prog.sending(t)
+	body, err := taskBody(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total, Tip: t.Tip, Checkpoints: checkpoints, Sent: sent})
 	if err == nil && len(body) > natsconn.MaxTask {
 		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
 	}
@@ -625,16 +636,16 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 	r := in.r
 	origin := itemtask.Origin{Worker: r.Worker, Delivery: r.Delivery}
 	duration := time.Duration(r.DurationMS) * time.Millisecond
-	for _, e := range r.Events {
+	if r.LastStep != nil {
+		_ = d.host.Checkpoint(t.DispatchID, *r.LastStep) // refused: the outcome is stale too
+	}
+	for _, e := range d.prog.unemitted(t.Index, r) {
 		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery))
 	}
 	if r.LogTail != "" {
 		// The worker does not write the attempt's header: a tail of its
 		// log could leave it out.
 		d.host.AppendLog(t, origin, time.Now().Add(-duration), r.LogTail)
-		if d.live != nil {
-			d.live.Show(t.ItemID, r.LogTail)
-		}
 	}
 	if in.msg != nil {
 		d.mu.Lock()
@@ -694,6 +705,7 @@ func (d *Dispatcher) Close() error {
 	defer d.lock.Close()
 	d.watch.set(nil)
 	_ = d.beats.Unsubscribe()
+	d.prog.close()
 	d.stop()
 	<-d.done
 	// Close runs when the job's context may have ended (an interrupt): the

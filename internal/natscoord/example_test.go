@@ -46,8 +46,8 @@ func ExampleWorker() {
 	defer wc.Close()
 	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{
 		Conn: wc, Queue: natsconn.DefaultQueue, Concurrency: 2, Name: "w1", StoreDir: filepath.Join(dir, "worker"),
-		Open: func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
-			return itemrun.OpenPortable(ctx, portable, dir, "w1", emit)
+		Open: func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error) {
+			return itemrun.OpenPortable(ctx, portable, dir, "w1", emit, live)
 		},
 	})
 	if err != nil {

@@ -45,6 +45,17 @@ func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *natsconn.Objec
 	return srv, js, objs
 }
 
+// serveJob connects to a new server, opens runner's objects there and
+// starts a job of the workflow file in a new directory, which becomes the
+// working directory.
+func serveJob(t *testing.T, file string) (*natstest.Server, *natsconn.Objects, *job.Job) {
+	t.Helper()
+	srv, _, objs := serve(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	return srv, objs, startJob(t, dir, file)
+}
+
 // runWorker runs a worker of queue q until the test ends.
 func runWorker(t *testing.T, srv *natstest.Server, q string) {
 	t.Helper()
@@ -69,9 +80,9 @@ func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut fun
 }
 
 // openPortable opens jobs as the worker name does (WorkerOptions.Open).
-func openPortable(name string) func(context.Context, json.RawMessage, string, func(eventlog.Event)) (itemtask.Opened, error) {
-	return func(ctx context.Context, p json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error) {
-		return itemrun.OpenPortable(ctx, p, dir, name, emit)
+func openPortable(name string) func(context.Context, json.RawMessage, string, func(eventlog.Event), *itemtask.Live) (itemtask.Opened, error) {
+	return func(ctx context.Context, p json.RawMessage, dir string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error) {
+		return itemrun.OpenPortable(ctx, p, dir, name, emit, live)
 	}
 }
 

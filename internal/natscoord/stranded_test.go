@@ -21,10 +21,7 @@ func TestLostWorkersTaskIsStrandedThenRedelivered(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: it waits out a lost worker's beats and ack_wait; the conformance suite loses workers too")
 	}
-	srv, _, _ := serve(t)
-	dir := t.TempDir()
-	t.Chdir(dir)
-	j := startJob(t, dir, `mode: mapreduce
+	srv, _, j := serveJob(t, `mode: mapreduce
 map:
   input: echo 1
   agent_template:

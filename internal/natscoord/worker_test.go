@@ -34,10 +34,7 @@ func (l *logBuffer) String() string {
 // A worker logs one line per task, with its job, item, result and
 // duration, and every SummaryEvery the tasks ended and the slots busy.
 func TestWorkerLogsTasksAndSummaries(t *testing.T) {
-	srv, _, _ := serve(t)
-	dir := t.TempDir()
-	t.Chdir(dir)
-	j := startJob(t, dir, `mode: mapreduce
+	srv, _, j := serveJob(t, `mode: mapreduce
 map:
   input: seq 1 3
   agent_template:

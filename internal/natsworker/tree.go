@@ -21,7 +21,7 @@ import (
 // branch is deleted then. A tip or a branch that cannot be carried is the
 // attempt's failure, kind transfer. An error, and no outcome, means the
 // run did not reach an end.
-func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
+func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, save func(itemtask.StepRecord) error, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
 	if t.Tip != "" {
 		if err := w.fetchTip(ctx, wj, t.Tip); err != nil {
 			if ctx.Err() != nil {
@@ -31,7 +31,7 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 		}
 		mt.Tip = t.Tip
 	}
-	out, err := wj.opened.Runner.Run(ctx, mt, sl, func(itemtask.StepRecord) error { return nil })
+	out, err := wj.opened.Runner.Run(ctx, mt, sl, save)
 	if out.Branch == "" || t.Tip == "" {
 		return out, nil, err
 	}

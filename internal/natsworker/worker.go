@@ -46,11 +46,12 @@ type WorkerOptions struct {
 	Watchdog []string
 	// Open opens a job whose tasks come, from the portable form its spec
 	// carries (itemtask.Job.Portable), in dir, a directory of the worker's
-	// own; its steps' events go to emit. Its error says why this worker
+	// own; its steps' events go to emit, its items' output to live (nil
+	// when the job's coordinator shows none). Its error says why this worker
 	// cannot run the job's items (a secret it lacks). What it runs (the
 	// job's env commands) ends with ctx. The engine's
 	// itemrun.OpenPortable.
-	Open func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event)) (itemtask.Opened, error)
+	Open func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error)
 }
 
 // Worker pulls the tasks of one queue and runs them (SPEC §11.2).
@@ -64,6 +65,10 @@ type Worker struct {
 	wd      *watchdog // nil without one
 	seq     atomic.Uint64
 	tally   tally
+	// delaying counts the runs whose slot is given back while a step
+	// waits out a delay: the worker then pulls in short waits, so that
+	// the slot it holds to pull is soon free for them again.
+	delaying atomic.Int64
 
 	mu        sync.Mutex
 	jobs      map[string]*workerJob // by key
@@ -95,6 +100,7 @@ type workerJob struct {
 type workerRun struct {
 	key, itemID string
 	events      []eventlog.Event // guarded by Worker.mu
+	report      *reporter        // tells the coordinator as they come
 	cancel      context.CancelCauseFunc
 }
 
@@ -202,15 +208,27 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // pull pulls one task; a pull of a worker that has been idle since
-// idleSince ends when IdleExit is up, so that it exits then.
+// idleSince ends when IdleExit is up, so that it exits then, and one while
+// a run waits out a delay within delayingPull.
 func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, error) {
 	if until := idleSince.Add(w.opts.IdleExit); w.opts.IdleExit > 0 && time.Until(until) > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, until)
 		defer cancel()
 	}
+	if w.delaying.Load() > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, delayingPull)
+		defer cancel()
+	}
 	return natsconn.Next(ctx, w.tasks)
 }
+
+// delayingPull bounds a pull while some run waits out a delay with its
+// slot given back: it waits at most that long for its slot after the
+// delay. The server ends the pull (its expiry): no task is delivered to
+// a pull given up.
+const delayingPull = 500 * time.Millisecond
 
 // summarize logs a summary every SummaryEvery, and once more when the
 // returned function is called (as the worker stops).
@@ -271,8 +289,9 @@ func (w *Worker) restore(ctx context.Context, pullErr error) {
 	}
 }
 
-// idle reports whether no item is running.
-func (w *Worker) idle() bool { return len(w.slots) == 0 }
+// idle reports whether no item is running, including one that waits out a
+// delay with its slot given back.
+func (w *Worker) idle() bool { return len(w.slots) == 0 && w.delaying.Load() == 0 }
 
 // handle runs one task message to its result.
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hold) {
@@ -304,7 +323,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		_ = msg.TermWithReason("job " + wj.spec.Status)
 		return
 	}
-	r := natsconn.Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Worker: w.opts.Name, Delivery: delivery}
+	r := natsconn.Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Worker: w.opts.Name, Delivery: delivery}
 	switch {
 	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
 		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
@@ -382,7 +401,9 @@ func firstLine(s string) string {
 func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel}
+	rp := &reporter{conn: w.opts.Conn, subject: natsconn.ProgressSubject(wj.key),
+		base: natsconn.Progress{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}}
+	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel, report: rp}
 	w.mu.Lock()
 	w.runs[run] = struct{}{}
 	w.mu.Unlock()
@@ -401,7 +422,21 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
 		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
 	}
-	out, ig, err := w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, sl, r.Delivery)
+	var out itemtask.Outcome
+	var ig *natsconn.ItemGit
+	var err error
+	if mt.Checkpoints, err = rp.start(rctx, t.Checkpoints); err == nil {
+		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
+		save := func(rec itemtask.StepRecord) error {
+			if last := wj.opened.Last; last != nil && last(rec) {
+				r.LastStep = &rec // nothing runs after it: it goes with the result
+				return nil
+			}
+			return rp.save(rctx, rec)
+		}
+		out, ig, err = w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, slot, save, r.Delivery)
+		slot.end()
+	}
 	stopBeats()
 	if err == nil && ls.expired(time.Now()) {
 		// Frozen or cut off past the lease: the task may be another
@@ -410,8 +445,12 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	}
 	if err != nil || context.Cause(rctx) != nil {
 		cause := context.Cause(rctx)
-		if errors.Is(cause, errDrained) {
+		var ref *refusal
+		switch {
+		case errors.Is(cause, errDrained):
 			_ = msg.NakWithDelay(0)
+		case errors.As(err, &ref) && ref.term:
+			_ = msg.TermWithReason(ref.reason)
 		}
 		w.tally.stopped.Add(1)
 		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(received)), cmp.Or(cause, err))
@@ -529,11 +568,16 @@ func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 		for run := range w.runs {
 			if run.key == wj.key && run.itemID == e.ItemID {
 				run.events = append(run.events, e)
+				run.report.event(e.Redacted(wj.opened.Mask))
 			}
 		}
 	}
 	dir := filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))
-	opened, err := w.opts.Open(ctx, wj.spec.Job, dir, emit)
+	var live *itemtask.Live
+	if wj.spec.Live {
+		live = liveOutput(w.opts.Conn, natsconn.ProgressSubject(wj.key), func(s string) string { return wj.opened.Mask(s) })
+	}
+	opened, err := w.opts.Open(ctx, wj.spec.Job, dir, emit, live)
 	if err != nil {
 		return err
 	}
