@@ -57,6 +57,8 @@ type Dispatcher struct {
 	version string // this runner's, for the spec
 	every   time.Duration
 	results jetstream.Consumer
+	pulls   *natsconn.Pulls // the standing pull of results, read by consume
+	acks    *acks
 	beats   *nats.Subscription // the workers' beats of the job's tasks
 	watch   *Watch
 	stop    context.CancelFunc
@@ -88,6 +90,7 @@ type waiter struct {
 	// stored says the task is in the stream: published (the server
 	// acknowledged it) or adopted. Until then it is not checked for.
 	stored bool
+	pub    jetstream.PubAckFuture // the publish of the task; nil: adopted or published again
 	// resends counts the times it was sent again (only the goroutine
 	// reading results touches it).
 	resends int
@@ -122,7 +125,7 @@ var _ itemtask.Dispatcher = (*Dispatcher)(nil)
 // open sets the job up on the server under ctx and starts reading its
 // results.
 func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*Dispatcher, error) {
-	js, err := jetstream.New(opts.Conn)
+	js, err := jetstream.New(opts.Conn, jetstream.WithPublishAsyncTimeout(natsconn.CallDeadline))
 	if err != nil {
 		return nil, err
 	}
@@ -138,16 +141,19 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
-		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{},
+		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{}, acks: newAcks(),
 	}
 	if err := d.start(ctx, opts); err != nil {
+		d.acks.close()
 		lock.Close()
 		return nil, err
 	}
 	if d.beats, err = opts.Conn.Subscribe(natsconn.BeatSubject(d.key), d.onBeat); err != nil {
+		d.acks.close()
 		lock.Close()
 		return nil, err
 	}
+	d.pulls = natsconn.NewPulls(d.results, resultsBatch)
 	d.watch.set(d)
 	// The results are read until Close, even after ctx ends: an
 	// interrupted job's late results are acknowledged as duplicates.
@@ -249,18 +255,15 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 		}
 	}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
 		batch, err := d.results.FetchNoWait(64)
 		if err != nil {
-			cancel()
 			return fmt.Errorf("NATS consumer %s: %w", natsconn.JobConsumer(d.key), err)
 		}
 		n := 0
 		for msg := range batch.Messages() {
 			n++
-			d.receive(cctx, msg)
+			d.receive(msg)
 		}
-		cancel()
 		if batch.Error() != nil || n == 0 {
 			break
 		}
@@ -298,10 +301,16 @@ func (d *Dispatcher) readDelivered(ctx context.Context) error {
 	return nil
 }
 
+// resultsBatch is how many results one pull request of the coordinator
+// asks for: the job's, of at most max_parallel tasks out, come as they
+// are stored.
+const resultsBatch = 64
+
 // consume reads the job's results until ctx ends, and checks every
 // d.every that the waiting dispatches can still get theirs.
 func (d *Dispatcher) consume(ctx context.Context) {
 	defer close(d.done)
+	defer d.pulls.Stop()
 	due := time.Now().Add(d.every)
 	for ctx.Err() == nil {
 		if !time.Now().Before(due) {
@@ -309,12 +318,12 @@ func (d *Dispatcher) consume(ctx context.Context) {
 			due = time.Now().Add(d.every)
 		}
 		pctx, cancel := context.WithDeadline(ctx, due)
-		msg, err := natsconn.Next(pctx, d.results)
+		msg, err := d.pulls.Next(pctx)
 		checkDue := pctx.Err() != nil
 		cancel()
 		switch {
 		case err == nil:
-			d.receive(ctx, msg)
+			d.receive(msg)
 		case !checkDue:
 			d.restore(ctx, err)
 		}
@@ -392,7 +401,7 @@ func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
 		d.objs.Warnf("%v", err) // the next failed pull tries again
 		return
 	}
-	d.results = results
+	d.pulls.Use(results)
 	if err := d.resendLost(ctx, d.stored()); err != nil {
 		d.objs.Warnf("job %s: checking its tasks: %v", d.j.ID(), err) // the next check tries again
 	}
@@ -404,11 +413,24 @@ func (d *Dispatcher) stored() []*waiter {
 	defer d.mu.Unlock()
 	ws := make([]*waiter, 0, len(d.waiting))
 	for _, w := range d.waiting {
-		if w.stored {
+		if w.isStored() {
 			ws = append(ws, w)
 		}
 	}
 	return ws
+}
+
+// isStored reports whether w's task is in the stream, reading the answer
+// to its publish if it came. Called with Dispatcher.mu held.
+func (w *waiter) isStored() bool {
+	if !w.stored && w.pub != nil {
+		select {
+		case <-w.pub.Ok():
+			w.stored = true
+		default:
+		}
+	}
+	return w.stored
 }
 
 // resendLost sends again the tasks of ws that the tasks stream no longer
@@ -480,10 +502,10 @@ func (d *Dispatcher) resend(ctx context.Context, w *waiter) {
 
 // receive gives a result to the dispatch waiting for it, keeps it for an
 // item resumed from an ended process, or drops it as a duplicate.
-func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
+func (d *Dispatcher) receive(msg jetstream.Msg) {
 	var r natsconn.Result
 	if err := json.Unmarshal(msg.Data(), &r); err != nil || msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
-		d.ack(ctx, msg) // not a result this runner can read: nothing waits for it
+		d.ack(msg) // not a result this runner can read: nothing waits for it
 		return
 	}
 	in := inbound{r: r, msg: msg, seq: streamSeq(msg)}
@@ -509,7 +531,7 @@ func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
 		}
 	}
 	d.mu.Unlock()
-	d.duplicate(ctx, in)
+	d.duplicate(in)
 }
 
 // streamSeq is where msg is in its stream: the same for every delivery
@@ -523,8 +545,8 @@ func streamSeq(msg jetstream.Msg) uint64 {
 }
 
 // duplicate drops a result whose attempt has one already.
-func (d *Dispatcher) duplicate(ctx context.Context, in inbound) {
-	d.ack(ctx, in.msg)
+func (d *Dispatcher) duplicate(in inbound) {
+	d.ack(in.msg)
 	d.host.JobEvent(eventlog.ResultDuplicate(d.itemID(in.r.Index), in.r.Attempt, in.r.Epoch, in.r.Worker, in.r.Delivery))
 }
 
@@ -539,8 +561,8 @@ func (d *Dispatcher) itemID(index int) string {
 	return "#" + strconv.Itoa(index)
 }
 
-func (d *Dispatcher) ack(ctx context.Context, msg jetstream.Msg) {
-	_ = natsconn.Ack(ctx, msg) // unacknowledged, it comes back and is dropped then
+func (d *Dispatcher) ack(msg jetstream.Msg) {
+	d.acks.add(msg)
 }
 
 // Dispatch publishes t's task, unless an ended process's is still out, and
@@ -568,34 +590,77 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		d.mu.Unlock()
 	}()
 	if !adopted {
-		if out, sent := d.send(ctx, t, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
+		if out, sent := d.publish(ctx, w); !sent {
 			return out, nil
 		}
-		d.mu.Lock()
-		w.stored = ctx.Err() == nil
-		d.mu.Unlock()
 	}
-	select {
-	case in := <-w.ch:
-		return d.outcome(t, in), nil
-	case <-ctx.Done():
-		d.mu.Lock()
-		d.interrupted = true
-		d.mu.Unlock()
-		return itemtask.Outcome{}, context.Cause(ctx)
+	return d.wait(ctx, w)
+}
+
+// publish publishes w's task without waiting for the server to store it:
+// its answer comes to w.pub. When the publish cannot even start it sends
+// the task as send does. It reports false, with the outcome of the
+// attempt, when the task cannot be sent (too large for NATS).
+func (d *Dispatcher) publish(ctx context.Context, w *waiter) (itemtask.Outcome, bool) {
+	t := w.task
+	id := natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)
+	m, err := d.taskMsg(t)
+	if err != nil {
+		return spawnFailure(t, err), false
+	}
+	pub, err := d.js.PublishMsgAsync(m, jetstream.WithMsgID(id))
+	if err != nil {
+		return d.sent(ctx, w, id)
+	}
+	d.mu.Lock()
+	w.pub = pub
+	d.mu.Unlock()
+	return itemtask.Outcome{}, true
+}
+
+// wait waits for w's result. A publish of its task that the server
+// answers with an error, or not in time, is made again under the same
+// message id until the server stores it: it drops the task as a duplicate
+// if it stored the first.
+func (d *Dispatcher) wait(ctx context.Context, w *waiter) (itemtask.Outcome, error) {
+	var failed <-chan error
+	if w.pub != nil {
+		failed = w.pub.Err()
+	}
+	for {
+		select {
+		case in := <-w.ch:
+			return d.outcome(w.task, in), nil
+		case <-failed:
+			failed = nil
+			if out, sent := d.sent(ctx, w, natsconn.TaskMsgID(d.key, w.task.Index, w.task.Attempt, d.epoch)); !sent {
+				return out, nil
+			}
+		case <-ctx.Done():
+			d.mu.Lock()
+			d.interrupted = true
+			d.mu.Unlock()
+			return itemtask.Outcome{}, context.Cause(ctx)
+		}
 	}
 }
 
-// send publishes t's task under message id. It reports false, with the
-// outcome of the attempt, when the task cannot be sent (too large for
-// NATS).
+// sent sends w's task under message id as send does, and then counts it
+// stored unless ctx ended.
+func (d *Dispatcher) sent(ctx context.Context, w *waiter, id string) (itemtask.Outcome, bool) {
+	out, sent := d.send(ctx, w.task, id)
+	d.mu.Lock()
+	w.pub, w.stored = nil, sent && ctx.Err() == nil
+	d.mu.Unlock()
+	return out, sent
+}
+
+// send publishes t's task under message id until the server stores it or
+// ctx ends. It reports false, with the outcome of the attempt, when the
+// task cannot be sent (too large for NATS).
 func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total})
-	if err == nil && len(body) > natsconn.MaxTask {
-		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
-	}
+	m, err := d.taskMsg(t)
 	if err == nil {
-		m := natsconn.NewMsg(natsconn.TaskSubject(d.queue, d.key, t.Index), t.JobID, body)
 		err = natsconn.Publish(ctx, d.js, m, id)
 		if ctx.Err() != nil {
 			return itemtask.Outcome{}, true // interrupted: the wait says so
@@ -604,9 +669,27 @@ func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (item
 	if err == nil {
 		return itemtask.Outcome{}, true
 	}
+	return spawnFailure(t, err), false
+}
+
+// taskMsg is the message of t's task; an error when it is too large for
+// NATS.
+func (d *Dispatcher) taskMsg(t itemtask.Task) (*nats.Msg, error) {
+	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total})
+	if err == nil && len(body) > natsconn.MaxTask {
+		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return natsconn.NewMsg(natsconn.TaskSubject(d.queue, d.key, t.Index), t.JobID, body), nil
+}
+
+// spawnFailure is the outcome of t's attempt when its task cannot be sent.
+func spawnFailure(t itemtask.Task, err error) itemtask.Outcome {
 	return itemtask.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: itemtask.Failure{
 		Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: err.Error(),
-	}}, false
+	}}
 }
 
 // outcome is the outcome of t that in carries: the worker's events are
@@ -642,17 +725,18 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 	return out
 }
 
-// Recorded acknowledges the result of dispatch id, which the engine has
-// recorded (itemtask.Dispatcher). The acknowledgement goes out even when
-// ctx ended meanwhile (an interrupt): the record is made, and the result
-// would otherwise come back.
-func (d *Dispatcher) Recorded(ctx context.Context, id string) {
+// Recorded has the result of dispatch id, which the engine has recorded,
+// acknowledged (itemtask.Dispatcher), without waiting for it: the
+// acknowledgement goes out even when ctx ended meanwhile (an interrupt),
+// as the record is made and the result would otherwise come back, and
+// Close waits until the server confirmed it.
+func (d *Dispatcher) Recorded(_ context.Context, id string) {
 	d.mu.Lock()
 	msg, ok := d.unacked[id]
 	delete(d.unacked, id)
 	d.mu.Unlock()
 	if ok {
-		d.ack(context.WithoutCancel(ctx), msg)
+		d.ack(msg)
 	}
 }
 
@@ -684,6 +768,7 @@ func (d *Dispatcher) Close() error {
 	_ = d.beats.Unsubscribe()
 	d.stop()
 	<-d.done
+	d.acks.close() // before the consumer goes: its acknowledged results leave the stream
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*natsconn.CallDeadline)
