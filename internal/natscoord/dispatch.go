@@ -58,7 +58,7 @@ type Dispatcher struct {
 	every   time.Duration
 	results jetstream.Consumer
 	pulls   *natsconn.Pulls // the standing pull of results, read by consume
-	acks    *acks
+	acks    *natsconn.Acks
 	beats   *nats.Subscription // the workers' beats of the job's tasks
 	watch   *Watch
 	stop    context.CancelFunc
@@ -141,15 +141,15 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
-		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{}, acks: newAcks(),
+		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{}, acks: natsconn.NewAcks(nil),
 	}
 	if err := d.start(ctx, opts); err != nil {
-		d.acks.close()
+		d.acks.Close()
 		lock.Close()
 		return nil, err
 	}
 	if d.beats, err = opts.Conn.Subscribe(natsconn.BeatSubject(d.key), d.onBeat); err != nil {
-		d.acks.close()
+		d.acks.Close()
 		lock.Close()
 		return nil, err
 	}
@@ -562,7 +562,7 @@ func (d *Dispatcher) itemID(index int) string {
 }
 
 func (d *Dispatcher) ack(msg jetstream.Msg) {
-	d.acks.add(msg)
+	d.acks.Add(msg)
 }
 
 // Dispatch publishes t's task, unless an ended process's is still out, and
@@ -768,7 +768,7 @@ func (d *Dispatcher) Close() error {
 	_ = d.beats.Unsubscribe()
 	d.stop()
 	<-d.done
-	d.acks.close() // before the consumer goes: its acknowledged results leave the stream
+	d.acks.Close() // before the consumer goes: its acknowledged results leave the stream
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*natsconn.CallDeadline)
