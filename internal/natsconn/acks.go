@@ -9,8 +9,11 @@ import (
 
 // Acks acknowledges messages of one consumer off the path of the work
 // they carry: the coordinator hands a result's message over once its
-// outcome is recorded (or it is dropped), a worker a task's once its
-// result is stored, and each goes on at once; a goroutine acknowledges
+// outcome is recorded (or it is dropped) and goes on at once, a worker a
+// task's once its result is stored and keeps the task's slot until the
+// server confirmed it (so that a server restart runs again no more
+// tasks than the slots: it forgets its last deliveries and their
+// acknowledgements); a goroutine acknowledges
 // all the messages handed over meanwhile together, the last one with a
 // reply the server sends once it has processed it (a DoubleAck, at most
 // AckDeadline). The server processes a consumer's acknowledgements in the
@@ -19,12 +22,13 @@ import (
 // consumer's ack_wait (a result is dropped then as a duplicate, a task
 // runs again).
 type Acks struct {
-	mu    sync.Mutex
-	queue []jetstream.Msg
-	wake  chan struct{} // one buffered: the queue has messages
-	stop  chan struct{} // closed by close
-	done  chan struct{} // closed when the goroutine ends
-	once  sync.Once
+	mu      sync.Mutex
+	queue   []jetstream.Msg
+	settled chan struct{} // closed once the queue's batch is confirmed or given up
+	wake    chan struct{} // one buffered: the queue has messages
+	stop    chan struct{} // closed by close
+	done    chan struct{} // closed when the goroutine ends
+	once    sync.Once
 	// unconfirmed, when not nil, is told of each batch of n messages
 	// whose confirmation did not come.
 	unconfirmed func(n int, err error)
@@ -38,15 +42,21 @@ func NewAcks(unconfirmed func(n int, err error)) *Acks {
 	return a
 }
 
-// Add hands msg over to be acknowledged.
-func (a *Acks) Add(msg jetstream.Msg) {
+// Add hands msg over to be acknowledged; the channel it returns is
+// closed once the server confirmed it, or did not in time.
+func (a *Acks) Add(msg jetstream.Msg) <-chan struct{} {
 	a.mu.Lock()
+	if len(a.queue) == 0 {
+		a.settled = make(chan struct{})
+	}
 	a.queue = append(a.queue, msg)
+	settled := a.settled
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
 	default:
 	}
+	return settled
 }
 
 // Close acknowledges what was handed over, waits for the server to
@@ -74,12 +84,13 @@ func (a *Acks) run() {
 // server's reply to the last.
 func (a *Acks) flush() {
 	a.mu.Lock()
-	batch := a.queue
+	batch, settled := a.queue, a.settled
 	a.queue = nil
 	a.mu.Unlock()
 	if len(batch) == 0 {
 		return
 	}
+	defer close(settled)
 	for _, msg := range batch[:len(batch)-1] {
 		_ = msg.Ack()
 	}

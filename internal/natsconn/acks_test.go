@@ -33,6 +33,12 @@ func (l *ackLog) add(s string) {
 	l.got = append(l.got, s)
 }
 
+func (l *ackLog) copy() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got)
+}
+
 func (m *ackedMsg) Ack() error { m.log.add("ack " + m.name); return nil }
 
 func (m *ackedMsg) DoubleAck(ctx context.Context) error {
@@ -45,8 +51,8 @@ func (m *ackedMsg) DoubleAck(ctx context.Context) error {
 
 // Messages handed over to be acknowledged do not wait for the server:
 // those handed over while a confirmation is awaited go out together, the
-// last one confirmed, and Close waits for that confirmation. A batch
-// whose confirmation fails is told of.
+// last one confirmed; each is settled once its batch's confirmation came
+// (or failed: such a batch is told of), and Close waits for that.
 func TestAcksConfirmEachBatchByItsLast(t *testing.T) {
 	log := &ackLog{}
 	first := &ackedMsg{name: "1", log: log, release: make(chan struct{})}
@@ -54,8 +60,12 @@ func TestAcksConfirmEachBatchByItsLast(t *testing.T) {
 	a := natsconn.NewAcks(func(n int, err error) { unconfirmed = append(unconfirmed, n) })
 	a.Add(first)
 	a.Add(&ackedMsg{name: "2", log: log})
-	a.Add(&ackedMsg{name: "3", log: log, fail: errors.New("no reply")})
+	settled := a.Add(&ackedMsg{name: "3", log: log, fail: errors.New("no reply")})
 	close(first.release)
+	<-settled
+	if got := log.copy(); !slices.Contains(got, "confirmed 3") {
+		t.Errorf("message 3 settled after %q, before its confirmation", got)
+	}
 	a.Close()
 	// The goroutine may take the first message alone or with the others.
 	alone := []string{"confirmed 1", "ack 2", "confirmed 3"}

@@ -340,7 +340,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	w.acks.Add(msg)
+	// The slot is kept until the server confirmed.
+	<-w.acks.Add(msg)
 	w.logTask(t, r, time.Since(received))
 }
 
