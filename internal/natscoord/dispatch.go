@@ -90,7 +90,6 @@ type waiter struct {
 	// stored says the task is in the stream: published (the server
 	// acknowledged it) or adopted. Until then it is not checked for.
 	stored bool
-	pub    jetstream.PubAckFuture // the publish of the task; nil: adopted or published again
 	// resends counts the times it was sent again (only the goroutine
 	// reading results touches it).
 	resends int
@@ -125,7 +124,7 @@ var _ itemtask.Dispatcher = (*Dispatcher)(nil)
 // open sets the job up on the server under ctx and starts reading its
 // results.
 func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*Dispatcher, error) {
-	js, err := jetstream.New(opts.Conn, jetstream.WithPublishAsyncTimeout(natsconn.CallDeadline))
+	js, err := jetstream.New(opts.Conn)
 	if err != nil {
 		return nil, err
 	}
@@ -413,24 +412,11 @@ func (d *Dispatcher) stored() []*waiter {
 	defer d.mu.Unlock()
 	ws := make([]*waiter, 0, len(d.waiting))
 	for _, w := range d.waiting {
-		if w.isStored() {
+		if w.stored {
 			ws = append(ws, w)
 		}
 	}
 	return ws
-}
-
-// isStored reports whether w's task is in the stream, reading the answer
-// to its publish if it came. Called with Dispatcher.mu held.
-func (w *waiter) isStored() bool {
-	if !w.stored && w.pub != nil {
-		select {
-		case <-w.pub.Ok():
-			w.stored = true
-		default:
-		}
-	}
-	return w.stored
 }
 
 // resendLost sends again the tasks of ws that the tasks stream no longer
@@ -590,58 +576,23 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		d.mu.Unlock()
 	}()
 	if !adopted {
-		if out, sent := d.publish(ctx, w); !sent {
+		if out, sent := d.sent(ctx, w, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
 			return out, nil
 		}
 	}
 	return d.wait(ctx, w)
 }
 
-// publish publishes w's task without waiting for the server to store it:
-// its answer comes to w.pub. When the publish cannot even start it sends
-// the task as send does. It reports false, with the outcome of the
-// attempt, when the task cannot be sent (too large for NATS).
-func (d *Dispatcher) publish(ctx context.Context, w *waiter) (itemtask.Outcome, bool) {
-	t := w.task
-	id := natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)
-	m, err := d.taskMsg(t)
-	if err != nil {
-		return spawnFailure(t, err), false
-	}
-	pub, err := d.js.PublishMsgAsync(m, jetstream.WithMsgID(id))
-	if err != nil {
-		return d.sent(ctx, w, id)
-	}
-	d.mu.Lock()
-	w.pub = pub
-	d.mu.Unlock()
-	return itemtask.Outcome{}, true
-}
-
-// wait waits for w's result. A publish of its task that the server
-// answers with an error, or not in time, is made again under the same
-// message id until the server stores it: it drops the task as a duplicate
-// if it stored the first.
+// wait waits for w's result.
 func (d *Dispatcher) wait(ctx context.Context, w *waiter) (itemtask.Outcome, error) {
-	var failed <-chan error
-	if w.pub != nil {
-		failed = w.pub.Err()
-	}
-	for {
-		select {
-		case in := <-w.ch:
-			return d.outcome(w.task, in), nil
-		case <-failed:
-			failed = nil
-			if out, sent := d.sent(ctx, w, natsconn.TaskMsgID(d.key, w.task.Index, w.task.Attempt, d.epoch)); !sent {
-				return out, nil
-			}
-		case <-ctx.Done():
-			d.mu.Lock()
-			d.interrupted = true
-			d.mu.Unlock()
-			return itemtask.Outcome{}, context.Cause(ctx)
-		}
+	select {
+	case in := <-w.ch:
+		return d.outcome(w.task, in), nil
+	case <-ctx.Done():
+		d.mu.Lock()
+		d.interrupted = true
+		d.mu.Unlock()
+		return itemtask.Outcome{}, context.Cause(ctx)
 	}
 }
 
@@ -650,7 +601,7 @@ func (d *Dispatcher) wait(ctx context.Context, w *waiter) (itemtask.Outcome, err
 func (d *Dispatcher) sent(ctx context.Context, w *waiter, id string) (itemtask.Outcome, bool) {
 	out, sent := d.send(ctx, w.task, id)
 	d.mu.Lock()
-	w.pub, w.stored = nil, sent && ctx.Err() == nil
+	w.stored = sent && ctx.Err() == nil
 	d.mu.Unlock()
 	return out, sent
 }

@@ -14,9 +14,8 @@ import (
 	"github.com/runnerdev/runner/internal/state"
 )
 
-// A task whose publish the server refuses (its answer comes while the
-// dispatch waits for the result) is published again, under the same
-// message id, until the server stores it; then the job ends.
+// A task whose publish the server refuses is published again, under the
+// same message id, until the server stores it; then the job ends.
 func TestRefusedTaskIsPublishedAgain(t *testing.T) {
 	srv := natstest.Start(t)
 	nc := srv.Connect(t)
