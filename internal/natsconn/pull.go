@@ -2,6 +2,7 @@ package natsconn
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,7 +41,7 @@ func (p *Pulls) Next(ctx context.Context) (jetstream.Msg, error) {
 	}
 	var msg jetstream.Msg
 	if err == nil {
-		msg, err = p.it.Next(jetstream.NextContext(ctx))
+		msg, err = p.next(ctx)
 	}
 	if err != nil && ctx.Err() == nil {
 		p.Stop()
@@ -50,6 +51,26 @@ func (p *Pulls) Next(ctx context.Context) (jetstream.Msg, error) {
 		}
 	}
 	return msg, err
+}
+
+// next waits for the iterator's next message until ctx ends: first in
+// short steps (10 ms, doubling up to 640 ms), then at length. The client asks
+// for more messages only as a wait starts, and not while its goroutine
+// is still sending the request before (under load, a message can come
+// back meanwhile): a wait that starts then asks for nothing, and would
+// last until the server's heartbeats are missed (4 s). The next step
+// asks again. The long wait keeps the client's heartbeat check, which
+// each wait starts anew.
+func (p *Pulls) next(ctx context.Context) (jetstream.Msg, error) {
+	for step := 10 * time.Millisecond; step <= 640*time.Millisecond; step *= 2 {
+		sctx, cancel := context.WithTimeout(ctx, step)
+		msg, err := p.it.Next(jetstream.NextContext(sctx))
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return msg, err
+		}
+	}
+	return p.it.Next(jetstream.NextContext(ctx))
 }
 
 // Use pulls from c from now on (made again on a server that lost the

@@ -105,3 +105,25 @@ func TestPullsOfOneTakeNoMoreThanAsked(t *testing.T) {
 		}
 	}
 }
+
+// A standing pull of one message at a time takes message after message
+// that are there at once without waiting for the server's heartbeats to
+// stop: the client's goroutine may still be sending one pull request when
+// its message comes back and the next one should go out.
+func TestPullsOfOneTakeMessagesInARow(t *testing.T) {
+	const n = 1000
+	c, _ := pullFixture(t, n)
+	p := natsconn.NewPulls(c, 1)
+	defer p.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for i := range n {
+		msg, err := p.Next(ctx)
+		if err != nil {
+			t.Fatalf("message %d of %d: %v", i+1, n, err)
+		}
+		if err := msg.Ack(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
