@@ -58,7 +58,7 @@ type Dispatcher struct {
 	every   time.Duration
 	results jetstream.Consumer
 	pulls   *natsconn.Pulls // the standing pull of results, read by consume
-	acks    *natsconn.Acks
+	acks    *acks
 	beats   *nats.Subscription // the workers' beats of the job's tasks
 	watch   *Watch
 	stop    context.CancelFunc
@@ -140,15 +140,15 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
-		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{}, acks: natsconn.NewAcks(nil),
+		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{}, acks: newAcks(),
 	}
 	if err := d.start(ctx, opts); err != nil {
-		d.acks.Close()
+		d.acks.close()
 		lock.Close()
 		return nil, err
 	}
 	if d.beats, err = opts.Conn.Subscribe(natsconn.BeatSubject(d.key), d.onBeat); err != nil {
-		d.acks.Close()
+		d.acks.close()
 		lock.Close()
 		return nil, err
 	}
@@ -548,7 +548,7 @@ func (d *Dispatcher) itemID(index int) string {
 }
 
 func (d *Dispatcher) ack(msg jetstream.Msg) {
-	d.acks.Add(msg)
+	d.acks.add(msg)
 }
 
 // Dispatch publishes t's task, unless an ended process's is still out, and
@@ -719,7 +719,7 @@ func (d *Dispatcher) Close() error {
 	_ = d.beats.Unsubscribe()
 	d.stop()
 	<-d.done
-	d.acks.Close() // before the consumer goes: its acknowledged results leave the stream
+	d.acks.close() // before the consumer goes: its acknowledged results leave the stream
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*natsconn.CallDeadline)

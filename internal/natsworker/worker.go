@@ -59,7 +59,6 @@ type Worker struct {
 	js      jetstream.JetStream
 	objs    *natsconn.Objects
 	tasks   *natsconn.Pulls // one task per free slot, asked for when it is free
-	acks    *natsconn.Acks  // of the tasks whose results are stored; made by Run
 	ackWait time.Duration   // the consumer's, as the server has it
 	slots   itemtask.Slots
 	wd      *watchdog // nil without one
@@ -157,11 +156,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopSummaries := w.summarize()
 	defer stopSummaries()
 	defer w.tasks.Stop()
-	w.acks = natsconn.NewAcks(func(n int, err error) {
-		// They come back; their second results are dropped by the
-		// coordinator (first result per attempt wins).
-		w.logf("%d tasks whose results are stored not acknowledged: %v", n, err)
-	})
 	var running sync.WaitGroup
 	idleSince := time.Now()
 	for ctx.Err() == nil {
@@ -205,7 +199,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		stopRuns(errDrained)
 		<-ended
 	}
-	w.acks.Close()
 	return nil
 }
 
@@ -340,8 +333,13 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	// The slot is kept until the server confirmed.
-	<-w.acks.Add(msg)
+	// The slot is kept until the server confirmed: a task acknowledged
+	// later, behind others, could outlive its ack_wait and run again.
+	if err := natsconn.Ack(ctx, msg); err != nil {
+		// The task comes back; its second result is dropped by the
+		// coordinator (first result per attempt wins).
+		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
+	}
 	w.logTask(t, r, time.Since(received))
 }
 
