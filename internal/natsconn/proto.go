@@ -252,3 +252,26 @@ func Ack(ctx context.Context, msg jetstream.Msg) error {
 	defer cancel()
 	return msg.DoubleAck(ctx)
 }
+
+// Next pulls one message from c, waiting at most 30 s (or until ctx's
+// deadline); the server's heartbeats every 2 s tell a pull that a
+// restarted server forgot (one shorter than 6 s has none: it ends soon
+// anyway, and the client refuses heartbeats over half its wait). After an
+// error other than an empty pull it pauses, as the client is reconnecting
+// meanwhile.
+func Next(ctx context.Context, c jetstream.Consumer) (jetstream.Msg, error) {
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	opts := []jetstream.FetchOpt{jetstream.FetchContext(pctx)}
+	if deadline, _ := pctx.Deadline(); time.Until(deadline) >= 6*time.Second {
+		opts = append(opts, jetstream.FetchHeartbeat(2*time.Second))
+	}
+	msg, err := c.Next(opts...)
+	if err != nil && pctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return msg, err
+}

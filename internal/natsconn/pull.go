@@ -2,7 +2,6 @@ package natsconn
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,9 +15,11 @@ const pullHeartbeat = 2 * time.Second
 // Pulls is a standing pull from a consumer: one subscription for as long
 // as it lives, whose pull requests (each for up to batch messages, and
 // held by the server 30 s) are made as the messages are taken, when fewer
-// than half of a request's are still to come. A batch of 1 asks for one
-// message when Next is called and for no other: nothing waits in this
-// process while its ack_wait runs. Its methods are for one goroutine.
+// than half of a request's are still to come. The messages asked for wait
+// in this process until they are taken (their ack_wait runs meanwhile):
+// it suits a consumer read by one process at the pace they come (a job's
+// results), not one shared by workers that should take no more than they
+// can run. Its methods are for one goroutine.
 type Pulls struct {
 	c     jetstream.Consumer
 	batch int
@@ -41,7 +42,7 @@ func (p *Pulls) Next(ctx context.Context) (jetstream.Msg, error) {
 	}
 	var msg jetstream.Msg
 	if err == nil {
-		msg, err = p.next(ctx)
+		msg, err = p.it.Next(jetstream.NextContext(ctx))
 	}
 	if err != nil && ctx.Err() == nil {
 		p.Stop()
@@ -51,26 +52,6 @@ func (p *Pulls) Next(ctx context.Context) (jetstream.Msg, error) {
 		}
 	}
 	return msg, err
-}
-
-// next waits for the iterator's next message until ctx ends: first in
-// short steps (10 ms, doubling up to 640 ms), then at length. The client asks
-// for more messages only as a wait starts, and not while its goroutine
-// is still sending the request before (under load, a message can come
-// back meanwhile): a wait that starts then asks for nothing, and would
-// last until the server's heartbeats are missed (4 s). The next step
-// asks again. The long wait keeps the client's heartbeat check, which
-// each wait starts anew.
-func (p *Pulls) next(ctx context.Context) (jetstream.Msg, error) {
-	for step := 10 * time.Millisecond; step <= 640*time.Millisecond; step *= 2 {
-		sctx, cancel := context.WithTimeout(ctx, step)
-		msg, err := p.it.Next(jetstream.NextContext(sctx))
-		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return msg, err
-		}
-	}
-	return p.it.Next(jetstream.NextContext(ctx))
 }
 
 // Use pulls from c from now on (made again on a server that lost the

@@ -58,8 +58,8 @@ type Worker struct {
 	opts    WorkerOptions
 	js      jetstream.JetStream
 	objs    *natsconn.Objects
-	tasks   *natsconn.Pulls // one task per free slot, asked for when it is free
-	ackWait time.Duration   // the consumer's, as the server has it
+	tasks   jetstream.Consumer
+	ackWait time.Duration // the consumer's, as the server has it
 	slots   itemtask.Slots
 	wd      *watchdog // nil without one
 	seq     atomic.Uint64
@@ -119,12 +119,10 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
-	tasks, err := objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait))
-	if err != nil {
+	if w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait)); err != nil {
 		return nil, err
 	}
-	w.tasks = natsconn.NewPulls(tasks, 1)
-	w.ackWait = tasks.CachedInfo().Config.AckWait
+	w.ackWait = w.tasks.CachedInfo().Config.AckWait
 	if len(opts.Watchdog) > 0 {
 		if w.wd, err = startWatchdog(opts.Watchdog); err != nil {
 			return nil, err
@@ -155,7 +153,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer func() { stopWatch(); <-watched }()
 	stopSummaries := w.summarize()
 	defer stopSummaries()
-	defer w.tasks.Stop()
 	var running sync.WaitGroup
 	idleSince := time.Now()
 	for ctx.Err() == nil {
@@ -210,7 +207,7 @@ func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, 
 		ctx, cancel = context.WithDeadline(ctx, until)
 		defer cancel()
 	}
-	return w.tasks.Next(ctx)
+	return natsconn.Next(ctx, w.tasks)
 }
 
 // summarize logs a summary every SummaryEvery, and once more when the
@@ -264,7 +261,7 @@ func (w *Worker) restore(ctx context.Context, pullErr error) {
 	if err == nil {
 		var c jetstream.Consumer
 		if c, err = objs.WorkerTasks(ctx, w.opts.Queue, w.ackWait); err == nil {
-			w.tasks.Use(c)
+			w.tasks = c
 		}
 	}
 	if err != nil {
@@ -333,8 +330,6 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	// The slot is kept until the server confirmed: a task acknowledged
-	// later, behind others, could outlive its ack_wait and run again.
 	if err := natsconn.Ack(ctx, msg); err != nil {
 		// The task comes back; its second result is dropped by the
 		// coordinator (first result per attempt wins).
