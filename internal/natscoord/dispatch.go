@@ -576,18 +576,16 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		d.mu.Unlock()
 	}()
 	if !adopted {
-		if out, sent := d.sent(ctx, w, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
+		if out, sent := d.send(ctx, t, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
 			return out, nil
 		}
+		d.mu.Lock()
+		w.stored = ctx.Err() == nil
+		d.mu.Unlock()
 	}
-	return d.wait(ctx, w)
-}
-
-// wait waits for w's result.
-func (d *Dispatcher) wait(ctx context.Context, w *waiter) (itemtask.Outcome, error) {
 	select {
 	case in := <-w.ch:
-		return d.outcome(w.task, in), nil
+		return d.outcome(t, in), nil
 	case <-ctx.Done():
 		d.mu.Lock()
 		d.interrupted = true
@@ -596,22 +594,16 @@ func (d *Dispatcher) wait(ctx context.Context, w *waiter) (itemtask.Outcome, err
 	}
 }
 
-// sent sends w's task under message id as send does, and then counts it
-// stored unless ctx ended.
-func (d *Dispatcher) sent(ctx context.Context, w *waiter, id string) (itemtask.Outcome, bool) {
-	out, sent := d.send(ctx, w.task, id)
-	d.mu.Lock()
-	w.stored = sent && ctx.Err() == nil
-	d.mu.Unlock()
-	return out, sent
-}
-
-// send publishes t's task under message id until the server stores it or
-// ctx ends. It reports false, with the outcome of the attempt, when the
-// task cannot be sent (too large for NATS).
+// send publishes t's task under message id. It reports false, with the
+// outcome of the attempt, when the task cannot be sent (too large for
+// NATS).
 func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	m, err := d.taskMsg(t)
+	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total})
+	if err == nil && len(body) > natsconn.MaxTask {
+		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
+	}
 	if err == nil {
+		m := natsconn.NewMsg(natsconn.TaskSubject(d.queue, d.key, t.Index), t.JobID, body)
 		err = natsconn.Publish(ctx, d.js, m, id)
 		if ctx.Err() != nil {
 			return itemtask.Outcome{}, true // interrupted: the wait says so
@@ -620,27 +612,9 @@ func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (item
 	if err == nil {
 		return itemtask.Outcome{}, true
 	}
-	return spawnFailure(t, err), false
-}
-
-// taskMsg is the message of t's task; an error when it is too large for
-// NATS.
-func (d *Dispatcher) taskMsg(t itemtask.Task) (*nats.Msg, error) {
-	body, err := json.Marshal(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total})
-	if err == nil && len(body) > natsconn.MaxTask {
-		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return natsconn.NewMsg(natsconn.TaskSubject(d.queue, d.key, t.Index), t.JobID, body), nil
-}
-
-// spawnFailure is the outcome of t's attempt when its task cannot be sent.
-func spawnFailure(t itemtask.Task, err error) itemtask.Outcome {
 	return itemtask.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: itemtask.Failure{
 		Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: err.Error(),
-	}}
+	}}, false
 }
 
 // outcome is the outcome of t that in carries: the worker's events are
