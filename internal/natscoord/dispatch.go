@@ -57,6 +57,8 @@ type Dispatcher struct {
 	version string // this runner's, for the spec
 	every   time.Duration
 	results jetstream.Consumer
+	pulls   *natsconn.Pulls // the standing pull of results, read by consume
+	acks    *acks
 	beats   *nats.Subscription // the workers' beats of the job's tasks
 	prog    *tracker           // how the runs of the job's tasks go
 	watch   *Watch
@@ -141,25 +143,29 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
-		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{},
+		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{}, acks: newAcks(),
+	}
+	abort := func(err error) (*Dispatcher, error) {
+		if d.beats != nil {
+			_ = d.beats.Unsubscribe()
+		}
+		d.acks.close()
+		lock.Close()
+		return nil, err
 	}
 	if err := d.start(ctx, opts); err != nil {
-		lock.Close()
-		return nil, err
+		return abort(err)
 	}
 	if d.git, err = openGit(ctx, d); err != nil {
-		lock.Close()
-		return nil, err
+		return abort(err)
 	}
 	if d.beats, err = opts.Conn.Subscribe(natsconn.BeatSubject(d.key), d.onBeat); err != nil {
-		lock.Close()
-		return nil, err
+		return abort(err)
 	}
 	if d.prog, err = trackProgress(opts.Conn, d.key, h, opts.Live); err != nil {
-		_ = d.beats.Unsubscribe()
-		lock.Close()
-		return nil, err
+		return abort(err)
 	}
+	d.pulls = natsconn.NewPulls(d.results, resultsBatch)
 	d.watch.set(d)
 	// The results are read until Close, even after ctx ends: an
 	// interrupted job's late results are acknowledged as duplicates.
@@ -261,18 +267,15 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 		}
 	}
 	for {
-		cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
 		batch, err := d.results.FetchNoWait(64)
 		if err != nil {
-			cancel()
 			return fmt.Errorf("NATS consumer %s: %w", natsconn.JobConsumer(d.key), err)
 		}
 		n := 0
 		for msg := range batch.Messages() {
 			n++
-			d.receive(cctx, msg)
+			d.receive(msg)
 		}
-		cancel()
 		if batch.Error() != nil || n == 0 {
 			break
 		}
@@ -310,10 +313,16 @@ func (d *Dispatcher) readDelivered(ctx context.Context) error {
 	return nil
 }
 
+// resultsBatch is how many results one pull request of the coordinator
+// asks for: the job's, of at most max_parallel tasks out, come as they
+// are stored.
+const resultsBatch = 64
+
 // consume reads the job's results until ctx ends, and checks every
 // d.every that the waiting dispatches can still get theirs.
 func (d *Dispatcher) consume(ctx context.Context) {
 	defer close(d.done)
+	defer d.pulls.Stop()
 	due := time.Now().Add(d.every)
 	for ctx.Err() == nil {
 		if !time.Now().Before(due) {
@@ -321,12 +330,12 @@ func (d *Dispatcher) consume(ctx context.Context) {
 			due = time.Now().Add(d.every)
 		}
 		pctx, cancel := context.WithDeadline(ctx, due)
-		msg, err := natsconn.Next(pctx, d.results)
+		msg, err := d.pulls.Next(pctx)
 		checkDue := pctx.Err() != nil
 		cancel()
 		switch {
 		case err == nil:
-			d.receive(ctx, msg)
+			d.receive(msg)
 		case !checkDue:
 			d.restore(ctx, err)
 		}
@@ -404,7 +413,7 @@ func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
 		d.objs.Warnf("%v", err) // the next failed pull tries again
 		return
 	}
-	d.results = results
+	d.pulls.Use(results)
 	if err := d.resendLost(ctx, d.stored()); err != nil {
 		d.objs.Warnf("job %s: checking its tasks: %v", d.j.ID(), err) // the next check tries again
 	}
@@ -492,10 +501,10 @@ func (d *Dispatcher) resend(ctx context.Context, w *waiter) {
 
 // receive gives a result to the dispatch waiting for it, keeps it for an
 // item resumed from an ended process, or drops it as a duplicate.
-func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
+func (d *Dispatcher) receive(msg jetstream.Msg) {
 	var r natsconn.Result
 	if err := json.Unmarshal(msg.Data(), &r); err != nil || msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
-		d.ack(ctx, msg) // not a result this runner can read: nothing waits for it
+		d.ack(msg) // not a result this runner can read: nothing waits for it
 		return
 	}
 	in := inbound{r: r, msg: msg, seq: streamSeq(msg)}
@@ -521,7 +530,7 @@ func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
 		}
 	}
 	d.mu.Unlock()
-	d.duplicate(ctx, in)
+	d.duplicate(in)
 }
 
 // streamSeq is where msg is in its stream: the same for every delivery
@@ -535,8 +544,8 @@ func streamSeq(msg jetstream.Msg) uint64 {
 }
 
 // duplicate drops a result whose attempt has one already.
-func (d *Dispatcher) duplicate(ctx context.Context, in inbound) {
-	d.ack(ctx, in.msg)
+func (d *Dispatcher) duplicate(in inbound) {
+	d.ack(in.msg)
 	d.host.JobEvent(eventlog.ResultDuplicate(d.itemID(in.r.Index), in.r.Attempt, in.r.Epoch, in.r.Worker, in.r.Delivery))
 }
 
@@ -551,8 +560,8 @@ func (d *Dispatcher) itemID(index int) string {
 	return "#" + strconv.Itoa(index)
 }
 
-func (d *Dispatcher) ack(ctx context.Context, msg jetstream.Msg) {
-	_ = natsconn.Ack(ctx, msg) // unacknowledged, it comes back and is dropped then
+func (d *Dispatcher) ack(msg jetstream.Msg) {
+	d.acks.add(msg)
 }
 
 // Dispatch publishes t's task, unless an ended process's is still out, and
@@ -665,17 +674,18 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 	return out
 }
 
-// Recorded acknowledges the result of dispatch id, which the engine has
-// recorded (itemtask.Dispatcher). The acknowledgement goes out even when
-// ctx ended meanwhile (an interrupt): the record is made, and the result
-// would otherwise come back.
-func (d *Dispatcher) Recorded(ctx context.Context, id string) {
+// Recorded has the result of dispatch id, which the engine has recorded,
+// acknowledged (itemtask.Dispatcher), without waiting for it: the
+// acknowledgement goes out even when ctx ended meanwhile (an interrupt),
+// as the record is made and the result would otherwise come back, and
+// Close waits until the server confirmed it.
+func (d *Dispatcher) Recorded(_ context.Context, id string) {
 	d.mu.Lock()
 	msg, ok := d.unacked[id]
 	delete(d.unacked, id)
 	d.mu.Unlock()
 	if ok {
-		d.ack(context.WithoutCancel(ctx), msg)
+		d.ack(msg)
 	}
 }
 
@@ -708,6 +718,7 @@ func (d *Dispatcher) Close() error {
 	d.prog.close()
 	d.stop()
 	<-d.done
+	d.acks.close() // before the consumer goes: its acknowledged results leave the stream
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*natsconn.CallDeadline)
