@@ -27,8 +27,11 @@ type Options struct {
 	Conn          *nats.Conn
 	Dist          state.Dist // where: url, context, queue (the epoch is taken)
 	MaxDeliveries int        // 0: DefaultMaxDeliveries
-	Version       string     // this runner's, for the spec
-	Warn          io.Writer  // warnings about the NATS objects
+	// Replicas of the NATS objects, asked for (--nats-replicas,
+	// distributed.replicas); 0: natsconn.DefaultReplicas.
+	Replicas int
+	Version  string    // this runner's, for the spec
+	Warn     io.Writer // warnings about the NATS objects
 	// Live shows each item's output (its log's tail) when its result
 	// arrives (runner run --tag); nil: in its log only.
 	Live *itemtask.Live
@@ -126,7 +129,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	objs, err := natsconn.OpenObjects(ctx, js, opts.Warn)
+	objs, err := natsconn.OpenObjects(ctx, js, opts.Warn, opts.Replicas)
 	if err != nil {
 		return nil, err
 	}

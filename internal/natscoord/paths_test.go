@@ -38,7 +38,7 @@ func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *natsconn.Objec
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := natsconn.OpenObjects(t.Context(), js, nil)
+	objs, err := natsconn.OpenObjects(t.Context(), js, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

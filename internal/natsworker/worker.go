@@ -31,6 +31,7 @@ type WorkerOptions struct {
 	Concurrency int           // items at once
 	Name        string        // in results and events
 	AckWait     time.Duration // of the queue's consumer, when this worker creates it
+	Replicas    int           // of the NATS objects, asked for (--nats-replicas); 0: natsconn.DefaultReplicas
 	// DrainTimeout is how long a stopping worker lets its items run on
 	// (0: until they end); IdleExit ends a worker that got no task for
 	// that long (0: never).
@@ -114,7 +115,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := natsconn.OpenObjects(ctx, js, opts.Log)
+	objs, err := natsconn.OpenObjects(ctx, js, opts.Log, opts.Replicas)
 	if err != nil {
 		return nil, err
 	}
