@@ -39,9 +39,12 @@ type Options struct {
 	// sure that nothing lost on the server leaves them waiting (see
 	// check); 0: DefaultAckWait.
 	CheckEvery time.Duration
-	// Watch, when not nil, sees the dispatcher's stranded tasks while it
-	// is open.
+	// Watch, when not nil, sees the dispatcher's stranded tasks and
+	// outage while it is open.
 	Watch *Watch
+	// ProbeEvery is how often the dispatcher asks whether the NATS streams
+	// answer (see watchStreams); 0: natsconn.ProbeEvery.
+	ProbeEvery time.Duration
 }
 
 // Dispatcher sends a job's tasks to the workers of its queue and waits for
@@ -64,6 +67,7 @@ type Dispatcher struct {
 	watch   *Watch
 	stop    context.CancelFunc
 	done    chan struct{}
+	watched chan struct{} // closed when watchStreams ended
 
 	mu sync.Mutex
 	// waiting are the dispatches out, by item index.
@@ -82,6 +86,7 @@ type Dispatcher struct {
 	// unacked are the results whose outcomes the engine has not yet
 	// recorded, by dispatch id: acknowledged once it has (Recorded).
 	unacked map[string]jetstream.Msg
+	outage  natsconn.Outage // since when a stream does not answer; zero: they do
 }
 
 type waiter struct {
@@ -141,7 +146,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
-		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{},
+		done: make(chan struct{}), watched: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{},
 	}
 	if err := d.start(ctx, opts); err != nil {
 		lock.Close()
@@ -152,11 +157,14 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		return nil, err
 	}
 	d.watch.set(d)
+	replicas, replication := objs.Replication()
+	h.JobEvent(eventlog.NATSStreams(replicas, replication))
 	// The results are read until Close, even after ctx ends: an
 	// interrupted job's late results are acknowledged as duplicates.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = cancel
 	go d.consume(cctx)
+	go d.watchStreams(cctx, cmp.Or(opts.ProbeEvery, natsconn.ProbeEvery))
 	return d, nil
 }
 
@@ -687,6 +695,7 @@ func (d *Dispatcher) Close() error {
 	_ = d.beats.Unsubscribe()
 	d.stop()
 	<-d.done
+	<-d.watched
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*natsconn.CallDeadline)

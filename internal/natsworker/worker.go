@@ -41,6 +41,10 @@ type WorkerOptions struct {
 	// SummaryEvery is how often Log gets a line counting the tasks done
 	// and running (0: never).
 	SummaryEvery time.Duration
+	// ProbeEvery is how often the worker asks whether the NATS streams
+	// answer, logging when they stop and start again (0:
+	// natsconn.ProbeEvery).
+	ProbeEvery time.Duration
 	// Watchdog is the command that serves ServeWatchdog (this
 	// executable's); nil: no watchdog, the heartbeat check alone stops
 	// runs whose lease ran out.
@@ -146,12 +150,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopRuns(nil)
 	defer w.wd.close()
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		w.watchJobs(watchCtx)
-	}()
-	defer func() { stopWatch(); <-watched }()
+	var watching sync.WaitGroup
+	watching.Go(func() { w.watchJobs(watchCtx) })
+	watching.Go(func() { w.watchStreams(watchCtx) })
+	defer func() { stopWatch(); watching.Wait() }()
 	stopSummaries := w.summarize()
 	defer stopSummaries()
 	var running sync.WaitGroup
