@@ -43,12 +43,13 @@ func (o *Objects) WatchStreams(ctx context.Context, every time.Duration, down, u
 			return
 		case <-tick.C:
 		}
+		asked := time.Now() // a probe of a server that does not answer takes up to CallDeadline
 		stream, err := o.probe(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil && !out.Down():
-			out = Outage{Stream: stream, Err: err, Since: time.Now()}
+			out = Outage{Stream: stream, Err: err, Since: asked}
 			down(out)
 		case err == nil && out.Down():
 			up(out)

@@ -24,15 +24,8 @@ import (
 // log in log, asking every 100 ms whether the streams answer.
 func startWorker(t *testing.T, nc *nats.Conn, name string, log io.Writer) {
 	t.Helper()
-	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: nc, Queue: natsconn.DefaultQueue, Concurrency: 2, Name: name,
+	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: natsconn.DefaultQueue, Concurrency: 2, Name: name,
 		AckWait: 10 * time.Second, StoreDir: t.TempDir(), Log: log, Open: openPortable(name), ProbeEvery: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
 }
 
 // natsEvents are the job's events of the NATS streams, by type.

@@ -57,7 +57,14 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut func()) {
 	t.Helper()
 	nc := srv.Connect(t)
-	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
+	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
+	return nc.Close
+}
+
+// runWorkerWith runs a worker of opts until the test ends.
+func runWorkerWith(t *testing.T, opts natsworker.WorkerOptions) {
+	t.Helper()
+	w, err := natsworker.NewWorker(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +72,6 @@ func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut fun
 	done := make(chan error)
 	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
-	return nc.Close
 }
 
 // openPortable opens jobs as the worker name does (WorkerOptions.Open).

@@ -1,7 +1,10 @@
 package natstest
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Cluster is a JetStream cluster of servers running in the test's
@@ -21,18 +25,11 @@ type Cluster struct {
 // has a leader in it; they are shut down when the test ends.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	routes := make([]string, n)
-	clusterPorts := make([]int, n)
-	for i := range n {
-		clusterPorts[i] = FreePort(t)
-		routes[i] = "nats://127.0.0.1:" + strconv.Itoa(clusterPorts[i])
-	}
+	members := clusterMembers(t, n)
 	c := &Cluster{}
-	for i := range n {
+	for _, member := range members {
 		opts := options(t.TempDir(), -1)
-		opts.ServerName = "s" + strconv.Itoa(i+1)
-		opts.Cluster = server.ClusterOpts{Name: "runnertest", Host: "127.0.0.1", Port: clusterPorts[i]}
-		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		clusterOptions(opts, member)
 		srv, err := server.NewServer(opts)
 		if err != nil {
 			t.Fatal(err)
@@ -49,6 +46,38 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// clusterEnv tells a server process its place in a cluster:
+// NAME;CLUSTER_PORT;ROUTES (ROUTES comma-separated).
+const clusterEnv = "RUNNER_NATSTEST_CLUSTER"
+
+// clusterMembers are the places of n servers in a cluster on 127.0.0.1,
+// as clusterEnv spells them: named s1..sn, each routing to all.
+func clusterMembers(t testing.TB, n int) []string {
+	ports := make([]int, n)
+	routes := make([]string, n)
+	for i := range n {
+		ports[i] = FreePort(t)
+		routes[i] = "nats://127.0.0.1:" + strconv.Itoa(ports[i])
+	}
+	members := make([]string, n)
+	for i := range n {
+		members[i] = fmt.Sprintf("s%d;%d;%s", i+1, ports[i], strings.Join(routes, ","))
+	}
+	return members
+}
+
+// clusterOptions makes opts those of the cluster member spec names.
+func clusterOptions(opts *server.Options, member string) {
+	f := strings.SplitN(member, ";", 3)
+	if len(f) != 3 {
+		return
+	}
+	port, _ := strconv.Atoi(f[1])
+	opts.ServerName = f[0]
+	opts.Cluster = server.ClusterOpts{Name: "runnertest", Host: "127.0.0.1", Port: port}
+	opts.Routes = server.RoutesFromStr(f[2])
 }
 
 // waitForLeader waits, at most within, until every server knows all the
@@ -100,5 +129,78 @@ func (c *Cluster) StreamLeader(stream string) *Server {
 			return s
 		}
 	}
+	return nil
+}
+
+// ProcCluster is a JetStream cluster of server processes (see Proc), on
+// 127.0.0.1, that a test can kill -9 and restart one by one.
+type ProcCluster struct {
+	Procs []*Proc
+}
+
+// ProcessCluster starts a cluster of n server processes, each with its
+// store under dir, and waits (at most 30 s) until JetStream answers in
+// it. The package's TestMain must call ServeIfChild.
+func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
+	t.Helper()
+	c := &ProcCluster{}
+	for i, member := range clusterMembers(t, n) {
+		d := filepath.Join(dir, "s"+strconv.Itoa(i+1))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		c.Procs = append(c.Procs, process(t, &Proc{t: t, dir: d, store: "store", port: FreePort(t), cluster: member}))
+	}
+	nc := connect(t, c.URL())
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("natstest: JetStream did not answer in the cluster of %d processes within 30s: %v", n, err)
+		}
+	}
+}
+
+// URL is every server's URL, comma-separated.
+func (c *ProcCluster) URL() string {
+	urls := make([]string, len(c.Procs))
+	for i, p := range c.Procs {
+		urls[i] = p.URL()
+	}
+	return strings.Join(urls, ",")
+}
+
+// StreamLeader is the server process that leads stream now, as the
+// cluster tells a client.
+func (c *ProcCluster) StreamLeader(t testing.TB, stream string) *Proc {
+	t.Helper()
+	nc := connect(t, c.URL())
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := s.CachedInfo().Cluster.Leader
+	for i, p := range c.Procs {
+		if leader == "s"+strconv.Itoa(i+1) {
+			return p
+		}
+	}
+	t.Fatalf("natstest: stream %s's leader is %q, none of the cluster's", stream, leader)
 	return nil
 }

@@ -333,7 +333,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	if err := natsconn.Ack(ctx, msg); err != nil {
+	if err := natsconn.AckElected(pctx, msg); err != nil {
 		// The task comes back; its second result is dropped by the
 		// coordinator (first result per attempt wins).
 		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
