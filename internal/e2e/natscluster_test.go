@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +18,27 @@ var natsClusterWorkflow = strings.Replace(natsChaosWorkflow, `[ $((${item} % 7))
 
 // TestNATSClusterLeaderKilled runs a job on a cluster of three NATS server
 // processes, whose streams runner makes with three replicas, and kills -9
-// the server that leads the tasks stream mid-job, and again (the server
-// back on its store) mid-`dlq retry`: each ends, no item is lost, and the
-// extra runs are at most the items in flight.
+// the server that leads one of them (drawn at random) at a random point
+// of the job, and again (the server back on its store) the tasks stream's
+// leader mid-`dlq retry`: each ends, no item is lost, and the extra runs
+// are at most the items in flight. Three rounds; make chaos runs more.
 func TestNATSClusterLeaderKilled(t *testing.T) {
-	skipNATSProcesses(t, "starts a cluster of three servers and waits for it to elect leaders")
+	skipNATSProcesses(t, "starts clusters of three servers and waits for them to elect leaders")
 	t.Parallel()
+	rounds, rng := chaos(t, 3, 0)
+	for r := range rounds {
+		t.Run(fmt.Sprintf("round%d", r), func(t *testing.T) {
+			clusterLeaderKilled(t, rng.IntN(3), 2+rng.IntN(20))
+		})
+	}
+}
+
+// clusterLeaderKilled is a round of TestNATSClusterLeaderKilled: it kills
+// the leader of the stream of runner's at index victim (tasks, results,
+// the jobs bucket) once runs.log has after lines, and that of the tasks
+// stream at the dlq retry's first run.
+func clusterLeaderKilled(t *testing.T, victim, after int) {
+	stream := []string{natsconn.TasksStream, natsconn.ResultsStream, "KV_" + natsconn.JobsBucket}[victim]
 	dir := natsJob(t, "chaos.yml", natsClusterWorkflow)
 	cluster := natstest.ProcessCluster(t, t.TempDir(), 3)
 	url := cluster.URL()
@@ -33,8 +49,8 @@ func TestNATSClusterLeaderKilled(t *testing.T) {
 		startWorkerArgs(t, dir, url, "chaos", name, nil, "--ack-wait", "10s")
 	}
 	cmd, out, exited := startRunner(t, dir, "run", "--nats", url, "--queue", "chaos", "--job-id", "j", "chaos.yml")
-	waitForLines(runsLog, 8, exited)
-	leader := cluster.StreamLeader(t, natsconn.TasksStream)
+	waitForLines(runsLog, after, exited)
+	leader := cluster.StreamLeader(t, stream)
 	leader.Kill()
 	natsEnded(t, cmd, exited)
 	if !strings.Contains(out.String(), "NATS streams: R3\n") {
@@ -45,9 +61,9 @@ func TestNATSClusterLeaderKilled(t *testing.T) {
 		extra += len(runs) - 1
 	}
 	if extra > natsChaosWindow {
-		t.Errorf("%d extra runs after the tasks leader was killed, at max_parallel %d: want at most %d", extra, natsChaosWindow, natsChaosWindow)
+		t.Errorf("%d extra runs after the leader of %s was killed, at max_parallel %d: want at most %d", extra, stream, natsChaosWindow, natsChaosWindow)
 	}
-	t.Logf("run: %d extra runs", extra)
+	t.Logf("run: the leader of %s killed after %d lines of runs.log: %d extra runs", stream, after, extra)
 
 	leader.Restart()
 	before := len(readLines(t, runsLog))

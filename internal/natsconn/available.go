@@ -2,8 +2,12 @@ package natsconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ProbeEvery is how often a live coordinator or worker asks the server
@@ -70,4 +74,35 @@ func (o *Objects) probe(ctx context.Context) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// StartWait is how long a coordinator or a worker that starts waits for
+// runner's streams to answer (a cluster electing their leaders) before it
+// fails.
+const StartWait = 30 * time.Second
+
+// Unanswered reports whether err says that no server answered a JetStream
+// request (none is up, or none leads the stream or consumer now) rather
+// than that one refused it.
+func Unanswered(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// WhileUnanswered calls do, and again while no server answers it (see
+// Unanswered), until within has passed or ctx ends; it returns do's last
+// error.
+func WhileUnanswered(ctx context.Context, within time.Duration, do func() error) error {
+	deadline := time.Now().Add(within)
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		err := do()
+		if !Unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
 }

@@ -35,13 +35,24 @@ type Objects struct {
 }
 
 // OpenObjects creates (or opens) the streams and the bucket with the
-// replicas asked for; warn gets the warnings about them.
+// replicas asked for; warn gets the warnings about them. While no server
+// answers (a cluster electing their leaders) it tries again, within
+// StartWait, saying so once.
 func OpenObjects(ctx context.Context, js jetstream.JetStream, warn io.Writer, replicas int) (*Objects, error) {
 	o := &Objects{js: js, warn: warn, asked: replicas, want: cmp.Or(replicas, DefaultReplicas(js.Conn())), have: map[string]int{}}
-	if err := o.OpenStreams(ctx); err != nil {
-		return nil, err
-	}
-	if err := o.OpenBucket(ctx); err != nil {
+	said := false
+	err := WhileUnanswered(ctx, StartWait, func() error {
+		err := o.OpenStreams(ctx)
+		if err == nil {
+			err = o.OpenBucket(ctx)
+		}
+		if Unanswered(err) && !said {
+			o.Warnf("%v: waiting up to %s for the NATS servers to answer", err, StartWait)
+			said = true
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -114,7 +125,7 @@ func (o *Objects) stream(ctx context.Context, cfg jetstream.StreamConfig) (jetst
 	ctx, cancel := context.WithTimeout(ctx, CallDeadline)
 	defer cancel()
 	var s jetstream.Stream
-	err := o.create(ctx, cfg.Name, func(replicas int) (err error) {
+	err := o.create(ctx, cfg.Name, func(replicas int) error {
 		cfg.Replicas = replicas
 		made, err := o.js.CreateStream(ctx, cfg)
 		if err == nil {

@@ -178,10 +178,12 @@ func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	d.epoch, d.key = rec.Epoch, rec.Key
-	if err := d.putSpec(ctx, natsconn.StatusRunning); err != nil {
+	// A cluster may be electing leaders as the job starts: it waits for
+	// them, within natsconn.StartWait.
+	if err := natsconn.WhileUnanswered(ctx, natsconn.StartWait, func() error { return d.putSpec(ctx, natsconn.StatusRunning) }); err != nil {
 		return err
 	}
-	if d.results, err = d.objs.JobResults(ctx, d.key); err != nil {
+	if err := natsconn.WhileUnanswered(ctx, natsconn.StartWait, func() (err error) { d.results, err = d.objs.JobResults(ctx, d.key); return err }); err != nil {
 		return err
 	}
 	return d.recover(ctx)

@@ -124,7 +124,10 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
-	if w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait)); err != nil {
+	if err := natsconn.WhileUnanswered(ctx, natsconn.StartWait, func() (err error) {
+		w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait))
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
