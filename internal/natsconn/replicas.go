@@ -10,9 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// MaxReplicas is the most replicas a JetStream stream may have.
-const MaxReplicas = 5
-
 // DefaultReplicas is how many replicas runner gives its streams and bucket
 // when none is asked for: 3 when the server nc is connected to is in a
 // cluster of 3 servers or more (as the client URLs it announces count
