@@ -127,14 +127,18 @@ map:
   agent_template:
     - shell: echo ${item} >> runs.log; sleep 0.1
 `, items, inFlight))
+	logs, warnings := &logBuffer{}, &logBuffer{}
 	for i, s := range c.Servers[:2] {
-		startWorker(t, s.Connect(t), fmt.Sprintf("w%d", i+1), io.Discard)
+		startWorker(t, s.Connect(t), fmt.Sprintf("w%d", i+1), logs)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	done := runMap(ctx, j, Options{Conn: c.Servers[2].Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, ProbeEvery: 100 * time.Millisecond})
+	done := runMap(ctx, j, Options{Conn: c.Servers[2].Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings, ProbeEvery: 100 * time.Millisecond})
 	if !eventually(func() bool { return len(runs(t)) >= items/3 }) {
 		t.Fatal("a third of the items did not run within 10 s")
+	}
+	if s := natsEvents(t, j)[eventlog.TypeNATSStreams]; len(s) != 1 || s[0].Str("replication") != "R3" {
+		t.Fatalf("nats_streams events %v, want one of R3", s)
 	}
 	leader := c.StreamLeader(natsconn.TasksStream)
 	if leader == nil {
@@ -143,7 +147,8 @@ map:
 	leader.Shutdown()
 	r := <-done
 	if r.err != nil || r.sum.Items.Succeeded != items {
-		t.Fatalf("run: %v, items %+v; want %d succeeded", r.err, r.sum.Items, items)
+		t.Fatalf("run: %v, items %+v; want %d succeeded\nthe coordinator's warnings:\n%s\nthe workers' logs:\n%s\nevents: %v",
+			r.err, r.sum.Items, items, warnings, logs, natsEvents(t, j))
 	}
 	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
 		t.Fatal(err)
@@ -156,9 +161,6 @@ map:
 	}
 	if extra := len(ran) - items; extra > inFlight {
 		t.Errorf("%d extra runs, more than the %d items in flight: %v", extra, inFlight, ran)
-	}
-	if s := natsEvents(t, j)[eventlog.TypeNATSStreams]; len(s) != 1 || s[0].Str("replication") != "R3" {
-		t.Errorf("nats_streams events %v, want one of R3", s)
 	}
 }
 

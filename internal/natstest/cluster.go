@@ -80,28 +80,39 @@ func clusterOptions(opts *server.Options, member string) {
 	opts.Routes = server.RoutesFromStr(f[2])
 }
 
-// waitForLeader waits, at most within, until every server knows all the
-// others and JetStream has a meta leader.
+// waitForLeader waits, at most within, until JetStream has a leader that
+// counts every server a peer, and every server tells its clients of all
+// the others (as runner counts the servers of a cluster).
 func (c *Cluster) waitForLeader(within time.Duration) error {
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if c.formed() {
 			return nil
 		}
 	}
-	return fmt.Errorf("natstest: the cluster of %d servers had no JetStream leader within %s", len(c.Servers), within)
+	return fmt.Errorf("natstest: the cluster of %d servers had no JetStream leader with them all as peers within %s", len(c.Servers), within)
 }
 
 func (c *Cluster) formed() bool {
 	leaders := 0
 	for _, s := range c.Servers {
-		if s.srv.NumRoutes() < len(c.Servers)-1 || !s.srv.JetStreamIsCurrent() {
-			return false
-		}
-		if s.srv.JetStreamIsLeader() {
+		if s.srv.JetStreamIsLeader() && len(s.srv.JetStreamClusterPeers()) == len(c.Servers) {
 			leaders++
+		}
+		if !s.announcesAll(len(c.Servers)) {
+			return false
 		}
 	}
 	return leaders == 1
+}
+
+// announcesAll reports whether a client of s learns of n servers.
+func (s *Server) announcesAll(n int) bool {
+	nc, err := nats.Connect(s.URL(), nats.NoReconnect())
+	if err != nil {
+		return false
+	}
+	defer nc.Close()
+	return len(nc.Servers()) >= n
 }
 
 // URL is where clients connect: every server's URL, comma-separated.
@@ -139,8 +150,9 @@ type ProcCluster struct {
 }
 
 // ProcessCluster starts a cluster of n server processes, each with its
-// store under dir, and waits (at most 30 s) until JetStream answers in
-// it. The package's TestMain must call ServeIfChild.
+// store under dir, and waits (at most 30 s) until JetStream can place a
+// stream of n replicas in it. The package's TestMain must call
+// ServeIfChild.
 func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
 	t.Helper()
 	c := &ProcCluster{}
@@ -158,16 +170,25 @@ func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
+		err := placeable(js, n)
 		if err == nil {
 			return c
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("natstest: JetStream did not answer in the cluster of %d processes within 30s: %v", n, err)
+			t.Fatalf("natstest: the cluster of %d processes could not place a stream of %d replicas within 30s: %v", n, n, err)
 		}
 	}
+}
+
+// placeable makes and deletes a stream of n replicas: it fails until
+// JetStream has a leader and n peers.
+func placeable(js jetstream.JetStream, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NATSTEST_READY", Subjects: []string{"natstest.ready"}, Replicas: n}); err != nil {
+		return err
+	}
+	return js.DeleteStream(ctx, "NATSTEST_READY")
 }
 
 // URL is every server's URL, comma-separated.
