@@ -96,6 +96,9 @@ type waiter struct {
 	// stored says the task is in the stream: published (the server
 	// acknowledged it) or adopted. Until then it is not checked for.
 	stored bool
+	// adopted says an ended process published the task: its result may
+	// be of any epoch; one this process sends is answered in its own.
+	adopted bool
 	// resends counts the times it was sent again (only the goroutine
 	// reading results touches it).
 	resends int
@@ -501,7 +504,11 @@ func (d *Dispatcher) receive(ctx context.Context, msg jetstream.Msg) {
 	}
 	in := inbound{r: r, msg: msg, seq: streamSeq(msg)}
 	d.mu.Lock()
-	if w, ok := d.waiting[r.Index]; ok && w.attempt == r.Attempt {
+	// An earlier epoch's result of the same attempt number is not this
+	// attempt's unless the task was adopted: a dlq retry numbers a
+	// retried item's attempts from 1 again, and a result the first run
+	// never acknowledged (a cluster electing leaders) comes back to it.
+	if w, ok := d.waiting[r.Index]; ok && w.attempt == r.Attempt && (w.adopted || r.Epoch == d.epoch) {
 		delete(d.waiting, r.Index)
 		again, from := w.holder.learn(r.Worker, r.Delivery, 0, time.Time{})
 		d.mu.Unlock()
@@ -569,7 +576,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	}
 	delete(d.expected, t.Index)
 	adopted := d.adopted[t.Index] == t.Attempt
-	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1), stored: adopted}
+	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1), stored: adopted, adopted: adopted}
 	d.waiting[t.Index] = w
 	delete(d.adopted, t.Index)
 	d.mu.Unlock()
