@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +26,9 @@ import (
 type natsOptions struct {
 	Conn  natsconn.Connection
 	Queue string
+	// Replicas of runner's streams and bucket (0: the workflow's
+	// distributed.replicas, else natsconn.DefaultReplicas).
+	Replicas int
 }
 
 // AddFlags adds the flags; urlHelp and queueHelp are the help of --nats
@@ -42,6 +46,22 @@ func (o *natsOptions) AddFlags(c *cobra.Command, urlHelp, queueHelp string) {
 	f.StringVar(&o.Conn.TLSKey, "nats-tlskey", "", "TLS client key (env NATS_KEY)")
 	f.StringVar(&o.Conn.TLSCA, "nats-tlsca", "", "TLS certificate authority (env NATS_CA)")
 	f.StringVar(&o.Queue, "queue", "", queueHelp)
+	f.Var((*replicasFlag)(&o.Replicas), "nats-replicas", "replicas of runner's NATS streams and bucket, 1 to 5: made with them, or raised to them if they have fewer (default: the workflow's distributed.replicas, else 3 on a cluster of 3 servers or more, else 1)")
+}
+
+// replicasFlag is an int flag that refuses what a stream cannot have.
+type replicasFlag int
+
+func (r *replicasFlag) String() string { return strconv.Itoa(int(*r)) }
+func (r *replicasFlag) Type() string   { return "int" }
+
+func (r *replicasFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > workflow.MaxReplicas {
+		return fmt.Errorf("must be 1 to %d", workflow.MaxReplicas)
+	}
+	*r = replicasFlag(n)
+	return nil
 }
 
 // natsRun is a job's connection to the NATS server its items go through.
@@ -49,6 +69,7 @@ type natsRun struct {
 	conn          *nats.Conn
 	where         state.Dist
 	maxDeliveries int
+	replicas      int             // asked for; 0: natsconn.DefaultReplicas
 	watch         natscoord.Watch // the job's tasks on the workers, for the status line
 }
 
@@ -60,8 +81,8 @@ type natsRun struct {
 func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow, stored *state.Dist) error {
 	flags := o.NATS.Conn
 	if flags.URL == "" && flags.Context == "" && os.Getenv("RUNNER_NATS") == "" && stored == nil {
-		if o.NATS.Queue != "" || o.MaxDeliveries > 0 {
-			return usagef("--queue and --max-deliveries are for items run on NATS workers: add --nats URL or --nats-context NAME")
+		if o.NATS.Queue != "" || o.MaxDeliveries > 0 || o.NATS.Replicas > 0 {
+			return usagef("--queue, --max-deliveries and --nats-replicas are for items run on NATS workers: add --nats URL or --nats-context NAME")
 		}
 		return nil
 	}
@@ -94,6 +115,7 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		conn:          conn,
 		where:         state.Dist{URL: c.Redacted(), Context: c.Context, Queue: queue},
 		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, natsconn.DefaultMaxDeliveries),
+		replicas:      cmp.Or(o.NATS.Replicas, fromFile.Replicas),
 	}
 	return nil
 }
@@ -118,7 +140,7 @@ func refuseCarriedSecrets(ctx context.Context, wf *workflow.Workflow, source []b
 // dispatcher is where a job's items go on NATS, showing each item's output
 // on live (nil: not) as the workers send it.
 func (r *natsRun) dispatcher(live *itemtask.Live) itemtask.Backend {
-	return natscoord.New(natscoord.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
+	return natscoord.New(natscoord.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Replicas: r.replicas, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
 }
 
 // close closes the connection once its job is done with it.
@@ -136,8 +158,8 @@ func (r *natsRun) describe() string {
 
 // showQueue shows on the status line how the job's queue stands, read
 // every 500 ms, until the returned function is called: its workers' busy
-// slots and those pulling, and the job's tasks waiting to be delivered
-// again, their worker lost.
+// slots and those pulling, the job's tasks waiting to be delivered
+// again, their worker lost, and a stream that does not answer.
 func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
 	// Only stop ends it: an interrupted job's queue is still shown while
 	// its dispatcher closes.
@@ -146,11 +168,13 @@ func (r *natsRun) showQueue(d *progress.Display) (stop func()) {
 	go func() {
 		defer close(done)
 		for {
-			if pulling, busy, err := natsconn.QueueSlots(ctx, r.conn, r.where.Queue); err == nil {
+			pulling, busy, err := natsconn.QueueSlots(ctx, r.conn, r.where.Queue)
+			if out := r.watch.Outage(); err == nil || out.Down() {
 				s := r.watch.Stranded()
 				d.SetQueue(progress.Queue{
 					Name: r.where.Queue, Pulling: pulling, Busy: max(busy-s.Tasks, 0), // a lost worker's slot is not busy
 					Stranded: s.Tasks, Lost: s.Workers, AckWait: s.AckWait, Redelivery: s.Until,
+					Unavailable: out.Stream, DownSince: out.Since,
 				})
 			}
 			select {

@@ -123,6 +123,10 @@ func (t *terminal) event(e eventlog.Event) {
 		t.printf("==> map: %v items, %v to run, max_parallel %v, isolation %v\n", e.Fields["total"], e.Fields["pending"], e.Fields["max_parallel"], e.Fields["isolation"])
 	case eventlog.TypeReduceSkipped:
 		t.printf("--- skipped reduce (%s)\n", e.Str("reason"))
+	case eventlog.TypeNATSStreams:
+		t.printf("%s\n", e.Describe())
+	case eventlog.TypeNATSUnavailable, eventlog.TypeNATSRestored:
+		t.printf("!!! %s\n", e.Describe())
 	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case eventlog.TypeStepStarted:

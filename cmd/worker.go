@@ -122,7 +122,7 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 		return err
 	}
 	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{
-		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait,
+		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait, Replicas: o.Replicas,
 		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, SummaryEvery: o.SummaryEvery, StoreDir: store, Log: g.stderr,
 		Watchdog: []string{exe, "worker-watchdog"},
 		Open: func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error) {
@@ -132,7 +132,7 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	if err != nil {
 		return err
 	}
-	logf("pulling queue %s at NATS %s, %d at once", queue, conn.Where(), o.Concurrency)
+	logf("pulling queue %s at NATS %s (streams %s), %d at once", queue, conn.Where(), w.Replication(), o.Concurrency)
 	if err := w.Run(ctx); err != nil {
 		return err
 	}

@@ -373,12 +373,15 @@ func (d *decoder) envValue(n *yaml.Node, what string) *interp.Template {
 	return d.template(v, what, envColon().ReplaceAllString(v.Value, "$${env.$1}"))
 }
 
-var distributedKeys = []string{"queue", "max_deliveries"}
+var distributedKeys = []string{"queue", "max_deliveries", "replicas"}
 
 // queueName is what a NATS subject token allows.
 var queueName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`) })
 
-// distributed reads distributed: {queue, max_deliveries}.
+// MaxReplicas is the most replicas a NATS JetStream stream may have.
+const MaxReplicas = 5
+
+// distributed reads distributed: {queue, max_deliveries, replicas}.
 func (d *decoder) distributed(n *yaml.Node) *Distributed {
 	f := d.mapping(n, "distributed", distributedKeys)
 	if f == nil {
@@ -394,6 +397,13 @@ func (d *decoder) distributed(n *yaml.Node) *Distributed {
 	}
 	if m := f.get("max_deliveries"); m != nil {
 		dist.MaxDeliveries, _ = d.integer(m, "distributed.max_deliveries", 1)
+	}
+	if r := f.get("replicas"); r != nil {
+		if n, ok := d.integer(r, "distributed.replicas", 1); ok && n > MaxReplicas {
+			d.errorf(r, "distributed.replicas must be at most %d, not %d", MaxReplicas, n)
+		} else {
+			dist.Replicas = n
+		}
 	}
 	return dist
 }

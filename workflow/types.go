@@ -91,6 +91,7 @@ type Workflow struct {
 type Distributed struct {
 	Queue         string // the worker pool; "" = default
 	MaxDeliveries int    // deliveries of one attempt before it fails as kind lost; 0 = default
+	Replicas      int    // of the NATS streams and bucket, 1 to MaxReplicas; 0 = default
 }
 
 // MergePhase is the merge: block (Prodigy's merge workflow): steps run in

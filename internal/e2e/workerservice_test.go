@@ -68,7 +68,7 @@ func TestWorkerWaitsForItsServer(t *testing.T) {
 	}
 	waitForLog(t, w,
 		"runner worker early: connected to NATS "+url+" at attempt ",
-		"runner worker early: pulling queue svc at NATS "+url+", 2 at once\n",
+		"runner worker early: pulling queue svc at NATS "+url+" (streams R1), 2 at once\n",
 		"runner worker early: job j item 1: succeeded in ",
 		"runner worker early: job j item 2: succeeded in ",
 		"runner worker early: 2 tasks ended since the start (2 succeeded, 0 failed, 0 stopped); 0 of 2 slots busy\n")
@@ -96,7 +96,7 @@ func TestWorkerUsesTheSelectedContext(t *testing.T) {
 	}
 	dir := natsJob(t, "svc.yml", serviceWorkflow)
 	w := startWorkerArgs(t, dir, "", "ctx", "selected", append(env, "XDG_CONFIG_HOME="+config))
-	waitForLog(t, w, "runner worker selected: pulling queue ctx at NATS context "+contextFile+", 2 at once\n")
+	waitForLog(t, w, "runner worker selected: pulling queue ctx at NATS context "+contextFile+" (streams R1), 2 at once\n")
 	if code, out := runRunner(dir, nil, "run", "--nats", srv.URL(), "--queue", "ctx", "--job-id", "j", "svc.yml"); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}

@@ -346,6 +346,25 @@ func TaskRedelivered(id string, attempt, delivery int, worker, from string) Even
 	return newEvent(TypeTaskRedelivered, fields)
 }
 
+// NATSStreams records how the NATS streams and bucket of a job's items
+// are replicated: the fewest replicas among them, and in words ("R3", or
+// each one's when they differ).
+func NATSStreams(replicas int, replication string) Event {
+	return newEvent(TypeNATSStreams, map[string]any{"replicas": replicas, "replication": replication})
+}
+
+// NATSUnavailable records that the NATS stream named stopped answering,
+// and why.
+func NATSUnavailable(stream, message string) Event {
+	return newEvent(TypeNATSUnavailable, map[string]any{"stream": stream, "message": message})
+}
+
+// NATSRestored records that the NATS streams answer again, after stream
+// did not for down.
+func NATSRestored(stream string, down time.Duration) Event {
+	return newEvent(TypeNATSRestored, map[string]any{"stream": stream, "down_ms": down.Milliseconds()})
+}
+
 // WithWorker returns a copy of e told of the NATS worker that ran it, in
 // the delivery-th delivery of its task; e itself when worker is "".
 func (e Event) WithWorker(worker string, delivery int) Event {

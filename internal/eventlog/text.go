@@ -82,6 +82,12 @@ func (e Event) describe() string {
 			s += "; worker " + from + " had it"
 		}
 		return s
+	case TypeNATSStreams:
+		return "NATS streams: " + e.Str("replication")
+	case TypeNATSUnavailable:
+		return fmt.Sprintf("NATS stream %s unavailable: %s; waiting for it", e.Str("stream"), e.Str("message"))
+	case TypeNATSRestored:
+		return fmt.Sprintf("NATS streams answer again, after %s", ms("down_ms"))
 	case TypeItemSucceeded:
 		return fmt.Sprintf("%s in %s", who, ms("duration_ms"))
 	case TypeItemFailed:

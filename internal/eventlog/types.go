@@ -48,6 +48,14 @@ const (
 	// TypeTaskRedelivered: the NATS server delivered an item's task again
 	// (the worker that had it stopped answering, or gave it back).
 	TypeTaskRedelivered Type = "task_redelivered"
+	// TypeNATSStreams: the replication of the NATS streams and bucket a
+	// job's items go through, as its coordinator opened them.
+	TypeNATSStreams Type = "nats_streams"
+	// TypeNATSUnavailable: one of them stopped answering (its server down,
+	// its cluster without a leader for it); the job waits for it.
+	TypeNATSUnavailable Type = "nats_unavailable"
+	// TypeNATSRestored: they all answer again.
+	TypeNATSRestored Type = "nats_restored"
 
 	TypeDLQAdded         Type = "dlq_added"
 	TypeDLQRemoved       Type = "dlq_removed"
@@ -69,6 +77,7 @@ var Types = []Type{
 	TypeFallbackFailed, TypeHandlerCompleted,
 	TypeItemsLoaded, TypeMapStarted, TypeMapCompleted, TypeReduceSkipped,
 	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped, TypeResultDuplicate, TypeTaskRedelivered,
+	TypeNATSStreams, TypeNATSUnavailable, TypeNATSRestored,
 	TypeDLQAdded, TypeDLQRemoved, TypeDLQRetryStarted, TypeDLQRetryFinished,
 	TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed, TypeThresholdReached,
 }

@@ -1,10 +1,12 @@
 package natsconn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,24 +18,41 @@ import (
 const DefaultAckWait = 30 * time.Second
 
 // Objects are the streams, consumers and bucket both sides use. Whichever
-// side starts first creates them; one that exists with another config is
-// used as it is, with a warning (runner never updates it).
+// side starts first creates them, with the replicas asked for (see
+// Replicas); one that exists with another config is used as it is, with a
+// warning, except that its replicas are raised when asked for explicitly.
 type Objects struct {
 	js      jetstream.JetStream
 	warn    io.Writer
+	asked   int                // the replicas asked for (flag or file); 0: the default
+	want    int                // the replicas new objects get: asked, else the default
 	Tasks   jetstream.Stream   // RUNNER_TASKS
 	Results jetstream.Stream   // RUNNER_RESULTS
 	Jobs    jetstream.KeyValue // RUNNER_JOBS, the jobs' specs
+
+	mu   sync.Mutex
+	have map[string]int // the replicas of each object's stream, as opened
 }
 
-// OpenObjects creates (or opens) the streams and the bucket; warn gets
-// the warnings about them.
-func OpenObjects(ctx context.Context, js jetstream.JetStream, warn io.Writer) (*Objects, error) {
-	o := &Objects{js: js, warn: warn}
-	if err := o.OpenStreams(ctx); err != nil {
-		return nil, err
-	}
-	if err := o.OpenBucket(ctx); err != nil {
+// OpenObjects creates (or opens) the streams and the bucket with the
+// replicas asked for; warn gets the warnings about them. While no server
+// answers (a cluster electing their leaders) it tries again, within
+// StartWait, saying so once.
+func OpenObjects(ctx context.Context, js jetstream.JetStream, warn io.Writer, replicas int) (*Objects, error) {
+	o := &Objects{js: js, warn: warn, asked: replicas, want: cmp.Or(replicas, DefaultReplicas(js.Conn())), have: map[string]int{}}
+	said := false
+	err := WhileUnanswered(ctx, StartWait, func() error {
+		err := o.OpenStreams(ctx)
+		if err == nil {
+			err = o.OpenBucket(ctx)
+		}
+		if Unanswered(err) && !said {
+			o.Warnf("%v: waiting up to %s for the NATS servers to answer", err, StartWait)
+			said = true
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -58,9 +77,15 @@ func (o *Objects) OpenStreams(ctx context.Context) (err error) {
 func (o *Objects) OpenBucket(ctx context.Context) (err error) {
 	cctx, cancel := context.WithTimeout(ctx, CallDeadline)
 	defer cancel()
-	o.Jobs, err = o.js.CreateKeyValue(cctx, jetstream.KeyValueConfig{Bucket: JobsBucket, History: 1, Storage: jetstream.FileStorage})
-	if errors.Is(err, jetstream.ErrBucketExists) {
-		o.Warnf("NATS bucket %s exists with another config; runner uses it as it is", JobsBucket)
+	create := func(replicas int) error {
+		kv, err := o.js.CreateKeyValue(cctx, jetstream.KeyValueConfig{Bucket: JobsBucket, History: 1, Storage: jetstream.FileStorage, Replicas: replicas})
+		if err == nil {
+			o.Jobs = kv
+		}
+		return err
+	}
+	err = o.create(cctx, jobsStream, create, jetstream.ErrBucketExists)
+	if err == nil && o.Jobs == nil {
 		o.Jobs, err = o.js.KeyValue(cctx, JobsBucket)
 	}
 	if err != nil {
@@ -69,11 +94,16 @@ func (o *Objects) OpenBucket(ctx context.Context) (err error) {
 	return nil
 }
 
+// jobsStream is the stream that holds the jobs bucket.
+const jobsStream = "KV_" + JobsBucket
+
 // Remade returns a fresh objects value, for making the streams or the
 // bucket again on a server that lost them: o's handles name the objects
 // and go on working once they exist again, and other goroutines use them
 // meanwhile, so they are not replaced.
-func (o *Objects) Remade() *Objects { return &Objects{js: o.js, warn: o.warn} }
+func (o *Objects) Remade() *Objects {
+	return &Objects{js: o.js, warn: o.warn, asked: o.asked, want: o.want, have: map[string]int{}}
+}
 
 // Lost reports whether a failed pull from the consumer durable of stream
 // failed because the server no longer has it: it was restarted on an
@@ -94,9 +124,16 @@ func (o *Objects) Lost(ctx context.Context, pullErr error, stream, durable strin
 func (o *Objects) stream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	ctx, cancel := context.WithTimeout(ctx, CallDeadline)
 	defer cancel()
-	s, err := o.js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		o.Warnf("NATS stream %s exists with another config; runner uses it as it is", cfg.Name)
+	var s jetstream.Stream
+	err := o.create(ctx, cfg.Name, func(replicas int) error {
+		cfg.Replicas = replicas
+		made, err := o.js.CreateStream(ctx, cfg)
+		if err == nil {
+			s = made
+		}
+		return err
+	}, jetstream.ErrStreamNameAlreadyInUse)
+	if err == nil && s == nil {
 		s, err = o.js.Stream(ctx, cfg.Name)
 	}
 	if err != nil {
@@ -137,9 +174,12 @@ func (o *Objects) JobResults(ctx context.Context, key string) (jetstream.Consume
 }
 
 // Warnf writes a warning about the NATS objects.
-func (o *Objects) Warnf(format string, args ...any) {
+func (o *Objects) Warnf(format string, args ...any) { o.Notef("warning: "+format, args...) }
+
+// Notef writes a note about the NATS objects.
+func (o *Objects) Notef(format string, args ...any) {
 	if o.warn != nil {
-		fmt.Fprintf(o.warn, "runner: warning: "+format+"\n", args...)
+		fmt.Fprintf(o.warn, "runner: "+format+"\n", args...)
 	}
 }
 

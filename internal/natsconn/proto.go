@@ -274,6 +274,25 @@ func Ack(ctx context.Context, msg jetstream.Msg) error {
 	return msg.DoubleAck(ctx)
 }
 
+// AckElected is Ack that tries again, until ctx ends, while no server
+// answers the acknowledgement (no responders): in a cluster, the
+// consumer's leader was lost and another is being elected; acknowledged
+// then, the task does not run again. A server that does not confirm is
+// not waited for again, as in Ack.
+func AckElected(ctx context.Context, msg jetstream.Msg) error {
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		err := Ack(ctx, msg)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
 // Next pulls one message from c, waiting at most 30 s (or until ctx's
 // deadline); the server's heartbeats every 2 s tell a pull that a
 // restarted server forgot (one shorter than 6 s has none: it ends soon

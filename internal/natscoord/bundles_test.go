@@ -52,7 +52,7 @@ func newGitFixture(t *testing.T) *gitFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := natsconn.OpenObjects(t.Context(), js, nil)
+	objs, err := natsconn.OpenObjects(t.Context(), js, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

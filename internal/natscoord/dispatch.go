@@ -27,8 +27,11 @@ type Options struct {
 	Conn          *nats.Conn
 	Dist          state.Dist // where: url, context, queue (the epoch is taken)
 	MaxDeliveries int        // 0: DefaultMaxDeliveries
-	Version       string     // this runner's, for the spec
-	Warn          io.Writer  // warnings about the NATS objects
+	// Replicas of the NATS objects, asked for (--nats-replicas,
+	// distributed.replicas); 0: natsconn.DefaultReplicas.
+	Replicas int
+	Version  string    // this runner's, for the spec
+	Warn     io.Writer // warnings about the NATS objects
 	// Live shows each item's output as the workers send it, its stdout
 	// and stderr apart (runner run --tag); nil: in its log only.
 	Live *itemtask.Live
@@ -36,9 +39,12 @@ type Options struct {
 	// sure that nothing lost on the server leaves them waiting (see
 	// check); 0: DefaultAckWait.
 	CheckEvery time.Duration
-	// Watch, when not nil, sees the dispatcher's stranded tasks while it
-	// is open.
+	// Watch, when not nil, sees the dispatcher's stranded tasks and
+	// outage while it is open.
 	Watch *Watch
+	// ProbeEvery is how often the dispatcher asks whether the NATS streams
+	// answer (see watchStreams); 0: natsconn.ProbeEvery.
+	ProbeEvery time.Duration
 }
 
 // Dispatcher sends a job's tasks to the workers of its queue and waits for
@@ -65,6 +71,7 @@ type Dispatcher struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	git     *gitSide // map.isolation: worktree; nil otherwise
+	watched chan struct{} // closed when watchStreams ended
 
 	mu sync.Mutex
 	// waiting are the dispatches out, by item index.
@@ -83,6 +90,7 @@ type Dispatcher struct {
 	// unacked are the results whose outcomes the engine has not yet
 	// recorded, by dispatch id: acknowledged once it has (Recorded).
 	unacked map[string]jetstream.Msg
+	outage  natsconn.Outage // since when a stream does not answer; zero: they do
 }
 
 type waiter struct {
@@ -92,6 +100,9 @@ type waiter struct {
 	// stored says the task is in the stream: published (the server
 	// acknowledged it) or adopted. Until then it is not checked for.
 	stored bool
+	// adopted says an ended process published the task: its result may
+	// be of any epoch; one this process sends is answered in its own.
+	adopted bool
 	// resends counts the times it was sent again (only the goroutine
 	// reading results touches it).
 	resends int
@@ -131,7 +142,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	objs, err := natsconn.OpenObjects(ctx, js, opts.Warn)
+	objs, err := natsconn.OpenObjects(ctx, js, opts.Warn, opts.Replicas)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +154,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		waiting: map[int]*waiter{}, early: map[int]inbound{}, expected: map[int]int{}, adopted: map[int]int{}, ids: map[int]string{},
-		done: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{}, acks: newAcks(),
+		done: make(chan struct{}), watched: make(chan struct{}), watch: opts.Watch, unacked: map[string]jetstream.Msg{}, acks: newAcks(),
 	}
 	abort := func(err error) (*Dispatcher, error) {
 		if d.beats != nil {
@@ -167,11 +178,14 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	}
 	d.pulls = natsconn.NewPulls(d.results, resultsBatch)
 	d.watch.set(d)
+	replicas, replication := objs.Replication()
+	h.JobEvent(eventlog.NATSStreams(replicas, replication))
 	// The results are read until Close, even after ctx ends: an
 	// interrupted job's late results are acknowledged as duplicates.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = cancel
 	go d.consume(cctx)
+	go d.watchStreams(cctx, cmp.Or(opts.ProbeEvery, natsconn.ProbeEvery))
 	return d, nil
 }
 
@@ -185,10 +199,12 @@ func (d *Dispatcher) start(ctx context.Context, opts Options) error {
 		return err
 	}
 	d.epoch, d.key = rec.Epoch, rec.Key
-	if err := d.putSpec(ctx, natsconn.StatusRunning); err != nil {
+	// A cluster may be electing leaders as the job starts: it waits for
+	// them, within natsconn.StartWait.
+	if err := natsconn.WhileUnanswered(ctx, natsconn.StartWait, func() error { return d.putSpec(ctx, natsconn.StatusRunning) }); err != nil {
 		return err
 	}
-	if d.results, err = d.objs.JobResults(ctx, d.key); err != nil {
+	if err := natsconn.WhileUnanswered(ctx, natsconn.StartWait, func() (err error) { d.results, err = d.objs.JobResults(ctx, d.key); return err }); err != nil {
 		return err
 	}
 	return d.recover(ctx)
@@ -509,7 +525,11 @@ func (d *Dispatcher) receive(msg jetstream.Msg) {
 	}
 	in := inbound{r: r, msg: msg, seq: streamSeq(msg)}
 	d.mu.Lock()
-	if w, ok := d.waiting[r.Index]; ok && w.attempt == r.Attempt {
+	// An earlier epoch's result of the same attempt number is not this
+	// attempt's unless the task was adopted: a dlq retry numbers a
+	// retried item's attempts from 1 again, and a result the first run
+	// never acknowledged (a cluster electing leaders) comes back to it.
+	if w, ok := d.waiting[r.Index]; ok && w.attempt == r.Attempt && (w.adopted || r.Epoch == d.epoch) {
 		delete(d.waiting, r.Index)
 		again, from := w.holder.learn(r.Worker, r.Delivery, 0, time.Time{})
 		d.mu.Unlock()
@@ -582,7 +602,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	p := d.prog.track(ctx, t)
 	defer d.prog.untrack(p)
 	adopted := d.adopted[t.Index] == t.Attempt
-	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1), stored: adopted}
+	w := &waiter{attempt: t.Attempt, task: t, ch: make(chan inbound, 1), stored: adopted, adopted: adopted}
 	d.waiting[t.Index] = w
 	delete(d.adopted, t.Index)
 	d.mu.Unlock()
@@ -719,6 +739,7 @@ func (d *Dispatcher) Close() error {
 	d.stop()
 	<-d.done
 	d.acks.close() // before the consumer goes: its acknowledged results leave the stream
+	<-d.watched
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*natsconn.CallDeadline)

@@ -38,7 +38,7 @@ func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *natsconn.Objec
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := natsconn.OpenObjects(t.Context(), js, nil)
+	objs, err := natsconn.OpenObjects(t.Context(), js, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,14 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut func()) {
 	t.Helper()
 	nc := srv.Connect(t)
-	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
+	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
+	return nc.Close
+}
+
+// runWorkerWith runs a worker of opts until the test ends.
+func runWorkerWith(t *testing.T, opts natsworker.WorkerOptions) {
+	t.Helper()
+	w, err := natsworker.NewWorker(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +83,6 @@ func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut fun
 	done := make(chan error)
 	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
-	return nc.Close
 }
 
 // openPortable opens jobs as the worker name does (WorkerOptions.Open).

@@ -89,7 +89,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := natsconn.OpenObjects(ctx, js, nil)
+	objs, err := natsconn.OpenObjects(ctx, js, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,11 @@ func ServeIfChild() {
 		fmt.Fprintf(os.Stderr, "natstest: bad %s=%q\n", childEnv, spec)
 		os.Exit(2)
 	}
-	srv, err := server.NewServer(options(spec[:i], port))
+	opts := options(spec[:i], port)
+	if c, ok := os.LookupEnv(clusterEnv); ok {
+		clusterOptions(opts, c)
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "natstest:", err)
 		os.Exit(2)
@@ -112,11 +116,12 @@ func ServeIfChild() {
 // Proc is a JetStream server in a process of its own (the test binary run
 // again), on a fixed port and store so that it can be restarted.
 type Proc struct {
-	t     testing.TB
-	dir   string
-	store string // the store's directory under dir
-	port  int
-	cmd   *exec.Cmd
+	t       testing.TB
+	dir     string
+	store   string // the store's directory under dir
+	port    int
+	cluster string // its name and routes in a cluster (see clusterEnv); "": alone
+	cmd     *exec.Cmd
 }
 
 // Process starts a server process with its store in dir on 127.0.0.1:port
@@ -127,7 +132,11 @@ func Process(t testing.TB, dir string, port int) *Proc {
 	if port == 0 {
 		port = FreePort(t)
 	}
-	p := &Proc{t: t, dir: dir, store: "store", port: port}
+	return process(t, &Proc{t: t, dir: dir, store: "store", port: port})
+}
+
+func process(t testing.TB, p *Proc) *Proc {
+	t.Helper()
 	p.start()
 	t.Cleanup(func() {
 		if p.cmd != nil {
@@ -179,6 +188,9 @@ func (p *Proc) start() {
 	defer log.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+filepath.Join(p.dir, p.store)+":"+strconv.Itoa(p.port))
+	if p.cluster != "" {
+		cmd.Env = append(cmd.Env, clusterEnv+"="+p.cluster)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)

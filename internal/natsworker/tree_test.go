@@ -57,7 +57,7 @@ func TestFetchTipThinOrFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := natsconn.OpenObjects(t.Context(), js, io.Discard)
+	objs, err := natsconn.OpenObjects(t.Context(), js, io.Discard, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ type WorkerOptions struct {
 	Concurrency int           // items at once
 	Name        string        // in results and events
 	AckWait     time.Duration // of the queue's consumer, when this worker creates it
+	Replicas    int           // of the NATS objects, asked for (--nats-replicas); 0: natsconn.DefaultReplicas
 	// DrainTimeout is how long a stopping worker lets its items run on
 	// (0: until they end); IdleExit ends a worker that got no task for
 	// that long (0: never).
@@ -40,6 +41,10 @@ type WorkerOptions struct {
 	// SummaryEvery is how often Log gets a line counting the tasks done
 	// and running (0: never).
 	SummaryEvery time.Duration
+	// ProbeEvery is how often the worker asks whether the NATS streams
+	// answer, logging when they stop and start again (0:
+	// natsconn.ProbeEvery).
+	ProbeEvery time.Duration
 	// Watchdog is the command that serves ServeWatchdog (this
 	// executable's); nil: no watchdog, the heartbeat check alone stops
 	// runs whose lease ran out.
@@ -121,13 +126,16 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := natsconn.OpenObjects(ctx, js, opts.Log)
+	objs, err := natsconn.OpenObjects(ctx, js, opts.Log, opts.Replicas)
 	if err != nil {
 		return nil, err
 	}
 	forgetLeftWorktrees(ctx)
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
-	if w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait)); err != nil {
+	if err := natsconn.WhileUnanswered(ctx, natsconn.StartWait, func() (err error) {
+		w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait))
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
@@ -153,12 +161,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stopRuns(nil)
 	defer w.wd.close()
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		w.watchJobs(watchCtx)
-	}()
-	defer func() { stopWatch(); <-watched }()
+	var watching sync.WaitGroup
+	watching.Go(func() { w.watchJobs(watchCtx) })
+	watching.Go(func() { w.watchStreams(watchCtx) })
+	defer func() { stopWatch(); watching.Wait() }()
 	stopSummaries := w.summarize()
 	defer stopSummaries()
 	var running sync.WaitGroup
@@ -351,7 +357,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
 		return
 	}
-	if err := natsconn.Ack(ctx, msg); err != nil {
+	if err := natsconn.AckElected(pctx, msg); err != nil {
 		// The task comes back; its second result is dropped by the
 		// coordinator (first result per attempt wins).
 		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)

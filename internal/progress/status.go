@@ -42,11 +42,19 @@ type Queue struct {
 	Lost       []string
 	AckWait    time.Duration
 	Redelivery time.Time
+	// Unavailable names the NATS stream that does not answer, since
+	// DownSince: the job waits for it; "" when they all answer.
+	Unavailable string
+	DownSince   time.Time
 }
 
 // slots is the queue's part of the line: "queue gpu: 3 slots busy, 1
-// worker pulling", or that no worker pulls from it nor runs a task.
+// worker pulling", or that no worker pulls from it nor runs a task, or
+// that a stream of it does not answer.
 func (q Queue) slots() string {
+	if q.Unavailable != "" {
+		return fmt.Sprintf("queue %s: NATS stream %s unavailable for %s, waiting for it", q.Name, q.Unavailable, time.Since(q.DownSince).Round(time.Second))
+	}
 	if q.Busy+q.Pulling == 0 {
 		return fmt.Sprintf("queue %s: no worker pulling", q.Name)
 	}

@@ -138,6 +138,20 @@ func TestMapStatusShowsTasksWaitingForRedelivery(t *testing.T) {
 	})
 }
 
+// A stream of the queue that does not answer shows in place of its
+// slots, with how long the job has waited for it.
+func TestMapStatusShowsAnUnavailableStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}}
+		j.observe(eventlog.MapStarted(2, 2, 2, "none"))
+		j.queue = Queue{Name: "q", Busy: 2, Unavailable: "RUNNER_TASKS", DownSince: time.Now()}
+		time.Sleep(12 * time.Second)
+		if got, want := j.line(), "queue q: NATS stream RUNNER_TASKS unavailable for 12s, waiting for it"; !strings.HasSuffix(got, want) {
+			t.Errorf("got  %q\nwant it to end with %q", got, want)
+		}
+	})
+}
+
 // A standard workflow's line names the step, its attempt once it is
 // retried, and how long the step has run; nothing between steps.
 func TestStepStatus(t *testing.T) {

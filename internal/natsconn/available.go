@@ -1,0 +1,108 @@
+package natsconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ProbeEvery is how often a live coordinator or worker asks the server
+// whether runner's streams answer (see WatchStreams).
+const ProbeEvery = 5 * time.Second
+
+// Outage is a time runner's streams did not answer: the first of them
+// that did not, why, and since when.
+type Outage struct {
+	Stream string
+	Err    error
+	Since  time.Time
+}
+
+// Down reports whether o is an outage (the zero Outage is none).
+func (o Outage) Down() bool { return o.Stream != "" }
+
+// String says what is down: "NATS stream RUNNER_TASKS unavailable (...)".
+func (o Outage) String() string {
+	return fmt.Sprintf("NATS stream %s unavailable (%v)", o.Stream, o.Err)
+}
+
+// WatchStreams asks the server every every whether the tasks and results
+// streams and the jobs bucket answer, until ctx ends: when one stops
+// answering (its server down, its cluster without a leader for it, or the
+// server without it), down is called once with the outage; when they all
+// answer again, up is called with it. Nothing is called while they answer.
+// Nothing is retried or given up here: the callers go on waiting for the
+// server as they do, and say so.
+func (o *Objects) WatchStreams(ctx context.Context, every time.Duration, down, up func(Outage)) {
+	var out Outage
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		asked := time.Now() // a probe of a server that does not answer takes up to CallDeadline
+		stream, err := o.probe(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !out.Down():
+			out = Outage{Stream: stream, Err: err, Since: asked}
+			down(out)
+		case err == nil && out.Down():
+			up(out)
+			out = Outage{}
+		}
+	}
+}
+
+// probe asks for the info of each stream in turn; it returns the first
+// that does not answer, and why.
+func (o *Objects) probe(ctx context.Context) (string, error) {
+	for _, name := range []string{TasksStream, ResultsStream, jobsStream} {
+		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+		_, err := o.js.Stream(cctx, name)
+		cancel()
+		if err != nil {
+			return name, err
+		}
+	}
+	return "", nil
+}
+
+// StartWait is how long a coordinator or a worker that starts waits for
+// runner's streams to answer (a cluster electing their leaders) before it
+// fails.
+const StartWait = 30 * time.Second
+
+// Unanswered reports whether err says that no server answered a JetStream
+// request (none is up, or none leads the stream or consumer now) rather
+// than that one refused it.
+func Unanswered(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// WhileUnanswered calls do, and again while no server answers it (see
+// Unanswered), until within has passed or ctx ends; it returns do's last
+// error.
+func WhileUnanswered(ctx context.Context, within time.Duration, do func() error) error {
+	deadline := time.Now().Add(within)
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		err := do()
+		if !Unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package natscoord
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/natsworker"
+	"github.com/runnerdev/runner/internal/state"
+)
+
+// startWorker runs a worker named name on nc until the test ends, its
+// log in log, asking every 100 ms whether the streams answer.
+func startWorker(t *testing.T, nc *nats.Conn, name string, log io.Writer) {
+	t.Helper()
+	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: natsconn.DefaultQueue, Concurrency: 2, Name: name,
+		AckWait: 10 * time.Second, StoreDir: t.TempDir(), Log: log, Open: openPortable(name), ProbeEvery: 100 * time.Millisecond})
+}
+
+// natsEvents are the job's events of the NATS streams, by type.
+func natsEvents(t *testing.T, j *job.Job) map[eventlog.Type][]eventlog.Event {
+	t.Helper()
+	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeNATSStreams, eventlog.TypeNATSUnavailable, eventlog.TypeNATSRestored}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType := map[eventlog.Type][]eventlog.Event{}
+	for _, e := range events {
+		byType[e.Type] = append(byType[e.Type], e)
+	}
+	return byType
+}
+
+// While the server is down (killed -9, then restarted on its store), the
+// job says so in an event and on the status line, and the worker in its
+// log; both wait for it, say when it answers again, and the job ends
+// with its items done.
+func TestUnavailableStreamsAreSaidAndWaitedFor(t *testing.T) {
+	srv := natstest.Process(t, t.TempDir(), 0)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	j := startJob(t, dir, fmt.Sprintf(`mode: mapreduce
+map:
+  input: seq 1 2
+  max_parallel: 2
+  agent_template:
+    - shell: |
+        touch %[1]s/started.${item}
+        for i in $(seq 3000); do [ -e %[1]s/go ] && exit 0; sleep 0.01; done
+        exit 9
+`, dir))
+	log := &logBuffer{}
+	startWorker(t, srv.Connect(t), "w", log)
+	var watch Watch
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, Watch: &watch, ProbeEvery: 100 * time.Millisecond})
+	if !eventually(func() bool {
+		_, err1 := os.Stat("started.1")
+		_, err2 := os.Stat("started.2")
+		return err1 == nil && err2 == nil
+	}) {
+		t.Fatal("the items did not start within 10 s")
+	}
+	srv.Kill()
+	if !eventually(func() bool { return watch.Outage().Down() }) {
+		t.Fatal("the dispatcher did not see the server gone within 10 s")
+	}
+	if !eventually(func() bool { return len(natsEvents(t, j)[eventlog.TypeNATSUnavailable]) == 1 }) {
+		t.Error("no nats_unavailable event within 10 s")
+	}
+	if !eventually(func() bool {
+		return strings.Contains(log.String(), "runner worker w: NATS stream RUNNER_TASKS unavailable (")
+	}) {
+		t.Errorf("the worker did not log the outage:\n%s", log.String())
+	}
+	srv.Restart()
+	if !eventually(func() bool { return !watch.Outage().Down() }) {
+		t.Fatal("the dispatcher did not see the server back within 10 s")
+	}
+	if err := os.WriteFile("go", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.sum.Items.Succeeded != 2 {
+		t.Fatalf("run: %v, items %+v; want 2 succeeded", r.err, r.sum.Items)
+	}
+	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := natsEvents(t, j)
+	if s := got[eventlog.TypeNATSStreams]; len(s) != 1 || s[0].Int("replicas") != 1 || s[0].Str("replication") != "R1" {
+		t.Errorf("nats_streams events %v, want one of R1", s)
+	}
+	if len(got[eventlog.TypeNATSUnavailable]) != 1 || len(got[eventlog.TypeNATSRestored]) != 1 {
+		t.Errorf("events %v, want one nats_unavailable and one nats_restored", got)
+	}
+	if !strings.Contains(log.String(), "runner worker w: the NATS streams answer again, after ") {
+		t.Errorf("the worker did not log the streams back:\n%s", log.String())
+	}
+}
+
+// On a cluster of three servers the job's streams get three replicas, and
+// losing the server that leads the tasks stream mid-job loses nothing: the
+// job ends with every item done, and the items that ran again are at most
+// those in flight.
+func TestClusterLosesTheTasksLeaderMidJob(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	const items, inFlight = 24, 4
+	j := startJob(t, dir, fmt.Sprintf(`mode: mapreduce
+map:
+  input: seq 1 %d
+  max_parallel: %d
+  agent_template:
+    - shell: echo ${item} >> runs.log; sleep 0.1
+`, items, inFlight))
+	logs, warnings := &logBuffer{}, &logBuffer{}
+	for i, s := range c.Servers[:2] {
+		startWorker(t, s.Connect(t), fmt.Sprintf("w%d", i+1), logs)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	done := runMap(ctx, j, Options{Conn: c.Servers[2].Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings, ProbeEvery: 100 * time.Millisecond})
+	if !eventually(func() bool { return len(runs(t)) >= items/3 }) {
+		t.Fatal("a third of the items did not run within 10 s")
+	}
+	if s := natsEvents(t, j)[eventlog.TypeNATSStreams]; len(s) != 1 || s[0].Str("replication") != "R3" {
+		t.Fatalf("nats_streams events %v, want one of R3", s)
+	}
+	leader := c.StreamLeader(natsconn.TasksStream)
+	if leader == nil {
+		t.Fatal("the tasks stream has no leader")
+	}
+	leader.Shutdown()
+	r := <-done
+	if r.err != nil || r.sum.Items.Succeeded != items {
+		t.Fatalf("run: %v, items %+v; want %d succeeded\nthe coordinator's warnings:\n%s\nthe workers' logs:\n%s\nevents: %v",
+			r.err, r.sum.Items, items, warnings, logs, natsEvents(t, j))
+	}
+	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ran := runs(t)
+	for i := 1; i <= items; i++ {
+		if !slices.Contains(ran, fmt.Sprint(i)) {
+			t.Errorf("item %d never ran", i)
+		}
+	}
+	if extra := len(ran) - items; extra > inFlight {
+		t.Errorf("%d extra runs, more than the %d items in flight: %v", extra, inFlight, ran)
+	}
+}
+
+// runs are the items' runs, as they wrote them to runs.log.
+func runs(t *testing.T) []string {
+	data, err := os.ReadFile("runs.log")
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(data))
+}
