@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnerdev/runner/internal/natstest"
@@ -167,7 +168,7 @@ func TestNATSWorktreeClones(t *testing.T) {
 }
 
 // gitBuckets lists the jobs' git buckets on the server.
-func gitBuckets(t *testing.T, srv *natstest.Server) []string {
+func gitBuckets(t *testing.T, srv interface{ Connect(testing.TB) *nats.Conn }) []string {
 	t.Helper()
 	js, err := jetstream.New(srv.Connect(t))
 	if err != nil {

@@ -27,6 +27,9 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 			if ctx.Err() != nil {
 				return itemtask.Outcome{}, nil, context.Cause(ctx)
 			}
+			if natsconn.ServerAway(err) {
+				return itemtask.Outcome{}, nil, err // the task is delivered again
+			}
 			return transferFailure(mt, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
 		}
 		mt.Tip = t.Tip
@@ -43,6 +46,8 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	switch {
 	case ctx.Err() != nil:
 		return itemtask.Outcome{}, nil, context.Cause(ctx)
+	case natsconn.ServerAway(err):
+		return itemtask.Outcome{}, nil, err // the task is delivered again
 	case err != nil && !out.Failed:
 		failed := transferFailure(mt, fmt.Errorf("the commits of branch %s did not leave worker %s: %w", out.Branch, w.opts.Name, err))
 		out.Failed, out.Failure = true, failed.Failure
@@ -139,7 +144,7 @@ func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task,
 		return nil, err
 	}
 	defer f.Close()
-	ig.Bundle = natsconn.ItemBundle(t.Index, t.Attempt, t.Epoch, delivery)
+	ig.Bundle = natsconn.ItemBundle(t.Index, t.Attempt, t.Epoch, delivery, head)
 	if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ig.Bundle}, f); err != nil {
 		return nil, err
 	}
@@ -158,9 +163,9 @@ func (w *Worker) bundlePath() (string, error) {
 
 // forgetLeftWorktrees makes the worker's clone (its --work-dir, when that
 // is in a git repository) forget the items' worktrees whose directories
-// are gone: those of a worker killed with -9, whose store the next
-// worker's sweep removed (NewStore). Their branches are reset when their
-// items run again.
+// are gone, and delete their item branches: those of a worker killed
+// with -9, whose store the next worker's sweep removed (NewStore). Their
+// items ran again, here or on another worker, on branches of their own.
 func forgetLeftWorktrees(ctx context.Context) {
-	_ = gitwork.Git{}.Prune(ctx) // not a repository: nothing to forget
+	_ = gitwork.Git{}.PruneWithBranches(ctx, gitwork.ItemBranchesRoot) // not a repository: nothing to forget
 }
