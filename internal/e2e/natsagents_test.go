@@ -74,9 +74,7 @@ func TestAgentsExampleOnNATS(t *testing.T) {
 	defer cancel()
 	sh := exec.CommandContext(ctx, "sh", "-c", block)
 	sh.Dir = repoPath(t)
-	sh.Env = append(os.Environ(), "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"),
-		"GIT_AUTHOR_NAME=runner-test", "GIT_AUTHOR_EMAIL=test@example.com", "GIT_COMMITTER_NAME=runner-test",
-		"GIT_COMMITTER_EMAIL=test@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	sh.Env = append(append(os.Environ(), testGitIdentity...), "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	sh.WaitDelay = time.Second // the server and the workers keep its output open
 	out, err := sh.CombinedOutput()
@@ -92,14 +90,7 @@ func TestAgentsExampleOnNATS(t *testing.T) {
 	if logs := grepFiles(t, filepath.Join(repo, ".runner"), "never started"); len(logs) > 0 {
 		t.Errorf("the stand-in agent waited for tasks other clones ran: %v", logs)
 	}
-	git := func(in string, args ...string) string {
-		t.Helper()
-		res, err := exec.Command("git", append([]string{"-C", in}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, res)
-		}
-		return strings.TrimSpace(string(res))
-	}
+	git := gitRunner(t, "git")
 	merges := git(repo, "log", "--merges", "--first-parent", "--format=%s", "runner/docs") + "\n"
 	for _, task := range []string{"typos-intro", "typos-install", "typos-usage", "retitle-intro"} {
 		if n := strings.Count(merges, "Merge "+task+" (runner job docs)\n"); n != 1 {

@@ -178,7 +178,10 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		res := r.exec.RunStep(actx, step, run)
 		switch {
 		case ctx.Err() != nil:
-			return itemtask.Outcome{}, context.Cause(ctx) // interrupted: does not count
+			// Interrupted: it does not count; the branch is named for a
+			// NATS worker, which deletes its copy (the item runs again
+			// from the tip its task names, here or elsewhere).
+			return itemtask.Outcome{Branch: branch}, context.Cause(ctx)
 		case saveErr != nil:
 			return itemtask.Outcome{}, saveErr
 		case !res.Fatal():
