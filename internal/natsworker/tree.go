@@ -1,9 +1,12 @@
 package natsworker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,7 +41,7 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	if out.Branch == "" || t.Tip == "" {
 		return out, nil, err
 	}
-	defer gitwork.Git{Dir: wj.opened.Repo}.DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+	defer w.claimBranch(wj.opened.Repo, out.Branch)(context.WithoutCancel(ctx))
 	if err != nil {
 		return out, nil, err
 	}
@@ -53,6 +56,41 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 		out.Failed, out.Failure = true, failed.Failure
 	}
 	return out, ig, nil
+}
+
+// claimBranch notes in the worker's store that branch, in the clone at
+// repo ("" this process's directory), is this worker's until it is sent:
+// the next worker's sweep deletes the branch of a worker killed meanwhile
+// (deleteClaimedBranches). The returned function deletes the branch and
+// the note.
+func (w *Worker) claimBranch(repo, branch string) func(context.Context) {
+	abs, err := filepath.Abs(cmp.Or(repo, "."))
+	var note *os.File
+	if err == nil {
+		note, err = os.CreateTemp(w.opts.StoreDir, claimPrefix)
+	}
+	if err == nil {
+		_, err = note.WriteString(abs + "\n" + branch)
+		note.Close()
+	}
+	return func(ctx context.Context) {
+		_ = gitwork.Git{Dir: repo}.DeleteBranch(ctx, branch)
+		if err == nil {
+			os.Remove(note.Name())
+		}
+	}
+}
+
+// deleteClaimedBranches deletes the branches a dead worker's store notes
+// as its own (claimBranch).
+func deleteClaimedBranches(store string) {
+	notes, _ := filepath.Glob(filepath.Join(store, claimPrefix+"*"))
+	for _, n := range notes {
+		data, err := os.ReadFile(n)
+		if repo, branch, ok := strings.Cut(string(data), "\n"); err == nil && ok {
+			_ = gitwork.Git{Dir: repo}.DeleteBranch(context.Background(), branch)
+		}
+	}
 }
 
 // transferFailure is the outcome of mt's attempt whose git data could not
