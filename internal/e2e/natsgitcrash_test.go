@@ -76,6 +76,7 @@ exit $code
 type gitCrashRig struct {
 	t                 *testing.T
 	repo, runs, marks string
+	tmp               string // the coordinators' TMPDIR
 	clones            []string
 	workers           []*testWorker
 	env               []string // git's identity and the PATH with killingGit
@@ -92,9 +93,10 @@ func newGitCrashRig(t *testing.T, url, workerKill string) *gitCrashRig {
 		t.Skip("no git")
 	}
 	dir := t.TempDir()
-	r := &gitCrashRig{t: t, repo: filepath.Join(dir, "repo"), runs: filepath.Join(dir, "runs.log"), marks: filepath.Join(dir, "marks"), url: url}
+	r := &gitCrashRig{t: t, repo: filepath.Join(dir, "repo"), runs: filepath.Join(dir, "runs.log"), marks: filepath.Join(dir, "marks"),
+		tmp: filepath.Join(dir, "tmp"), url: url}
 	bin := filepath.Join(dir, "bin")
-	for _, d := range []string{r.repo, bin, r.marks} {
+	for _, d := range []string{r.repo, bin, r.marks, r.tmp} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +142,7 @@ func (r *gitCrashRig) run(kill string) (*exec.Cmd, <-chan struct{}) {
 	if _, err := os.Stat(state.Store{Dir: filepath.Join(r.repo, ".runner")}.Layout("j").Meta); err != nil {
 		args = []string{"run", "--nats", r.url, "--queue", "git", "--job-id", "j", "w.yml"}
 	}
-	cmd, _, exited := startRunnerEnv(r.t, r.repo, append(r.env, "GIT_KILL_AT="+kill), args...)
+	cmd, _, exited := startRunnerEnv(r.t, r.repo, append(r.env, "GIT_KILL_AT="+kill, "TMPDIR="+r.tmp), args...)
 	return cmd, exited
 }
 
@@ -201,8 +203,9 @@ func (r *gitCrashRig) audit(nc *nats.Conn, maxExtra int) (extra int) {
 }
 
 // leftovers says what the ended job left: item branches in the user's
-// repository, worktrees or item branches in the clones, a git bucket or
-// a message on the server.
+// repository, worktrees or item branches in the clones, files in the
+// coordinators' temporary directory, bundles or branch notes in the
+// workers' stores, a git bucket or a message on the server.
 func (r *gitCrashRig) leftovers(nc *nats.Conn) []string {
 	t := r.t
 	t.Helper()
@@ -216,6 +219,15 @@ func (r *gitCrashRig) leftovers(nc *nats.Conn) []string {
 		}
 		if b := r.git(clone, "branch", "--list", "runner-items/*"); b != "" {
 			left = append(left, fmt.Sprintf("clone %d keeps item branches: %s", i+1, b))
+		}
+	}
+	temps := []string{filepath.Join(r.tmp, "*")}
+	for _, clone := range r.clones {
+		temps = append(temps, filepath.Join(clone+".tmp", "runner-worker-*", "bundle-*"), filepath.Join(clone+".tmp", "runner-worker-*", "branch-*"))
+	}
+	for _, pattern := range temps {
+		if files, _ := filepath.Glob(pattern); len(files) > 0 {
+			left = append(left, fmt.Sprintf("temporary files left: %v", files))
 		}
 	}
 	js, err := jetstream.New(nc)

@@ -410,6 +410,24 @@ func parseWorktrees(out string) []Worktree {
 	return list
 }
 
+// DeleteBranchAndWorktree deletes branch, after removing the worktrees
+// it is checked out in (those a process stopped midway could not
+// remove).
+func (g Git) DeleteBranchAndWorktree(ctx context.Context, branch string) error {
+	out, err := g.worktree(ctx, "list", "--porcelain")
+	if err != nil {
+		return err
+	}
+	for _, w := range parseWorktrees(out) {
+		if w.Branch == branch {
+			if err := g.RemoveWorktree(ctx, w.Path); err != nil {
+				return err
+			}
+		}
+	}
+	return g.DeleteBranch(ctx, branch)
+}
+
 // ItemBranchesRoot is where runner's items' branches are:
 // runner-items/<job>/<item>.
 const ItemBranchesRoot = "runner-items/"

@@ -46,7 +46,7 @@ func openGit(ctx context.Context, d *Dispatcher) (*gitSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "runner-bundles-")
+	tmp, err := bundlesDir(d.key)
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +57,18 @@ func openGit(ctx context.Context, d *Dispatcher) (*gitSide, error) {
 		g.base, _ = g.git.Output(ctx, "merge-base", "refs/heads/"+repo.Target, "refs/heads/"+repo.JobBranch)
 	}
 	return g, nil
+}
+
+// bundlesDir makes the temporary directory of the bundles of the job of
+// key, after removing those a killed coordinator of the job left (the
+// job's lock lets one coordinator run it at a time).
+func bundlesDir(key string) (string, error) {
+	prefix := "runner-bundles-" + key + "-"
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, dir := range left {
+		os.RemoveAll(dir)
+	}
+	return os.MkdirTemp("", prefix)
 }
 
 // withTip names in t the job branch's tip its item's worktree starts

@@ -41,7 +41,7 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	if out.Branch == "" || t.Tip == "" {
 		return out, nil, err
 	}
-	defer w.claimBranch(wj.opened.Repo, out.Branch)(context.WithoutCancel(ctx))
+	defer w.claimBranch(wj.opened.Repo, out.Branch)(context.WithoutCancel(ctx), wj.opened.Hold)
 	if err != nil {
 		return out, nil, err
 	}
@@ -62,8 +62,9 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 // repo ("" this process's directory), is this worker's until it is sent:
 // the next worker's sweep deletes the branch of a worker killed meanwhile
 // (deleteClaimedBranches). The returned function deletes the branch and
-// the note.
-func (w *Worker) claimBranch(repo, branch string) func(context.Context) {
+// the note, with its worktree if a run stopped midway left it (under
+// hold, the clone's worktree lock).
+func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(func() error) error) {
 	abs, err := filepath.Abs(cmp.Or(repo, "."))
 	var note *os.File
 	if err == nil {
@@ -73,8 +74,8 @@ func (w *Worker) claimBranch(repo, branch string) func(context.Context) {
 		_, err = note.WriteString(abs + "\n" + branch)
 		note.Close()
 	}
-	return func(ctx context.Context) {
-		_ = gitwork.Git{Dir: repo}.DeleteBranch(ctx, branch)
+	return func(ctx context.Context, hold func(func() error) error) {
+		_ = itemtask.Held(hold, func() error { return gitwork.Git{Dir: repo}.DeleteBranchAndWorktree(ctx, branch) })
 		if err == nil {
 			os.Remove(note.Name())
 		}
