@@ -391,3 +391,23 @@ func TestPruneWithBranches(t *testing.T) {
 		t.Errorf("%d worktrees, want the repository's and the live one", trees)
 	}
 }
+
+// TestDeleteBranchAndWorktree: a branch still checked out in a worktree
+// is deleted with the worktree; one in none is deleted too.
+func TestDeleteBranchAndWorktree(t *testing.T) {
+	g := newRepo(t)
+	tree := filepath.Join(t.TempDir(), "w")
+	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/1", tree)
+	must(t, g, "branch", "runner-items/j/2")
+	for _, b := range []string{"runner-items/j/1", "runner-items/j/2"} {
+		if err := g.DeleteBranchAndWorktree(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if branches := must(t, g, "branch", "--format=%(refname:short)"); branches != "main" {
+		t.Errorf("branches %q, want main alone", branches)
+	}
+	if _, err := os.Stat(tree); !os.IsNotExist(err) {
+		t.Errorf("the worktree is still there: %v", err)
+	}
+}
