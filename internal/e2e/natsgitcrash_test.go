@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -251,6 +252,28 @@ func (r *gitCrashRig) leftovers(nc *nats.Conn) []string {
 	return left
 }
 
+// waitStoresFree waits, for at most 10 s, until no process holds the
+// lock of a worker's store in tmp: a killed worker's watchdog lives on a
+// moment, and a worker started meanwhile leaves its store for the next
+// one to sweep.
+func (r *gitCrashRig) waitStoresFree(tmp string) {
+	locks, _ := filepath.Glob(filepath.Join(tmp, "runner-worker-*", "worker.lock"))
+	for _, path := range locks {
+		for range 200 {
+			f, err := os.Open(path)
+			if err != nil {
+				break
+			}
+			held := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil
+			f.Close()
+			if !held {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 // waitWorkerKilled waits for killingGit to kill a worker of the rig and
 // starts another in the same clone; it reports false if the coordinator
 // ended first.
@@ -258,6 +281,7 @@ func (r *gitCrashRig) waitWorkerKilled(exited <-chan struct{}) bool {
 	for i, w := range r.workers {
 		select {
 		case <-w.exited:
+			r.waitStoresFree(r.clones[i] + ".tmp")
 			r.workers[i] = r.startWorker(i, w.name+"-again", "")
 			return true
 		default:

@@ -106,7 +106,8 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 	if r.trees != nil {
 		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0, t.Tip)
 		if ctx.Err() != nil {
-			return itemtask.Outcome{}, context.Cause(ctx) // interrupted: does not count
+			// Interrupted: it does not count (the branch named as below).
+			return itemtask.Outcome{Branch: tree.Branch}, context.Cause(ctx)
 		}
 		if err != nil {
 			// The item's failure, as any step's: its runner is not lost.

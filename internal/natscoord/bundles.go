@@ -98,6 +98,10 @@ func (d *Dispatcher) fromEndedProcess(index, attempt int) bool {
 	return (early && in.r.Attempt == attempt) || d.adopted[index] == attempt
 }
 
+// tipStoreWait is how long storing a tip's bundles is tried again while
+// the server does not answer (restarting) before the item fails.
+const tipStoreWait = 2 * time.Minute
+
 // tip returns the job branch's tip, whose bundle it stores first.
 func (g *gitSide) tip(ctx context.Context) (string, error) {
 	g.mu.Lock()
@@ -108,6 +112,10 @@ func (g *gitSide) tip(ctx context.Context) (string, error) {
 	}
 	if err == nil {
 		err = g.storeTip(ctx, sha, g.base)
+		for until := time.Now().Add(tipStoreWait); natsconn.ServerAway(err) && ctx.Err() == nil && time.Now().Before(until); {
+			time.Sleep(time.Second)
+			err = g.storeTip(ctx, sha, g.base)
+		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("storing the job branch's tip %s for the workers: %w", sha, err)

@@ -41,7 +41,9 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	if out.Branch == "" || t.Tip == "" {
 		return out, nil, err
 	}
-	defer w.claimBranch(wj.opened.Repo, out.Branch)(context.WithoutCancel(ctx), wj.opened.Hold)
+	// Not in ctx: its process group hook would have the watchdog kill the
+	// git commands of a run whose lease ran out.
+	defer w.claimBranch(wj.opened.Repo, out.Branch)(context.Background(), wj.opened.Hold)
 	if err != nil {
 		return out, nil, err
 	}
