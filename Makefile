@@ -145,7 +145,7 @@ NATS_CHAOS_ROUNDS ?= 50
 chaos:
 	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestCrashResumeIsolation|TestDLQRetryCrash)$$' -timeout 90m $(E2E)
 	RUNNER_CHAOS_ROUNDS=$(MERGE_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestMergeCrash$$' -timeout 90m $(E2E)
-	RUNNER_CHAOS_ROUNDS=$(NATS_CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestNATS(Coordinator|Worker|Server)Chaos|TestNATSClusterLeaderKilled)$$' -timeout 90m $(E2E)
+	RUNNER_CHAOS_ROUNDS=$(NATS_CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestNATS(Coordinator|Worker|Server)Chaos|TestNATSClusterLeaderKilled|TestNATSGit(Worker|Coordinator|Server)Crash)$$' -timeout 90m $(E2E)
 
 # Each fuzz target for FUZZTIME; FuzzExpandShell, which starts dozens of
 # shells per input (~5 inputs/s), for FUZZTIME_SHELL. CI uses execution

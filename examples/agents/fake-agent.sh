@@ -11,14 +11,18 @@ for prompt; do :; done
 set -- $prompt
 
 # Real agents take minutes, so all the tasks of a job are at work at once
-# and start from the same commit. This one is quick: it waits until every
-# task of tasks.json has started (its branch runner-items/<job>/<task>
-# exists) or is merged already (a dlq retry runs one task alone).
+# and start from the same commit. This one is quick: when the tasks share
+# this repository (the job branch runner/<job> is in it) it waits until
+# every task of tasks.json has started (its branch runner-items/<job>/<task>
+# exists) or is merged already (a dlq retry runs one task alone). In a NATS
+# worker's clone (no job branch: the tasks run in other clones too, where
+# this one cannot see them) there is nothing to wait for: each task names
+# the commit it starts from when it is sent, and they are sent at once.
 begun() {
 	git rev-parse -q --verify "refs/heads/runner-items/$RUNNER_JOB_ID/$1" >/dev/null ||
 		git log --format=%s "runner/$RUNNER_JOB_ID" | grep -qx "Merge $1 (runner job $RUNNER_JOB_ID)"
 }
-if [ -n "${RUNNER_WORKTREE:-}" ]; then
+if [ -n "${RUNNER_WORKTREE:-}" ] && git rev-parse -q --verify "refs/heads/runner/$RUNNER_JOB_ID" >/dev/null; then
 	for task in $(sed -n 's/.*"id": "\([^"]*\)".*/\1/p' tasks.json); do
 		i=0
 		until begun "$task"; do

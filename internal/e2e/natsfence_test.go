@@ -138,8 +138,14 @@ func skipNATSProcesses(t *testing.T, slow string) {
 // returns it, its output and a channel closed once it has exited.
 func startRunner(t *testing.T, dir string, args ...string) (*exec.Cmd, *strings.Builder, <-chan struct{}) {
 	t.Helper()
+	return startRunnerEnv(t, dir, nil, args...)
+}
+
+// startRunnerEnv is startRunner with more environment.
+func startRunnerEnv(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *strings.Builder, <-chan struct{}) {
+	t.Helper()
 	cmd := exec.Command("runner", args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out

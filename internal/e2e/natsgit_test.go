@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnerdev/runner/internal/natstest"
@@ -64,18 +65,7 @@ func TestNATSWorktreeClones(t *testing.T) {
 		t.Skip("no git")
 	}
 	dir := t.TempDir()
-	identity := []string{"GIT_AUTHOR_NAME=runner-test", "GIT_AUTHOR_EMAIL=test@example.com", "GIT_COMMITTER_NAME=runner-test",
-		"GIT_COMMITTER_EMAIL=test@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}
-	git := func(in string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(realGit, append([]string{"-C", in}, args...)...)
-		cmd.Env = append(os.Environ(), identity...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	identity, git := testGitIdentity, gitRunner(t, realGit)
 	repo, bin := filepath.Join(dir, "repo"), filepath.Join(dir, "bin")
 	runs := filepath.Join(dir, "runs.log")
 	for _, d := range []string{repo, bin} {
@@ -166,8 +156,28 @@ func TestNATSWorktreeClones(t *testing.T) {
 	}
 }
 
+// testGitIdentity is the git identity and configuration of the tests'
+// commits.
+var testGitIdentity = []string{"GIT_AUTHOR_NAME=runner-test", "GIT_AUTHOR_EMAIL=test@example.com", "GIT_COMMITTER_NAME=runner-test",
+	"GIT_COMMITTER_EMAIL=test@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1"}
+
+// gitRunner returns a function that runs the git at path in a directory
+// with testGitIdentity and returns its output, failing t on an error.
+func gitRunner(t *testing.T, path string) func(in string, args ...string) string {
+	return func(in string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(path, append([]string{"-C", in}, args...)...)
+		cmd.Env = append(os.Environ(), testGitIdentity...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+}
+
 // gitBuckets lists the jobs' git buckets on the server.
-func gitBuckets(t *testing.T, srv *natstest.Server) []string {
+func gitBuckets(t *testing.T, srv interface{ Connect(testing.TB) *nats.Conn }) []string {
 	t.Helper()
 	js, err := jetstream.New(srv.Connect(t))
 	if err != nil {

@@ -359,6 +359,8 @@ type Worktree struct {
 	// Locked is set when the worktree is locked: runner locks none, and
 	// git's worktree add does until it has made it.
 	Locked bool
+	// Prunable is set when the worktree's directory is gone.
+	Prunable bool
 }
 
 // Worktrees lists the repository's worktrees whose paths are under dir.
@@ -379,6 +381,17 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 		dir = filepath.Join(real, filepath.Base(dir))
 	}
 	var list []Worktree
+	for _, w := range parseWorktrees(out) {
+		if w.Path == dir || strings.HasPrefix(w.Path, dir+string(filepath.Separator)) {
+			list = append(list, w)
+		}
+	}
+	return list, nil
+}
+
+// parseWorktrees reads the output of git worktree list --porcelain.
+func parseWorktrees(out string) []Worktree {
+	var list []Worktree
 	for _, block := range strings.Split(out, "\n\n") {
 		var w Worktree
 		for _, line := range strings.Split(block, "\n") {
@@ -388,13 +401,54 @@ func (g Git) Worktrees(ctx context.Context, dir string) ([]Worktree, error) {
 				w.Branch = strings.TrimPrefix(b, "refs/heads/")
 			} else if line == "locked" || strings.HasPrefix(line, "locked ") {
 				w.Locked = true
+			} else if line == "prunable" || strings.HasPrefix(line, "prunable ") {
+				w.Prunable = true
 			}
 		}
-		if w.Path == dir || strings.HasPrefix(w.Path, dir+string(filepath.Separator)) {
-			list = append(list, w)
+		list = append(list, w)
+	}
+	return list
+}
+
+// DeleteBranchAndWorktree deletes branch, after removing the worktrees
+// it is checked out in (those a process stopped midway could not
+// remove).
+func (g Git) DeleteBranchAndWorktree(ctx context.Context, branch string) error {
+	out, err := g.worktree(ctx, "list", "--porcelain")
+	if err != nil {
+		return err
+	}
+	for _, w := range parseWorktrees(out) {
+		if w.Branch == branch {
+			if err := g.RemoveWorktree(ctx, w.Path); err != nil {
+				return err
+			}
 		}
 	}
-	return list, nil
+	return g.DeleteBranch(ctx, branch)
+}
+
+// ItemBranchesRoot is where runner's items' branches are:
+// runner-items/<job>/<item>.
+const ItemBranchesRoot = "runner-items/"
+
+// PruneWithBranches forgets the worktrees whose directories are gone, as
+// Prune, and deletes those of their branches named under prefix: the
+// branches a process killed with -9 left checked out there.
+func (g Git) PruneWithBranches(ctx context.Context, prefix string) error {
+	out, err := g.worktree(ctx, "list", "--porcelain")
+	if err != nil {
+		return err
+	}
+	if err := g.Prune(ctx); err != nil {
+		return err
+	}
+	for _, w := range parseWorktrees(out) {
+		if w.Prunable && strings.HasPrefix(w.Branch, prefix) {
+			err = errors.Join(err, g.DeleteBranch(ctx, w.Branch))
+		}
+	}
+	return err
 }
 
 // Merge merges branch into the branch checked out in g.Dir with a merge

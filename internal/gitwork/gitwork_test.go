@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/runnerdev/runner/internal/proc"
@@ -221,7 +222,7 @@ func TestMergeConflictAborts(t *testing.T) {
 	if head, _ := g.In(path).Head(t.Context()); head != ours {
 		t.Errorf("the reset branch is at %s, want %s", head, ours)
 	}
-	if err := g.Prune(t.Context()); err != nil {
+	if err := g.PruneWithBranches(t.Context(), ItemBranchesRoot); err != nil {
 		t.Error(err)
 	}
 }
@@ -361,5 +362,52 @@ func TestBranchesUnderAndOnlyOn(t *testing.T) {
 		if n, err := g.OnlyOn(t.Context(), b, got); err != nil || n != 0 {
 			t.Errorf("OnlyOn(%s) once merged into main = %d, %v; want 0", b, n, err)
 		}
+	}
+}
+
+// TestPruneWithBranches: the worktrees whose directories are gone are
+// forgotten and their branches under the prefix deleted; a branch of a
+// live worktree, one outside the prefix and one in no worktree stay.
+func TestPruneWithBranches(t *testing.T) {
+	g := newRepo(t)
+	dir := t.TempDir()
+	for _, b := range []string{"runner-items/j/1", "runner-items/j/2", "other/3"} {
+		must(t, g, "worktree", "add", "-q", "-b", b, filepath.Join(dir, strings.ReplaceAll(b, "/", "-")))
+	}
+	must(t, g, "branch", "runner-items/j/4")
+	for _, gone := range []string{"runner-items-j-1", "other-3"} {
+		if err := os.RemoveAll(filepath.Join(dir, gone)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.PruneWithBranches(t.Context(), ItemBranchesRoot); err != nil {
+		t.Fatal(err)
+	}
+	branches := must(t, g, "branch", "--format=%(refname:short)")
+	if want := "main\nother/3\nrunner-items/j/2\nrunner-items/j/4"; branches != want {
+		t.Errorf("branches %q, want %q", branches, want)
+	}
+	if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 2 {
+		t.Errorf("%d worktrees, want the repository's and the live one", trees)
+	}
+}
+
+// TestDeleteBranchAndWorktree: a branch still checked out in a worktree
+// is deleted with the worktree; one in none is deleted too.
+func TestDeleteBranchAndWorktree(t *testing.T) {
+	g := newRepo(t)
+	tree := filepath.Join(t.TempDir(), "w")
+	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/1", tree)
+	must(t, g, "branch", "runner-items/j/2")
+	for _, b := range []string{"runner-items/j/1", "runner-items/j/2"} {
+		if err := g.DeleteBranchAndWorktree(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if branches := must(t, g, "branch", "--format=%(refname:short)"); branches != "main" {
+		t.Errorf("branches %q, want main alone", branches)
+	}
+	if _, err := os.Stat(tree); !os.IsNotExist(err) {
+		t.Errorf("the worktree is still there: %v", err)
 	}
 }

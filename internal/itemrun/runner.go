@@ -106,7 +106,8 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 	if r.trees != nil {
 		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0, t.Tip)
 		if ctx.Err() != nil {
-			return itemtask.Outcome{}, context.Cause(ctx) // interrupted: does not count
+			// Interrupted: it does not count (the branch named as below).
+			return itemtask.Outcome{Branch: tree.Branch}, context.Cause(ctx)
 		}
 		if err != nil {
 			// The item's failure, as any step's: its runner is not lost.
@@ -183,7 +184,10 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		res := r.exec.RunStep(actx, step, run)
 		switch {
 		case ctx.Err() != nil:
-			return itemtask.Outcome{}, context.Cause(ctx) // interrupted: does not count
+			// Interrupted: it does not count; the branch is named for a
+			// NATS worker, which deletes its copy (the item runs again
+			// from the tip its task names, here or elsewhere).
+			return itemtask.Outcome{Branch: branch}, context.Cause(ctx)
 		case saveErr != nil:
 			return itemtask.Outcome{}, saveErr
 		case !res.Fatal():

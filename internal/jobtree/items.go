@@ -50,7 +50,7 @@ func ItemBranches(m *workflow.MapPhase, id string) string {
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return ""
 	}
-	return "runner-items/" + id + "/"
+	return gitwork.ItemBranchesRoot + id + "/"
 }
 
 // legacyItemBranches is the prefix of the item branches of a job recorded

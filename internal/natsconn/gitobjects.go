@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -32,10 +33,22 @@ func TipBundle(sha string, thin bool) string {
 	return "tip/" + sha + ".full"
 }
 
-// ItemBundle is the object of the bundle of an item's commits in one
-// delivery of its attempt's task.
-func ItemBundle(index, attempt, epoch, delivery int) string {
-	return fmt.Sprintf("item/%d.%d.%d.%d", index, attempt, epoch, delivery)
+// ServerAway reports whether err says that the server did not answer
+// (down, restarting, cut off) rather than that it refused: a bundle that
+// could not be carried then is carried on a later delivery, not the
+// item's failure.
+func ServerAway(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting)
+}
+
+// ItemBundle is the object of the bundle of an item's commits, up to
+// head, in one delivery of its attempt's task. Head is in the name as
+// two runs may have one delivery number (a server restarted on its store
+// can deliver a task again as its first delivery): one's bundle never
+// replaces the other's, which its result names.
+func ItemBundle(index, attempt, epoch, delivery int, head string) string {
+	return fmt.Sprintf("item/%d.%d.%d.%d.%s", index, attempt, epoch, delivery, head)
 }
 
 // TipRef is the ref a tip bundle holds tip sha under, and the ref a worker

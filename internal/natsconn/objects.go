@@ -168,7 +168,7 @@ func (o *Objects) WorkerTasks(ctx context.Context, queue string, ackWait time.Du
 // JobResults is the consumer of one job's results.
 func (o *Objects) JobResults(ctx context.Context, key string) (jetstream.Consumer, error) {
 	return o.consumer(ctx, ResultsStream, jetstream.ConsumerConfig{
-		Durable: JobConsumer(key), FilterSubject: "runner.result." + key + ".>",
+		Durable: JobConsumer(key), FilterSubject: JobResultsSubject(key),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 60 * time.Second, InactiveThreshold: 7 * 24 * time.Hour,
 	})
 }

@@ -92,6 +92,9 @@ func ResultSubject(key string, index int) string {
 	return "runner.result." + key + "." + strconv.Itoa(index)
 }
 
+// JobResultsSubject matches the results of every item of job key.
+func JobResultsSubject(key string) string { return "runner.result." + key + ".>" }
+
 func TaskMsgID(key string, index, attempt, epoch int) string {
 	return fmt.Sprintf("t.%s.%d.%d.%d", key, index, attempt, epoch)
 }

@@ -46,7 +46,7 @@ func openGit(ctx context.Context, d *Dispatcher) (*gitSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "runner-bundles-")
+	tmp, err := bundlesDir(d.key)
 	if err != nil {
 		return nil, err
 	}
@@ -57,6 +57,18 @@ func openGit(ctx context.Context, d *Dispatcher) (*gitSide, error) {
 		g.base, _ = g.git.Output(ctx, "merge-base", "refs/heads/"+repo.Target, "refs/heads/"+repo.JobBranch)
 	}
 	return g, nil
+}
+
+// bundlesDir makes the temporary directory of the bundles of the job of
+// key, after removing those a killed coordinator of the job left (the
+// job's lock lets one coordinator run it at a time).
+func bundlesDir(key string) (string, error) {
+	prefix := "runner-bundles-" + key + "-"
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, dir := range left {
+		os.RemoveAll(dir)
+	}
+	return os.MkdirTemp("", prefix)
 }
 
 // withTip names in t the job branch's tip its item's worktree starts
@@ -86,6 +98,10 @@ func (d *Dispatcher) fromEndedProcess(index, attempt int) bool {
 	return (early && in.r.Attempt == attempt) || d.adopted[index] == attempt
 }
 
+// tipStoreWait is how long storing a tip's bundles is tried again while
+// the server does not answer (restarting) before the item fails.
+const tipStoreWait = 2 * time.Minute
+
 // tip returns the job branch's tip, whose bundle it stores first.
 func (g *gitSide) tip(ctx context.Context) (string, error) {
 	g.mu.Lock()
@@ -96,6 +112,10 @@ func (g *gitSide) tip(ctx context.Context) (string, error) {
 	}
 	if err == nil {
 		err = g.storeTip(ctx, sha, g.base)
+		for until := time.Now().Add(tipStoreWait); natsconn.ServerAway(err) && ctx.Err() == nil && time.Now().Before(until); {
+			time.Sleep(time.Second)
+			err = g.storeTip(ctx, sha, g.base)
+		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("storing the job branch's tip %s for the workers: %w", sha, err)

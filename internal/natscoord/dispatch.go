@@ -762,6 +762,11 @@ func (d *Dispatcher) Close() error {
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		err = nil
 	}
+	// Every result is recorded: those a killed coordinator received and
+	// never acknowledged are dropped with the rest.
+	if perr := d.objs.Results.Purge(ctx, jetstream.WithPurgeSubject(natsconn.JobResultsSubject(d.key))); err == nil {
+		err = perr
+	}
 	if derr := d.objs.Jobs.Delete(ctx, d.key); err == nil {
 		err = derr
 	}

@@ -18,6 +18,7 @@ import (
 const (
 	storePrefix = "runner-worker-"
 	storeLock   = "worker.lock"
+	claimPrefix = "branch-" // the notes of claimBranch
 )
 
 // NewStore removes the stores in tmp whose workers are gone and makes a
@@ -46,8 +47,9 @@ func NewStore(tmp string) (dir string, release func(), err error) {
 	}, nil
 }
 
-// sweepStores removes the stores in tmp whose lock files nobody holds,
-// and those without a lock file a minute after they last changed (their
+// sweepStores removes the stores in tmp whose lock files nobody holds
+// (and the item branches they claimed), and those without a lock file a
+// minute after they last changed (their
 // workers died making them; making one takes microseconds). Other users'
 // stores, whose lock files this process cannot open, are left alone.
 func sweepStores(tmp string) {
@@ -64,7 +66,9 @@ func sweepStores(tmp string) {
 			continue
 		}
 		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			os.RemoveAll(dir) // its worker died
+			// Its worker died.
+			deleteClaimedBranches(dir)
+			os.RemoveAll(dir)
 		}
 		lock.Close()
 	}

@@ -1,9 +1,12 @@
 package natsworker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,6 +30,9 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 			if ctx.Err() != nil {
 				return itemtask.Outcome{}, nil, context.Cause(ctx)
 			}
+			if natsconn.ServerAway(err) {
+				return itemtask.Outcome{}, nil, err // the task is delivered again
+			}
 			return transferFailure(mt, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
 		}
 		mt.Tip = t.Tip
@@ -35,7 +41,9 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	if out.Branch == "" || t.Tip == "" {
 		return out, nil, err
 	}
-	defer gitwork.Git{Dir: wj.opened.Repo}.DeleteBranch(context.WithoutCancel(ctx), out.Branch)
+	// Not in ctx: its process group hook would have the watchdog kill the
+	// git commands of a run whose lease ran out.
+	defer w.claimBranch(wj.opened.Repo, out.Branch)(context.Background(), wj.opened.Hold)
 	if err != nil {
 		return out, nil, err
 	}
@@ -43,11 +51,49 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	switch {
 	case ctx.Err() != nil:
 		return itemtask.Outcome{}, nil, context.Cause(ctx)
+	case natsconn.ServerAway(err):
+		return itemtask.Outcome{}, nil, err // the task is delivered again
 	case err != nil && !out.Failed:
 		failed := transferFailure(mt, fmt.Errorf("the commits of branch %s did not leave worker %s: %w", out.Branch, w.opts.Name, err))
 		out.Failed, out.Failure = true, failed.Failure
 	}
 	return out, ig, nil
+}
+
+// claimBranch notes in the worker's store that branch, in the clone at
+// repo ("" this process's directory), is this worker's until it is sent:
+// the next worker's sweep deletes the branch of a worker killed meanwhile
+// (deleteClaimedBranches). The returned function deletes the branch and
+// the note, with its worktree if a run stopped midway left it (under
+// hold, the clone's worktree lock).
+func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(func() error) error) {
+	abs, err := filepath.Abs(cmp.Or(repo, "."))
+	var note *os.File
+	if err == nil {
+		note, err = os.CreateTemp(w.opts.StoreDir, claimPrefix)
+	}
+	if err == nil {
+		_, err = note.WriteString(abs + "\n" + branch)
+		note.Close()
+	}
+	return func(ctx context.Context, hold func(func() error) error) {
+		_ = itemtask.Held(hold, func() error { return gitwork.Git{Dir: repo}.DeleteBranchAndWorktree(ctx, branch) })
+		if err == nil {
+			os.Remove(note.Name())
+		}
+	}
+}
+
+// deleteClaimedBranches deletes the branches a dead worker's store notes
+// as its own (claimBranch).
+func deleteClaimedBranches(store string) {
+	notes, _ := filepath.Glob(filepath.Join(store, claimPrefix+"*"))
+	for _, n := range notes {
+		data, err := os.ReadFile(n)
+		if repo, branch, ok := strings.Cut(string(data), "\n"); err == nil && ok {
+			_ = gitwork.Git{Dir: repo}.DeleteBranch(context.Background(), branch)
+		}
+	}
 }
 
 // transferFailure is the outcome of mt's attempt whose git data could not
@@ -139,7 +185,7 @@ func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task,
 		return nil, err
 	}
 	defer f.Close()
-	ig.Bundle = natsconn.ItemBundle(t.Index, t.Attempt, t.Epoch, delivery)
+	ig.Bundle = natsconn.ItemBundle(t.Index, t.Attempt, t.Epoch, delivery, head)
 	if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ig.Bundle}, f); err != nil {
 		return nil, err
 	}
@@ -158,9 +204,9 @@ func (w *Worker) bundlePath() (string, error) {
 
 // forgetLeftWorktrees makes the worker's clone (its --work-dir, when that
 // is in a git repository) forget the items' worktrees whose directories
-// are gone: those of a worker killed with -9, whose store the next
-// worker's sweep removed (NewStore). Their branches are reset when their
-// items run again.
+// are gone, and delete their item branches: those of a worker killed
+// with -9, whose store the next worker's sweep removed (NewStore). Their
+// items ran again, here or on another worker, on branches of their own.
 func forgetLeftWorktrees(ctx context.Context) {
-	_ = gitwork.Git{}.Prune(ctx) // not a repository: nothing to forget
+	_ = gitwork.Git{}.PruneWithBranches(ctx, gitwork.ItemBranchesRoot) // not a repository: nothing to forget
 }

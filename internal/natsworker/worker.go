@@ -336,6 +336,14 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", delivery, t.MaxDeliveries)}
 	case wj.unable != nil:
 		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
+	case w.running(key, t.ItemID):
+		// Delivered again while it runs here (a server restarted on its
+		// store forgets deliveries): a second run would make its
+		// worktree and branch in the same clone at once. It comes back
+		// once this run has ended, and its result is dropped then.
+		w.logf("job %s item %s: delivered again while it runs here; it comes back in %s", t.JobID, t.ItemID, w.ackWait)
+		_ = msg.NakWithDelay(w.ackWait)
+		return
 	default:
 		var ok bool
 		if r, ok = w.run(ctx, wj, t, msg, received, sl, r); !ok {
@@ -399,6 +407,18 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
+}
+
+// running reports whether the item itemID of the job of key runs here.
+func (w *Worker) running(key, itemID string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for run := range w.runs {
+		if run.key == key && run.itemID == itemID {
+			return true
+		}
+	}
+	return false
 }
 
 // run runs the item of t with its job's template, sending heartbeats. It
