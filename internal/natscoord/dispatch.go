@@ -70,7 +70,7 @@ type Dispatcher struct {
 	watch   *Watch
 	stop    context.CancelFunc
 	done    chan struct{}
-	git     *gitSide // map.isolation: worktree; nil otherwise
+	git     *gitSide      // map.isolation: worktree; nil otherwise
 	watched chan struct{} // closed when watchStreams ended
 
 	mu sync.Mutex
