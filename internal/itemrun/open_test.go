@@ -26,23 +26,7 @@ func TestOpenPortableEndsWithContext(t *testing.T) {
 	// job starts.
 	src := "mode: mapreduce\nenv:\n  V: {command: 'if [ -n \"$ON_WORKER\" ]; then echo $$ > " + pidFile + "; exec sleep 600; fi; echo v'}\n" +
 		"map:\n  input: seq 1 1\n  agent_template: [{shell: 'true'}]\n"
-	wf, err := workflow.Parse("w.yml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(dir, "state")}, JobID: "w", Stdout: io.Discard, Stderr: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	p, err := j.Portable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	portable, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	portable := portableJob(t, src, filepath.Join(dir, "state"))
 	t.Setenv("ON_WORKER", "1")
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -63,4 +47,28 @@ func TestOpenPortableEndsWithContext(t *testing.T) {
 		t.Fatal("OpenPortable still runs the job's env command a minute after its context ended")
 	}
 	proctest.AwaitGroupGone(t, pid)
+}
+
+// portableJob starts job "w" of the workflow src with its state in
+// stateDir and returns its portable form, as a NATS worker receives it.
+func portableJob(t *testing.T, src, stateDir string) json.RawMessage {
+	t.Helper()
+	wf, err := workflow.Parse("w.yml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: stateDir}, JobID: "w", Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	p, err := j.Portable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	portable, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return portable
 }

@@ -3,7 +3,6 @@ package itemrun
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,6 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/workflow"
 )
 
 // A task sent again with checkpoints to a worker whose clone has no
@@ -46,23 +42,7 @@ func TestResumedItemInFreshWorktreeStartsOver(t *testing.T) {
 	src := "mode: mapreduce\nmap:\n  input: seq 1 1\n  isolation: worktree\n  agent_template:\n" +
 		"    - shell: echo made > first && git add first && git commit -qm first\n" +
 		"    - shell: test -f first\n"
-	wf, err := workflow.Parse("w.yml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "w", Stdout: io.Discard, Stderr: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	p, err := j.Portable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	portable, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	portable := portableJob(t, src, filepath.Join(t.TempDir(), "state"))
 	opened, err := OpenPortable(t.Context(), portable, filepath.Join(t.TempDir(), "worker"), "w1", func(eventlog.Event) {}, nil)
 	if err != nil {
 		t.Fatal(err)
