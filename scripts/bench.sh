@@ -14,7 +14,9 @@
 #   isolation      per-item cost of map.isolation: worktree on a repository of
 #                  1,000 files, against a shell loop of git worktree add + remove
 #   nats           items on NATS workers (SPEC §11.10): server, coordinator and
-#                  workers as processes on this machine, against local mode
+#                  workers as processes on this machine, against local mode;
+#                  worktree items committing a file each, in two workers'
+#                  clones, against local worktree isolation
 # Alternating runs, medians. QUICK=1 runs a small version (about a
 # minute or two); SECTIONS="chain scale" runs only those sections.
 set -euo pipefail
@@ -46,9 +48,10 @@ iso_items=${ISO_ITEMS:-40}
 nats_noop=${NATS_NOOP:-10000}
 nats_true=${NATS_TRUE:-2000}
 nats_sleep=${NATS_SLEEP:-1500}
+nats_git=${NATS_GIT:-40}
 if [ "${QUICK:-}" = 1 ]; then
 	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 iso_items=10
-	nats_noop=1000 nats_true=300 nats_sleep=240
+	nats_noop=1000 nats_true=300 nats_sleep=240 nats_git=12
 fi
 
 now() { date +%s.%N; }
@@ -422,5 +425,32 @@ done
 s=$(median < t.sleep); l=$(median < t.sleeplocal); ideal=$(awk -v n="$nats_sleep" 'BEGIN {printf "%.3f", n * 0.05 / 12}')
 echo "  $nats_sleep 50 ms items, 2 workers x 6 slots: ${s}s against an ideal of ${ideal}s: $(ratio "$ideal" "$s") (target: at least 0.85)"
 echo "    local mode at max_parallel 12: ${l}s ($(ratio "$ideal" "$l") of the ideal); NATS $(ratio "$l" "$s") of local"
+kill "$w1" "$w2"
+
+# 5. worktree items, each committing one file, on a repository of 1,000
+# files: NATS (2 workers x 2 in two clones; the commits travel as bundles)
+# against local worktree isolation, both at max_parallel 4.
+git init -q -b main gitrepo
+(
+	cd gitrepo
+	for d in $(seq 1 10); do
+		mkdir "dir$d"
+		for f in $(seq 1 100); do echo "file $f of dir $d" > "dir$d/file$f.txt"; done
+	done
+	git add -A
+	git -c user.name=bench -c user.email=bench@example.com commit -qm "1,000 files"
+)
+git clone -q gitrepo clone1; git clone -q gitrepo clone2
+printf 'name: commits\nmode: mapreduce\nmap:\n  input: seq 1 %d\n  max_parallel: 4\n  isolation: worktree\n  agent_template:\n    - shell: echo ${item} > item-${item}.txt && git add item-${item}.txt && git commit -qm "item ${item}"\n' "$nats_git" > commits.yml
+export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
+"$runner" worker --nats "$url" --name g1 --queue git --concurrency 2 --work-dir "$work/clone1" >/dev/null 2>&1 & w1=$!; pids+=("$w1")
+"$runner" worker --nats "$url" --name g2 --queue git --concurrency 2 --work-dir "$work/clone2" >/dev/null 2>&1 & w2=$!; pids+=("$w2")
+: > t.gitlocal; : > t.gitnats
+for r in $(seq 1 "$rounds"); do
+	(cd gitrepo && t0=$(now) && "$runner" run -q --progress never --state-dir "$work/gl-$r" "$work/commits.yml" >/dev/null 2>&1 && since "$t0") >> t.gitlocal
+	(cd gitrepo && t0=$(now) && "$runner" run -q --progress never --state-dir "$work/gn-$r" --nats "$url" --queue git "$work/commits.yml" >/dev/null 2>&1 && since "$t0") >> t.gitnats
+done
+l=$(median < t.gitlocal); n=$(median < t.gitnats)
+echo "  $nats_git worktree items committing a file each (1,000-file repository), max_parallel 4: local ${l}s, NATS (2 workers x 2, two clones) ${n}s: $(ratio "$n" "$l")x local (target: at most 1.5)"
 kill "$w1" "$w2"
 fi
