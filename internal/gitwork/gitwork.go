@@ -433,18 +433,29 @@ func (g Git) DeleteBranchAndWorktree(ctx context.Context, branch string) error {
 const ItemBranchesRoot = "runner-items/"
 
 // PruneWithBranches forgets the worktrees whose directories are gone, as
-// Prune, and deletes those of their branches named under prefix: the
-// branches a process killed with -9 left checked out there.
+// Prune, and removes the locked ones, which git's worktree add locks while
+// it makes them (runner locks none): those a git killed with its process
+// left half made, which Prune keeps and whose missing HEAD breaks git
+// bundle and fetch in the repository. It deletes the branches named under
+// prefix that either kind had checked out: the branches a process killed
+// with -9 left there. Call it only while no worktree is being made.
 func (g Git) PruneWithBranches(ctx context.Context, prefix string) error {
 	out, err := g.worktree(ctx, "list", "--porcelain")
 	if err != nil {
 		return err
 	}
-	if err := g.Prune(ctx); err != nil {
+	for _, w := range parseWorktrees(out) {
+		if w.Locked {
+			if _, rerr := g.worktree(ctx, "remove", "--force", "--force", w.Path); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}
+	if err := errors.Join(err, g.Prune(ctx)); err != nil {
 		return err
 	}
 	for _, w := range parseWorktrees(out) {
-		if w.Prunable && strings.HasPrefix(w.Branch, prefix) {
+		if (w.Prunable || w.Locked) && strings.HasPrefix(w.Branch, prefix) {
 			err = errors.Join(err, g.DeleteBranch(ctx, w.Branch))
 		}
 	}

@@ -375,6 +375,19 @@ func TestPruneWithBranches(t *testing.T) {
 		must(t, g, "worktree", "add", "-q", "-b", b, filepath.Join(dir, strings.ReplaceAll(b, "/", "-")))
 	}
 	must(t, g, "branch", "runner-items/j/4")
+	// A worktree a killed git left half made: locked, no HEAD yet, its
+	// directory gone (git bundle and fetch fail on it).
+	half := filepath.Join(dir, "half")
+	must(t, g, "worktree", "add", "-q", "--detach", half)
+	admin := must(t, Git{Dir: half}, "rev-parse", "--absolute-git-dir")
+	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{filepath.Join(admin, "HEAD"), half} {
+		if err := os.RemoveAll(gone); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, gone := range []string{"runner-items-j-1", "other-3"} {
 		if err := os.RemoveAll(filepath.Join(dir, gone)); err != nil {
 			t.Fatal(err)
@@ -389,6 +402,9 @@ func TestPruneWithBranches(t *testing.T) {
 	}
 	if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 2 {
 		t.Errorf("%d worktrees, want the repository's and the live one", trees)
+	}
+	if _, err := os.Stat(admin); !os.IsNotExist(err) {
+		t.Errorf("the half-made worktree's admin directory is still there: %v", err)
 	}
 }
 

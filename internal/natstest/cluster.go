@@ -150,8 +150,10 @@ type ProcCluster struct {
 }
 
 // ProcessCluster starts a cluster of n server processes, each with its
-// store under dir, and waits (at most 30 s) until JetStream can place a
-// stream of n replicas in it. The package's TestMain must call
+// store under dir, and waits (at most 90 s: one round in 20 of
+// TestNATSClusterLeaderKilled saw a new cluster of 3 still answer
+// "JetStream system temporarily unavailable" after 30 s on 2 cores) until
+// JetStream can place a stream of n replicas in it. The package's TestMain must call
 // ServeIfChild.
 func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
 	t.Helper()
@@ -169,13 +171,13 @@ func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		err := placeable(js, n)
 		if err == nil {
 			return c
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("natstest: the cluster of %d processes could not place a stream of %d replicas within 30s: %v", n, n, err)
+			t.Fatalf("natstest: the cluster of %d processes could not place a stream of %d replicas within 90s: %v", n, n, err)
 		}
 	}
 }
