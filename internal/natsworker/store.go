@@ -66,9 +66,12 @@ func sweepStores(tmp string) {
 			continue
 		}
 		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			// Its worker died.
-			deleteClaimedBranches(dir)
+			// Its worker died: its store goes, then the branches it
+			// claimed (with the worktrees they may still be checked out
+			// in, which were in the store).
+			claimed := claimedBranches(dir)
 			os.RemoveAll(dir)
+			deleteBranches(claimed)
 		}
 		lock.Close()
 	}

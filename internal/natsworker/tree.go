@@ -63,7 +63,7 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 // claimBranch notes in the worker's store that branch, in the clone at
 // repo ("" this process's directory), is this worker's until it is sent:
 // the next worker's sweep deletes the branch of a worker killed meanwhile
-// (deleteClaimedBranches). The returned function deletes the branch and
+// (claimedBranches, deleteBranches). The returned function deletes the branch and
 // the note, with its worktree if a run stopped midway left it (under
 // hold, the clone's worktree lock).
 func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(func() error) error) {
@@ -84,15 +84,31 @@ func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(fun
 	}
 }
 
-// deleteClaimedBranches deletes the branches a dead worker's store notes
-// as its own (claimBranch).
-func deleteClaimedBranches(store string) {
+// claimedBranch is a branch a worker's store notes as its own
+// (claimBranch), in the clone at repo.
+type claimedBranch struct{ repo, branch string }
+
+// claimedBranches are the branches a dead worker's store notes as its own.
+func claimedBranches(store string) []claimedBranch {
+	var out []claimedBranch
 	notes, _ := filepath.Glob(filepath.Join(store, claimPrefix+"*"))
 	for _, n := range notes {
 		data, err := os.ReadFile(n)
 		if repo, branch, ok := strings.Cut(string(data), "\n"); err == nil && ok {
-			_ = gitwork.Git{Dir: repo}.DeleteBranch(context.Background(), branch)
+			out = append(out, claimedBranch{repo, branch})
 		}
+	}
+	return out
+}
+
+// deleteBranches deletes branches, with the worktrees they are checked out
+// in (one whose directory went with its store is forgotten first).
+func deleteBranches(branches []claimedBranch) {
+	ctx := context.Background()
+	for _, b := range branches {
+		g := gitwork.Git{Dir: b.repo}
+		_ = g.Prune(ctx)
+		_ = g.DeleteBranchAndWorktree(ctx, b.branch)
 	}
 }
 
