@@ -66,7 +66,8 @@ var agentScripts = []string{
 	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",
 	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
 	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_worktree_layout", "isolation_resume", "isolation_resume_merged",
-	"isolation_dlq_retry", "isolation_dlq_retry_merged", "commit_required",
+	"isolation_dlq_retry", "isolation_dlq_retry_merged", "isolation_merged_in_dlq", "dlq_retry_then_merge",
+	"agent_worktree", "report_kinds", "map_shared_checkout", "commit_required",
 	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
 	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists", "logs_items", "tag_output",
 	"tag_output_results",
@@ -238,6 +239,7 @@ var natsLocalOnly = map[string]string{
 	// a worker's clone (TestNATSWorktreeClones): isolation_worktree and
 	// isolation_resume check what holds wherever items run.
 	"isolation_worktree_layout":  "it checks that an item's worktree is under the job's directory in the user's repository",
+	"map_shared_checkout":        "its items commit in the user's checkout (map.isolation: none), where on NATS they run in the worker's directory",
 	"isolation_dlq_retry_merged": "it counts the worktrees a killed dlq retry left in the user's repository and merges a running item's branch there by hand",
 	"isolation_resume_merged":    "it counts the worktrees a killed job left in the user's repository and merges a running item's branch there by hand (TestNATSGitCoordinatorCrash kills a job between an item's fetch and its recorded merge)",
 }
