@@ -68,6 +68,7 @@ var agentScripts = []string{
 	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_worktree_layout", "isolation_resume", "isolation_resume_merged",
 	"isolation_dlq_retry", "isolation_dlq_retry_merged", "isolation_merged_in_dlq", "dlq_retry_then_merge",
 	"agent_worktree", "report_kinds", "map_shared_checkout", "isolation_branch_names", "isolation_branch_names_legacy",
+	"jobs_housekeeping", "jobs_housekeeping_killed",
 	"commit_required",
 	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
 	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists", "logs_items", "tag_output",
@@ -241,6 +242,7 @@ var natsLocalOnly = map[string]string{
 	// isolation_resume check what holds wherever items run.
 	"isolation_worktree_layout":     "it checks that an item's worktree is under the job's directory in the user's repository",
 	"isolation_branch_names_legacy": "an old job's item branch meets a branch of the user's repository when its worktree is made there (kind worktree); on NATS it is made in the worker's clone and meets it when fetched back (kind transfer, with git's reason: TestFetchBundleSaysWhy)",
+	"jobs_housekeeping_killed":      "it counts the items' worktrees a killed job left in the user's repository",
 	"map_shared_checkout":           "its items commit in the user's checkout (map.isolation: none), where on NATS they run in the worker's directory",
 	"isolation_dlq_retry_merged":    "it counts the worktrees a killed dlq retry left in the user's repository and merges a running item's branch there by hand",
 	"isolation_resume_merged":       "it counts the worktrees a killed job left in the user's repository and merges a running item's branch there by hand (TestNATSGitCoordinatorCrash kills a job between an item's fetch and its recorded merge)",
