@@ -324,7 +324,8 @@ func (w *Worktrees) MergeBack(ctx context.Context, it *items.Item, attempt int, 
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	out.Commits, out.Worktree = commits, w.TreeOf(it).Path
+	// An item run elsewhere (a NATS worker) names the worktree it had.
+	out.Commits, out.Worktree = commits, cmp.Or(out.Worktree, w.TreeOf(it).Path)
 	if len(commits) > 0 {
 		diff, err := w.User.Diff(ctx, w.JobBranch+"..."+out.Branch, "")
 		if err != nil {
