@@ -15,6 +15,11 @@ const (
 	ItemBranchDeleted    = "item-branch-deleted"    // a recorded item's branch deleted
 	ItemWorktreesRemoved = "item-worktrees-removed" // at a job's end, the items' worktrees removed
 	JobWorktreeRemoved   = "job-worktree-removed"   // at a job's or retry's end, the job worktree removed
+
+	// BundleChunkSent is a NATS worker's: the first chunk of an item's
+	// bundle published to the job's Object Store bucket, the next one not
+	// yet. Not in All: only workers reach it (TestNATSGitWorkerCrash).
+	BundleChunkSent = "bundle-chunk-sent"
 )
 
 // All lists the points.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -262,10 +263,7 @@ func TestCrashPoints(t *testing.T) {
 		t.Skip("-short: a runner built for the test and a job per crash point; TestCrashResume's round covers kills in -short")
 	}
 	gitIdentity(t)
-	bin := filepath.Join(t.TempDir(), "runner-crashpoints")
-	if err := runnertest.Build(bin, "-tags", "runner_crashpoints"); err != nil {
-		t.Fatal(err)
-	}
+	bin := crashPointRunner(t)
 	reached := map[string]bool{}
 	for _, point := range crashpoint.All {
 		t.Run(point, func(t *testing.T) {
@@ -279,6 +277,32 @@ func TestCrashPoints(t *testing.T) {
 			t.Errorf("crash point %s was never reached", point)
 		}
 	}
+}
+
+// crashPointBuild is crashPointRunner's binary, built once per test process.
+var crashPointBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// crashPointRunner is runner built with the tag runner_crashpoints (never
+// the shipped one), next to the runner the tests run: built once.
+func crashPointRunner(t *testing.T) string {
+	t.Helper()
+	b := &crashPointBuild
+	b.once.Do(func() {
+		runner, err := exec.LookPath("runner")
+		if err == nil {
+			b.bin = filepath.Join(filepath.Dir(runner), "runner-crashpoints")
+			err = runnertest.Build(b.bin, "-tags", "runner_crashpoints")
+		}
+		b.err = err
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
 }
 
 // crashPointRound runs TestCrashPoints for one point, and reports whether

@@ -177,13 +177,19 @@ func startWorker(t *testing.T, dir, url, queue, name string) *testWorker {
 // --nats when url is "".
 func startWorkerArgs(t *testing.T, dir, url, queue, name string, env []string, flags ...string) *testWorker {
 	t.Helper()
+	return startWorkerBin(t, "runner", dir, url, queue, name, env, flags...)
+}
+
+// startWorkerBin is startWorkerArgs with the runner program bin.
+func startWorkerBin(t *testing.T, bin, dir, url, queue, name string, env []string, flags ...string) *testWorker {
+	t.Helper()
 	args := []string{"worker", "--queue", queue, "--name", name, "--ack-wait", "2s", "--concurrency", "2"}
 	if url != "" {
 		args = append(args, "--nats", url)
 	}
 	args = append(args, flags...)
 	w := &testWorker{
-		Cmd:    exec.Command("runner", args...),
+		Cmd:    exec.Command(bin, args...),
 		name:   name,
 		exited: make(chan struct{}),
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
@@ -28,7 +29,9 @@ const (
 )
 
 // gitCrashWorkflow's items commit a file each in their worktrees, each
-// run logged to runs.
+// run logged to runs; the first run of the item GIT_CRASH_BIG_ITEM names
+// commits big-<item>.bin too, 400 KiB of random data: its bundle is
+// uploaded in more than one chunk.
 func gitCrashWorkflow(runs string) string {
 	return `mode: mapreduce
 map:
@@ -39,6 +42,7 @@ map:
     - shell: |
         echo "${item} $RUNNER_WORKER" >> ` + runs + `
         echo ${item} > item-${item}.txt
+        [ "${item}" != "$GIT_CRASH_BIG_ITEM" ] || ! mkdir ` + runs + `.big 2>/dev/null || head -c 409600 /dev/urandom > big-${item}.bin
         git add -A && git commit -qm "item ${item}"
         sleep 0.2
 `
@@ -78,6 +82,7 @@ type gitCrashRig struct {
 	t                 *testing.T
 	repo, runs, marks string
 	tmp               string // the coordinators' TMPDIR
+	crashRunner       string // runner built with crash points, for workers killed mid-upload
 	clones            []string
 	workers           []*testWorker
 	env               []string // git's identity and the PATH with killingGit
@@ -96,6 +101,9 @@ func newGitCrashRig(t *testing.T, url, workerKill string) *gitCrashRig {
 	dir := t.TempDir()
 	r := &gitCrashRig{t: t, repo: filepath.Join(dir, "repo"), runs: filepath.Join(dir, "runs.log"), marks: filepath.Join(dir, "marks"),
 		tmp: filepath.Join(dir, "tmp"), url: url}
+	if strings.HasPrefix(workerKill, "upload:") {
+		r.crashRunner = crashPointRunner(t)
+	}
 	bin := filepath.Join(dir, "bin")
 	for _, d := range []string{r.repo, bin, r.marks, r.tmp} {
 		if err := os.Mkdir(d, 0o700); err != nil {
@@ -125,13 +133,19 @@ func newGitCrashRig(t *testing.T, url, workerKill string) *gitCrashRig {
 // startWorker starts a worker named name in clone i, its pid in marks.
 // The workers of a clone share their temporary directory, as those
 // started again on one machine do: a worker sweeps the store of a killed
-// one there.
+// one there. A worker whose kill is "upload:N" is r.crashRunner, killed
+// by crash point BundleChunkSent: during the upload of item N's bundle.
 func (r *gitCrashRig) startWorker(i int, name, kill string) *testWorker {
 	env := append(append(os.Environ(), r.env...), "GIT_KILL_AT="+kill, "TMPDIR="+r.clones[i]+".tmp")
 	if err := os.MkdirAll(r.clones[i]+".tmp", 0o700); err != nil {
 		r.t.Fatal(err)
 	}
-	w := startWorkerArgs(r.t, r.clones[i], r.url, "git", name, env)
+	bin := "runner"
+	if item, ok := strings.CutPrefix(kill, "upload:"); ok {
+		bin = r.crashRunner
+		env = append(env, "RUNNER_CRASHPOINT="+crashpoint.BundleChunkSent, "GIT_CRASH_BIG_ITEM="+item)
+	}
+	w := startWorkerBin(r.t, bin, r.clones[i], r.url, "git", name, env)
 	writeFile(r.t, r.marks, name+".pid", strconv.Itoa(w.Process.Pid))
 	return w
 }
@@ -296,19 +310,21 @@ func (r *gitCrashRig) waitWorkerKilled(exited <-chan struct{}) bool {
 }
 
 // TestNATSGitWorkerCrash kills a worker with kill -9 just after an item
-// committed in its worktree (mid-commit: its result not sent) or just
-// after it made the bundle of an item's branch (mid-upload), and starts
+// committed in its worktree (mid-commit: its result not sent), just after
+// it made the bundle of an item's branch, or during the upload of that
+// bundle, its first chunk in the job's bucket (mid-upload), and starts
 // another worker in the same clone: nothing of the killed run is merged,
 // the item runs again, each item is merged exactly once, the extra runs
 // are at most the killed worker's items in flight, and nothing is left:
 // the worker started again in the clone deletes the branches the killed
-// one held (SPEC §9.2, §11.9.3).
+// one held, the job's end the bucket with the partial upload (SPEC §9.2,
+// §11.9.3).
 func TestNATSGitWorkerCrash(t *testing.T) {
 	skipNATSProcesses(t, "")
 	t.Parallel()
 	parallelRounds(t, func(t *testing.T, rng *rand.Rand) {
 		srv := natstest.Start(t)
-		kill := []string{"commit", "bundle"}[rng.IntN(2)] + ":" + strconv.Itoa(1+rng.IntN(gitCrashItems))
+		kill := []string{"commit", "bundle", "upload"}[rng.IntN(3)] + ":" + strconv.Itoa(1+rng.IntN(gitCrashItems))
 		r := newGitCrashRig(t, srv.URL(), kill)
 		cmd, exited := r.run("")
 		if !r.waitWorkerKilled(exited) {
@@ -316,8 +332,25 @@ func TestNATSGitWorkerCrash(t *testing.T) {
 		}
 		r.ended(cmd, exited)
 		extra := r.audit(srv.Connect(t), gitCrashSlots)
+		r.uploadNotMerged(kill)
 		t.Logf("killed at %s (%s): %d extra runs", kill, r.killed(), extra)
 	})
+}
+
+// uploadNotMerged checks, after a worker was killed at kill "upload:N",
+// that nothing of the killed run's partly uploaded bundle reached the job
+// branch: its big file, which only that run made, is not there.
+func (r *gitCrashRig) uploadNotMerged(kill string) {
+	item, ok := strings.CutPrefix(kill, "upload:")
+	if !ok {
+		return
+	}
+	if _, err := os.Stat(r.runs + ".big"); err != nil {
+		r.t.Errorf("item %s never made its big file: %v", item, err)
+	}
+	if tree := r.git(r.repo, "ls-tree", "--name-only", "runner/j", "big-"+item+".bin"); tree != "" {
+		r.t.Errorf("the killed run of item %s was merged: %s on the job branch", item, tree)
+	}
 }
 
 // TestNATSGitCoordinatorCrash kills the coordinator with kill -9 just

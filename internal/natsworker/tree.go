@@ -203,7 +203,7 @@ func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task,
 	}
 	defer f.Close()
 	ig.Bundle = natsconn.ItemBundle(t.Index, t.Attempt, t.Epoch, delivery, head)
-	if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ig.Bundle}, f); err != nil {
+	if _, err := store.Put(ctx, jetstream.ObjectMeta{Name: ig.Bundle}, &chunkCrashReader{r: f}); err != nil {
 		return nil, err
 	}
 	return ig, nil
