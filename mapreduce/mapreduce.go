@@ -310,7 +310,10 @@ func (v jobView) Repo() itemtask.Repo {
 	refs := jobtree.JobRefs{ID: v.j.ID(), ItemBranches: meta.ItemBranches}
 	env := v.j.Executor().Env
 	hold := func(fn func() error) error { return jobtree.HoldWorktrees(context.Background(), env, fn) }
-	return itemtask.Repo{JobBranch: jobtree.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: env, Hold: hold}
+	check := func(ctx context.Context, index int, id, at string) error {
+		return refs.CheckItemBranch(ctx, env, &items.Item{Index: index, ID: id}, at)
+	}
+	return itemtask.Repo{JobBranch: jobtree.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: env, Hold: hold, CheckItemBranch: check}
 }
 
 func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {

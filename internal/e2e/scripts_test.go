@@ -243,10 +243,9 @@ var natsLocalOnly = map[string]string{
 	// where they are in the user's repository, each moved out of a script
 	// that runs on NATS with the checks that hold wherever items run
 	// (isolation_worktree, isolation_resume, isolation_dlq_retry,
-	// isolation_branch_names, jobs_housekeeping).
-	"isolation_worktree_layout":     "it checks that an item's worktree is under the job's directory in the user's repository",
-	"isolation_resume_merged":       "it counts the worktrees a killed job left in the user's repository and merges a running item's branch there by hand (TestNATSGitCoordinatorCrash kills a job between an item's fetch and its recorded merge)",
-	"isolation_dlq_retry_merged":    "it counts the worktrees a killed dlq retry left in the user's repository and merges a running item's branch there by hand",
-	"isolation_branch_names_legacy": "an old job's item branch meets a branch of the user's repository when its worktree is made there (kind worktree); on NATS it is made in the worker's clone and meets it when fetched back (kind transfer, with git's reason: TestFetchBundleSaysWhy)",
-	"jobs_housekeeping_killed":      "it counts the items' worktrees a killed job left in the user's repository",
+	// jobs_housekeeping).
+	"isolation_worktree_layout":  "it checks that an item's worktree is under the job's directory in the user's repository",
+	"isolation_resume_merged":    "it counts the worktrees a killed job left in the user's repository and merges a running item's branch there by hand (TestNATSGitCoordinatorCrash kills a job between an item's fetch and its recorded merge)",
+	"isolation_dlq_retry_merged": "it counts the worktrees a killed dlq retry left in the user's repository and merges a running item's branch there by hand",
+	"jobs_housekeeping_killed":   "it counts the items' worktrees a killed job left in the user's repository",
 }

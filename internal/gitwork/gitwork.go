@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,11 @@ type Git struct {
 
 // Run runs git with args and returns how it ended, its stdout captured.
 func (g Git) Run(ctx context.Context, args ...string) proc.Result {
+	return g.runInput(ctx, nil, args...)
+}
+
+// runInput is Run with stdin as git's input (nil: none).
+func (g Git) runInput(ctx context.Context, stdin io.Reader, args ...string) proc.Result {
 	env := g.Env
 	if env == nil {
 		env = os.Environ()
@@ -43,6 +49,7 @@ func (g Git) Run(ctx context.Context, args ...string) proc.Result {
 		Args:          append([]string{"git"}, args...),
 		Dir:           g.Dir,
 		Env:           env,
+		Stdin:         stdin,
 		Grace:         g.Grace,
 		CaptureStdout: true,
 		DieWithParent: true,
@@ -661,6 +668,22 @@ func (g Git) MergedBranches(ctx context.Context, into, pattern string) ([]string
 		return nil, err
 	}
 	return strings.Fields(out), nil
+}
+
+// CanMakeBranch reports, as an error naming git's reason, whether git
+// could make branch at commit at in the repository: a ref in its way
+// (refs/heads/a when the branch is a/b, or a/b when it is a) stops it,
+// as it would stop git worktree add -B. It makes nothing: a ref
+// transaction prepared, then aborted.
+func (g Git) CanMakeBranch(ctx context.Context, branch, at string) error {
+	tx := "start\nupdate refs/heads/" + branch + " " + at + "\nprepare\nabort\n"
+	res := g.runInput(ctx, strings.NewReader(tx), "update-ref", "--stdin")
+	if res.Kind != proc.KindOK {
+		// git names the transaction's step ("fatal: prepare: cannot lock
+		// ref"), which is not the reason.
+		return fmt.Errorf("git update-ref: %s", strings.Replace(Message(res), "fatal: prepare: ", "fatal: ", 1))
+	}
+	return nil
 }
 
 // Tips maps the branches in the directory of branches dir (dir/...) to

@@ -427,3 +427,31 @@ func TestDeleteBranchAndWorktree(t *testing.T) {
 		t.Errorf("the worktree is still there: %v", err)
 	}
 }
+
+// CanMakeBranch refuses, with git's reason, a branch that a ref is in the
+// way of (above it or below it), accepts one that exists (worktree add -B
+// resets it) or is new, and makes nothing.
+func TestCanMakeBranch(t *testing.T) {
+	g := newRepo(t)
+	head := must(t, g, "rev-parse", "HEAD")
+	for _, b := range []string{"runner/d2.items", "runner-items/e/1/x", "kept/1"} {
+		must(t, g, "branch", b)
+	}
+	refused := map[string]string{
+		"runner/d2.items/1": "git update-ref: exit status 128: fatal: cannot lock ref 'refs/heads/runner/d2.items/1': 'refs/heads/runner/d2.items' exists; cannot create 'refs/heads/runner/d2.items/1'",
+		"runner-items/e/1":  "git update-ref: exit status 128: fatal: cannot lock ref 'refs/heads/runner-items/e/1': 'refs/heads/runner-items/e/1/x' exists; cannot create 'refs/heads/runner-items/e/1'",
+	}
+	for branch, want := range refused {
+		if err := g.CanMakeBranch(t.Context(), branch, head); err == nil || err.Error() != want {
+			t.Errorf("CanMakeBranch(%s) = %v, want %s", branch, err, want)
+		}
+	}
+	for _, branch := range []string{"kept/1", "runner-items/e/2"} {
+		if err := g.CanMakeBranch(t.Context(), branch, head); err != nil {
+			t.Errorf("CanMakeBranch(%s) = %v, want nil", branch, err)
+		}
+	}
+	if tip, err := g.Tip(t.Context(), "runner-items/e/2"); err != nil || tip != "" {
+		t.Errorf("CanMakeBranch made runner-items/e/2 (%q, %v)", tip, err)
+	}
+}

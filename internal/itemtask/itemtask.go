@@ -131,6 +131,10 @@ func (f Failure) Event() eventlog.Failure {
 // KindLost is the failure kind of an attempt whose runners were lost.
 const KindLost = "lost"
 
+// KindWorktree is the failure kind of an item whose git worktree could
+// not be made: git's message says why.
+const KindWorktree = "worktree"
+
 // KindTransfer is the failure kind of an attempt whose commits could not
 // be brought back from where it ran (a NATS worker): their bundle did not
 // verify, or does not start from the commit the item was given.
@@ -230,6 +234,11 @@ type Repo struct {
 	// every ref or changes the worktrees runs in the repository (git's
 	// worktree add and remove race with them); nil: fn runs at once.
 	Hold func(fn func() error) error
+	// CheckItemBranch fails, as making the item's worktree would (kind
+	// KindWorktree), when git could not make the branch of item (index,
+	// id) at commit at in the repository: a ref in its way. For items
+	// whose worktrees are made elsewhere and whose branches come back.
+	CheckItemBranch func(ctx context.Context, index int, id, at string) error
 }
 
 // Capabilities are what a dispatcher does beyond running a task to its

@@ -28,7 +28,7 @@ const KindMergeConflict = "merge_conflict"
 
 // KindWorktree is the failure kind of an item whose git worktree could
 // not be made: git's message says why.
-const KindWorktree = "worktree"
+const KindWorktree = itemtask.KindWorktree
 
 // Worktrees are the git worktrees and branches of a job whose map runs
 // with isolation: worktree. The job worktree, on the job branch, is where
@@ -288,9 +288,25 @@ func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool, 
 		return repo.MakeWorktree(ctx, t.Path, func() error { return repo.ResetWorktree(ctx, t.Path, t.Branch, from) })
 	})
 	if err != nil {
-		return t, fmt.Errorf("item %s: its worktree: %w", it.ID, err)
+		return t, worktreeFailed(it, err)
 	}
 	return t, nil
+}
+
+// worktreeFailed is the error of an item whose worktree could not be made.
+func worktreeFailed(it *items.Item, err error) error {
+	return fmt.Errorf("item %s: its worktree: %w", it.ID, err)
+}
+
+// CheckItemBranch fails as OpenItem would when git could not make the
+// branch of it at commit at in the repository of r, with git's
+// environment env: a ref in its way. Nothing is made.
+func (r JobRefs) CheckItemBranch(ctx context.Context, env []string, it *items.Item, at string) error {
+	git := gitwork.Git{Dir: r.Repo, Env: env}
+	if err := git.CanMakeBranch(ctx, r.ItemPrefix()+worktreeName(it), at); err != nil {
+		return worktreeFailed(it, err)
+	}
+	return nil
 }
 
 // TreeOf names an item's worktree and branch.

@@ -81,9 +81,7 @@ func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Ou
 	}
 	tip, err := d.git.tip(ctx)
 	if err != nil {
-		return itemtask.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: itemtask.Failure{
-			Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindTransfer, ExitCode: -1, Message: err.Error(),
-		}}, false
+		return notSent(*t, itemtask.KindTransfer, err), false
 	}
 	t.Tip = tip
 	return itemtask.Outcome{}, true

@@ -590,6 +590,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	if out, ok := d.withTip(ctx, &t); !ok {
 		return out, nil
 	}
+	if out, ok := d.itemBranchFree(ctx, t); !ok {
+		return out, nil
+	}
 	d.mu.Lock()
 	d.ids[t.Index] = t.ItemID
 	if in, ok := d.early[t.Index]; ok && in.r.Attempt == t.Attempt {
@@ -653,9 +656,7 @@ func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (item
 	if err == nil {
 		return itemtask.Outcome{}, true
 	}
-	return itemtask.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: itemtask.Failure{
-		Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: err.Error(),
-	}}, false
+	return notSent(t, "spawn", err), false
 }
 
 // outcome is the outcome of t that in carries: the worker's events are
