@@ -137,10 +137,14 @@ func openResults(path string, logPath func(itemID string) string) (*resultLog, e
 	return &resultLog{f: f, logPath: logPath}, nil
 }
 
-// itemLog is the path of an item's log, "" when it has none here (its
-// steps ran on another machine, or wrote nothing).
+// itemLog is the absolute path of an item's log (a reduce step may run in
+// the job's worktree), "" when it has none (its steps wrote nothing; on
+// NATS the log holds the output its workers sent back).
 func (l *resultLog) itemLog(it *Item) string {
-	path := l.logPath(it.ID)
+	path, err := filepath.Abs(l.logPath(it.ID))
+	if err != nil {
+		return ""
+	}
 	if _, err := os.Stat(path); err != nil {
 		return ""
 	}

@@ -38,6 +38,22 @@ func TestResultsAfterTornWrite(t *testing.T) {
 	}
 }
 
+// json_log_location is an absolute path, wherever the reduce reading it
+// runs (the job's worktree), though the job's logs are named relative to
+// the directory it runs in.
+func TestResultLogLocationIsAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	os.WriteFile("a.log", []byte("log\n"), 0o600)
+	l := &resultLog{logPath: func(id string) string { return id + ".log" }}
+	if got := l.entry(&Item{ID: "a"}, Outcome{}, nil).JSONLogLocation; got != filepath.Join(dir, "a.log") {
+		t.Errorf("json_log_location %q, want %s", got, filepath.Join(dir, "a.log"))
+	}
+	if got := l.entry(&Item{ID: "quiet"}, Outcome{}, nil).JSONLogLocation; got != "" {
+		t.Errorf("json_log_location of an item that printed nothing: %q", got)
+	}
+}
+
 // Each entry has Prodigy's AgentResult shape (agent/types.rs): a status
 // of "Success", {"Failed": MSG} or "Timeout", a duration of {secs, nanos},
 // commits always, and the worktree's fields when the item had one.

@@ -690,7 +690,7 @@ func fileSize(path string) int64 {
 }
 
 // readTail reads what path gained from offset from on, at most n bytes
-// (its end).
+// (its end), after a line saying how many bytes it left out before them.
 func readTail(path string, from int64, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
@@ -698,8 +698,11 @@ func readTail(path string, from int64, n int) string {
 	}
 	defer f.Close()
 	size := fileSize(path)
-	from = max(from, size-int64(n))
-	buf := make([]byte, size-from)
-	k, _ := f.ReadAt(buf, from)
+	start := max(from, size-int64(n))
+	buf := make([]byte, size-start)
+	k, _ := f.ReadAt(buf, start)
+	if start > from {
+		return fmt.Sprintf("[runner: the first %d bytes of this attempt's output left out, its last %d follow]\n", start-from, k) + string(buf[:k])
+	}
 	return string(buf[:k])
 }

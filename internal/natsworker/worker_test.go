@@ -2,6 +2,8 @@ package natsworker
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,5 +26,23 @@ func TestWorkerIdleExitEndsItsGoroutines(t *testing.T) {
 	}
 	if n := dispatchtest.Goroutines("github.com/runnerdev/runner/internal/natsworker.(*Worker)."); n != 0 {
 		t.Errorf("%d goroutines of the worker run on after Run returned", n)
+	}
+}
+
+// The tail of an attempt's output that goes back with its result says,
+// in a first line, how much of it it left out: the coordinator's item
+// log (results.json's json_log_location) holds only the tail.
+func TestReadTailSaysWhatItLeftOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "item.log")
+	if err := os.WriteFile(path, []byte("earlier attempt\n0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	from := int64(len("earlier attempt\n"))
+	if got := readTail(path, from, 16); got != "0123456789abcdef" {
+		t.Errorf("whole: %q", got)
+	}
+	want := "[runner: the first 10 bytes of this attempt's output left out, its last 6 follow]\nabcdef"
+	if got := readTail(path, from, 6); got != want {
+		t.Errorf("cut: %q, want %q", got, want)
 	}
 }
