@@ -670,18 +670,22 @@ func (g Git) MergedBranches(ctx context.Context, into, pattern string) ([]string
 	return strings.Fields(out), nil
 }
 
-// CanMakeBranch reports, as an error naming git's reason, whether git
-// could make branch at commit at in the repository: a ref in its way
-// (refs/heads/a when the branch is a/b, or a/b when it is a) stops it,
-// as it would stop git worktree add -B. It makes nothing: a ref
-// transaction prepared, then aborted.
+// CanMakeBranch returns an error naming git's reason when a ref is in
+// the way of branch (refs/heads/a when the branch is a/b, or a/b when it
+// is a), which would stop git making it, as it would stop git worktree
+// add -B; any other failure (the ref locked a moment by another git) is
+// not this check's to report. It makes nothing: a ref transaction
+// prepared at commit at, then aborted.
 func (g Git) CanMakeBranch(ctx context.Context, branch, at string) error {
 	tx := "start\nupdate refs/heads/" + branch + " " + at + "\nprepare\nabort\n"
 	res := g.runInput(ctx, strings.NewReader(tx), "update-ref", "--stdin")
-	if res.Kind != proc.KindOK {
+	if res.Kind == proc.KindOK {
+		return nil
+	}
+	if why := Message(res); strings.Contains(why, "' exists; cannot create '") {
 		// git names the transaction's step ("fatal: prepare: cannot lock
 		// ref"), which is not the reason.
-		return fmt.Errorf("git update-ref: %s", strings.Replace(Message(res), "fatal: prepare: ", "fatal: ", 1))
+		return fmt.Errorf("git update-ref: %s", strings.Replace(why, "fatal: prepare: ", "fatal: ", 1))
 	}
 	return nil
 }

@@ -430,10 +430,14 @@ func TestDeleteBranchAndWorktree(t *testing.T) {
 
 // CanMakeBranch refuses, with git's reason, a branch that a ref is in the
 // way of (above it or below it), accepts one that exists (worktree add -B
-// resets it) or is new, and makes nothing.
+// resets it), is new, or is locked a moment by another git, and makes
+// nothing.
 func TestCanMakeBranch(t *testing.T) {
 	g := newRepo(t)
 	head := must(t, g, "rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(g.Dir, ".git", "refs", "heads", "locked.lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range []string{"runner/d2.items", "runner-items/e/1/x", "kept/1"} {
 		must(t, g, "branch", b)
 	}
@@ -446,7 +450,7 @@ func TestCanMakeBranch(t *testing.T) {
 			t.Errorf("CanMakeBranch(%s) = %v, want %s", branch, err, want)
 		}
 	}
-	for _, branch := range []string{"kept/1", "runner-items/e/2"} {
+	for _, branch := range []string{"kept/1", "runner-items/e/2", "locked"} {
 		if err := g.CanMakeBranch(t.Context(), branch, head); err != nil {
 			t.Errorf("CanMakeBranch(%s) = %v, want nil", branch, err)
 		}
