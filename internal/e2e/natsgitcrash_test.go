@@ -330,11 +330,41 @@ func TestNATSGitWorkerCrash(t *testing.T) {
 		if !r.waitWorkerKilled(exited) {
 			t.Fatalf("the job ended before a worker was killed at %s", kill)
 		}
+		nc := srv.Connect(t)
+		r.uploadCut(nc, kill)
 		r.ended(cmd, exited)
-		extra := r.audit(srv.Connect(t), gitCrashSlots)
+		extra := r.audit(nc, gitCrashSlots)
 		r.uploadNotMerged(kill)
 		t.Logf("killed at %s (%s): %d extra runs", kill, r.killed(), extra)
 	})
+}
+
+// uploadCut checks, after a worker was killed at kill "upload:N", that
+// the killed upload's first chunk (128 KiB, of the big file's bundle) is
+// in the job's git bucket: the worker died mid-upload. It waits 2 s at
+// most: the job cannot end sooner (the killed item's task is delivered
+// again once its 2 s ack wait has run out).
+func (r *gitCrashRig) uploadCut(nc *nats.Conn, kill string) {
+	if !strings.HasPrefix(kill, "upload:") {
+		return
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var stored uint64
+	for range 40 {
+		for name := range js.StreamNames(r.t.Context()).Name() {
+			if s, err := js.Stream(r.t.Context(), name); err == nil && strings.HasPrefix(name, "OBJ_RUNNER_GIT_") {
+				stored = s.CachedInfo().State.Bytes
+			}
+		}
+		if stored >= 128<<10 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.t.Errorf("the job's git bucket holds %d bytes after the kill at %s, want the killed upload's first chunk (128 KiB)", stored, kill)
 }
 
 // uploadNotMerged checks, after a worker was killed at kill "upload:N",
