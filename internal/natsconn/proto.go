@@ -177,14 +177,16 @@ func (f *Failure) Local() itemtask.Failure {
 		StderrTail: f.StderrTail, Step: f.Step, Duration: time.Duration(f.DurationMS) * time.Millisecond}
 }
 
-// Trim keeps the result's body under maxResult: the log tail goes first,
-// then the events' messages, then the events.
+// Trim keeps the result's body under maxResult: the log tail goes first
+// (a line saying so stays: the item's log on the coordinator says why the
+// attempt's output is not there), then the events' messages, then the
+// events.
 func (r *Result) Trim() ([]byte, error) {
 	data, err := json.Marshal(r)
 	if err != nil || len(data) <= MaxResult {
 		return data, err
 	}
-	r.LogTail = ""
+	r.LogTail = fmt.Sprintf("[runner: this attempt's output (its last %d bytes) left out: its result was too large to carry it]\n", len(r.LogTail))
 	if data, err = json.Marshal(r); err != nil || len(data) <= MaxResult {
 		return data, err
 	}
