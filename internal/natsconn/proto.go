@@ -186,7 +186,9 @@ func (r *Result) Trim() ([]byte, error) {
 	if err != nil || len(data) <= MaxResult {
 		return data, err
 	}
-	r.LogTail = fmt.Sprintf("[runner: this attempt's output (its last %d bytes) left out: its result was too large to carry it]\n", len(r.LogTail))
+	if r.LogTail != "" {
+		r.LogTail = fmt.Sprintf("[runner: this attempt's output (its last %d bytes) left out: its result was too large to carry it]\n", len(r.LogTail))
+	}
 	if data, err = json.Marshal(r); err != nil || len(data) <= MaxResult {
 		return data, err
 	}

@@ -339,6 +339,10 @@ func TestResultTrim(t *testing.T) {
 	if got.Output != "out" || got.Failure == nil || got.Failure.Message != "boom" {
 		t.Errorf("trimming lost the output or the failure: %+v", got)
 	}
+	quiet := natsconn.Result{Index: 1, Events: []eventlog.Event{event, event, event, event, event}}
+	if body, _ := quiet.Trim(); strings.Contains(string(body), "log_tail") {
+		t.Errorf("a result without a log tail was given one: %.200s", body)
+	}
 	small := natsconn.Result{Index: 1, LogTail: "tail"}
 	if body, _ := small.Trim(); !strings.Contains(string(body), `"tail"`) {
 		t.Errorf("a small result was trimmed: %s", body)
