@@ -62,9 +62,9 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 }
 
 // claimBranch notes in the worker's store that branch, in the clone at
-// repo ("" this process's directory), is this worker's until it is sent:
-// the next worker's sweep deletes the branch of a worker killed meanwhile
-// (claimedBranches, deleteBranches). The returned function deletes the
+// repo ("" this process's directory), is this worker's, from before its
+// run makes it until it is sent: the next worker's sweep deletes the
+// branch of a worker killed meanwhile (sweepStores). The returned function deletes the
 // branch, with its worktree if a run stopped midway left it (under hold,
 // the clone's worktree lock), and then the note.
 func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(func() error) error) {
@@ -102,18 +102,22 @@ func claimedBranches(store string) []claimedBranch {
 	return out
 }
 
-// deleteBranches deletes branches, with the worktrees they are checked out
-// in, once their clones forgot the worktrees whose directories are gone
-// (a dead worker's store took them) and deleted those worktrees' item
-// branches, as forgetLeftWorktrees does: a plain git worktree prune would
-// forget them with nothing left to say which branches they held (a store
-// of a worker that noted its branches only once its run ended).
-func deleteBranches(branches []claimedBranch) {
+// deleteBranches deletes branches but those in keep, once their clones
+// forgot the worktrees whose directories are gone (a dead worker's store
+// took them) and deleted those worktrees' item branches, as
+// forgetLeftWorktrees does: a plain git worktree prune would forget them
+// with nothing left to say which branches they held (a store of a worker
+// that noted its branches only once its runs ended). A branch still
+// checked out, in a live worker's worktree, stays: git refuses.
+func deleteBranches(branches []claimedBranch, keep map[claimedBranch]bool) {
 	ctx := context.Background()
 	for _, b := range branches {
+		if keep[b] {
+			continue
+		}
 		g := gitwork.Git{Dir: b.repo}
 		_ = g.PruneWithBranches(ctx, gitwork.ItemBranchesRoot)
-		_ = g.DeleteBranchAndWorktree(ctx, b.branch)
+		_ = g.DeleteBranch(ctx, b.branch)
 	}
 }
 

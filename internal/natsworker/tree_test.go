@@ -211,18 +211,28 @@ func TestRunItemClaimsBranchBeforeItExists(t *testing.T) {
 // sequence of 1 in 40 rounds of TestNATSGitWorkerCrash (killed at bundle
 // create): the sweep's git worktree prune, run for the noted branch,
 // forgot the running item's worktree, and nothing then said its branch
-// was left.
+// was left. A branch the dead store notes that a live worker's store
+// notes too (the item runs again on a worker sharing the clone) stays.
 func TestSweepDeletesDeadWorkersBranches(t *testing.T) {
 	repo, _ := newClone(t)
 	tmp := t.TempDir()
+	_, releaseLive, err := NewStore(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseLive()
+	live, _ := filepath.Glob(filepath.Join(tmp, storePrefix+"*"))
 	dead := filepath.Join(tmp, storePrefix+"dead")
-	for _, args := range [][]string{{"worktree", "add", "-q", "-b", "runner-items/j/2", filepath.Join(dead, "worktrees", "2")}, {"branch", "runner-items/j/3"}} {
+	for _, args := range [][]string{{"worktree", "add", "-q", "-b", "runner-items/j/2", filepath.Join(dead, "worktrees", "2")},
+		{"branch", "runner-items/j/3"}, {"branch", "runner-items/j/4"}} {
 		if _, err := repo.Output(t.Context(), args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, data := range map[string]string{storeLock: "", claimPrefix + "1": repo.Dir + "\nrunner-items/j/3"} {
-		if err := os.WriteFile(filepath.Join(dead, name), []byte(data), 0o600); err != nil {
+	notes := map[string]string{filepath.Join(dead, storeLock): "", filepath.Join(dead, claimPrefix+"3"): repo.Dir + "\nrunner-items/j/3",
+		filepath.Join(dead, claimPrefix+"4"): repo.Dir + "\nrunner-items/j/4", filepath.Join(live[0], claimPrefix+"4"): repo.Dir + "\nrunner-items/j/4"}
+	for path, data := range notes {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -231,8 +241,8 @@ func TestSweepDeletesDeadWorkersBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	if b, _ := repo.Output(t.Context(), "branch", "--list", "runner-items/*"); b != "" {
-		t.Errorf("branches left by the sweep: %s", b)
+	if b, _ := repo.Output(t.Context(), "branch", "--list", "runner-items/*"); b != "runner-items/j/4" {
+		t.Errorf("branches after the sweep: %q, want the live worker's runner-items/j/4 alone", b)
 	}
 	if list, _ := repo.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 		t.Errorf("worktrees left by the sweep:\n%s", list)
