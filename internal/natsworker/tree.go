@@ -64,9 +64,9 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 // claimBranch notes in the worker's store that branch, in the clone at
 // repo ("" this process's directory), is this worker's, from before its
 // run makes it until it is sent: the next worker's sweep deletes the
-// branch of a worker killed meanwhile (sweepStores). The returned function deletes the
-// branch, with its worktree if a run stopped midway left it (under hold,
-// the clone's worktree lock), and then the note.
+// branch of a worker killed meanwhile (sweepStores). The returned
+// function deletes the branch, with its worktree if a run stopped midway
+// left it (under hold, the clone's worktree lock), and then the note.
 func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(func() error) error) {
 	abs, err := filepath.Abs(cmp.Or(repo, "."))
 	var note *os.File
