@@ -48,7 +48,7 @@ func TestCloseConfirmsAcksBeforeTheConsumerGoes(t *testing.T) {
 	if err := tap.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	held := &ackedMsg{name: "r", log: log, release: make(chan struct{})}
+	held := heldMsg("r", log)
 	d.acks.add(held)
 	closed := make(chan error, 1)
 	go func() { closed <- d.Close() }()
