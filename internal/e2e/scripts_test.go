@@ -65,7 +65,11 @@ var agentScripts = []string{
 	"mapreduce_concurrency", "mapreduce_dlq", "mapreduce_features", "mapreduce_hostile", "mapreduce_policy",
 	"mapreduce_raw_bytes", "mapreduce_resume", "mapreduce_resume_item_retry", "mapreduce_resume_steps",
 	"mapreduce_state", "mapreduce_value_ids", "nested_default", "prodigy_mapreduce", "progress",
-	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_resume", "isolation_dlq_retry", "commit_required",
+	"progress_counts", "secrets", "secrets_not_stored", "isolation_worktree", "isolation_worktree_layout", "isolation_resume", "isolation_resume_merged",
+	"isolation_dlq_retry", "isolation_dlq_retry_merged", "isolation_merged_in_dlq", "dlq_retry_then_merge",
+	"agent_worktree", "report_kinds", "map_shared_checkout", "isolation_branch_names", "isolation_branch_names_legacy",
+	"jobs_housekeeping", "jobs_housekeeping_killed",
+	"commit_required",
 	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
 	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists", "logs_items", "tag_output",
 	"tag_output_results",
@@ -233,9 +237,16 @@ var natsLocalOnly = map[string]string{
 	"secrets":                 "it sets API_TOKEN after the workers started: a worker takes secrets from its own environment",
 	"breaker_kills":           "it counts a step's circuit breaker across items, which on NATS is per worker process (§11.5)",
 	"secrets_not_stored":      "it gives secrets with --set, which a run on NATS refuses: secrets never go on NATS (§11.6; TestNATSSecrets)",
+	"map_shared_checkout":     "its items commit in the user's checkout (map.isolation: none), where on NATS they run in the worker's directory",
 	// On NATS an item's worktree and its branch, until its result, are in
-	// a worker's clone: TestNATSWorktreeClones runs worktree items there.
-	"isolation_worktree":  "it checks that each item's worktree was under the job's directory in the user's repository (${worktree.path})",
-	"isolation_resume":    "it counts the items' worktrees in the user's repository after a kill -9, and merges a running item's branch there by hand",
-	"isolation_dlq_retry": "it counts the items' worktrees in the user's repository after a kill -9 of dlq retry, and merges a running item's branch there by hand",
+	// a worker's clone (TestNATSWorktreeClones). These are the checks of
+	// where they are in the user's repository, each moved out of a script
+	// that runs on NATS with the checks that hold wherever items run
+	// (isolation_worktree, isolation_resume, isolation_dlq_retry,
+	// isolation_branch_names, jobs_housekeeping).
+	"isolation_worktree_layout":     "it checks that an item's worktree is under the job's directory in the user's repository",
+	"isolation_resume_merged":       "it counts the worktrees a killed job left in the user's repository and merges a running item's branch there by hand (TestNATSGitCoordinatorCrash kills a job between an item's fetch and its recorded merge)",
+	"isolation_dlq_retry_merged":    "it counts the worktrees a killed dlq retry left in the user's repository and merges a running item's branch there by hand",
+	"isolation_branch_names_legacy": "an old job's item branch meets a branch of the user's repository when its worktree is made there (kind worktree); on NATS it is made in the worker's clone and meets it when fetched back (kind transfer, with git's reason: TestFetchBundleSaysWhy)",
+	"jobs_housekeeping_killed":      "it counts the items' worktrees a killed job left in the user's repository",
 }

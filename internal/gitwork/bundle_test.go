@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -65,5 +66,26 @@ func TestBundleRoundTrip(t *testing.T) {
 		if err := fresh.FetchBundle(ctx, path, "refs/heads/item", "refs/runner/got"); err == nil {
 			t.Fatal("a bundle cut short was fetched")
 		}
+	}
+}
+
+// A fetch into a ref that a ref of the repository is in the way of fails
+// with git's reason, not only its last line ("some local refs could not
+// be updated").
+func TestFetchBundleSaysWhy(t *testing.T) {
+	ctx := t.Context()
+	src := newRepo(t)
+	path := filepath.Join(t.TempDir(), "all.bundle")
+	if err := src.CreateBundle(ctx, path, "refs/heads/main", ""); err != nil {
+		t.Fatal(err)
+	}
+	dst := Git{Dir: t.TempDir(), Env: src.Env}
+	must(t, dst, "init", "-q")
+	if err := dst.FetchBundle(ctx, path, "refs/heads/main", "refs/heads/job"); err != nil {
+		t.Fatal(err)
+	}
+	err := dst.FetchBundle(ctx, path, "refs/heads/main", "refs/heads/job/1")
+	if err == nil || !strings.Contains(err.Error(), "cannot lock ref 'refs/heads/job/1'") {
+		t.Fatalf("fetch into a ref whose parent is a branch: %v, want git's reason", err)
 	}
 }

@@ -102,7 +102,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 	if len(it.Raw) <= maxItemJSONEnv {
 		env = append(env, "RUNNER_ITEM_JSON="+string(it.Raw))
 	}
-	var dir, branch string
+	var dir, branch, worktree string
 	if r.trees != nil {
 		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0, t.Tip)
 		if ctx.Err() != nil {
@@ -125,7 +125,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		defer r.trees.CloseItem(ctx, tree)
 		crashpoint.Hit(crashpoint.ItemWorktreeAdded)
 		defer crashpoint.Hit(crashpoint.ItemStepsDone) // before closeItem
-		dir, branch = r.trees.ItemDir(tree), tree.Branch
+		dir, branch, worktree = r.trees.ItemDir(tree), tree.Branch, tree.Path
 		sc.Set("worktree", map[string]any{"path": tree.Path, "branch": branch})
 		env = append(env, "RUNNER_WORKTREE="+tree.Path)
 	}
@@ -169,7 +169,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 	}
 	defer cancel()
 	outcome := func() itemtask.Outcome {
-		return itemtask.Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start), Branch: branch}
+		return itemtask.Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start), Branch: branch, Worktree: worktree}
 	}
 	for _, step := range r.steps {
 		run.From = nil

@@ -309,7 +309,8 @@ func (w *Worktrees) CloseItem(ctx context.Context, t ItemTree) error {
 }
 
 // MergeBack merges the branch of an item that succeeded into the job
-// branch (unless map.merge is none), and sets the outcome's commits. A
+// branch (unless map.merge is none), and sets the outcome's commits (and
+// its worktree, when it names none: one run elsewhere names its own). A
 // merge that conflicts is aborted and fails the item as merge_conflict,
 // its branch kept. An error means the job branch could not be read or
 // merged into: the job cannot go on.
@@ -324,7 +325,7 @@ func (w *Worktrees) MergeBack(ctx context.Context, it *items.Item, attempt int, 
 	if err != nil {
 		return out, fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	out.Commits, out.Worktree = commits, w.TreeOf(it).Path
+	out.Commits, out.Worktree = commits, cmp.Or(out.Worktree, w.TreeOf(it).Path)
 	if len(commits) > 0 {
 		diff, err := w.User.Diff(ctx, w.JobBranch+"..."+out.Branch, "")
 		if err != nil {

@@ -61,6 +61,7 @@ func TipRef(sha string) string { return "refs/runner/tips/" + sha }
 // bucket holding the commits Base lacks ("" when Head is Base).
 type ItemGit struct {
 	Branch string `json:"branch"`
+	Path   string `json:"path,omitempty"` // the item's worktree on the worker
 	Base   string `json:"base"`
 	Head   string `json:"head"`
 	Bundle string `json:"bundle,omitempty"`

@@ -218,7 +218,7 @@ func (g *gitSide) fetchItem(ctx context.Context, tip string, r natsconn.Result, 
 	err := g.fetch(ctx, tip, r.Git)
 	switch {
 	case err == nil:
-		out.Branch = r.Git.Branch
+		out.Branch, out.Worktree = r.Git.Branch, r.Git.Path
 	case !out.Failed:
 		out.Failed, out.Failure = true, itemtask.Failure{
 			Attempt: r.Attempt, At: time.Now(), Kind: itemtask.KindTransfer, ExitCode: -1, Duration: out.Duration,

@@ -47,7 +47,7 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	if err != nil {
 		return out, nil, err
 	}
-	ig, err := w.sendBranch(ctx, wj, t, delivery, out.Branch)
+	ig, err := w.sendBranch(ctx, wj, t, delivery, out)
 	switch {
 	case ctx.Err() != nil:
 		return itemtask.Outcome{}, nil, context.Cause(ctx)
@@ -170,17 +170,18 @@ func (w *Worker) fetchBundle(ctx context.Context, store jetstream.ObjectStore, g
 	return nil
 }
 
-// sendBranch stores the commits branch has since t's tip as a bundle in
-// the job's git bucket, under the object of this delivery of t's attempt,
-// and returns what the result says of the branch (no bundle when it made
-// no commit).
-func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task, delivery int, branch string) (*natsconn.ItemGit, error) {
+// sendBranch stores the commits the branch of out has since t's tip as a
+// bundle in the job's git bucket, under the object of this delivery of
+// t's attempt, and returns what the result says of the branch and the
+// worktree it had (no bundle when it made no commit).
+func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task, delivery int, out itemtask.Outcome) (*natsconn.ItemGit, error) {
+	branch := out.Branch
 	git := gitwork.Git{Dir: wj.opened.Repo}
 	head, err := git.Tip(ctx, branch)
 	if err != nil {
 		return nil, err
 	}
-	ig := &natsconn.ItemGit{Branch: branch, Base: t.Tip, Head: head}
+	ig := &natsconn.ItemGit{Branch: branch, Path: out.Worktree, Base: t.Tip, Head: head}
 	if head == t.Tip {
 		return ig, nil
 	}
