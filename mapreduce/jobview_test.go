@@ -2,7 +2,7 @@ package mapreduce
 
 import (
 	"context"
-	"os/exec"
+	"os"
 	"testing"
 
 	"github.com/runnerdev/runner/internal/gitwork"
@@ -14,21 +14,12 @@ import (
 // move of the job branch the job makes (an item's merge): until the next
 // one, a tip it read is the tip still (itemtask.Repo.Moves).
 func TestDispatcherCountsTheJobBranchMoves(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
+	gitRepo(t)
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-		"GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"} {
-		t.Setenv(k, v)
-	}
-	dir := t.TempDir()
-	t.Chdir(dir)
 	git := gitwork.Git{Dir: dir}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
-		if _, err := git.Output(t.Context(), args...); err != nil {
-			t.Fatal(err)
-		}
-	}
 	j := startSource(t, dir, "mode: mapreduce\nmap:\n  input: seq 1 2\n  max_parallel: 1\n  isolation: worktree\n  agent_template: [{shell: 'true'}]\n")
 	var moves []uint64
 	backend := itemtask.Backend{Can: itemtask.Capabilities{Worktrees: true}, Open: func(_ context.Context, job itemtask.Job, h Host) (Dispatcher, error) {
