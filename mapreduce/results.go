@@ -37,9 +37,6 @@ type Result struct {
 	WorktreePath      string `json:"worktree_path,omitempty"`
 	BranchName        string `json:"branch_name,omitempty"`
 	WorktreeSessionID string `json:"worktree_session_id,omitempty"`
-	// Worker is the NATS worker that ran the item's last attempt ("" for
-	// this machine): the machine WorktreePath is on.
-	Worker string `json:"worker,omitempty"`
 	// JSONLogLocation is the item's log file (its steps' output).
 	JSONLogLocation string `json:"json_log_location,omitempty"`
 
@@ -102,7 +99,7 @@ func durationOf(d time.Duration) Duration {
 func (l *resultLog) entry(it *Item, out Outcome, failed *Failure) Result {
 	r := Result{
 		ItemID: it.ID, Output: out.Output, Commits: out.Commits, FilesModified: out.FilesModified,
-		Duration: durationOf(out.Duration), WorktreePath: out.Worktree, BranchName: out.Branch, Worker: out.Origin.Worker,
+		Duration: durationOf(out.Duration), WorktreePath: out.Worktree, BranchName: out.Branch,
 		JSONLogLocation: l.itemLog(it), ItemIndex: it.Index, Item: it.Raw, DurationMS: out.Duration.Milliseconds(),
 	}
 	if r.Commits == nil {

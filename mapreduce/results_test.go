@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/runnerdev/runner/internal/itemtask"
 )
 
 // A result written after a torn one (a full disk, then resume) is kept:
@@ -59,8 +57,6 @@ func TestResultShape(t *testing.T) {
 			`{"item_id":"a","status":"Success","output":"hi","commits":[],"duration":{"secs":0,"nanos":0},"json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0}`},
 		{"failure in a worktree", tree, &Failure{Kind: "exit", Message: "exit status 1"},
 			`{"item_id":"a","status":{"Failed":"exit status 1"},"output":"out","commits":["c1"],"files_modified":["x.go"],"duration":{"secs":1,"nanos":500000000},"error":"exit status 1","worktree_path":"/w/a","branch_name":"runner-items/j/a","worktree_session_id":"a","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":1500,"kind":"exit"}`},
-		{"success on a NATS worker", Outcome{Branch: "runner-items/j/a", Worktree: "/store/w/a", Origin: itemtask.Origin{Worker: "w1", Delivery: 1}}, nil,
-			`{"item_id":"a","status":"Success","output":"","commits":[],"duration":{"secs":0,"nanos":0},"worktree_path":"/store/w/a","branch_name":"runner-items/j/a","worktree_session_id":"a","worker":"w1","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0}`},
 		{"timeout", Outcome{}, &Failure{Kind: "timeout", Message: "timed out after 1s"},
 			`{"item_id":"a","status":"Timeout","output":"","commits":[],"duration":{"secs":0,"nanos":0},"error":"timed out after 1s","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0,"kind":"timeout"}`},
 	}
