@@ -289,6 +289,10 @@ type Opened struct {
 	// without worktrees).
 	Repo string
 	Hold func(fn func() error) error
+	// Branch names the branch in Repo that a run of t makes its worktree
+	// on (nil without worktrees): known before the run, so that a worker
+	// can note it as its own before it exists.
+	Branch func(t Task) string
 	// Last reports whether rec is the last record of a run that goes on
 	// to its outcome (the template's last step, not waiting to retry):
 	// its checkpoint may travel with the outcome, as nothing runs after

@@ -315,3 +315,37 @@ func TestOpenItemFromCommit(t *testing.T) {
 		t.Errorf("the item's worktree is on %q, want %q", branch, tree.Branch)
 	}
 }
+
+// A recorded item's branch is deleted holding the repository's worktree
+// lock, as its other branches are made (a worktree's add, a fetch of a
+// NATS item's bundle): git deleting the last branch of a directory
+// removes the directory of its reflog, and a git making a branch there
+// meanwhile fails.
+func TestRecordedDeletesBranchHoldingWorktreeLock(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	git(repo, "branch", "runner-items/j/a")
+	deleted := make(chan struct{})
+	err := w.Admin(func() error {
+		go func() {
+			w.Recorded(t.Context(), itemtask.Outcome{Branch: "runner-items/j/a"})
+			close(deleted)
+		}()
+		select {
+		case <-deleted:
+			t.Error("the branch was deleted while another process held the worktree lock")
+		case <-time.After(300 * time.Millisecond):
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-deleted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the branch was not deleted once the worktree lock was free")
+	}
+	if b := git(repo, "branch", "--list", "runner-items/*"); b != "" {
+		t.Errorf("branches left: %q", b)
+	}
+}
