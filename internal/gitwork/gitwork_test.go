@@ -412,21 +412,26 @@ func TestPruneWithBranches(t *testing.T) {
 }
 
 // TestDeleteBranchAndWorktree: a branch still checked out in a worktree
-// is deleted with the worktree; one in none is deleted too.
+// is deleted with the worktree; one in none is deleted too; the worktree
+// of another branch stays.
 func TestDeleteBranchAndWorktree(t *testing.T) {
 	g := newRepo(t)
-	tree := filepath.Join(t.TempDir(), "w")
+	tree, other := filepath.Join(t.TempDir(), "w"), filepath.Join(t.TempDir(), "other")
 	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/1", tree)
+	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/3", other)
 	must(t, g, "branch", "runner-items/j/2")
 	for _, b := range []string{"runner-items/j/1", "runner-items/j/2"} {
 		if err := g.DeleteBranchAndWorktree(t.Context(), b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if branches := must(t, g, "branch", "--format=%(refname:short)"); branches != "main" {
-		t.Errorf("branches %q, want main alone", branches)
+	if branches := must(t, g, "branch", "--format=%(refname:short)"); branches != "main\nrunner-items/j/3" {
+		t.Errorf("branches %q, want main and the other worktree's", branches)
 	}
 	if _, err := os.Stat(tree); !os.IsNotExist(err) {
 		t.Errorf("the worktree is still there: %v", err)
+	}
+	if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 2 {
+		t.Errorf("%d worktrees, want the repository's and the other branch's", trees)
 	}
 }

@@ -230,6 +230,10 @@ type Repo struct {
 	// every ref or changes the worktrees runs in the repository (git's
 	// worktree add and remove race with them); nil: fn runs at once.
 	Hold func(fn func() error) error
+	// Moves counts the changes of the job branch the job's process made
+	// while the items run: while it stays the same, a tip read before is
+	// the tip still. nil: not counted (read the tip each time).
+	Moves func() uint64
 }
 
 // Capabilities are what a dispatcher does beyond running a task to its

@@ -39,7 +39,7 @@ func TestWorktreeName(t *testing.T) {
 
 // An item's worktree is made from the job branch's tip and removed at its
 // end; a successful item's commits are merged (and its branch deleted
-// once recorded), a conflicting one fails as merge_conflict with its
+// once recorded, the merge counted as a move of the job branch), a conflicting one fails as merge_conflict with its
 // branch kept and the job branch clean.
 func TestWorktreesMergeBack(t *testing.T) {
 	w, git, repo := testWorktrees(t)
@@ -55,9 +55,13 @@ func TestWorktreesMergeBack(t *testing.T) {
 	}
 	a, b, c := &items.Item{ID: "a", Index: 0}, &items.Item{ID: "b", Index: 1}, &items.Item{ID: "c", Index: 2}
 	outA, outB := edit(a, "a\n"), edit(b, "b\n") // both from the same tip
+	moves := w.JobBranchMoves()
 	outA, err := w.MergeBack(t.Context(), a, 1, outA)
 	if err != nil || outA.Failed || len(outA.Commits) != 1 {
 		t.Fatalf("merge of a = %+v, %v", outA, err)
+	}
+	if w.JobBranchMoves() == moves {
+		t.Error("the merge of a is not counted as a move of the job branch: a tip read before it is taken as the tip still")
 	}
 	w.Recorded(t.Context(), outA)
 	outB, err = w.MergeBack(t.Context(), b, 1, outB)
