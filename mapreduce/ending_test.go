@@ -14,13 +14,35 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
+// gitRepo makes a repository with one commit on main in a new directory,
+// which becomes the working directory, with git's identity in the
+// environment, and returns a function that runs git there.
+func gitRepo(t *testing.T) (git func(args ...string) string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", "t"}, {"GIT_COMMITTER_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@example.com"}, {"GIT_COMMITTER_EMAIL", "t@example.com"}} {
+		t.Setenv(kv[0], kv[1])
+	}
+	t.Chdir(t.TempDir())
+	git = func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("commit", "-q", "--allow-empty", "-m", "base")
+	return git
+}
+
 // A job on a job branch that succeeded and was not asked to merge asks
 // (the terminal's question, SPEC §12.7) once, about its branch and the
 // branch it started on: yes merges it into that branch, no leaves it.
 func TestRunAsksToMerge(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
 	const src = `mode: mapreduce
 map:
   input: items.json
@@ -29,20 +51,7 @@ map:
       commit_required: true
 `
 	for _, answer := range []bool{true, false} {
-		repo := t.TempDir()
-		t.Chdir(repo)
-		for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", "t"}, {"GIT_COMMITTER_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@example.com"}, {"GIT_COMMITTER_EMAIL", "t@example.com"}} {
-			t.Setenv(kv[0], kv[1])
-		}
-		git := func(args ...string) string {
-			out, err := exec.Command("git", args...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("git %v: %v\n%s", args, err, out)
-			}
-			return strings.TrimSpace(string(out))
-		}
-		git("init", "-q", "-b", "main")
-		git("commit", "-q", "--allow-empty", "-m", "base")
+		git := gitRepo(t)
 		if err := os.WriteFile("items.json", []byte(`["a", "b"]`), 0o600); err != nil {
 			t.Fatal(err)
 		}

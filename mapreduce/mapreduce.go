@@ -270,7 +270,7 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 		b = itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, d.live))
 	}
 	var err error
-	s.dispatcher, err = b.Open(ctx, View(j), s)
+	s.dispatcher, err = b.Open(ctx, jobView{j: j, trees: trees}, s)
 	return s, err
 }
 
@@ -284,10 +284,14 @@ func supported(wf *workflow.Workflow, b itemtask.Backend) error {
 }
 
 // View is what dispatchers may read of j.
-func View(j *job.Job) itemtask.Job { return jobView{j} }
+func View(j *job.Job) itemtask.Job { return jobView{j: j} }
 
-// jobView is View's itemtask.Job.
-type jobView struct{ j *job.Job }
+// jobView is View's itemtask.Job; trees, when set, are the job's
+// worktrees in this process, whose merges move the job branch.
+type jobView struct {
+	j     *job.Job
+	trees *jobtree.Worktrees
+}
 
 func (v jobView) ID() string                  { return v.j.ID() }
 func (v jobView) Seed() uint64                { return v.j.Seed() }
@@ -313,7 +317,11 @@ func (v jobView) Repo() itemtask.Repo {
 	check := func(ctx context.Context, index int, id, at string) error {
 		return refs.CheckItemBranch(ctx, env, &items.Item{Index: index, ID: id}, at)
 	}
-	return itemtask.Repo{JobBranch: jobtree.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: env, Hold: hold, CheckItemBranch: check}
+	repo := itemtask.Repo{JobBranch: jobtree.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: env, Hold: hold, CheckItemBranch: check}
+	if v.trees != nil {
+		repo.Moves = v.trees.JobBranchMoves
+	}
+	return repo
 }
 
 func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {

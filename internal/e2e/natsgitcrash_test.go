@@ -267,9 +267,10 @@ func (r *gitCrashRig) leftovers(nc *nats.Conn) []string {
 }
 
 // waitStoresFree waits, for at most 10 s, until no process holds the
-// lock of a worker's store in tmp: a killed worker's watchdog lives on a
-// moment, and a worker started meanwhile leaves its store for the next
-// one to sweep.
+// lock of a worker's store in tmp: a child the killed worker was
+// starting holds a copy of the lock's descriptor until it runs its
+// program (its watchdog holds none), and a worker started meanwhile
+// leaves the store for the next one to sweep.
 func (r *gitCrashRig) waitStoresFree(tmp string) {
 	locks, _ := filepath.Glob(filepath.Join(tmp, "runner-worker-*", "worker.lock"))
 	for _, path := range locks {

@@ -23,8 +23,8 @@ map:
 `
 
 // TestNATSStatusShowsLostWorker kills -9 the worker running both items of
-// a job. Before: the status line shows its two busy slots (not only "0
-// workers pulling", as if no worker served the queue). After: the two
+// a job. Before: the status line shows its two busy slots (not "no
+// worker pulling", as if no worker served the queue). After: the two
 // tasks are shown waiting for redelivery, naming the lost worker and the
 // queue's ack_wait, instead of running; once the server delivers them to
 // the other worker, each redelivery is a line of the run and an event
@@ -64,7 +64,7 @@ func TestNATSStatusShowsLostWorker(t *testing.T) {
 	exists := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
 
 	within("both items started on w1", func() bool { return exists("started.1") && exists("started.2") })
-	within("w1's slots shown busy", func() bool { return strings.Contains(output(), "queue default: 2 slots busy, 0 workers pulling") })
+	within("w1's slots shown busy", func() bool { return strings.Contains(output(), "queue default: 2 slots busy, no free slot") })
 	if err := w1.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -440,29 +441,35 @@ func (g Git) DeleteBranchAndWorktree(ctx context.Context, branch string) error {
 const ItemBranchesRoot = "runner-items/"
 
 // PruneWithBranches forgets the worktrees whose directories are gone, as
-// Prune, and removes the locked ones, which git's worktree add locks while
-// it makes them (runner locks none): those a git killed with its process
-// left half made, which Prune keeps and whose missing HEAD breaks git
-// bundle and fetch in the repository. It deletes the branches named under
-// prefix that either kind had checked out: the branches a process killed
-// with -9 left there. Call it only while no worktree is being made.
+// Prune, and removes the locked ones among them, which git's worktree add
+// locks while it makes them (runner locks none): those a git killed with
+// its process left half made, which Prune keeps and whose missing HEAD
+// breaks git bundle and fetch in the repository. It deletes the branches
+// named under prefix that either kind had checked out: the branches a
+// process killed with -9 left there. A locked worktree whose directory is
+// there stays, branch and all: another process (a worker sharing the
+// repository) may be making it.
 func (g Git) PruneWithBranches(ctx context.Context, prefix string) error {
 	out, err := g.worktree(ctx, "list", "--porcelain")
 	if err != nil {
 		return err
 	}
+	var gone []Worktree // those pruned or removed here: their branches go too
 	for _, w := range parseWorktrees(out) {
-		if w.Locked {
+		if _, serr := os.Lstat(w.Path); w.Locked && errors.Is(serr, fs.ErrNotExist) {
 			if _, rerr := g.worktree(ctx, "remove", "--force", "--force", w.Path); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
+		} else if !w.Prunable {
+			continue
 		}
+		gone = append(gone, w)
 	}
 	if err := errors.Join(err, g.Prune(ctx)); err != nil {
 		return err
 	}
-	for _, w := range parseWorktrees(out) {
-		if (w.Prunable || w.Locked) && strings.HasPrefix(w.Branch, prefix) {
+	for _, w := range gone {
+		if strings.HasPrefix(w.Branch, prefix) {
 			err = errors.Join(err, g.DeleteBranch(ctx, w.Branch))
 		}
 	}

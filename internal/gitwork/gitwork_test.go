@@ -367,11 +367,13 @@ func TestBranchesUnderAndOnlyOn(t *testing.T) {
 
 // TestPruneWithBranches: the worktrees whose directories are gone are
 // forgotten and their branches under the prefix deleted; a branch of a
-// live worktree, one outside the prefix and one in no worktree stay.
+// live worktree, one outside the prefix and one in no worktree stay, and
+// so does a locked worktree whose directory is there (another process
+// making it), with its branch.
 func TestPruneWithBranches(t *testing.T) {
 	g := newRepo(t)
 	dir := t.TempDir()
-	for _, b := range []string{"runner-items/j/1", "runner-items/j/2", "other/3"} {
+	for _, b := range []string{"runner-items/j/1", "runner-items/j/2", "other/3", "runner-items/j/5"} {
 		must(t, g, "worktree", "add", "-q", "-b", b, filepath.Join(dir, strings.ReplaceAll(b, "/", "-")))
 	}
 	must(t, g, "branch", "runner-items/j/4")
@@ -388,6 +390,7 @@ func TestPruneWithBranches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	must(t, g, "worktree", "lock", "--reason", "initializing", filepath.Join(dir, "runner-items-j-5"))
 	for _, gone := range []string{"runner-items-j-1", "other-3"} {
 		if err := os.RemoveAll(filepath.Join(dir, gone)); err != nil {
 			t.Fatal(err)
@@ -397,11 +400,11 @@ func TestPruneWithBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	branches := must(t, g, "branch", "--format=%(refname:short)")
-	if want := "main\nother/3\nrunner-items/j/2\nrunner-items/j/4"; branches != want {
+	if want := "main\nother/3\nrunner-items/j/2\nrunner-items/j/4\nrunner-items/j/5"; branches != want {
 		t.Errorf("branches %q, want %q", branches, want)
 	}
-	if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 2 {
-		t.Errorf("%d worktrees, want the repository's and the live one", trees)
+	if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 3 {
+		t.Errorf("%d worktrees, want the repository's, the live one and the one being made", trees)
 	}
 	if _, err := os.Stat(admin); !os.IsNotExist(err) {
 		t.Errorf("the half-made worktree's admin directory is still there: %v", err)
@@ -409,22 +412,27 @@ func TestPruneWithBranches(t *testing.T) {
 }
 
 // TestDeleteBranchAndWorktree: a branch still checked out in a worktree
-// is deleted with the worktree; one in none is deleted too.
+// is deleted with the worktree; one in none is deleted too; the worktree
+// of another branch stays.
 func TestDeleteBranchAndWorktree(t *testing.T) {
 	g := newRepo(t)
-	tree := filepath.Join(t.TempDir(), "w")
+	tree, other := filepath.Join(t.TempDir(), "w"), filepath.Join(t.TempDir(), "other")
 	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/1", tree)
+	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/3", other)
 	must(t, g, "branch", "runner-items/j/2")
 	for _, b := range []string{"runner-items/j/1", "runner-items/j/2"} {
 		if err := g.DeleteBranchAndWorktree(t.Context(), b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if branches := must(t, g, "branch", "--format=%(refname:short)"); branches != "main" {
-		t.Errorf("branches %q, want main alone", branches)
+	if branches := must(t, g, "branch", "--format=%(refname:short)"); branches != "main\nrunner-items/j/3" {
+		t.Errorf("branches %q, want main and the other worktree's", branches)
 	}
 	if _, err := os.Stat(tree); !os.IsNotExist(err) {
 		t.Errorf("the worktree is still there: %v", err)
+	}
+	if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 2 {
+		t.Errorf("%d worktrees, want the repository's and the other branch's", trees)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -85,6 +86,7 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, live), Mask: jw.Mask, LogPath: jw.ItemLogPath, Repo: repo, Last: LastStep(wf.Map.Template)}
 	if trees != nil {
 		opened.Hold = trees.Admin
+		opened.Branch = func(t itemtask.Task) string { return trees.TreeOf(&items.Item{Index: t.Index, ID: t.ItemID}).Branch }
 	}
 	return opened, nil
 }

@@ -16,7 +16,8 @@ import (
 // A task sent again with checkpoints to a worker whose clone has no
 // worktree of the item (its first run was on another worker) starts over:
 // the saved steps' commits are not in the fresh worktree, so skipping
-// them would run the later steps on work that is not there.
+// them would run the later steps on work that is not there. The branch
+// the run makes is the one Opened.Branch names before it.
 func TestResumedItemInFreshWorktreeStartsOver(t *testing.T) {
 	repo := t.TempDir()
 	git := func(args ...string) string {
@@ -48,7 +49,7 @@ func TestResumedItemInFreshWorktreeStartsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := itemtask.Task{
-		JobID: "w", Index: 0, ItemID: "item_0", Item: json.RawMessage(`"1"`), Attempt: 1, DispatchID: "d1", Tip: tip,
+		JobID: "w", Index: 0, ItemID: "item 0/x", Item: json.RawMessage(`"1"`), Attempt: 1, DispatchID: "d1", Tip: tip,
 		Checkpoints: []itemtask.StepRecord{{Index: 0, Key: "step-1", Status: "succeeded"}},
 	}
 	var ran []int
@@ -64,6 +65,10 @@ func TestResumedItemInFreshWorktreeStartsOver(t *testing.T) {
 	}
 	if len(ran) == 0 || ran[0] != 0 {
 		t.Errorf("steps saved %v: want the first step run again", ran)
+	}
+	// The worker notes the branch before the run (itemtask.Opened.Branch).
+	if named := opened.Branch(task); named != out.Branch || named == "" {
+		t.Errorf("Opened.Branch named %q before the run, which made %q", named, out.Branch)
 	}
 }
 

@@ -239,6 +239,10 @@ type Repo struct {
 	// id) at commit at in the repository: a ref in its way. For items
 	// whose worktrees are made elsewhere and whose branches come back.
 	CheckItemBranch func(ctx context.Context, index int, id, at string) error
+	// Moves counts the changes of the job branch the job's process made
+	// while the items run: while it stays the same, a tip read before is
+	// the tip still. nil: not counted (read the tip each time).
+	Moves func() uint64
 }
 
 // Capabilities are what a dispatcher does beyond running a task to its
@@ -294,6 +298,10 @@ type Opened struct {
 	// without worktrees).
 	Repo string
 	Hold func(fn func() error) error
+	// Branch names the branch in Repo that a run of t makes its worktree
+	// on (nil without worktrees): known before the run, so that a worker
+	// can note it as its own before it exists.
+	Branch func(t Task) string
 	// Last reports whether rec is the last record of a run that goes on
 	// to its outcome (the template's last step, not waiting to retry):
 	// its checkpoint may travel with the outcome, as nothing runs after

@@ -381,14 +381,20 @@ func (w *Worktrees) MergeBack(ctx context.Context, it *items.Item, attempt int, 
 // Recorded is called once the ledger recorded an item's end: the branch of
 // an item that succeeded is deleted, its commits being on the job branch
 // (or it having made none), unless map.merge is none, which keeps every
-// branch. The branch of an item that failed is kept.
+// branch. The branch of an item that failed is kept. The deletion holds
+// the worktree lock (Admin), as the commands that make the items' branches
+// do (a worktree's add, a fetch of an item's bundle): git deleting the
+// last branch of a directory removes the directory of its reflog, and a
+// git making a branch there at that moment fails ("unable to create
+// directory for '.git/logs/refs/heads/runner-items/j/6'"; 1 round in 40
+// of TestNATSGitWorkerCrash failed an item as transfer so).
 func (w *Worktrees) Recorded(ctx context.Context, out itemtask.Outcome) {
 	if out.Branch == "" || out.Failed || !w.merge {
 		return
 	}
 	// A branch left behind holds nothing the job branch lacks: failing to
 	// delete it is not worth failing the item, which has succeeded.
-	if w.User.DeleteBranch(context.WithoutCancel(ctx), out.Branch) == nil {
+	if w.Admin(func() error { return w.User.DeleteBranch(context.WithoutCancel(ctx), out.Branch) }) == nil {
 		crashpoint.Hit(crashpoint.ItemBranchDeleted)
 	}
 }

@@ -39,7 +39,7 @@ func TestWorktreeName(t *testing.T) {
 
 // An item's worktree is made from the job branch's tip and removed at its
 // end; a successful item's commits are merged (and its branch deleted
-// once recorded), a conflicting one fails as merge_conflict with its
+// once recorded, the merge counted as a move of the job branch), a conflicting one fails as merge_conflict with its
 // branch kept and the job branch clean.
 func TestWorktreesMergeBack(t *testing.T) {
 	w, git, repo := testWorktrees(t)
@@ -55,9 +55,13 @@ func TestWorktreesMergeBack(t *testing.T) {
 	}
 	a, b, c := &items.Item{ID: "a", Index: 0}, &items.Item{ID: "b", Index: 1}, &items.Item{ID: "c", Index: 2}
 	outA, outB := edit(a, "a\n"), edit(b, "b\n") // both from the same tip
+	moves := w.JobBranchMoves()
 	outA, err := w.MergeBack(t.Context(), a, 1, outA)
 	if err != nil || outA.Failed || len(outA.Commits) != 1 {
 		t.Fatalf("merge of a = %+v, %v", outA, err)
+	}
+	if w.JobBranchMoves() == moves {
+		t.Error("the merge of a is not counted as a move of the job branch: a tip read before it is taken as the tip still")
 	}
 	w.Recorded(t.Context(), outA)
 	outB, err = w.MergeBack(t.Context(), b, 1, outB)
@@ -309,5 +313,39 @@ func TestOpenItemFromCommit(t *testing.T) {
 	}
 	if branch := git(tree.Path, "symbolic-ref", "--short", "HEAD"); branch != tree.Branch {
 		t.Errorf("the item's worktree is on %q, want %q", branch, tree.Branch)
+	}
+}
+
+// A recorded item's branch is deleted holding the repository's worktree
+// lock, as its other branches are made (a worktree's add, a fetch of a
+// NATS item's bundle): git deleting the last branch of a directory
+// removes the directory of its reflog, and a git making a branch there
+// meanwhile fails.
+func TestRecordedDeletesBranchHoldingWorktreeLock(t *testing.T) {
+	w, git, repo := testWorktrees(t)
+	git(repo, "branch", "runner-items/j/a")
+	deleted := make(chan struct{})
+	err := w.Admin(func() error {
+		go func() {
+			w.Recorded(t.Context(), itemtask.Outcome{Branch: "runner-items/j/a"})
+			close(deleted)
+		}()
+		select {
+		case <-deleted:
+			t.Error("the branch was deleted while another process held the worktree lock")
+		case <-time.After(300 * time.Millisecond):
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-deleted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the branch was not deleted once the worktree lock was free")
+	}
+	if b := git(repo, "branch", "--list", "runner-items/*"); b != "" {
+		t.Errorf("branches left: %q", b)
 	}
 }

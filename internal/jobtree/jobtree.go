@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,6 +49,10 @@ type Tree struct {
 	adminLockPath string
 
 	mergeMu sync.Mutex // one merge into the job branch at a time
+	// moves counts the times this process let go of the merge lock,
+	// under which all its changes of the job branch are made while the
+	// items run (JobBranchMoves).
+	moves atomic.Uint64
 	// checked is set once this process has aborted any merge a dead
 	// process left half done in the job worktree.
 	checked bool
@@ -248,11 +253,20 @@ func (t *Tree) Lock(ctx context.Context) (unlock func(), err error) {
 		return nil, fmt.Errorf("the job's merge lock: %w", err)
 	}
 	return func() {
+		t.moves.Add(1)
 		_ = f.Truncate(0)
 		unlockFile()
 		t.mergeMu.Unlock()
 	}, nil
 }
+
+// JobBranchMoves counts the times this process may have moved the job
+// branch while its items ran: each time it let go of the merge lock, which
+// a merge into the job branch (and the undoing of a half-done one) holds.
+// While it stays the same, the job branch's tip read before is still its
+// tip: no other process moves it while the items run (a dlq retry refuses
+// to start while the job runs, and holds the DLQ while it runs).
+func (t *Tree) JobBranchMoves() uint64 { return t.moves.Load() }
 
 // Admin runs fn, which runs git worktree commands (add, remove, prune,
 // list), holding the repository's worktree lock (runner-worktrees.lock in

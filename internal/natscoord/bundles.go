@@ -33,6 +33,14 @@ type gitSide struct {
 
 	mu   sync.Mutex      // one tip's bundles made at a time
 	tips map[string]bool // the tip bundles stored, by object
+	last tipRead         // the job branch's tip as last read, its bundles stored
+}
+
+// tipRead is the job branch's tip read when the job's process had moved
+// it moves times (itemtask.Repo.Moves).
+type tipRead struct {
+	sha   string
+	moves uint64
 }
 
 // openGit readies the git bucket of d's job when its items run in
@@ -100,10 +108,28 @@ func (d *Dispatcher) fromEndedProcess(index, attempt int) bool {
 // the server does not answer (restarting) before the item fails.
 const tipStoreWait = 2 * time.Minute
 
-// tip returns the job branch's tip, whose bundle it stores first.
+// tip returns the job branch's tip, whose bundle it stores first. The
+// tip is read again only once the job's process may have moved the job
+// branch.
 func (g *gitSide) tip(ctx context.Context) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.repo.Moves == nil {
+		return g.readTip(ctx)
+	}
+	moves := g.repo.Moves()
+	if g.last.sha != "" && g.last.moves == moves {
+		return g.last.sha, nil
+	}
+	sha, err := g.readTip(ctx)
+	if err == nil {
+		g.last = tipRead{sha: sha, moves: moves}
+	}
+	return sha, err
+}
+
+// readTip reads the job branch's tip and stores its bundle.
+func (g *gitSide) readTip(ctx context.Context) (string, error) {
 	sha, err := g.git.Tip(ctx, g.repo.JobBranch)
 	if err == nil && sha == "" {
 		err = fmt.Errorf("the job branch %s is gone", g.repo.JobBranch)

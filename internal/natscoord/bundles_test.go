@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -107,6 +109,45 @@ func (f *gitFixture) put(t *testing.T, clone gitwork.Git, base, name string, dam
 
 func same(data []byte) []byte { return data }
 
+// moveTip commits on the job branch, as a merge would, and returns its
+// new tip.
+func (f *gitFixture) moveTip(t *testing.T) string {
+	t.Helper()
+	tip, err := f.git.Tip(t.Context(), "runner/j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := f.git.Output(t.Context(), "commit-tree", "-m", "next", "-p", tip, tip+"^{tree}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.git.SetRef(t.Context(), "refs/heads/runner/j", next); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// countTipReads makes f's git side log the git commands it runs, and
+// returns how many of those so far read a tip (rev-parse).
+func (f *gitFixture) countTipReads(t *testing.T) func() int {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	script := "#!/bin/sh\necho \"$1\" >>'" + log + "'\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.g.git.Env = append(slices.Clip(f.g.git.Env), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return func() int {
+		data, _ := os.ReadFile(log)
+		return strings.Count(string(data), "rev-parse\n")
+	}
+}
+
 // A tip's bundle is stored once: thin against the commit the job started
 // from, after that commit's full bundle, which is stored once per job.
 func TestTipBundlesOncePerTip(t *testing.T) {
@@ -124,13 +165,7 @@ func TestTipBundlesOncePerTip(t *testing.T) {
 	if _, err := f.g.store.GetInfo(t.Context(), natsconn.TipBundle(f.base, false)); err != nil {
 		t.Fatalf("the base's full bundle: %v", err)
 	}
-	next, err := f.git.Output(t.Context(), "commit-tree", "-m", "next", "-p", f.tip, f.tip+"^{tree}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.git.SetRef(t.Context(), "refs/heads/runner/j", next); err != nil {
-		t.Fatal(err)
-	}
+	next := f.moveTip(t)
 	if tip, err := f.g.tip(t.Context()); err != nil || tip != next {
 		t.Fatalf("tip = %s, %v; want %s", tip, err, next)
 	}
@@ -140,6 +175,35 @@ func TestTipBundlesOncePerTip(t *testing.T) {
 	}
 	if refs, _ := f.git.Output(t.Context(), "for-each-ref", "refs/runner/"); refs != "" {
 		t.Errorf("refs left in the user's repository: %s", refs)
+	}
+}
+
+// The job branch's tip is read once for all the items dispatched until
+// the job's process moves the job branch (a merge), and read again then.
+func TestTipReadOnceBetweenMoves(t *testing.T) {
+	f := newGitFixture(t)
+	var moves atomic.Uint64
+	f.g.repo.Moves = moves.Load
+	reads := f.countTipReads(t)
+	tipIs := func(want string) {
+		t.Helper()
+		if tip, err := f.g.tip(t.Context()); err != nil || tip != want {
+			t.Fatalf("tip = %s, %v; want %s", tip, err, want)
+		}
+	}
+	for range 5 {
+		tipIs(f.tip)
+	}
+	if n := reads(); n != 1 {
+		t.Fatalf("the tip was read %d times for 5 items, want once", n)
+	}
+	next := f.moveTip(t)
+	moves.Add(1)
+	for range 5 {
+		tipIs(next)
+	}
+	if n := reads(); n != 2 {
+		t.Fatalf("the tip was read %d times in all, want twice: once more after the move", n)
 	}
 }
 

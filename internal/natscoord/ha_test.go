@@ -48,24 +48,12 @@ func natsEvents(t *testing.T, j *job.Job) map[eventlog.Type][]eventlog.Event {
 // with its items done.
 func TestUnavailableStreamsAreSaidAndWaitedFor(t *testing.T) {
 	srv := natstest.Process(t, t.TempDir(), 0)
-	dir := t.TempDir()
-	t.Chdir(dir)
-	j := startJob(t, dir, fmt.Sprintf(`mode: mapreduce
-map:
-  input: seq 1 2
-  max_parallel: 2
-  agent_template:
-    - shell: |
-        touch %[1]s/started.${item}
-        for i in $(seq 3000); do [ -e %[1]s/go ] && exit 0; sleep 0.01; done
-        exit 9
-`, dir))
+	dir := jobDir(t)
+	j := startJob(t, dir, heldItems(dir, 2, 2, 3000))
 	log := &logBuffer{}
 	startWorker(t, srv.Connect(t), "w", log)
 	var watch Watch
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, Watch: &watch, ProbeEvery: 100 * time.Millisecond})
+	done := startMap(t, j, 2*time.Minute, Options{Conn: srv.Connect(t), Watch: &watch, ProbeEvery: 100 * time.Millisecond})
 	if !eventually(func() bool {
 		_, err1 := os.Stat("started.1")
 		_, err2 := os.Stat("started.2")
@@ -92,13 +80,7 @@ map:
 	if err := os.WriteFile("go", nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := <-done
-	if r.err != nil || r.sum.Items.Succeeded != 2 {
-		t.Fatalf("run: %v, items %+v; want 2 succeeded", r.err, r.sum.Items)
-	}
-	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	finishSucceeded(t, j, <-done, 2)
 	got := natsEvents(t, j)
 	if s := got[eventlog.TypeNATSStreams]; len(s) != 1 || s[0].Int("replicas") != 1 || s[0].Str("replication") != "R1" {
 		t.Errorf("nats_streams events %v, want one of R1", s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,9 +52,33 @@ func serve(t *testing.T) (*natstest.Server, jetstream.JetStream, *natsconn.Objec
 func serveJob(t *testing.T, file string) (*natstest.Server, *natsconn.Objects, *job.Job) {
 	t.Helper()
 	srv, _, objs := serve(t)
+	dir := jobDir(t)
+	return srv, objs, startJob(t, dir, file)
+}
+
+// jobDir makes a new directory for a job's state, which becomes the
+// working directory, and returns it.
+func jobDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	t.Chdir(dir)
-	return srv, objs, startJob(t, dir, file)
+	return dir
+}
+
+// heldItems is the workflow of items 1..n, parallel at a time, each of
+// which touches dir/started.<item> and then waits (at most waits times
+// 10 ms, then it fails) until dir/go is there.
+func heldItems(dir string, n, parallel, waits int) string {
+	return fmt.Sprintf(`mode: mapreduce
+map:
+  input: seq 1 %[1]d
+  max_parallel: %[2]d
+  agent_template:
+    - shell: |
+        touch %[4]s/started.${item}
+        for i in $(seq %[3]d); do [ -e %[4]s/go ] && exit 0; sleep 0.01; done
+        exit 9
+`, n, parallel, waits, dir)
 }
 
 // runWorker runs a worker of queue q until the test ends.
@@ -124,6 +149,33 @@ func runMap(ctx context.Context, j *job.Job, opts Options) <-chan ran {
 		done <- ran{sum, err}
 	}()
 	return done
+}
+
+// startMap runs job j's map for at most within, with a dispatcher of
+// opts, by default on the default queue, its warnings discarded.
+func startMap(t *testing.T, j *job.Job, within time.Duration, opts Options) <-chan ran {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	t.Cleanup(cancel)
+	if opts.Dist.Queue == "" {
+		opts.Dist.Queue = natsconn.DefaultQueue
+	}
+	if opts.Warn == nil {
+		opts.Warn = io.Discard
+	}
+	return runMap(ctx, j, opts)
+}
+
+// finishSucceeded checks that the map run r of job j ended with its n
+// items succeeded, and finishes j.
+func finishSucceeded(t *testing.T, j *job.Job, r ran, n int) {
+	t.Helper()
+	if r.err != nil || r.sum.Items.Succeeded != n {
+		t.Fatalf("run: %v, items %+v; want %d succeeded", r.err, r.sum.Items, n)
+	}
+	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // eventually polls cond every 20 ms for at most 10 s.

@@ -45,17 +45,9 @@ map:
 		cuts[name] = runNamedWorker(t, srv, natsconn.DefaultQueue, name)
 	}
 	go cutLostWorkers(t, cuts)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	r := <-runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard})
-	if r.err != nil || r.sum.Items.Succeeded != 1 {
-		t.Fatalf("run: %v, items %+v; want the item succeeded", r.err, r.sum.Items)
-	}
+	finishSucceeded(t, j, <-startMap(t, j, time.Minute, Options{Conn: srv.Connect(t)}), 1)
 	if data, _ := os.ReadFile("one.log"); string(data) != "one\n" {
 		t.Errorf("the first step ran %d times, want once", strings.Count(string(data), "one"))
-	}
-	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
-		t.Fatal(err)
 	}
 	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeStepCompleted}})
 	if err != nil {
@@ -85,9 +77,7 @@ func TestWorkerTakesItsSlotBackAfterARetryDelay(t *testing.T) {
 	srv, _, j := serveJob(t, failsOnce("10ms"))
 	runNamedWorker(t, srv, natsconn.DefaultQueue, "w1")
 	// Well under the pull's 30 s: without the fix the item waits for it.
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-	defer cancel()
-	r := <-runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard})
+	r := <-startMap(t, j, 15*time.Second, Options{Conn: srv.Connect(t)})
 	if r.err != nil || r.sum.Items.Succeeded != 1 {
 		t.Fatalf("run: %v, items %+v; want the item succeeded at its step's second attempt", r.err, r.sum.Items)
 	}

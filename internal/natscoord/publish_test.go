@@ -1,8 +1,6 @@
 package natscoord
 
 import (
-	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // A task whose publish the server refuses is published again, under the
@@ -36,12 +33,8 @@ func TestRefusedTaskIsPublishedAgain(t *testing.T) {
 	}
 	defer tap.Unsubscribe()
 
-	dir := t.TempDir()
-	t.Chdir(dir)
-	j := startJob(t, dir, "mode: mapreduce\nmap:\n  input: seq 1 1\n  agent_template:\n    - shell: \"true\"\n")
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard})
+	j := startJob(t, jobDir(t), "mode: mapreduce\nmap:\n  input: seq 1 1\n  agent_template:\n    - shell: \"true\"\n")
+	done := startMap(t, j, time.Minute, Options{Conn: srv.Connect(t)})
 	first := receive(t, published)
 	if again := receive(t, published); again != first {
 		t.Fatalf("the task went out again as %q, first as %q: want the same message id", again, first)
@@ -51,13 +44,7 @@ func TestRefusedTaskIsPublishedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	runWorker(t, srv, natsconn.DefaultQueue)
-	r := <-done
-	if r.err != nil || r.sum.Items.Succeeded != 1 {
-		t.Fatalf("run: %v, items %+v; want 1 succeeded", r.err, r.sum.Items)
-	}
-	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	finishSucceeded(t, j, <-done, 1)
 }
 
 // receive is the next value of ch, waited for at most 10 s.

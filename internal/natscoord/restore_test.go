@@ -1,16 +1,12 @@
 package natscoord
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/runnerdev/runner/internal/natsconn"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // A server that loses its streams, consumers and bucket while a job runs
@@ -20,24 +16,11 @@ import (
 // does it to a server process restarted on a new store.
 func TestLostObjectsAreMadeAgain(t *testing.T) {
 	srv, js, _ := serve(t)
-	dir := t.TempDir()
-	t.Chdir(dir)
+	dir := jobDir(t)
 	const items = 4
-	file := fmt.Sprintf(`mode: mapreduce
-map:
-  input: seq 1 %[1]d
-  max_parallel: 2
-  agent_template:
-    - shell: |
-        touch %[2]s/started.${item}
-        for i in $(seq 1000); do [ -e %[2]s/go ] && exit 0; sleep 0.01; done
-        exit 9
-`, items, dir)
-	j := startJob(t, dir, file)
+	j := startJob(t, dir, heldItems(dir, items, 2, 1000))
 	runWorker(t, srv, natsconn.DefaultQueue)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard})
+	done := startMap(t, j, 2*time.Minute, Options{Conn: srv.Connect(t)})
 	if !eventually(func() bool { m, _ := filepath.Glob("started.*"); return len(m) > 0 }) {
 		select {
 		case r := <-done:
@@ -54,11 +37,5 @@ map:
 	if err := os.WriteFile("go", nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := <-done
-	if r.err != nil || r.sum.Items.Succeeded != items {
-		t.Fatalf("run: %v, items %+v; want %d succeeded", r.err, r.sum.Items, items)
-	}
-	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	finishSucceeded(t, j, <-done, items)
 }

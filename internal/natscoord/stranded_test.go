@@ -1,8 +1,6 @@
 package natscoord
 
 import (
-	"context"
-	"io"
 	"os"
 	"slices"
 	"testing"
@@ -10,7 +8,6 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/natsconn"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // A task whose worker is lost (its connection cut: no heartbeat, no beat)
@@ -29,9 +26,7 @@ map:
 `)
 	var watch Watch
 	cutW1 := runNamedWorker(t, srv, natsconn.DefaultQueue, "w1")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, Watch: &watch})
+	done := startMap(t, j, 30*time.Second, Options{Conn: srv.Connect(t), Watch: &watch})
 	if !eventually(func() bool { _, err := os.Stat("started"); return err == nil }) {
 		t.Fatal("worker w1 did not start the item within 10 s")
 	}
@@ -50,13 +45,7 @@ map:
 	if err := os.WriteFile("released", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := <-done
-	if r.err != nil || r.sum.Items.Succeeded != 1 {
-		t.Fatalf("run: %v, items %+v; want the item succeeded", r.err, r.sum.Items)
-	}
-	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	finishSucceeded(t, j, <-done, 1)
 	events, err := eventlog.Read(j.Layout().Events, eventlog.Query{Types: []eventlog.Type{eventlog.TypeTaskRedelivered}})
 	if err != nil {
 		t.Fatal(err)

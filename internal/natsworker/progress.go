@@ -31,6 +31,7 @@ type reporter struct {
 	subject string
 	base    natsconn.Progress // the run: index, attempt, delivery, worker
 	events  int               // sent so far; guarded by Worker.mu
+	held    *heldSends        // the run's events in its first holdBack
 }
 
 // refusal is the coordinator's answer that a run must stop; term says its
@@ -120,6 +121,7 @@ func (rp *reporter) start(ctx context.Context, saved []itemtask.StepRecord) ([]i
 // no answer comes the run goes on: its coordinator is gone, and a process
 // resuming the job takes its result.
 func (rp *reporter) save(ctx context.Context, rec itemtask.StepRecord) error {
+	rp.held.release() // the step's events before it
 	p := rp.base
 	p.Kind, p.Step = natsconn.ProgressCheckpoint, &rec
 	if _, err := rp.request(ctx, p, answerWithin); !errors.Is(err, errUnheard) {
@@ -128,13 +130,13 @@ func (rp *reporter) save(ctx context.Context, rec itemtask.StepRecord) error {
 	return nil
 }
 
-// event sends an event of the run, the next of its delivery; it is called
-// with Worker.mu held, which orders them.
+// event sends an event of the run, the next of its delivery, once the
+// run's hold is over; it is called with Worker.mu held, which orders them.
 func (rp *reporter) event(e eventlog.Event) {
 	rp.events++
 	p := rp.base
 	p.Kind, p.Seq, p.Event = natsconn.ProgressEvent, rp.events, &e
-	rp.publish(p)
+	rp.held.send(func() { rp.publish(p) })
 }
 
 // runSlot is a run's hold on its places: the worker's own (one of
@@ -156,6 +158,7 @@ func (s *runSlot) Release() {
 	s.released = true
 	s.waiting.Add(1)
 	s.own.Release()
+	s.rp.held.release() // the events before the delay
 	p := s.rp.base
 	p.Kind = natsconn.ProgressRelease
 	s.rp.publish(p)

@@ -48,12 +48,16 @@ func NewStore(tmp string) (dir string, release func(), err error) {
 }
 
 // sweepStores removes the stores in tmp whose lock files nobody holds
-// (and the item branches they claimed), and those without a lock file a
-// minute after they last changed (their
-// workers died making them; making one takes microseconds). Other users'
-// stores, whose lock files this process cannot open, are left alone.
+// (their workers died), with the item branches they noted as their own
+// (claimBranch) but those that a live worker's store notes too (the item
+// runs again on a worker sharing the clone), and the stores without a
+// lock file a minute after they last changed (their workers died making
+// them; making one takes microseconds). Other users' stores, whose lock
+// files this process cannot open, are left alone.
 func sweepStores(tmp string) {
 	dirs, _ := filepath.Glob(filepath.Join(tmp, storePrefix+"*"))
+	var dead []*os.File // the lock files of dead workers' stores, held until they are removed
+	live := map[claimedBranch]bool{}
 	for _, dir := range dirs {
 		lock, err := os.Open(filepath.Join(dir, storeLock))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -66,13 +70,21 @@ func sweepStores(tmp string) {
 			continue
 		}
 		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			// Its worker died: its store goes, then the branches it
-			// claimed (with the worktrees they may still be checked out
-			// in, which were in the store).
-			claimed := claimedBranches(dir)
-			os.RemoveAll(dir)
-			deleteBranches(claimed)
+			dead = append(dead, lock)
+			continue
 		}
+		lock.Close()
+		for _, b := range claimedBranches(dir) {
+			live[b] = true
+		}
+	}
+	for _, lock := range dead {
+		// The store goes first: the clones then see the worktrees that
+		// were in it as gone.
+		dir := filepath.Dir(lock.Name())
+		claimed := claimedBranches(dir)
+		os.RemoveAll(dir)
+		deleteBranches(claimed, live)
 		lock.Close()
 	}
 }

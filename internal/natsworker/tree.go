@@ -25,26 +25,27 @@ import (
 // attempt's failure, kind transfer. An error, and no outcome, means the
 // run did not reach an end.
 func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, save func(itemtask.StepRecord) error, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
-	if t.Tip != "" {
-		if err := w.fetchTip(ctx, wj, t.Tip); err != nil {
-			if ctx.Err() != nil {
-				return itemtask.Outcome{}, nil, context.Cause(ctx)
-			}
-			if natsconn.ServerAway(err) {
-				return itemtask.Outcome{}, nil, err // the task is delivered again
-			}
-			return transferFailure(mt, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
-		}
-		mt.Tip = t.Tip
-	}
-	out, err := wj.opened.Runner.Run(ctx, mt, sl, save)
-	if out.Branch == "" || t.Tip == "" {
+	if t.Tip == "" {
+		out, err := wj.opened.Runner.Run(ctx, mt, sl, save)
 		return out, nil, err
 	}
-	// Not in ctx: its process group hook would have the watchdog kill the
-	// git commands of a run whose lease ran out.
-	defer w.claimBranch(wj.opened.Repo, out.Branch)(context.Background(), wj.opened.Hold)
-	if err != nil {
+	if err := w.fetchTip(ctx, wj, t.Tip); err != nil {
+		if ctx.Err() != nil {
+			return itemtask.Outcome{}, nil, context.Cause(ctx)
+		}
+		if natsconn.ServerAway(err) {
+			return itemtask.Outcome{}, nil, err // the task is delivered again
+		}
+		return transferFailure(mt, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
+	}
+	mt.Tip = t.Tip
+	// Claimed before the run makes the branch, so that a worker killed at
+	// any moment of it leaves a note of the branch. Deleted not in ctx:
+	// its process group hook would have the watchdog kill the git
+	// commands of a run whose lease ran out.
+	defer w.claimBranch(wj.opened.Repo, wj.opened.Branch(mt))(context.Background(), wj.opened.Hold)
+	out, err := wj.opened.Runner.Run(ctx, mt, sl, save)
+	if out.Branch == "" || err != nil {
 		return out, nil, err
 	}
 	ig, err := w.sendBranch(ctx, wj, t, delivery, out)
@@ -61,11 +62,11 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 }
 
 // claimBranch notes in the worker's store that branch, in the clone at
-// repo ("" this process's directory), is this worker's until it is sent:
-// the next worker's sweep deletes the branch of a worker killed meanwhile
-// (claimedBranches, deleteBranches). The returned function deletes the branch and
-// the note, with its worktree if a run stopped midway left it (under
-// hold, the clone's worktree lock).
+// repo ("" this process's directory), is this worker's, from before its
+// run makes it until it is sent: the next worker's sweep deletes the
+// branch of a worker killed meanwhile (sweepStores). The returned
+// function deletes the branch, with its worktree if a run stopped midway
+// left it (under hold, the clone's worktree lock), and then the note.
 func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(func() error) error) {
 	abs, err := filepath.Abs(cmp.Or(repo, "."))
 	var note *os.File
@@ -101,14 +102,22 @@ func claimedBranches(store string) []claimedBranch {
 	return out
 }
 
-// deleteBranches deletes branches, with the worktrees they are checked out
-// in (one whose directory went with its store is forgotten first).
-func deleteBranches(branches []claimedBranch) {
+// deleteBranches deletes branches but those in keep, once their clones
+// forgot the worktrees whose directories are gone (a dead worker's store
+// took them) and deleted those worktrees' item branches, as
+// forgetLeftWorktrees does: a plain git worktree prune would forget them
+// with nothing left to say which branches they held (a store of a worker
+// that noted its branches only once its runs ended). A branch still
+// checked out, in a live worker's worktree, stays: git refuses.
+func deleteBranches(branches []claimedBranch, keep map[claimedBranch]bool) {
 	ctx := context.Background()
 	for _, b := range branches {
+		if keep[b] {
+			continue
+		}
 		g := gitwork.Git{Dir: b.repo}
-		_ = g.Prune(ctx)
-		_ = g.DeleteBranchAndWorktree(ctx, b.branch)
+		_ = g.PruneWithBranches(ctx, gitwork.ItemBranchesRoot)
+		_ = g.DeleteBranch(ctx, b.branch)
 	}
 }
 

@@ -1,10 +1,13 @@
 package natsworker
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +146,105 @@ func TestNewWorkerForgetsLeftWorktrees(t *testing.T) {
 	}
 	if list, _ := repo.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 		t.Errorf("the clone's worktrees after a worker started:\n%s", list)
+	}
+}
+
+// newClone makes a git repository with one commit, returned with it.
+func newClone(t *testing.T) (repo gitwork.Git, head string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo = gitwork.Git{Dir: t.TempDir(), Env: gitEnv()}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
+		if _, err := repo.Output(t.Context(), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, err := repo.Tip(t.Context(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return repo, head
+}
+
+// runnerFunc is an itemtask.Runner of a function.
+type runnerFunc func(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error)
+
+func (f runnerFunc) Run(ctx context.Context, t itemtask.Task, _ itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
+	return f(ctx, t)
+}
+
+// A worktree item's branch is noted in the worker's store before its run
+// makes it (a worker killed while the run makes its worktree, or after
+// the run removed it, leaves the note for the next worker's sweep), and
+// once the run ends the branch and the note are gone.
+func TestRunItemClaimsBranchBeforeItExists(t *testing.T) {
+	repo, head := newClone(t)
+	const branch = "runner-items/j/1"
+	var claimedInRun []claimedBranch
+	w := &Worker{opts: WorkerOptions{StoreDir: t.TempDir(), Name: "w"}}
+	wj := &workerJob{opened: itemtask.Opened{Repo: repo.Dir, Branch: func(itemtask.Task) string { return branch },
+		Runner: runnerFunc(func(ctx context.Context, mt itemtask.Task) (itemtask.Outcome, error) {
+			claimedInRun = claimedBranches(w.opts.StoreDir)
+			_, err := repo.Output(ctx, "branch", branch, mt.Tip)
+			return itemtask.Outcome{Branch: branch}, errors.Join(err, errors.New("the run was stopped"))
+		})}}
+	if _, _, err := w.runItem(t.Context(), wj, natsconn.Task{Tip: head}, itemtask.Task{}, nil, nil, 1); err == nil {
+		t.Fatal("runItem of a stopped run: no error")
+	}
+	if want := []claimedBranch{{repo.Dir, branch}}; !slices.Equal(claimedInRun, want) {
+		t.Errorf("the notes when the run began: %v, want %v", claimedInRun, want)
+	}
+	if left := claimedBranches(w.opts.StoreDir); len(left) > 0 {
+		t.Errorf("notes left once the run ended: %v", left)
+	}
+	if b, _ := repo.Output(t.Context(), "branch", "--list", "runner-items/*"); b != "" {
+		t.Errorf("branches left once the run ended: %s", b)
+	}
+}
+
+// A dead worker's store holding the worktree of an item running (its
+// branch not noted, as a worker before notes were written first left it)
+// and a note of another item's branch whose worktree was removed (its
+// bundle being sent): the next worker's sweep deletes both branches. The
+// sequence of 1 in 40 rounds of TestNATSGitWorkerCrash (killed at bundle
+// create): the sweep's git worktree prune, run for the noted branch,
+// forgot the running item's worktree, and nothing then said its branch
+// was left. A branch the dead store notes that a live worker's store
+// notes too (the item runs again on a worker sharing the clone) stays.
+func TestSweepDeletesDeadWorkersBranches(t *testing.T) {
+	repo, _ := newClone(t)
+	tmp := t.TempDir()
+	_, releaseLive, err := NewStore(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseLive()
+	live, _ := filepath.Glob(filepath.Join(tmp, storePrefix+"*"))
+	dead := filepath.Join(tmp, storePrefix+"dead")
+	for _, args := range [][]string{{"worktree", "add", "-q", "-b", "runner-items/j/2", filepath.Join(dead, "worktrees", "2")},
+		{"branch", "runner-items/j/3"}, {"branch", "runner-items/j/4"}} {
+		if _, err := repo.Output(t.Context(), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes := map[string]string{filepath.Join(dead, storeLock): "", filepath.Join(dead, claimPrefix+"3"): repo.Dir + "\nrunner-items/j/3",
+		filepath.Join(dead, claimPrefix+"4"): repo.Dir + "\nrunner-items/j/4", filepath.Join(live[0], claimPrefix+"4"): repo.Dir + "\nrunner-items/j/4"}
+	for path, data := range notes {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, release, err := NewStore(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if b, _ := repo.Output(t.Context(), "branch", "--list", "runner-items/*"); b != "runner-items/j/4" {
+		t.Errorf("branches after the sweep: %q, want the live worker's runner-items/j/4 alone", b)
+	}
+	if list, _ := repo.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees left by the sweep:\n%s", list)
 	}
 }

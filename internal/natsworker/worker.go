@@ -168,6 +168,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopSummaries := w.summarize()
 	defer stopSummaries()
 	var running sync.WaitGroup
+	runners := newReusedGoroutines(time.Minute)
+	defer runners.stop()
 	idleSince := time.Now()
 	for ctx.Err() == nil {
 		sl := w.slots.Hold()
@@ -191,12 +193,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		idleSince = time.Now()
 		running.Add(1)
 		w.tally.running.Add(1)
-		go func() {
+		runners.run(func() {
 			defer running.Done()
 			defer w.tally.running.Add(-1)
 			defer sl.Release()
 			w.handle(runCtx, msg, sl)
-		}()
+		})
 	}
 	ended := make(chan struct{})
 	go func() { running.Wait(); close(ended) }()
@@ -428,7 +430,8 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rp := &reporter{conn: w.opts.Conn, subject: natsconn.ProgressSubject(wj.key),
-		base: natsconn.Progress{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}}
+		base: natsconn.Progress{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name},
+		held: holdFor(holdBack)}
 	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel, report: rp}
 	w.mu.Lock()
 	w.runs[run] = struct{}{}
@@ -470,6 +473,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		cancel(errCutOff)
 	}
 	if err != nil || context.Cause(rctx) != nil {
+		rp.held.release() // no result carries the run's events
 		cause := context.Cause(rctx)
 		var ref *refusal
 		switch {
@@ -482,6 +486,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(received)), cmp.Or(cause, err))
 		return r, false
 	}
+	rp.held.drop() // the result carries the run's events
 	mask := wj.opened.Mask
 	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
 	r.DurationMS = out.Duration.Milliseconds()

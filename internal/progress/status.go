@@ -49,14 +49,18 @@ type Queue struct {
 }
 
 // slots is the queue's part of the line: "queue gpu: 3 slots busy, 1
-// worker pulling", or that no worker pulls from it nor runs a task, or
-// that a stream of it does not answer.
+// worker pulling", "queue gpu: 4 slots busy, no free slot" (its workers
+// are all busy: none pulls), or that no worker pulls from it nor runs a
+// task, or that a stream of it does not answer.
 func (q Queue) slots() string {
 	if q.Unavailable != "" {
 		return fmt.Sprintf("queue %s: NATS stream %s unavailable for %s, waiting for it", q.Name, q.Unavailable, time.Since(q.DownSince).Round(time.Second))
 	}
-	if q.Busy+q.Pulling == 0 {
+	switch {
+	case q.Busy+q.Pulling == 0:
 		return fmt.Sprintf("queue %s: no worker pulling", q.Name)
+	case q.Pulling == 0:
+		return fmt.Sprintf("queue %s: %s busy, no free slot", q.Name, count(q.Busy, "slot"))
 	}
 	return fmt.Sprintf("queue %s: %s busy, %s pulling", q.Name, count(q.Busy, "slot"), count(q.Pulling, "worker"))
 }

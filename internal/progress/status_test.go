@@ -103,7 +103,7 @@ func TestMapStatusShowsTheQueue(t *testing.T) {
 			t.Errorf("got  %q\nwant %q", got, want)
 		}
 		d.SetQueue(Queue{Name: "gpu", Busy: 4})
-		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 4 slots busy, 0 workers pulling") {
+		if got := d.job.line(); !strings.HasSuffix(got, "queue gpu: 4 slots busy, no free slot") {
 			t.Errorf("every slot busy: got %q", got)
 		}
 		d.SetQueue(Queue{Name: "gpu", Busy: 1, Pulling: 1})
