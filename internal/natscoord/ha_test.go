@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
@@ -127,13 +128,14 @@ map:
   agent_template:
     - shell: echo ${item} >> runs.log; sleep 0.1
 `, items, inFlight))
-	logs, warnings := &logBuffer{}, &logBuffer{}
+	logs, warnings := &stampedLog{}, &stampedLog{}
 	for i, s := range c.Servers[:2] {
 		startWorker(t, s.Connect(t), fmt.Sprintf("w%d", i+1), logs)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	done := runMap(ctx, j, Options{Conn: c.Servers[2].Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings, ProbeEvery: 100 * time.Millisecond})
+	var watch Watch
+	done := runMap(ctx, j, Options{Conn: c.Servers[2].Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings, Watch: &watch, ProbeEvery: 100 * time.Millisecond})
 	if !eventually(func() bool { return len(runs(t)) >= items/3 }) {
 		t.Fatal("a third of the items did not run within 10 s")
 	}
@@ -145,7 +147,15 @@ map:
 		t.Fatal("the tasks stream has no leader")
 	}
 	leader.Shutdown()
-	r := <-done
+	logs.say("test: tasks stream leader %s shut down", leader.URL())
+	var r ran
+	select {
+	case r = <-done:
+	case <-time.After(time.Until(deadline(ctx)) - 5*time.Second):
+		t.Errorf("the job did not end 5 s before its deadline; what NATS and the coordinator hold:\n%s",
+			clusterState(t, survivor(c, leader).Connect(t), &watch))
+		r = <-done
+	}
 	if r.err != nil || r.sum.Items.Succeeded != items {
 		t.Fatalf("run: %v, items %+v; want %d succeeded\nthe coordinator's warnings:\n%s\nthe workers' logs:\n%s\nevents: %v",
 			r.err, r.sum.Items, items, warnings, logs, natsEvents(t, j))
@@ -162,6 +172,103 @@ map:
 	if extra := len(ran) - items; extra > inFlight {
 		t.Errorf("%d extra runs, more than the %d items in flight: %v", extra, inFlight, ran)
 	}
+}
+
+// stampedLog is a log read while it is written, each line stamped with
+// the time it was written at.
+type stampedLog struct{ logBuffer }
+
+func (l *stampedLog) Write(p []byte) (int, error) {
+	l.say("%s", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// say writes a stamped line.
+func (l *stampedLog) say(format string, args ...any) {
+	_, _ = fmt.Fprintf(&l.logBuffer, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+// deadline is ctx's deadline.
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// survivor is a server of c other than gone.
+func survivor(c *natstest.Cluster, gone *natstest.Server) *natstest.Server {
+	if c.Servers[0] == gone {
+		return c.Servers[1]
+	}
+	return c.Servers[0]
+}
+
+// clusterState is what the job's streams and consumers hold, seen through
+// nc, and what the coordinator's dispatcher waits for: to see why an item
+// is still pending.
+func clusterState(t *testing.T, nc *nats.Conn, watch *Watch) string {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, s := range []struct{ stream, filter string }{
+		{natsconn.TasksStream, "runner.task.>"},
+		{natsconn.ResultsStream, "runner.result.>"},
+	} {
+		info, err := js.Stream(t.Context(), s.stream)
+		if err != nil {
+			fmt.Fprintf(&b, "stream %s: %v\n", s.stream, err)
+			continue
+		}
+		si, err := info.Info(t.Context(), jetstream.WithSubjectFilter(s.filter))
+		if err != nil {
+			fmt.Fprintf(&b, "stream %s: %v\n", s.stream, err)
+			continue
+		}
+		fmt.Fprintf(&b, "stream %s: leader %s, %d msgs, subjects %v\n", s.stream, leaderOf(si.Cluster), si.State.Msgs, si.State.Subjects)
+		names := info.ConsumerNames(t.Context())
+		for name := range names.Name() {
+			ci, err := js.Consumer(t.Context(), s.stream, name)
+			if err != nil {
+				fmt.Fprintf(&b, "  consumer %s: %v\n", name, err)
+				continue
+			}
+			c := ci.CachedInfo()
+			fmt.Fprintf(&b, "  consumer %s: leader %s, num_pending %d, num_ack_pending %d, num_redelivered %d, num_waiting %d, delivered %+v, ack_floor %+v\n",
+				name, leaderOf(c.Cluster), c.NumPending, c.NumAckPending, c.NumRedelivered, c.NumWaiting, c.Delivered, c.AckFloor)
+		}
+	}
+	fmt.Fprintf(&b, "the coordinator waits for: %s\n", waitingState(watch))
+	return b.String()
+}
+
+// leaderOf names the leader in c.
+func leaderOf(c *jetstream.ClusterInfo) string {
+	if c == nil {
+		return "(not clustered)"
+	}
+	return c.Leader
+}
+
+// waitingState is what the watched dispatcher waits for: each item's
+// attempt, whether its task was stored, its resends and holder.
+func waitingState(watch *Watch) string {
+	watch.mu.Lock()
+	d := watch.d
+	watch.mu.Unlock()
+	if d == nil {
+		return "no dispatcher open"
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var b strings.Builder
+	for index, w := range d.waiting {
+		h := w.holder
+		fmt.Fprintf(&b, "\n  item %s (index %d) attempt %d: stored %t, holder %q delivery %d, last beat %s",
+			w.task.ItemID, index, w.attempt, w.stored, h.worker, h.delivery, h.beatAt.Format("15:04:05.000"))
+	}
+	return b.String()
 }
 
 // runs are the items' runs, as they wrote them to runs.log.
