@@ -163,9 +163,11 @@ map:
 	}
 	leader.Shutdown()
 	logs.say("test: tasks stream leader %s shut down", leader.URL())
+	lost := time.Now()
 	var r ran
 	select {
 	case r = <-done:
+		t.Logf("the job ended %s after the leader's loss", time.Since(lost).Round(time.Millisecond))
 	case <-time.After(recovery):
 		t.Errorf("the job did not end within %s of the leader's loss; what NATS and the coordinator hold:\n%s",
 			recovery, clusterState(t, survivor(c, leader).Connect(t), &watch))
@@ -201,7 +203,8 @@ func TestResultWhoseDeliveryWasLostIsReadFromTheStream(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	j := startJob(t, dir, "mode: mapreduce\nmap:\n  input: echo x\n  agent_template:\n    - shell: 'true'\n")
-	opened, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}).Open(t.Context(), mapreduce.View(j), &refusingHost{Host: &dispatchtest.Host{}, job: j})
+	warnings := &logBuffer{}
+	opened, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings}).Open(t.Context(), mapreduce.View(j), &refusingHost{Host: &dispatchtest.Host{}, job: j})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +237,9 @@ func TestResultWhoseDeliveryWasLostIsReadFromTheStream(t *testing.T) {
 	}
 	if got.r.Worker != "w1" || got.msg != nil {
 		t.Errorf("got %+v; want w1's result, read from the stream (no message to acknowledge)", got)
+	}
+	if want := "item x's result did not come through NATS consumer " + natsconn.JobConsumer(d.key) + ": read from stream RUNNER_RESULTS"; !strings.Contains(warnings.String(), want) {
+		t.Errorf("warnings:\n%s\nwant %q", warnings, want)
 	}
 }
 
