@@ -451,9 +451,11 @@ func (d *Dispatcher) stored() []*waiter {
 // resendLost sends again the tasks of ws that the tasks stream no longer
 // holds (a worker holds its task in the stream until its result is
 // stored) and that no result is on the way for: lost with the stream, or
-// dropped by a worker that found no spec of the job. Two requests find
-// them, whatever their number: the subjects of the job's tasks in the
-// stream, then, only if some are missing, those of its results. The order
+// dropped by a worker that found no spec of the job; a result stored for
+// one that did not come is read from the stream (takeStored). Two
+// requests find them, whatever their number: the subjects of the job's
+// tasks in the stream, then, only if some are missing, those of its
+// results (and one more per result stored but not come). The order
 // matters as in recover: a worker acknowledges its task only after its
 // result is stored, so a task gone before the first request has its
 // result in the second, until this dispatcher has taken it.
@@ -513,8 +515,8 @@ func (d *Dispatcher) takeStored(ctx context.Context, w *waiter) {
 		d.mu.Unlock()
 		return
 	}
-	d.objs.Warnf("job %s: item %s's result did not come through NATS consumer %s: read from stream %s", d.j.ID(), w.task.ItemID, natsconn.JobConsumer(d.key), natsconn.ResultsStream)
 	d.give(w, inbound{r: r, seq: raw.Sequence})
+	d.objs.Warnf("job %s: item %s's result did not come through NATS consumer %s: read from stream %s", d.j.ID(), w.task.ItemID, natsconn.JobConsumer(d.key), natsconn.ResultsStream)
 }
 
 // subjects counts the messages of stream s on each subject that filter
