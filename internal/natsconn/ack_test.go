@@ -38,7 +38,10 @@ func TestAckElectedTriesAgainWhileNoLeaderAnswers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
 	err = AckElected(ctx, msg)
-	if !errors.Is(err, nats.ErrNoResponders) || ctx.Err() == nil {
+	// The context may end during a try (on a loaded machine, one in 30
+	// runs): then the error is its end.
+	tried := errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded)
+	if !tried || ctx.Err() == nil {
 		t.Errorf("AckElected = %v with the context %v; want no responders, tried until the context ended", err, ctx.Err())
 	}
 }

@@ -451,9 +451,11 @@ func (d *Dispatcher) stored() []*waiter {
 // resendLost sends again the tasks of ws that the tasks stream no longer
 // holds (a worker holds its task in the stream until its result is
 // stored) and that no result is on the way for: lost with the stream, or
-// dropped by a worker that found no spec of the job. Two requests find
-// them, whatever their number: the subjects of the job's tasks in the
-// stream, then, only if some are missing, those of its results. The order
+// dropped by a worker that found no spec of the job; a result stored for
+// one that did not come is read from the stream (takeStored). Two
+// requests find them, whatever their number: the subjects of the job's
+// tasks in the stream, then, only if some are missing, those of its
+// results (and one more per result stored but not come). The order
 // matters as in recover: a worker acknowledges its task only after its
 // result is stored, so a task gone before the first request has its
 // result in the second, until this dispatcher has taken it.
@@ -476,11 +478,45 @@ func (d *Dispatcher) resendLost(ctx context.Context, ws []*waiter) error {
 		return fmt.Errorf("NATS stream %s: %w", natsconn.ResultsStream, err)
 	}
 	for _, w := range lost {
-		if stored[natsconn.ResultSubject(d.key, w.task.Index)] == 0 && d.waits(w) {
+		switch {
+		case stored[natsconn.ResultSubject(d.key, w.task.Index)] > 0:
+			d.takeStored(ctx, w)
+		case d.waits(w):
 			d.resend(ctx, w)
 		}
 	}
 	return nil
+}
+
+// resultInFlight is how long a stored result may take to reach this
+// process through the job's consumer before a check reads it from the
+// stream: it comes within milliseconds unless its delivery was lost.
+const resultInFlight = natsconn.CallDeadline
+
+// takeStored gives w the result stored for it that has not come through
+// the job's consumer within resultInFlight: its delivery was lost (a
+// consumer leader that stopped while sending it), and the consumer would
+// send it again only after its ack_wait. Its delivery, when it comes, is
+// dropped as a duplicate. One that cannot be read is taken at the next
+// check.
+func (d *Dispatcher) takeStored(ctx context.Context, w *waiter) {
+	cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+	raw, err := d.objs.Results.GetLastMsgForSubject(cctx, natsconn.ResultSubject(d.key, w.task.Index))
+	cancel()
+	if err != nil || time.Since(raw.Time) < resultInFlight {
+		return
+	}
+	var r natsconn.Result
+	if json.Unmarshal(raw.Data, &r) != nil {
+		return
+	}
+	d.mu.Lock()
+	if d.waiting[r.Index] != w || !w.answers(r, d.epoch) {
+		d.mu.Unlock()
+		return
+	}
+	d.give(w, inbound{r: r, seq: raw.Sequence})
+	d.objs.Warnf("job %s: item %s's result did not come through NATS consumer %s: read from stream %s", d.j.ID(), w.task.ItemID, natsconn.JobConsumer(d.key), natsconn.ResultsStream)
 }
 
 // subjects counts the messages of stream s on each subject that filter
@@ -529,14 +565,8 @@ func (d *Dispatcher) receive(msg jetstream.Msg) {
 	// attempt's unless the task was adopted: a dlq retry numbers a
 	// retried item's attempts from 1 again, and a result the first run
 	// never acknowledged (a cluster electing leaders) comes back to it.
-	if w, ok := d.waiting[r.Index]; ok && w.attempt == r.Attempt && (w.adopted || r.Epoch == d.epoch) {
-		delete(d.waiting, r.Index)
-		again, from := w.holder.learn(r.Worker, r.Delivery, 0, time.Time{})
-		d.mu.Unlock()
-		if again { // no beat told of it: the worker ran none (max_deliveries), or is older
-			d.host.JobEvent(eventlog.TaskRedelivered(w.task.ItemID, r.Attempt, r.Delivery, r.Worker, from))
-		}
-		w.ch <- in
+	if w, ok := d.waiting[r.Index]; ok && w.answers(r, d.epoch) {
+		d.give(w, in)
 		return
 	}
 	if a, ok := d.expected[r.Index]; ok && a == r.Attempt {
@@ -551,6 +581,25 @@ func (d *Dispatcher) receive(msg jetstream.Msg) {
 	}
 	d.mu.Unlock()
 	d.duplicate(in)
+}
+
+// answers reports whether r is the outcome of w's task, this process's
+// in epoch.
+func (w *waiter) answers(r natsconn.Result, epoch int) bool {
+	return w.attempt == r.Attempt && (w.adopted || r.Epoch == epoch)
+}
+
+// give hands in to w, the dispatch waiting for it; d.mu is held, and
+// unlocked.
+func (d *Dispatcher) give(w *waiter, in inbound) {
+	r := in.r
+	delete(d.waiting, r.Index)
+	again, from := w.holder.learn(r.Worker, r.Delivery, 0, time.Time{})
+	d.mu.Unlock()
+	if again { // no beat told of it: the worker ran none (max_deliveries), or is older
+		d.host.JobEvent(eventlog.TaskRedelivered(w.task.ItemID, r.Attempt, r.Delivery, r.Worker, from))
+	}
+	w.ch <- in
 }
 
 // streamSeq is where msg is in its stream: the same for every delivery

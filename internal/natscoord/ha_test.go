@@ -2,6 +2,7 @@ package natscoord
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,21 +12,28 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnerdev/runner/internal/dispatchtest"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/mapreduce"
 )
+
+// workersAckWait is the ack_wait of startWorker's workers.
+const workersAckWait = 10 * time.Second
 
 // startWorker runs a worker named name on nc until the test ends, its
 // log in log, asking every 100 ms whether the streams answer.
 func startWorker(t *testing.T, nc *nats.Conn, name string, log io.Writer) {
 	t.Helper()
 	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: natsconn.DefaultQueue, Concurrency: 2, Name: name,
-		AckWait: 10 * time.Second, StoreDir: t.TempDir(), Log: log, Open: openPortable(name), ProbeEvery: 100 * time.Millisecond})
+		AckWait: workersAckWait, StoreDir: t.TempDir(), Log: log, Open: openPortable(name), ProbeEvery: 100 * time.Millisecond})
 }
 
 // natsEvents are the job's events of the NATS streams, by type.
@@ -96,12 +104,19 @@ func TestUnavailableStreamsAreSaidAndWaitedFor(t *testing.T) {
 // On a cluster of three servers the job's streams get three replicas, and
 // losing the server that leads the tasks stream mid-job loses nothing: the
 // job ends with every item done, and the items that ran again are at most
-// those in flight.
+// those in flight. The job ends within the recovery bound after the loss:
+// a task whose acknowledgement was lost comes again after the workers'
+// ack_wait, and a result whose delivery was lost is read from the stream
+// at the dispatcher's next check (one every checkEvery, of results stored
+// resultInFlight), plus the elections of the streams' and consumers' new
+// leaders.
 func TestClusterLosesTheTasksLeaderMidJob(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	dir := t.TempDir()
 	t.Chdir(dir)
 	const items, inFlight = 24, 4
+	const checkEvery, elections = 2 * time.Second, 15 * time.Second
+	const recovery = workersAckWait + checkEvery + resultInFlight + elections
 	j := startJob(t, dir, fmt.Sprintf(`mode: mapreduce
 map:
   input: seq 1 %d
@@ -109,13 +124,15 @@ map:
   agent_template:
     - shell: echo ${item} >> runs.log; sleep 0.1
 `, items, inFlight))
-	logs, warnings := &logBuffer{}, &logBuffer{}
+	logs, warnings := &stampedLog{}, &stampedLog{}
 	for i, s := range c.Servers[:2] {
 		startWorker(t, s.Connect(t), fmt.Sprintf("w%d", i+1), logs)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	done := runMap(ctx, j, Options{Conn: c.Servers[2].Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings, ProbeEvery: 100 * time.Millisecond})
+	var watch Watch
+	done := runMap(ctx, j, Options{Conn: c.Servers[2].Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings, Watch: &watch,
+		ProbeEvery: 100 * time.Millisecond, CheckEvery: checkEvery})
 	if !eventually(func() bool { return len(runs(t)) >= items/3 }) {
 		t.Fatal("a third of the items did not run within 10 s")
 	}
@@ -127,7 +144,18 @@ map:
 		t.Fatal("the tasks stream has no leader")
 	}
 	leader.Shutdown()
-	r := <-done
+	logs.say("test: tasks stream leader %s shut down", leader.URL())
+	lost := time.Now()
+	var r ran
+	select {
+	case r = <-done:
+		t.Logf("the job ended %s after the leader's loss", time.Since(lost).Round(time.Millisecond))
+	case <-time.After(recovery):
+		t.Errorf("the job did not end within %s of the leader's loss; what NATS and the coordinator hold:\n%s",
+			recovery, clusterState(t, survivor(c, leader).Connect(t), &watch))
+		cancel()
+		r = <-done
+	}
 	if r.err != nil || r.sum.Items.Succeeded != items {
 		t.Fatalf("run: %v, items %+v; want %d succeeded\nthe coordinator's warnings:\n%s\nthe workers' logs:\n%s\nevents: %v",
 			r.err, r.sum.Items, items, warnings, logs, natsEvents(t, j))
@@ -144,6 +172,148 @@ map:
 	if extra := len(ran) - items; extra > inFlight {
 		t.Errorf("%d extra runs, more than the %d items in flight: %v", extra, inFlight, ran)
 	}
+}
+
+// A result stored whose delivery to the coordinator was lost (the job's
+// results consumer's leader stopped while sending it, as
+// TestClusterLosesTheTasksLeaderMidJob saw: the consumer sends it again
+// only after its ack_wait of 60 s) is read from the stream by the
+// dispatcher's check once it has been stored resultInFlight, not waited
+// for.
+func TestResultWhoseDeliveryWasLostIsReadFromTheStream(t *testing.T) {
+	srv, js, _ := serve(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	j := startJob(t, dir, "mode: mapreduce\nmap:\n  input: echo x\n  agent_template:\n    - shell: 'true'\n")
+	warnings := &logBuffer{}
+	opened, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings}).Open(t.Context(), mapreduce.View(j), &refusingHost{Host: &dispatchtest.Host{}, job: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := opened.(*Dispatcher)
+	defer d.Close()
+	d.stop() // no result comes through the consumer any more: each delivery is lost
+	<-d.done
+	w := &waiter{attempt: 1, task: itemtask.Task{JobID: j.ID(), Index: 0, ItemID: "x", Attempt: 1}, ch: make(chan inbound, 1), stored: true}
+	d.mu.Lock()
+	d.waiting[0] = w
+	d.mu.Unlock()
+	body, err := json.Marshal(natsconn.Result{Index: 0, Attempt: 1, Epoch: d.epoch, Worker: "w1", Delivery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.ResultSubject(d.key, 0), j.ID(), body), "lost"); err != nil {
+		t.Fatal(err)
+	}
+	var got inbound
+	if !eventually(func() bool {
+		d.check(t.Context())
+		select {
+		case got = <-w.ch:
+			return true
+		default:
+			return false
+		}
+	}) {
+		t.Fatal("the stored result was not read from the stream within 10 s")
+	}
+	if got.r.Worker != "w1" || got.msg != nil {
+		t.Errorf("got %+v; want w1's result, read from the stream (no message to acknowledge)", got)
+	}
+	if want := "item x's result did not come through NATS consumer " + natsconn.JobConsumer(d.key) + ": read from stream RUNNER_RESULTS"; !strings.Contains(warnings.String(), want) {
+		t.Errorf("warnings:\n%s\nwant %q", warnings, want)
+	}
+}
+
+// stampedLog is a log read while it is written, each line stamped with
+// the time it was written at.
+type stampedLog struct{ logBuffer }
+
+func (l *stampedLog) Write(p []byte) (int, error) {
+	l.say("%s", strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// say writes a stamped line.
+func (l *stampedLog) say(format string, args ...any) {
+	_, _ = fmt.Fprintf(&l.logBuffer, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+// survivor is a server of c other than gone.
+func survivor(c *natstest.Cluster, gone *natstest.Server) *natstest.Server {
+	if c.Servers[0] == gone {
+		return c.Servers[1]
+	}
+	return c.Servers[0]
+}
+
+// clusterState is what the job's streams and consumers hold, seen through
+// nc, and what the coordinator's dispatcher waits for: to see why an item
+// is still pending.
+func clusterState(t *testing.T, nc *nats.Conn, watch *Watch) string {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, s := range []struct{ stream, filter string }{
+		{natsconn.TasksStream, "runner.task.>"},
+		{natsconn.ResultsStream, "runner.result.>"},
+	} {
+		info, err := js.Stream(t.Context(), s.stream)
+		if err != nil {
+			fmt.Fprintf(&b, "stream %s: %v\n", s.stream, err)
+			continue
+		}
+		si, err := info.Info(t.Context(), jetstream.WithSubjectFilter(s.filter))
+		if err != nil {
+			fmt.Fprintf(&b, "stream %s: %v\n", s.stream, err)
+			continue
+		}
+		fmt.Fprintf(&b, "stream %s: leader %s, %d msgs, subjects %v\n", s.stream, leaderOf(si.Cluster), si.State.Msgs, si.State.Subjects)
+		names := info.ConsumerNames(t.Context())
+		for name := range names.Name() {
+			ci, err := js.Consumer(t.Context(), s.stream, name)
+			if err != nil {
+				fmt.Fprintf(&b, "  consumer %s: %v\n", name, err)
+				continue
+			}
+			c := ci.CachedInfo()
+			fmt.Fprintf(&b, "  consumer %s: leader %s, num_pending %d, num_ack_pending %d, num_redelivered %d, num_waiting %d, delivered %+v, ack_floor %+v\n",
+				name, leaderOf(c.Cluster), c.NumPending, c.NumAckPending, c.NumRedelivered, c.NumWaiting, c.Delivered, c.AckFloor)
+		}
+	}
+	fmt.Fprintf(&b, "the coordinator waits for: %s\n", waitingState(watch))
+	return b.String()
+}
+
+// leaderOf names the leader in c.
+func leaderOf(c *jetstream.ClusterInfo) string {
+	if c == nil {
+		return "(not clustered)"
+	}
+	return c.Leader
+}
+
+// waitingState is what the watched dispatcher waits for: each item's
+// attempt, whether its task was stored, its resends and holder.
+func waitingState(watch *Watch) string {
+	watch.mu.Lock()
+	d := watch.d
+	watch.mu.Unlock()
+	if d == nil {
+		return "no dispatcher open"
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var b strings.Builder
+	for index, w := range d.waiting {
+		h := w.holder
+		fmt.Fprintf(&b, "\n  item %s (index %d) attempt %d: stored %t, holder %q delivery %d, last beat %s",
+			w.task.ItemID, index, w.attempt, w.stored, h.worker, h.delivery, h.beatAt.Format("15:04:05.000"))
+	}
+	return b.String()
 }
 
 // runs are the items' runs, as they wrote them to runs.log.
