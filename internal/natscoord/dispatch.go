@@ -641,6 +641,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		d.mu.Lock()
 		d.interrupted = true
 		d.mu.Unlock()
+		d.prog.interrupt()
 		return itemtask.Outcome{}, context.Cause(ctx)
 	}
 }
@@ -745,9 +746,12 @@ func nextEpoch(update func(func(*state.Meta)) error, want state.Dist) (state.Dis
 // go, as nothing of it is out any more.
 func (d *Dispatcher) Close() error {
 	defer d.lock.Close()
+	// The runs' questions are answered until the spec says that the job
+	// was interrupted (which stops its runs on the workers): none goes
+	// on without one of its slots for want of an answer.
+	defer d.prog.close()
 	d.watch.set(nil)
 	_ = d.beats.Unsubscribe()
-	d.prog.close()
 	d.stop()
 	<-d.done
 	d.acks.close() // before the consumer goes: its acknowledged results leave the stream

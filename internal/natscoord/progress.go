@@ -30,6 +30,9 @@ type tracker struct {
 
 	mu   sync.Mutex
 	runs map[int]*progress // by item index
+	// interrupted says that the job was interrupted: a run no dispatch
+	// waits for is stopped rather than left to go on (interrupt).
+	interrupted bool
 	// recorded are the events that ended processes recorded of the runs
 	// of the items they left running, by item index (recordedRuns): a
 	// run this process hears from, or takes the result of, has them
@@ -89,6 +92,18 @@ func trackProgress(conn *nats.Conn, key string, host itemtask.Host, live *itemta
 		return nil, err
 	}
 	return tr, nil
+}
+
+// interrupt stops, from now on, the runs that no dispatch waits for: a
+// run whose delay ends while the interrupted job winds down would
+// otherwise take up its next step without one of the job's slots and be
+// stopped in it when its worker hears of the interrupt, so that the step
+// runs again on resume (more than the max_parallel steps executing at the
+// interrupt would).
+func (tr *tracker) interrupt() {
+	tr.mu.Lock()
+	tr.interrupted = true
+	tr.mu.Unlock()
 }
 
 // close stops hearing progress.
@@ -229,6 +244,8 @@ func (tr *tracker) find(pr natsconn.Progress) (*progress, natsconn.ProgressReply
 	defer tr.mu.Unlock()
 	p := tr.runs[pr.Index]
 	switch {
+	case p == nil && tr.interrupted:
+		return nil, natsconn.ProgressReply{Error: "the job was interrupted: resume goes on after its saved steps"}
 	case p == nil || pr.Attempt > p.task.Attempt:
 		return nil, natsconn.ProgressReply{Unknown: true}
 	case pr.Attempt < p.task.Attempt:
