@@ -379,11 +379,11 @@ func (e Event) WithWorker(worker string, delivery int) Event {
 }
 
 // WithRun returns a copy of e told of the run of a NATS task that sent
-// it, as "run" (natsconn.RunID's text) and "seq", its place among the
+// it, as "run_id" (natsconn.RunID's text) and "seq", its place among the
 // run's events from 1: a process resuming the job records a run's events
 // that an ended one recorded no more.
 func (e Event) WithRun(run string, seq int) Event {
-	return e.with(map[string]any{"run": run, "seq": seq})
+	return e.with(map[string]any{"run_id": run, "seq": seq})
 }
 
 // with returns a copy of e with added among its fields.

@@ -17,7 +17,7 @@ type itemAttempt struct {
 // recordedRuns reads the job's event log at path for the events that
 // ended processes recorded of the runs of items (by item id), in their
 // running attempts: how many of each run (the highest "seq" of its
-// "run"), by item index. An attempt's events follow its item_started.
+// "run_id"), by item index. An attempt's events follow its item_started.
 func recordedRuns(path string, items map[string]itemAttempt) (map[int]runEvents, error) {
 	recorded := map[int]runEvents{}
 	current := map[string]int64{} // each item's attempt as the log goes
@@ -41,7 +41,7 @@ func recordedRuns(path string, items map[string]itemAttempt) (map[int]runEvents,
 // countRun counts e, an event of it's running attempt, in recorded when
 // a run sent it.
 func countRun(recorded map[int]runEvents, it itemAttempt, e eventlog.Event) {
-	run, ok := natsconn.ParseRunID(e.Str("run"))
+	run, ok := natsconn.ParseRunID(e.Str("run_id"))
 	if !ok {
 		return
 	}

@@ -193,7 +193,7 @@ func runSeqs(t *testing.T, path, id, run string) []int {
 	}
 	var seqs []int
 	for _, e := range events {
-		if e.Str("run") == run {
+		if e.Str("run_id") == run {
 			seqs = append(seqs, int(e.Int("seq")))
 		}
 	}
