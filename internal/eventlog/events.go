@@ -371,13 +371,29 @@ func (e Event) WithWorker(worker string, delivery int) Event {
 	if worker == "" {
 		return e
 	}
-	fields := make(map[string]any, len(e.Fields)+2)
+	added := map[string]any{"worker": worker}
+	if delivery > 0 {
+		added["delivery"] = delivery
+	}
+	return e.with(added)
+}
+
+// WithRun returns a copy of e told of the run of a NATS task that sent
+// it, as "run_id" (natsconn.RunID's text) and "seq", its place among the
+// run's events from 1: a process resuming the job records a run's events
+// that an ended one recorded no more.
+func (e Event) WithRun(run string, seq int) Event {
+	return e.with(map[string]any{"run_id": run, "seq": seq})
+}
+
+// with returns a copy of e with added among its fields.
+func (e Event) with(added map[string]any) Event {
+	fields := make(map[string]any, len(e.Fields)+len(added))
 	for k, v := range e.Fields {
 		fields[k] = v
 	}
-	fields["worker"] = worker
-	if delivery > 0 {
-		fields["delivery"] = delivery
+	for k, v := range added {
+		fields[k] = v
 	}
 	e.Fields = fields
 	return e

@@ -147,3 +147,12 @@ func TestWithOutput(t *testing.T) {
 		t.Errorf("attempt_failed fields %v: want both tails", f.Fields)
 	}
 }
+
+// The run of a NATS task that sent an event is added beside the event's
+// own fields: a step_repeat keeps its "run" (the repeat's).
+func TestWithRunKeepsTheEventsFields(t *testing.T) {
+	e := StepRepeat("poll", 3, time.Second).WithRun("1.0.2", 5)
+	if e.Int("run") != 3 || e.Str("run_id") != "1.0.2" || e.Int("seq") != 5 || e.Str("step") != "poll" {
+		t.Errorf("fields %v, want run 3, run_id 1.0.2, seq 5, step poll", e.Fields)
+	}
+}

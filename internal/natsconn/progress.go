@@ -1,6 +1,8 @@
 package natsconn
 
 import (
+	"fmt"
+
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 )
@@ -58,6 +60,17 @@ func (p Progress) RunID() RunID { return RunID{p.Epoch, p.Sent, p.Delivery} }
 // is delivered from 1 again, after all deliveries of the message before.
 type RunID struct {
 	Epoch, Sent, Delivery int
+}
+
+// String is the run as its events are recorded with ("run"): epoch,
+// times sent again, delivery, as in "2.0.1".
+func (a RunID) String() string { return fmt.Sprintf("%d.%d.%d", a.Epoch, a.Sent, a.Delivery) }
+
+// ParseRunID reads a RunID's String; ok is false for anything else.
+func ParseRunID(s string) (id RunID, ok bool) {
+	var rest string
+	n, _ := fmt.Sscanf(s, "%d.%d.%d%s", &id.Epoch, &id.Sent, &id.Delivery, &rest)
+	return id, n == 3
 }
 
 // Before reports whether a names a run older than b.

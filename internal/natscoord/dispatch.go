@@ -84,7 +84,10 @@ type Dispatcher struct {
 	// adopted are the attempts whose tasks an ended process published
 	// and that are still in the stream: they are waited for, not sent
 	// again.
-	adopted     map[int]int
+	adopted map[int]int
+	// recorded are the events ended processes recorded of those items'
+	// runs (the tracker's, once it is made).
+	recorded    map[int]runEvents
 	ids         map[int]string // item ids by index, as far as known
 	interrupted bool
 	// unacked are the results whose outcomes the engine has not yet
@@ -176,6 +179,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	if d.prog, err = trackProgress(opts.Conn, d.key, h, opts.Live); err != nil {
 		return abort(err)
 	}
+	d.prog.recorded = d.recorded
 	d.pulls = natsconn.NewPulls(d.results, resultsBatch)
 	d.watch.set(d)
 	replicas, replication := objs.Replication()
@@ -262,12 +266,14 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	running := map[string]itemAttempt{}
 	for i, rec := range states {
 		d.ids[i] = rec.ID
 		if rec.State != itemtask.ItemRunning {
 			continue
 		}
 		d.expected[i] = max(rec.Attempt, 1)
+		running[rec.ID] = itemAttempt{index: i, attempt: d.expected[i]}
 		cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
 		raw, err := d.objs.Tasks.GetLastMsgForSubject(cctx, natsconn.TaskSubject(d.queue, d.key, i))
 		cancel()
@@ -280,6 +286,11 @@ func (d *Dispatcher) recover(ctx context.Context) error {
 		var t natsconn.Task
 		if json.Unmarshal(raw.Data, &t) == nil && t.Attempt == d.expected[i] {
 			d.adopted[i] = t.Attempt
+		}
+	}
+	if len(running) > 0 {
+		if d.recorded, err = recordedRuns(d.j.Layout().Events, running); err != nil {
+			return fmt.Errorf("reading what the job's event log holds of its running items: %w", err)
 		}
 	}
 	for {
@@ -682,6 +693,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 		d.mu.Lock()
 		d.interrupted = true
 		d.mu.Unlock()
+		d.prog.interrupt()
 		return itemtask.Outcome{}, context.Cause(ctx)
 	}
 }
@@ -718,8 +730,9 @@ func (d *Dispatcher) outcome(t itemtask.Task, in inbound) itemtask.Outcome {
 	if r.LastStep != nil {
 		_ = d.host.Checkpoint(t.DispatchID, *r.LastStep) // refused: the outcome is stale too
 	}
-	for _, e := range d.prog.unemitted(t.Index, r) {
-		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery))
+	events, first := d.prog.unemitted(t.Index, r)
+	for i, e := range events {
+		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery).WithRun(r.RunID().String(), first+i))
 	}
 	if r.LogTail != "" {
 		// The worker does not write the attempt's header: a tail of its
@@ -783,9 +796,12 @@ func nextEpoch(update func(func(*state.Meta)) error, want state.Dist) (state.Dis
 // go, as nothing of it is out any more.
 func (d *Dispatcher) Close() error {
 	defer d.lock.Close()
+	// The runs' questions are answered until the spec says that the job
+	// was interrupted (which stops its runs on the workers): none goes
+	// on without one of its slots for want of an answer.
+	defer d.prog.close()
 	d.watch.set(nil)
 	_ = d.beats.Unsubscribe()
-	d.prog.close()
 	d.stop()
 	<-d.done
 	d.acks.close() // before the consumer goes: its acknowledged results leave the stream

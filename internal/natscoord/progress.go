@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,20 @@ type tracker struct {
 
 	mu   sync.Mutex
 	runs map[int]*progress // by item index
+	// interrupted says that the job was interrupted: a run no dispatch
+	// waits for is stopped rather than left to go on (interrupt).
+	interrupted bool
+	// recorded are the events that ended processes recorded of the runs
+	// of the items they left running, by item index (recordedRuns): a
+	// run this process hears from, or takes the result of, has them
+	// recorded once.
+	recorded map[int]runEvents
+}
+
+// runEvents counts the events recorded of each run of an item's attempt.
+type runEvents struct {
+	attempt int
+	seqs    map[natsconn.RunID]int
 }
 
 // progress is what one dispatch learned from the runs of its task.
@@ -79,6 +94,18 @@ func trackProgress(conn *nats.Conn, key string, host itemtask.Host, live *itemta
 	return tr, nil
 }
 
+// interrupt stops, from now on, the runs that no dispatch waits for: a
+// run whose delay ends while the interrupted job winds down would
+// otherwise take up its next step without one of the job's slots and be
+// stopped in it when its worker hears of the interrupt, so that the step
+// runs again on resume (more than the max_parallel steps executing at the
+// interrupt would).
+func (tr *tracker) interrupt() {
+	tr.mu.Lock()
+	tr.interrupted = true
+	tr.mu.Unlock()
+}
+
 // close stops hearing progress.
 func (tr *tracker) close() { _ = tr.sub.Unsubscribe() }
 
@@ -87,6 +114,9 @@ func (tr *tracker) track(ctx context.Context, t itemtask.Task) *progress {
 	p := &progress{task: t, abort: make(chan error, 1), emitted: map[natsconn.RunID]int{}, checkpoints: t.Checkpoints}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	tr.mu.Lock()
+	if rec, ok := tr.recorded[t.Index]; ok && rec.attempt == t.Attempt {
+		maps.Copy(p.emitted, rec.seqs)
+	}
 	tr.runs[t.Index] = p
 	tr.mu.Unlock()
 	return p
@@ -129,17 +159,24 @@ func taskBody(task natsconn.Task) ([]byte, error) {
 	return body, err
 }
 
-// unemitted are the events of r that were not recorded live, in order.
-func (tr *tracker) unemitted(index int, r natsconn.Result) []eventlog.Event {
+// unemitted are the events of r that were not recorded live (by this
+// process or an ended one), in order, and the place of the first among
+// its run's events (from 1).
+func (tr *tracker) unemitted(index int, r natsconn.Result) (events []eventlog.Event, first int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	p := tr.runs[index]
-	if p == nil || p.task.Attempt != r.Attempt {
-		return r.Events
+	var emitted map[natsconn.RunID]int
+	if p := tr.runs[index]; p != nil && p.task.Attempt == r.Attempt {
+		emitted = p.emitted
+	} else if rec, ok := tr.recorded[index]; ok && rec.attempt == r.Attempt {
+		emitted = rec.seqs
 	}
-	n := min(p.emitted[r.RunID()], len(r.Events))
-	p.emitted[r.RunID()] = len(r.Events) // a late live event is not recorded twice
-	return r.Events[n:]
+	if emitted == nil {
+		return r.Events, 1
+	}
+	n := min(emitted[r.RunID()], len(r.Events))
+	emitted[r.RunID()] = len(r.Events) // a late live event is not recorded twice
+	return r.Events[n:], n + 1
 }
 
 // receive handles one progress message.
@@ -207,6 +244,8 @@ func (tr *tracker) find(pr natsconn.Progress) (*progress, natsconn.ProgressReply
 	defer tr.mu.Unlock()
 	p := tr.runs[pr.Index]
 	switch {
+	case p == nil && tr.interrupted:
+		return nil, natsconn.ProgressReply{Error: "the job was interrupted: resume goes on after its saved steps"}
 	case p == nil || pr.Attempt > p.task.Attempt:
 		return nil, natsconn.ProgressReply{Unknown: true}
 	case pr.Attempt < p.task.Attempt:
@@ -229,7 +268,7 @@ func (tr *tracker) emit(p *progress, pr natsconn.Progress) {
 	}
 	tr.mu.Unlock()
 	if next {
-		_ = tr.host.Emit(p.task.DispatchID, pr.Event.WithWorker(pr.Worker, pr.Delivery)) // ErrStale: the item moved on
+		_ = tr.host.Emit(p.task.DispatchID, pr.Event.WithWorker(pr.Worker, pr.Delivery).WithRun(pr.RunID().String(), pr.Seq)) // ErrStale: the item moved on
 	}
 }
 

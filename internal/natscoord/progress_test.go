@@ -136,6 +136,32 @@ func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 	}
 }
 
+// Once the job is interrupted, a run whose dispatch is over is stopped
+// when it asks for the job's slot back after a delay, rather than told to
+// go on as if no coordinator knew it: it would run its next step without
+// a slot until its worker hears of the interrupt, which stops it midway
+// (the step then runs again on resume).
+func TestRunOfAnInterruptedJobDoesNotGoOn(t *testing.T) {
+	srv := natstest.Start(t)
+	tr, err := trackProgress(srv.Connect(t), "k", &slotHost{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.close()
+	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"})
+	tr.interrupt()
+	tr.untrack(p)
+	acquire, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressAcquire, Index: 1, Attempt: 1, Epoch: 1, Delivery: 1})
+	msg, err := srv.Connect(t).Request(natsconn.ProgressSubject("k"), acquire, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply natsconn.ProgressReply
+	if json.Unmarshal(msg.Data, &reply) != nil || reply.Unknown || reply.Error == "" || reply.Term {
+		t.Errorf("acquire after the interrupt answered %s, want the run stopped, its task kept", msg.Data)
+	}
+}
+
 // slotHost is a Host of one slot, given back at once and taken again
 // only when grant is closed; acquiring is closed when that starts. The
 // rest of the Host is not used.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
@@ -51,6 +52,8 @@ func (stuck) Close() error                     { return nil }
 // once, nothing is published again); item 2's result was stored and
 // delivered to the ended process, which did not record it (read from the
 // stream: it does not run again); item 3 has neither (published again).
+// The ended process had recorded the first two events of item 1's run
+// live: they are not recorded again with its result.
 func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	srv := natstest.Start(t)
 	dir := t.TempDir()
@@ -79,6 +82,8 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err := j.Finish(state.Interrupted, 130, err, nil); err != nil {
 		t.Fatal(err)
 	}
+
+	recordLive(t, j.Layout().Events, "1", natsconn.RunID{Epoch: 1, Delivery: 1}, 2)
 
 	// What it left on NATS: the job's spec, item 1's task, item 2's
 	// result delivered to it and not acknowledged. (The worker may run
@@ -147,6 +152,9 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if got := slices.Sorted(slices.Values(strings.Fields(string(runs)))); !slices.Equal(got, []string{"1", "3"}) {
 		t.Errorf("items run on resume: %q, want 1 (its task adopted) and 3 (published again), once each", got)
 	}
+	if seqs := runSeqs(t, j.Layout().Events, "1", "1.0.1"); len(seqs) < 3 || !slices.Equal(seqs, seqsTo(len(seqs))) {
+		t.Errorf("item 1's run 1.0.1 has its events recorded with seq %v, want each of 1..n once (1 and 2 by the ended process)", seqs)
+	}
 	info, err := objs.Tasks.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -156,4 +164,48 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if info.State.LastSeq != 2 {
 		t.Errorf("the task stream stored %d tasks, want 2 (item 1's from the ended process, item 3's now): a task was published again", info.State.LastSeq)
 	}
+}
+
+// recordLive appends to the event log at path the first n events of item
+// id's run as a coordinator records them live.
+func recordLive(t *testing.T, path, id string, run natsconn.RunID, n int) {
+	t.Helper()
+	log, err := eventlog.Open(path, "j", eventlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	for seq := 1; seq <= n; seq++ {
+		e := eventlog.Event{Type: eventlog.TypeStepStarted, ItemID: id, Fields: map[string]any{"item_id": id, "step": "recorded-live", "index": 0}}
+		if _, err := log.Emit(e.WithWorker("gone", run.Delivery).WithRun(run.String(), seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runSeqs are the seq of the events of item id's run recorded in the log
+// at path, sorted.
+func runSeqs(t *testing.T, path, id, run string) []int {
+	t.Helper()
+	events, err := eventlog.Read(path, eventlog.Query{Item: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int
+	for _, e := range events {
+		if e.Str("run_id") == run {
+			seqs = append(seqs, int(e.Int("seq")))
+		}
+	}
+	slices.Sort(seqs)
+	return seqs
+}
+
+// seqsTo is 1..n.
+func seqsTo(n int) []int {
+	seqs := make([]int, n)
+	for i := range seqs {
+		seqs[i] = i + 1
+	}
+	return seqs
 }
