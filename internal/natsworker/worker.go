@@ -534,7 +534,7 @@ func (w *Worker) beat(ctx context.Context, item string, msg jetstream.Msg, ls *l
 			cancel()
 			if err == nil {
 				answered := time.Now()
-				ls.renew(answered)
+				ls.renew(sent, answered)
 				w.logBeat(item, sent, answered)
 				announce()
 			} else if ls.expired(time.Now()) {
