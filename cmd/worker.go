@@ -123,7 +123,7 @@ func runWorker(ctx context.Context, g *globalOptions, o workerOptions) error {
 	}
 	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{
 		Conn: nc, Queue: queue, Concurrency: o.Concurrency, Name: o.Name, AckWait: o.AckWait, Replicas: o.Replicas,
-		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, SummaryEvery: o.SummaryEvery, StoreDir: store, Log: g.stderr,
+		DrainTimeout: o.DrainTimeout, IdleExit: o.IdleExit, SummaryEvery: o.SummaryEvery, StoreDir: store, Log: g.stderr, LogBeats: g.Verbose,
 		Watchdog: []string{exe, "worker-watchdog"},
 		Open: func(ctx context.Context, portable json.RawMessage, dir string, emit func(eventlog.Event), live *itemtask.Live) (itemtask.Opened, error) {
 			return itemrun.OpenPortable(ctx, portable, dir, o.Name, emit, live)

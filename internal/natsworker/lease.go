@@ -6,8 +6,8 @@ import (
 )
 
 // lease is how long a run may go on without a heartbeat answered by the
-// server: ack_wait less two heartbeats, counted from the last answer (or
-// from the delivery), so that the run stops before the server gives its
+// server: ack_wait less two heartbeats, counted from the sending of the
+// last heartbeat answered (or from the delivery), so that the run stops before the server gives its
 // task to another worker. The run's process groups are leased to the
 // worker's watchdog until then, and a run whose lease ran out sends no
 // result.
@@ -44,16 +44,18 @@ func (l *lease) hook(pgid int) func() {
 	}
 }
 
-// renew extends the lease from at, when the server answered a heartbeat
-// then; an answer after the lease ran out ends it instead.
-func (l *lease) renew(at time.Time) {
+// renew extends the lease when the server answered at answered a
+// heartbeat sent at sent: from sent, as the server restarted its ack_wait
+// clock between the two and an answer can be read late (a loaded
+// machine); an answer after the lease ran out ends it instead.
+func (l *lease) renew(sent, answered time.Time) {
 	l.mu.Lock()
-	if l.ended || at.After(l.until) {
+	if l.ended || answered.After(l.until) {
 		l.ended = true
 		l.mu.Unlock()
 		return
 	}
-	l.until = at.Add(l.limit)
+	l.until = sent.Add(l.limit)
 	until := l.until
 	groups := make([]int, 0, len(l.groups))
 	for g := range l.groups {

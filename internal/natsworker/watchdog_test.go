@@ -66,16 +66,28 @@ func TestWatchdogKillsGroupsWhoseLeaseRanOut(t *testing.T) {
 func TestLeaseEndsForGood(t *testing.T) {
 	start := time.Now()
 	l := newLease(nil, time.Second, start)
-	l.renew(start.Add(500 * time.Millisecond))
+	l.renew(start.Add(500*time.Millisecond), start.Add(500*time.Millisecond))
 	if l.expired(start.Add(1400 * time.Millisecond)) {
 		t.Fatal("an answered heartbeat did not renew the lease")
 	}
-	l.renew(start.Add(3 * time.Second)) // answered after the lease ran out at 1.5s
+	l.renew(start.Add(1400*time.Millisecond), start.Add(3*time.Second)) // answered after the lease ran out at 1.5s
 	if !l.expired(start.Add(3 * time.Second)) {
 		t.Error("a late answer renewed a lease that had run out")
 	}
-	l.renew(start.Add(3100 * time.Millisecond))
+	l.renew(start.Add(3100*time.Millisecond), start.Add(3100*time.Millisecond))
 	if !l.expired(start.Add(3100 * time.Millisecond)) {
 		t.Error("an ended lease came back")
+	}
+}
+
+// A lease runs from the sending of the heartbeat the server answered, not
+// from the answer: the server's ack_wait clock restarted when the
+// heartbeat reached it, and a loaded worker may read the answer late.
+func TestLeaseRunsFromTheHeartbeatsSending(t *testing.T) {
+	start := time.Now()
+	l := newLease(nil, time.Second, start)
+	l.renew(start.Add(200*time.Millisecond), start.Add(900*time.Millisecond))
+	if !l.expired(start.Add(1250 * time.Millisecond)) {
+		t.Error("a heartbeat sent at 0.2s and answered at 0.9s kept a lease of 1s after 1.25s")
 	}
 }

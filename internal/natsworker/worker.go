@@ -38,6 +38,9 @@ type WorkerOptions struct {
 	DrainTimeout, IdleExit time.Duration
 	StoreDir               string    // where the jobs' copies and item logs go
 	Log                    io.Writer // one line per task and per problem
+	// LogBeats adds to Log a line per heartbeat the server answered: when
+	// it was sent and when its answer came (runner -v worker).
+	LogBeats bool
 	// SummaryEvery is how often Log gets a line counting the tasks done
 	// and running (0: never).
 	SummaryEvery time.Duration
@@ -444,7 +447,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	ls := newLease(w.wd, w.ackWait-2*w.heartbeat(), received)
 	announce := func() { w.announce(wj.key, t, r.Delivery) }
 	announce()
-	stopBeats := w.beat(rctx, msg, ls, cancel, announce)
+	stopBeats := w.beat(rctx, t.JobID+" item "+t.ItemID, msg, ls, cancel, announce)
 	logPath := wj.opened.LogPath(t.ItemID)
 	logStart := fileSize(logPath)
 	mt := itemtask.Task{
@@ -509,7 +512,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 // a request whose answer renews the run's lease and is then announced to
 // the job's coordinator; once the lease has run out it stops the run. The
 // returned function ends the heartbeats.
-func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc, announce func()) func() {
+func (w *Worker) beat(ctx context.Context, item string, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc, announce func()) func() {
 	every := w.heartbeat()
 	done := make(chan struct{})
 	ended := make(chan struct{})
@@ -526,10 +529,13 @@ func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop co
 			case <-tick.C:
 			}
 			rctx, cancel := context.WithTimeout(ctx, every)
+			sent := time.Now()
 			_, err := w.opts.Conn.RequestWithContext(rctx, msg.Reply(), []byte("+WPI"))
 			cancel()
 			if err == nil {
-				ls.renew(time.Now())
+				answered := time.Now()
+				ls.renew(sent, answered)
+				w.logBeat(item, sent, answered)
 				announce()
 			} else if ls.expired(time.Now()) {
 				stop(errCutOff)
@@ -538,6 +544,16 @@ func (w *Worker) beat(ctx context.Context, msg jetstream.Msg, ls *lease, stop co
 		}
 	}()
 	return func() { close(done); <-ended }
+}
+
+// logBeat logs, with LogBeats, that the heartbeat of item (job J item I)
+// sent at sent was answered at answered, in RFC 3339 times to the
+// nanosecond: the server's ack_wait clock of the task restarted between
+// the two.
+func (w *Worker) logBeat(item string, sent, answered time.Time) {
+	if w.opts.LogBeats {
+		w.logf("job %s: heartbeat sent %s answered %s", item, sent.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
+	}
 }
 
 // announce tells the coordinator of the job of key that this worker runs
