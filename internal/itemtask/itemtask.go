@@ -56,6 +56,15 @@ type Task struct {
 	Value any `json:"-"`
 }
 
+// FailedWith is the outcome of t's attempt failed before any of its steps
+// could run (or after they ran, with data that could not be carried), of
+// kind with err's message.
+func (t Task) FailedWith(kind string, err error) Outcome {
+	return Outcome{DispatchID: t.DispatchID, Failed: true, Failure: Failure{
+		Attempt: t.Attempt, At: time.Now(), Kind: kind, ExitCode: -1, Message: err.Error(),
+	}}
+}
+
 // ItemValue is the task's item as a value.
 func (t Task) ItemValue() (any, error) {
 	if t.Value != nil {

@@ -89,7 +89,7 @@ func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Ou
 	}
 	tip, err := d.git.tip(ctx)
 	if err != nil {
-		return notSent(*t, itemtask.KindTransfer, err), false
+		return t.FailedWith(itemtask.KindTransfer, err), false
 	}
 	t.Tip = tip
 	return itemtask.Outcome{}, true

@@ -717,7 +717,7 @@ func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (item
 	if err == nil {
 		return itemtask.Outcome{}, true
 	}
-	return notSent(t, "spawn", err), false
+	return t.FailedWith("spawn", err), false
 }
 
 // outcome is the outcome of t that in carries: the worker's events are

@@ -2,7 +2,6 @@ package natscoord
 
 import (
 	"context"
-	"time"
 
 	"github.com/runnerdev/runner/internal/itemtask"
 )
@@ -21,13 +20,5 @@ func (d *Dispatcher) itemBranchFree(ctx context.Context, t itemtask.Task) (itemt
 	if err == nil || ctx.Err() != nil {
 		return itemtask.Outcome{}, true // interrupted: the wait says so
 	}
-	return notSent(t, itemtask.KindWorktree, err), false
-}
-
-// notSent is the failed outcome of t's attempt, never sent to a worker,
-// of kind with err's message.
-func notSent(t itemtask.Task, kind string, err error) itemtask.Outcome {
-	return itemtask.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: itemtask.Failure{
-		Attempt: t.Attempt, At: time.Now(), Kind: kind, ExitCode: -1, Message: err.Error(),
-	}}
+	return t.FailedWith(itemtask.KindWorktree, err), false
 }

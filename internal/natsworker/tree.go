@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -36,7 +35,7 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 		if natsconn.ServerAway(err) {
 			return itemtask.Outcome{}, nil, err // the task is delivered again
 		}
-		return transferFailure(mt, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
+		return mt.FailedWith(itemtask.KindTransfer, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
 	}
 	mt.Tip = t.Tip
 	// Claimed before the run makes the branch, so that a worker killed at
@@ -55,7 +54,7 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	case natsconn.ServerAway(err):
 		return itemtask.Outcome{}, nil, err // the task is delivered again
 	case err != nil && !out.Failed:
-		failed := transferFailure(mt, fmt.Errorf("the commits of branch %s did not leave worker %s: %w", out.Branch, w.opts.Name, err))
+		failed := mt.FailedWith(itemtask.KindTransfer, fmt.Errorf("the commits of branch %s did not leave worker %s: %w", out.Branch, w.opts.Name, err))
 		out.Failed, out.Failure = true, failed.Failure
 	}
 	return out, ig, nil
@@ -111,22 +110,18 @@ func claimedBranches(store string) []claimedBranch {
 // checked out, in a live worker's worktree, stays: git refuses.
 func deleteBranches(branches []claimedBranch, keep map[claimedBranch]bool) {
 	ctx := context.Background()
+	pruned := map[string]bool{}
 	for _, b := range branches {
 		if keep[b] {
 			continue
 		}
 		g := gitwork.Git{Dir: b.repo}
-		_ = g.PruneWithBranches(ctx, gitwork.ItemBranchesRoot)
+		if !pruned[b.repo] {
+			pruned[b.repo] = true
+			_ = g.PruneWithBranches(ctx, gitwork.ItemBranchesRoot)
+		}
 		_ = g.DeleteBranch(ctx, b.branch)
 	}
-}
-
-// transferFailure is the outcome of mt's attempt whose git data could not
-// be carried.
-func transferFailure(mt itemtask.Task, err error) itemtask.Outcome {
-	return itemtask.Outcome{DispatchID: mt.DispatchID, Failed: true, Failure: itemtask.Failure{
-		Attempt: mt.Attempt, At: time.Now(), Kind: itemtask.KindTransfer, ExitCode: -1, Message: err.Error(),
-	}}
 }
 
 // fetchTip makes the worker's clone hold commit tip of the job of key: a
