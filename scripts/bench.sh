@@ -60,6 +60,20 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 # peak_rss CMD... runs CMD and prints its peak resident set in MB.
 peak_rss() { /usr/bin/time -f %M -o rss.txt "$@" >/dev/null 2>&1 || true; tail -1 rss.txt | awk '{printf "%.0f", $1 / 1024}'; }
+# thousand_files DIR [git init options]: a git repository of 1,000 files
+# in 10 directories, committed once.
+thousand_files() {
+	git init -q "${@:2}" "$1"
+	(
+		cd "$1"
+		for d in $(seq 1 10); do
+			mkdir "dir$d"
+			for f in $(seq 1 100); do echo "file $f of dir $d" > "dir$d/file$f.txt"; done
+		done
+		git add -A
+		git -c user.name=bench -c user.email=bench@example.com commit -qm "1,000 files"
+	)
+}
 
 if ! command -v parallel >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq parallel >/dev/null 2>&1 || true
@@ -86,6 +100,7 @@ for r in $(seq 1 "$startup_runs"); do
 done
 # faults CMD...: the minor page faults of one run of CMD.
 faults() { /usr/bin/time -f %R -o faults.txt "$@" >/dev/null 2>&1 || true; tail -1 faults.txt; }
+
 h=$(median < t.hello) v=$(median < t.version) o=$(median < t.run)
 printf '%-24s %9s %8s %8s %7s\n' what ms ratio target faults
 printf '%-24s %9.2f %8s %8s %7s\n' "Go hello world" "$h" - - "$(faults ./hello-world)"
@@ -301,16 +316,7 @@ if section isolation; then
 echo
 echo "## isolation ($iso_items items of 'true' at max_parallel 1 on a repository of 1,000 files; median of $rounds alternating runs)"
 echo "(runner: worktree minus none, per item; loop: git worktree add -b + git worktree remove --force, per item)"
-git init -q iso
-(
-	cd iso
-	for d in $(seq 1 10); do
-		mkdir "dir$d"
-		for f in $(seq 1 100); do echo "file $f of dir $d" > "dir$d/file$f.txt"; done
-	done
-	git add -A
-	git -c user.name=bench -c user.email=bench@example.com commit -qm "1,000 files"
-)
+thousand_files iso
 seq 1 "$iso_items" > iso-items.txt
 for mode in worktree none; do
 	printf 'name: iso\nmode: mapreduce\nmap:\n  input: %s/iso-items.txt\n  max_parallel: 1\n  isolation: %s\n  agent_template:\n    - shell: "true"\n' "$work" "$mode" > "iso-$mode.yml"
@@ -430,16 +436,7 @@ kill "$w1" "$w2"
 # 5. worktree items, each committing one file, on a repository of 1,000
 # files: NATS (2 workers x 2 in two clones; the commits travel as bundles)
 # against local worktree isolation, both at max_parallel 4.
-git init -q -b main gitrepo
-(
-	cd gitrepo
-	for d in $(seq 1 10); do
-		mkdir "dir$d"
-		for f in $(seq 1 100); do echo "file $f of dir $d" > "dir$d/file$f.txt"; done
-	done
-	git add -A
-	git -c user.name=bench -c user.email=bench@example.com commit -qm "1,000 files"
-)
+thousand_files gitrepo -b main
 git clone -q gitrepo clone1; git clone -q gitrepo clone2
 printf 'name: commits\nmode: mapreduce\nmap:\n  input: seq 1 %d\n  max_parallel: 4\n  isolation: worktree\n  agent_template:\n    - shell: echo ${item} > item-${item}.txt && git add item-${item}.txt && git commit -qm "item ${item}"\n' "$nats_git" > commits.yml
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
