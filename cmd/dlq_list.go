@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,12 +103,12 @@ func runDLQJobs(g *globalOptions, o dlqListOptions) error {
 		fmt.Fprintln(g.stderr, "no job has items in its dead-letter queue")
 		return nil
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tWORKFLOW\tITEMS\tLAST FAILURE")
+	t := newTable(g.stdout)
+	t.row("JOB", "WORKFLOW", "ITEMS", "LAST FAILURE")
 	for _, r := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.JobID, r.Workflow, r.Items, r.LastFailure.Local().Format(time.DateTime))
+		t.row(r.JobID, r.Workflow, r.Items, r.LastFailure.Local().Format(time.DateTime))
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
 func runDLQList(g *globalOptions, o dlqListOptions, jobID string) error {
@@ -123,14 +122,14 @@ func runDLQList(g *globalOptions, o dlqListOptions, jobID string) error {
 	if len(items) == 0 {
 		return reportNoItems(g, jobID, o.Filter)
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ITEM\tFAILURES\tLAST FAILURE\tKIND\tSTEP\tERROR")
+	t := newTable(g.stdout)
+	t.row("ITEM", "FAILURES", "LAST FAILURE", "KIND", "STEP", "ERROR")
 	for _, it := range items {
 		last := it.Failures[len(it.Failures)-1]
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", it.ItemID, it.FailureCount, it.LastFailure.Local().Format(time.DateTime),
+		t.row(it.ItemID, it.FailureCount, it.LastFailure.Local().Format(time.DateTime),
 			failureKind(last), last.Step, firstLine(ownWords(last), 80))
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
 // failureKind is a failure's KIND column: its kind, with the exit code

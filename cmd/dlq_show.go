@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/internal/printable"
 	"github.com/spf13/cobra"
 )
 
@@ -37,17 +38,17 @@ func runDLQShow(g *globalOptions, jobID, itemID string, asJSON bool) error {
 		return writeJSON(g.stdout, it)
 	}
 	w := g.stdout
-	fmt.Fprintf(w, "item:            %s (index %d) of job %s\n", it.ItemID, it.ItemIndex, it.JobID)
-	fmt.Fprintf(w, "value:           %s\n", it.Item)
+	fmt.Fprintf(w, "item:            %s (index %d) of job %s\n", printable.Line(it.ItemID), it.ItemIndex, it.JobID)
+	fmt.Fprintf(w, "value:           %s\n", printable.Line(string(it.Item)))
 	fmt.Fprintf(w, "failures:        %d, first %s, last %s\n", it.FailureCount,
 		it.FirstFailure.Local().Format(time.DateTime), it.LastFailure.Local().Format(time.DateTime))
-	fmt.Fprintf(w, "error signature: %s\n", it.ErrorSignature)
+	fmt.Fprintf(w, "error signature: %s\n", printable.Line(it.ErrorSignature))
 	for _, f := range it.Failures {
 		fmt.Fprintf(w, "\nattempt %d at %s: %s, exit %d, step %s, %s\n", f.Attempt, f.At.Local().Format(time.DateTime+".000"),
-			f.Kind, f.ExitCode, f.Step, time.Duration(f.DurationMS)*time.Millisecond)
-		fmt.Fprintf(w, "  %s\n", f.Message)
+			f.Kind, f.ExitCode, printable.Line(f.Step), time.Duration(f.DurationMS)*time.Millisecond)
+		fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(printable.Text(f.Message), "\n", "\n  "))
 		if tail := strings.TrimRight(f.StderrTail, "\n"); tail != "" {
-			fmt.Fprintf(w, "  stderr:\n    %s\n", strings.ReplaceAll(tail, "\n", "\n    "))
+			fmt.Fprintf(w, "  stderr:\n    %s\n", strings.ReplaceAll(printable.Text(tail), "\n", "\n    "))
 		}
 	}
 	return nil

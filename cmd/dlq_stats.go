@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 )
@@ -98,18 +97,19 @@ func runDLQStats(g *globalOptions, args []string, asJSON bool) error {
 		}
 		return errors.Join(unreadable...)
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%d item(s) in the dead-letter queue\n", st.Items)
+	t := newTable(g.stdout)
+	t.row(fmt.Sprintf("%d item(s) in the dead-letter queue", st.Items))
 	for _, part := range []struct {
 		title  string
 		groups []statsGroup
 	}{{"ERROR SIGNATURE", st.BySignature}, {"STEP", st.ByStep}, {"KIND", st.ByKind}} {
-		fmt.Fprintf(tw, "\nCOUNT\t%s\tEXAMPLE ITEM\n", part.title)
+		t.row()
+		t.row("COUNT", part.title, "EXAMPLE ITEM")
 		for _, grp := range part.groups {
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", grp.Count, firstLine(grp.Key, 100), grp.Example)
+			t.row(grp.Count, firstLine(grp.Key, 100), grp.Example)
 		}
 	}
-	return errors.Join(tw.Flush(), errors.Join(unreadable...))
+	return errors.Join(t.flush(), errors.Join(unreadable...))
 }
 
 // sortedGroups orders groups by count, largest first, then by key.

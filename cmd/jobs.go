@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,13 +81,13 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 		}
 		return nil
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tWORKFLOW\tSTATUS\tPROGRESS\tSTARTED\tRUNS\tRAN\tWALL CLOCK")
+	t := newTable(g.stdout)
+	t.row("JOB", "WORKFLOW", "STATUS", "PROGRESS", "STARTED", "RUNS", "RAN", "WALL CLOCK")
 	for _, m := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, m.Workflow, jobStatus(m), jobProgress(m),
+		t.row(m.ID, m.Workflow, jobStatus(m), jobProgress(m),
 			m.Started.Local().Format("2006-01-02 15:04:05"), m.ResumedCount+1, ran(m), wallClock(m))
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
 // settleCounts shows the item counts of a MapReduce job that no process

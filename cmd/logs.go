@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -262,12 +261,12 @@ func listItemLogs(g *globalOptions, j *state.Job) error {
 		fmt.Fprintf(g.stderr, "no item of job %s has printed anything\n", j.Meta.ID)
 		return nil
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ITEM\tINDEX\tBYTES")
+	t := newTable(g.stdout)
+	t.row("ITEM", "INDEX", "BYTES")
 	for _, l := range logs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", l.id, l.index, l.size)
+		t.row(l.id, l.index, l.size)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stderr, "show one with: runner logs %s ITEM\n", j.Meta.ID)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/runnerdev/runner/internal/printable"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -70,7 +71,7 @@ func alreadyReported(err error) error { return reported{err} }
 
 // printError shows an error as runner: MESSAGE, each line prefixed.
 func printError(w io.Writer, err error) {
-	fmt.Fprintf(w, "runner: %s\n", strings.ReplaceAll(err.Error(), "\n", "\nrunner: "))
+	fmt.Fprintf(w, "runner: %s\n", strings.ReplaceAll(printable.Text(err.Error()), "\n", "\nrunner: "))
 }
 
 func newRootCommand(g *globalOptions) *cobra.Command {

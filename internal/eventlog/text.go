@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/runnerdev/runner/internal/printable"
 )
 
 // AppendLine appends the event as a line of text, as `runner events`
@@ -18,7 +20,7 @@ func (e Event) AppendLine(b []byte) []byte {
 	for n := utf8.RuneCountInString(string(e.Type)); n < 18; n++ {
 		b = append(b, ' ')
 	}
-	b = append(append(b, ' '), e.Describe()...)
+	b = printable.AppendLine(append(b, ' '), e.Describe())
 	return append(b, '\n')
 }
 

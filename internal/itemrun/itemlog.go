@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/runnerdev/runner/internal/printable"
 )
 
 // The runs of a job, as an item log's headers name them.
@@ -35,9 +37,9 @@ type LogHeader struct {
 func (h LogHeader) String() string {
 	where := ""
 	if h.Worker != "" {
-		where = ", worker " + h.Worker
+		where = ", worker " + printable.Line(h.Worker)
 	}
-	return fmt.Sprintf("=== item %s attempt %d (run: %s, %s%s) ===", h.ItemID, h.Attempt, h.Run, h.Start.UTC().Format(time.RFC3339), where)
+	return fmt.Sprintf("=== item %s attempt %d (run: %s, %s%s) ===", printable.Line(h.ItemID), h.Attempt, h.Run, h.Start.UTC().Format(time.RFC3339), where)
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/printable"
 )
 
 // Display is the status of a running job: on a terminal, one line at the
@@ -170,6 +171,7 @@ func (d *Display) Close() {
 func (d *Display) Line(text, color string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	text = printable.Text(text)
 	if d.color && color != "" {
 		text = color + text + "\x1b[0m"
 	}
@@ -216,7 +218,7 @@ func (d *Display) redraw() {
 	if !d.live || d.err.midLn {
 		return
 	}
-	s := d.job.line()
+	s := printable.Line(d.job.line())
 	if s == "" {
 		d.clear()
 		return
