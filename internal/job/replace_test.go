@@ -198,7 +198,7 @@ steps:
   - write_file: {path: out/version.txt, content: "version=1"}
     id: save
     timeout: 3s
-  - shell: echo build for $TARGET
+  - shell: echo build for $TARGET on $HOST
     capture_output: version
     capture_format: string
     output_file: build.log
@@ -225,15 +225,17 @@ func TestCheckReplacementEffects(t *testing.T) {
 		{"write_file content", edit("version=1", "version=2"), nil,
 			[]string{"ci.yml:7:5: step 1 (save) finished, and this file changes its write_file: " + fixed}},
 		{"capture_output renamed", edit("capture_output: version", "capture_output: ver"), nil,
-			[]string{"ci.yml:10:5: step 2 (echo build for $TARGET) finished, and this file changes its capture_output: " + fixed}},
+			[]string{"ci.yml:10:5: step 2 (echo build for $TARGET on $HOST) finished, and this file changes its capture_output: " + fixed}},
 		{"capture_format and output_file", edit("capture_format: string\n    output_file: build.log", "capture_format: lines\n    output_file: b.log"), nil,
 			[]string{"changes its capture_format, output_file: "}},
 		{"an env entry a finished step read through another", edit("REGION: eu", "REGION: us"), nil,
-			[]string{`ci.yml:3:3: env REGION is "us" here, and the job ran with "eu": step 2 (echo build for $TARGET) finished and reads TARGET (ci.yml:10), which env makes from REGION; the job's steps see one value of each variable (to run with another, start a new job)`}},
+			[]string{`ci.yml:3:3: env REGION is "us" here, and the job ran with "eu": step 2 (echo build for $TARGET on $HOST) finished and reads TARGET (ci.yml:10), which env makes from REGION; the job's steps see one value of each variable (to run with another, start a new job)`}},
 		{"an env entry made otherwise", edit("TARGET: ${REGION}-prod", "TARGET: {command: hostname}"), nil,
 			[]string{"ci.yml:4:3: env TARGET is the output of `hostname` here, and the job ran with \"${REGION}-prod\": step 2"}},
 		{"an env entry a finished step read removed", edit("  TARGET: ${REGION}-prod\n", ""), nil,
 			[]string{"ci.yml: env TARGET is not defined here, and the job ran with \"${REGION}-prod\": step 2"}},
+		{"an env entry added for a variable a finished step read", edit("MODE: fast", "MODE: fast\n  HOST: ci"), nil,
+			[]string{`ci.yml:6:3: env HOST is "ci" here, and the job ran without it: step 2 (echo build for $TARGET on $HOST) finished and reads HOST (ci.yml:10)`}},
 		{"an env entry only later steps read", edit("MODE: fast", "MODE: slow"), nil, nil},
 		{"an env entry that --set gives", edit("REGION: eu", "REGION: us"), map[string]string{"REGION": "eu"}, nil},
 	} {

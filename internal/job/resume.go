@@ -79,8 +79,8 @@ func (r *resumePlan) setVars(wf *workflow.Workflow, p progress, set map[string]s
 		if was, ok := r.meta.Vars[name]; ok && was == v {
 			continue
 		}
-		if why := usedBy(wf, p, r.meta.Profile, name); why != "" {
-			return nil, fmt.Errorf("job %s: --set %s: %w: %s; %s", r.meta.ID, name, ErrVarUsed, why, oneValue)
+		if why := changeRefused(wf, p, r.meta.Profile, name); why != "" {
+			return nil, fmt.Errorf("job %s: --set %s: %w: %s", r.meta.ID, name, ErrVarUsed, why)
 		}
 		r.set = append(r.set, name)
 		if jobenv.IsSecretName(wf, name) {

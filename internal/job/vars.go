@@ -8,10 +8,18 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// oneValue is why resume refuses a new value of a variable that a
-// finished step used, given with --set or written in the file of
-// --workflow: the job's steps see one value of each variable.
-const oneValue = "the job's steps see one value of each variable (to run with another, start a new job)"
+// changeRefused is resume's one rule for a new value of the variable
+// name, given with --set or written in the file of --workflow: refused
+// when a finished step used it (usedBy), as the job's steps see one
+// value of each variable. It returns why, naming the step; "" when the
+// value may change.
+func changeRefused(wf *workflow.Workflow, p progress, profile, name string) string {
+	why := usedBy(wf, p, profile, name)
+	if why == "" {
+		return ""
+	}
+	return why + "; the job's steps see one value of each variable (to run with another, start a new job)"
+}
 
 // usedBy says which finished step used the variable name (read it, or
 // read an env entry made from it, or set it), or the map input that made
@@ -101,8 +109,8 @@ func (c *compat) vars(old, next *workflow.Workflow, p progress, profile string, 
 		if _, given := set[name]; given || inOld == inNew && envText(a) == envText(b) {
 			continue
 		}
-		if why := usedBy(old, p, profile, name); why != "" {
-			c.add(b.Pos, "env %s is %s here, and the job ran with %s: %s; %s", name, envShown(b, inNew), envShown(a, inOld), why, oneValue)
+		if why := changeRefused(old, p, profile, name); why != "" {
+			c.add(b.Pos, "env %s is %s here, and the job ran %s: %s", name, envShown(b, inNew), ranWith(a, inOld), why)
 		}
 	}
 }
@@ -120,6 +128,15 @@ func envDefs(wf *workflow.Workflow, profile string) map[string]workflow.EnvVar {
 		}
 	}
 	return defs
+}
+
+// ranWith says in a message what the job ran with: an env entry, or
+// none.
+func ranWith(e workflow.EnvVar, defined bool) string {
+	if !defined {
+		return "without it"
+	}
+	return "with " + envShown(e, true)
 }
 
 // envShown shows an env entry's definition in a message.
