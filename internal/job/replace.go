@@ -120,12 +120,13 @@ func (p progress) started(ph phase) bool {
 
 // checkReplacement returns what in the replacement next does not fit the
 // progress p of the job that ran old: a different mode or isolation, a
-// finished step that is not in next at its place or runs another command,
-// a step added to or removed from a phase the job has gone past, the
-// map's item options once its items are stored, an env entry that
-// changes a variable a finished step used (one the job's --set values,
-// set, do not give; profile is the job's). Steps are matched by id, else
-// by position; the step that failed and those after it may change.
+// finished step that is not in next at its place, runs another command
+// or differs in another field that shaped what it did, a step added to or
+// removed from a phase the job has gone past, the map's item options once
+// its items are stored, an env entry that changes a variable a finished
+// step used (one the job's --set values, set, do not give; profile is the
+// job's). Steps are matched by id, else by position; the step that failed
+// and those after it may change.
 func checkReplacement(old, next *workflow.Workflow, p progress, profile string, set map[string]string) workflow.ParseErrors {
 	c := &compat{file: next.File}
 	if old.Mode != next.Mode {
@@ -174,10 +175,10 @@ func (c *compat) isolation(old, next *workflow.Workflow) {
 	}
 }
 
-// steps checks one phase: each finished step of was must be in now, at its
-// place, running the same command, the same in all else that shaped
-// what it did (workflow.Step.EffectChanges); a closed phase (one the job has gone
-// past) keeps its number of steps.
+// steps checks one phase: each finished step of was must be in now, at
+// its place, running the same command, the same in all else that shaped
+// what it did (workflow.Step.EffectChanges); a closed phase (one the job
+// has gone past) keeps its number of steps.
 func (c *compat) steps(was, now phase, finished []int, closed bool) {
 	for _, i := range finished {
 		if i >= len(was.steps) {
