@@ -26,6 +26,20 @@ func finishedSteps(phase string, n int) map[string]map[int]state.StepRecord {
 	return map[string]map[int]state.StepRecord{phase: recs}
 }
 
+// wantProblems fails t unless errs are one problem for each of want,
+// each containing its text.
+func wantProblems(t *testing.T, errs workflow.ParseErrors, want []string) {
+	t.Helper()
+	if len(errs) != len(want) {
+		t.Fatalf("got %d problems, want %d: %v", len(errs), len(want), errs)
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], w)
+		}
+	}
+}
+
 const ciFile = `
 - {id: build, shell: make build}
 - {id: test, shell: make test, timeout: 3s}
@@ -82,14 +96,7 @@ steps:
 		t.Run(tc.name, func(t *testing.T) {
 			old.Isolation = workflow.IsolationNone
 			errs := checkReplacement(old, parse(t, "ci.yml", tc.next), p, "", nil)
-			if len(errs) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d: %v", len(errs), len(tc.want), errs)
-			}
-			for i, want := range tc.want {
-				if !strings.Contains(errs[i].Error(), want) {
-					t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], want)
-				}
-			}
+			wantProblems(t, errs, tc.want)
 		})
 	}
 }
@@ -148,14 +155,7 @@ func TestCheckReplacementMapReduce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := checkReplacement(old, parse(t, "mr.yml", tc.next), tc.p, "", nil)
-			if len(errs) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d: %v", len(errs), len(tc.want), errs)
-			}
-			for i, want := range tc.want {
-				if !strings.Contains(errs[i].Error(), want) {
-					t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], want)
-				}
-			}
+			wantProblems(t, errs, tc.want)
 		})
 	}
 }
@@ -241,14 +241,42 @@ func TestCheckReplacementEffects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := checkReplacement(old, parse(t, "ci.yml", tc.next), p, "", tc.set)
-			if len(errs) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d: %v", len(errs), len(tc.want), errs)
-			}
-			for i, want := range tc.want {
-				if !strings.Contains(errs[i].Error(), want) {
-					t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], want)
-				}
-			}
+			wantProblems(t, errs, tc.want)
+		})
+	}
+}
+
+const profileFile = `
+env:
+  REGION: eu
+profiles:
+  prod:
+    REGION: eu-prod
+steps:
+  - shell: deploy to $REGION
+  - shell: check
+`
+
+// The job's profile defines a variable over env: an edit of its entry
+// changes the value the job's steps see, one of env's entry does not.
+func TestCheckReplacementProfile(t *testing.T) {
+	old := parse(t, "ci.yml", profileFile)
+	p := progress{done: finishedSteps(PhaseCommands, 1)}
+	edit := func(from, to string) string { return strings.Replace(profileFile, from, to, 1) }
+	for _, tc := range []struct {
+		name, next, profile string
+		want                []string
+	}{
+		{"the profile's entry", edit("REGION: eu-prod", "REGION: us-prod"), "prod",
+			[]string{`ci.yml:6:5: env REGION is "us-prod" here, and the job ran with "eu-prod": step 1 (deploy to $REGION) finished and reads REGION (ci.yml:8)`}},
+		{"env's entry the profile overrides", edit("REGION: eu\n", "REGION: us\n"), "prod", nil},
+		{"env's entry without the profile", edit("REGION: eu\n", "REGION: us\n"), "",
+			[]string{`ci.yml:3:3: env REGION is "us" here, and the job ran with "eu"`}},
+		{"another profile's entry", edit("REGION: eu-prod", "REGION: us-prod"), "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := checkReplacement(old, parse(t, "ci.yml", tc.next), p, tc.profile, nil)
+			wantProblems(t, errs, tc.want)
 		})
 	}
 }
