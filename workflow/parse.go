@@ -330,7 +330,7 @@ func (d *decoder) envVars(n *yaml.Node, what string) []EnvVar {
 	var out []EnvVar
 	for _, e := range d.envEntries(n, what) {
 		if t := d.envValue(e.val, what+"."+e.key.Value); t != nil {
-			out = append(out, EnvVar{Name: e.key.Value, Value: t})
+			out = append(out, EnvVar{Name: e.key.Value, Value: t, Pos: pos(e.key)})
 		}
 	}
 	return out

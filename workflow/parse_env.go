@@ -40,7 +40,7 @@ func (d *decoder) workflowEnv(n *yaml.Node, wf *Workflow) []EnvVar {
 		v := d.resolve(e.val)
 		if v == nil || v.Kind != yaml.MappingNode {
 			if t := d.envValue(e.val, what); t != nil {
-				out = append(out, EnvVar{Name: name, Value: t})
+				out = append(out, EnvVar{Name: name, Value: t, Pos: pos(e.key)})
 			}
 			continue
 		}
@@ -54,7 +54,7 @@ func (d *decoder) workflowEnv(n *yaml.Node, wf *Workflow) []EnvVar {
 			}
 		}
 		if ev, ok := d.envForm(f, v, what); ok {
-			ev.Name = name
+			ev.Name, ev.Pos = name, pos(e.key)
 			out = append(out, ev)
 		}
 	}

@@ -133,6 +133,7 @@ type EnvVar struct {
 	Name  string
 	Value *interp.Template
 	From  *EnvSource
+	Pos   Pos // where its name is
 }
 
 // Agent is the top-level agent key: the program claude: steps run.

@@ -120,11 +120,14 @@ func (p progress) started(ph phase) bool {
 
 // checkReplacement returns what in the replacement next does not fit the
 // progress p of the job that ran old: a different mode or isolation, a
-// finished step that is not in next at its place or runs another command,
-// a step added to or removed from a phase the job has gone past, the
-// map's item options once its items are stored. Steps are matched by id,
-// else by position; the step that failed and those after it may change.
-func checkReplacement(old, next *workflow.Workflow, p progress) workflow.ParseErrors {
+// finished step that is not in next at its place, runs another command
+// or differs in another field that shaped what it did, a step added to or
+// removed from a phase the job has gone past, the map's item options once
+// its items are stored, an env entry that changes a variable a finished
+// step used (one the job's --set values, set, do not give; profile is the
+// job's). Steps are matched by id, else by position; the step that failed
+// and those after it may change.
+func checkReplacement(old, next *workflow.Workflow, p progress, profile string, set map[string]string) workflow.ParseErrors {
 	c := &compat{file: next.File}
 	if old.Mode != next.Mode {
 		c.add(workflow.Pos{}, "this is a %s workflow, and the job ran a %s one: a job's mode does not change", next.Mode, old.Mode)
@@ -144,6 +147,7 @@ func checkReplacement(old, next *workflow.Workflow, p progress) workflow.ParseEr
 	if old.Mode == workflow.MapReduce && p.itemsLoaded {
 		c.items(old.Map, next.Map)
 	}
+	c.vars(old, next, p, profile, set)
 	return c.errs
 }
 
@@ -171,9 +175,10 @@ func (c *compat) isolation(old, next *workflow.Workflow) {
 	}
 }
 
-// steps checks one phase: each finished step of was must be in now, at its
-// place, running the same command; a closed phase (one the job has gone
-// past) keeps its number of steps.
+// steps checks one phase: each finished step of was must be in now, at
+// its place, running the same command, the same in all else that shaped
+// what it did (workflow.Step.EffectChanges); a closed phase (one the job
+// has gone past) keeps its number of steps.
 func (c *compat) steps(was, now phase, finished []int, closed bool) {
 	for _, i := range finished {
 		if i >= len(was.steps) {
@@ -186,10 +191,13 @@ func (c *compat) steps(was, now phase, finished []int, closed bool) {
 			c.add(firstPos(now.steps), "%s finished, and this file has no such step: a finished step stays in the file, at its place", stepName(was.name, old))
 		case next.Index != old.Index:
 			c.add(next.Pos, "%s finished, and is step %d here: finished steps keep their places (add new steps after the last one that finished)", stepName(was.name, old), next.Index+1)
+		case commandOf(old) != commandOf(next):
+			c.add(next.Pos, "%s finished running %s, and this file runs %s: a finished step does not run again, so its command must stay as it ran (to run the new one, start a new job)",
+				stepName(was.name, old), quoteCommand(commandOf(old)), quoteCommand(commandOf(next)))
 		default:
-			if a, b := commandOf(old), commandOf(next); a != b {
-				c.add(next.Pos, "%s finished running %s, and this file runs %s: a finished step does not run again, so its command must stay as it ran (to run the new one, start a new job)",
-					stepName(was.name, old), quoteCommand(a), quoteCommand(b))
+			if keys := old.EffectChanges(next); len(keys) > 0 {
+				c.add(next.Pos, "%s finished, and this file changes its %s: a finished step does not run again, so what it did and what it left for the steps after it stay as they were (to change them, start a new job)",
+					stepName(was.name, old), strings.Join(keys, ", "))
 			}
 		}
 	}

@@ -26,6 +26,20 @@ func finishedSteps(phase string, n int) map[string]map[int]state.StepRecord {
 	return map[string]map[int]state.StepRecord{phase: recs}
 }
 
+// wantProblems fails t unless errs are one problem for each of want,
+// each containing its text.
+func wantProblems(t *testing.T, errs workflow.ParseErrors, want []string) {
+	t.Helper()
+	if len(errs) != len(want) {
+		t.Fatalf("got %d problems, want %d: %v", len(errs), len(want), errs)
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], w)
+		}
+	}
+}
+
 const ciFile = `
 - {id: build, shell: make build}
 - {id: test, shell: make test, timeout: 3s}
@@ -65,10 +79,10 @@ func TestCheckReplacementStandard(t *testing.T) {
 		{"the finished step dropped", `
 - {id: test, shell: make test}
 `, []string{"ci.yml:2:3: step 1 (build) finished running `shell: make build`, and this file runs `shell: make test`"}},
-		{"a finished step without an id, by position", `
+		{"the finished step's id dropped (matched by position)", `
 - {shell: make build}
 - {shell: make test}
-`, nil},
+`, []string{"ci.yml:2:3: step 1 (build) finished, and this file changes its id: a finished step does not run again, so what it did and what it left for the steps after it stay as they were"}},
 		{"the mode", `
 mode: mapreduce
 map: {input: items.json, agent_template: [{shell: x}]}
@@ -81,15 +95,8 @@ steps:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old.Isolation = workflow.IsolationNone
-			errs := checkReplacement(old, parse(t, "ci.yml", tc.next), p)
-			if len(errs) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d: %v", len(errs), len(tc.want), errs)
-			}
-			for i, want := range tc.want {
-				if !strings.Contains(errs[i].Error(), want) {
-					t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], want)
-				}
-			}
+			errs := checkReplacement(old, parse(t, "ci.yml", tc.next), p, "", nil)
+			wantProblems(t, errs, tc.want)
 		})
 	}
 }
@@ -103,9 +110,11 @@ map:
   filter: item.size > 0
   agent_template:
     - {id: fix, shell: "fix ${item}"}
-    - {shell: "check ${item}"}
+    - {shell: "check ${item} $FLAGS"}
 reduce:
   - {shell: "echo ${map.successful}"}
+env:
+  FLAGS: -v
 `
 
 // Once a MapReduce job's map has loaded its items, the item options stay
@@ -134,18 +143,19 @@ func TestCheckReplacementMapReduce(t *testing.T) {
 			[]string{"agent_template step 1 (fix) finished running `shell: fix ${item}`"}},
 		{"a step added to the finished setup", edit("  - {id: list, shell: ls > items.json}", "  - {id: list, shell: ls > items.json}\n  - {shell: date}"), mapped,
 			[]string{"the setup phase has 2 steps here, and the job finished it with 1 before going on"}},
+		{"a finished setup step's capture", edit("ls > items.json}", "ls > items.json, capture_output: listing}"), mapped,
+			[]string{"mr.yml:4:5: setup step 1 (list) finished, and this file changes its capture_output"}},
+		{"a finished template step's output_file", edit(`"fix ${item}"}`, `"fix ${item}", output_file: fix.log}`), mapped,
+			[]string{"mr.yml:9:7: agent_template step 1 (fix) finished, and this file changes its output_file"}},
+		{"a finished template step's timeout", edit(`"fix ${item}"}`, `"fix ${item}", timeout: 5m}`), mapped, nil},
+		{"an env entry the template reads, once items ran", edit("FLAGS: -v", "FLAGS: -q"), mapped,
+			[]string{`mr.yml:14:3: env FLAGS is "-q" here, and the job ran with "-v": agent_template step 2 (check ${item} $FLAGS) finished and reads FLAGS (mr.yml:10)`}},
+		{"an env entry the template reads, before the map began", edit("FLAGS: -v", "FLAGS: -q"), inSetup, nil},
 		{"a step added to setup before the map began", edit("  - {id: list, shell: ls > items.json}", "  - {id: list, shell: ls > items.json}\n  - {shell: date}"), inSetup, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := checkReplacement(old, parse(t, "mr.yml", tc.next), tc.p)
-			if len(errs) != len(tc.want) {
-				t.Fatalf("got %d problems, want %d: %v", len(errs), len(tc.want), errs)
-			}
-			for i, want := range tc.want {
-				if !strings.Contains(errs[i].Error(), want) {
-					t.Errorf("problem %d = %q, want it to contain %q", i, errs[i], want)
-				}
-			}
+			errs := checkReplacement(old, parse(t, "mr.yml", tc.next), tc.p, "", nil)
+			wantProblems(t, errs, tc.want)
 		})
 	}
 }
@@ -176,5 +186,97 @@ steps:
 		if got := usedBy(wf, p, "", name); got != want {
 			t.Errorf("usedBy(%s) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+const effectFile = `
+env:
+  REGION: eu
+  TARGET: ${REGION}-prod
+  MODE: fast
+steps:
+  - write_file: {path: out/version.txt, content: "version=1"}
+    id: save
+    timeout: 3s
+  - shell: echo build for $TARGET on $HOST
+    capture_output: version
+    capture_format: string
+    output_file: build.log
+    retry_config: {attempts: 2}
+  - shell: echo deploy ${version} $MODE
+`
+
+// A finished step's every field that shaped what it did or left for the
+// later steps stays (a write_file's content, a capture's name or format,
+// output_file...); how runner drove it (timeout, retries, name) may
+// change. An env entry that changes a variable a finished step read is
+// refused where it is, naming the step, unless the job's --set gives it.
+func TestCheckReplacementEffects(t *testing.T) {
+	old := parse(t, "ci.yml", effectFile)
+	p := progress{done: finishedSteps(PhaseCommands, 2)} // save and build finished; deploy failed
+	edit := func(from, to string) string { return strings.Replace(effectFile, from, to, 1) }
+	const fixed = "a finished step does not run again, so what it did and what it left for the steps after it stay as they were (to change them, start a new job)"
+	for _, tc := range []struct {
+		name, next string
+		set        map[string]string
+		want       []string
+	}{
+		{"timeout, retries and name of finished steps", strings.Replace(edit("timeout: 3s", "timeout: 1m\n    name: Save"), "attempts: 2", "attempts: 5", 1), nil, nil},
+		{"write_file content", edit("version=1", "version=2"), nil,
+			[]string{"ci.yml:7:5: step 1 (save) finished, and this file changes its write_file: " + fixed}},
+		{"capture_output renamed", edit("capture_output: version", "capture_output: ver"), nil,
+			[]string{"ci.yml:10:5: step 2 (echo build for $TARGET on $HOST) finished, and this file changes its capture_output: " + fixed}},
+		{"capture_format and output_file", edit("capture_format: string\n    output_file: build.log", "capture_format: lines\n    output_file: b.log"), nil,
+			[]string{"changes its capture_format, output_file: "}},
+		{"an env entry a finished step read through another", edit("REGION: eu", "REGION: us"), nil,
+			[]string{`ci.yml:3:3: env REGION is "us" here, and the job ran with "eu": step 2 (echo build for $TARGET on $HOST) finished and reads TARGET (ci.yml:10), which env makes from REGION; the job's steps see one value of each variable (to run with another, start a new job)`}},
+		{"an env entry made otherwise", edit("TARGET: ${REGION}-prod", "TARGET: {command: hostname}"), nil,
+			[]string{"ci.yml:4:3: env TARGET is the output of `hostname` here, and the job ran with \"${REGION}-prod\": step 2"}},
+		{"an env entry a finished step read removed", edit("  TARGET: ${REGION}-prod\n", ""), nil,
+			[]string{"ci.yml: env TARGET is not defined here, and the job ran with \"${REGION}-prod\": step 2"}},
+		{"an env entry added for a variable a finished step read", edit("MODE: fast", "MODE: fast\n  HOST: ci"), nil,
+			[]string{`ci.yml:6:3: env HOST is "ci" here, and the job ran without it: step 2 (echo build for $TARGET on $HOST) finished and reads HOST (ci.yml:10)`}},
+		{"an env entry only later steps read", edit("MODE: fast", "MODE: slow"), nil, nil},
+		{"an env entry that --set gives", edit("REGION: eu", "REGION: us"), map[string]string{"REGION": "eu"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := checkReplacement(old, parse(t, "ci.yml", tc.next), p, "", tc.set)
+			wantProblems(t, errs, tc.want)
+		})
+	}
+}
+
+const profileFile = `
+env:
+  REGION: eu
+profiles:
+  prod:
+    REGION: eu-prod
+steps:
+  - shell: deploy to $REGION
+  - shell: check
+`
+
+// The job's profile defines a variable over env: an edit of its entry
+// changes the value the job's steps see, one of env's entry does not.
+func TestCheckReplacementProfile(t *testing.T) {
+	old := parse(t, "ci.yml", profileFile)
+	p := progress{done: finishedSteps(PhaseCommands, 1)}
+	edit := func(from, to string) string { return strings.Replace(profileFile, from, to, 1) }
+	for _, tc := range []struct {
+		name, next, profile string
+		want                []string
+	}{
+		{"the profile's entry", edit("REGION: eu-prod", "REGION: us-prod"), "prod",
+			[]string{`ci.yml:6:5: env REGION is "us-prod" here, and the job ran with "eu-prod": step 1 (deploy to $REGION) finished and reads REGION (ci.yml:8)`}},
+		{"env's entry the profile overrides", edit("REGION: eu\n", "REGION: us\n"), "prod", nil},
+		{"env's entry without the profile", edit("REGION: eu\n", "REGION: us\n"), "",
+			[]string{`ci.yml:3:3: env REGION is "us" here, and the job ran with "eu"`}},
+		{"another profile's entry", edit("REGION: eu-prod", "REGION: us-prod"), "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := checkReplacement(old, parse(t, "ci.yml", tc.next), p, tc.profile, nil)
+			wantProblems(t, errs, tc.want)
+		})
 	}
 }

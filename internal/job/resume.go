@@ -79,9 +79,8 @@ func (r *resumePlan) setVars(wf *workflow.Workflow, p progress, set map[string]s
 		if was, ok := r.meta.Vars[name]; ok && was == v {
 			continue
 		}
-		if why := usedBy(wf, p, r.meta.Profile, name); why != "" {
-			return nil, fmt.Errorf("job %s: --set %s: %w: %s; the job's steps see one value of each variable (to run with another, start a new job)",
-				r.meta.ID, name, ErrVarUsed, why)
+		if why := changeRefused(wf, p, r.meta.Profile, name); why != "" {
+			return nil, fmt.Errorf("job %s: --set %s: %w: %s", r.meta.ID, name, ErrVarUsed, why)
 		}
 		r.set = append(r.set, name)
 		if jobenv.IsSecretName(wf, name) {
@@ -98,83 +97,13 @@ func (r *resumePlan) setVars(wf *workflow.Workflow, p progress, set map[string]s
 	return given, nil
 }
 
-// usedBy says which finished step used the variable name (read it, or
-// read an env entry made from it, or set it), or the map input that made
-// the stored items; "" when none did.
-func usedBy(wf *workflow.Workflow, p progress, profile, name string) string {
-	names := envReaders(wf, profile, name)
-	for _, ph := range phases(wf) {
-		finished := p.finished(ph)
-		if ph.name == "agent_template" && p.itemsLoaded {
-			finished = nil // every item that ran used the template
-			for i := range ph.steps {
-				finished = append(finished, i)
-			}
-		}
-		for _, i := range finished {
-			if i >= len(ph.steps) {
-				continue
-			}
-			s := ph.steps[i]
-			if _, ok := p.done[ph.name][i].Vars[name]; ok {
-				return fmt.Sprintf("%s finished and set it", stepName(ph.name, s))
-			}
-			for _, n := range names {
-				if s.Reads(n) {
-					return fmt.Sprintf("%s finished and reads %s (%s:%d)%s", stepName(ph.name, s), n, wf.File, s.Pos.Line, madeFrom(n, name))
-				}
-			}
-		}
-	}
-	if wf.Map != nil && p.itemsLoaded && slices.ContainsFunc(names, func(n string) bool { return workflow.TextReads(templateText(wf.Map.Input), n) }) {
-		return "map.input reads it, and the job's items are stored"
-	}
-	return ""
-}
-
-// madeFrom says that the env entry n is made from the variable name.
-func madeFrom(n, name string) string {
-	if n == name {
-		return ""
-	}
-	return ", which env makes from " + name
-}
-
-// envReaders returns name and the names of the env entries (the
-// workflow's and its profile's) made from it, directly or through others.
-func envReaders(wf *workflow.Workflow, profile, name string) []string {
-	entries := wf.Env
-	if p, err := wf.Profile(profile); profile != "" && err == nil {
-		entries = slices.Concat(entries, p.Env)
-	}
-	names := []string{name}
-	for grew := true; grew; { // each pass adds a name or ends
-		grew = false
-		for _, e := range entries {
-			if !slices.Contains(names, e.Name) && slices.ContainsFunc(names, func(n string) bool { return workflow.TextReads(envText(e), n) }) {
-				names, grew = append(names, e.Name), true
-			}
-		}
-	}
-	return names
-}
-
-// envText is what an env entry's value is made from.
-func envText(e workflow.EnvVar) string {
-	text := templateText(e.Value)
-	if f := e.From; f != nil {
-		text += "\n" + f.Command + "\n" + exprText(f.Condition) + "\n" + templateText(f.WhenTrue) + "\n" + templateText(f.WhenFalse)
-	}
-	return text
-}
-
 // replace makes the plan run rep's workflow, when it fits the progress p
 // of the job that ran old: its environment is resolved (a profile it
 // lacks, a secret it cannot read refuse it), and its copy made with the
 // secret values written in it withheld.
 func (r *resumePlan) replace(ctx context.Context, rep *Replacement, old *workflow.Workflow, p progress) error {
 	next := rep.Workflow
-	if errs := checkReplacement(old, next, p); len(errs) > 0 {
+	if errs := checkReplacement(old, next, p, r.meta.Profile, r.vars); len(errs) > 0 {
 		return &IncompatibleError{Job: r.meta.ID, File: next.File, Problems: errs}
 	}
 	next.Name = r.meta.Workflow
