@@ -79,7 +79,7 @@ func runLogs(ctx context.Context, g *globalOptions, o logsOptions, args []string
 	if err != nil {
 		return err
 	}
-	out := &logPrinter{w: g.stdout, attempt: o.Attempt, current: 1}
+	out := newLogPrinter(g.stdout, o.Attempt)
 	legacy := j.Layout().LegacyItemLog(it.Index)
 	if _, err := out.copyFrom(legacy, 0, true); err != nil {
 		return err
@@ -133,12 +133,18 @@ func findItem(j *state.Job, arg string) (*items.Item, error) {
 }
 
 // logPrinter copies an item's log to w, only the sections of one attempt
-// when attempt is not 0.
+// when attempt is not 0. It writes through a buffer, flushed at the end
+// of each copy: a log of a million lines costs a few hundred writes, not
+// one a line.
 type logPrinter struct {
-	w       io.Writer
+	w       *bufio.Writer
 	attempt int  // 0: every attempt
 	current int  // the attempt of the section being copied (1 before any header: an older runner's first attempt)
 	printed bool // something was written
+}
+
+func newLogPrinter(w io.Writer, attempt int) *logPrinter {
+	return &logPrinter{w: bufio.NewWriterSize(w, 256<<10), attempt: attempt, current: 1}
 }
 
 // copyFrom copies the log at path from offset to w, line by line, and
@@ -157,12 +163,39 @@ func (p *logPrinter) copyFrom(path string, offset int64, all bool) (int64, error
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return offset, err
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	if p.attempt == 0 && all {
+		// Every section, to the end: the bytes as they are, through the
+		// kernel's copy where the output is a file.
+		n, cerr := io.Copy(p.w, f)
+		p.printed = p.printed || n > 0
+		offset, err = offset+n, cerr
+	} else {
+		offset, err = p.copyLines(bufio.NewReaderSize(f, 256<<10), offset, all)
+	}
+	if ferr := p.w.Flush(); err == nil {
+		err = ferr
+	}
+	return offset, err
+}
+
+// copyLines copies the lines r holds, as copyFrom says, r being at offset.
+func (p *logPrinter) copyLines(r *bufio.Reader, offset int64, all bool) (int64, error) {
+	var pending []byte
 	for {
-		line, err := r.ReadString('\n')
-		if err == nil || (all && line != "") {
-			p.line(line)
-			offset += int64(len(line))
+		chunk, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: held until its end, as a
+			// cut line is not copied until it is whole.
+			pending = append(pending, chunk...)
+			continue
+		}
+		if pending != nil {
+			chunk = append(pending, chunk...)
+			pending = nil
+		}
+		if err == nil || (all && len(chunk) > 0) {
+			p.line(chunk)
+			offset += int64(len(chunk))
 		}
 		if errors.Is(err, io.EOF) {
 			return offset, nil
@@ -174,12 +207,14 @@ func (p *logPrinter) copyFrom(path string, offset int64, all bool) (int64, error
 }
 
 // line writes one line of a log if its section is shown.
-func (p *logPrinter) line(line string) {
-	if h, ok := itemrun.ParseLogHeader(strings.TrimSuffix(line, "\n")); ok {
-		p.current = h.Attempt
+func (p *logPrinter) line(line []byte) {
+	if itemrun.MayBeLogHeader(line) {
+		if h, ok := itemrun.ParseLogHeader(strings.TrimSuffix(string(line), "\n")); ok {
+			p.current = h.Attempt
+		}
 	}
 	if p.attempt == 0 || p.current == p.attempt {
-		io.WriteString(p.w, line)
+		p.w.Write(line)
 		p.printed = true
 	}
 }

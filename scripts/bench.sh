@@ -11,6 +11,7 @@
 #                  (runner events lists the job's ~600,000 events), and the time and
 #                  peak RSS of runner report
 #   streaming      a 1,000,000-item input: peak RSS while it loads
+#   logs           `runner logs` of one item's 100 MB log, against cat of the file
 #   isolation      per-item cost of map.isolation: worktree on a repository of
 #                  1,000 files, against a shell loop of git worktree add + remove
 #   nats           items on NATS workers (SPEC §11.10): server, coordinator and
@@ -31,7 +32,7 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait; rm -r
 cd "$work"
 
 rounds=${ROUNDS:-5}
-sections=${SECTIONS:-"startup map chain retries dlqretry scale streaming isolation nats"}
+sections=${SECTIONS:-"startup map chain retries dlqretry scale streaming logs isolation nats"}
 section() { [[ " $sections " == *" $1 "* ]]; }
 map_sizes=${MAP_SIZES:-"2000 10000"}
 map_parallel=${MAP_PARALLEL:-"2 16"}
@@ -44,13 +45,14 @@ retry_items=${RETRY_ITEMS:-10000}
 dlq_items=${DLQ_ITEMS:-1000}
 scale_items=${SCALE_ITEMS:-100000}
 stream_items=${STREAM_ITEMS:-1000000}
+log_lines=${LOG_LINES:-12000000}
 iso_items=${ISO_ITEMS:-40}
 nats_noop=${NATS_NOOP:-10000}
 nats_true=${NATS_TRUE:-2000}
 nats_sleep=${NATS_SLEEP:-1500}
 nats_git=${NATS_GIT:-40}
 if [ "${QUICK:-}" = 1 ]; then
-	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 iso_items=10
+	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 log_lines=1000000 iso_items=10
 	nats_noop=1000 nats_true=300 nats_sleep=240 nats_git=12
 fi
 
@@ -310,6 +312,22 @@ for ids in default custom; do
 	echo "  $ids item ids: loaded in $(since "$t0")s, peak RSS ${rss} MB"
 	rm -rf "st-$ids"
 done
+fi
+
+if section logs; then
+echo
+printf 'name: biglog\nmode: mapreduce\nmap:\n  input: "echo a"\n  agent_template:\n    - shell: seq 1 %d\n' "$log_lines" > biglog.yml
+"$runner" run -q --progress never --state-dir st-logs --job-id biglog biglog.yml >/dev/null 2>&1
+log=st-logs/jobs/biglog/logs/items/a.log
+echo "## logs (runner logs of a $(du -b "$log" | awk '{printf "%.0f", $1 / 1048576}') MB item log through a pipe, against cat)"
+rl=() cl=()
+for _ in $(seq "$rounds"); do
+	t0=$(now); "$runner" --state-dir st-logs logs biglog a | cat >/dev/null; rl+=("$(since "$t0")")
+	t0=$(now); cat "$log" | cat >/dev/null; cl+=("$(since "$t0")")
+done
+r=$(printf '%s\n' "${rl[@]}" | median) c=$(printf '%s\n' "${cl[@]}" | median)
+echo "  runner logs ${r}s, cat ${c}s: $(ratio "$r" "$c")x cat"
+rm -rf st-logs
 fi
 
 if section isolation; then

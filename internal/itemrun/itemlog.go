@@ -1,6 +1,7 @@
 package itemrun
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -50,6 +51,12 @@ var (
 	// item's attempts (none before its first).
 	olderHeaderLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^--- attempt ([0-9]+) ---$`) })
 )
+
+// MayBeLogHeader says, without copying it, whether a line of an item's
+// log starts as a header does; ParseLogHeader tells whether it is one.
+func MayBeLogHeader(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("=== item ")) || bytes.HasPrefix(line, []byte("--- attempt "))
+}
 
 // ParseLogHeader reads a line (without its newline) that is a LogHeader,
 // or the separator that older runners wrote before an attempt after the
