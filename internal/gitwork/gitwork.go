@@ -311,6 +311,24 @@ func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 	return errors.Join(os.RemoveAll(path), g.Prune(ctx))
 }
 
+// ForgetWorktree has git forget the worktree it records at path, whose
+// directory is gone (moved away with the directory above it), locked or
+// not. A record a git killed while it removed it left half made, which
+// git no longer lists, is pruned instead.
+func (g Git) ForgetWorktree(ctx context.Context, path string) error {
+	_, err := g.worktree(ctx, "remove", "--force", "--force", path)
+	if err == nil {
+		return nil
+	}
+	if perr := g.Prune(ctx); perr != nil {
+		return errors.Join(err, perr)
+	}
+	if left, lerr := g.Worktrees(ctx, path); lerr != nil || len(left) > 0 {
+		return errors.Join(err, lerr)
+	}
+	return nil
+}
+
 // isWorktree reports whether path is the top of a work tree git can use.
 func (g Git) isWorktree(ctx context.Context, path string) bool {
 	top, _, err := g.In(path).TopLevel(ctx)

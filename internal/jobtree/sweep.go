@@ -2,8 +2,12 @@ package jobtree
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
+	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
 )
 
@@ -66,8 +70,15 @@ func Survey(ctx context.Context, repo gitwork.Git, dir string, names ...string) 
 // under the repository's worktree lock (see Tree.Admin), then its
 // branches, whatever they hold. removed is told of each one gone
 // ("worktree PATH", "branch NAME"). It stops at the first failure.
+//
+// A worktree whose directory is gone (moved away with its job's
+// directory, Bury) is forgotten; with branches to delete, git forgets
+// every worktree whose directory is gone before they go, as it does
+// after removing worktrees: a record that a git killed in its removal
+// left half made, which git no longer lists, would keep the branch it
+// had checked out.
 func Clear(ctx context.Context, repo gitwork.Git, l Leftovers, removed func(what string)) error {
-	if len(l.Worktrees) > 0 {
+	if len(l.Worktrees) > 0 || len(l.Branches) > 0 {
 		if err := clearWorktrees(ctx, repo, l.Worktrees, removed); err != nil {
 			return err
 		}
@@ -76,13 +87,15 @@ func Clear(ctx context.Context, repo gitwork.Git, l Leftovers, removed func(what
 		if err := repo.DeleteBranch(ctx, b.Name); err != nil {
 			return fmt.Errorf("deleting branch %s: %w", b.Name, err)
 		}
+		crashpoint.Hit(crashpoint.RemovedBranch)
 		removed("branch " + b.Name)
 	}
 	return nil
 }
 
-// clearWorktrees removes the worktrees at paths and has git forget them,
-// holding the repository's worktree lock.
+// clearWorktrees removes the worktrees at paths (forgets those whose
+// directories are gone) and has git forget the others whose directories
+// are gone, holding the repository's worktree lock.
 func clearWorktrees(ctx context.Context, repo gitwork.Git, paths []string, removed func(string)) error {
 	common, err := repo.CommonDir(ctx)
 	if err != nil {
@@ -94,9 +107,14 @@ func clearWorktrees(ctx context.Context, repo gitwork.Git, paths []string, remov
 	}
 	defer unlock()
 	for _, p := range paths {
-		if err := repo.RemoveWorktree(ctx, p); err != nil {
+		remove := repo.RemoveWorktree
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			remove = repo.ForgetWorktree
+		}
+		if err := remove(ctx, p); err != nil {
 			return fmt.Errorf("removing worktree %s: %w", p, err)
 		}
+		crashpoint.Hit(crashpoint.RemovedWorktree)
 		removed("worktree " + p)
 	}
 	return repo.Prune(ctx)
