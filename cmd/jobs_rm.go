@@ -36,10 +36,14 @@ func newJobsRmCommand(g *globalOptions) *cobra.Command {
 		Short: "Remove jobs: their state, worktrees and merged branches",
 		Long: `Remove each JOB (an id, a unique prefix of one, or latest): its git
 worktrees, its branches (the job branch runner/JOB and its items' branches),
-then its directory in the state dir. Each removal is printed on one line.
+and its directory in the state dir. Each removal is printed on one line.
 
 A running job is never removed. A job whose branches hold commits that no
-other branch has (work not merged) is kept, saying which, unless --force.`,
+other branch has (work not merged) is kept, saying which, unless --force.
+
+A job is removed whole or not at all: its directory is renamed to a
+tombstone first, and a removal that was cut short (killed) is finished by
+the next jobs rm or prune, before anything else.`,
 		Example: `  runner jobs rm deploy-20261122-101500-a1b2c3
   runner jobs rm latest --dry-run`,
 		Aliases: []string{"remove"},
