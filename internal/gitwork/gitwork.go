@@ -336,10 +336,11 @@ func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 	return errors.Join(os.RemoveAll(path), g.Prune(ctx))
 }
 
-// ForgetWorktree has git forget the worktree it records at path, whose
-// directory is gone (moved away with the directory above it), locked or
-// not. A record a git killed while it removed it left half made, which
-// git no longer lists, is pruned instead.
+// ForgetWorktree has git forget the worktree it records at path, locked
+// or not, whose directory is gone (moved away with the directory above
+// it; one still there is removed). A record that a git killed while it
+// removed it left half made, which git no longer lists, is pruned
+// instead.
 func (g Git) ForgetWorktree(ctx context.Context, path string) error {
 	_, err := g.worktree(ctx, "remove", "--force", "--force", path)
 	if err == nil {

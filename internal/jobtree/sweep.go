@@ -2,10 +2,7 @@ package jobtree
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
@@ -73,8 +70,8 @@ func Survey(ctx context.Context, repo gitwork.Git, dir string, names ...string) 
 // each one gone ("worktree PATH", "branch NAME"). It stops at the first
 // failure.
 //
-// A worktree whose directory is gone (moved away with its job's
-// directory, state.Job.Bury) is forgotten. Before the branches go, git
+// The worktrees' directories are gone, moved away with the job's
+// directory (state.Job.Bury): git forgets them. Before the branches go, git
 // forgets every worktree whose directory is gone: a record that a git
 // killed in its removal left half made, which git no longer lists,
 // would keep the branch it had checked out.
@@ -92,11 +89,7 @@ func Clear(ctx context.Context, repo gitwork.Git, l Leftovers, removed func(what
 	}
 	defer unlock()
 	for _, p := range l.Worktrees {
-		remove := repo.RemoveWorktree
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			remove = repo.ForgetWorktree
-		}
-		if err := remove(ctx, p); err != nil {
+		if err := repo.ForgetWorktree(ctx, p); err != nil {
 			return fmt.Errorf("removing worktree %s: %w", p, err)
 		}
 		crashpoint.Hit(crashpoint.RemovedWorktree)
