@@ -338,14 +338,18 @@ func (r *remover) clear(j *state.Job, left jobtree.Leftovers) error {
 // state).
 func (r *remover) leftovers(j *state.Job, dir string, buried bool) (jobtree.Leftovers, error) {
 	id := j.Meta.ID
-	onBranch := ranOnJobBranch(j)
+	onBranch, unread := ranOnJobBranch(j)
 	if !r.inRepo {
 		if onBranch && !r.o.Force {
 			what := "job " + id + " kept"
 			if buried {
 				what = "the removal of job " + id + ", cut short, not finished"
 			}
-			return jobtree.Leftovers{}, keptf("%s: it ran in git worktrees, and runner is not in a git work tree: run this in the job's repository to remove its worktrees and branches (--force removes only its state)", what)
+			ran := "it ran in git worktrees"
+			if unread != nil {
+				ran = "its workflow copy cannot be read, so it may have run in git worktrees"
+			}
+			return jobtree.Leftovers{}, keptf("%s: %s, and runner is not in a git work tree: run this in the job's repository to remove its worktrees and branches (--force removes only its state)", what, ran)
 		}
 		return jobtree.Leftovers{}, nil
 	}
@@ -392,14 +396,14 @@ func commits(n int) string {
 
 // ranOnJobBranch reports whether job j ran in git worktrees, on a job
 // branch, as its workflow copy and metadata say (as resume decides); a
-// job whose copy cannot be read is taken to have.
-func ranOnJobBranch(j *state.Job) bool {
+// job whose copy cannot be read (unread says why) is taken to have.
+func ranOnJobBranch(j *state.Job) (on bool, unread error) {
 	wf, err := workflow.Load(j.WorkflowCopy())
 	if err != nil {
-		return true
+		return true, err
 	}
 	job.RestoreIsolation(wf, j.Meta)
-	return wf.RunsInWorktree()
+	return wf.RunsInWorktree(), nil
 }
 
 // completesEveryJob has the shell complete each of c's arguments with the
