@@ -137,14 +137,17 @@ bench:
 # processes, some of which are killed (the normal test run does 20 rounds
 # of each crash test but the last, which does 8); then kill -9 two jobs
 # merging into one checkout through slow hooks (1 round in make test);
-# then kill -9 the coordinator, workers and server of jobs on NATS (10
+# then kill -9 runner jobs rm and prune in the middle of removing a job
+# that ran in worktrees (6 rounds in make test); then kill -9 the coordinator, workers and server of jobs on NATS (10
 # rounds each in make test).
 CHAOS_ROUNDS ?= 200
 MERGE_CHAOS_ROUNDS ?= 50
 NATS_CHAOS_ROUNDS ?= 50
+RM_CHAOS_ROUNDS ?= 50
 chaos:
 	RUNNER_CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestCrashResume|TestCrashResumeAgents|TestCrashResumeIsolation|TestDLQRetryCrash)$$' -timeout 90m $(E2E)
 	RUNNER_CHAOS_ROUNDS=$(MERGE_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestMergeCrash$$' -timeout 90m $(E2E)
+	RUNNER_CHAOS_ROUNDS=$(RM_CHAOS_ROUNDS) $(GO) test -count=1 -run '^TestJobsRmCrash$$' -timeout 90m $(E2E)
 	RUNNER_CHAOS_ROUNDS=$(NATS_CHAOS_ROUNDS) $(GO) test -count=1 -run '^(TestNATS(Coordinator|Worker|Server)Chaos|TestNATSClusterLeaderKilled|TestNATSGit(Worker|Coordinator|Server)Crash)$$' -timeout 90m $(E2E)
 
 # Each fuzz target for FUZZTIME; FuzzExpandShell, which starts dozens of

@@ -65,7 +65,7 @@ func exitCode(err error) int {
 	case errors.As(err, new(job.ItemsInDLQ)):
 		return ExitItemsInDLQ
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
-		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrAmbiguous), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),
+		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrAmbiguous), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrBuried), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),
 		errors.Is(err, job.ErrCompleted), errors.Is(err, jobenv.ErrMissingSecrets),
 		errors.Is(err, jobenv.ErrNotSecret), errors.Is(err, job.ErrVarUsed), errors.Is(err, workflow.ErrNotRegular), errors.As(err, new(*jobenv.Error)):
 		return ExitUsage

@@ -26,7 +26,7 @@ func (g *globalOptions) jobID(arg string) (string, error) {
 	} else {
 		id, err = store.Find(arg)
 	}
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, state.ErrNotFound) && !errors.Is(err, state.ErrBuried) {
 		dir, _ := filepath.Abs(store.Dir)
 		return "", fmt.Errorf("%w in the state dir %s (RUNNER_STATE_DIR or --state-dir names another)", err, dir)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
@@ -35,20 +36,25 @@ func newJobsRmCommand(g *globalOptions) *cobra.Command {
 		Short: "Remove jobs: their state, worktrees and merged branches",
 		Long: `Remove each JOB (an id, a unique prefix of one, or latest): its git
 worktrees, its branches (the job branch runner/JOB and its items' branches),
-then its directory in the state dir. Each removal is printed on one line.
+and its directory in the state dir. Each removal is printed on one line.
 
 A running job is never removed. A job whose branches hold commits that no
-other branch has (work not merged) is kept, saying which, unless --force.`,
+other branch has (work not merged) is kept, saying which, unless --force.
+
+A job is removed whole or not at all: its directory is renamed to a
+tombstone first, and a removal that was cut short (killed) is finished by
+the next jobs rm or prune, before anything else.`,
 		Example: `  runner jobs rm deploy-20261122-101500-a1b2c3
   runner jobs rm latest --dry-run`,
 		Aliases: []string{"remove"},
 		Args:    minArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			ids, err := jobIDs(g, args)
+			r := newRemover(c.Context(), g, o)
+			ids, err := jobIDs(g, args, r.finishTombstones())
 			if err != nil {
 				return err
 			}
-			return newRemover(c.Context(), g, o).removeAll(ids, true)
+			return r.removeAll(ids, true)
 		},
 	}
 	o.addFlags(c)
@@ -100,6 +106,8 @@ func runPrune(ctx context.Context, g *globalOptions, o pruneOptions) error {
 	if statuses == nil {
 		statuses, _ = statusSet(jobStatuses) // not the jobs that cannot be read
 	}
+	r := newRemover(ctx, g, o.removeOptions)
+	r.finishTombstones()
 	jobs, err := g.store().List()
 	if err != nil {
 		return err
@@ -111,7 +119,7 @@ func runPrune(ctx context.Context, g *globalOptions, o pruneOptions) error {
 			ids = append(ids, m.ID)
 		}
 	}
-	return newRemover(ctx, g, o.removeOptions).removeAll(ids, false)
+	return r.removeAll(ids, false)
 }
 
 // lastActive is when a job last ran: when it ended, or when it started
@@ -123,11 +131,15 @@ func lastActive(m state.Meta) time.Time {
 	return m.Finished
 }
 
-// jobIDs resolves each of args as jobID does, each id once.
-func jobIDs(g *globalOptions, args []string) ([]string, error) {
+// jobIDs resolves each of args as jobID does, each id once, but an id
+// that names a job whose removal was just finished (removed).
+func jobIDs(g *globalOptions, args []string, removed map[string]bool) ([]string, error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, a := range args {
+		if removed[a] {
+			continue
+		}
 		id, err := g.jobID(a)
 		if err != nil {
 			return nil, err
@@ -150,13 +162,20 @@ func (k keptError) Unwrap() error { return k.err }
 func keptf(format string, args ...any) error { return keptError{fmt.Errorf(format, args...)} }
 
 // remover removes jobs with their git worktrees and branches, in the
-// repository runner runs in.
+// repository runner runs in. A job is removed whole or not at all,
+// whenever the process dies: once nothing keeps it, its directory is
+// renamed to its tombstone (state.Job.Bury), then its worktrees and
+// branches go, then the tombstone. Each removal first finishes those of
+// the removals before it that were cut short (finishTombstones).
 type remover struct {
 	ctx    context.Context
 	g      *globalOptions
 	o      removeOptions
 	repo   gitwork.Git
 	inRepo bool
+	// tried and failed count the jobs that finishTombstones took on and
+	// those that it failed to finish (kept ones too when strict).
+	tried, failed int
 }
 
 func newRemover(ctx context.Context, g *globalOptions, o removeOptions) *remover {
@@ -167,26 +186,85 @@ func newRemover(ctx context.Context, g *globalOptions, o removeOptions) *remover
 // comes. A job kept for what it is fails the command only when strict
 // (the user named it); a removal that failed always does.
 func (r *remover) removeAll(ids []string, strict bool) error {
-	failed := 0
+	failed := r.failed
 	for _, id := range ids {
-		err := r.remove(id)
-		if err == nil {
-			continue
-		}
-		printError(r.g.stderr, err)
-		if strict || !errors.As(err, new(keptError)) {
+		if r.failedTo(r.remove(id), strict) {
 			failed++
 		}
 	}
 	if failed > 0 {
-		return alreadyReported(fmt.Errorf("%d of %d jobs not removed", failed, len(ids)))
+		return alreadyReported(fmt.Errorf("%d of %d jobs not removed", failed, r.tried+len(ids)))
 	}
 	return nil
 }
 
-// remove removes job id: its worktrees, its branches, then its state
-// directory, holding its lock so that no process takes it on meanwhile;
-// with --dry-run it says what would go.
+// failedTo says err, the end of a job's removal, on stderr, and reports
+// whether it fails the command.
+func (r *remover) failedTo(err error, strict bool) bool {
+	if err == nil {
+		return false
+	}
+	printError(r.g.stderr, err)
+	return strict || !errors.As(err, new(keptError))
+}
+
+// finishTombstones finishes the removals that were cut short (their jobs'
+// tombstones), each as the removal would have gone on, and returns the
+// ids of the jobs it removed. A tombstone that another process holds is
+// that process's to finish; one that cannot be finished here is kept,
+// saying why.
+func (r *remover) finishTombstones() map[string]bool {
+	store := r.g.store()
+	ids, err := store.Tombstones()
+	if r.failedTo(err, true) {
+		r.tried, r.failed = r.tried+1, r.failed+1
+	}
+	removed := map[string]bool{}
+	for _, id := range ids {
+		err := r.finish(store, id)
+		if errors.Is(err, state.ErrLocked) {
+			continue // another process is finishing it
+		}
+		r.tried++
+		if r.failedTo(err, false) {
+			r.failed++
+		} else if err == nil {
+			removed[id] = true
+		}
+	}
+	return removed
+}
+
+// finish finishes the removal of job id, cut short: what it left in the
+// repository (whatever its branches hold: the removal that began it
+// decided), then its tombstone.
+func (r *remover) finish(store state.Store, id string) error {
+	j, whole, err := store.OpenTombstone(id)
+	if err != nil {
+		return err
+	}
+	if !r.o.DryRun {
+		if err := j.Lock(false); err != nil {
+			return err
+		}
+		defer j.Unlock()
+	}
+	var left jobtree.Leftovers
+	if whole {
+		if left, err = r.leftovers(j, store.Layout(id).Dir, true); err != nil {
+			return err
+		}
+	}
+	if r.o.DryRun {
+		r.tell(id, left)
+		return nil
+	}
+	return r.clear(j, left)
+}
+
+// remove removes job id: its directory renamed to its tombstone, its
+// worktrees and branches, then the tombstone, holding its lock so that
+// no process takes it on meanwhile; with --dry-run it says what would go.
 func (r *remover) remove(id string) error {
 	j, err := r.g.store().Open(id)
 	if err != nil {
@@ -205,23 +283,43 @@ func (r *remover) remove(id string) error {
 		}
 		defer j.Unlock()
 	}
-	left, err := r.leftovers(j)
+	left, err := r.leftovers(j, j.Dir, false)
 	if err != nil {
 		return err
 	}
 	if r.o.DryRun {
-		for _, w := range left.Worktrees {
-			fmt.Fprintln(r.g.stdout, "would remove worktree", w)
-		}
-		for _, b := range left.Branches {
-			fmt.Fprintln(r.g.stdout, "would remove branch", b.Name)
-		}
-		fmt.Fprintln(r.g.stdout, "would remove job", id)
+		r.tell(id, left)
 		return nil
 	}
+	if err := j.Bury(); err != nil {
+		return err
+	}
+	crashpoint.Hit(crashpoint.JobBuried)
+	return r.clear(j, left)
+}
+
+// tell says, for --dry-run, what removing job id would remove.
+func (r *remover) tell(id string, left jobtree.Leftovers) {
+	for _, w := range left.Worktrees {
+		fmt.Fprintln(r.g.stdout, "would remove worktree", w)
+	}
+	for _, b := range left.Branches {
+		fmt.Fprintln(r.g.stdout, "would remove branch", b.Name)
+	}
+	fmt.Fprintln(r.g.stdout, "would remove job", id)
+}
+
+// clear removes what is left of job j, buried (or a tombstone): left, its
+// worktrees and branches, the git commands doing it recorded in its
+// tombstone (so that the next removal ends what they leave if this
+// process dies: jobtree.EndLeftovers), then the tombstone.
+func (r *remover) clear(j *state.Job, left jobtree.Leftovers) error {
+	id := j.Meta.ID
 	removed := func(what string) { fmt.Fprintln(r.g.stdout, "removed", what) }
-	if err := jobtree.Clear(r.ctx, r.repo, left, removed); err != nil {
-		return fmt.Errorf("job %s not removed: %w", id, err)
+	repo := r.repo
+	repo.Groups = &gitwork.Groups{Dir: j.Layout().GitProcesses}
+	if err := jobtree.Clear(r.ctx, repo, left, removed); err != nil {
+		return fmt.Errorf("job %s: its removal was cut short: %w; runner jobs rm or prune finishes it", id, err)
 	}
 	if err := j.Remove(); err != nil {
 		return err
@@ -231,29 +329,45 @@ func (r *remover) remove(id string) error {
 }
 
 // leftovers returns what job j has in the repository: the worktrees
-// under its directory and, when it ran on a job branch, its branches. It
-// refuses (keptError) a job whose branches hold commits no other branch
-// has, unless --force, and a job that ran on a job branch when runner is
-// not in a git work tree (--force removes only its state).
-func (r *remover) leftovers(j *state.Job) (jobtree.Leftovers, error) {
+// under dir, its directory before it was buried, and, when it ran on a
+// job branch, its branches; first it ends what the git commands of its
+// processes that died left (not with --dry-run). It refuses (keptError) a
+// job whose branches hold commits no other branch has, unless --force or
+// buried (its removal, cut short, decided), and a job that ran on a job
+// branch when runner is not in a git work tree (--force removes only its
+// state).
+func (r *remover) leftovers(j *state.Job, dir string, buried bool) (jobtree.Leftovers, error) {
 	id := j.Meta.ID
-	onBranch := ranOnJobBranch(j)
+	onBranch, unread := ranOnJobBranch(j)
 	if !r.inRepo {
 		if onBranch && !r.o.Force {
-			return jobtree.Leftovers{}, keptf("job %s kept: it ran in git worktrees, and runner is not in a git work tree: run this in the job's repository to remove its worktrees and branches (--force removes only its state)", id)
+			what := "job " + id + " kept"
+			if buried {
+				what = "the removal of job " + id + ", cut short, not finished"
+			}
+			ran := "it ran in git worktrees"
+			if unread != nil {
+				ran = "its workflow copy cannot be read, so it may have run in git worktrees"
+			}
+			return jobtree.Leftovers{}, keptf("%s: %s, and runner is not in a git work tree: run this in the job's repository to remove its worktrees and branches (--force removes only its state)", what, ran)
 		}
 		return jobtree.Leftovers{}, nil
+	}
+	if !r.o.DryRun {
+		if err := jobtree.EndLeftovers(r.ctx, &gitwork.Groups{Dir: j.Layout().GitProcesses}, r.repo); err != nil {
+			return jobtree.Leftovers{}, fmt.Errorf("job %s kept: %w", id, err)
+		}
 	}
 	var branches []string
 	if onBranch {
 		refs := jobtree.JobRefs{ID: id, ItemBranches: j.Meta.ItemBranches}
 		branches = []string{jobtree.Branch(id), refs.ItemPrefix()}
 	}
-	left, err := jobtree.Survey(r.ctx, r.repo, j.Dir, branches...)
+	left, err := jobtree.Survey(r.ctx, r.repo, dir, branches...)
 	if err != nil {
 		return left, fmt.Errorf("job %s kept: %w", id, err)
 	}
-	if unmerged := left.Unmerged(); len(unmerged) > 0 && !r.o.Force {
+	if unmerged := left.Unmerged(); len(unmerged) > 0 && !r.o.Force && !buried {
 		return left, keptf("job %s kept: %s; merge what you keep (git merge --no-ff BRANCH), or --force deletes them", id, describeUnmerged(unmerged, j.Meta.TargetBranch))
 	}
 	return left, nil
@@ -282,14 +396,14 @@ func commits(n int) string {
 
 // ranOnJobBranch reports whether job j ran in git worktrees, on a job
 // branch, as its workflow copy and metadata say (as resume decides); a
-// job whose copy cannot be read is taken to have.
-func ranOnJobBranch(j *state.Job) bool {
+// job whose copy cannot be read (unread says why) is taken to have.
+func ranOnJobBranch(j *state.Job) (on bool, unread error) {
 	wf, err := workflow.Load(j.WorkflowCopy())
 	if err != nil {
-		return true
+		return true, err
 	}
 	job.RestoreIsolation(wf, j.Meta)
-	return wf.RunsInWorktree()
+	return wf.RunsInWorktree(), nil
 }
 
 // completesEveryJob has the shell complete each of c's arguments with the

@@ -57,7 +57,7 @@ func runReport(ctx context.Context, g *globalOptions, jobID, out string) error {
 		defer f.Close()
 		w = f
 	}
-	if ranOnJobBranch(j) {
+	if on, _ := ranOnJobBranch(j); on {
 		page.Branches = jobBranches(ctx, j.Meta)
 	}
 	if err := report.WriteHTML(w, page); err != nil {

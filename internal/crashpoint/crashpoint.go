@@ -16,6 +16,14 @@ const (
 	ItemWorktreesRemoved = "item-worktrees-removed" // at a job's end, the items' worktrees removed
 	JobWorktreeRemoved   = "job-worktree-removed"   // at a job's or retry's end, the job worktree removed
 
+	// The points of runner jobs rm and prune, which only removals reach
+	// (not in All; TestJobsRmCrash): the job's directory renamed to its
+	// tombstone, a worktree of the job's removed (or forgotten), a branch
+	// of the job's deleted.
+	JobBuried       = "job-buried"
+	RemovedWorktree = "removed-worktree"
+	RemovedBranch   = "removed-branch"
+
 	// BundleChunkSent is a NATS worker's: the first chunk of an item's
 	// bundle published to the job's Object Store bucket, the next one not
 	// yet. Not in All: only workers reach it (TestNATSGitWorkerCrash).
@@ -27,3 +35,6 @@ var All = []string{
 	JobWorktreeAdded, ItemStarted, ItemWorktreeAdded, ItemStepsDone, ItemWorktreeRemoved, ItemMerged,
 	ResultWritten, DLQAdded, ItemLogged, DLQRemoved, ItemBranchDeleted, ItemWorktreesRemoved, JobWorktreeRemoved,
 }
+
+// Removal lists the points of runner jobs rm and prune.
+var Removal = []string{JobBuried, RemovedWorktree, RemovedBranch}

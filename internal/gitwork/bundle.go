@@ -46,14 +46,14 @@ func (g Git) VerifyBundle(ctx context.Context, path string) error {
 // ref into the repository's ref to, moving to wherever it pointed before.
 // Both read every ref of the repository, worktrees' included: a worktree
 // being added or removed meanwhile makes them fail. A fetch that fails
-// says git's whole message (detail): its reason comes before its last
+// says git's whole message (failed): its reason comes before its last
 // error line ("some local refs could not be updated").
 func (g Git) FetchBundle(ctx context.Context, path, ref, to string) error {
 	if err := g.VerifyBundle(ctx, path); err != nil {
 		return err
 	}
 	if res := g.Run(ctx, "fetch", "-q", "--no-tags", "--no-write-fetch-head", path, "+"+ref+":"+to); res.Kind != proc.KindOK {
-		return fmt.Errorf("git fetch: %s", detail(res))
+		return failed("git fetch", res)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package gitwork
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -64,7 +63,7 @@ func (g Git) Diff(ctx context.Context, from, to string) (DiffStat, error) {
 func (g Git) diff(ctx context.Context, args []string) ([]string, error) {
 	res := g.Run(ctx, append([]string{"diff", "-z", "--no-renames", "--no-ext-diff"}, args...)...)
 	if res.Kind != proc.KindOK {
-		return nil, fmt.Errorf("git diff: %s", Message(res))
+		return nil, failed("git diff", res)
 	}
 	out := strings.TrimSuffix(string(res.Stdout), "\x00")
 	if out == "" {

@@ -7,7 +7,9 @@
 // the hooks git started with it, and git itself dies with runner. Its
 // methods read (Head, Branch, Commits, Diff, DirtyPaths, MergedBranches...)
 // and change (NewWorktree, RemoveWorktree, Merge, DeleteBranch...) the
-// repository; a failed git is an error with git's own reason (Message).
+// repository; a failed git is an error in one form: the command, how it
+// ended and git's line that says why on its first line, the rest of what
+// git wrote below it (the paths in the way, a hook's reasons).
 // A merge that conflicts is aborted and names the paths:
 //
 //	g := gitwork.Git{Dir: worktree, Env: env}

@@ -58,33 +58,33 @@ func (g Git) runInput(ctx context.Context, stdin io.Reader, args ...string) proc
 }
 
 // Output runs git with args and returns its stdout, trimmed; a git that
-// fails is an error naming the command and git's last line.
+// fails is an error naming the command, with git's own words (failed).
 func (g Git) Output(ctx context.Context, args ...string) (string, error) {
 	res := g.Run(ctx, args...)
 	if res.Kind != proc.KindOK {
-		return "", fmt.Errorf("git %s: %s", args[0], Message(res))
+		return "", failed("git "+args[0], res)
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// failed is the error of the git command what ("git merge runner/j") that
+// failed as res, the one form of every failed git command that gitwork
+// reports: what, how it ended and the line of git's that says why on the
+// first line (all a one-line view of the error shows), then the rest of
+// what git wrote (detail).
+func failed(what string, res proc.Result) error {
+	return errors.New(what + ": " + detail(res))
 }
 
 // Message is a failed git command's error and the line that says why:
 // git's last "fatal:" or "error:" line (advice such as "remove the file
 // manually to continue." may follow it), else the last line it wrote.
 func Message(res proc.Result) string {
-	msg := res.Err.Error()
-	tail := strings.TrimSpace(string(res.StderrTail))
-	if tail == "" {
-		return msg
+	why, _ := explain(res)
+	if why == "" {
+		return res.Err.Error()
 	}
-	lines := strings.Split(tail, "\n")
-	why := lines[len(lines)-1]
-	for _, line := range slices.Backward(lines) {
-		if strings.HasPrefix(line, "fatal: ") || strings.HasPrefix(line, "error: ") {
-			why = line
-			break
-		}
-	}
-	return msg + ": " + strings.TrimRight(why, "\r")
+	return res.Err.Error() + ": " + why
 }
 
 // Bounds of detail: the lines kept from each end of a long message, and
@@ -94,33 +94,58 @@ const (
 	detailLineLen = 300
 )
 
-// detail is a failed git command's error and the whole message it wrote
-// (git's own, and its hooks', which git sends to stderr), on indented
-// lines below it: the paths git names, a hook's reasons. A long message
-// keeps its first and last lines and says how many it leaves out.
+// detail is Message, and below it, on indented lines, the other lines of
+// git's message (git's own, and its hooks', which git sends to stderr):
+// the paths git names, a hook's reasons. A long message keeps its first
+// and last lines and says how many it leaves out; a long line is cut.
 func detail(res proc.Result) string {
-	msg := res.Err.Error()
+	_, rest := explain(res)
+	if len(rest) > 2*detailLines {
+		cut := len(rest) - 2*detailLines
+		rest = append(append(rest[:detailLines:detailLines], fmt.Sprintf("[... %d more lines ...]", cut)), rest[len(rest)-detailLines:]...)
+	}
+	var b strings.Builder
+	b.WriteString(Message(res))
+	for _, line := range rest {
+		b.WriteString("\n  " + cutLine(line))
+	}
+	return b.String()
+}
+
+// explain splits what a failed git command wrote to stderr into the line
+// that says why (its last "fatal:" or "error:" line, else its last line;
+// "" when it wrote nothing) and the others, in order, each line cut to
+// detailLineLen.
+func explain(res proc.Result) (why string, rest []string) {
 	tail := strings.TrimSpace(string(res.StderrTail))
 	if tail == "" {
-		return msg
+		return "", nil
 	}
 	lines := strings.Split(tail, "\n")
 	if int64(len(res.StderrTail)) < res.StderrBytes {
-		lines = append([]string{"[...]"}, lines[1:]...) // the tail starts mid-line
+		lines[0] = "[...]" // the tail starts mid-line
 	}
-	if len(lines) > 2*detailLines {
-		cut := len(lines) - 2*detailLines
-		lines = append(append(lines[:detailLines:detailLines], fmt.Sprintf("[... %d more lines ...]", cut)), lines[len(lines)-detailLines:]...)
-	}
-	var b strings.Builder
-	b.WriteString(msg)
-	for _, line := range lines {
-		if len(line) > detailLineLen {
-			line = line[:detailLineLen] + " [...]"
+	at := len(lines) - 1
+	for i, line := range slices.Backward(lines) {
+		if strings.HasPrefix(line, "fatal: ") || strings.HasPrefix(line, "error: ") {
+			at = i
+			break
 		}
-		b.WriteString("\n  " + strings.TrimRight(line, "\r"))
 	}
-	return b.String()
+	for i, line := range lines {
+		if i != at {
+			rest = append(rest, strings.TrimRight(line, "\r"))
+		}
+	}
+	return cutLine(strings.TrimRight(lines[at], "\r")), rest
+}
+
+// cutLine is line, cut to detailLineLen bytes.
+func cutLine(line string) string {
+	if len(line) > detailLineLen {
+		return line[:detailLineLen] + " [...]"
+	}
+	return line
 }
 
 // In returns g running in dir.
@@ -170,7 +195,7 @@ func (g Git) Branch(ctx context.Context) (string, error) {
 		return "", nil // -q: HEAD is not a symbolic ref
 	}
 	if res.Kind != proc.KindOK {
-		return "", fmt.Errorf("git symbolic-ref HEAD: %s", Message(res))
+		return "", failed("git symbolic-ref HEAD", res)
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
 }
@@ -188,7 +213,7 @@ func (g Git) commit(ctx context.Context, rev string) (string, error) {
 		return "", nil // -q --verify fails silently
 	}
 	if res.Kind != proc.KindOK {
-		return "", fmt.Errorf("git rev-parse %s: %s", rev, Message(res))
+		return "", failed("git rev-parse "+rev, res)
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
 }
@@ -222,7 +247,7 @@ func (g Git) ChangedPaths(ctx context.Context) ([]string, error) {
 func (g Git) status(ctx context.Context, args ...string) ([]string, error) {
 	res := g.Run(ctx, append([]string{"status", "--porcelain", "-z"}, args...)...)
 	if res.Kind != proc.KindOK {
-		return nil, fmt.Errorf("git status: %s", Message(res))
+		return nil, failed("git status", res)
 	}
 	var paths []string
 	entries := strings.Split(string(res.Stdout), "\x00")
@@ -309,6 +334,25 @@ func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 		return err
 	}
 	return errors.Join(os.RemoveAll(path), g.Prune(ctx))
+}
+
+// ForgetWorktree has git forget the worktree it records at path, locked
+// or not, whose directory is gone (moved away with the directory above
+// it; one still there is removed). A record that a git killed while it
+// removed it left half made, which git no longer lists, is pruned
+// instead.
+func (g Git) ForgetWorktree(ctx context.Context, path string) error {
+	_, err := g.worktree(ctx, "remove", "--force", "--force", path)
+	if err == nil {
+		return nil
+	}
+	if perr := g.Prune(ctx); perr != nil {
+		return errors.Join(err, perr)
+	}
+	if left, lerr := g.Worktrees(ctx, path); lerr != nil || len(left) > 0 {
+		return errors.Join(err, lerr)
+	}
+	return nil
 }
 
 // isWorktree reports whether path is the top of a work tree git can use.
@@ -495,21 +539,21 @@ func (g Git) Merge(ctx context.Context, branch, message string) (conflicts []str
 	if res.Kind == proc.KindOK {
 		return nil, nil
 	}
-	failed := fmt.Errorf("git merge %s: %s", branch, detail(res))
+	refused := failed("git merge "+branch, res)
 	// A merge that stopped before changing anything (paths in the way, a
 	// lock) leaves nothing to abort.
 	if head, _, err := g.MergeHead(ctx); err != nil || head != tip {
-		return nil, errors.Join(failed, err)
+		return nil, errors.Join(refused, err)
 	}
 	out, derr := g.Output(ctx, "diff", "--name-only", "--diff-filter=U", "-z")
 	conflicts = strings.FieldsFunc(out, func(r rune) bool { return r == 0 })
 	if _, aerr := g.Output(ctx, "merge", "--abort"); aerr != nil {
-		return conflicts, errors.Join(failed, fmt.Errorf("git merge --abort: %w", aerr))
+		return conflicts, errors.Join(refused, fmt.Errorf("git merge --abort: %w", aerr))
 	}
 	if derr == nil && len(conflicts) > 0 {
 		return conflicts, nil
 	}
-	return nil, failed // a hook refused the merge commit
+	return nil, refused // a hook refused the merge commit
 }
 
 // AbortMerge aborts a merge left in progress (by a process that died in
@@ -637,7 +681,7 @@ func (g Git) Contains(ctx context.Context, branch, commit string) (bool, error) 
 	case res.Kind == proc.KindExit && res.ExitCode == 1:
 		return false, nil
 	}
-	return false, fmt.Errorf("git merge-base --is-ancestor: %s", Message(res))
+	return false, failed("git merge-base --is-ancestor", res)
 }
 
 // MergeCommit is a merge commit on a branch's line of first parents.
@@ -723,7 +767,7 @@ func (g Git) CheckBranchName(ctx context.Context, name string) error {
 	if res.Kind == proc.KindExit {
 		return fmt.Errorf("git refuses %q as a branch name", name)
 	}
-	return fmt.Errorf("git check-ref-format: %s", Message(res))
+	return failed("git check-ref-format", res)
 }
 
 // BranchesInTheWay lists the branches that are in the way of each of

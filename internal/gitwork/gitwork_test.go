@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -465,5 +466,46 @@ func TestCanMakeBranch(t *testing.T) {
 	}
 	if tip, err := g.Tip(t.Context(), "runner-items/e/2"); err != nil || tip != "" {
 		t.Errorf("CanMakeBranch made runner-items/e/2 (%q, %v)", tip, err)
+	}
+}
+
+// ForgetWorktree has git forget worktrees whose directory moved away
+// with the one above it (a job's directory renamed to its tombstone),
+// locked or not, and one whose record a killed git left half removed, so
+// that their branches can be deleted; the directories moved are not
+// touched.
+func TestForgetWorktree(t *testing.T) {
+	g := newRepo(t)
+	jobs := t.TempDir()
+	dir, moved := filepath.Join(jobs, "j"), filepath.Join(jobs, ".rm-j")
+	trees := []string{filepath.Join(dir, "worktree"), filepath.Join(dir, "worktrees", "1"), filepath.Join(dir, "worktrees", "2")}
+	for i, tree := range trees {
+		must(t, g, "worktree", "add", "-q", "-b", "b"+strconv.Itoa(i), tree)
+	}
+	must(t, g, "worktree", "lock", trees[1])
+	// A record half removed: git no longer lists it.
+	common := must(t, g, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err := os.Remove(filepath.Join(common, "worktrees", "2", "gitdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	for _, tree := range trees {
+		if err := g.ForgetWorktree(t.Context(), tree); err != nil {
+			t.Errorf("ForgetWorktree(%s): %v", tree, err)
+		}
+	}
+	if n := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); n != 1 {
+		t.Errorf("%d worktrees, want the repository's alone", n)
+	}
+	if left, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil && len(left) > 0 {
+		t.Errorf("git's records of worktrees left: %v", left)
+	}
+	for i := range trees {
+		must(t, g, "branch", "-D", "b"+strconv.Itoa(i))
+	}
+	if _, err := os.Stat(filepath.Join(moved, "worktrees", "1", "base.txt")); err != nil {
+		t.Errorf("the moved worktree's files: %v", err)
 	}
 }

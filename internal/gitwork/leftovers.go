@@ -3,7 +3,6 @@ package gitwork
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -117,7 +116,7 @@ func (g Git) RestoreWrittenSince(ctx context.Context, since time.Time) error {
 	written := func(args ...string) ([]string, error) {
 		res := t.Run(ctx, args...)
 		if res.Kind != proc.KindOK {
-			return nil, fmt.Errorf("git %s: %s", args[0], Message(res))
+			return nil, failed("git "+args[0], res)
 		}
 		var paths []string
 		for _, path := range strings.Split(string(res.Stdout), "\x00") {

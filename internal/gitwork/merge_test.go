@@ -102,16 +102,17 @@ func TestInProgress(t *testing.T) {
 	}
 }
 
-// A merge git refuses shows git's whole message: an untracked file in
-// the way is named, and a hook's own reasons are shown; the checkout is
-// left as it was.
+// A merge git refuses shows git's whole message, why on the first line:
+// an untracked file in the way is named, and a hook's own reasons are
+// shown; the checkout is left as it was.
 func TestMergeFailureShowsGitsWholeMessage(t *testing.T) {
 	g := newRepo(t)
 	job(t, g)
 	base := must(t, g, "rev-parse", "HEAD")
 	os.WriteFile(filepath.Join(g.Dir, "job.txt"), []byte("mine\n"), 0o600)
 	_, err := g.Merge(t.Context(), "job", "Merge job")
-	if err == nil || !strings.Contains(err.Error(), "untracked working tree files would be overwritten") || !strings.Contains(err.Error(), "\n  \tjob.txt") {
+	first, _, _ := strings.Cut(fmt.Sprint(err), "\n")
+	if err == nil || !strings.HasSuffix(first, ": exit status 2: error: The following untracked working tree files would be overwritten by merge:") || !strings.Contains(err.Error(), "\n  \tjob.txt") {
 		t.Errorf("Merge with an untracked file in the way: %v", err)
 	}
 	os.Remove(filepath.Join(g.Dir, "job.txt"))
@@ -122,7 +123,7 @@ func TestMergeFailureShowsGitsWholeMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = g.Merge(t.Context(), "job", "Merge job")
-	if err == nil || !strings.Contains(err.Error(), "\n  commitlint: subject may not be empty\n  see the docs\n") {
+	if err == nil || !strings.Contains(err.Error(), "\n  commitlint: subject may not be empty\n  see the docs") {
 		t.Errorf("Merge refused by a hook: %v", err)
 	}
 	if head, _, _ := g.MergeHead(t.Context()); head != "" || must(t, g, "rev-parse", "HEAD") != base {
@@ -133,7 +134,8 @@ func TestMergeFailureShowsGitsWholeMessage(t *testing.T) {
 	}
 }
 
-// detail keeps a long message's first and last lines, and cuts long lines.
+// detail keeps a long message's first and last lines, and cuts long
+// lines: the line that says why (the last, here) on the first line.
 func TestDetailIsBounded(t *testing.T) {
 	var b strings.Builder
 	for i := range 100 {
@@ -143,11 +145,28 @@ func TestDetailIsBounded(t *testing.T) {
 	tail := []byte(b.String())
 	got := detail(proc.Result{Err: fmt.Errorf("exit status 1"), StderrTail: tail, StderrBytes: int64(len(tail))})
 	lines := strings.Split(got, "\n")
-	if len(lines) != 1+2*detailLines+1 || lines[1] != "  line 0" || lines[detailLines+1] != "  [... 77 more lines ...]" {
+	if len(lines) != 1+2*detailLines+1 || lines[1] != "  line 0" || lines[detailLines+1] != "  [... 76 more lines ...]" || lines[len(lines)-1] != "  line 99" {
 		t.Errorf("detail of 101 lines:\n%s", got)
 	}
-	if last := lines[len(lines)-1]; len(last) > detailLineLen+10 || !strings.HasSuffix(last, " [...]") {
-		t.Errorf("a long last line is shown as %d bytes: %.40q", len(last), last)
+	if first := lines[0]; len(first) > detailLineLen+30 || !strings.HasPrefix(first, "exit status 1: xxx") || !strings.HasSuffix(first, " [...]") {
+		t.Errorf("a long line that says why is shown as %d bytes: %.40q", len(first), first)
+	}
+}
+
+// A failed git command's error says why on its first line, git's error
+// line (not the advice after it), and the rest of git's message below,
+// in order; a message of that line alone is one line.
+func TestFailedSaysWhyFirst(t *testing.T) {
+	for tail, want := range map[string]string{
+		"error: The following untracked working tree files would be overwritten by merge:\n\ta.txt\nPlease move or remove them before you merge.\nAborting\nMerge with strategy ort failed.\n": "git merge j: exit status 2: error: The following untracked working tree files would be overwritten by merge:\n  \ta.txt\n  Please move or remove them before you merge.\n  Aborting\n  Merge with strategy ort failed.",
+		"hint: a\nfatal: bad\n": "git merge j: exit status 2: fatal: bad\n  hint: a",
+		"fatal: bad\n":          "git merge j: exit status 2: fatal: bad",
+		"":                      "git merge j: exit status 2",
+	} {
+		err := failed("git merge j", proc.Result{Err: fmt.Errorf("exit status 2"), StderrTail: []byte(tail), StderrBytes: int64(len(tail))})
+		if err.Error() != want {
+			t.Errorf("failed with %q:\n%s\nwant\n%s", tail, err, want)
+		}
 	}
 }
 

@@ -74,7 +74,7 @@ func Open(ctx context.Context, jobID string, env []string, layout state.Layout) 
 func openIn(ctx context.Context, repo, jobID string, env []string, layout state.Layout) (*Tree, error) {
 	groups := &gitwork.Groups{Dir: layout.GitProcesses}
 	git := gitwork.Git{Dir: repo, Env: env}
-	if err := endLeftovers(ctx, groups, git); err != nil {
+	if err := EndLeftovers(ctx, groups, git); err != nil {
 		return nil, err
 	}
 	_, prefix, err := git.TopLevel(ctx)
@@ -325,11 +325,12 @@ func flock(path string) (f *os.File, unlock func(), err error) {
 	}, nil
 }
 
-// endLeftovers ends the git commands that the job's processes that died
-// left (Groups.EndLeftovers), and removes the lock files of refs that
-// those left in repo's repository, which would make every later branch
-// deletion (or update of that ref) fail.
-func endLeftovers(ctx context.Context, groups *gitwork.Groups, repo gitwork.Git) error {
+// EndLeftovers ends the git commands that the job's processes that died
+// (or a removal of the job, runner jobs rm) left, recorded in groups (the
+// job's Layout.GitProcesses; Groups.EndLeftovers), and removes the lock
+// files of refs that those left in repo's repository, which would make
+// every later branch deletion (or update of that ref) fail.
+func EndLeftovers(ctx context.Context, groups *gitwork.Groups, repo gitwork.Git) error {
 	since, err := groups.EndLeftovers()
 	if err != nil || since.IsZero() {
 		return err
@@ -350,7 +351,7 @@ func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
 			return err
 		}
 		gitwork.AwaitExit(string(dead))
-		if err := endLeftovers(ctx, t.Git.Groups, t.User); err != nil {
+		if err := EndLeftovers(ctx, t.Git.Groups, t.User); err != nil {
 			return err
 		}
 		// Its merge is undone before its record goes: should this

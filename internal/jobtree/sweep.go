@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
 )
 
@@ -62,28 +63,22 @@ func Survey(ctx context.Context, repo gitwork.Git, dir string, names ...string) 
 	return l, nil
 }
 
-// Clear removes l from the repository repo runs git in: its worktrees,
-// under the repository's worktree lock (see Tree.Admin), then its
-// branches, whatever they hold. removed is told of each one gone
-// ("worktree PATH", "branch NAME"). It stops at the first failure.
+// Clear removes l from the repository repo runs git in, holding the
+// repository's worktree lock (see Tree.Admin; git deleting the last
+// branch of a directory races with a git making one there): its
+// worktrees, then its branches, whatever they hold. removed is told of
+// each one gone ("worktree PATH", "branch NAME"). It stops at the first
+// failure.
+//
+// The worktrees' directories are gone, moved away with the job's
+// directory (state.Job.Bury): git forgets them. Before the branches go, git
+// forgets every worktree whose directory is gone: a record that a git
+// killed in its removal left half made, which git no longer lists,
+// would keep the branch it had checked out.
 func Clear(ctx context.Context, repo gitwork.Git, l Leftovers, removed func(what string)) error {
-	if len(l.Worktrees) > 0 {
-		if err := clearWorktrees(ctx, repo, l.Worktrees, removed); err != nil {
-			return err
-		}
+	if len(l.Worktrees) == 0 && len(l.Branches) == 0 {
+		return nil
 	}
-	for _, b := range l.Branches {
-		if err := repo.DeleteBranch(ctx, b.Name); err != nil {
-			return fmt.Errorf("deleting branch %s: %w", b.Name, err)
-		}
-		removed("branch " + b.Name)
-	}
-	return nil
-}
-
-// clearWorktrees removes the worktrees at paths and has git forget them,
-// holding the repository's worktree lock.
-func clearWorktrees(ctx context.Context, repo gitwork.Git, paths []string, removed func(string)) error {
 	common, err := repo.CommonDir(ctx)
 	if err != nil {
 		return err
@@ -93,11 +88,22 @@ func clearWorktrees(ctx context.Context, repo gitwork.Git, paths []string, remov
 		return fmt.Errorf("the repository's worktree lock: %w", err)
 	}
 	defer unlock()
-	for _, p := range paths {
-		if err := repo.RemoveWorktree(ctx, p); err != nil {
+	for _, p := range l.Worktrees {
+		if err := repo.ForgetWorktree(ctx, p); err != nil {
 			return fmt.Errorf("removing worktree %s: %w", p, err)
 		}
+		crashpoint.Hit(crashpoint.RemovedWorktree)
 		removed("worktree " + p)
 	}
-	return repo.Prune(ctx)
+	if err := repo.Prune(ctx); err != nil {
+		return err
+	}
+	for _, b := range l.Branches {
+		if err := repo.DeleteBranch(ctx, b.Name); err != nil {
+			return fmt.Errorf("deleting branch %s: %w", b.Name, err)
+		}
+		crashpoint.Hit(crashpoint.RemovedBranch)
+		removed("branch " + b.Name)
+	}
+	return nil
 }

@@ -42,7 +42,15 @@ type Layout struct {
 	// into its branch, ItemWorktrees holds the items' worktrees, and
 	// GitProcesses records the process groups of the job's gits.
 	Worktree, WorktreeLock, ItemWorktrees, GitProcesses string
+	// Tombstone is not in the directory but beside it: the name the
+	// directory takes when its job is removed (Job.Bury), which no
+	// listing or lookup of jobs takes for a job's.
+	Tombstone string
 }
+
+// tombstonePrefix starts the name of a job directory's tombstone: a dot,
+// which no job id starts with (ValidID).
+const tombstonePrefix = ".rm-"
 
 // ItemsFile is the name of a MapReduce job's items file (Layout.Items),
 // which resume's refusals name.
@@ -72,6 +80,7 @@ func LayoutOf(dir string) Layout {
 		WorktreeLock:  at("worktree.lock"),
 		ItemWorktrees: at("worktrees"),
 		GitProcesses:  at("git-processes"),
+		Tombstone:     filepath.Join(filepath.Dir(dir), tombstonePrefix+filepath.Base(dir)),
 	}
 }
 

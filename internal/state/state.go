@@ -45,6 +45,11 @@ var ErrInvalidID = errors.New("invalid job id")
 // ErrExists is returned when creating a job whose id is taken.
 var ErrExists = errors.New("job already exists")
 
+// ErrBuried is returned for the id of a job whose removal was cut short
+// (Bury): there is no job of that id, and none can be made, until a
+// removal finishes it.
+var ErrBuried = errors.New("its removal was cut short; runner jobs rm or prune finishes it")
+
 // Meta is a job's metadata, rewritten (atomically) when its status changes.
 type Meta struct {
 	ID       string `json:"id"`
@@ -161,14 +166,16 @@ func NewID(name string, t time.Time) string {
 // job directory.
 func CheckID(id string) error {
 	if !ValidID(id) {
-		return fmt.Errorf("%w %q (use letters, digits, '.', '_' and '-')", ErrInvalidID, id)
+		return fmt.Errorf("%w %q (use letters, digits, '.', '_' and '-', not starting with '.')", ErrInvalidID, id)
 	}
 	return nil
 }
 
-// ValidID reports whether id can name a job directory.
+// ValidID reports whether id can name a job directory: not one that
+// starts with a dot, which names a job being made (Create) or removed
+// (Bury), never a job.
 func ValidID(id string) bool {
-	return id != "" && id != "." && id != ".." && !unsafeID().MatchString(id) && len(id) <= 128
+	return id != "" && id[0] != '.' && !unsafeID().MatchString(id) && len(id) <= 128
 }
 
 func (s Store) jobsDir() string { return filepath.Join(s.Dir, "jobs") }
@@ -207,6 +214,11 @@ func (s Store) Create(meta Meta, source []byte) (*Job, error) {
 	dir := s.Layout(meta.ID).Dir
 	if _, err := os.Stat(dir); err == nil {
 		return nil, fmt.Errorf("job %s: %w", meta.ID, ErrExists)
+	}
+	// After the directory: a removal renames it to its tombstone, so one
+	// of the two is there until the removal ends.
+	if s.buried(meta.ID) {
+		return nil, fmt.Errorf("job %s: %w", meta.ID, ErrBuried)
 	}
 	tmp, err := os.MkdirTemp(s.jobsDir(), ".new-"+meta.ID+"-")
 	if err != nil {
@@ -285,6 +297,9 @@ func (s Store) Find(arg string) (string, error) {
 	}
 	switch len(matches) {
 	case 0:
+		if s.buried(arg) {
+			return "", fmt.Errorf("job %q: %w: %w", arg, ErrNotFound, ErrBuried)
+		}
 		return "", fmt.Errorf("job %q: %w", arg, ErrNotFound)
 	case 1:
 		return matches[0], nil
@@ -300,6 +315,22 @@ func (s Store) Find(arg string) (string, error) {
 // IDs returns the ids of the jobs in the store, sorted, without reading
 // them.
 func (s Store) IDs() ([]string, error) {
+	entries, err := s.entries()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && ValidID(e.Name()) { // not a job being made or removed
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
+// entries lists the jobs directory: the jobs, those being made and the
+// tombstones (none when it does not exist yet).
+func (s Store) entries() ([]os.DirEntry, error) {
 	entries, err := os.ReadDir(s.jobsDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -307,13 +338,7 @@ func (s Store) IDs() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	var ids []string
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") { // not a job being created
-			ids = append(ids, e.Name())
-		}
-	}
-	return ids, nil
+	return entries, nil
 }
 
 // Latest returns the id of the job started last (ErrNotFound when there
@@ -455,15 +480,6 @@ func writeAtomic(path string, data []byte) error {
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}
-
-// Remove deletes the job's directory and all in it. The caller holds the
-// job's lock (Lock), so that no process takes the job on meanwhile.
-func (j *Job) Remove() error {
-	if err := os.RemoveAll(j.Dir); err != nil {
-		return fmt.Errorf("job %s: %w", j.Meta.ID, err)
 	}
 	return nil
 }
