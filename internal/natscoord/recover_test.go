@@ -35,10 +35,15 @@ map:
 `
 
 // stuck is a dispatcher whose tasks never end: the process running the
-// job dies (its context ends) with every item recorded running.
-type stuck struct{}
+// job dies (its context ends) with every item recorded running. Each
+// task it is given is told on started (never waited for).
+type stuck struct{ started chan<- struct{} }
 
-func (stuck) Dispatch(ctx context.Context, _ itemtask.Task) (itemtask.Outcome, error) {
+func (s stuck) Dispatch(ctx context.Context, _ itemtask.Task) (itemtask.Outcome, error) {
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
 	<-ctx.Done()
 	return itemtask.Outcome{}, ctx.Err()
 }
@@ -70,10 +75,19 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It dies once the three were given to its dispatcher, each recorded
+	// running before (a fixed time was too short for that on a loaded
+	// machine).
 	dead, die := context.WithCancel(ctx)
-	time.AfterFunc(300*time.Millisecond, die)
+	started := make(chan struct{}, 3)
+	go func() {
+		for range 3 {
+			<-started
+		}
+		die()
+	}()
 	_, err = mapreduce.Run(dead, j, mapreduce.Options{
-		Dispatcher: itemtask.Backend{Open: func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return stuck{}, nil }},
+		Dispatcher: itemtask.Backend{Open: func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return stuck{started}, nil }},
 		DLQ:        jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
 	})
 	if err == nil {
