@@ -87,8 +87,10 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 		die()
 	}()
 	_, err = mapreduce.Run(dead, j, mapreduce.Options{
-		Dispatcher: itemtask.Backend{Open: func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return stuck{started}, nil }},
-		DLQ:        jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
+		Dispatcher: itemtask.Backend{Open: func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) {
+			return stuck{started}, nil
+		}},
+		DLQ: jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
 	})
 	if err == nil {
 		t.Fatal("the first process's map ended")
