@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // jobBranch opens the tree of job id in the repository of testRepo, with
@@ -211,7 +212,7 @@ func TestLockCheckout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("the lock given back was not taken within 10 s")
 	}
 }

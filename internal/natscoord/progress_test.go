@@ -126,7 +126,7 @@ func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 	case <-h.acquiring:
 	case msg := <-answered:
 		t.Fatalf("the start was answered (%v) without the job's slot taken again", msg)
-	case <-time.After(time.Minute):
+	case <-time.After(testkit.Scale(time.Minute)):
 		t.Fatal("the start neither took the slot nor was answered")
 	}
 	close(h.grant)
@@ -261,7 +261,7 @@ map:
 `)
 	runNamedWorker(t, srv, natsconn.DefaultQueue, "w1")
 	h := &refusingHost{Host: &dispatchtest.Host{Refuse: itemtask.ErrStale}, job: j}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(time.Minute))
 	defer cancel()
 	d, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}).Open(ctx, mapreduce.View(j), h)
 	if err != nil {
@@ -272,7 +272,7 @@ map:
 	if out, err := d.Dispatch(ctx, itemtask.Task{JobID: j.ID(), Index: 0, ItemID: "x", Item: item, Attempt: 1, DispatchID: "x.1", Seed: j.Seed()}); !errors.Is(err, itemtask.ErrStale) {
 		t.Fatalf("Dispatch = %+v, %v; want the refusal", out, err)
 	}
-	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
+	if !testkit.Poll(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
 		t.Error("the refused run's task is still in the stream: it would run again")
 	}
 	if _, err := os.Stat("second-ran"); err == nil {

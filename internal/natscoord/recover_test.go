@@ -21,6 +21,7 @@ import (
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -135,7 +136,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := results.Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
+	if _, err := results.Next(jetstream.FetchMaxWait(testkit.Scale(5 * time.Second))); err != nil {
 		t.Fatalf("delivering item 2's result to the ended process: %v", err)
 	}
 
@@ -152,7 +153,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	rctx, cancel := context.WithTimeout(ctx, testkit.Scale(time.Minute))
 	defer cancel()
 	sum, err := mapreduce.Run(rctx, j, mapreduce.Options{
 		Dispatcher: New(Options{Conn: nc, Dist: state.Dist{Queue: natsconn.DefaultQueue}}),
