@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ const workersAckWait = 10 * time.Second
 func startWorker(t *testing.T, nc *nats.Conn, name string, log io.Writer) {
 	t.Helper()
 	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: natsconn.DefaultQueue, Concurrency: 2, Name: name,
-		AckWait: workersAckWait, StoreDir: t.TempDir(), Log: log, Open: openPortable(name), ProbeEvery: 100 * time.Millisecond})
+		AckWait: testkit.Scale(workersAckWait), StoreDir: t.TempDir(), Log: log, Open: openPortable(name), ProbeEvery: 100 * time.Millisecond})
 }
 
 // natsEvents are the job's events of the NATS streams, by type.
@@ -78,7 +79,8 @@ func TestUnavailableStreamsAreSaidAndWaitedFor(t *testing.T) {
 		t.Error("no nats_unavailable event")
 	}
 	if !testkit.Poll(func() bool {
-		return strings.Contains(log.String(), "runner worker w: NATS stream RUNNER_TASKS unavailable (")
+		// The stream named is the first that did not answer the worker.
+		return regexp.MustCompile(`runner worker w: NATS stream \S+ unavailable \(`).MatchString(log.String())
 	}) {
 		t.Errorf("the worker did not log the outage:\n%s", log.String())
 	}

@@ -94,7 +94,7 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut func()) {
 	t.Helper()
 	nc := srv.Connect(t)
-	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
+	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: testkit.Scale(2 * time.Second), StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
 	return nc.Close
 }
 

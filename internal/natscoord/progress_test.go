@@ -302,7 +302,7 @@ func TestWorkerWithARunInADelayIsNotIdle(t *testing.T) {
 	testkit.Eventually(t, func() bool { return streamState(t, objs.Tasks).Msgs == 1 }, "x's task published")
 	idleExit := testkit.Scale(200 * time.Millisecond)
 	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "w1",
-		AckWait: 2 * time.Second, IdleExit: idleExit, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w1")})
+		AckWait: testkit.Scale(natsconn.DefaultAckWait), IdleExit: idleExit, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w1")})
 	if err != nil {
 		t.Fatal(err)
 	}

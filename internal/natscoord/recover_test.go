@@ -141,7 +141,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	}
 
 	// The second process resumes with a worker.
-	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 3, Name: "w", AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w")})
+	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 3, Name: "w", AckWait: testkit.Scale(natsconn.DefaultAckWait), StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w")})
 	if err != nil {
 		t.Fatal(err)
 	}

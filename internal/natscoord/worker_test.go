@@ -43,7 +43,7 @@ map:
 `)
 	log := &logBuffer{}
 	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 2, Name: "w",
-		AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: log, Open: openPortable("w"), SummaryEvery: 50 * time.Millisecond})
+		AckWait: testkit.Scale(natsconn.DefaultAckWait), StoreDir: t.TempDir(), Log: log, Open: openPortable("w"), SummaryEvery: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
