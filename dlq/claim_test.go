@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // envClaimer switches the test binary into a claiming child process:
@@ -82,7 +83,7 @@ func claimAll(path, owner string) ([]string, error) {
 	until := time.Now().Add(time.Hour)
 	for range 3 {
 		for chunk := range slices.Chunk(ids, 7) {
-			d, err := dlq.Open(path, dlq.Options{Timeout: 200 * time.Millisecond})
+			d, err := dlq.Open(path, dlq.Options{Timeout: testkit.Scale(200 * time.Millisecond)})
 			if errors.Is(err, dlq.ErrLocked) {
 				continue // try the next chunk; a later pass comes back
 			}

@@ -16,6 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // openWithin runs Open in a goroutine and fails the test if it hangs.
@@ -36,7 +37,7 @@ func openWithin(t *testing.T, path string, opts dlq.Options) (*dlq.DB, error) {
 			t.Cleanup(func() { r.d.Close() })
 		}
 		return r.d, r.err
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatalf("Open(%s) hung", path)
 		return nil, nil
 	}
@@ -196,7 +197,7 @@ func TestGarbagePages(t *testing.T) {
 				if err != nil && !errors.Is(err, dlq.ErrDamaged) && !errors.Is(err, dlq.ErrNotFound) {
 					t.Logf("not reported as damaged: %v", err)
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(testkit.Scale(10 * time.Second)):
 				t.Fatal("hung on a damaged file")
 			}
 		})
@@ -368,7 +369,7 @@ func TestOpenWaits(t *testing.T) {
 	case <-waited:
 	case err := <-ch:
 		t.Fatalf("Open returned %v while the file was held", err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("Open neither waited nor returned")
 	}
 	first.Close()
@@ -377,7 +378,7 @@ func TestOpenWaits(t *testing.T) {
 		if err != nil {
 			t.Errorf("Open after the holder closed = %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("Open hung after the holder closed")
 	}
 

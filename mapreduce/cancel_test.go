@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/proctest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // A ${cmd:} in map.input runs under the run's context: cancelling the run
@@ -30,7 +31,7 @@ func TestMapInputCommandVarEndsWithTheRun(t *testing.T) {
 		if err == nil {
 			t.Error("the run succeeded, though it was cancelled while its input command ran")
 		}
-	case <-time.After(time.Minute):
+	case <-time.After(testkit.Scale(time.Minute)):
 		t.Fatal("the run still goes a minute after it was cancelled: map.input's ${cmd:} does not end with it")
 	}
 	proctest.AwaitGroupGone(t, pid)

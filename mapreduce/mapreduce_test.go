@@ -20,6 +20,7 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -160,7 +161,7 @@ func TestMapBoundsConcurrency(t *testing.T) {
 		if it.Index < 3 {
 			select {
 			case <-full:
-			case <-time.After(10 * time.Second):
+			case <-time.After(testkit.Scale(10 * time.Second)):
 				t.Errorf("item %d: three items never ran at once", it.Index)
 			}
 		}

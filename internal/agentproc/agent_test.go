@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // runnerFunc is a itemtask.Runner made of a function.
@@ -173,7 +174,7 @@ func TestAgentStopsWhenInputEnds(t *testing.T) {
 		if err != nil {
 			t.Errorf("Serve = %v, want nil", err)
 		}
-	case <-time.After(time.Minute): // a bound, not a timing
+	case <-time.After(testkit.Scale(time.Minute)): // a bound, not a timing
 		t.Fatal("Serve did not return")
 	}
 }
@@ -187,7 +188,7 @@ func TestAgentRefusesGarbage(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `unknown message "launch"`) {
 			t.Errorf("Serve = %v, want an unknown message error", err)
 		}
-	case <-time.After(time.Minute):
+	case <-time.After(testkit.Scale(time.Minute)):
 		t.Fatal("Serve did not return")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // helperEnv makes the test binary an agent (see helperAgent) instead of
@@ -345,7 +346,7 @@ func raceNoExitSleep() string { return "GORACE=" + runnertest.RaceNoExitSleep() 
 
 // waitPID waits (a bounded handshake) for a helper agent's pid file.
 func waitPID(t *testing.T, path string) int {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(time.Minute)); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if data, err := os.ReadFile(path); err == nil {
 			pid, _ := strconv.Atoi(string(data))
 			return pid

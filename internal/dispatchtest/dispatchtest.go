@@ -36,6 +36,7 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -68,7 +69,7 @@ map:
 `
 
 // deadline bounds every wait of the suite: a handshake, not a timing.
-const deadline = time.Minute
+var deadline = testkit.Scale(testkit.Wait)
 
 // Run runs the conformance suite against s.
 func Run(t *testing.T, s Subject) {
@@ -325,7 +326,7 @@ func testCancel(t *testing.T, s Subject) {
 	if err := d.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if !eventually(func() bool { return syscall.Kill(pid, 0) != nil }) {
+	if !testkit.Poll(func() bool { return syscall.Kill(pid, 0) != nil }) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the step's process %d still runs", pid)
 	}
@@ -342,7 +343,7 @@ func testClose(t *testing.T, s Subject) {
 	if err := d.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if s.Frames != "" && !eventually(func() bool { return Goroutines(s.Frames) == 0 }) {
+	if s.Frames != "" && !testkit.Poll(func() bool { return Goroutines(s.Frames) == 0 }) {
 		t.Errorf("%d goroutines of %s after Close", Goroutines(s.Frames), s.Frames)
 	}
 }
@@ -375,7 +376,7 @@ func Goroutines(prefix string) int {
 func waitPID(t *testing.T, path string) int {
 	t.Helper()
 	var pid int
-	if !eventually(func() bool {
+	if !testkit.Poll(func() bool {
 		data, err := os.ReadFile(path)
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		return err == nil && pid > 0
@@ -383,14 +384,4 @@ func waitPID(t *testing.T, path string) int {
 		t.Fatalf("no pid in %s", path)
 	}
 	return pid
-}
-
-// eventually reports whether cond became true within the deadline.
-func eventually(cond func() bool) bool {
-	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return false
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // The job's secrets reach its agents in their environment only: given with
@@ -119,7 +120,7 @@ func TestAgentStopsItsCommands(t *testing.T) {
 				if tc.name == "agent terminated" && err != nil {
 					t.Errorf("runner: %v, want the item sent again and run to success", err)
 				}
-			case <-time.After(time.Minute): // a bound, not a timing
+			case <-time.After(testkit.Scale(time.Minute)): // a bound, not a timing
 				run.Process.Kill()
 				t.Fatal("runner did not end")
 			}
@@ -130,7 +131,7 @@ func TestAgentStopsItsCommands(t *testing.T) {
 // readPID waits (a bounded handshake) for a pid file and reads it.
 func readPID(t *testing.T, path string) int {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(time.Minute)); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if data, err := os.ReadFile(path); err == nil {
 			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 			if err != nil {
@@ -147,7 +148,7 @@ func readPID(t *testing.T, path string) int {
 // period after TERM) for a process to end; a zombie has ended.
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(30 * time.Second)); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if syscall.Kill(pid, 0) != nil || procState(pid) == 'Z' {
 			return
 		}
@@ -174,7 +175,7 @@ func killBusyAgent(t *testing.T, store state.Store, coordinator int, exited <-ch
 	t.Helper()
 	// A bound on a handshake, not a timing: agents run steps all through
 	// a round.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); time.Now().Before(deadline); {
 		for _, pid := range childrenOf(coordinator) {
 			if !isAgent(pid) {
 				continue
@@ -204,7 +205,7 @@ func stopBusy(pid int) (item string, ok bool) {
 	if syscall.Kill(pid, syscall.SIGSTOP) != nil {
 		return "", false
 	}
-	for deadline := time.Now().Add(5 * time.Second); procState(pid) != 'T' && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testkit.Scale(5 * time.Second)); procState(pid) != 'T' && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond) // the stop is delivered asynchronously
 	}
 	for _, child := range childrenOf(pid) {
@@ -220,7 +221,7 @@ func stopBusy(pid int) (item string, ok bool) {
 // item to be sent again after a kill: more than sent resumed starts.
 func waitResent(t *testing.T, store state.Store, item string, sent int, exited <-chan struct{}) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); time.Now().Before(deadline); {
 		if resumedStarts(t, store, item) > sent {
 			return
 		}

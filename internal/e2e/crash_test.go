@@ -21,6 +21,7 @@ import (
 	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // crashItems and crashParallel shape the job each crash round runs;
@@ -285,7 +286,7 @@ func waitExit(t *testing.T, exited <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-exited:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(testkit.Scale(2 * time.Minute)):
 		t.Fatal("the job did not end within 2 minutes")
 	}
 }
@@ -394,7 +395,7 @@ func crashRank(line string) (item string, rank int) {
 // waitForLines waits (at most 10 s) until the file has n lines or exited
 // is closed.
 func waitForLines(path string, n int, exited <-chan struct{}) {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); time.Now().Before(deadline); {
 		if data, _ := os.ReadFile(path); bytes.Count(data, []byte("\n")) >= n {
 			return
 		}
@@ -441,7 +442,7 @@ func processesIn(dir string) []int {
 // and reports whether it held. A minute, far beyond what any condition
 // waited on takes, only keeps a broken run from hanging the test.
 func waitUntil(cond func() bool, exited <-chan struct{}) bool {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testkit.Scale(time.Minute)); time.Now().Before(deadline); {
 		if cond() {
 			return true
 		}

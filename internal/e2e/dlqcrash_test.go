@@ -14,6 +14,7 @@ import (
 	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // retryCrashWorkflow fails its 40 items until the file "fixed" exists,
@@ -178,10 +179,8 @@ func TestJobsCountsAfterKilledRetry(t *testing.T) {
 	if err := retry.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill it once 5 items started (at most 2 minutes).
-	for i := 0; i < 1200 && len(readLines(t, filepath.Join(dir, "runs.log"))) < 5; i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
+	// Kill it once 5 items started.
+	testkit.Poll(func() bool { return len(readLines(t, filepath.Join(dir, "runs.log"))) >= 5 })
 	retry.Process.Signal(syscall.SIGKILL)
 	retry.Wait()
 	job, err := state.Store{Dir: filepath.Join(dir, ".runner")}.Open("j")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/runnerdev/runner/cmd"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // mergeRepo is a repository of the merge tests: main with one commit, the
@@ -146,7 +147,7 @@ func (r *mergeRepo) hooks() []hookRun {
 // in all, or the runner process has exited, and returns the last such
 // run.
 func (r *mergeRepo) waitHook(hook string, n int, exited <-chan struct{}) (hookRun, bool) {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); time.Now().Before(deadline); {
 		var seen []hookRun
 		for _, h := range r.hooks() {
 			if h.name == hook || hook == "" {
@@ -201,18 +202,14 @@ func stopped(pid int) bool {
 	return len(stat) > 0 && stat[0] == "T"
 }
 
-// waitGone fails the test unless pid is gone within 5 s; it kills it
-// then, so that nothing outlives the test.
+// waitGone fails the test unless pid is gone (testkit.Poll); it kills
+// it then, so that nothing outlives the test.
 func (r *mergeRepo) waitGone(pid int, what string) {
 	r.t.Helper()
-	for range 250 {
-		if !running(pid) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testkit.Poll(func() bool { return !running(pid) }) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		r.t.Errorf("%s (pid %d) still runs", what, pid)
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	r.t.Errorf("%s (pid %d) still runs 5 s later", what, pid)
 }
 
 // checkMerged checks the end of the jobs named: each completed, its
@@ -324,9 +321,7 @@ func TestMergeGitKilledInRefUpdate(t *testing.T) {
 	// The runner stopped cannot react to its git's death, nor send it
 	// the SIGTERM of its own.
 	syscall.Kill(run.Process.Pid, syscall.SIGSTOP)
-	for i := 0; i < 250 && !stopped(run.Process.Pid); i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Poll(func() bool { return stopped(run.Process.Pid) })
 	syscall.Kill(h.git, syscall.SIGKILL)
 	r.waitGone(h.git, "the git merge of the stopped runner")
 	run.Process.Kill()
@@ -359,7 +354,7 @@ func TestMergesTakeTurns(t *testing.T) {
 	for id, exited := range runs {
 		select {
 		case <-exited:
-		case <-time.After(2 * time.Minute):
+		case <-time.After(testkit.Scale(2 * time.Minute)):
 			cmds[id].Process.Kill()
 			t.Fatalf("job %s did not end within 2 minutes", id)
 		}
@@ -480,7 +475,7 @@ func mergeCrashRound(t *testing.T, rng *rand.Rand) (kills, inMerge int) {
 	for id, j := range jobs {
 		select {
 		case <-j.exited:
-		case <-time.After(2 * time.Minute):
+		case <-time.After(testkit.Scale(2 * time.Minute)):
 			j.run.Process.Kill()
 			t.Fatalf("job %s did not end within 2 minutes", id)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // docBlock returns the first ```sh block after the line of path that
@@ -70,7 +71,7 @@ func TestAgentsExampleOnNATS(t *testing.T) {
 	block := docBlock(t, repoPath(t, "docs", "agents.md"), "**On many machines**")
 	block = strings.NewReplacer("/tmp/", dir+"/", "4222", strconv.Itoa(natstest.FreePort(t))).Replace(block)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(2*time.Minute))
 	defer cancel()
 	sh := exec.CommandContext(ctx, "sh", "-c", block)
 	sh.Dir = repoPath(t)

@@ -22,6 +22,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // natsJob writes file in a new directory and returns the directory.
@@ -38,7 +39,7 @@ func natsJob(t *testing.T, name, workflow string) string {
 // returns its exit code and output; one that has not exited within 2
 // minutes is killed (exit -1). It may be called from any goroutine.
 func runRunner(dir string, env []string, args ...string) (int, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Minute))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "runner", args...)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
@@ -498,7 +499,7 @@ func TestNATSKilledWorkersStoreIsRemoved(t *testing.T) {
 	storesBut := func(old string) string {
 		t.Helper()
 		var got []string
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			if got, _ = filepath.Glob(filepath.Join(tmp, "runner-worker-*", "worker.lock")); len(got) == 1 && filepath.Dir(got[0]) != old {
 				return filepath.Dir(got[0])
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 const (
@@ -205,12 +206,7 @@ func (r *gitCrashRig) audit(nc *nats.Conn, maxExtra int) (extra int) {
 	// A worker may still run a task the server delivered again after a
 	// crash, whose item has ended: it ends soon and leaves nothing.
 	var left []string
-	for range 100 {
-		if left = r.leftovers(nc); len(left) == 0 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testkit.Poll(func() bool { left = r.leftovers(nc); return len(left) == 0 })
 	for _, l := range left {
 		t.Error(l)
 	}
@@ -274,18 +270,14 @@ func (r *gitCrashRig) leftovers(nc *nats.Conn) []string {
 func (r *gitCrashRig) waitStoresFree(tmp string) {
 	locks, _ := filepath.Glob(filepath.Join(tmp, "runner-worker-*", "worker.lock"))
 	for _, path := range locks {
-		for range 200 {
+		testkit.Poll(func() bool {
 			f, err := os.Open(path)
 			if err != nil {
-				break
+				return true
 			}
-			held := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil
-			f.Close()
-			if !held {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			defer f.Close()
+			return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+		})
 	}
 }
 
@@ -354,16 +346,15 @@ func (r *gitCrashRig) uploadCut(nc *nats.Conn, kill string) {
 		r.t.Fatal(err)
 	}
 	var stored uint64
-	for range 40 {
+	if testkit.Poll(func() bool {
 		for name := range js.StreamNames(r.t.Context()).Name() {
 			if s, err := js.Stream(r.t.Context(), name); err == nil && strings.HasPrefix(name, "OBJ_RUNNER_GIT_") {
 				stored = s.CachedInfo().State.Bytes
 			}
 		}
-		if stored >= 128<<10 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return stored >= 128<<10
+	}) {
+		return
 	}
 	r.t.Errorf("the job's git bucket holds %d bytes after the kill at %s, want the killed upload's first chunk (128 KiB)", stored, kill)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // strandedWorkflow's items wait, once started, until the file released
@@ -55,7 +56,7 @@ func TestNATSStatusShowsLostWorker(t *testing.T) {
 	output := func() string { data, _ := os.ReadFile(outPath); return string(data) }
 	within := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(testkit.Scale(20 * time.Second)); !cond(); time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: not within 20 s\n%s", what, output())
 			}

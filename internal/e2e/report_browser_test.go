@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/cmd"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // reportWorkflow makes a job with everything the report draws: parallel
@@ -182,7 +183,7 @@ func mustHave(t *testing.T, kind, dom string, wants ...string) {
 // printed on stdout; it fails the test on a console message from the page.
 func loadPage(t *testing.T, browser, page string, flags ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(60*time.Second))
 	defer cancel()
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",

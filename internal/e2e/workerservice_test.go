@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // serviceWorkflow's two items succeed.
@@ -26,7 +27,7 @@ map:
 // not.
 func waitForLog(t *testing.T, w *testWorker, want ...string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testkit.Scale(10 * time.Second)); time.Now().Before(deadline); {
 		if data, _ := os.ReadFile(w.log); containsAll(string(data), want) {
 			return
 		}
@@ -118,7 +119,7 @@ func TestWorkerStopsWhileWaiting(t *testing.T) {
 	}
 	select {
 	case <-w.exited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Scale(5 * time.Second)):
 		t.Fatal("the worker did not stop within 5 s of SIGTERM")
 	}
 	if code := w.ProcessState.ExitCode(); code != 128+int(syscall.SIGTERM) {
@@ -136,7 +137,7 @@ func TestWorkerIdleExitWhileWaiting(t *testing.T) {
 	waitForLog(t, w, "runner worker idle: no NATS server came up within --idle-exit 500ms: exiting\n")
 	select {
 	case <-w.exited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Scale(5 * time.Second)):
 		t.Fatal("the worker did not exit within 5 s of saying so")
 	}
 	if code := w.ProcessState.ExitCode(); code != 0 {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 func fixedNow() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC) }
@@ -149,7 +151,7 @@ func TestFollowStopsAtEndEvent(t *testing.T) {
 		l.Emit(newEvent("middle", nil))
 		l.Emit(newEvent("end", nil))
 	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(10*time.Second))
 	defer cancel()
 	var seen []string
 	ended := false

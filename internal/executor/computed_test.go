@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/proctest"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -42,7 +43,7 @@ func TestCommandVarEndsWithTheRun(t *testing.T) {
 				if res.Status != StepFailed || !errors.Is(res.Err, context.Canceled) {
 					t.Errorf("the step ended %s (%v), not failed with the run's cancel", res.Status, res.Err)
 				}
-			case <-time.After(time.Minute):
+			case <-time.After(testkit.Scale(time.Minute)):
 				t.Fatal("the step still runs a minute after its run was cancelled: its ${cmd:} does not end with the run")
 			}
 			proctest.AwaitGroupGone(t, pid)

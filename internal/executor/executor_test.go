@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -68,7 +69,7 @@ func TestRetryAfterFileThatIsAPipe(t *testing.T) {
 		if d != nil {
 			t.Errorf("a pipe gave a delay of %s", *d)
 		}
-	case <-time.After(time.Minute):
+	case <-time.After(testkit.Scale(time.Minute)):
 		t.Fatal("reading the Retry-After file still waits on the pipe after a minute")
 	}
 }

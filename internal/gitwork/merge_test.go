@@ -8,9 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/runnerdev/runner/internal/proc"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // conflicted leaves g in the middle of a merge of a branch "theirs" that
@@ -188,12 +188,7 @@ func TestEndLeftovers(t *testing.T) {
 	if err := left.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for range 500 {
-		if data, _ := os.ReadFile(pidFile); len(data) > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, func() bool { data, _ := os.ReadFile(pidFile); return len(data) > 0 }, "the pid file")
 	t.Cleanup(func() { syscall.Kill(-left.Process.Pid, syscall.SIGKILL); left.Wait() })
 	start, _ := proc.StartTime(left.Process.Pid)
 	name := fmt.Sprintf("%d-%d.%d-1", left.Process.Pid, start, dead.Process.Pid)

@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/proctest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -43,7 +44,7 @@ func TestOpenPortableEndsWithContext(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("OpenPortable: %v, want the context's cancel", err)
 		}
-	case <-time.After(time.Minute):
+	case <-time.After(testkit.Scale(time.Minute)):
 		t.Fatal("OpenPortable still runs the job's env command a minute after its context ended")
 	}
 	proctest.AwaitGroupGone(t, pid)

@@ -16,6 +16,7 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -143,13 +144,8 @@ func TestHoldNamesTheHolder(t *testing.T) {
 		t.Errorf("error %q does not name the holder (%s..., its command and since when)", msg, want)
 	}
 	go func() {
-		// Let go once the second says it waits (at most 2 minutes).
-		for range 1200 {
-			if strings.Contains(stderr.String(), "waiting") {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		// Let go once the second says it waits.
+		testkit.Poll(func() bool { return strings.Contains(stderr.String(), "waiting") })
 		first.Close()
 	}()
 	if err := second.Hold("runner dlq retry j", 5*time.Minute); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -220,7 +221,7 @@ func TestEnvFilesRefused(t *testing.T) {
 					if !errors.As(err, &ee) || !strings.Contains(err.Error(), path+": "+want) {
 						t.Errorf("error %v, want an Error with %q", err, path+": "+want)
 					}
-				case <-time.After(time.Minute):
+				case <-time.After(testkit.Scale(time.Minute)):
 					t.Fatal("resolving the environment still waits on the file after a minute")
 				}
 			})

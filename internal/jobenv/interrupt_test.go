@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/proctest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // An env command ends with the caller's context: Resolve returns the
@@ -33,7 +34,7 @@ func TestEnvCommandEndsWithContext(t *testing.T) {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(2 * time.Minute): // only so that a broken cancel cannot hang the test
+	case <-time.After(testkit.Scale(2 * time.Minute)): // only so that a broken cancel cannot hang the test
 		t.Fatal("Resolve did not return after its context was cancelled")
 	}
 	if !errors.Is(err, context.Canceled) {

@@ -10,6 +10,7 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -342,7 +343,7 @@ func TestRecordedDeletesBranchHoldingWorktreeLock(t *testing.T) {
 	}
 	select {
 	case <-deleted:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("the branch was not deleted once the worktree lock was free")
 	}
 	if b := git(repo, "branch", "--list", "runner-items/*"); b != "" {

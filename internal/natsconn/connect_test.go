@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // The flag wins over the environment; NATS_URL reaches only a worker.
@@ -116,7 +117,8 @@ func TestConnectWaitingForTheServer(t *testing.T) {
 		nc, err := ConnectWaiting(context.Background(), Connection{URL: fmt.Sprintf("nats://127.0.0.1:%d", port)}, "test", logf)
 		done <- made{nc, err}
 	}()
-	time.Sleep(600 * time.Millisecond) // two attempts, or three
+	// The server comes up once the first attempt failed and said so.
+	testkit.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(lines) > 0 }, "the first attempt's line")
 	natstest.StartOn(t, port)
 	select {
 	case m := <-done:
@@ -124,7 +126,7 @@ func TestConnectWaitingForTheServer(t *testing.T) {
 			t.Fatal(m.err)
 		}
 		m.nc.Close()
-	case <-time.After(20 * time.Second):
+	case <-time.After(testkit.Scale(20 * time.Second)):
 		t.Fatal("not connected 20 s after the server came up")
 	}
 	mu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // pullFixture is a stream of n messages with a durable pull consumer,
@@ -65,7 +66,7 @@ func tapRequests(t *testing.T, conn, nc *nats.Conn, subject string) func() int {
 		if err := nc.Publish(mark, nil); err != nil {
 			t.Fatal(err)
 		}
-		for timeout := time.After(10 * time.Second); ; {
+		for timeout := time.After(testkit.Scale(10 * time.Second)); ; {
 			select {
 			case m := <-copies:
 				if m.Subject == mark {
@@ -87,7 +88,7 @@ func TestPullsAskOnceForABatch(t *testing.T) {
 	c, requests := pullFixture(t, n)
 	p := natsconn.NewPulls(c, 64)
 	defer p.Stop()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(10*time.Second))
 	defer cancel()
 	for i := range n {
 		msg, err := p.Next(ctx)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // ackedMsg is a message that records how it was acknowledged; its
@@ -67,7 +69,7 @@ func TestAcksConfirmEachBatchByItsLast(t *testing.T) {
 		a.add(first)
 		select {
 		case <-first.waiting:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testkit.Scale(10 * time.Second)):
 			t.Fatal("the first result's acknowledgement was not confirmed (DoubleAck) within 10 s")
 		}
 		a.add(&ackedMsg{name: "2", log: log})

@@ -14,6 +14,7 @@ import (
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // checkedItems is how many items the jobs of these tests have.
@@ -34,9 +35,9 @@ map:
   agent_template:
     - shell: echo ${item} >> runs.log
 `)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(30*time.Second))
 	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, CheckEvery: 200 * time.Millisecond})
-	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == checkedItems }) {
+	if !testkit.Poll(func() bool { return streamState(t, objs.Tasks).Msgs == checkedItems }) {
 		cancel()
 		t.Fatalf("the job's %d tasks are not in the stream after 10 s", checkedItems)
 	}
@@ -83,7 +84,7 @@ func TestLostSpecIsPutBack(t *testing.T) {
 			if err := lose.do(t.Context(), js, objs, keys[0]); err != nil {
 				t.Fatal(err)
 			}
-			if !eventually(func() bool { _, err := objs.Jobs.Get(t.Context(), keys[0]); return err == nil }) {
+			if !testkit.Poll(func() bool { _, err := objs.Jobs.Get(t.Context(), keys[0]); return err == nil }) {
 				t.Fatal("the job's spec is not back in the jobs bucket after 10 s")
 			}
 			runWorker(t, srv, natsconn.DefaultQueue)
@@ -104,7 +105,7 @@ func TestDroppedTaskIsSentAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range checkedItems {
-		msg, err := tasks.Next(jetstream.FetchMaxWait(5 * time.Second))
+		msg, err := tasks.Next(jetstream.FetchMaxWait(testkit.Scale(5 * time.Second)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -93,7 +94,7 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut func()) {
 	t.Helper()
 	nc := srv.Connect(t)
-	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
+	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: testkit.Scale(2 * time.Second), StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
 	return nc.Close
 }
 
@@ -155,7 +156,7 @@ func runMap(ctx context.Context, j *job.Job, opts Options) <-chan ran {
 // opts, by default on the default queue, its warnings discarded.
 func startMap(t *testing.T, j *job.Job, within time.Duration, opts Options) <-chan ran {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), within)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(within))
 	t.Cleanup(cancel)
 	if opts.Dist.Queue == "" {
 		opts.Dist.Queue = natsconn.DefaultQueue
@@ -176,16 +177,6 @@ func finishSucceeded(t *testing.T, j *job.Job, r ran, n int) {
 	if err := j.Finish(state.Completed, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// eventually polls cond every 20 ms for at most 10 s.
-func eventually(cond func() bool) bool {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return false
 }
 
 func streamState(t *testing.T, s jetstream.Stream) jetstream.StreamState {
@@ -221,7 +212,7 @@ func TestWorkerLeavesUnknownProtocol(t *testing.T) {
 	if err := natsconn.Publish(t.Context(), js, m, "t.future"); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(func() bool { return consumerInfo(t, js, natsconn.TasksStream, "workers_q").Delivered.Consumer > 0 }) {
+	if !testkit.Poll(func() bool { return consumerInfo(t, js, natsconn.TasksStream, "workers_q").Delivered.Consumer > 0 }) {
 		t.Fatal("the worker never pulled the task")
 	}
 	time.Sleep(time.Second) // the scenario: a second in which a tight loop would deliver it again
@@ -244,7 +235,7 @@ func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 	if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.TaskSubject("q", key, 0), "gone", body), natsconn.TaskMsgID(key, 0, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
+	if !testkit.Poll(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
 		t.Fatal("the task of an unknown job is still in the stream after 10s")
 	}
 	if st := streamState(t, objs.Results); st.LastSeq != 0 {
@@ -289,7 +280,7 @@ func TestAckGivesUpWhenNoConfirmationComes(t *testing.T) {
 	if _, err := js.Publish(ctx, "s", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+	msg, err := c.Next(jetstream.FetchMaxWait(testkit.Scale(5 * time.Second)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +302,7 @@ func TestAckGivesUpWhenNoConfirmationComes(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("ack: %v, want its deadline exceeded", err)
 		}
-	case <-time.After(4 * natsconn.AckDeadline):
+	case <-time.After(testkit.Scale(4 * natsconn.AckDeadline)):
 		t.Fatal("ack still waits for a confirmation that never comes")
 	}
 }
@@ -336,7 +327,7 @@ map:
 `
 	j := startJob(t, dir, file)
 	runWorker(t, srv, natsconn.DefaultQueue)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(time.Minute))
 	defer cancel()
 	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{
 		Dispatcher: New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}}),

@@ -22,6 +22,7 @@ import (
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce"
 )
 
@@ -125,7 +126,7 @@ func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 	case <-h.acquiring:
 	case msg := <-answered:
 		t.Fatalf("the start was answered (%v) without the job's slot taken again", msg)
-	case <-time.After(time.Minute):
+	case <-time.After(testkit.Scale(time.Minute)):
 		t.Fatal("the start neither took the slot nor was answered")
 	}
 	close(h.grant)
@@ -260,7 +261,7 @@ map:
 `)
 	runNamedWorker(t, srv, natsconn.DefaultQueue, "w1")
 	h := &refusingHost{Host: &dispatchtest.Host{Refuse: itemtask.ErrStale}, job: j}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(time.Minute))
 	defer cancel()
 	d, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}).Open(ctx, mapreduce.View(j), h)
 	if err != nil {
@@ -271,7 +272,7 @@ map:
 	if out, err := d.Dispatch(ctx, itemtask.Task{JobID: j.ID(), Index: 0, ItemID: "x", Item: item, Attempt: 1, DispatchID: "x.1", Seed: j.Seed()}); !errors.Is(err, itemtask.ErrStale) {
 		t.Fatalf("Dispatch = %+v, %v; want the refusal", out, err)
 	}
-	if !eventually(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
+	if !testkit.Poll(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
 		t.Error("the refused run's task is still in the stream: it would run again")
 	}
 	if _, err := os.Stat("second-ran"); err == nil {
@@ -289,11 +290,19 @@ type refusingHost struct {
 func (h *refusingHost) UpdateMeta(fn func(*state.Meta)) error { return h.job.UpdateMeta(fn) }
 
 // A worker with --idle-exit whose only run waits out a retry delay is not
-// idle: it goes on pulling, and takes a task that comes meanwhile.
+// idle: it goes on pulling, and takes a task that comes meanwhile. (It
+// starts once x's task is there: one started before could be idle for
+// longer than its idle exit while the job starts on a loaded machine.)
 func TestWorkerWithARunInADelayIsNotIdle(t *testing.T) {
-	srv, _, first := serveJob(t, failsOnce("1500ms"))
+	srv, objs, first := serveJob(t, failsOnce(testkit.Scale(1500*time.Millisecond).String()))
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(time.Minute))
+	defer cancel()
+	opts := Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}
+	a := runMap(ctx, first, opts)
+	testkit.Eventually(t, func() bool { return streamState(t, objs.Tasks).Msgs == 1 }, "x's task published")
+	idleExit := testkit.Scale(200 * time.Millisecond)
 	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "w1",
-		AckWait: 2 * time.Second, IdleExit: 200 * time.Millisecond, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w1")})
+		AckWait: testkit.Scale(natsconn.DefaultAckWait), IdleExit: idleExit, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,14 +310,8 @@ func TestWorkerWithARunInADelayIsNotIdle(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- w.Run(wctx) }()
 	defer func() { stopWorker(); <-stopped }()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	opts := Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}
-	a := runMap(ctx, first, opts)
-	if !eventually(func() bool { _, err := os.Stat("failed"); return err == nil }) {
-		t.Fatal("item x did not fail its first attempt within 10 s")
-	}
-	time.Sleep(500 * time.Millisecond) // past the idle exit, within x's delay
+	testkit.Eventually(t, func() bool { _, err := os.Stat("failed"); return err == nil }, "item x failed its first attempt")
+	time.Sleep(testkit.Scale(500 * time.Millisecond)) // past the idle exit, within x's delay
 	second := startJob(t, t.TempDir(), "mode: mapreduce\nmap:\n  input: echo b\n  agent_template:\n    - shell: touch b-ran\n")
 	b := runMap(ctx, second, opts)
 	for name, done := range map[string]<-chan ran{"x": a, "b": b} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // A task whose publish the server refuses is published again, under the
@@ -53,7 +54,7 @@ func receive(t *testing.T, ch <-chan string) string {
 	select {
 	case s := <-ch:
 		return s
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("nothing was published within 10 s")
 		return ""
 	}

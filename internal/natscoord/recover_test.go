@@ -21,6 +21,7 @@ import (
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -35,10 +36,15 @@ map:
 `
 
 // stuck is a dispatcher whose tasks never end: the process running the
-// job dies (its context ends) with every item recorded running.
-type stuck struct{}
+// job dies (its context ends) with every item recorded running. Each
+// task it is given is told on started (never waited for).
+type stuck struct{ started chan<- struct{} }
 
-func (stuck) Dispatch(ctx context.Context, _ itemtask.Task) (itemtask.Outcome, error) {
+func (s stuck) Dispatch(ctx context.Context, _ itemtask.Task) (itemtask.Outcome, error) {
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
 	<-ctx.Done()
 	return itemtask.Outcome{}, ctx.Err()
 }
@@ -70,11 +76,22 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// It dies once the three were given to its dispatcher, each recorded
+	// running before (a fixed time was too short for that on a loaded
+	// machine).
 	dead, die := context.WithCancel(ctx)
-	time.AfterFunc(300*time.Millisecond, die)
+	started := make(chan struct{}, 3)
+	go func() {
+		for range 3 {
+			<-started
+		}
+		die()
+	}()
 	_, err = mapreduce.Run(dead, j, mapreduce.Options{
-		Dispatcher: itemtask.Backend{Open: func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) { return stuck{}, nil }},
-		DLQ:        jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
+		Dispatcher: itemtask.Backend{Open: func(context.Context, itemtask.Job, itemtask.Host) (itemtask.Dispatcher, error) {
+			return stuck{started}, nil
+		}},
+		DLQ: jobdlq.Open(ctx, "j", j.Layout().DLQ, io.Discard),
 	})
 	if err == nil {
 		t.Fatal("the first process's map ended")
@@ -119,12 +136,12 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := results.Next(jetstream.FetchMaxWait(5 * time.Second)); err != nil {
+	if _, err := results.Next(jetstream.FetchMaxWait(testkit.Scale(5 * time.Second))); err != nil {
 		t.Fatalf("delivering item 2's result to the ended process: %v", err)
 	}
 
 	// The second process resumes with a worker.
-	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 3, Name: "w", AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w")})
+	w, err := natsworker.NewWorker(ctx, natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 3, Name: "w", AckWait: testkit.Scale(natsconn.DefaultAckWait), StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable("w")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +153,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	rctx, cancel := context.WithTimeout(ctx, testkit.Scale(time.Minute))
 	defer cancel()
 	sum, err := mapreduce.Run(rctx, j, mapreduce.Options{
 		Dispatcher: New(Options{Conn: nc, Dist: state.Dist{Queue: natsconn.DefaultQueue}}),

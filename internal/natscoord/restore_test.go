@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // A server that loses its streams, consumers and bucket while a job runs
@@ -21,12 +22,12 @@ func TestLostObjectsAreMadeAgain(t *testing.T) {
 	j := startJob(t, dir, heldItems(dir, items, 2, 1000))
 	runWorker(t, srv, natsconn.DefaultQueue)
 	done := startMap(t, j, 2*time.Minute, Options{Conn: srv.Connect(t)})
-	if !eventually(func() bool { m, _ := filepath.Glob("started.*"); return len(m) > 0 }) {
+	if !testkit.Poll(func() bool { m, _ := filepath.Glob("started.*"); return len(m) > 0 }) {
 		select {
 		case r := <-done:
 			t.Fatalf("no item started; the run ended: %v, %+v", r.err, r.sum.Items)
 		default:
-			t.Fatal("no item started within 10 s")
+			t.Fatal("no item started")
 		}
 	}
 	for _, stream := range []string{natsconn.TasksStream, natsconn.ResultsStream, "KV_" + natsconn.JobsBucket} {

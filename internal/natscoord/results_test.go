@@ -12,6 +12,7 @@ import (
 	"github.com/runnerdev/runner/internal/dispatchtest"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce"
 )
 
@@ -62,7 +63,7 @@ func TestCloseConfirmsAcksBeforeTheConsumerGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"confirmed r", "consumer deleted"}
-	if !eventually(func() bool { return len(log.copy()) == len(want) }) || !slices.Equal(log.copy(), want) {
+	if !testkit.Poll(func() bool { return len(log.copy()) == len(want) }) || !slices.Equal(log.copy(), want) {
 		t.Errorf("%q, want %q", log.copy(), want)
 	}
 }

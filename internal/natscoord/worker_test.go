@@ -11,6 +11,7 @@ import (
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // logBuffer is a worker's log, read while the worker writes it.
@@ -42,20 +43,20 @@ map:
 `)
 	log := &logBuffer{}
 	w, err := natsworker.NewWorker(t.Context(), natsworker.WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 2, Name: "w",
-		AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: log, Open: openPortable("w"), SummaryEvery: 50 * time.Millisecond})
+		AckWait: testkit.Scale(natsconn.DefaultAckWait), StoreDir: t.TempDir(), Log: log, Open: openPortable("w"), SummaryEvery: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx) }()
-	ctx2, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx2, cancel := context.WithTimeout(t.Context(), testkit.Scale(time.Minute))
 	defer cancel()
 	if r := <-runMap(ctx2, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}}); r.err != nil {
 		t.Fatal(r.err)
 	}
 	summary := "runner worker w: 3 tasks ended since the start (2 succeeded, 1 failed, 0 stopped); 0 of 2 slots busy\n"
-	seen := eventually(func() bool { return strings.Contains(log.String(), summary) })
+	seen := testkit.Poll(func() bool { return strings.Contains(log.String(), summary) })
 	stop()
 	<-stopped
 	out := log.String()

@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // Cluster is a JetStream cluster of servers running in the test's
@@ -37,12 +39,12 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		srv.Start()
 		s := &Server{srv: srv}
 		t.Cleanup(s.Shutdown)
-		if !srv.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("natstest: server %s did not start within 10s", opts.ServerName)
+		if !srv.ReadyForConnections(testkit.Scale(10 * time.Second)) {
+			t.Fatalf("natstest: server %s did not start within %v", opts.ServerName, testkit.Scale(10*time.Second))
 		}
 		c.Servers = append(c.Servers, s)
 	}
-	if err := c.waitForLeader(30 * time.Second); err != nil {
+	if err := c.waitForLeader(testkit.Scale(30 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -171,13 +173,13 @@ func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(testkit.Scale(90 * time.Second)); ; time.Sleep(100 * time.Millisecond) {
 		err := placeable(js, n)
 		if err == nil {
 			return c
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("natstest: the cluster of %d processes could not place a stream of %d replicas within 90s: %v", n, n, err)
+			t.Fatalf("natstest: the cluster of %d processes could not place a stream of %d replicas within %v: %v", n, n, testkit.Scale(90*time.Second), err)
 		}
 	}
 }
@@ -185,7 +187,7 @@ func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
 // placeable makes and deletes a stream of n replicas: it fails until
 // JetStream has a leader and n peers.
 func placeable(js jetstream.JetStream, n int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Second))
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NATSTEST_READY", Subjects: []string{"natstest.ready"}, Replicas: n}); err != nil {
 		return err
@@ -212,7 +214,7 @@ func (c *ProcCluster) StreamLeader(t testing.TB, stream string) *Proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(5*time.Second))
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
 	if err != nil {

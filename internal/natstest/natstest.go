@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // Server is a JetStream server running in the test's process.
@@ -47,9 +49,9 @@ func startIn(dir string, port int) (*Server, error) {
 		return nil, err
 	}
 	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
+	if !srv.ReadyForConnections(testkit.Scale(10 * time.Second)) {
 		srv.Shutdown()
-		return nil, fmt.Errorf("natstest: the server did not start within 10s")
+		return nil, fmt.Errorf("natstest: the server did not start within %v", testkit.Scale(10*time.Second))
 	}
 	return &Server{srv: srv}, nil
 }
@@ -196,7 +198,7 @@ func (p *Proc) start() {
 		p.t.Fatal(err)
 	}
 	p.cmd = cmd
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 	for {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p.port), 100*time.Millisecond)
 		if err == nil {
@@ -205,7 +207,7 @@ func (p *Proc) start() {
 		}
 		if time.Now().After(deadline) {
 			p.Kill()
-			p.t.Fatalf("natstest: the server process did not listen on %d within 10s (log: %s)", p.port, log.Name())
+			p.t.Fatalf("natstest: the server process did not listen on %d within %v (log: %s)", p.port, testkit.Scale(10*time.Second), log.Name())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

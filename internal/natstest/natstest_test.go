@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -18,7 +20,7 @@ func TestMain(m *testing.M) {
 // stored publishes one message to a new stream and returns a function
 // that reads it back.
 func stored(t *testing.T, nc *nats.Conn) func() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(10*time.Second))
 	defer cancel()
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -32,9 +34,9 @@ func stored(t *testing.T, nc *nats.Conn) func() string {
 		t.Fatal(err)
 	}
 	return func() string {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(testkit.Scale(10 * time.Second))
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(time.Second))
 			msg, err := s.GetMsg(ctx, 1)
 			cancel()
 			if err == nil {

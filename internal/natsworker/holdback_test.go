@@ -12,6 +12,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // sent records the sends that went, in order.
@@ -70,10 +71,7 @@ func TestHoldEndsByItself(t *testing.T) {
 	var s sent
 	h := holdFor(time.Millisecond)
 	s.send(h, 1)
-	// Bounded: 1000 polls of 10 ms.
-	for i := 0; i < 1000 && len(s.got()) == 0; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Poll(func() bool { return len(s.got()) > 0 })
 	if got := s.got(); !slices.Equal(got, []int{1}) {
 		t.Errorf("sent %v, want [1]", got)
 	}
@@ -108,7 +106,7 @@ func TestReporterHoldsEventsBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			seqs = append(seqs, p.Seq)
-		case <-time.After(10 * time.Second):
+		case <-time.After(testkit.Scale(10 * time.Second)):
 			t.Fatalf("events published: %v, want the long run's two", seqs)
 		}
 	}

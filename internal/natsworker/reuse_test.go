@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // goroutineID is the number of the goroutine calling it.
@@ -46,7 +48,7 @@ func TestReusedGoroutineEndsWhenIdle(t *testing.T) {
 	go func() { g.wg.Wait(); close(ended) }()
 	select {
 	case <-ended:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("an idle goroutine did not end within 10 s")
 	}
 	g.stop()

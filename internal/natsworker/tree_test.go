@@ -18,6 +18,7 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // gitEnv is git's environment in these tests: a fixed identity, no user
@@ -89,7 +90,7 @@ func TestFetchTipThinOrFull(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := &Worker{objs: objs, opts: WorkerOptions{StoreDir: t.TempDir(), AckWait: time.Second}}
+	w := &Worker{objs: objs, opts: WorkerOptions{StoreDir: t.TempDir(), AckWait: testkit.Scale(time.Second)}}
 	fetch := func(clone gitwork.Git) error {
 		return w.fetchTip(t.Context(), &workerJob{key: "k", opened: itemtask.Opened{Repo: clone.Dir}}, tip)
 	}
@@ -141,7 +142,7 @@ func TestNewWorkerForgetsLeftWorktrees(t *testing.T) {
 	}
 	t.Chdir(repo.Dir)
 	if _, err := NewWorker(t.Context(), WorkerOptions{Conn: natstest.Start(t).Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "w",
-		AckWait: 2 * time.Second, StoreDir: t.TempDir(), Log: io.Discard}); err != nil {
+		AckWait: testkit.Scale(2 * time.Second), StoreDir: t.TempDir(), Log: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	if list, _ := repo.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // sleeper starts a process in a group of its own and returns it; it is
@@ -46,14 +48,14 @@ func TestWatchdogKillsGroupsWhoseLeaseRanOut(t *testing.T) {
 	fmt.Fprintf(w, "lease %d %d\n", expiring.Process.Pid, soon.UnixNano())
 	fmt.Fprintf(w, "lease %d %d\nfree %d\n", freed.Process.Pid, soon.UnixNano(), freed.Process.Pid)
 	fmt.Fprintf(w, "lease %d %d\n", orphan.Process.Pid, later.UnixNano())
-	if !ended(expiring, 5*time.Second) {
+	if !ended(expiring, testkit.Scale(5*time.Second)) {
 		t.Error("the group whose lease ran out is alive after 5s")
 	}
 	if ended(freed, 300*time.Millisecond) {
 		t.Error("a freed group was killed")
 	}
 	w.Close()
-	if !ended(orphan, 5*time.Second) {
+	if !ended(orphan, testkit.Scale(5*time.Second)) {
 		t.Error("a group still leased when the worker went is alive after 5s")
 	}
 	if err := <-served; err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/runnerdev/runner/internal/dispatchtest"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // A worker that ends after IdleExit without a task leaves nothing of its
@@ -17,7 +18,7 @@ import (
 func TestWorkerIdleExitEndsItsGoroutines(t *testing.T) {
 	srv := natstest.Start(t)
 	w, err := NewWorker(t.Context(), WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "idle",
-		AckWait: 2 * time.Second, IdleExit: time.Millisecond, StoreDir: t.TempDir(), Log: io.Discard})
+		AckWait: testkit.Scale(2 * time.Second), IdleExit: time.Millisecond, StoreDir: t.TempDir(), Log: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // directCase is one command of the differential corpus and whether Run
@@ -57,9 +59,9 @@ func directCorpus() []directCase {
 		{command: "sigint", direct: true},  // killed by SIGINT: sh says nothing
 		{command: "sigpipe", direct: true},
 		{command: "time -f %x ./local", direct: true}, // a program in dash, a keyword in bash
-		{command: "sleep 5", direct: true, timeout: 50 * time.Millisecond},
-		{command: "yes", direct: true, timeout: 50 * time.Millisecond},
-		{command: "trapterm", direct: true, timeout: 50 * time.Millisecond}, // sh dies of the SIGTERM the program survives
+		{command: "sleep 300", direct: true, timeout: testkit.Scale(50 * time.Millisecond)},
+		{command: "yes", direct: true, timeout: testkit.Scale(50 * time.Millisecond)},
+		{command: "trapterm", direct: true, timeout: testkit.Scale(50 * time.Millisecond)}, // sh dies of the SIGTERM the program survives
 		// builtins and keywords: under sh
 		{command: "true"}, {command: "true --help"}, {command: "false --help"},
 		{command: "echo -e x"}, {command: "echo -n x y"}, {command: "printf %q x"},
@@ -112,7 +114,7 @@ func writeFixture(t *testing.T, dir string) {
 		{".bin/sigterm", "#!/bin/sh\nkill -TERM $$\n", x},
 		{".bin/sigint", "#!/bin/sh\nkill -INT $$\n", x},
 		{".bin/sigpipe", "#!/bin/sh\nkill -PIPE $$\n", x},
-		{".bin/trapterm", "#!/bin/sh\ntrap 'exit 0' TERM\nsleep 5 & wait\n", x},
+		{".bin/trapterm", "#!/bin/sh\ntrap 'exit 0' TERM\nsleep 300 & wait\n", x},
 		{".noexec/prog2", "#!/bin/sh\necho wrong\n", r},
 		{".bin2/prog2", "#!/bin/sh\necho prog2 later in PATH\n", x},
 		{".bin2/shadow", "#!/bin/sh\necho shadow program\n", x},

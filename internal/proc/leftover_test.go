@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // orphanEnv makes the test binary a parent that runs `sleep 60` with
@@ -42,29 +45,21 @@ func TestDieWithParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := 0
-	for range 500 {
-		if data, err := os.ReadFile(file); err == nil {
-			pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if pid == 0 {
+	if !testkit.Poll(func() bool {
+		data, _ := os.ReadFile(file)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return pid > 0
+	}) {
 		parent.Process.Kill()
 		parent.Wait()
-		t.Fatal("the parent did not start its child within 5 s")
+		t.Fatal("the parent did not start its child")
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	start, _ := StartTime(pid)
 	parent.Process.Kill()
 	parent.Wait()
-	for range 500 {
-		if now, ok := StartTime(pid); !ok || now != start || !running(pid) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("the child %d still runs 5 s after its parent was killed", pid)
+	testkit.Eventually(t, func() bool { now, ok := StartTime(pid); return !ok || now != start || !running(pid) },
+		fmt.Sprintf("the child %d ended after its parent was killed", pid))
 }
 
 // running reports whether pid runs and is not a zombie.
@@ -109,18 +104,13 @@ func TestEndGroup(t *testing.T) {
 	}
 
 	left, start := leader("left")
-	for range 500 { // both sleeps started
-		if _, err := os.Stat(filepath.Join(dir, "left")); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(dir, "left")); return err == nil }, "both sleeps started")
 	left.Process.Kill()
 	left.Wait()
 	if !groupAlive(left.Process.Pid) {
 		t.Fatal("the sleeps died with their leader")
 	}
-	if err := EndGroup(left.Process.Pid, start, 5*time.Second); err != nil {
+	if err := EndGroup(left.Process.Pid, start, testkit.Scale(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if groupAlive(left.Process.Pid) {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // noPidFDEnv makes the test binary run without pidfds (see TestWithoutPidFD).
@@ -74,7 +76,7 @@ func TestPidFD(t *testing.T) {
 // hangLimit is how long runCtx waits for Run to return before it calls
 // the run hung: the runs that could hang wait on a `sleep 300` that Run
 // must not wait for, and a minute is far beyond any run that returns.
-const hangLimit = time.Minute
+var hangLimit = testkit.Scale(time.Minute)
 
 func runT(t *testing.T, spec Spec) Result {
 	t.Helper()
@@ -110,13 +112,7 @@ func gone(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still alive", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, func() bool { return gone(pid) }, fmt.Sprintf("process %d gone", pid))
 }
 
 func readPid(t *testing.T, path string) int {
@@ -130,6 +126,24 @@ func readPid(t *testing.T, path string) int {
 		t.Fatalf("bad pid file %q: %v", b, err)
 	}
 	return pid
+}
+
+// runPastReady runs spec, whose command writes a line to the file ready
+// once it is as the test's timeout must find it, again with twice the
+// timeout each time the timeout came first: on a loaded machine a shell
+// may take longer than a short timeout to get that far. It returns the
+// result and the timeout of the run that got there.
+func runPastReady(t *testing.T, ctx context.Context, spec Spec, ready string) (Result, time.Duration) {
+	t.Helper()
+	for {
+		res := runCtx(t, ctx, spec)
+		data, _ := os.ReadFile(ready)
+		if res.Kind != KindTimeout || strings.HasSuffix(string(data), "\n") || spec.Timeout > hangLimit {
+			return res, spec.Timeout
+		}
+		t.Logf("the timeout of %v came before the command was ready: again with twice as long", spec.Timeout)
+		spec.Timeout *= 2
+	}
 }
 
 func killOnCleanup(t *testing.T, pid int) {
@@ -308,14 +322,14 @@ func TestStdin(t *testing.T) {
 func TestTimeoutKillsGrandchild(t *testing.T) {
 	t.Parallel()
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	res := runT(t, Spec{
+	res, timeout := runPastReady(t, context.Background(), Spec{
 		Command: "sleep 300 & echo $! > " + pidfile + "; wait",
-		Timeout: 200 * time.Millisecond,
-	})
+		Timeout: testkit.Scale(200 * time.Millisecond),
+	}, pidfile)
 	if res.Kind != KindTimeout || res.ExitCode != 124 {
 		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
 	}
-	if res.Err == nil || res.Err.Error() != "timed out after 200ms" {
+	if res.Err == nil || res.Err.Error() != "timed out after "+timeout.String() {
 		t.Errorf("err %v", res.Err)
 	}
 	if !errors.Is(res.Err, context.DeadlineExceeded) {
@@ -328,11 +342,12 @@ func TestTimeoutKillsGrandchild(t *testing.T) {
 
 func TestTimeoutIgnoringTERMGetsKILL(t *testing.T) {
 	t.Parallel()
-	res := runT(t, Spec{
-		Command: "trap '' TERM; sleep 300",
-		Timeout: 200 * time.Millisecond,
+	ready := filepath.Join(t.TempDir(), "ready")
+	res, _ := runPastReady(t, context.Background(), Spec{
+		Command: "trap '' TERM; echo trapped > " + ready + "; sleep 300",
+		Timeout: testkit.Scale(200 * time.Millisecond),
 		Grace:   300 * time.Millisecond,
-	})
+	}, ready)
 	if res.Kind != KindTimeout || res.ExitCode != 124 {
 		t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
 	}
@@ -355,7 +370,7 @@ func TestStubbornLeftoversAreGoneOnReturn(t *testing.T) {
 		kind    Kind
 	}{
 		{name: "exit", end: "exit 3", kind: KindExit},
-		{name: "timeout", end: "sleep 300", timeout: time.Second, kind: KindTimeout},
+		{name: "timeout", end: "sleep 300", timeout: testkit.Scale(200 * time.Millisecond), kind: KindTimeout},
 		{name: "cancel", end: "sleep 300", cancel: true, kind: KindCanceled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -367,14 +382,14 @@ func TestStubbornLeftoversAreGoneOnReturn(t *testing.T) {
 			if tc.cancel {
 				w.hook = cancel
 			}
-			res := runCtx(t, ctx, Spec{
+			res, _ := runPastReady(t, ctx, Spec{
 				Command: fmt.Sprintf(`sh -c 'trap "" TERM; echo $$ > %[1]s.tmp; mv %[1]s.tmp %[1]s; while :; do sleep 0.05; done' >/dev/null 2>&1 &
 while [ ! -s %[1]s ]; do sleep 0.01; done
 echo ready; %[2]s`, pidfile, tc.end),
 				Stdout:  w,
 				Timeout: tc.timeout,
 				Grace:   200 * time.Millisecond,
-			})
+			}, pidfile)
 			if res.Kind != tc.kind {
 				t.Fatalf("kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
 			}
@@ -787,12 +802,8 @@ func TestNoGoroutineLeak(t *testing.T) {
 		}
 	}
 	cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines: %d before, %d after", before, runtime.NumGoroutine())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testkit.Poll(func() bool { return runtime.NumGoroutine() <= before }) {
+		t.Fatalf("goroutines: %d before, %d after", before, runtime.NumGoroutine())
 	}
 }
 

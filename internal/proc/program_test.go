@@ -1,12 +1,15 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // writeProgram writes an executable shell script named name into dir.
@@ -113,7 +116,7 @@ func TestArgsProcessGroup(t *testing.T) {
 	env := []string{"PATH=" + dir + ":/usr/bin:/bin"}
 
 	pidfile := filepath.Join(dir, "pid1")
-	res := runT(t, Spec{Args: []string{"spawner", pidfile, "wait"}, Env: env, Timeout: 200 * time.Millisecond})
+	res, _ := runPastReady(t, context.Background(), Spec{Args: []string{"spawner", pidfile, "wait"}, Env: env, Timeout: testkit.Scale(200 * time.Millisecond)}, pidfile)
 	if res.Kind != KindTimeout || res.ExitCode != 124 {
 		t.Fatalf("timeout: kind %q code %d err %v", res.Kind, res.ExitCode, res.Err)
 	}

@@ -17,10 +17,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // deadline bounds each wait: a handshake with a process, not a timing.
-const deadline = time.Minute
+var deadline = testkit.Scale(testkit.Wait)
 
 // AwaitPID waits for a command to write its pid and a newline to path
 // (`echo $$ > FILE`) and returns it. ended reports, without blocking,

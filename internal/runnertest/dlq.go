@@ -10,6 +10,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/proc"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // dlqhold FILE SECONDS holds the DLQ file FILE open (and so locked) for
@@ -24,7 +25,7 @@ func dlqHold() {
 		fmt.Fprintln(os.Stderr, "dlqhold:", err)
 		os.Exit(2)
 	}
-	d, err := dlq.Open(os.Args[1], dlq.Options{Timeout: 10 * time.Second})
+	d, err := dlq.Open(os.Args[1], dlq.Options{Timeout: testkit.Scale(10 * time.Second)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dlqhold:", err)
 		os.Exit(1)

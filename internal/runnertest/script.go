@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // ScriptParams is the setup of the end-to-end scripts, without the
@@ -42,6 +43,7 @@ func ScriptParams() testscript.Params {
 			"dlqlease":     dlqLease,
 			"jsondoc":      jsonDoc,
 			"natsserver":   natsServer,
+			"scale":        scaleCmd,
 		},
 	}
 }
@@ -194,7 +196,21 @@ func breakerPause(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Logf("breaker opened %d time(s)", openings)
 }
 
-// waitfile FILE waits up to 10 s for FILE to exist.
+// scale NAME DURATION sets $NAME to DURATION times the tests' timeout
+// scale (testkit.Scale), written as Go writes a duration (500ms, 2s,
+// 1m30s): a workflow's timeout reads it, and runner's messages show it so.
+func scaleCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: scale NAME DURATION")
+	}
+	d, err := time.ParseDuration(args[1])
+	if err != nil {
+		ts.Fatalf("scale: %v", err)
+	}
+	ts.Setenv(args[0], testkit.Scale(d).String())
+}
+
+// waitfile FILE waits for FILE to exist (testkit.Poll).
 func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: waitfile FILE")
@@ -202,16 +218,13 @@ func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 	path := ts.MkAbs(args[0])
 	// A handshake, not a timing: the bound only keeps a broken script from
 	// hanging, and must hold on a machine loaded many times over.
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
+	if !testkit.Poll(func() bool { _, err := os.Stat(path); return err == nil }) {
+		ts.Fatalf("%s did not appear within %v", args[0], testkit.Scale(testkit.Wait))
 	}
-	ts.Fatalf("%s did not appear within a minute", args[0])
 }
 
-// pidgone PIDFILE checks (for up to 5 s) that the process whose pid the file
-// holds no longer exists.
+// pidgone PIDFILE checks (testkit.Poll) that the process whose pid the
+// file holds no longer exists.
 func pidGone(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 {
 		ts.Fatalf("usage: pidgone PIDFILE")
@@ -220,11 +233,8 @@ func pidGone(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("pidgone: %v", err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
+	if !testkit.Poll(func() bool { return syscall.Kill(pid, 0) != nil }) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		ts.Fatalf("process %d is still running", pid)
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	ts.Fatalf("process %d is still running", pid)
 }
