@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,6 +26,7 @@ type gitFixture struct {
 	g          *gitSide
 	git        gitwork.Git
 	objs       *natsconn.Objects
+	srv        *natstest.Server
 	base, tip  string // main's commit and the job branch's
 	itemBranch string
 }
@@ -50,7 +52,8 @@ func newGitFixture(t *testing.T) *gitFixture {
 	run("switch", "-q", "-c", "runner/j")
 	run("commit", "-q", "--allow-empty", "-m", "setup")
 	run("switch", "-q", "main")
-	js, err := jetstream.New(natstest.Start(t).Connect(t))
+	srv := natstest.Start(t)
+	js, err := jetstream.New(srv.Connect(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ func newGitFixture(t *testing.T) *gitFixture {
 	}
 	repo := itemtask.Repo{JobBranch: "runner/j", ItemBranches: "runner-items/j/", Target: "main", Env: env}
 	g := &gitSide{repo: repo, git: git, store: store, tmp: t.TempDir(), tips: map[string]bool{}, base: run("rev-parse", "main")}
-	return &gitFixture{g: g, git: git, objs: objs, base: g.base, tip: run("rev-parse", "runner/j"), itemBranch: "runner-items/j/a"}
+	return &gitFixture{g: g, git: git, objs: objs, srv: srv, base: g.base, tip: run("rev-parse", "runner/j"), itemBranch: "runner-items/j/a"}
 }
 
 // item makes, in a clone of the repository, the item's branch from the
@@ -252,6 +255,34 @@ func TestFetchItem(t *testing.T) {
 	}
 	if head, _ := f.git.Tip(t.Context(), f.itemBranch); head != good.Head {
 		t.Fatalf("the item's branch is at %q, want %s", head, good.Head)
+	}
+}
+
+// The server stops as the coordinator fetches an item's bundle, before
+// the item's merge, and starts again on its store: the fetch is tried
+// again and brings the item's branch back, and the item does not fail as
+// transfer (issue 36: "the commits of worker w1 did not come back: bundle
+// item/3...: context deadline exceeded" beside busy loops).
+func TestFetchItemWhileServerRestarts(t *testing.T) {
+	f := newGitFixture(t)
+	ig := f.put(t, f.item(t), f.tip, "item/a", same)
+	f.srv.Shutdown()
+	restarted := make(chan error, 1)
+	go func() {
+		// Longer than a request waits for its answer (jetstream's
+		// default timeout, 5 s): the first fetch fails.
+		time.Sleep(7 * time.Second)
+		restarted <- f.srv.Restart()
+	}()
+	out := f.g.fetchItem(t.Context(), f.tip, natsconn.Result{Worker: "w1", Attempt: 1, Git: ig}, itemtask.Outcome{})
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	if out.Failed || out.Branch != f.itemBranch {
+		t.Fatalf("outcome %+v, want the branch fetched once the server is back", out)
+	}
+	if head, _ := f.git.Tip(t.Context(), f.itemBranch); head != ig.Head {
+		t.Errorf("the item's branch is at %q, want %s", head, ig.Head)
 	}
 }
 
