@@ -181,6 +181,43 @@ func TestTipBundlesOncePerTip(t *testing.T) {
 	}
 }
 
+// A git bucket the server lost (restarted on an empty store) is made
+// again with the bundles of the tips given (those of the tasks sent
+// again) and of the commit the job started from; a bucket that is there
+// is left as it is (issue 35.4: every worktree item failed as transfer,
+// "bucket not found").
+func TestGitBucketMadeAgain(t *testing.T) {
+	f := newGitFixture(t)
+	if _, err := f.g.tip(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if remade, err := f.g.keep(t.Context(), f.objs, "k", []string{f.tip}); remade || err != nil {
+		t.Fatalf("keep of a bucket that is there: remade %v, %v; want nothing done", remade, err)
+	}
+	if err := f.objs.DeleteGitStore(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if remade, err := f.g.keep(t.Context(), f.objs, "k", []string{f.tip}); !remade || err != nil {
+		t.Fatalf("keep of a lost bucket: remade %v, %v; want it made again", remade, err)
+	}
+	store, err := f.objs.GitStore(t.Context(), "k", false)
+	if err != nil {
+		t.Fatalf("the bucket: %v", err)
+	}
+	for _, name := range []string{natsconn.TipBundle(f.tip, true), natsconn.TipBundle(f.base, false)} {
+		if _, err := store.GetInfo(t.Context(), name); err != nil {
+			t.Errorf("bundle %s in the bucket made again: %v", name, err)
+		}
+	}
+	next := f.moveTip(t)
+	if tip, err := f.g.tip(t.Context()); err != nil || tip != next {
+		t.Fatalf("tip = %s, %v; want %s", tip, err, next)
+	}
+	if _, err := store.GetInfo(t.Context(), natsconn.TipBundle(next, true)); err != nil {
+		t.Errorf("the next tip's bundle, in the bucket made again: %v", err)
+	}
+}
+
 // The job branch's tip is read once for all the items dispatched until
 // the job's process moves the job branch (a merge), and read again then.
 func TestTipReadOnceBetweenMoves(t *testing.T) {
