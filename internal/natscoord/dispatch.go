@@ -423,9 +423,8 @@ func (d *Dispatcher) keepSpec(ctx context.Context) error {
 // job for one of an unknown job, then the streams and the consumer, and
 // the job's git bucket (keepGit); then it sends again the tasks of the
 // dispatches still waiting for a result that the tasks stream no longer
-// holds. Only the items in flight can run
-// twice: a result a worker stores after this is taken, the other one
-// dropped as a duplicate.
+// holds. Only the items in flight can run twice: a result a worker
+// stores after this is taken, the other one dropped as a duplicate.
 func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
 	if !d.objs.Lost(ctx, pullErr, natsconn.ResultsStream, natsconn.JobConsumer(d.key)) {
 		return

@@ -89,7 +89,7 @@ func (w *Worker) claimBranch(repo, branch string) func(discard func() error) {
 	}
 	return func(discard func() error) {
 		if derr := discard(); derr != nil {
-			w.logf("the branch %s and its worktree: %v", branch, derr)
+			w.logf("removing branch %s and its worktree: %v", branch, derr)
 		}
 		if err == nil {
 			os.Remove(note.Name())
