@@ -261,23 +261,27 @@ func TestSweepDeletesDeadWorkersBranches(t *testing.T) {
 // upload of its branch (a git bundle create killed midway, which leaves
 // its bundle's lock file). Each leftover is named: a worktree, an item
 // branch, a file in the store. The sequences of issue 36, where
-// TestNATSGitServerCrash failed 6 rounds of 10 beside busy loops.
+// TestNATSGitServerCrash failed 6 rounds of 10 beside busy loops. A
+// server back on an empty store, without the job's git bucket, leaves the
+// branch to a later delivery too, not failed as transfer (issue 35.4).
 func TestServerGoneRunLeavesNothing(t *testing.T) {
 	realGit, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("no git")
 	}
 	// A git in front of the real one whose bundle create, as git's does,
-	// takes its bundle's lock file first, and then hangs until killed.
+	// takes its bundle's lock file first, and then hangs until killed,
+	// while the file hang is there.
 	shim := t.TempDir()
+	hang := filepath.Join(shim, "hang")
 	if err := os.WriteFile(filepath.Join(shim, "git"), []byte("#!/bin/sh\n"+
-		"if [ \"$1 $2\" = \"bundle create\" ]; then : > \"$4.lock\"; exec sleep 60; fi\n"+
+		"if [ \"$1 $2\" = \"bundle create\" ] && [ -e \""+hang+"\" ]; then : > \"$4.lock\"; exec sleep 60; fi\n"+
 		"exec \""+realGit+"\" \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", shim+string(filepath.ListSeparator)+os.Getenv("PATH"))
 	const branch = "runner-items/j/1"
-	for _, phase := range []string{"fetch", "worktree add", "worktree remove", "upload"} {
+	for _, phase := range []string{"fetch", "worktree add", "worktree remove", "upload", "bucket lost"} {
 		t.Run(phase, func(t *testing.T) {
 			src, base := newClone(t)
 			clone := gitwork.Git{Dir: t.TempDir(), Env: src.Env}
@@ -329,6 +333,8 @@ func TestServerGoneRunLeavesNothing(t *testing.T) {
 					os.RemoveAll(path)
 				case "upload":
 					_, err := clone.Output(ctx, "worktree", "remove", "--force", path)
+					err = errors.Join(err, os.WriteFile(hang, nil, 0o600))
+					t.Cleanup(func() { os.Remove(hang) })
 					go func() {
 						for range 600 {
 							if locks, _ := filepath.Glob(filepath.Join(w.opts.StoreDir, "*", "*.lock")); len(locks) > 0 {
@@ -339,6 +345,9 @@ func TestServerGoneRunLeavesNothing(t *testing.T) {
 						gone()
 					}()
 					return itemtask.Outcome{Branch: branch, Worktree: path}, err
+				case "bucket lost":
+					_, err := clone.Output(ctx, "worktree", "remove", "--force", path)
+					return itemtask.Outcome{Branch: branch, Worktree: path}, errors.Join(err, objs.DeleteGitStore(ctx, "k"))
 				}
 				gone()
 				return itemtask.Outcome{Branch: branch}, context.Cause(ctx)
