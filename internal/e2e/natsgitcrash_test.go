@@ -420,3 +420,25 @@ func TestNATSGitServerCrash(t *testing.T) {
 		t.Logf("server killed after %d runs began: %d extra runs", at, extra)
 	})
 }
+
+// TestNATSGitServerStoreLost kills the NATS server with kill -9 while
+// worktree items run and starts it again on a new, empty store (its -sd
+// lost: the job's git bucket with everything else): the coordinator makes
+// the bucket again, with the commits its items start from, before it
+// sends their tasks again, and every item, those not yet started among
+// them, runs and is merged exactly once; nothing goes to the DLQ and
+// nothing is left (issue 35.4: every item failed as transfer, "bucket not
+// found", exit 3).
+func TestNATSGitServerStoreLost(t *testing.T) {
+	skipNATSProcesses(t, "waits for the coordinator and the workers to find the server's store lost")
+	t.Parallel()
+	srv := natstest.Process(t, t.TempDir(), 0)
+	r := newGitCrashRig(t, srv.URL(), "")
+	cmd, exited := r.run("")
+	waitForLines(r.runs, 2, exited)
+	srv.Kill()
+	srv.RestartEmpty()
+	r.ended(cmd, exited)
+	extra := r.audit(srv.Connect(t), gitCrashWindow)
+	t.Logf("%d extra runs", extra)
+}

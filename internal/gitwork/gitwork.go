@@ -462,22 +462,40 @@ func parseWorktrees(out string) []Worktree {
 	return list
 }
 
-// DeleteBranchAndWorktree deletes branch, after removing the worktrees
-// it is checked out in (those a process stopped midway could not
-// remove).
-func (g Git) DeleteBranchAndWorktree(ctx context.Context, branch string) error {
-	out, err := g.worktree(ctx, "list", "--porcelain")
+// DiscardWorktree removes the worktree at path and deletes branch (one
+// that is not there is not an error), whatever a git killed midway left
+// of the worktree: made, half made (locked, its HEAD or its .git file not
+// written yet: such a worktree breaks git bundle and fetch in the
+// repository) or half removed (its directory gone, git still knowing
+// it). A branch checked out in another worktree is not deleted: git
+// refuses.
+func (g Git) DiscardWorktree(ctx context.Context, path, branch string) error {
+	there, err := g.Worktrees(ctx, path)
 	if err != nil {
 		return err
 	}
-	for _, w := range parseWorktrees(out) {
-		if w.Branch == branch {
-			if err := g.RemoveWorktree(ctx, w.Path); err != nil {
-				return err
-			}
+	for _, w := range there {
+		if _, err := g.worktree(ctx, "remove", "--force", "--force", w.Path); err == nil {
+			continue
+		}
+		// Half made: git refuses a directory without its .git file, and
+		// forgets a worktree whose directory is gone.
+		if err := os.RemoveAll(w.Path); err != nil {
+			return err
+		}
+		if _, err := g.worktree(ctx, "remove", "--force", "--force", w.Path); err != nil {
+			return err
 		}
 	}
-	return g.DeleteBranch(ctx, branch)
+	if err := os.RemoveAll(path); err != nil { // a directory git never knew as a worktree
+		return err
+	}
+	if err := g.DeleteBranch(ctx, branch); err != nil {
+		if tip, terr := g.Tip(ctx, branch); terr != nil || tip != "" {
+			return err
+		}
+	}
+	return nil
 }
 
 // ItemBranchesRoot is where runner's items' branches are:

@@ -412,28 +412,62 @@ func TestPruneWithBranches(t *testing.T) {
 	}
 }
 
-// TestDeleteBranchAndWorktree: a branch still checked out in a worktree
-// is deleted with the worktree; one in none is deleted too; the worktree
-// of another branch stays.
-func TestDeleteBranchAndWorktree(t *testing.T) {
+// TestDiscardWorktree: an item's worktree and branch are gone after
+// DiscardWorktree whatever a git killed midway left: the worktree whole,
+// half removed (its directory gone, git still knowing it: the leftover of
+// a git worktree remove killed when a NATS worker's run was cut off from
+// its server), half made (locked, its HEAD not written) or half made
+// without its .git file; a branch with no worktree, and none at all, are
+// fine too; the worktree of another branch stays.
+func TestDiscardWorktree(t *testing.T) {
 	g := newRepo(t)
-	tree, other := filepath.Join(t.TempDir(), "w"), filepath.Join(t.TempDir(), "other")
-	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/1", tree)
-	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/3", other)
-	must(t, g, "branch", "runner-items/j/2")
-	for _, b := range []string{"runner-items/j/1", "runner-items/j/2"} {
-		if err := g.DeleteBranchAndWorktree(t.Context(), b); err != nil {
-			t.Fatal(err)
-		}
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other")
+	must(t, g, "worktree", "add", "-q", "-b", "runner-items/j/other", other)
+	common := must(t, g, "rev-parse", "--git-common-dir")
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(g.Dir, common)
 	}
-	if branches := must(t, g, "branch", "--format=%(refname:short)"); branches != "main\nrunner-items/j/3" {
-		t.Errorf("branches %q, want main and the other worktree's", branches)
-	}
-	if _, err := os.Stat(tree); !os.IsNotExist(err) {
-		t.Errorf("the worktree is still there: %v", err)
-	}
-	if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 2 {
-		t.Errorf("%d worktrees, want the repository's and the other branch's", trees)
+	for _, c := range []struct {
+		name  string
+		leave func(path string) // what the killed git left at path
+	}{
+		{"whole", func(string) {}},
+		{"half removed", func(path string) { os.RemoveAll(path) }},
+		{"half made", func(path string) {
+			admin := filepath.Join(common, "worktrees", filepath.Base(path))
+			os.WriteFile(filepath.Join(admin, "HEAD"), []byte(strings.Repeat("0", 40)+"\n"), 0o600)
+			os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600)
+		}},
+		{"half made without .git", func(path string) {
+			os.Remove(filepath.Join(path, ".git"))
+			os.WriteFile(filepath.Join(common, "worktrees", filepath.Base(path), "locked"), []byte("initializing"), 0o600)
+		}},
+		{"no worktree", nil},
+		{"nothing", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path, branch := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")), "runner-items/j/"+strings.ReplaceAll(c.name, " ", "-")
+			switch {
+			case c.leave != nil:
+				must(t, g, "worktree", "add", "-q", "-b", branch, path)
+				c.leave(path)
+			case c.name == "no worktree":
+				must(t, g, "branch", branch)
+			}
+			if err := g.DiscardWorktree(t.Context(), path, branch); err != nil {
+				t.Fatal(err)
+			}
+			if branches := must(t, g, "branch", "--format=%(refname:short)"); branches != "main\nrunner-items/j/other" {
+				t.Errorf("branches %q, want main and the other worktree's", branches)
+			}
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Errorf("the worktree's directory is still there: %v", err)
+			}
+			if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 2 {
+				t.Errorf("%d worktrees, want the repository's and the other branch's", trees)
+			}
+		})
 	}
 }
 

@@ -86,10 +86,14 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, live), Mask: jw.Mask, LogPath: jw.ItemLogPath, Repo: repo, Last: LastStep(wf.Map.Template)}
 	if trees != nil {
 		opened.Hold = trees.Admin
-		opened.Branch = func(t itemtask.Task) string { return trees.TreeOf(&items.Item{Index: t.Index, ID: t.ItemID}).Branch }
+		opened.Branch = func(t itemtask.Task) string { return trees.TreeOf(taskItem(t)).Branch }
+		opened.Discard = func(ctx context.Context, t itemtask.Task) error { return trees.DiscardItem(ctx, taskItem(t)) }
 	}
 	return opened, nil
 }
+
+// taskItem is the item of t as far as its worktree's names need it.
+func taskItem(t itemtask.Task) *items.Item { return &items.Item{Index: t.Index, ID: t.ItemID} }
 
 // portableTrees are the items' worktrees of a job opened on a NATS worker
 // (nil when its map runs without isolation), made from the commit each

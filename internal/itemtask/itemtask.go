@@ -311,6 +311,10 @@ type Opened struct {
 	// on (nil without worktrees): known before the run, so that a worker
 	// can note it as its own before it exists.
 	Branch func(t Task) string
+	// Discard removes what a run of t left in Repo, under Hold: its
+	// worktree, whatever a git killed midway left of it, and its branch
+	// (nil without worktrees).
+	Discard func(ctx context.Context, t Task) error
 	// Last reports whether rec is the last record of a run that goes on
 	// to its outcome (the template's last step, not waiting to retry):
 	// its checkpoint may travel with the outcome, as nothing runs after

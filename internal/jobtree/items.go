@@ -324,6 +324,17 @@ func (w *Worktrees) CloseItem(ctx context.Context, t ItemTree) error {
 	return w.Admin(func() error { return w.User.RemoveWorktree(context.WithoutCancel(ctx), t.Path) })
 }
 
+// DiscardItem removes what a run of it left in the repository whose
+// worktrees these are, under the worktree lock: its worktree, whatever a
+// git killed midway left of it (gitwork.DiscardWorktree), and its branch.
+// A NATS worker calls it once each run ended, its branch sent or not:
+// a run cut off from its server has its git commands killed, those that
+// make or remove its worktree among them.
+func (w *Worktrees) DiscardItem(ctx context.Context, it *items.Item) error {
+	t := w.TreeOf(it)
+	return w.Admin(func() error { return w.User.DiscardWorktree(ctx, t.Path, t.Branch) })
+}
+
 // MergeBack merges the branch of an item that succeeded into the job
 // branch (unless map.merge is none), and sets the outcome's commits (and
 // its worktree, when it names none: one run elsewhere names its own). A

@@ -42,6 +42,15 @@ func ServerAway(err error) bool {
 		errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting)
 }
 
+// BucketLost reports whether err says that a job's git bucket is not on
+// the server: one restarted on an empty store lost it, and the job's
+// coordinator makes it again (a job that ended removed it, and its tasks
+// are dropped), so a bundle that could not be carried then is carried on
+// a later delivery, not the item's failure.
+func BucketLost(err error) bool {
+	return errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
+}
+
 // ItemBundle is the object of the bundle of an item's commits, up to
 // head, in one delivery of its attempt's task. Head is in the name as
 // two runs may have one delivery number (a server restarted on its store

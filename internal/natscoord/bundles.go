@@ -25,15 +25,17 @@ import (
 // from, whose full bundle is made once per job), the items' branches
 // back.
 type gitSide struct {
-	repo  itemtask.Repo
-	git   gitwork.Git // in the user's checkout
-	store jetstream.ObjectStore
-	base  string // the commit the job started from, which workers' clones likely have; "" unknown
-	tmp   string // where bundles are written and read
+	repo itemtask.Repo
+	git  gitwork.Git // in the user's checkout
+	base string      // the commit the job started from, which workers' clones likely have; "" unknown
+	tmp  string      // where bundles are written and read
 
 	mu   sync.Mutex      // one tip's bundles made at a time
 	tips map[string]bool // the tip bundles stored, by object
 	last tipRead         // the job branch's tip as last read, its bundles stored
+
+	storeMu sync.Mutex
+	store   jetstream.ObjectStore // the job's git bucket, made again by keep
 }
 
 // tipRead is the job branch's tip read when the job's process had moved
@@ -104,9 +106,22 @@ func (d *Dispatcher) fromEndedProcess(index, attempt int) bool {
 	return (early && in.r.Attempt == attempt) || d.adopted[index] == attempt
 }
 
-// tipStoreWait is how long storing a tip's bundles is tried again while
-// the server does not answer (restarting) before the item fails.
-const tipStoreWait = 2 * time.Minute
+// awayWait is how long storing a tip's bundles, or fetching an item's,
+// is tried again while the server does not answer (restarting) before the
+// item fails.
+const awayWait = 2 * time.Minute
+
+// whileAway calls do, and again each second while the server does not
+// answer (natsconn.ServerAway), for at most awayWait or until ctx ends;
+// it returns do's last error.
+func whileAway(ctx context.Context, do func() error) error {
+	err := do()
+	for until := time.Now().Add(awayWait); natsconn.ServerAway(err) && ctx.Err() == nil && time.Now().Before(until); {
+		time.Sleep(time.Second)
+		err = do()
+	}
+	return err
+}
 
 // tip returns the job branch's tip, whose bundle it stores first. The
 // tip is read again only once the job's process may have moved the job
@@ -135,11 +150,7 @@ func (g *gitSide) readTip(ctx context.Context) (string, error) {
 		err = fmt.Errorf("the job branch %s is gone", g.repo.JobBranch)
 	}
 	if err == nil {
-		err = g.storeTip(ctx, sha, g.base)
-		for until := time.Now().Add(tipStoreWait); natsconn.ServerAway(err) && ctx.Err() == nil && time.Now().Before(until); {
-			time.Sleep(time.Second)
-			err = g.storeTip(ctx, sha, g.base)
-		}
+		err = whileAway(ctx, func() error { return g.storeTip(ctx, sha, g.base) })
 	}
 	if err != nil {
 		return "", fmt.Errorf("storing the job branch's tip %s for the workers: %w", sha, err)
@@ -158,7 +169,7 @@ func (g *gitSide) storeTip(ctx context.Context, sha, base string) error {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
-	_, err := g.store.GetInfo(cctx, name)
+	_, err := g.bucket().GetInfo(cctx, name)
 	cancel()
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		if thin {
@@ -200,20 +211,21 @@ func (g *gitSide) putBundle(ctx context.Context, name, sha, base string) error {
 	if base != "" {
 		meta.Metadata = map[string]string{natsconn.MetaBase: base}
 	}
-	_, err = g.store.Put(ctx, meta, f)
+	_, err = g.bucket().Put(ctx, meta, f)
 	return err
 }
 
 // fetchItem brings back the branch of an item whose result is r, started
 // from tip ("" for an attempt an ended process sent, whose tip is not
 // known: then the one the worker names must be on the job branch), and
-// sets out's branch; the item's commits stay on a worker when it fails,
+// sets out's branch, trying again while the server does not answer (a
+// server restarting); the item's commits stay on a worker when it fails,
 // with kind transfer, unless the attempt had failed already.
 func (g *gitSide) fetchItem(ctx context.Context, tip string, r natsconn.Result, out itemtask.Outcome) itemtask.Outcome {
 	if r.Git == nil && r.Failed {
 		return out // it failed before its worktree was made
 	}
-	err := g.fetch(ctx, tip, r.Git)
+	err := whileAway(ctx, func() error { return g.fetch(ctx, tip, r.Git) })
 	switch {
 	case err == nil:
 		out.Branch, out.Worktree = r.Git.Branch, r.Git.Path
@@ -246,7 +258,7 @@ func (g *gitSide) fetch(ctx context.Context, tip string, ig *natsconn.ItemGit) e
 	}
 	path := filepath.Join(g.tmp, strings.ReplaceAll(ig.Bundle, "/", "_"))
 	defer os.Remove(path)
-	if err := g.store.GetFile(ctx, ig.Bundle, path); err != nil {
+	if err := g.bucket().GetFile(ctx, ig.Bundle, path); err != nil {
 		return fmt.Errorf("bundle %s: %w", ig.Bundle, err)
 	}
 	b, err := gitwork.ReadBundle(path)
@@ -285,6 +297,43 @@ func (g *gitSide) checkBase(ctx context.Context, tip string, ig *natsconn.ItemGi
 		err = fmt.Errorf("its branch starts from %s, which is not on the job branch", ig.Base)
 	}
 	return err
+}
+
+// bucket is the job's git bucket as the coordinator has it now.
+func (g *gitSide) bucket() jetstream.ObjectStore {
+	g.storeMu.Lock()
+	defer g.storeMu.Unlock()
+	return g.store
+}
+
+// keep makes the job's git bucket of key again when the server lost it
+// (restarted on an empty store), with the bundles of tips (those the
+// tasks out name, sent again after this) and of the commit the job
+// started from; the next tip read is stored again too. It reports
+// whether it made the bucket again.
+func (g *gitSide) keep(ctx context.Context, objs *natsconn.Objects, key string, tips []string) (remade bool, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+	_, err = g.bucket().Status(cctx)
+	cancel()
+	if !natsconn.BucketLost(err) {
+		return false, err
+	}
+	store, err := objs.GitStore(ctx, key, true)
+	if err != nil {
+		return true, err
+	}
+	g.storeMu.Lock()
+	g.store = store
+	g.storeMu.Unlock()
+	g.tips, g.last = map[string]bool{}, tipRead{}
+	for _, tip := range tips {
+		if err := g.storeTip(ctx, tip, g.base); err != nil {
+			return true, fmt.Errorf("storing the job branch's tip %s for the workers: %w", tip, err)
+		}
+	}
+	return true, nil
 }
 
 // close removes the bundles' directory and, when the job's items are all

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,6 +26,7 @@ type gitFixture struct {
 	g          *gitSide
 	git        gitwork.Git
 	objs       *natsconn.Objects
+	srv        *natstest.Server
 	base, tip  string // main's commit and the job branch's
 	itemBranch string
 }
@@ -50,7 +52,8 @@ func newGitFixture(t *testing.T) *gitFixture {
 	run("switch", "-q", "-c", "runner/j")
 	run("commit", "-q", "--allow-empty", "-m", "setup")
 	run("switch", "-q", "main")
-	js, err := jetstream.New(natstest.Start(t).Connect(t))
+	srv := natstest.Start(t)
+	js, err := jetstream.New(srv.Connect(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ func newGitFixture(t *testing.T) *gitFixture {
 	}
 	repo := itemtask.Repo{JobBranch: "runner/j", ItemBranches: "runner-items/j/", Target: "main", Env: env}
 	g := &gitSide{repo: repo, git: git, store: store, tmp: t.TempDir(), tips: map[string]bool{}, base: run("rev-parse", "main")}
-	return &gitFixture{g: g, git: git, objs: objs, base: g.base, tip: run("rev-parse", "runner/j"), itemBranch: "runner-items/j/a"}
+	return &gitFixture{g: g, git: git, objs: objs, srv: srv, base: g.base, tip: run("rev-parse", "runner/j"), itemBranch: "runner-items/j/a"}
 }
 
 // item makes, in a clone of the repository, the item's branch from the
@@ -178,6 +181,43 @@ func TestTipBundlesOncePerTip(t *testing.T) {
 	}
 }
 
+// A git bucket the server lost (restarted on an empty store) is made
+// again with the bundles of the tips given (those of the tasks sent
+// again) and of the commit the job started from; a bucket that is there
+// is left as it is (issue 35.4: every worktree item failed as transfer,
+// "bucket not found").
+func TestGitBucketMadeAgain(t *testing.T) {
+	f := newGitFixture(t)
+	if _, err := f.g.tip(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if remade, err := f.g.keep(t.Context(), f.objs, "k", []string{f.tip}); remade || err != nil {
+		t.Fatalf("keep of a bucket that is there: remade %v, %v; want nothing done", remade, err)
+	}
+	if err := f.objs.DeleteGitStore(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if remade, err := f.g.keep(t.Context(), f.objs, "k", []string{f.tip}); !remade || err != nil {
+		t.Fatalf("keep of a lost bucket: remade %v, %v; want it made again", remade, err)
+	}
+	store, err := f.objs.GitStore(t.Context(), "k", false)
+	if err != nil {
+		t.Fatalf("the bucket: %v", err)
+	}
+	for _, name := range []string{natsconn.TipBundle(f.tip, true), natsconn.TipBundle(f.base, false)} {
+		if _, err := store.GetInfo(t.Context(), name); err != nil {
+			t.Errorf("bundle %s in the bucket made again: %v", name, err)
+		}
+	}
+	next := f.moveTip(t)
+	if tip, err := f.g.tip(t.Context()); err != nil || tip != next {
+		t.Fatalf("tip = %s, %v; want %s", tip, err, next)
+	}
+	if _, err := store.GetInfo(t.Context(), natsconn.TipBundle(next, true)); err != nil {
+		t.Errorf("the next tip's bundle, in the bucket made again: %v", err)
+	}
+}
+
 // The job branch's tip is read once for all the items dispatched until
 // the job's process moves the job branch (a merge), and read again then.
 func TestTipReadOnceBetweenMoves(t *testing.T) {
@@ -252,6 +292,34 @@ func TestFetchItem(t *testing.T) {
 	}
 	if head, _ := f.git.Tip(t.Context(), f.itemBranch); head != good.Head {
 		t.Fatalf("the item's branch is at %q, want %s", head, good.Head)
+	}
+}
+
+// The server stops as the coordinator fetches an item's bundle, before
+// the item's merge, and starts again on its store: the fetch is tried
+// again and brings the item's branch back, and the item does not fail as
+// transfer (issue 36: "the commits of worker w1 did not come back: bundle
+// item/3...: context deadline exceeded" beside busy loops).
+func TestFetchItemWhileServerRestarts(t *testing.T) {
+	f := newGitFixture(t)
+	ig := f.put(t, f.item(t), f.tip, "item/a", same)
+	f.srv.Shutdown()
+	restarted := make(chan error, 1)
+	go func() {
+		// Longer than a request waits for its answer (jetstream's
+		// default timeout, 5 s): the first fetch fails.
+		time.Sleep(7 * time.Second)
+		restarted <- f.srv.Restart()
+	}()
+	out := f.g.fetchItem(t.Context(), f.tip, natsconn.Result{Worker: "w1", Attempt: 1, Git: ig}, itemtask.Outcome{})
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	if out.Failed || out.Branch != f.itemBranch {
+		t.Fatalf("outcome %+v, want the branch fetched once the server is back", out)
+	}
+	if head, _ := f.git.Tip(t.Context(), f.itemBranch); head != ig.Head {
+		t.Errorf("the item's branch is at %q, want %s", head, ig.Head)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -372,11 +373,13 @@ func (d *Dispatcher) consume(ctx context.Context) {
 // check makes sure, while dispatches wait, that nothing the server lost
 // leaves them waiting for ever when their consumer survived (restore does
 // it when the server lost that too): the job's spec is put back in the
-// jobs bucket if it is gone (else workers retry or drop its tasks), and
-// the tasks that are neither in the stream nor have a result on the way
-// are sent again. It costs three requests to the server whatever the
-// number of items: the spec, the subjects of the job's tasks in the
-// stream and, only if some are missing, those of its results.
+// jobs bucket if it is gone (else workers retry or drop its tasks), its
+// git bucket made again if it is gone (keepGit), and the tasks that are
+// neither in the stream nor have a result on the way are sent again. It
+// costs three requests to the server whatever the number of items (four
+// with worktree items): the spec, the git bucket, the subjects of the
+// job's tasks in the stream and, only if some are missing, those of its
+// results.
 func (d *Dispatcher) check(ctx context.Context) {
 	ws := d.stored()
 	if len(ws) == 0 || !d.js.Conn().IsConnected() {
@@ -384,6 +387,9 @@ func (d *Dispatcher) check(ctx context.Context) {
 	}
 	if err := d.keepSpec(ctx); err != nil {
 		d.objs.Warnf("job %s: checking its spec in NATS bucket %s: %v", d.j.ID(), natsconn.JobsBucket, err)
+	}
+	if !d.keepGit(ctx, d.objs, ws) {
+		return // the tasks sent again would find no commit to start from
 	}
 	if err := d.resendLost(ctx, ws); err != nil {
 		d.objs.Warnf("job %s: checking its tasks: %v", d.j.ID(), err)
@@ -414,11 +420,11 @@ func (d *Dispatcher) keepSpec(ctx context.Context) error {
 // restore makes the NATS objects again when a pull failed because the
 // server lost the job's consumer (restarted on an empty store): first the
 // jobs bucket with the job's spec, so that no worker takes a task of the
-// job for one of an unknown job, then the streams and the consumer; then
-// it sends again the tasks of the dispatches still waiting for a result
-// that the tasks stream no longer holds. Only the items in flight can run
-// twice: a result a worker stores after this is taken, the other one
-// dropped as a duplicate.
+// job for one of an unknown job, then the streams and the consumer, and
+// the job's git bucket (keepGit); then it sends again the tasks of the
+// dispatches still waiting for a result that the tasks stream no longer
+// holds. Only the items in flight can run twice: a result a worker
+// stores after this is taken, the other one dropped as a duplicate.
 func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
 	if !d.objs.Lost(ctx, pullErr, natsconn.ResultsStream, natsconn.JobConsumer(d.key)) {
 		return
@@ -441,9 +447,39 @@ func (d *Dispatcher) restore(ctx context.Context, pullErr error) {
 		return
 	}
 	d.pulls.Use(results)
-	if err := d.resendLost(ctx, d.stored()); err != nil {
+	ws := d.stored()
+	if !d.keepGit(ctx, objs, ws) {
+		return // the next check tries again
+	}
+	if err := d.resendLost(ctx, ws); err != nil {
 		d.objs.Warnf("job %s: checking its tasks: %v", d.j.ID(), err) // the next check tries again
 	}
+}
+
+// keepGit makes the job's git bucket again, through objs, when the
+// server lost it (map.isolation: worktree), with the bundles of the tips
+// that the tasks of ws name: before they are sent again, so that the
+// workers find the commits their items start from. It reports false,
+// with a warning, when it could not.
+func (d *Dispatcher) keepGit(ctx context.Context, objs *natsconn.Objects, ws []*waiter) bool {
+	if d.git == nil {
+		return true
+	}
+	var tips []string
+	for _, w := range ws {
+		if w.task.Tip != "" && !slices.Contains(tips, w.task.Tip) {
+			tips = append(tips, w.task.Tip)
+		}
+	}
+	remade, err := d.git.keep(ctx, objs, d.key, tips)
+	if remade {
+		d.objs.Warnf("the NATS server lost job %s's git bucket %s (restarted on an empty store?): making it again with the commits its tasks start from", d.j.ID(), natsconn.GitBucket(d.key))
+	}
+	if err != nil {
+		d.objs.Warnf("job %s: checking its git bucket %s: %v", d.j.ID(), natsconn.GitBucket(d.key), err)
+		return false
+	}
+	return true
 }
 
 // stored are the dispatches waiting for a result whose task was stored.

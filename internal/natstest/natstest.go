@@ -18,7 +18,11 @@ import (
 )
 
 // Server is a JetStream server running in the test's process.
-type Server struct{ srv *server.Server }
+type Server struct {
+	srv  *server.Server
+	dir  string // its store
+	port int
+}
 
 // Start starts a JetStream server on 127.0.0.1 with its store in a
 // temporary directory; it is shut down when the test ends.
@@ -53,11 +57,23 @@ func startIn(dir string, port int) (*Server, error) {
 		srv.Shutdown()
 		return nil, fmt.Errorf("natstest: the server did not start within %v", testkit.Scale(10*time.Second))
 	}
-	return &Server{srv: srv}, nil
+	return &Server{srv: srv, dir: dir, port: srv.Addr().(*net.TCPAddr).Port}, nil
 }
 
 // Shutdown stops the server.
 func (s *Server) Shutdown() { s.srv.Shutdown() }
+
+// Restart starts a server stopped by Shutdown again, on its store and
+// port. It is not safe to call with Shutdown or URL at once.
+func (s *Server) Restart() error {
+	s.srv.Shutdown()
+	again, err := startIn(s.dir, s.port)
+	if err != nil {
+		return err
+	}
+	s.srv = again.srv
+	return nil
+}
 
 // URL is where clients connect.
 func (s *Server) URL() string { return s.srv.ClientURL() }

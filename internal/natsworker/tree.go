@@ -18,11 +18,13 @@ import (
 // runItem runs task mt, of t, with its job's template. An item that runs
 // in a worktree (t names the tip it starts from) first has that commit
 // fetched into the worker's clone (its --work-dir, or one it made for the
-// job: itemtask.Opened.Repo) when the clone lacks it, and its branch goes back as a bundle in the job's git
-// bucket, which the returned ItemGit names; the worker's copy of the
-// branch is deleted then. A tip or a branch that cannot be carried is the
-// attempt's failure, kind transfer. An error, and no outcome, means the
-// run did not reach an end.
+// job: itemtask.Opened.Repo) when the clone lacks it, and its branch goes
+// back as a bundle in the job's git bucket, which the returned ItemGit
+// names; the worker's copy of the branch, and whatever the run left of
+// its worktree, are removed then, however the run ended. A tip or a
+// branch that cannot be carried is the attempt's failure, kind transfer,
+// unless the server did not answer or lost the bucket (carryLater). An
+// error, and no outcome, means the run did not reach an end.
 func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, save func(itemtask.StepRecord) error, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
 	if t.Tip == "" {
 		out, err := wj.opened.Runner.Run(ctx, mt, sl, save)
@@ -32,17 +34,19 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 		if ctx.Err() != nil {
 			return itemtask.Outcome{}, nil, context.Cause(ctx)
 		}
-		if natsconn.ServerAway(err) {
+		if carryLater(err) {
 			return itemtask.Outcome{}, nil, err // the task is delivered again
 		}
 		return mt.FailedWith(itemtask.KindTransfer, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
 	}
 	mt.Tip = t.Tip
 	// Claimed before the run makes the branch, so that a worker killed at
-	// any moment of it leaves a note of the branch. Deleted not in ctx:
+	// any moment of it leaves a note of the branch. Discarded not in ctx:
 	// its process group hook would have the watchdog kill the git
-	// commands of a run whose lease ran out.
-	defer w.claimBranch(wj.opened.Repo, wj.opened.Branch(mt))(context.Background(), wj.opened.Hold)
+	// commands of a run whose lease ran out (a server gone), as it killed
+	// those the run itself had running: the discard clears what they
+	// left.
+	defer w.claimBranch(wj.opened.Repo, wj.opened.Branch(mt))(func() error { return wj.opened.Discard(context.Background(), mt) })
 	out, err := wj.opened.Runner.Run(ctx, mt, sl, save)
 	if out.Branch == "" || err != nil {
 		return out, nil, err
@@ -51,7 +55,7 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	switch {
 	case ctx.Err() != nil:
 		return itemtask.Outcome{}, nil, context.Cause(ctx)
-	case natsconn.ServerAway(err):
+	case carryLater(err):
 		return itemtask.Outcome{}, nil, err // the task is delivered again
 	case err != nil && !out.Failed:
 		failed := mt.FailedWith(itemtask.KindTransfer, fmt.Errorf("the commits of branch %s did not leave worker %s: %w", out.Branch, w.opts.Name, err))
@@ -60,13 +64,20 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 	return out, ig, nil
 }
 
+// carryLater reports whether err, of a tip's fetch or a branch's upload,
+// says that the server did not answer or lost the job's git bucket
+// (restarted on an empty store: the coordinator makes it again and sends
+// the task again): the commits are carried on a later delivery, and the
+// item does not fail.
+func carryLater(err error) bool { return natsconn.ServerAway(err) || natsconn.BucketLost(err) }
+
 // claimBranch notes in the worker's store that branch, in the clone at
 // repo ("" this process's directory), is this worker's, from before its
 // run makes it until it is sent: the next worker's sweep deletes the
 // branch of a worker killed meanwhile (sweepStores). The returned
-// function deletes the branch, with its worktree if a run stopped midway
-// left it (under hold, the clone's worktree lock), and then the note.
-func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(func() error) error) {
+// function calls discard, which removes the branch with what the run left
+// of its worktree, and then deletes the note.
+func (w *Worker) claimBranch(repo, branch string) func(discard func() error) {
 	abs, err := filepath.Abs(cmp.Or(repo, "."))
 	var note *os.File
 	if err == nil {
@@ -76,8 +87,10 @@ func (w *Worker) claimBranch(repo, branch string) func(context.Context, func(fun
 		_, err = note.WriteString(abs + "\n" + branch)
 		note.Close()
 	}
-	return func(ctx context.Context, hold func(func() error) error) {
-		_ = itemtask.Held(hold, func() error { return gitwork.Git{Dir: repo}.DeleteBranchAndWorktree(ctx, branch) })
+	return func(discard func() error) {
+		if derr := discard(); derr != nil {
+			w.logf("removing branch %s and its worktree: %v", branch, derr)
+		}
 		if err == nil {
 			os.Remove(note.Name())
 		}
@@ -156,11 +169,11 @@ func (w *Worker) fetchTip(ctx context.Context, wj *workerJob, tip string) error 
 // fetchBundle fetches commit sha into the clone git runs in from bundle
 // object name, verified first, under hold (the clone's worktree lock).
 func (w *Worker) fetchBundle(ctx context.Context, store jetstream.ObjectStore, git gitwork.Git, hold func(func() error) error, name, sha string) error {
-	path, err := w.bundlePath()
+	path, done, err := w.bundlePath()
 	if err != nil {
 		return err
 	}
-	defer os.Remove(path)
+	defer done()
 	if err := store.GetFile(ctx, name, path); err != nil {
 		return fmt.Errorf("bundle %s: %w", name, err)
 	}
@@ -189,11 +202,11 @@ func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task,
 	if head == t.Tip {
 		return ig, nil
 	}
-	path, err := w.bundlePath()
+	path, done, err := w.bundlePath()
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(path)
+	defer done()
 	if err := git.CreateBundle(ctx, path, "refs/heads/"+branch, t.Tip); err != nil {
 		return nil, err
 	}
@@ -213,14 +226,16 @@ func (w *Worker) sendBranch(ctx context.Context, wj *workerJob, t natsconn.Task,
 	return ig, nil
 }
 
-// bundlePath is a new file's path in the worker's store for a bundle.
-func (w *Worker) bundlePath() (string, error) {
-	f, err := os.CreateTemp(w.opts.StoreDir, "bundle-")
+// bundlePath is the path of a bundle in a new directory of the worker's
+// store; done removes the directory with whatever is in it: the bundle,
+// and the lock file (path.lock) of a git bundle create killed midway (the
+// run cut off from its server).
+func (w *Worker) bundlePath() (path string, done func(), err error) {
+	dir, err := os.MkdirTemp(w.opts.StoreDir, "bundle-")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	f.Close()
-	return f.Name(), nil
+	return filepath.Join(dir, "bundle"), func() { os.RemoveAll(dir) }, nil
 }
 
 // forgetLeftWorktrees makes the worker's clone (its --work-dir, when that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,6 +187,9 @@ func TestRunItemClaimsBranchBeforeItExists(t *testing.T) {
 	var claimedInRun []claimedBranch
 	w := &Worker{opts: WorkerOptions{StoreDir: t.TempDir(), Name: "w"}}
 	wj := &workerJob{opened: itemtask.Opened{Repo: repo.Dir, Branch: func(itemtask.Task) string { return branch },
+		Discard: func(ctx context.Context, _ itemtask.Task) error {
+			return repo.DiscardWorktree(ctx, filepath.Join(w.opts.StoreDir, "worktree"), branch)
+		},
 		Runner: runnerFunc(func(ctx context.Context, mt itemtask.Task) (itemtask.Outcome, error) {
 			claimedInRun = claimedBranches(w.opts.StoreDir)
 			_, err := repo.Output(ctx, "branch", branch, mt.Tip)
@@ -247,5 +251,129 @@ func TestSweepDeletesDeadWorkersBranches(t *testing.T) {
 	}
 	if list, _ := repo.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 		t.Errorf("worktrees left by the sweep:\n%s", list)
+	}
+}
+
+// A worktree item's run that its server left leaves nothing in the
+// worker's clone or store, whatever the phase the server went in: the
+// tip's fetch (the task comes again), the run (cut off, its lease run out:
+// its git commands killed, the worktree half made by a killed git
+// worktree add or half removed by a killed git worktree remove) or the
+// upload of its branch (a git bundle create killed midway, which leaves
+// its bundle's lock file). Each leftover is named: a worktree, an item
+// branch, a file in the store. The sequences of issue 36, where
+// TestNATSGitServerCrash failed 6 rounds of 10 beside busy loops. A
+// server back on an empty store, without the job's git bucket, leaves the
+// branch to a later delivery too, not failed as transfer (issue 35.4).
+func TestServerGoneRunLeavesNothing(t *testing.T) {
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	// A git in front of the real one whose bundle create, as git's does,
+	// takes its bundle's lock file first, and then hangs until killed,
+	// while the file hang is there.
+	shim := t.TempDir()
+	hang := filepath.Join(shim, "hang")
+	if err := os.WriteFile(filepath.Join(shim, "git"), []byte("#!/bin/sh\n"+
+		"if [ \"$1 $2\" = \"bundle create\" ] && [ -e \""+hang+"\" ]; then : > \"$4.lock\"; exec sleep 60; fi\n"+
+		"exec \""+realGit+"\" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", shim+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	const branch = "runner-items/j/1"
+	for _, phase := range []string{"fetch", "worktree add", "worktree remove", "upload", "bucket lost"} {
+		t.Run(phase, func(t *testing.T) {
+			src, base := newClone(t)
+			clone := gitwork.Git{Dir: t.TempDir(), Env: src.Env}
+			if _, err := clone.Output(t.Context(), "clone", "-q", "--no-local", src.Dir, "."); err != nil {
+				t.Fatal(err)
+			}
+			tip := base
+			if phase == "fetch" { // the clone lacks the tip
+				if _, err := src.Output(t.Context(), "commit", "-q", "--allow-empty", "-m", "tip"); err != nil {
+					t.Fatal(err)
+				}
+				tip, _ = src.Tip(t.Context(), "main")
+			}
+			srv := natstest.Start(t)
+			js, err := jetstream.New(srv.Connect(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := natsconn.OpenObjects(t.Context(), js, io.Discard, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := objs.GitStore(t.Context(), "k", true); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cutOff := context.WithCancelCause(t.Context())
+			defer cutOff(nil)
+			gone := func() { srv.Shutdown(); cutOff(errCutOff) }
+			if phase == "fetch" {
+				gone()
+			}
+			path := filepath.Join(t.TempDir(), "1")
+			w := &Worker{objs: objs, opts: WorkerOptions{StoreDir: t.TempDir(), Name: "w", Log: io.Discard}}
+			admin := func() string {
+				common, _ := clone.Output(t.Context(), "rev-parse", "--path-format=absolute", "--git-common-dir")
+				return filepath.Join(common, "worktrees", "1")
+			}
+			run := runnerFunc(func(ctx context.Context, mt itemtask.Task) (itemtask.Outcome, error) {
+				for _, args := range [][]string{{"worktree", "add", "-q", "-B", branch, path, mt.Tip}, {"-C", path, "commit", "-q", "--allow-empty", "-m", "item 1"}} {
+					if _, err := clone.Output(ctx, args...); err != nil {
+						return itemtask.Outcome{}, err
+					}
+				}
+				switch phase {
+				case "worktree add": // killed before it wrote the worktree's HEAD
+					os.WriteFile(filepath.Join(admin(), "HEAD"), []byte(strings.Repeat("0", 40)+"\n"), 0o600)
+					os.WriteFile(filepath.Join(admin(), "locked"), []byte("initializing"), 0o600)
+				case "worktree remove": // killed once it had removed the directory
+					os.RemoveAll(path)
+				case "upload":
+					_, err := clone.Output(ctx, "worktree", "remove", "--force", path)
+					err = errors.Join(err, os.WriteFile(hang, nil, 0o600))
+					t.Cleanup(func() { os.Remove(hang) })
+					go func() {
+						for range 600 {
+							if locks, _ := filepath.Glob(filepath.Join(w.opts.StoreDir, "*", "*.lock")); len(locks) > 0 {
+								break
+							}
+							time.Sleep(10 * time.Millisecond)
+						}
+						gone()
+					}()
+					return itemtask.Outcome{Branch: branch, Worktree: path}, err
+				case "bucket lost":
+					_, err := clone.Output(ctx, "worktree", "remove", "--force", path)
+					return itemtask.Outcome{Branch: branch, Worktree: path}, errors.Join(err, objs.DeleteGitStore(ctx, "k"))
+				}
+				gone()
+				return itemtask.Outcome{Branch: branch}, context.Cause(ctx)
+			})
+			wj := &workerJob{key: "k", opened: itemtask.Opened{Repo: clone.Dir, Runner: run,
+				Branch: func(itemtask.Task) string { return branch },
+				Discard: func(ctx context.Context, _ itemtask.Task) error {
+					return clone.DiscardWorktree(ctx, path, branch)
+				}}}
+			out, _, err := w.runItem(ctx, wj, natsconn.Task{Tip: tip}, itemtask.Task{}, nil, nil, 1)
+			if err == nil {
+				t.Errorf("the run ended with outcome %+v, want it stopped (its task comes again)", out)
+			}
+			if trees, _ := clone.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(trees, "worktree ") != 1 {
+				t.Errorf("worktree left in the clone:\n%s", trees)
+			}
+			if b, _ := clone.Output(t.Context(), "branch", "--list", "runner-items/*"); b != "" {
+				t.Errorf("item branch left in the clone: %s", b)
+			}
+			filepath.WalkDir(w.opts.StoreDir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && p != w.opts.StoreDir {
+					t.Errorf("file left in the worker's store: %s", p)
+				}
+				return nil
+			})
+		})
 	}
 }
