@@ -23,8 +23,13 @@ const DefaultTimeout = time.Second
 // dead-letter queue: "dlq: <path>: damaged: <detail>".
 var ErrDamaged = errors.New("damaged")
 
-// formatVersion is the layout of the buckets below; stored in the meta bucket.
-const formatVersion = "1"
+// formatVersion is the layout of the buckets below; stored in the meta
+// bucket. Format "1" lacks the summary (keySummary, bucketLast): it is
+// read as it is and given one by its next write open.
+const (
+	formatVersion = "2"
+	formatV1      = "1"
+)
 
 // Buckets. items holds the Item JSON under itemKey(index, id), so that a
 // cursor walks the queue in item_index order; ids maps an item id to its
@@ -233,7 +238,7 @@ func (d *DB) init() error {
 			return nil
 		}
 		switch v := meta.Get(keyVersion); {
-		case v == nil:
+		case v == nil, string(v) == formatV1:
 			create = true
 		case string(v) != formatVersion:
 			return fmt.Errorf("format version %q is not supported (this runner writes %q)", v, formatVersion)
@@ -253,6 +258,9 @@ func (d *DB) init() error {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return damagedf("bucket %s: %v", name, err)
 			}
+		}
+		if err := addSummary(tx); err != nil {
+			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyVersion, []byte(formatVersion))
 	})
