@@ -239,6 +239,9 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 				err = errors.Join(err, serr)
 			}
 		}
+		if cerr := q.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}

@@ -19,6 +19,10 @@ import (
 // DefaultTimeout is how long Open waits for another process's lock.
 const DefaultTimeout = time.Second
 
+// lockPoll is how often Open tries again to lock a file that another
+// process holds.
+const lockPoll = 2 * time.Millisecond
+
 // ErrDamaged is wrapped by every error about a file that is not a valid
 // dead-letter queue: "dlq: <path>: damaged: <detail>".
 var ErrDamaged = errors.New("damaged")
@@ -184,8 +188,15 @@ func openBolt(path string, opts Options) (db *bolt.DB, err error) {
 		ReadOnly: opts.ReadOnly,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
+			if err != nil {
+				return nil, err
+			}
+			if err := lock(f, !opts.ReadOnly, opts.Timeout); err != nil {
+				_ = f.Close()
+				return nil, err
+			}
 			file = f
-			return f, err
+			return f, nil
 		},
 	}
 	defer func() {
