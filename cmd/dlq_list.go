@@ -80,20 +80,13 @@ func runDLQJobs(g *globalOptions, o dlqListOptions) error {
 		if err != nil {
 			return err
 		}
-		row := dlqJob{JobID: m.ID, Workflow: m.Workflow}
-		err = d.List(func(it dlq.Item) bool {
-			row.Items++
-			if it.LastFailure.After(row.LastFailure) {
-				row.LastFailure = it.LastFailure
-			}
-			return true
-		})
+		s, err := d.Summary()
 		d.Close()
 		if err != nil {
 			return err
 		}
-		if row.Items > 0 {
-			out = append(out, row)
+		if s.Items > 0 {
+			out = append(out, dlqJob{JobID: m.ID, Workflow: m.Workflow, Items: s.Items, LastFailure: s.LastFailure})
 		}
 	}
 	if o.JSON {

@@ -97,6 +97,9 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 	if err := dlqsettle.RecordPurged(job.Stored{Job: j, ExitCode: exitCode}, q, items); err != nil {
 		return err
 	}
+	if err := q.MarkSettled(j.Layout().ItemStates); err != nil {
+		return err
+	}
 	if err := q.Close(); err != nil {
 		return err
 	}

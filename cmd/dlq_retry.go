@@ -185,6 +185,9 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 			return items, err
 		},
 	})
+	if err == nil { // settled with the item log as it is now
+		err = q.MarkSettled(j.Layout().ItemStates)
+	}
 	sum = dlqRetrySummary{JobID: j.ID(), Selected: res.Selected, Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Remaining: res.Remaining}
 	if len(q.Held()) > 0 {
 		sum.HeldBy = map[string]string{}

@@ -91,11 +91,15 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 }
 
 // settleCounts shows the item counts of a MapReduce job that no process
-// holds as its DLQ and item log are (dlqsettle.SettledCounts), rather than
-// as its metadata says: a `dlq retry` killed with -9 leaves the counts of
-// its start there. A job that some process holds keeps the counts that
-// process keeps up to date, and one whose files cannot be read those of
-// its metadata.
+// holds as its DLQ and item log are, rather than as its metadata says: a
+// `dlq retry` killed with -9 leaves the counts of its start there. Its
+// metadata's counts are shown as they are while the stamp in its DLQ
+// says that neither file changed since they were written
+// (jobdlq.CountsCurrent: the DLQ's summary and a stat); otherwise they
+// are settled from both files (dlqsettle.SettledCounts), for this listing
+// only. A job that some process holds keeps the counts that process
+// keeps up to date, and one whose files cannot be read those of its
+// metadata.
 func settleCounts(g *globalOptions, m *state.Meta) {
 	if m.Items == nil || m.Status == state.Running {
 		return
@@ -110,15 +114,18 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if pid, err := j.Owner(); err != nil || pid != 0 {
 		return
 	}
-	records, err := j.ReadItemStates()
-	if err != nil {
-		return
-	}
 	d, err := jobdlq.OpenReader(j.Layout().DLQ)
 	if err != nil {
 		return
 	}
 	defer d.Close()
+	if s, err := d.Summary(); err != nil || jobdlq.CountsCurrent(s, j.Layout().ItemStates) {
+		return
+	}
+	records, err := j.ReadItemStates()
+	if err != nil {
+		return
+	}
 	queued := map[string]bool{}
 	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
 		return

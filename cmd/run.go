@@ -230,9 +230,18 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 			defer par.nats.showQueue(ui.display)()
 		}
 		var sum mapreduce.Summary
-		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, ui.g.stderr),
+		q := jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, ui.g.stderr)
+		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: q,
 			Live: par.live(ui), Ending: ending})
 		res.items, res.end = &sum.Items, sum.End
+		if err == nil || errors.As(err, new(*mapreduce.StoppedError)) { // the map ran to its end and wrote its counts
+			if serr := q.MarkSettled(j.Layout().ItemStates); serr != nil {
+				err = errors.Join(err, serr)
+			}
+		}
+		if cerr := q.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		if err == nil && sum.Items.DLQ > 0 {
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}

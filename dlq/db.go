@@ -19,12 +19,21 @@ import (
 // DefaultTimeout is how long Open waits for another process's lock.
 const DefaultTimeout = time.Second
 
+// lockPoll is how often Open tries again to lock a file that another
+// process holds.
+const lockPoll = 2 * time.Millisecond
+
 // ErrDamaged is wrapped by every error about a file that is not a valid
 // dead-letter queue: "dlq: <path>: damaged: <detail>".
 var ErrDamaged = errors.New("damaged")
 
-// formatVersion is the layout of the buckets below; stored in the meta bucket.
-const formatVersion = "1"
+// formatVersion is the layout of the buckets below; stored in the meta
+// bucket. Format "1" lacks the summary (keySummary, bucketLast): it is
+// read as it is and given one by its next write open.
+const (
+	formatVersion = "2"
+	formatV1      = "1"
+)
 
 // Buckets. items holds the Item JSON under itemKey(index, id), so that a
 // cursor walks the queue in item_index order; ids maps an item id to its
@@ -179,8 +188,15 @@ func openBolt(path string, opts Options) (db *bolt.DB, err error) {
 		ReadOnly: opts.ReadOnly,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			f, err := os.OpenFile(name, flag, perm)
+			if err != nil {
+				return nil, err
+			}
+			if err := lock(f, !opts.ReadOnly, opts.Timeout); err != nil {
+				_ = f.Close()
+				return nil, err
+			}
 			file = f
-			return f, err
+			return f, nil
 		},
 	}
 	defer func() {
@@ -233,7 +249,7 @@ func (d *DB) init() error {
 			return nil
 		}
 		switch v := meta.Get(keyVersion); {
-		case v == nil:
+		case v == nil, string(v) == formatV1:
 			create = true
 		case string(v) != formatVersion:
 			return fmt.Errorf("format version %q is not supported (this runner writes %q)", v, formatVersion)
@@ -253,6 +269,9 @@ func (d *DB) init() error {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return damagedf("bucket %s: %v", name, err)
 			}
+		}
+		if err := addSummary(tx); err != nil {
+			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyVersion, []byte(formatVersion))
 	})

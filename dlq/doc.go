@@ -13,9 +13,15 @@
 //	defer d.Close()
 //	return d.Add(dlq.Entry{JobID: job, ItemID: id, Item: raw, Failure: f})
 //
+// A process that writes often (a job's map phase) uses a Writer instead:
+// one handle for all its goroutines, their Adds batched into one commit,
+// the file closed when idle for a few milliseconds and, while writes keep
+// coming, every so often for long enough that another process gets in.
+//
 // Items are kept in item_index order. Add is an upsert: a new item is
-// created, an existing one gets the failure appended to its history; a
-// Writer batches the Adds of many goroutines into one commit. Claim and
+// created, an existing one gets the failure appended to its history.
+// Summary reads the item count, the latest failure and a generation that
+// every change of the items moves, without decoding items. Claim and
 // Release give out leases so that two concurrent `runner dlq retry`
 // processes never run the same item. CompileFilter, Signature (what
 // failures of the same error share) and WriteJSON serve `runner dlq`.

@@ -34,6 +34,7 @@ func (d *DB) Add(entries ...Entry) error {
 		if err != nil {
 			return err
 		}
+		last, added := tx.Bucket(bucketLast), 0
 		for _, e := range entries {
 			var it Item
 			oldKey := bytes.Clone(ids.Get([]byte(e.ItemID)))
@@ -44,7 +45,15 @@ func (d *DB) Add(entries ...Entry) error {
 					}
 				}
 			}
+			if it.ItemID == "" {
+				added++
+			} else if err := last.Delete(lastKey(it.LastFailure, it.ItemID)); err != nil {
+				return err
+			}
 			it = appendFailure(it, e, now)
+			if err := last.Put(lastKey(it.LastFailure, it.ItemID), nil); err != nil {
+				return err
+			}
 			key := itemKey(it.ItemIndex, it.ItemID)
 			if oldKey != nil && !bytes.Equal(oldKey, key) {
 				if err := items.Delete(oldKey); err != nil {
@@ -62,7 +71,7 @@ func (d *DB) Add(entries ...Entry) error {
 				return fmt.Errorf("item %q: %w", e.ItemID, err)
 			}
 		}
-		return nil
+		return changed(tx, added)
 	})
 }
 
@@ -126,12 +135,21 @@ func removeIDs(tx *bolt.Tx, itemIDs []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	claims := tx.Bucket(bucketClaims)
+	claims, last := tx.Bucket(bucketClaims), tx.Bucket(bucketLast)
 	n := 0
 	for _, id := range itemIDs {
 		key := bytes.Clone(ids.Get([]byte(id)))
 		if key == nil {
 			continue
+		}
+		if v := items.Get(key); v != nil {
+			at, err := lastFailure(v)
+			if err != nil {
+				return 0, damagedf("item key %q: %v", key, err)
+			}
+			if err := last.Delete(lastKey(at, id)); err != nil {
+				return 0, err
+			}
 		}
 		if err := items.Delete(key); err != nil {
 			return 0, err
@@ -144,7 +162,10 @@ func removeIDs(tx *bolt.Tx, itemIDs []string) (int, error) {
 		}
 		n++
 	}
-	return n, nil
+	if n == 0 {
+		return 0, nil
+	}
+	return n, changed(tx, -n)
 }
 
 // Get returns one item; an error wrapping ErrNotFound if it is not queued.
@@ -199,19 +220,10 @@ func (d *DB) List(fn func(Item) bool) error {
 	})
 }
 
-// Count returns the number of items in the queue.
+// Count returns the number of items in the queue (see Summary).
 func (d *DB) Count() (int, error) {
-	n := 0
-	err := d.view("count", func(tx *bolt.Tx) error {
-		if items := tx.Bucket(bucketItems); items != nil {
-			c := items.Cursor()
-			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				n++
-			}
-		}
-		return nil
-	})
-	return n, err
+	s, err := d.Summary()
+	return s.Items, err
 }
 
 // Purged names an item that Purge removed.
@@ -267,7 +279,7 @@ func (d *DB) Purge(olderThan time.Time) (removed []Purged, held int, err error) 
 // buckets returns the buckets every write needs.
 func buckets(tx *bolt.Tx) (items, ids *bolt.Bucket, err error) {
 	items, ids = tx.Bucket(bucketItems), tx.Bucket(bucketIDs)
-	if items == nil || ids == nil || tx.Bucket(bucketClaims) == nil {
+	if items == nil || ids == nil || tx.Bucket(bucketClaims) == nil || tx.Bucket(bucketLast) == nil {
 		return nil, nil, damagedf("missing buckets")
 	}
 	return items, ids, nil

@@ -7,9 +7,11 @@
 #   chain overhead a K-step workflow vs a shell script running the same K commands
 #   retries        10,000 items, 10% failing twice before they succeed, zero delay
 #   dlqretry       `dlq retry` of 1,000 DLQ items against the run that failed them
+#   dlqcost        20,000 items failing into the DLQ against 20,000 succeeding
 #   scale          100,000 items: wall time, peak RSS, state-dir bytes, query latency
 #                  (runner events lists the job's ~600,000 events), and the time and
 #                  peak RSS of runner report
+#   listing        `runner jobs` and `runner dlq list` of 100 jobs, one with 100,000 DLQ items
 #   streaming      a 1,000,000-item input: peak RSS while it loads
 #   logs           `runner logs` of one item's 100 MB log, against cat of the file
 #   isolation      per-item cost of map.isolation: worktree on a repository of
@@ -32,7 +34,7 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait; rm -r
 cd "$work"
 
 rounds=${ROUNDS:-5}
-sections=${SECTIONS:-"startup map chain retries dlqretry scale streaming logs isolation nats"}
+sections=${SECTIONS:-"startup map chain retries dlqretry dlqcost scale listing streaming logs isolation nats"}
 section() { [[ " $sections " == *" $1 "* ]]; }
 map_sizes=${MAP_SIZES:-"2000 10000"}
 map_parallel=${MAP_PARALLEL:-"2 16"}
@@ -43,7 +45,10 @@ chain_direct=${CHAIN_DIRECT:-"10 200"}
 startup_runs=${STARTUP_RUNS:-200}
 retry_items=${RETRY_ITEMS:-10000}
 dlq_items=${DLQ_ITEMS:-1000}
+dlqcost_items=${DLQCOST_ITEMS:-20000}
 scale_items=${SCALE_ITEMS:-100000}
+listing_items=${LISTING_ITEMS:-100000}
+listing_jobs=${LISTING_JOBS:-100}
 stream_items=${STREAM_ITEMS:-1000000}
 log_lines=${LOG_LINES:-12000000}
 iso_items=${ISO_ITEMS:-40}
@@ -52,7 +57,7 @@ nats_true=${NATS_TRUE:-2000}
 nats_sleep=${NATS_SLEEP:-1500}
 nats_git=${NATS_GIT:-40}
 if [ "${QUICK:-}" = 1 ]; then
-	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 scale_items=2000 stream_items=20000 log_lines=1000000 iso_items=10
+	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 dlqcost_items=2000 scale_items=2000 listing_items=2000 listing_jobs=10 stream_items=20000 log_lines=1000000 iso_items=10
 	nats_noop=1000 nats_true=300 nats_sleep=240 nats_git=12
 fi
 
@@ -276,6 +281,27 @@ echo "  dlq retry, all fail again             ${a}s ($(ratio "$a" "$m"))"
 echo "  dlq retry, all succeed                ${y}s ($(ratio "$y" "$m"); target: at most 1.5)"
 fi
 
+if section dlqcost; then
+echo
+echo "## dlqcost ($dlqcost_items items of 'false' against 'true', max_parallel 8; interleaved, median of $rounds runs)"
+seq 1 "$dlqcost_items" > dlqcost-items.txt
+for c in true false; do
+	printf 'name: dlqcost\nmode: mapreduce\nmap:\n  input: dlqcost-items.txt\n  max_parallel: 8\n  agent_template:\n    - shell: "%s"\n' "$c" > "dlqcost-$c.yml"
+	: > "w.$c"; : > "c.$c"
+done
+for r in $(seq 1 "$rounds"); do
+	for c in true false; do
+		/usr/bin/time -f '%e %U %S' -o time.txt "$runner" run -q --progress never --state-dir "dc-$r-$c" --job-id j "dlqcost-$c.yml" >/dev/null 2>&1 || true
+		tail -1 time.txt | awk '{print $1}' >> "w.$c"
+		tail -1 time.txt | awk '{print $2 + $3}' >> "c.$c"
+		rm -rf "dc-$r-$c"
+	done
+done
+wt=$(median < w.true); wf=$(median < w.false); ct=$(median < c.true); cf=$(median < c.false)
+echo "  succeeding: wall ${wt}s, CPU ${ct}s"
+echo "  failing into the DLQ: wall ${wf}s ($(ratio "$wf" "$wt")), CPU ${cf}s ($(ratio "$cf" "$ct")); target: at most 1.2 each"
+fi
+
 if section scale; then
 echo
 echo "## scale ($scale_items items of 'true', max_parallel 16)"
@@ -296,6 +322,23 @@ t0=$(now)
 rss=$(peak_rss "$runner" --state-dir scale report big -o report.html)
 echo "  runner report: $(since "$t0")s, peak RSS ${rss} MB, page $(du -k report.html | awk '{print $1}') KB"
 
+fi
+
+if section listing; then
+echo
+echo "## listing ($listing_jobs jobs, one of them with $listing_items items in its DLQ; median of 3)"
+seq 1 "$listing_items" > listing-items.txt
+printf 'name: listing\nmode: mapreduce\nmap:\n  input: listing-items.txt\n  max_parallel: 8\n  agent_template:\n    - shell: "false"\n' > listing.yml
+printf 'name: small\nmode: mapreduce\nmap:\n  input: small-items.txt\n  agent_template:\n    - shell: "[ $(( ${item} %% 2 )) = 0 ]"\n' > small.yml
+seq 1 10 > small-items.txt
+t0=$(now); "$runner" run -q --progress never --state-dir listing --job-id big listing.yml >/dev/null 2>&1 || true
+echo "  run of the big job: $(since "$t0")s"
+for i in $(seq 2 "$listing_jobs"); do "$runner" run -q --progress never --state-dir listing --job-id "small-$i" small.yml >/dev/null 2>&1 || true; done
+for q in "jobs" "dlq list"; do
+	: > t.q
+	for r in 1 2 3; do t0=$(now); $runner --state-dir listing $q >/dev/null 2>&1 || true; since "$t0" >> t.q; done
+	printf '  %-20s %6ss, peak RSS %s MB\n' "runner $q" "$(median < t.q)" "$(peak_rss "$runner" --state-dir listing $q)"
+done
 fi
 
 if section streaming; then

@@ -71,6 +71,9 @@ func (q *Queue) Hold(command string, wait time.Duration) error {
 			q.once.Do(func() { fmt.Fprintf(q.stderr, "runner: %s; waiting up to %s\n", heldError(q.path, q.owner), wait) })
 		}
 	}
+	if err := q.w.Close(); err != nil { // this process's own handle would bar it
+		return err
+	}
 	d, err := openDB(q.path, opts)
 	switch {
 	case err == nil:
@@ -90,11 +93,11 @@ func (q *Queue) Hold(command string, wait time.Duration) error {
 	return nil
 }
 
-// Close ends a Hold: the holder record goes, then the file's lock. A queue
-// not held has nothing to close.
+// Close closes the file: it ends a Hold (the holder record goes, then the
+// file's lock) or closes the map phase's handle.
 func (q *Queue) Close() error {
 	if q.held == nil {
-		return nil
+		return q.w.Close()
 	}
 	err := os.Remove(state.HolderOf(q.path))
 	if errors.Is(err, os.ErrNotExist) {

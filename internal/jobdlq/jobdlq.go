@@ -27,16 +27,17 @@ import (
 // lease is free earlier once its process is gone (see ownerGone).
 const claimLease = 24 * time.Hour
 
-// openDB is dlq.Open as this package calls it (the map phase's
+// openDB is dlq.Open as Hold and OpenReader call it (the map phase's
 // dlq.Writer opens the file itself); tests count the opens through it.
 var openDB = dlq.Open
 
 // Queue is a job's bbolt dead-letter queue as mapreduce sees it. Until
-// Hold, every operation opens the file and waits for another process's
+// Hold, every operation goes through one dlq.Writer, which keeps the file
+// open for a few milliseconds at a time, and waits for another process's
 // lock as long as ctx lasts (saying so once on stderr, with the holder's
 // name when it left one), so that a job never fails because someone else
 // holds its DLQ for a while. After Hold, every operation uses the one
-// open file.
+// open file. Close closes it.
 type Queue struct {
 	ctx    context.Context
 	jobID  string
@@ -156,23 +157,17 @@ func (q *Queue) Update(fn func(*dlq.DB) error) error { return q.use(false, fn) }
 // View runs fn with the queue open for reading.
 func (q *Queue) View(fn func(*dlq.DB) error) error { return q.use(true, fn) }
 
-// use runs fn on the held file, or on the file opened for fn alone
-// (read-only: with a shared lock).
+// use runs fn on the held file, or else on the map phase's one handle
+// (dlq.Writer: open for a while, then closed for other processes; to
+// read, the file opened read-only for fn alone when the handle is closed).
 func (q *Queue) use(readOnly bool, fn func(*dlq.DB) error) error {
-	if q.held != nil {
+	switch {
+	case q.held != nil:
 		return fn(q.held)
+	case readOnly:
+		return q.w.View(fn)
 	}
-	opts := q.opts
-	opts.ReadOnly = readOnly
-	d, err := openDB(q.path, opts)
-	if err != nil {
-		return err
-	}
-	err = fn(d)
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return q.w.Use(fn)
 }
 
 // claimOwner names this process in DLQ leases: host:pid:start, where
