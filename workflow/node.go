@@ -36,6 +36,9 @@ type decoder struct {
 	// readsGitContext is set when a condition reads ${workflow.commits}
 	// or another git-context variable.
 	readsGitContext bool
+	// readsResults is set when a condition reads ${map.results} or
+	// ${map.results_file}.
+	readsResults bool
 	merging         map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.
