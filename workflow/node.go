@@ -39,7 +39,7 @@ type decoder struct {
 	// readsResults is set when a condition reads ${map.results} or
 	// ${map.results_file}.
 	readsResults bool
-	merging         map[*yaml.Node]bool // mappings whose merge keys are being expanded
+	merging      map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool

@@ -170,7 +170,8 @@ func loadItemStates(l Layout, size int64) (*ItemStates, int64, error) {
 // The item log's index is a header line, `runner-item-index OFFSET ITEMS
 // CRC`, then a byte per item (its last state as of OFFSET), then the
 // records of the items running at OFFSET as item-log lines. CRC is the
-// CRC-32 (IEEE) of everything after the header.
+// CRC-32 (IEEE) of `runner-item-index OFFSET ITEMS` and everything after
+// the header.
 const indexMagic = "runner-item-index"
 
 // readItemIndex returns the states and offset of the index at path, or
@@ -189,7 +190,7 @@ func readItemIndex(path string, size int64) (*ItemStates, int64) {
 	off, err1 := strconv.ParseInt(string(fields[1]), 10, 64)
 	n, err2 := strconv.Atoi(string(fields[2]))
 	sum, err3 := strconv.ParseUint(string(fields[3]), 10, 32)
-	if err1 != nil || err2 != nil || err3 != nil || off < 0 || off > size || n < 0 || n > len(body) || crc32.ChecksumIEEE(body) != uint32(sum) {
+	if err1 != nil || err2 != nil || err3 != nil || off < 0 || off > size || n < 0 || n > len(body) || indexSum(off, n, body) != uint32(sum) {
 		return newItemStates(), 0
 	}
 	s := newItemStates()
@@ -220,8 +221,13 @@ func encodeItemIndex(s *ItemStates, off int64) ([]byte, error) {
 			}
 		}
 	}
-	header := fmt.Sprintf("%s %d %d %d\n", indexMagic, off, len(s.table), crc32.ChecksumIEEE(body.Bytes()))
+	header := fmt.Sprintf("%s %d %d %d\n", indexMagic, off, len(s.table), indexSum(off, len(s.table), body.Bytes()))
 	return append([]byte(header), body.Bytes()...), nil
+}
+
+// indexSum is the CRC of an index of n items at offset off with body.
+func indexSum(off int64, n int, body []byte) uint32 {
+	return crc32.Update(crc32.ChecksumIEEE(fmt.Appendf(nil, "%s %d %d", indexMagic, off, n)), crc32.IEEETable, body)
 }
 
 func writeRecordLine(w *bytes.Buffer, rec ItemRecord) error {
