@@ -332,7 +332,7 @@ echo "  'true' items at max_parallel 8: $true_small in ${small}s (${per_small} u
 job=$!
 pids+=("$job")
 half=$((scale_big / 2))
-succeeded() { sed -n 's/.*"succeeded": *\([0-9]*\).*/\1/p' rs/jobs/r/job.json 2>/dev/null | head -1; }
+succeeded() { sed -n 's/.*"succeeded": *\([0-9]*\).*/\1/p' rs/jobs/r/job.json 2>/dev/null | head -1 || true; }
 while kill -0 "$job" 2>/dev/null; do
 	n=$(succeeded)
 	[ -n "$n" ] && [ "$n" -ge "$half" ] && break

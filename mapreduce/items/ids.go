@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -43,19 +44,50 @@ func (p *pipeline) itemID(raw json.RawMessage, v any) (string, error) {
 }
 
 // defaultID is the id of an item without item_id: its value (valueID)
-// unless an earlier item took that id, else item_<index>. No value id has
-// the form item_<digits>, so the two kinds never meet; only a hash is
-// kept per value id, and two values with one hash (a 2^-64 chance) give
-// the later item its index id: still unique, never a duplicate.
+// unless an earlier item took that id (renameDuplicateIDs), else
+// item_<index>. No value id has the form item_<digits>, so the two kinds
+// never meet.
 func (p *pipeline) defaultID(raw json.RawMessage, v any, index int) string {
 	if id, ok := valueID(raw, v); ok {
-		h := maphash.String(p.seed, id)
-		if _, taken := p.valIDs[h]; !taken {
-			p.valIDs[h] = struct{}{}
-			return id
-		}
+		p.valIDs = append(p.valIDs, maphash.String(p.seed, id))
+		return id
 	}
 	return "item_" + strconv.Itoa(index)
+}
+
+// renameDuplicateIDs gives item_<index> to each item whose value id an
+// earlier item has, once the items are written: only a hash is kept per
+// value id, in a slice (no map), sorted at the end; when two are equal
+// the items file is rewritten with the later items renamed. Two values
+// with one hash (a 2^-64 chance) give the later item its index id: still
+// unique, never a duplicate.
+func (p *pipeline) renameDuplicateIDs() error {
+	slices.Sort(p.valIDs)
+	dup := map[uint64]bool{} // false: not seen yet in the rewrite
+	for i := 1; i < len(p.valIDs); i++ {
+		if p.valIDs[i] == p.valIDs[i-1] {
+			dup[p.valIDs[i]] = false
+		}
+	}
+	p.valIDs = nil
+	if len(dup) == 0 {
+		return nil
+	}
+	return p.out.rewriteIDs(func(index int, id string) string {
+		if isIndexID(id) {
+			return id
+		}
+		h := maphash.String(p.seed, id)
+		seen, ok := dup[h]
+		if !ok {
+			return id
+		}
+		if !seen {
+			dup[h] = true
+			return id
+		}
+		return "item_" + strconv.Itoa(index)
+	})
 }
 
 // valueID returns the id a string or number item may take by default: the

@@ -54,6 +54,50 @@ func (iw *itemWriter) write(id string, raw json.RawMessage) error {
 	return iw.w.WriteByte('\n')
 }
 
+// rewriteIDs rewrites the items written so far with the ids rename
+// gives them.
+func (iw *itemWriter) rewriteIDs(rename func(index int, id string) string) error {
+	if err := iw.w.Flush(); err != nil {
+		return fmt.Errorf("items file: %w", err)
+	}
+	written, err := os.Open(iw.path + ".tmp")
+	if err != nil {
+		return fmt.Errorf("items file: %w", err)
+	}
+	defer written.Close()
+	next, err := createItems(iw.path + ".ids")
+	if err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(written, 256<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			next.abort()
+			return fmt.Errorf("items file: %w", err)
+		}
+		var rec itemRecord
+		if err := json.Unmarshal(line, &rec); err != nil {
+			next.abort()
+			return fmt.Errorf("items file: item %d: %w", next.n, err)
+		}
+		if err := next.write(rename(rec.Index, rec.ID), rec.Item); err != nil {
+			next.abort()
+			return err
+		}
+	}
+	iw.f.Close()
+	if err := os.Rename(next.path+".tmp", iw.path+".tmp"); err != nil {
+		next.abort()
+		return fmt.Errorf("items file: %w", err)
+	}
+	iw.f, iw.w = next.f, next.w
+	return nil
+}
+
 // commit syncs the file and renames it into place.
 func (iw *itemWriter) commit() error {
 	err := errors.Join(iw.w.Flush(), iw.f.Sync(), iw.f.Close())
