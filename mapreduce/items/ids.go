@@ -1,6 +1,7 @@
 package items
 
 import (
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
@@ -49,7 +50,7 @@ func (p *pipeline) itemID(raw json.RawMessage, v any) (string, error) {
 // never meet.
 func (p *pipeline) defaultID(raw json.RawMessage, v any, index int) string {
 	if id, ok := valueID(raw, v); ok {
-		p.valIDs = append(p.valIDs, maphash.String(p.seed, id))
+		p.valIDs.add(maphash.String(p.seed, id))
 		return id
 	}
 	return "item_" + strconv.Itoa(index)
@@ -57,18 +58,12 @@ func (p *pipeline) defaultID(raw json.RawMessage, v any, index int) string {
 
 // renameDuplicateIDs gives item_<index> to each item whose value id an
 // earlier item has, once the items are written: only a hash is kept per
-// value id, in a slice (no map), sorted at the end; when two are equal
-// the items file is rewritten with the later items renamed. Two values
-// with one hash (a 2^-64 chance) give the later item its index id: still
-// unique, never a duplicate.
+// value id (idHashes, no map), and when two are equal the items file is
+// rewritten with the later items renamed. Two values with one hash (a
+// 2^-64 chance) give the later item its index id: still unique, never a
+// duplicate.
 func (p *pipeline) renameDuplicateIDs() error {
-	slices.Sort(p.valIDs)
-	dup := map[uint64]bool{} // false: not seen yet in the rewrite
-	for i := 1; i < len(p.valIDs); i++ {
-		if p.valIDs[i] == p.valIDs[i-1] {
-			dup[p.valIDs[i]] = false
-		}
-	}
+	dup := p.valIDs.repeated()
 	p.valIDs = nil
 	if len(dup) == 0 {
 		return nil
@@ -121,4 +116,59 @@ func valueID(raw json.RawMessage, v any) (string, bool) {
 func isIndexID(id string) bool {
 	digits, ok := strings.CutPrefix(id, "item_")
 	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// idHashes are hashes kept in chunks of a fixed size, so that keeping a
+// million of them never copies them into a larger slice (which held both
+// copies at once).
+type idHashes [][]uint64
+
+const hashChunk = 1 << 16
+
+func (h *idHashes) add(x uint64) {
+	if n := len(*h); n == 0 || len((*h)[n-1]) == hashChunk {
+		*h = append(*h, make([]uint64, 0, hashChunk))
+	}
+	last := &(*h)[len(*h)-1]
+	*last = append(*last, x)
+}
+
+// repeated returns the hashes that occur more than once, each false: the
+// chunks sorted, then merged in order.
+func (h idHashes) repeated() map[uint64]bool {
+	heads := make(hashHeads, 0, len(h))
+	for _, c := range h {
+		slices.Sort(c)
+		heads = append(heads, c)
+	}
+	heap.Init(&heads)
+	dup := map[uint64]bool{}
+	for seen, last := false, uint64(0); len(heads) > 0; {
+		c := heads[0]
+		if seen && c[0] == last {
+			dup[last] = false
+		}
+		seen, last = true, c[0]
+		if len(c) == 1 {
+			heap.Pop(&heads)
+		} else {
+			heads[0] = c[1:]
+			heap.Fix(&heads, 0)
+		}
+	}
+	return dup
+}
+
+// hashHeads is a heap of sorted, non-empty chunks by their first hash.
+type hashHeads [][]uint64
+
+func (h hashHeads) Len() int           { return len(h) }
+func (h hashHeads) Less(i, j int) bool { return h[i][0] < h[j][0] }
+func (h hashHeads) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hashHeads) Push(x any)        { *h = append(*h, x.([]uint64)) }
+func (h *hashHeads) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -1,6 +1,7 @@
 package items
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,5 +40,23 @@ func TestReadUnlessDecodesOnlyWhatItReads(t *testing.T) {
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("skipping %v: read %v, %v; want %v", tc.skip, got, err, tc.want)
 		}
+	}
+}
+
+// The hashes of default ids, kept in chunks, give the ones repeated
+// whichever chunks their copies are in.
+func TestIDHashesRepeated(t *testing.T) {
+	var h idHashes
+	n := 3*hashChunk + 5
+	for i := range n {
+		h.add(uint64(n - i)) // each once, descending
+	}
+	for _, x := range []uint64{7, uint64(n), 7, hashChunk + 1} { // again, in the last chunk
+		h.add(x)
+	}
+	h.add(uint64(n + 1)) // a new one
+	got := slices.Sorted(maps.Keys(h.repeated()))
+	if want := []uint64{7, hashChunk + 1, uint64(n)}; !slices.Equal(got, want) {
+		t.Errorf("repeated %v, want %v", got, want)
 	}
 }

@@ -30,7 +30,7 @@ type pipeline struct {
 	read   int                 // values read from the input
 	seen   map[string]struct{} // distinct values
 	ids    map[string]int      // custom item ids -> index, for the duplicate check
-	valIDs []uint64            // hashes of the value ids given (default ids), 8 bytes an item
+	valIDs idHashes            // hashes of the value ids given (default ids), 8 bytes an item
 	seed   maphash.Seed        // for valIDs
 	kept   int                 // items past filter and distinct, before offset
 	spool  *os.File            // sort_by: filtered items wait here
