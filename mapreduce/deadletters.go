@@ -12,6 +12,8 @@ type DeadLetters interface {
 	Remove(itemIDs ...string) error
 	// Queued reports which of the given items are in the queue.
 	Queued(itemIDs ...string) (map[string]bool, error)
+	// Each calls fn with every queued item's id and index.
+	Each(fn func(itemID string, index int)) error
 }
 
 // Claimer leases queued items to one `dlq retry` process, so that two of

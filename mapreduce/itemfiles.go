@@ -89,5 +89,20 @@ func (l *itemLog) Append(rec job.ItemRecord) error {
 	return l.log.Append(rec)
 }
 
+// States returns the items' states as the log has them now, and the
+// records of the items last seen running with their checkpoints' secret
+// values put back.
+func (l *itemLog) States() (*state.ItemStates, map[int]job.ItemRecord) {
+	states := l.log.States()
+	running := states.Running()
+	for i, rec := range running {
+		for k := range rec.Steps {
+			rec.Steps[k].Vars = l.secrets.Unseal(rec.Steps[k].Vars)
+		}
+		running[i] = rec
+	}
+	return states, running
+}
+
 // Close syncs and closes the log.
 func (l *itemLog) Close() error { return l.log.Close() }

@@ -14,6 +14,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 )
 
@@ -261,21 +262,24 @@ func settleMerged(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, log
 	})
 }
 
-// removeSucceeded takes out of the DLQ the items among ids (logged as
-// succeeded) that it still holds: a process died between logging the
-// success of an item it found merged (settleMerged) and taking it out.
-func removeSucceeded(j *job.Job, dlq DeadLetters, ids []string) error {
-	if len(ids) == 0 {
+// removeSucceeded takes out of the DLQ the items it still holds that
+// the item log has as succeeded: a process died between logging the
+// success of an item it found merged (settleMerged) or retried and taking
+// it out. It reads the DLQ, not the succeeded items.
+func removeSucceeded(j *job.Job, dlq DeadLetters, states *state.ItemStates) error {
+	if states.Count(job.ItemSucceeded) == 0 {
 		return nil
 	}
-	queued, err := dlq.Queued(ids...)
-	if err != nil {
+	var ids []string
+	err := dlq.Each(func(id string, index int) {
+		if states.State(index) == job.ItemSucceeded {
+			ids = append(ids, id)
+		}
+	})
+	if err != nil || len(ids) == 0 {
 		return err
 	}
-	for id, in := range queued {
-		if !in {
-			continue
-		}
+	for _, id := range ids {
 		if err := dlq.Remove(id); err != nil {
 			return err
 		}
@@ -284,45 +288,36 @@ func removeSucceeded(j *job.Job, dlq DeadLetters, ids []string) error {
 	return nil
 }
 
-// reconcile turns the item log's last records into the starting state of
-// a (resumed) job: terminal items are skipped by the map phase; an item
-// last seen running that the DLQ holds failed after the DLQ write and
-// before its state was logged, so it is recorded as in the DLQ now, with
-// its result (which goes between the two, so it may be missing: written
-// again, without the lost output); the other items last seen running are
-// returned with their checkpoints.
-func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done map[int]string, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
-	records, err := filesOf(j).ReadItemStates()
-	if err != nil {
+// reconcile turns the item log's states into the starting state of a
+// (resumed) job: finished items are skipped by the map phase (done); an
+// item last seen running that the DLQ holds failed after the DLQ write
+// and before its state was logged, so it is recorded as in the DLQ now,
+// with its result (which goes between the two, so it may be missing:
+// written again, without the lost output); the other items last seen
+// running are returned with their checkpoints. It reads the log's index
+// and the lines after it, never every item's record.
+func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done *state.ItemStates, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
+	states, running := log.States()
+	if err := removeSucceeded(j, dlq, states); err != nil {
 		return nil, nil, counts, err
 	}
-	var runningIDs, succeededIDs []string
-	byID := map[string]job.ItemRecord{}
-	for _, rec := range records {
-		switch rec.State {
-		case job.ItemRunning:
-			runningIDs = append(runningIDs, rec.ID)
-			byID[rec.ID] = rec
-		case job.ItemSucceeded:
-			succeededIDs = append(succeededIDs, rec.ID)
+	if len(running) > 0 {
+		ids := make([]string, 0, len(running))
+		for _, rec := range running {
+			ids = append(ids, rec.ID)
 		}
-	}
-	if err := removeSucceeded(j, dlq, succeededIDs); err != nil {
-		return nil, nil, counts, err
-	}
-	if len(runningIDs) > 0 {
-		queued, err := dlq.Queued(runningIDs...)
+		queued, err := dlq.Queued(ids...)
 		if err != nil {
 			return nil, nil, counts, err
 		}
 		settled := map[int]job.ItemRecord{}
-		for id, in := range queued {
-			if in {
-				settled[byID[id].Index] = byID[id]
+		for i, rec := range running {
+			if queued[rec.ID] {
+				settled[i] = rec
 			}
 		}
 		if len(settled) > 0 {
-			err := items.Read(itemsPath, func(it *Item) (bool, error) {
+			err := items.ReadUnless(itemsPath, func(i int) bool { _, ok := settled[i]; return !ok }, func(it *Item) (bool, error) {
 				rec, ok := settled[it.Index]
 				if !ok {
 					return true, nil
@@ -331,37 +326,23 @@ func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, it
 				if err := results.add(results.entry(it, lost, &Failure{Message: "recorded in the DLQ before a crash"})); err != nil {
 					return false, err
 				}
-				rec.State, rec.Error = job.ItemDLQ, "recorded in the DLQ before a crash"
-				records[rec.Index] = rec
+				rec.State, rec.Error, rec.Steps = job.ItemDLQ, "recorded in the DLQ before a crash", nil
 				return true, log.Append(rec)
 			})
 			if err != nil {
 				return nil, nil, counts, err
 			}
+			states, running = log.States()
 		}
 	}
-	done, running = map[int]string{}, map[int]job.ItemRecord{}
 	counts.Total = total
-	for i, rec := range records {
-		switch rec.State {
-		case job.ItemRunning:
-			running[i] = rec
-			continue
-		case job.ItemSucceeded:
-			counts.Succeeded++
-		case job.ItemDLQ:
-			counts.Failed++
-			counts.DLQ++
-		case job.ItemSkipped:
-			counts.Skipped++
-		default:
-			continue
-		}
-		done[i] = rec.State
-	}
-	counts.Pending = total - len(done)
+	counts.Succeeded = states.Count(job.ItemSucceeded)
+	counts.DLQ = states.Count(job.ItemDLQ)
+	counts.Failed = counts.DLQ
+	counts.Skipped = states.Count(job.ItemSkipped)
+	counts.Pending = total - counts.Succeeded - counts.DLQ - counts.Skipped
 	if counts.Pending < 0 {
 		return nil, nil, counts, errors.New("item log has records for more items than the items file")
 	}
-	return done, running, counts, nil
+	return states, running, counts, nil
 }

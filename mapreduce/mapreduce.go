@@ -200,22 +200,19 @@ func runMap(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, opts Opti
 	stopSaving := saveCounts(files, l, opts.SaveEvery)
 	// The items an ended process left running go first (their tasks may
 	// still be out, SPEC §11.2), then the others in order.
-	start := func(resumed bool) func(it *Item) (bool, error) {
-		return func(it *Item) (bool, error) {
-			if _, finished := done[it.Index]; finished {
-				return true, nil
-			}
-			if _, ok := running[it.Index]; ok != resumed {
-				return true, nil
-			}
-			return s.dispatch(ctx, it), nil
+	// A finished item's line is passed over undecoded.
+	start := func(resumed bool) error {
+		skip := func(i int) bool {
+			_, ok := running[i]
+			return ok != resumed || done.Finished(i)
 		}
+		return items.ReadUnless(itemsPath, skip, func(it *Item) (bool, error) { return s.dispatch(ctx, it), nil })
 	}
 	if len(running) > 0 {
-		err = items.Read(itemsPath, start(true))
+		err = start(true)
 	}
 	if err == nil && s.running(ctx) {
-		err = items.Read(itemsPath, start(false))
+		err = start(false)
 	}
 	s.wait()
 	stopSaving()
@@ -468,15 +465,20 @@ func (r *commandReader) Close() error {
 	return r.PipeReader.Close()
 }
 
-// setMapVars defines ${map.*} for reduce: the counts, the results file
-// and, when a reduce step uses it, ${map.results} itself.
+// setMapVars defines ${map.*} for reduce: the counts, and when the
+// workflow reads the results (Workflow.ReadsResults), the results file,
+// written now, and when a reduce step uses it, ${map.results} itself.
 func setMapVars(j *job.Job, c job.ItemCounts) error {
 	file := j.Layout().ResultsJSON
+	abs, _ := filepath.Abs(file)
+	vars := map[string]any{"total": c.Total, "successful": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "results_file": abs}
+	if !j.Workflow().ReadsResults {
+		j.Define("map", vars)
+		return nil
+	}
 	if err := writeResultsFile(j.Layout().Results, file); err != nil {
 		return err
 	}
-	abs, _ := filepath.Abs(file)
-	vars := map[string]any{"total": c.Total, "successful": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "results_file": abs}
 	if usesResults(j.Workflow().Reduce) {
 		data, err := os.ReadFile(file)
 		if err != nil {

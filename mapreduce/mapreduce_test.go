@@ -67,6 +67,15 @@ func (q *fakeDLQ) Queued(ids ...string) (map[string]bool, error) {
 	return out, nil
 }
 
+func (q *fakeDLQ) Each(fn func(id string, index int)) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for id, it := range q.items {
+		fn(id, it.ItemIndex)
+	}
+	return nil
+}
+
 func (q *fakeDLQ) ids() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()

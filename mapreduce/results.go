@@ -169,8 +169,9 @@ func (l *resultLog) add(r Result) error {
 func (l *resultLog) close() error { return l.f.Close() }
 
 // writeResultsFile writes the JSON array of ${map.results_file}: the last
-// result of each item, in input order. It reads results.jsonl twice and
-// keeps only offsets in memory, so its size does not matter.
+// result of each item, in input order, copied from results.jsonl. It
+// keeps the offset of each item's last line in one array (8 bytes an
+// item, no Go value per item) and copies the lines in index order.
 func writeResultsFile(from, to string) error {
 	src, err := os.Open(from)
 	if errors.Is(err, os.ErrNotExist) {
@@ -180,56 +181,79 @@ func writeResultsFile(from, to string) error {
 		return fmt.Errorf("results: %w", err)
 	}
 	defer src.Close()
-	type span struct {
-		index    int
-		off, len int64
+	last, err := lastResults(src)
+	if err != nil {
+		return err
 	}
-	last := map[int]span{}
-	r := bufio.NewReaderSize(src, 256<<10)
-	var off int64
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 && line[len(line)-1] == '\n' { // a torn last line is skipped
-			var head struct {
-				Index int `json:"item_index"`
-			}
-			if json.Unmarshal(line, &head) == nil {
-				last[head.Index] = span{head.Index, off, int64(len(line) - 1)}
-			}
-		}
-		off += int64(len(line))
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("results: %w", err)
-		}
+	if _, err := src.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("results: %w", err)
 	}
-	order := make([]span, 0, len(last))
-	for _, s := range last {
-		order = append(order, s)
-	}
-	slices.SortFunc(order, func(a, b span) int { return a.index - b.index })
-
 	dst, err := os.OpenFile(to+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
 	w := bufio.NewWriterSize(dst, 256<<10)
 	w.WriteString("[")
-	for i, s := range order {
-		if i > 0 {
-			w.WriteString(",")
+	r := bufio.NewReaderSize(src, 256<<10)
+	var pos int64
+	first := true
+	for _, at := range last {
+		if at == 0 {
+			continue
 		}
-		w.WriteString("\n")
-		if _, err := io.Copy(w, io.NewSectionReader(src, s.off, s.len)); err != nil {
+		if at-1 != pos { // the lines are mostly in order: seek only when not
+			if _, err := src.Seek(at-1, io.SeekStart); err != nil {
+				dst.Close()
+				return fmt.Errorf("results: %w", err)
+			}
+			r.Reset(src)
+		}
+		line, err := r.ReadBytes('\n')
+		if err != nil {
 			dst.Close()
 			return fmt.Errorf("results: %w", err)
 		}
+		pos = at - 1 + int64(len(line))
+		if !first {
+			w.WriteString(",")
+		}
+		first = false
+		w.WriteString("\n")
+		w.Write(line[:len(line)-1])
 	}
 	w.WriteString("\n]\n")
 	if err := errors.Join(w.Flush(), dst.Close()); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
 	return os.Rename(to+".tmp", to)
+}
+
+// lastResults reads results.jsonl and returns, by item index, one past
+// the offset of the item's last whole line (0: none). A torn last line
+// is passed over.
+func lastResults(src io.Reader) ([]int64, error) {
+	var last []int64
+	r := bufio.NewReaderSize(src, 256<<10)
+	var off int64
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var head struct {
+				Index int `json:"item_index"`
+			}
+			if json.Unmarshal(line, &head) == nil && head.Index >= 0 {
+				if head.Index >= len(last) {
+					last = slices.Grow(last, head.Index+1-len(last))[:head.Index+1]
+				}
+				last[head.Index] = off + 1
+			}
+		}
+		off += int64(len(line))
+		if errors.Is(err, io.EOF) {
+			return last, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("results: %w", err)
+		}
+	}
 }

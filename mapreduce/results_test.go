@@ -1,11 +1,15 @@
 package mapreduce
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/retryv2"
 )
 
 // A result written after a torn one (a full disk, then resume) is kept:
@@ -85,6 +89,72 @@ func TestResultShape(t *testing.T) {
 			var back Result
 			if err := json.Unmarshal(data, &back); err != nil || back.Status != l.entry(it, tc.out, tc.failed).Status {
 				t.Errorf("read back: %+v, %v", back.Status, err)
+			}
+		})
+	}
+}
+
+// results.json holds each item's last result once, in item order,
+// whatever order results.jsonl has them in (items end in any order; an
+// item's result is written again when a resume settles it).
+func TestResultsFileInItemOrder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.jsonl")
+	l, err := openResults(path, func(id string) string { return filepath.Join(dir, id+".log") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []Result{{ItemIndex: 3, Output: "3"}, {ItemIndex: 0, Output: "0"}, {ItemIndex: 2, Output: "2 first"}, {ItemIndex: 1, Output: "1"}, {ItemIndex: 2, Output: "2 last"}, {ItemIndex: 5, Output: "5"}} {
+		r.ItemID, r.Item = "item", json.RawMessage(`"x"`)
+		if err := l.add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.close()
+	out := filepath.Join(dir, "results.json")
+	if err := writeResultsFile(path, out); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(out)
+	var results []Result
+	if err := json.Unmarshal(data, &results); err != nil {
+		t.Fatalf("results file = %s: %v", data, err)
+	}
+	var got []string
+	for _, r := range results {
+		got = append(got, r.Output)
+	}
+	if want := []string{"0", "1", "2 last", "3", "5"}; !slices.Equal(got, want) {
+		t.Errorf("results file has %q, want %q", got, want)
+	}
+}
+
+// results.json is written after the map only when a step reads it,
+// through ${map.results} or ${map.results_file}, in any of its fields.
+func TestResultsFileOnlyWhenRead(t *testing.T) {
+	for _, tc := range []struct {
+		name, reduce string
+		want         bool
+	}{
+		{"counts only", "  - shell: echo ${map.successful}\n", false},
+		{"no reduce", "", false},
+		{"results_file", "  - shell: cat ${map.results_file}\n", true},
+		{"results in a filter", "  - shell: echo ${map.results|json}\n", true},
+		{"results_file in env", "  - shell: cat \"$F\"\n    env: {F: '${map.results_file}'}\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			policy := ""
+			if tc.reduce != "" {
+				policy = "reduce:\n" + tc.reduce
+			}
+			j := startJob(t, 3, 2, policy)
+			agent := agentFunc(func(context.Context, *Item, int, retryv2.Slot) Outcome { return Outcome{} })
+			if _, err := Run(t.Context(), j, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := os.Stat(j.Layout().ResultsJSON)
+			if written := err == nil; written != tc.want {
+				t.Errorf("results.json written: %v, want %v", written, tc.want)
 			}
 		})
 	}

@@ -10,7 +10,11 @@
 #   dlqcost        20,000 items failing into the DLQ against 20,000 succeeding
 #   scale          100,000 items: wall time, peak RSS, state-dir bytes, query latency
 #                  (runner events lists the job's ~600,000 events), and the time and
-#                  peak RSS of runner report
+#                  peak RSS of runner report; then issue 37's targets at 1,000,000
+#                  items: peak RSS of a map whose items are all skipped by `when`,
+#                  time per item of `true` items at max_parallel 8 against 10,000
+#                  of them, and the time a resume of a job killed half way takes
+#                  to start its first new item
 #   listing        `runner jobs` and `runner dlq list` of 100 jobs, one with 100,000 DLQ items
 #   streaming      a 1,000,000-item input: peak RSS while it loads
 #   logs           `runner logs` of one item's 100 MB log, against cat of the file
@@ -49,6 +53,9 @@ dlqcost_items=${DLQCOST_ITEMS:-20000}
 scale_items=${SCALE_ITEMS:-100000}
 listing_items=${LISTING_ITEMS:-100000}
 listing_jobs=${LISTING_JOBS:-100}
+scale_big=${SCALE_BIG:-1000000}
+true_big=${TRUE_BIG:-1000000}
+true_small=${TRUE_SMALL:-10000}
 stream_items=${STREAM_ITEMS:-1000000}
 log_lines=${LOG_LINES:-12000000}
 iso_items=${ISO_ITEMS:-40}
@@ -57,7 +64,7 @@ nats_true=${NATS_TRUE:-2000}
 nats_sleep=${NATS_SLEEP:-1500}
 nats_git=${NATS_GIT:-40}
 if [ "${QUICK:-}" = 1 ]; then
-	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 dlqcost_items=2000 scale_items=2000 listing_items=2000 listing_jobs=10 stream_items=20000 log_lines=1000000 iso_items=10
+	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 dlqcost_items=2000 scale_items=2000 scale_big=20000 true_big=20000 true_small=2000 listing_items=2000 listing_jobs=10 stream_items=20000 log_lines=1000000 iso_items=10
 	nats_noop=1000 nats_true=300 nats_sleep=240 nats_git=12
 fi
 
@@ -321,6 +328,57 @@ done
 t0=$(now)
 rss=$(peak_rss "$runner" --state-dir scale report big -o report.html)
 echo "  runner report: $(since "$t0")s, peak RSS ${rss} MB, page $(du -k report.html | awk '{print $1}') KB"
+rm -rf scale
+
+echo
+echo "## scale: $scale_big items (issue 37)"
+# skipped N: a map of N items whose one step is skipped by when.
+skipped() { printf 'name: skipped\nmode: mapreduce\nmap:\n  input: seq 1 %d\n  max_parallel: 8\n  agent_template:\n    - shell: "true"\n      when: "false"\n' "$1"; }
+skipped "$scale_big" > skipped.yml
+t0=$(now)
+rss=$(peak_rss "$runner" run -q --progress never --state-dir big-skip --job-id s skipped.yml)
+echo "  $scale_big skipped items: wall $(since "$t0")s, peak RSS ${rss} MB (target <= 40 MB)"
+rm -rf big-skip
+# Time per item of 'true' items at max_parallel 8: the small job's median
+# of 3 runs, the large one once.
+for n in "$true_small" "$true_big"; do
+	printf 'name: trues\nmode: mapreduce\nmap:\n  input: seq 1 %d\n  max_parallel: 8\n  agent_template:\n    - shell: "true"\n' "$n" > "true-$n.yml"
+done
+: > t.small
+for r in 1 2 3; do t0=$(now); "$runner" run -q --progress never --state-dir "ts-$r" "true-$true_small.yml" >/dev/null 2>&1; since "$t0" >> t.small; rm -rf "ts-$r"; done
+small=$(median < t.small)
+t0=$(now)
+rss=$(peak_rss "$runner" run -q --progress never --state-dir tb "true-$true_big.yml")
+big=$(since "$t0")
+rm -rf tb
+per_small=$(awk -v t="$small" -v n="$true_small" 'BEGIN {printf "%.1f", t / n * 1e6}')
+per_big=$(awk -v t="$big" -v n="$true_big" 'BEGIN {printf "%.1f", t / n * 1e6}')
+echo "  'true' items at max_parallel 8: $true_small in ${small}s (${per_small} us/item), $true_big in ${big}s (${per_big} us/item, peak RSS ${rss} MB): $(ratio "$per_big" "$per_small")x per item (target within 15%)"
+# A job of skipped items killed -9 once half its items are done, then
+# resumed: the time from the resume's start to its first item_started.
+"$runner" run -q --progress never --state-dir rs --job-id r skipped.yml >/dev/null 2>&1 &
+job=$!
+pids+=("$job")
+half=$((scale_big / 2))
+succeeded() { sed -n 's/.*"succeeded": *\([0-9]*\).*/\1/p' rs/jobs/r/job.json 2>/dev/null | head -1 || true; }
+while kill -0 "$job" 2>/dev/null; do
+	n=$(succeeded)
+	[ -n "$n" ] && [ "$n" -ge "$half" ] && break
+	sleep 0.1
+done
+kill -KILL "$job" 2>/dev/null || true
+wait "$job" 2>/dev/null || true
+done_at_kill=$(grep -c '"s":"succeeded"' rs/jobs/r/items-state.jsonl || true)
+if [ "$done_at_kill" -ge "$scale_big" ]; then
+	echo "  resume: the job ended before it could be killed half way (too few items: SCALE_BIG)"
+else
+	t0=$(now)
+	rss=$(peak_rss "$runner" resume -q --progress never --state-dir rs r)
+	first=$(awk '/"type":"job_resumed"/ {seen = 1; next} seen && /"type":"item_started"/ {print; exit}' rs/jobs/r/events.jsonl | sed 's/.*"time":"\([^"]*\)".*/\1/')
+	first_s=$(awk -v a="$t0" -v b="$(date -d "$first" +%s.%N)" 'BEGIN {printf "%.2f", b - a}')
+	echo "  resume of a $scale_big-item job killed with $done_at_kill items done: first new item after ${first_s}s (target <= 2 s), resume's peak RSS ${rss} MB"
+fi
+rm -rf rs
 
 fi
 

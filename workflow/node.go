@@ -36,7 +36,10 @@ type decoder struct {
 	// readsGitContext is set when a condition reads ${workflow.commits}
 	// or another git-context variable.
 	readsGitContext bool
-	merging         map[*yaml.Node]bool // mappings whose merge keys are being expanded
+	// readsResults is set when a condition reads ${map.results} or
+	// ${map.results_file}.
+	readsResults bool
+	merging      map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool

@@ -80,6 +80,8 @@ func (d *decoder) noteExprRefs(n *yaml.Node, what string, prog *vm.Program) {
 			d.refs = append(d.refs, stepRef{pos: pos(n), what: what, id: name, at: d.at})
 		case (ns == "workflow" || ns == "step") && slices.Contains(gitContextNames, name):
 			d.readsGitContext = true
+		case ns == "map" && isResults(name):
+			d.readsResults = true
 		}
 	}))
 }

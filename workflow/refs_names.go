@@ -27,6 +27,9 @@ var namespaceNames = map[string][]string{
 	"step":     append([]string{"name", "index"}, gitContextNames...),
 }
 
+// isResults reports whether name, in ${map.NAME}, is the map's results.
+func isResults(name string) bool { return name == "results" || name == "results_file" }
+
 // gitContextNames are the git-context variables of ${workflow.*} and
 // ${step.*} (Prodigy's GitChangeTracker).
 var gitContextNames = []string{"commits", "commit_count", "files_changed", "files_added", "files_modified", "files_deleted", "insertions", "deletions"}
@@ -66,8 +69,11 @@ func (d *decoder) noteNamespaceRefs(n *yaml.Node, what string, paths []string) {
 // workflow outside a foreach, ${setup.NAME} that no setup step captures.
 func (d *decoder) checkNamespaceRefs(wf *Workflow) {
 	setup := setupCaptures(wf)
-	wf.GitContext = d.readsGitContext
+	wf.GitContext, wf.ReadsResults = d.readsGitContext, d.readsResults
 	for _, r := range d.nsRefs {
+		if r.ns == "map" && isResults(r.name) {
+			wf.ReadsResults = true
+		}
 		if (r.ns == "workflow" || r.ns == "step") && slices.Contains(gitContextNames, r.name) {
 			wf.GitContext = true
 		}

@@ -45,6 +45,10 @@ type Workflow struct {
 	// (${workflow.commits}, ${step.files_changed}...): only then does
 	// runner ask git around every step.
 	GitContext bool
+	// ReadsResults is set when a value reads ${map.results} or
+	// ${map.results_file}: only then does a MapReduce job write
+	// results.json after its map.
+	ReadsResults bool
 
 	// Warnings are what the file does that has no effect or may not mean
 	// what its author meant, in file order (runner validate and run print

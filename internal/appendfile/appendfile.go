@@ -102,3 +102,12 @@ func (f *File) Sync() error { return f.f.Sync() }
 
 // Close closes the file, which releases its lock.
 func (f *File) Close() error { return f.f.Close() }
+
+// Size is the file's size now.
+func (f *File) Size() (int64, error) {
+	info, err := f.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return info.Size(), nil
+}

@@ -48,6 +48,8 @@ map:
   max_parallel: 4
   agent_template:
     - shell: printf '%0500d\n' 0; [ $(( ${item} % 10 )) -ne 0 ]
+reduce:
+  - shell: test -s ${map.results_file}
 `
 
 // bigOutputWorkflow is issue 11's full-disk case: each result is a 20 kB
@@ -61,6 +63,8 @@ map:
   max_parallel: 4
   agent_template:
     - shell: printf '%020000d' 0
+reduce:
+  - shell: test -s ${map.results_file}
 `
 
 // A state dir that fills up fails the job with a clear error and loses
@@ -107,7 +111,8 @@ func TestFullDiskLosesNothing(t *testing.T) {
 	}
 }
 
-// checkLogsWhole checks that a job's results file holds every item and that
+// checkLogsWhole checks that a job's results file (which its reduce
+// reads, so the job wrote it) holds every item and that
 // its event log reads: no record was lost to, or merged with, a line that a
 // full disk tore.
 func checkLogsWhole(t *testing.T, dir, stateDir, jobID string, total int) {

@@ -266,3 +266,30 @@ func TestCoalesceWritesAnEventWithItsSequel(t *testing.T) {
 		t.Errorf("events (time, item, type):\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// Last reads the last complete event from the log's end: a torn last
+// line and blank lines are passed over, a last line longer than one read
+// is read whole, and an empty log has none.
+func TestLastEvent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	event := func(sec int, field string) string {
+		return fmt.Sprintf(`{"time":"2026-11-22T10:00:%02dZ","job_id":"j","type":"a","f":%q}`, sec, field)
+	}
+	for _, tc := range []struct {
+		name, log string
+		want      string // the field f of the event; "" none
+	}{
+		{"empty", "", ""},
+		{"torn only", `{"time":"2026`, ""},
+		{"one", event(1, "one") + "\n", "one"},
+		{"torn last", event(1, "one") + "\n" + event(2, "two") + "\n" + `{"time":"20`, "two"},
+		{"blank lines", event(1, "one") + "\n\n  \n", "one"},
+		{"long", event(1, "one") + "\n" + event(2, strings.Repeat("l", 200<<10)) + "\n", strings.Repeat("l", 200<<10)},
+	} {
+		os.WriteFile(path, []byte(tc.log), 0o600)
+		e, ok, err := Last(path)
+		if err != nil || ok != (tc.want != "") || ok && e.Fields["f"] != tc.want {
+			t.Errorf("%s: Last = %.40v, %v, %v; want f %.20q", tc.name, e.Fields["f"], ok, err, tc.want)
+		}
+	}
+}

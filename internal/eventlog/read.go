@@ -213,3 +213,42 @@ func scanLines(path string, offset int64, fn func([]byte) error) (int64, error) 
 		}
 	}
 }
+
+// Last returns the last event of the log at path, read from its end: its
+// last complete line (a partial one, cut short by a crash, is passed
+// over); ok is false when the log has none.
+func Last(path string) (e Event, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return e, false, fmt.Errorf("event log: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return e, false, fmt.Errorf("event log: %w", err)
+	}
+	var buf []byte // the log's bytes from at to its end
+	for at := info.Size(); ; {
+		if end := bytes.LastIndexByte(buf, '\n'); end >= 0 {
+			lines := bytes.TrimRight(buf[:end], " \t\r\n") // the complete lines, without blank ones at the end
+			start := bytes.LastIndexByte(lines, '\n')
+			if len(lines) > 0 && (start >= 0 || at == 0) {
+				e, err := newDecoder().event(lines[start+1:])
+				if err != nil {
+					return e, false, fmt.Errorf("event log %s: damaged last entry: %w", path, err)
+				}
+				return e, true, nil
+			}
+		}
+		if at == 0 {
+			return e, false, nil
+		}
+		n := min(at, 64<<10)
+		at -= n
+		chunk := make([]byte, n, n+int64(len(buf)))
+		if _, err := f.ReadAt(chunk, at); err != nil {
+			return e, false, fmt.Errorf("event log: %w", err)
+		}
+		buf = append(chunk, buf...)
+	}
+}

@@ -104,7 +104,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 	vars, secrets, source := jobenv.Withhold(wf, opts.Vars, source, env, opts.Profile)
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, FilePath: absPath(wf.File), FileSum: sum, Mode: string(wf.Mode),
-		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), PID: os.Getpid(),
+		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), RunStarted: now(), PID: os.Getpid(),
 		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.Cached(),
 		ItemBranches: opts.ItemBranches, TargetBranch: opts.TargetBranch, Isolation: string(wf.Isolation),
 	}, source)
@@ -172,8 +172,9 @@ func Resume(id string, opts Options) (*Job, error) {
 	}
 	j.resumed = true
 	if st.Meta.Status == state.Running { // its process died: the run recorded no end
-		st.Meta.RanMS += killedRun(st.Layout().Events).Milliseconds()
+		st.Meta.RanMS += killedRun(st.Meta, st.Layout().Events).Milliseconds()
 	}
+	st.Meta.RunStarted = nowFunc(opts.Now)()
 	st.Meta.Status, st.Meta.PID, st.Meta.Error = state.Running, os.Getpid(), ""
 	st.Meta.Finished = time.Time{}
 	st.Meta.ResumedCount++

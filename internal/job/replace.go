@@ -59,11 +59,11 @@ func readProgress(st *state.Job, wf *workflow.Workflow) (progress, error) {
 	if wf.Mode != workflow.MapReduce || !p.itemsLoaded {
 		return p, nil
 	}
-	items, err := st.ReadItemStates()
+	items, err := st.LoadItemStates()
 	if err != nil {
 		return p, fmt.Errorf("job %s: %w", st.Meta.ID, err)
 	}
-	for _, it := range items {
+	for _, it := range items.Running() {
 		for _, rec := range it.Steps {
 			if rec.Status != "retrying" {
 				p.checkpoints[rec.Index] = rec

@@ -170,22 +170,27 @@ func (j *Job) Finish(status state.Status, exitCode int, err error, fields map[st
 	return j.eventLogErr()
 }
 
-// killedRun is how long the last run in the event log at path went on
-// before its process died without recording an end: from its start to
-// its last event (0 when the log cannot be read).
-func killedRun(path string) time.Duration {
-	var start, last time.Time
-	_ = eventlog.Scan(path, eventlog.Query{}, func(e eventlog.Event) error {
-		if e.Type == eventlog.TypeJobStarted || e.Type == eventlog.TypeJobResumed {
-			start = e.Time
-		}
-		last = e.Time
-		return nil
-	})
-	if start.IsZero() {
+// killedRun is how long the last run of the job m, whose event log is at
+// path, went on before its process died without recording an end: from
+// its start (m.RunStarted) to its last event, read from the log's end.
+// A job of a runner that did not record its runs' starts has its log read
+// for the last run's start. 0 when the log cannot be read.
+func killedRun(m state.Meta, path string) time.Duration {
+	last, ok, err := eventlog.Last(path)
+	if err != nil || !ok {
 		return 0
 	}
-	return last.Sub(start)
+	start := m.RunStarted
+	if start.IsZero() {
+		_ = eventlog.Scan(path, eventlog.Query{Types: []eventlog.Type{eventlog.TypeJobStarted, eventlog.TypeJobResumed}}, func(e eventlog.Event) error {
+			start = e.Time
+			return nil
+		})
+	}
+	if start.IsZero() || last.Time.Before(start) {
+		return 0
+	}
+	return last.Time.Sub(start)
 }
 
 // Elapsed is the time since this process started or resumed the job.

@@ -110,6 +110,19 @@ func (q *Queue) Queued(itemIDs ...string) (map[string]bool, error) {
 	return out, nil
 }
 
+// Each calls fn with every queued item's id and index; a job whose DLQ
+// file was never made has none.
+func (q *Queue) Each(fn func(itemID string, index int)) error {
+	if q.held == nil {
+		if _, err := os.Stat(q.path); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
+	return q.use(true, func(d *dlq.DB) error {
+		return d.List(func(it dlq.Item) bool { fn(it.ItemID, it.ItemIndex); return true })
+	})
+}
+
 // Claim leases an item to this process; one that another process holds is
 // noted (Held). It is called from one goroutine at a time. While the queue
 // is held (Hold), the hold is this process's lease on every item: no other

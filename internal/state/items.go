@@ -47,29 +47,67 @@ type ItemRecord struct {
 // ItemLog appends item state changes with one write each (the change
 // reaches the kernel before Append returns) and fsyncs in the background
 // at most every SyncEvery, so that a crash loses no acknowledged state
-// change that the kernel had and per-item cost stays one write.
+// change that the kernel had and per-item cost stays one write. It keeps
+// the items' states (ItemStates) as it appends and, after a sync at most
+// every IndexEvery and when it closes, writes them to the log's index
+// (Layout.ItemIndex) as of the synced offset, so that the next reader
+// decodes only what came after.
 type ItemLog struct {
 	mu      sync.Mutex
 	f       *appendfile.File
+	index   string // the index's path
 	buf     []byte
 	dirty   bool
 	stop    chan struct{}
 	stopped chan struct{}
 	err     error
+
+	states *ItemStates
+	// offset is the end of the log as this ItemLog knows it; a log that
+	// grew by other writers' lines (foreign) gets no index from it, since
+	// its states lack them.
+	offset  int64
+	foreign bool
+	indexed time.Time // the last index written
+	indexOf int64     // the offset it was written at
 }
 
-// SyncEvery is how often an ItemLog fsyncs while changes arrive.
-const SyncEvery = 200 * time.Millisecond
+// SyncEvery is how often an ItemLog fsyncs while changes arrive;
+// IndexEvery how often at most it writes its index.
+const (
+	SyncEvery  = 200 * time.Millisecond
+	IndexEvery = 2 * time.Second
+)
 
-// OpenItemLog opens the job's item state log for appending.
+// OpenItemLog opens the job's item state log for appending, with its
+// items' states read (States).
 func (j *Job) OpenItemLog() (*ItemLog, error) {
-	f, err := appendfile.Open(j.Layout().ItemStates)
+	layout := j.Layout()
+	f, err := appendfile.Open(layout.ItemStates)
 	if err != nil {
 		return nil, fmt.Errorf("item log: %w", err)
 	}
-	l := &ItemLog{f: f, stop: make(chan struct{}), stopped: make(chan struct{})}
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("item log: %w", err)
+	}
+	states, off, err := loadItemStates(layout, size)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &ItemLog{f: f, index: layout.ItemIndex, stop: make(chan struct{}), stopped: make(chan struct{}),
+		states: states, offset: off, foreign: off != size, indexed: time.Now(), indexOf: off}
 	go l.syncLoop()
 	return l, nil
+}
+
+// States returns a copy of the items' states as the log has them now.
+func (l *ItemLog) States() *ItemStates {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.states.clone()
 }
 
 // Append records one change.
@@ -89,6 +127,12 @@ func (l *ItemLog) Append(rec ItemRecord) error {
 		return l.err
 	}
 	l.dirty = true
+	l.offset += int64(len(l.buf))
+	if rec.Step != nil {
+		step := *rec.Step
+		rec.Step = &step
+	}
+	l.states.apply(rec)
 	return nil
 }
 
@@ -102,24 +146,63 @@ func (l *ItemLog) syncLoop() {
 			return
 		case <-t.C:
 			l.mu.Lock()
-			if l.dirty && l.err == nil {
-				l.dirty = false
-				if err := l.f.Sync(); err != nil {
-					l.err = fmt.Errorf("item log: %w", err)
-				}
-			}
+			l.syncLocked()
+			index := l.indexLocked(false)
 			l.mu.Unlock()
+			l.writeIndex(index)
 		}
 	}
 }
 
-// Close syncs and closes the log.
+// syncLocked fsyncs what was appended since the last sync; l.mu is held.
+func (l *ItemLog) syncLocked() {
+	if l.dirty && l.err == nil {
+		l.dirty = false
+		if err := l.f.Sync(); err != nil {
+			l.err = fmt.Errorf("item log: %w", err)
+		}
+	}
+}
+
+// indexLocked returns the index to write as of the synced offset, nil
+// when none is due (now: whatever the time) or the log is not wholly
+// this ItemLog's; l.mu is held.
+func (l *ItemLog) indexLocked(now bool) []byte {
+	if l.err != nil || l.dirty || l.foreign || l.offset == l.indexOf || !now && time.Since(l.indexed) < IndexEvery {
+		return nil
+	}
+	if size, err := l.f.Size(); err != nil || size != l.offset {
+		l.foreign = true // another process appended: our states lack its lines
+		return nil
+	}
+	data, err := encodeItemIndex(l.states, l.offset)
+	if err != nil {
+		return nil
+	}
+	l.indexed, l.indexOf = time.Now(), l.offset
+	return data
+}
+
+// writeIndex replaces the index with data (nil: nothing to write). An
+// index that cannot be written only makes the next reader decode more
+// of the log, so the error is dropped.
+func (l *ItemLog) writeIndex(data []byte) {
+	if data != nil {
+		_ = writeAtomic(l.index, data)
+	}
+}
+
+// Close syncs the log, writes its index and closes it.
 func (l *ItemLog) Close() error {
 	close(l.stop)
 	<-l.stopped
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	serr := l.f.Sync()
+	if serr == nil {
+		l.dirty = false
+		l.writeIndex(l.indexLocked(true))
+	}
 	if err := l.f.Close(); err != nil {
 		return err
 	}
@@ -152,10 +235,8 @@ func (j *Job) AppendItemRecords(recs ...ItemRecord) error {
 func (j *Job) ReadItemStates() (map[int]ItemRecord, error) {
 	out := map[int]ItemRecord{}
 	err := readLines(j.Layout().ItemStates, func(line []byte) error {
-		var rec ItemRecord
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.UseNumber() // captured values come back as they were journaled
-		if err := dec.Decode(&rec); err != nil {
+		rec, err := decodeItemRecord(line)
+		if err != nil {
 			return err
 		}
 		if rec.Step == nil {

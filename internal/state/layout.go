@@ -21,8 +21,10 @@ type Layout struct {
 	// Events is the event log (package eventlog).
 	Events string
 	// Items is a MapReduce job's items, written once, when its map loads
-	// them; ItemStates is its item log (ItemLog).
-	Items, ItemStates string
+	// them; ItemStates is its item log (ItemLog), and ItemIndex the log's
+	// index: every item's last state as of an offset of the log
+	// (ItemStates), rewritten as the log grows.
+	Items, ItemStates, ItemIndex string
 	// Results is the map's results, a line per item; ResultsJSON their
 	// array, which reduce reads as ${map.results}.
 	Results, ResultsJSON string
@@ -68,6 +70,7 @@ func LayoutOf(dir string) Layout {
 		Events:        at("events.jsonl"),
 		Items:         at(ItemsFile),
 		ItemStates:    at("items-state.jsonl"),
+		ItemIndex:     at("items-state.idx"),
 		Results:       at("results.jsonl"),
 		ResultsJSON:   at("results.json"),
 		DLQ:           at("dlq.db"),

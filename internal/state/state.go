@@ -83,6 +83,9 @@ type Meta struct {
 	// whose process was killed counts until its last event (added when
 	// the job is resumed).
 	RanMS int64 `json:"ran_ms,omitempty"`
+	// RunStarted is when the job's last run (run or resume) began: a run
+	// whose process was killed went on from it to its last event.
+	RunStarted time.Time `json:"run_started,omitzero"`
 	// TargetBranch is the branch checked out where a job whose map runs
 	// in git worktrees started, which --merge merges the job branch into
 	// ("" when HEAD was detached).

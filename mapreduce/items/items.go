@@ -54,6 +54,50 @@ func (iw *itemWriter) write(id string, raw json.RawMessage) error {
 	return iw.w.WriteByte('\n')
 }
 
+// rewriteIDs rewrites the items written so far with the ids rename
+// gives them.
+func (iw *itemWriter) rewriteIDs(rename func(index int, id string) string) error {
+	if err := iw.w.Flush(); err != nil {
+		return fmt.Errorf("items file: %w", err)
+	}
+	written, err := os.Open(iw.path + ".tmp")
+	if err != nil {
+		return fmt.Errorf("items file: %w", err)
+	}
+	defer written.Close()
+	next, err := createItems(iw.path + ".ids")
+	if err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(written, 256<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			break
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			next.abort()
+			return fmt.Errorf("items file: %w", err)
+		}
+		var rec itemRecord
+		if err := json.Unmarshal(line, &rec); err != nil {
+			next.abort()
+			return fmt.Errorf("items file: item %d: %w", next.n, err)
+		}
+		if err := next.write(rename(rec.Index, rec.ID), rec.Item); err != nil {
+			next.abort()
+			return err
+		}
+	}
+	iw.f.Close()
+	if err := os.Rename(next.path+".tmp", iw.path+".tmp"); err != nil {
+		next.abort()
+		return fmt.Errorf("items file: %w", err)
+	}
+	iw.f, iw.w = next.f, next.w
+	return nil
+}
+
 // commit syncs the file and renames it into place.
 func (iw *itemWriter) commit() error {
 	err := errors.Join(iw.w.Flush(), iw.f.Sync(), iw.f.Close())
@@ -74,6 +118,14 @@ func (iw *itemWriter) abort() {
 // Read calls fn for each item of the items file, in order, until fn
 // returns false or an error.
 func Read(path string, fn func(*Item) (bool, error)) error {
+	return ReadUnless(path, func(int) bool { return false }, fn)
+}
+
+// ReadUnless is Read for the items whose index skip does not name: the
+// others' lines are passed over without being decoded (the items file's
+// line n is the item at index n), so that a resumed map reads only what
+// it has left to run.
+func ReadUnless(path string, skip func(index int) bool, fn func(*Item) (bool, error)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("items file: %w", err)
@@ -81,6 +133,14 @@ func Read(path string, fn func(*Item) (bool, error)) error {
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 256<<10)
 	for n := 1; ; n++ {
+		if skip(n - 1) {
+			if err := skipLine(r); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("items file: %w", err)
+			}
+			continue
+		}
 		line, err := r.ReadBytes('\n')
 		if errors.Is(err, io.EOF) && len(line) == 0 {
 			return nil
@@ -100,6 +160,20 @@ func Read(path string, fn func(*Item) (bool, error)) error {
 		if err != nil || !more {
 			return err
 		}
+	}
+}
+
+// skipLine reads past the next line; io.EOF when there is none.
+func skipLine(r *bufio.Reader) error {
+	for {
+		line, err := r.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return nil // a last line without its newline
+		}
+		return err
 	}
 }
 

@@ -30,7 +30,7 @@ type pipeline struct {
 	read   int                 // values read from the input
 	seen   map[string]struct{} // distinct values
 	ids    map[string]int      // custom item ids -> index, for the duplicate check
-	valIDs map[uint64]struct{} // hashes of the value ids given (default ids)
+	valIDs idHashes            // hashes of the value ids given (default ids), 8 bytes an item
 	seed   maphash.Seed        // for valIDs
 	kept   int                 // items past filter and distinct, before offset
 	spool  *os.File            // sort_by: filtered items wait here
@@ -57,7 +57,7 @@ func Load(r io.Reader, m *workflow.MapPhase, scope *executor.Scope, path string)
 	if m.ItemID != nil {
 		p.ids = map[string]int{}
 	} else {
-		p.valIDs, p.seed = map[uint64]struct{}{}, maphash.MakeSeed()
+		p.seed = maphash.MakeSeed()
 	}
 	if len(m.SortBy) > 0 {
 		if p.spool, err = os.CreateTemp("", "runner-spool-*"); err != nil {
@@ -69,6 +69,9 @@ func Load(r io.Reader, m *workflow.MapPhase, scope *executor.Scope, path string)
 	err = readInput(r, m.JSONPath, p.add)
 	if err == nil && p.spool != nil {
 		err = p.flushSorted()
+	}
+	if err == nil || errors.Is(err, errStop) {
+		err = p.renameDuplicateIDs()
 	}
 	if err != nil && !errors.Is(err, errStop) {
 		out.abort()
