@@ -14,8 +14,8 @@ import (
 // whether runner's streams answer (see WatchStreams).
 const ProbeEvery = 5 * time.Second
 
-// Outage is a time runner's streams did not answer: the first of them
-// that did not, why, and since when.
+// Outage is a time runner's streams did not answer: the first of them,
+// in WatchStreams' fixed order, that did not, why, and since when.
 type Outage struct {
 	Stream string
 	Err    error
@@ -31,10 +31,12 @@ func (o Outage) String() string {
 }
 
 // WatchStreams asks the server every every whether the tasks and results
-// streams and the jobs bucket answer, until ctx ends: when one stops
-// answering (its server down, its cluster without a leader for it, or the
-// server without it), down is called once with the outage; when they all
-// answer again, up is called with it. Nothing is called while they answer.
+// streams and the jobs bucket answer, in that order, until ctx ends: when
+// one stops answering (its server down, its cluster without a leader for
+// it, or the server without it), down is called once with the outage,
+// which names the first of them that does not answer (RUNNER_TASKS when
+// the server is down); when they all answer again, up is called with it.
+// Nothing is called while they answer.
 // Nothing is retried or given up here: the callers go on waiting for the
 // server as they do, and say so.
 func (o *Objects) WatchStreams(ctx context.Context, every time.Duration, down, up func(Outage)) {
@@ -62,14 +64,33 @@ func (o *Objects) WatchStreams(ctx context.Context, every time.Duration, down, u
 	}
 }
 
+// probed are the streams WatchStreams asks for, in the order an outage
+// is named by: the first of them that does not answer.
+var probed = []string{TasksStream, ResultsStream, jobsStream}
+
 // probe asks for the info of each stream in turn; it returns the first
 // that does not answer, and why.
 func (o *Objects) probe(ctx context.Context) (string, error) {
-	for _, name := range []string{TasksStream, ResultsStream, jobsStream} {
+	return firstUnanswered(probed, func(name string) error {
 		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+		defer cancel()
 		_, err := o.js.Stream(cctx, name)
-		cancel()
-		if err != nil {
+		return err
+	})
+}
+
+// firstUnanswered asks each of streams in turn and returns the first that
+// does not answer, and why. When one does not, those before it are asked
+// again: they answered before it failed, and a server that went down in
+// between took them down too, so that an outage of the server is named
+// by the first stream whatever moment of the probe it began in, and one
+// of a single stream (its leader lost) by that stream.
+func firstUnanswered(streams []string, ask func(name string) error) (string, error) {
+	for i, name := range streams {
+		if err := ask(name); err != nil {
+			if before, beforeErr := firstUnanswered(streams[:i], ask); beforeErr != nil {
+				return before, beforeErr
+			}
 			return name, err
 		}
 	}

@@ -39,3 +39,38 @@ func TestWhileUnanswered(t *testing.T) {
 		})
 	}
 }
+
+// An outage is named by the first stream, in a fixed order, that does not
+// answer once one did not: a server that goes down while the streams are
+// asked in turn is named by the first of them, whichever was being asked;
+// a single stream that does not answer, by itself.
+func TestFirstUnansweredNamesTheFirstStreamDown(t *testing.T) {
+	down := errors.New("down")
+	for _, tc := range []struct {
+		name     string
+		answered int             // how many asks the server answers before it goes down; -1: it stays up
+		lost     map[string]bool // streams that do not answer while the server is up
+		want     string
+	}{
+		{"all up", -1, nil, ""},
+		{"server down before the probe", 0, nil, TasksStream},
+		{"server down after the tasks stream answered", 1, nil, TasksStream},
+		{"server down after the results stream answered", 2, nil, TasksStream},
+		{"the results stream's leader lost", -1, map[string]bool{ResultsStream: true}, ResultsStream},
+		{"the jobs bucket's leader lost", -1, map[string]bool{jobsStream: true}, jobsStream},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			asks := 0
+			got, err := firstUnanswered(probed, func(name string) error {
+				asks++
+				if tc.answered >= 0 && asks > tc.answered || tc.lost[name] {
+					return down
+				}
+				return nil
+			})
+			if got != tc.want || (err != nil) != (tc.want != "") {
+				t.Errorf("firstUnanswered = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -75,14 +74,20 @@ func TestUnavailableStreamsAreSaidAndWaitedFor(t *testing.T) {
 	if !testkit.Poll(func() bool { return watch.Outage().Down() }) {
 		t.Fatal("the dispatcher did not see the server gone")
 	}
+	// The server is down: every stream is, and both name the first of
+	// them, whichever the probe was asking when the server went.
+	if o := watch.Outage(); o.Stream != natsconn.TasksStream {
+		t.Errorf("the dispatcher's outage names %s, want %s", o, natsconn.TasksStream)
+	}
 	if !testkit.Poll(func() bool { return len(natsEvents(t, j)[eventlog.TypeNATSUnavailable]) == 1 }) {
 		t.Error("no nats_unavailable event")
+	} else if e := natsEvents(t, j)[eventlog.TypeNATSUnavailable][0]; e.Str("stream") != natsconn.TasksStream {
+		t.Errorf("the nats_unavailable event names %s, want %s", e.Str("stream"), natsconn.TasksStream)
 	}
-	if !testkit.Poll(func() bool {
-		// The stream named is the first that did not answer the worker.
-		return regexp.MustCompile(`runner worker w: NATS stream \S+ unavailable \(`).MatchString(log.String())
-	}) {
+	if !testkit.Poll(func() bool { return strings.Contains(log.String(), "runner worker w: NATS stream ") }) {
 		t.Errorf("the worker did not log the outage:\n%s", log.String())
+	} else if !strings.Contains(log.String(), "runner worker w: NATS stream "+natsconn.TasksStream+" unavailable (") {
+		t.Errorf("the worker's outage line does not name %s:\n%s", natsconn.TasksStream, log.String())
 	}
 	srv.Restart()
 	if !testkit.Poll(func() bool { return !watch.Outage().Down() }) {
