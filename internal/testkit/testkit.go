@@ -1,10 +1,11 @@
 // Package testkit is what runner's tests share about time: the scale of
-// every bound a test puts on a wait, and on a timeout it sets to make
-// something happen quickly, read from RUNNER_TEST_TIMEOUT_SCALE (a
-// number of at least 1; 1 when unset) so that a loaded machine can give them more; and
-// Eventually, a poll with a scaled bound instead of a fixed sleep. No test
-// asserts that something took less than a wall-clock bound: what must be
-// fast is a benchmark. Only tests import it.
+// every bound a test puts on a wait, and of every timeout it sets to make
+// something happen quickly, read from RUNNER_TEST_TIMEOUT_SCALE (a number
+// of at least 1; 1 when unset) so that a loaded machine can give them
+// more; and Eventually and Poll, a wait for a condition with a scaled
+// bound instead of a fixed sleep. No test asserts that something took
+// less than a wall-clock bound: what must be fast is a benchmark. Only
+// tests import it.
 //
 //	res := proc.Run(ctx, proc.Spec{Command: "sleep 300", Timeout: testkit.Scale(200 * time.Millisecond)})
 //	testkit.Eventually(t, func() bool { return exists(path) }, "the pid file")
