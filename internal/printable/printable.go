@@ -4,10 +4,7 @@
 // cursor or colour runner's own lines.
 package printable
 
-import (
-	"strconv"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // Text returns s with every control character escaped but newlines and
 // tabs, for text that runner prints as a block of lines (a command's
@@ -76,13 +73,8 @@ func appendEscaped(b []byte, s string, keepLines bool) []byte {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			b = appendHex(b, c)
-		case unsafeRune(r):
-			b = append(b, `\u`...)
-			h := strconv.AppendUint(nil, uint64(r), 16)
-			for k := len(h); k < 4; k++ {
-				b = append(b, '0')
-			}
-			b = append(b, h...)
+		case unsafeRune(r): // all below U+10000: four digits
+			b = append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 		default:
 			b = append(b, s[i:i+n]...)
 		}
@@ -91,10 +83,11 @@ func appendEscaped(b []byte, s string, keepLines bool) []byte {
 	return b
 }
 
+const hexDigits = "0123456789abcdef"
+
 // appendHex appends c as `\xHH`.
 func appendHex(b []byte, c byte) []byte {
-	const digits = "0123456789abcdef"
-	return append(b, '\\', 'x', digits[c>>4], digits[c&0xf])
+	return append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&0xf])
 }
 
 // unsafeASCII says whether the byte c is a control character to escape.
