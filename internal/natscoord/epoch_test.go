@@ -53,8 +53,9 @@ func TestEarlierEpochsResultIsNotThisAttempts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &jobEvents{}
-			w := &waiter{attempt: 1, task: itemtask.Task{ItemID: "a"}, ch: make(chan inbound, 1), adopted: tc.adopted}
-			d := &Dispatcher{epoch: 2, host: h, waiting: map[int]*waiter{0: w}, expected: map[int]int{}, early: map[int]inbound{}, ids: map[int]string{0: "a"}, acks: newAcks()}
+			d := &Dispatcher{epoch: 2, host: h, items: map[int]*record{}, acks: newAcks()}
+			r := d.newRecord(0, 1, "a", published)
+			r.ended = tc.adopted
 			data, err := json.Marshal(natsconn.Result{Index: 0, Attempt: 1, Epoch: tc.epoch, Worker: "w", Delivery: 1, Failed: true})
 			if err != nil {
 				t.Fatal(err)
@@ -62,7 +63,7 @@ func TestEarlierEpochsResultIsNotThisAttempts(t *testing.T) {
 			msg := &resultMsg{data: data}
 			d.receive(msg)
 			d.acks.close() // its acknowledgement, if any, is sent
-			if taken := len(w.ch) == 1; taken != tc.taken || len(h.events) != tc.duplicates || msg.acked != !tc.taken {
+			if taken := r.phase == resulted; taken != tc.taken || len(h.events) != tc.duplicates || msg.acked != !tc.taken {
 				t.Errorf("taken %v, events %v, acknowledged %v; want taken %v, %d result_duplicate", taken, h.events, msg.acked, tc.taken, tc.duplicates)
 			}
 		})

@@ -33,9 +33,7 @@ func (d *Dispatcher) setOutage(o natsconn.Outage) {
 // Outage is the open dispatcher's outage now: since when which of its
 // NATS streams does not answer; the zero Outage when they all do.
 func (w *Watch) Outage() natsconn.Outage {
-	w.mu.Lock()
-	d := w.d
-	w.mu.Unlock()
+	d := w.d.Load()
 	if d == nil {
 		return natsconn.Outage{}
 	}

@@ -8,17 +8,12 @@ import (
 	"github.com/runnerdev/runner/internal/natsconn"
 )
 
-// itemAttempt is an item an ended process left running: its index and
-// the attempt it was running.
-type itemAttempt struct {
-	index, attempt int
-}
-
 // recordedRuns reads the job's event log at path for the events that
 // ended processes recorded of the runs of items (by item id), in their
-// running attempts: how many of each run (the highest "seq" of its
-// "run_id"), by item index. An attempt's events follow its item_started.
-func recordedRuns(path string, items map[string]itemAttempt) (map[int]runEvents, error) {
+// running attempts (their records): how many of each run (the highest
+// "seq" of its "run_id"), by item index. An attempt's events follow its
+// item_started.
+func recordedRuns(path string, items map[string]*record) (map[int]runEvents, error) {
 	recorded := map[int]runEvents{}
 	current := map[string]int64{} // each item's attempt as the log goes
 	err := eventlog.Scan(path, eventlog.Query{}, func(e eventlog.Event) error {
@@ -40,7 +35,7 @@ func recordedRuns(path string, items map[string]itemAttempt) (map[int]runEvents,
 
 // countRun counts e, an event of it's running attempt, in recorded when
 // a run sent it.
-func countRun(recorded map[int]runEvents, it itemAttempt, e eventlog.Event) {
+func countRun(recorded map[int]runEvents, it *record, e eventlog.Event) {
 	run, ok := natsconn.ParseRunID(e.Str("run_id"))
 	if !ok {
 		return
