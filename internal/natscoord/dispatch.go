@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,7 +80,8 @@ type Dispatcher struct {
 	items       map[int]*record
 	keys        uint64 // the records' numbers so far
 	interrupted bool
-	outage      natsconn.Outage // since when a stream does not answer; zero: they do
+
+	outage atomic.Pointer[natsconn.Outage] // since when a stream does not answer; nil: they do
 }
 
 // Capabilities are what the NATS dispatcher does beyond running tasks: a
@@ -137,7 +140,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	if d.prog, err = trackProgress(opts.Conn, d.key, h, opts.Live); err != nil {
 		return abort(err)
 	}
-	if d.prog.recorded, err = d.leftRunning(); err != nil {
+	if err := d.leftRunning(); err != nil {
 		return abort(err)
 	}
 	// The items an ended process left running are settled before any is
@@ -219,12 +222,12 @@ func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 }
 
 // leftRunning puts in the table the items an ended process left
-// running, to be settled by the first check, and returns the events
-// ended processes recorded of their runs (recordedRuns).
-func (d *Dispatcher) leftRunning() (map[int]runEvents, error) {
+// running, to be settled by the first check, with the events ended
+// processes recorded of their runs (recordedRuns).
+func (d *Dispatcher) leftRunning() error {
 	states, err := d.j.ItemStates()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	running := map[string]*record{}
 	d.mu.Lock()
@@ -235,13 +238,41 @@ func (d *Dispatcher) leftRunning() (map[int]runEvents, error) {
 	}
 	d.mu.Unlock()
 	if len(running) == 0 {
-		return nil, nil
+		return nil
 	}
-	recorded, err := recordedRuns(d.j.Layout().Events, running)
-	if err != nil {
-		return nil, fmt.Errorf("reading what the job's event log holds of its running items: %w", err)
+	if err := recordedRuns(d.j.Layout().Events, running); err != nil {
+		return fmt.Errorf("reading what the job's event log holds of its running items: %w", err)
 	}
-	return recorded, nil
+	return nil
+}
+
+// recordedRuns reads the job's event log at path for the events that
+// ended processes recorded of the runs of items (their records, by item
+// id), in their running attempts, and counts in each record's emitted
+// those of each run (the highest "seq" of its "run_id"). An attempt's
+// events follow its item_started.
+func recordedRuns(path string, items map[string]*record) error {
+	current := map[string]int64{} // each item's attempt as the log goes
+	err := eventlog.Scan(path, eventlog.Query{}, func(e eventlog.Event) error {
+		it, ok := items[e.ItemID]
+		switch {
+		case !ok:
+		case e.Type == eventlog.TypeItemStarted:
+			current[e.ItemID] = e.Int("attempt")
+		case current[e.ItemID] == int64(it.attempt):
+			if run, ok := natsconn.ParseRunID(e.Str("run_id")); ok {
+				if it.emitted == nil {
+					it.emitted = map[natsconn.RunID]int{}
+				}
+				it.emitted[run] = max(it.emitted[run], int(e.Int("seq")))
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // resultsBatch is how many results one pull request of the coordinator
@@ -300,12 +331,15 @@ func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (item
 	return t.FailedWith("spawn", err), false
 }
 
-// outcome is the outcome of t that in carries: the item's branch fetched
-// back (worktree items), the worker's events recorded and its log
-// appended to the item's. It reports false when ctx ended first: the
-// result, unacknowledged, is taken again on resume.
-func (d *Dispatcher) outcome(ctx context.Context, t itemtask.Task, in inbound) (itemtask.Outcome, bool) {
-	r := in.r
+// outcome is the outcome of t that rec's result carries, which makes rec
+// recording: the item's branch fetched back (worktree items), the
+// worker's events recorded and its log appended to the item's. Ended with
+// ctx, the job is interrupted, and the result, unacknowledged, is taken
+// again on resume.
+func (d *Dispatcher) outcome(ctx context.Context, rec *record, t itemtask.Task) (itemtask.Outcome, error) {
+	d.mu.Lock()
+	r := rec.in.r
+	d.mu.Unlock()
 	origin := itemtask.Origin{Worker: r.Worker, Delivery: r.Delivery}
 	duration := time.Duration(r.DurationMS) * time.Millisecond
 	out := itemtask.Outcome{DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: duration, Origin: origin}
@@ -317,13 +351,13 @@ func (d *Dispatcher) outcome(ctx context.Context, t itemtask.Task, in inbound) (
 	}
 	if d.git != nil {
 		if out = d.git.fetchItem(ctx, t.Tip, r, out); ctx.Err() != nil {
-			return out, false
+			return itemtask.Outcome{}, d.interrupt(ctx)
 		}
 	}
 	if r.LastStep != nil {
 		_ = d.host.Checkpoint(t.DispatchID, *r.LastStep) // refused: the outcome is stale too
 	}
-	events, first := d.prog.unemitted(t.Index, r)
+	events, first := d.prog.unemitted(t.Index, r, rec.emitted)
 	for i, e := range events {
 		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery).WithRun(r.RunID().String(), first+i))
 	}
@@ -332,7 +366,10 @@ func (d *Dispatcher) outcome(ctx context.Context, t itemtask.Task, in inbound) (
 		// log could leave it out.
 		d.host.AppendLog(t, origin, time.Now().Add(-duration), r.LogTail)
 	}
-	return out, true
+	d.mu.Lock()
+	rec.phase = recording
+	d.mu.Unlock()
+	return out, nil
 }
 
 // nextEpoch records in the job's metadata (changed through update) that this process runs the

@@ -56,6 +56,9 @@ type record struct {
 	holder  holder
 	in      inbound       // its result, from resulted on
 	ready   chan struct{} // closed when it is resulted
+	// emitted counts the events of each run of its attempt that an ended
+	// process recorded (recordedRuns): they are not recorded again.
+	emitted map[natsconn.RunID]int
 }
 
 // inbound is a result with its message to acknowledge (nil for one read
@@ -130,18 +133,17 @@ func (r *record) endedOut(attempt int) bool {
 }
 
 // take gives in to r, whose result it is; d.mu is held, and unlocked.
+// A redelivery no beat told of is learnt from it: the worker ran none
+// (max_deliveries), or is older.
 func (d *Dispatcher) take(r *record, in inbound) {
-	again, from := false, ""
-	if r.phase != left {
-		again, from = r.holder.learn(in.r.Worker, in.r.Delivery, 0, time.Time{})
-	}
+	was := r.phase
 	r.phase, r.in = resulted, in
 	close(r.ready)
-	id := r.id
-	d.mu.Unlock()
-	if again { // no beat told of it: the worker ran none (max_deliveries), or is older
-		d.host.JobEvent(eventlog.TaskRedelivered(id, in.r.Attempt, in.r.Delivery, in.r.Worker, from))
+	if was == left {
+		d.mu.Unlock()
+		return
 	}
+	d.learn(r, in.r.Worker, in.r.Delivery, 0, time.Time{})
 }
 
 // receive gives a result to the record waiting for it, or drops it as a
@@ -198,9 +200,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	r, p := d.begin(t)
 	defer d.end(r)
 	if p == resulted {
-		return d.finish(ctx, r, t)
+		return d.outcome(ctx, r, t)
 	}
-	prog := d.prog.track(ctx, t)
+	prog := d.prog.track(ctx, t, r.emitted)
 	defer d.prog.untrack(prog)
 	if p == sending {
 		if out, sent := d.send(ctx, t, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
@@ -214,7 +216,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	}
 	select {
 	case <-r.ready:
-		return d.finish(ctx, r, t)
+		return d.outcome(ctx, r, t)
 	case err := <-prog.abort:
 		return itemtask.Outcome{}, err
 	case <-ctx.Done():
@@ -230,22 +232,6 @@ func (d *Dispatcher) interrupt(ctx context.Context) error {
 	d.mu.Unlock()
 	d.prog.interrupt()
 	return context.Cause(ctx)
-}
-
-// finish is the outcome of r, resulted, for its dispatch t; r is
-// recording once it is the engine's.
-func (d *Dispatcher) finish(ctx context.Context, r *record, t itemtask.Task) (itemtask.Outcome, error) {
-	d.mu.Lock()
-	in := r.in
-	d.mu.Unlock()
-	out, ok := d.outcome(ctx, t, in)
-	if !ok {
-		return itemtask.Outcome{}, d.interrupt(ctx)
-	}
-	d.mu.Lock()
-	r.phase = recording
-	d.mu.Unlock()
-	return out, nil
 }
 
 // Recorded has the result of dispatch id, which the engine has recorded,

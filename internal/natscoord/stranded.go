@@ -87,11 +87,18 @@ func (d *Dispatcher) onBeat(msg *nats.Msg) {
 		d.mu.Unlock()
 		return
 	}
-	again, from := r.holder.learn(b.Worker, b.Delivery, time.Duration(b.AckWaitMS)*time.Millisecond, time.Now())
-	id := r.id
+	d.learn(r, b.Worker, b.Delivery, time.Duration(b.AckWaitMS)*time.Millisecond, time.Now())
+}
+
+// learn records in r's holder that worker has its task in delivery (see
+// holder.learn), with the event of a redelivery that shows; d.mu is held,
+// and unlocked.
+func (d *Dispatcher) learn(r *record, worker string, delivery int, ackWait time.Duration, at time.Time) {
+	again, from := r.holder.learn(worker, delivery, ackWait, at)
+	id, attempt := r.id, r.attempt
 	d.mu.Unlock()
 	if again {
-		d.host.JobEvent(eventlog.TaskRedelivered(id, b.Attempt, b.Delivery, b.Worker, from))
+		d.host.JobEvent(eventlog.TaskRedelivered(id, attempt, delivery, worker, from))
 	}
 }
 
