@@ -49,7 +49,7 @@ func bigDLQJob(t *testing.T, dir string, n int) *state.Job {
 	if err := j.AppendItemRecords(recs...); err != nil {
 		t.Fatal(err)
 	}
-	if err := jobdlq.Open(context.Background(), "big", j.Layout().DLQ, io.Discard).MarkSettled(j.Layout().ItemStates); err != nil {
+	if err := jobdlq.Open(context.Background(), "big", j.Layout().DLQ, io.Discard).MarkSettled(j.Layout().ItemStates, j.Update); err != nil {
 		t.Fatal(err)
 	}
 	return j

@@ -64,7 +64,7 @@ func (f itemFiles) AppendItemRecords(recs ...job.ItemRecord) error {
 // setCounts records the item counts in the job's metadata, for `runner
 // jobs` while the map runs and for the summary after.
 func (f itemFiles) setCounts(c job.ItemCounts) error {
-	return f.update(func(m *state.Meta) { m.Items = &c })
+	return f.update(func(m *state.Meta) { m.Items, m.ItemsSettled = &c, nil })
 }
 
 // UpdateItemCounts is job.Stored.UpdateItemCounts for a job this process
