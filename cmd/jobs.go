@@ -123,15 +123,22 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 	if s, err := d.Summary(); err != nil || jobdlq.CountsCurrent(*m, s, j.Layout().ItemStates) {
 		return
 	}
-	records, err := j.ReadItemStates()
+	states, err := j.LoadItemStates()
 	if err != nil {
 		return
 	}
-	queued := map[string]bool{}
-	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
+	counts, err := dlqsettle.SettledCounts(states, dbLister{d}, *m.Items)
+	if err != nil {
 		return
 	}
-	job.SetItemCounts(m, dlqsettle.SettledCounts(records, queued, *m.Items), exitCode)
+	job.SetItemCounts(m, counts, exitCode)
+}
+
+// dbLister lists the items of a DLQ open for reading (dlqsettle.Lister).
+type dbLister struct{ d *dlq.DB }
+
+func (l dbLister) Each(fn func(itemID string, index int)) error {
+	return l.d.List(func(it dlq.Item) bool { fn(it.ItemID, it.ItemIndex); return true })
 }
 
 // jobStatus is the status column: a job whose process died is said to be

@@ -55,6 +55,13 @@ func (f itemFiles) ReadItemStates() (map[int]job.ItemRecord, error) {
 	return records, err
 }
 
+// LoadItemStates reads the items' states through the item log's index
+// (for settling the log with the DLQ).
+func (f itemFiles) LoadItemStates() (*state.ItemStates, error) { return f.st.LoadItemStates() }
+
+// Layout is the job directory's.
+func (f itemFiles) Layout() state.Layout { return f.st.Layout() }
+
 // AppendItemRecords adds records to the item log, synced when it returns
 // (for settling the log with the DLQ).
 func (f itemFiles) AppendItemRecords(recs ...job.ItemRecord) error {
