@@ -135,25 +135,36 @@ func listItems(d *dlq.DB, filter string, limit int) ([]dlq.Item, error) {
 	if err != nil {
 		return nil, err
 	}
+	var items []dlq.Item
+	_, err = eachItem(d, match, limit, func(it dlq.Item) error { items = append(items, it); return nil })
+	return items, err
+}
+
+// eachItem calls fn with each item of an open queue that match takes, at
+// most limit (0: all), in the queue's order, and returns how many it
+// called fn with. fn runs while the queue is read: it must not wait (on
+// runner's output, say).
+func eachItem(d *dlq.DB, match dlq.Filter, limit int, fn func(dlq.Item) error) (int, error) {
 	var (
-		items   []dlq.Item
-		evalErr error
+		n     int
+		fnErr error
 	)
-	err = d.List(func(it dlq.Item) bool {
+	err := d.List(func(it dlq.Item) bool {
 		ok, err := match(it)
+		if err == nil && ok {
+			n++
+			err = fn(it)
+		}
 		if err != nil {
-			evalErr = err
+			fnErr = err
 			return false
 		}
-		if ok {
-			items = append(items, it)
-		}
-		return limit <= 0 || len(items) < limit
+		return limit <= 0 || n < limit
 	})
 	if err == nil {
-		err = evalErr
+		err = fnErr
 	}
-	return items, err
+	return n, err
 }
 
 // compileItemFilter compiles a --filter expression (dlq.CompileFilter);

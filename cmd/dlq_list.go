@@ -14,6 +14,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/jobdlq"
+	"github.com/runnerdev/runner/internal/spool"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -104,23 +105,49 @@ func runDLQJobs(g *globalOptions, o dlqListOptions) error {
 	return t.flush()
 }
 
+// runDLQList lists a job's DLQ items, made while the DLQ is open into a
+// spool (the table's, or one of its own for JSON) and written once it is
+// closed: neither its memory nor the time the DLQ stays open grows with
+// how fast runner's output is read.
 func runDLQList(g *globalOptions, o dlqListOptions, jobID string) error {
-	items, err := dlqItems(g, jobID, o.Filter, o.Limit)
+	match, err := compileItemFilter(o.Filter)
+	if err != nil {
+		return err
+	}
+	_, d, err := openDLQ(g, jobID)
 	if err != nil {
 		return err
 	}
 	if o.JSON {
-		return dlq.WriteJSON(g.stdout, items)
-	}
-	if len(items) == 0 {
-		return reportNoItems(g, jobID, o.Filter)
+		var out spool.Spool
+		defer out.Close()
+		a := dlq.NewArrayWriter(&out)
+		_, err := eachItem(d, match, o.Limit, a.Write)
+		d.Close()
+		if err == nil {
+			err = a.Close()
+		}
+		if err == nil {
+			_, err = out.WriteTo(g.stdout)
+		}
+		return err
 	}
 	t := newTable(g.stdout)
 	t.row("ITEM", "FAILURES", "LAST FAILURE", "KIND", "STEP", "ERROR")
-	for _, it := range items {
+	n, err := eachItem(d, match, o.Limit, func(it dlq.Item) error {
 		last := it.Failures[len(it.Failures)-1]
 		t.row(it.ItemID, it.FailureCount, it.LastFailure.Local().Format(time.DateTime),
 			failureKind(last), last.Step, firstLine(ownWords(last), 80))
+		return nil
+	})
+	d.Close()
+	switch {
+	case err != nil:
+		t.rows.Close()
+		return err
+	case n == 0:
+		t.rows.Close()
+		return reportNoItems(g, jobID, o.Filter)
 	}
 	return t.flush()
 }

@@ -97,7 +97,7 @@ func runDLQPurge(ctx context.Context, g *globalOptions, o dlqPurgeOptions, jobID
 	if err := dlqsettle.RecordPurged(job.Stored{Job: j, ExitCode: exitCode}, q, items); err != nil {
 		return err
 	}
-	if err := q.MarkSettled(j.Layout().ItemStates); err != nil {
+	if err := q.MarkSettled(j.Layout().ItemStates, j.Update); err != nil {
 		return err
 	}
 	if err := q.Close(); err != nil {

@@ -186,7 +186,7 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 		},
 	})
 	if err == nil { // settled with the item log as it is now
-		err = q.MarkSettled(j.Layout().ItemStates)
+		err = q.MarkSettled(j.Layout().ItemStates, j.UpdateMeta)
 	}
 	sum = dlqRetrySummary{JobID: j.ID(), Selected: res.Selected, Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Remaining: res.Remaining}
 	if len(q.Held()) > 0 {

@@ -93,8 +93,9 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 // settleCounts shows the item counts of a MapReduce job that no process
 // holds as its DLQ and item log are, rather than as its metadata says: a
 // `dlq retry` killed with -9 leaves the counts of its start there. Its
-// metadata's counts are shown as they are while the stamp in its DLQ
-// says that neither file changed since they were written
+// metadata's counts are shown as they are while the stamp beside them
+// (state.ItemsSettled) says that neither file changed since they were
+// written
 // (jobdlq.CountsCurrent: the DLQ's summary and a stat); otherwise they
 // are settled from both files (dlqsettle.SettledCounts), for this listing
 // only. A job that some process holds keeps the counts that process
@@ -119,18 +120,25 @@ func settleCounts(g *globalOptions, m *state.Meta) {
 		return
 	}
 	defer d.Close()
-	if s, err := d.Summary(); err != nil || jobdlq.CountsCurrent(s, j.Layout().ItemStates) {
+	if s, err := d.Summary(); err != nil || jobdlq.CountsCurrent(*m, s, j.Layout().ItemStates) {
 		return
 	}
-	records, err := j.ReadItemStates()
+	states, err := j.LoadItemStates()
 	if err != nil {
 		return
 	}
-	queued := map[string]bool{}
-	if err := d.List(func(it dlq.Item) bool { queued[it.ItemID] = true; return true }); err != nil {
+	counts, err := dlqsettle.SettledCounts(states, dbLister{d}, *m.Items)
+	if err != nil {
 		return
 	}
-	job.SetItemCounts(m, dlqsettle.SettledCounts(records, queued, *m.Items), exitCode)
+	job.SetItemCounts(m, counts, exitCode)
+}
+
+// dbLister lists the items of a DLQ open for reading (dlqsettle.Lister).
+type dbLister struct{ d *dlq.DB }
+
+func (l dbLister) Each(fn func(itemID string, index int)) error {
+	return l.d.List(func(it dlq.Item) bool { fn(it.ItemID, it.ItemIndex); return true })
 }
 
 // jobStatus is the status column: a job whose process died is said to be

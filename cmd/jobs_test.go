@@ -49,7 +49,7 @@ func bigDLQJob(t *testing.T, dir string, n int) *state.Job {
 	if err := j.AppendItemRecords(recs...); err != nil {
 		t.Fatal(err)
 	}
-	if err := jobdlq.Open(context.Background(), "big", j.Layout().DLQ, io.Discard).MarkSettled(j.Layout().ItemStates); err != nil {
+	if err := jobdlq.Open(context.Background(), "big", j.Layout().DLQ, io.Discard).MarkSettled(j.Layout().ItemStates, j.Update); err != nil {
 		t.Fatal(err)
 	}
 	return j
@@ -104,4 +104,65 @@ func TestListingsDoNotReadEveryItem(t *testing.T) {
 	if err := runJobs(g, jobsOptions{JSON: true}); err != nil || !strings.Contains(out.String(), `"succeeded": 1`) || !strings.Contains(out.String(), `"dlq": 2999`) {
 		t.Errorf("jobs after a logged success: %v, want it settled\n%s", err, out.String())
 	}
+}
+
+// peakLiveHeap is the most heap live while fn ran, sampled after a
+// collection every millisecond from another goroutine.
+func peakLiveHeap(fn func()) uint64 {
+	done := make(chan struct{})
+	sampled := make(chan uint64)
+	go func() {
+		var peak uint64
+		var m runtime.MemStats
+		for {
+			runtime.GC()
+			runtime.ReadMemStats(&m)
+			peak = max(peak, m.HeapAlloc)
+			select {
+			case <-done:
+				sampled <- peak
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	fn()
+	close(done)
+	return <-sampled
+}
+
+// `runner dlq list JOB` (text and --json) writes a job's items as it
+// reads them: the memory it holds does not grow with the items (3,000
+// items hold 10 MB of stderr): ten times the items hold less than 3 MB
+// more (the spool's memory, and a short run's peak sampled less often).
+func TestDLQListMemoryDoesNotGrowWithItems(t *testing.T) {
+	peaks := map[bool][]uint64{}
+	for _, n := range []int{300, 3000} {
+		dir := t.TempDir()
+		bigDLQJob(t, dir, n)
+		for _, asJSON := range []bool{false, true} {
+			var out lineCounter
+			g := &globalOptions{StateDir: dir, stdout: &out, stderr: io.Discard}
+			var err error
+			peak := peakLiveHeap(func() { err = runDLQList(g, dlqListOptions{JSON: asJSON}, "big") })
+			if err != nil || out.lines < n {
+				t.Fatalf("dlq list (json %v) of %d items: %v, %d lines", asJSON, n, err, out.lines)
+			}
+			t.Logf("dlq list (json %v) of %d items: peak live heap %d KB", asJSON, n, peak>>10)
+			peaks[asJSON] = append(peaks[asJSON], peak)
+		}
+	}
+	for asJSON, p := range peaks {
+		if p[1] > p[0]+3<<20 {
+			t.Errorf("dlq list (json %v): ten times the items held %d KB more (%d KB, %d KB)", asJSON, (p[1]-p[0])>>10, p[0]>>10, p[1]>>10)
+		}
+	}
+}
+
+// lineCounter counts the lines written to it and keeps none.
+type lineCounter struct{ lines int }
+
+func (w *lineCounter) Write(p []byte) (int, error) {
+	w.lines += bytes.Count(p, []byte("\n"))
+	return len(p), nil
 }

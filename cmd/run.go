@@ -235,7 +235,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 			Live: par.live(ui), Ending: ending})
 		res.items, res.end = &sum.Items, sum.End
 		if err == nil || errors.As(err, new(*mapreduce.StoppedError)) { // the map ran to its end and wrote its counts
-			if serr := q.MarkSettled(j.Layout().ItemStates); serr != nil {
+			if serr := q.MarkSettled(j.Layout().ItemStates, j.UpdateMeta); serr != nil {
 				err = errors.Join(err, serr)
 			}
 		}

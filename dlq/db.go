@@ -77,6 +77,7 @@ type Options struct {
 type DB struct {
 	path     string
 	bolt     *bolt.DB // nil: read-only view of a missing file
+	opts     Options
 	readOnly bool
 	now      func() time.Time
 	gone     func(owner string) bool
@@ -94,7 +95,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &DB{path: path, readOnly: opts.ReadOnly, now: opts.Now, gone: opts.Gone}
+	d := &DB{path: path, opts: opts, readOnly: opts.ReadOnly, now: opts.Now, gone: opts.Gone}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && opts.ReadOnly:
@@ -295,7 +296,7 @@ func (d *DB) view(op string, fn func(*bolt.Tx) error) error {
 	if d.bolt == nil {
 		return nil
 	}
-	return d.tx(op, false, fn)
+	return d.tx(d.bolt, op, false, fn)
 }
 
 // update runs fn in one write transaction (two fsyncs).
@@ -303,10 +304,11 @@ func (d *DB) update(op string, fn func(*bolt.Tx) error) error {
 	if d.bolt == nil || d.readOnly {
 		return fmt.Errorf("dlq: %s: %s: opened read-only", d.path, op)
 	}
-	return d.tx(op, true, fn)
+	return d.tx(d.bolt, op, true, fn)
 }
 
-func (d *DB) tx(op string, write bool, fn func(*bolt.Tx) error) (err error) {
+// tx runs fn in a transaction of b, a mapping of d's file.
+func (d *DB) tx(b *bolt.DB, op string, write bool, fn func(*bolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if !fromDamage(r) {
@@ -317,9 +319,9 @@ func (d *DB) tx(op string, write bool, fn func(*bolt.Tx) error) (err error) {
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	if write {
-		err = d.bolt.Update(fn)
+		err = b.Update(fn)
 	} else {
-		err = d.bolt.View(fn)
+		err = b.View(fn)
 	}
 	var de *damagedError
 	switch {

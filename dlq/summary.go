@@ -17,16 +17,6 @@ type Summary struct {
 	Items       int
 	LastFailure time.Time // zero when the queue is empty
 	Generation  uint64
-	Stamp       *Stamp // the last SetStamp; nil: none
-}
-
-// Stamp is a caller's note of what it derived from the queue at one
-// generation (runner: the item log's size when a job's item counts were
-// settled with its DLQ): while Summary's generation is still Stamp's,
-// the items have not changed since.
-type Stamp struct {
-	Generation uint64
-	Note       int64
 }
 
 // keySummary holds a format "2" file's item count and generation, 8 bytes
@@ -34,7 +24,6 @@ type Stamp struct {
 // (lastKey), so that the latest one is the bucket's last key.
 var (
 	keySummary = []byte("summary")
-	keyStamp   = []byte("stamp")
 	bucketLast = []byte("last")
 )
 
@@ -71,25 +60,7 @@ func readSummary(tx *bolt.Tx) (s Summary, ok bool) {
 	if k, _ := last.Cursor().Last(); len(k) >= 8 {
 		s.LastFailure = time.Unix(0, int64(binary.BigEndian.Uint64(k)^(1<<63)))
 	}
-	if v := meta.Get(keyStamp); len(v) == 16 {
-		s.Stamp = &Stamp{Generation: binary.BigEndian.Uint64(v), Note: int64(binary.BigEndian.Uint64(v[8:]))}
-	}
 	return s, true
-}
-
-// SetStamp records note with the queue's current generation (see Stamp),
-// in one write transaction that leaves the generation as it is.
-func (d *DB) SetStamp(note int64) error {
-	return d.update("stamp", func(tx *bolt.Tx) error {
-		s, ok := readSummary(tx)
-		if !ok {
-			return damagedf("missing summary")
-		}
-		v := make([]byte, 16)
-		binary.BigEndian.PutUint64(v, s.Generation)
-		binary.BigEndian.PutUint64(v[8:], uint64(note))
-		return tx.Bucket(bucketMeta).Put(keyStamp, v)
-	})
 }
 
 // scanSummary counts the items of a file that keeps no summary.

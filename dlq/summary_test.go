@@ -65,13 +65,6 @@ func TestSummaryFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("all purged", 0, time.Time{}, 6)
-	if err := d.SetStamp(42); err != nil {
-		t.Fatal(err)
-	}
-	check("stamped", 0, time.Time{}, 6)
-	if s := summary(t, d); s.Stamp == nil || *s.Stamp != (dlq.Stamp{Generation: 6, Note: 42}) {
-		t.Errorf("stamp %+v, want generation 6, note 42", s.Stamp)
-	}
 }
 
 // A file of format "1" (before the summary) is counted by a scan when

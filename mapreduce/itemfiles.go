@@ -55,6 +55,13 @@ func (f itemFiles) ReadItemStates() (map[int]job.ItemRecord, error) {
 	return records, err
 }
 
+// LoadItemStates reads the items' states through the item log's index
+// (for settling the log with the DLQ).
+func (f itemFiles) LoadItemStates() (*state.ItemStates, error) { return f.st.LoadItemStates() }
+
+// Layout is the job directory's.
+func (f itemFiles) Layout() state.Layout { return f.st.Layout() }
+
 // AppendItemRecords adds records to the item log, synced when it returns
 // (for settling the log with the DLQ).
 func (f itemFiles) AppendItemRecords(recs ...job.ItemRecord) error {
@@ -64,7 +71,7 @@ func (f itemFiles) AppendItemRecords(recs ...job.ItemRecord) error {
 // setCounts records the item counts in the job's metadata, for `runner
 // jobs` while the map runs and for the summary after.
 func (f itemFiles) setCounts(c job.ItemCounts) error {
-	return f.update(func(m *state.Meta) { m.Items = &c })
+	return f.update(func(m *state.Meta) { m.Items, m.ItemsSettled = &c, nil })
 }
 
 // UpdateItemCounts is job.Stored.UpdateItemCounts for a job this process

@@ -102,6 +102,13 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 	return nil
 }
 
+// deadLetters reports whether an item's final failure goes to the DLQ
+// and the job goes on (on_item_failure dlq, or retry with its retries
+// used up), not skipped or stopping the job.
+func (l *ledger) deadLetters() bool {
+	return l.action == errorpolicy.DLQ || l.action == errorpolicy.Retry
+}
+
 // failed records an item's final failure per the error policy: to the DLQ
 // (dlq, retry, stop) or skipped (skip). It returns the verdict of the
 // error policy, if the job must stop.
@@ -216,34 +223,32 @@ func (l *ledger) Counts() job.ItemCounts {
 // branch is deleted. reconcile then finds it succeeded, and a crash
 // anywhere in between leaves it to the next resume.
 func settleMerged(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
-	records, err := filesOf(j).ReadItemStates()
-	if err != nil {
-		return err
-	}
+	states, running := log.States()
+	logged := func(index int) bool { st := states.State(index); return st == "" || st == job.ItemSucceeded }
 	var its []*Item
-	for _, rec := range records {
-		if rec.State != job.ItemSucceeded {
-			its = append(its, &Item{ID: rec.ID, Index: rec.Index})
-		}
+	if err := items.ReadUnless(itemsPath, logged, func(it *Item) (bool, error) {
+		its = append(its, &Item{ID: it.ID, Index: it.Index})
+		return true, nil
+	}); err != nil {
+		return err
 	}
 	merged, err := trees.MergedItems(ctx, its)
 	if err != nil || len(merged) == 0 {
 		return err
 	}
 	ids := make([]string, 0, len(merged))
-	for i := range merged {
-		ids = append(ids, records[i].ID)
+	for _, it := range its {
+		if _, ok := merged[it.Index]; ok {
+			ids = append(ids, it.ID)
+		}
 	}
 	queued, err := dlq.Queued(ids...)
 	if err != nil {
 		return err
 	}
-	return items.Read(itemsPath, func(it *Item) (bool, error) {
-		out, ok := merged[it.Index]
-		if !ok {
-			return true, nil
-		}
-		attempt := max(records[it.Index].Attempt, 1)
+	return items.ReadUnless(itemsPath, func(index int) bool { _, ok := merged[index]; return !ok }, func(it *Item) (bool, error) {
+		out := merged[it.Index]
+		attempt := max(running[it.Index].Attempt, 1) // an item the DLQ holds: its attempt is not in the index
 		if err := results.add(results.entry(it, out, nil)); err != nil {
 			return false, err
 		}

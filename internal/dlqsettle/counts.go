@@ -1,27 +1,26 @@
 package dlqsettle
 
-import "github.com/runnerdev/runner/internal/job"
+import (
+	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
+)
 
 // SettledCounts returns the item counts of a job that no process holds as
-// Settle would leave them, without writing anything: from its item log
-// (records) and the ids in its DLQ (queued). counts gives Total and
-// Failed, which stay. A retry killed after it logged an item's success
-// leaves the item queued, and its metadata with the counts of its start:
-// the item counts as succeeded (Settle removes it), and one logged as in
-// the DLQ that is no longer there as skipped (a purge killed before it
-// logged it).
-func SettledCounts(records map[int]job.ItemRecord, queued map[string]bool, counts job.ItemCounts) job.ItemCounts {
-	counts.Succeeded, counts.DLQ, counts.Skipped = 0, 0, 0
-	for _, rec := range records {
-		switch {
-		case rec.State == job.ItemSucceeded:
-			counts.Succeeded++
-		case queued[rec.ID]:
-			counts.DLQ++
-		case rec.State == job.ItemSkipped, rec.State == job.ItemDLQ:
-			counts.Skipped++
-		}
+// Settle would leave them, without writing anything: from its item log's
+// states (read through its index) and the items in its DLQ (q). counts
+// gives Total and Failed, which stay. A retry killed after it logged an
+// item's success leaves the item queued, and its metadata with the
+// counts of its start: the item counts as succeeded (Settle removes it),
+// and one logged as in the DLQ that is no longer there as skipped (a
+// purge killed before it logged it).
+func SettledCounts(states *state.ItemStates, q Lister, counts job.ItemCounts) (job.ItemCounts, error) {
+	t, err := tallyQueue(states, q)
+	if err != nil {
+		return counts, err
 	}
+	counts.Succeeded = states.Count(job.ItemSucceeded)
+	counts.DLQ = t.dlq() - t.logged[job.ItemSucceeded]
+	counts.Skipped = states.Count(job.ItemSkipped) + states.Count(job.ItemDLQ) - t.logged[job.ItemSkipped] - t.logged[job.ItemDLQ]
 	counts.Pending = max(counts.Total-counts.Succeeded-counts.DLQ-counts.Skipped, 0)
-	return counts
+	return counts, nil
 }

@@ -3,13 +3,13 @@ package dlqsettle
 import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 )
 
 // Queue is a job's DLQ as settling uses it (a mapreduce.RetryQueue).
 type Queue interface {
-	// Queued reports which of the given items are in the queue.
-	Queued(itemIDs ...string) (map[string]bool, error)
+	Lister
 	// Remove deletes the given items if they are queued.
 	Remove(itemIDs ...string) error
 	// Claim leases a queued item to this process; false when another
@@ -17,12 +17,20 @@ type Queue interface {
 	Claim(itemID string) (bool, error)
 }
 
-// ItemStates is a job's item log as SettleDLQ reads and amends it: the
-// item files of a job this process holds, or a *state.Job that no process
-// runs.
+// Lister lists a DLQ's items.
+type Lister interface {
+	// Each calls fn with every queued item's id and index.
+	Each(fn func(itemID string, index int)) error
+}
+
+// ItemStates is a job's item log as SettleDLQ reads (through its index,
+// state.ItemStates) and amends it, and its items file, which names the
+// items: the item files of a job this process holds, or a *state.Job
+// that no process runs.
 type ItemStates interface {
-	ReadItemStates() (map[int]job.ItemRecord, error)
+	LoadItemStates() (*state.ItemStates, error)
 	AppendItemRecords(recs ...job.ItemRecord) error
+	Layout() state.Layout
 }
 
 // Settleable is a job whose item log and counts Settle brings up to date
@@ -81,52 +89,94 @@ const PurgedNote = "purged from the DLQ"
 // e.g. running in a retry), succeeded, skipped, or pending, and these add
 // up to Total.
 func SettleDLQ(j ItemStates, q Queue, counts job.ItemCounts) (job.ItemCounts, error) {
-	records, err := j.ReadItemStates()
+	states, err := j.LoadItemStates()
 	if err != nil {
 		return counts, err
 	}
-	ids := make([]string, 0, len(records))
-	for _, rec := range records {
-		ids = append(ids, rec.ID)
-	}
-	queued, err := q.Queued(ids...)
+	t, err := tallyQueue(states, q)
 	if err != nil {
 		return counts, err
 	}
-	var purged []job.ItemRecord
-	for i, rec := range records {
-		switch {
-		case rec.State == job.ItemSucceeded && queued[rec.ID]:
-			if ok, err := q.Claim(rec.ID); err != nil || !ok {
-				if err != nil {
-					return counts, err
-				}
-				continue // a running retry has it
-			}
-			if err := q.Remove(rec.ID); err != nil {
+	for _, it := range t.succeeded {
+		if ok, err := q.Claim(it.ID); err != nil || !ok {
+			if err != nil {
 				return counts, err
 			}
-			queued[rec.ID] = false
-		case rec.State == job.ItemDLQ && !queued[rec.ID]:
-			rec.State, rec.Error = job.ItemSkipped, PurgedNote
-			purged = append(purged, rec)
-			records[i] = rec
+			continue // a running retry has it
+		}
+		if err := q.Remove(it.ID); err != nil {
+			return counts, err
+		}
+		t.take(it.Index, job.ItemSucceeded)
+	}
+	var purged []job.ItemRecord
+	if t.logged[job.ItemDLQ] < states.Count(job.ItemDLQ) {
+		lost := func(index int) bool { return states.State(index) == job.ItemDLQ && !t.has(index) }
+		err := items.ReadUnless(j.Layout().Items, func(index int) bool { return !lost(index) }, func(it *items.Item) (bool, error) {
+			purged = append(purged, job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSkipped, Error: PurgedNote})
+			return true, nil
+		})
+		if err != nil {
+			return counts, err
 		}
 	}
 	if err := j.AppendItemRecords(purged...); err != nil {
 		return counts, err
 	}
-	counts.Succeeded, counts.DLQ, counts.Skipped = 0, 0, 0
-	for _, rec := range records {
-		switch {
-		case queued[rec.ID]:
-			counts.DLQ++
-		case rec.State == job.ItemSucceeded:
-			counts.Succeeded++
-		case rec.State == job.ItemSkipped:
-			counts.Skipped++
-		}
-	}
+	counts.Succeeded = states.Count(job.ItemSucceeded) - t.logged[job.ItemSucceeded]
+	counts.Skipped = states.Count(job.ItemSkipped) - t.logged[job.ItemSkipped] + len(purged)
+	counts.DLQ = t.dlq()
 	counts.Pending = max(counts.Total-counts.Succeeded-counts.DLQ-counts.Skipped, 0)
 	return counts, nil
+}
+
+// tally is a DLQ against the item log's states: a bit per item index for
+// the items it holds, how many of them the log has in each state, and
+// those the log has as succeeded.
+type tally struct {
+	bits      []uint64
+	logged    map[string]int
+	succeeded []items.Item
+}
+
+// tallyQueue lists q against states.
+func tallyQueue(states *state.ItemStates, q Lister) (*tally, error) {
+	t := &tally{logged: map[string]int{}}
+	err := q.Each(func(id string, index int) {
+		if index < 0 {
+			return
+		}
+		for len(t.bits) <= index/64 {
+			t.bits = append(t.bits, 0)
+		}
+		t.bits[index/64] |= 1 << (index % 64)
+		st := states.State(index)
+		t.logged[st]++
+		if st == job.ItemSucceeded {
+			t.succeeded = append(t.succeeded, items.Item{Index: index, ID: id})
+		}
+	})
+	return t, err
+}
+
+// has reports whether the DLQ holds the item at index.
+func (t *tally) has(index int) bool {
+	return index >= 0 && index/64 < len(t.bits) && t.bits[index/64]&(1<<(index%64)) != 0
+}
+
+// take notes that the item at index, logged as st, left the DLQ.
+func (t *tally) take(index int, st string) {
+	t.bits[index/64] &^= 1 << (index % 64)
+	t.logged[st]--
+}
+
+// dlq is how many items the DLQ holds that the item log has a record of.
+func (t *tally) dlq() int {
+	n := 0
+	for st, c := range t.logged {
+		if st != "" {
+			n += c
+		}
+	}
+	return n
 }

@@ -1,9 +1,12 @@
 package dlqsettle
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/runnerdev/runner/internal/eventlog"
@@ -12,16 +15,16 @@ import (
 	"github.com/runnerdev/runner/mapreduce/items"
 )
 
-// queue is a DLQ of item ids; those in held are leased to a running
-// retry.
+// queue is a DLQ of item ids (item_N, at index N); those in held are
+// leased to a running retry.
 type queue struct{ queued, held map[string]bool }
 
-func (q *queue) Queued(ids ...string) (map[string]bool, error) {
-	out := map[string]bool{}
-	for _, id := range ids {
-		out[id] = q.queued[id]
+func (q *queue) Each(fn func(id string, index int)) error {
+	for _, id := range q.ids() {
+		n, _ := strconv.Atoi(strings.TrimPrefix(id, "item_"))
+		fn(id, n)
 	}
-	return out, nil
+	return nil
 }
 
 func (q *queue) Remove(ids ...string) error {
@@ -66,8 +69,10 @@ func TestSettleDLQ(t *testing.T) {
 		{job.ItemSkipped, false},
 		{"", false}, // never started
 	}
+	var itemsFile strings.Builder
 	for i, r := range recs {
 		id := "item_" + strconv.Itoa(i)
+		fmt.Fprintf(&itemsFile, "{\"i\":%d,\"id\":%q,\"item\":%d}\n", i, id, i)
 		if r.st != "" {
 			if err := j.AppendItemRecords(job.ItemRecord{Index: i, ID: id, State: r.st}); err != nil {
 				t.Fatal(err)
@@ -76,6 +81,9 @@ func TestSettleDLQ(t *testing.T) {
 		if r.queued {
 			q.queued[id] = true
 		}
+	}
+	if err := os.WriteFile(j.Layout().Items, []byte(itemsFile.String()), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	got, err := SettleDLQ(j, q, job.ItemCounts{Total: len(recs), Failed: 5})
 	if err != nil {
@@ -105,12 +113,12 @@ func TestRecordPurged(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := &queue{queued: map[string]bool{}}
-	for i, id := range []string{"a", "b"} {
+	for i, id := range []string{"item_0", "item_1"} {
 		st.AppendItemRecords(job.ItemRecord{Index: i, ID: id, State: job.ItemDLQ})
 		q.queued[id] = true
 	}
-	q.Remove("a") // what dlq purge took out
-	if err := RecordPurged(job.Stored{Job: st}, q, []*items.Item{{Index: 0, ID: "a"}}); err != nil {
+	q.Remove("item_0") // what dlq purge took out
+	if err := RecordPurged(job.Stored{Job: st}, q, []*items.Item{{Index: 0, ID: "item_0"}}); err != nil {
 		t.Fatal(err)
 	}
 	states, _ := st.ReadItemStates()
@@ -118,10 +126,45 @@ func TestRecordPurged(t *testing.T) {
 		t.Errorf("purged item's record %+v", rec)
 	}
 	events, err := eventlog.Read(st.Layout().Events, eventlog.Query{})
-	if err != nil || len(events) != 1 || events[0].Type != eventlog.TypeDLQRemoved || events[0].ItemID != "a" || events[0].Str("reason") != "purged" {
+	if err != nil || len(events) != 1 || events[0].Type != eventlog.TypeDLQRemoved || events[0].ItemID != "item_0" || events[0].Str("reason") != "purged" {
 		t.Errorf("events %+v, %v", events, err)
 	}
 	if want := (job.ItemCounts{Total: 2, Failed: 2, DLQ: 1, Skipped: 1}); *st.Meta.Items != want {
 		t.Errorf("counts %+v, want %+v", *st.Meta.Items, want)
+	}
+}
+
+// Settling reads the item log through its index: the lines the index
+// covers are not read again (here made unreadable, which failed it when
+// it read the whole log).
+func TestSettleReadsTheLogThroughItsIndex(t *testing.T) {
+	j, err := state.Store{Dir: filepath.Join(t.TempDir(), "state")}.Create(state.Meta{ID: "t", File: "w.yml"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := j.OpenItemLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range []string{job.ItemSucceeded, job.ItemDLQ, job.ItemSucceeded} {
+		if err := log.Append(job.ItemRecord{Index: i, ID: "item_" + strconv.Itoa(i), State: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(j.Layout().ItemStates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(data, strings.Repeat("x", strings.IndexByte(string(data), '\n')))
+	if err := os.WriteFile(j.Layout().ItemStates, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q := &queue{queued: map[string]bool{"item_1": true}}
+	got, err := SettleDLQ(j, q, job.ItemCounts{Total: 3, Failed: 1})
+	if want := (job.ItemCounts{Total: 3, Failed: 1, Succeeded: 2, DLQ: 1}); err != nil || got != want {
+		t.Errorf("counts %+v, %v; want %+v", got, err, want)
 	}
 }

@@ -75,7 +75,7 @@ func (s Stored) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (I
 // success once it is empty; exit maps it to the job's exit code and error
 // (nil: they are left as they are).
 func SetItemCounts(m *state.Meta, counts ItemCounts, exit func(error) int) {
-	*m.Items = counts
+	*m.Items, m.ItemsSettled = counts, nil
 	if exit == nil || m.Status != state.Completed {
 		return
 	}

@@ -43,3 +43,13 @@ func TestSetItemCountsOutcome(t *testing.T) {
 		})
 	}
 }
+
+// Counts written anew drop the stamp that said which files the earlier
+// ones were settled with.
+func TestSetItemCountsDropsTheStamp(t *testing.T) {
+	m := &state.Meta{ID: "j", Status: state.Running, Items: &ItemCounts{}, ItemsSettled: &state.ItemsSettled{DLQGeneration: 3, ItemLogSize: 10}}
+	SetItemCounts(m, ItemCounts{Total: 3, DLQ: 1}, nil)
+	if m.ItemsSettled != nil {
+		t.Errorf("stamp %+v kept with new counts", *m.ItemsSettled)
+	}
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/spool"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
 )
@@ -95,13 +97,18 @@ type junitSkipped struct {
 // the summary. A case that passed after failed attempts (a step's retries,
 // an item's retries, runs and dlq retries) is flaky: a flakyFailure per
 // failed attempt; one that failed lists its earlier failed attempts as
-// rerunFailure. The test cases are written one by one, as MarshalIndent
-// writes them, without the document in memory.
+// rerunFailure. The items' cases come between the setup's and the
+// reduce's in the order they last ended (then those that never ended),
+// each kept in a spool once it ended, not in memory; the test cases are
+// written one by one, as MarshalIndent writes them, without the document
+// in memory.
 func WriteJUnit(w io.Writer, job JUnitJob, events []eventlog.Event) error {
-	doc, err := readJUnit(job, events)
+	b, err := readJUnit(job, events)
 	if err != nil {
 		return err
 	}
+	defer b.ended.Close()
+	doc := b.document(job.Meta)
 	bw := bufio.NewWriter(w)
 	if _, err := bw.WriteString(xml.Header); err != nil {
 		return err
@@ -113,25 +120,7 @@ func WriteJUnit(w io.Writer, job JUnitJob, events []eventlog.Event) error {
 	if err := enc.EncodeToken(suites); err != nil {
 		return err
 	}
-	for _, s := range doc.Suites {
-		if err := writeSuite(enc, s); err != nil {
-			return err
-		}
-	}
-	if err := enc.EncodeToken(suites.End()); err != nil {
-		return err
-	}
-	if err := enc.Close(); err != nil {
-		return err
-	}
-	if err := bw.WriteByte('\n'); err != nil {
-		return err
-	}
-	return bw.Flush()
-}
-
-// writeSuite writes a test suite, its cases one by one.
-func writeSuite(enc *xml.Encoder, s junitSuite) error {
+	s := doc.Suites[0]
 	start := xml.StartElement{Name: xml.Name{Local: "testsuite"}, Attr: attrs("name", s.Name, "tests", fmt.Sprint(s.Tests),
 		"failures", fmt.Sprint(s.Failures), "skipped", fmt.Sprint(s.Skipped), "time", s.Time, "timestamp", s.Timestamp)}
 	if err := enc.EncodeToken(start); err != nil {
@@ -143,12 +132,24 @@ func writeSuite(enc *xml.Encoder, s junitSuite) error {
 	if err := enc.EncodeElement(props, xml.StartElement{Name: xml.Name{Local: "properties"}}); err != nil {
 		return err
 	}
-	for _, c := range s.Cases {
-		if err := enc.EncodeElement(c, xml.StartElement{Name: xml.Name{Local: "testcase"}}); err != nil {
+	err = b.eachCase(func(c junitCase) error {
+		return enc.EncodeElement(c, xml.StartElement{Name: xml.Name{Local: "testcase"}})
+	})
+	if err != nil {
+		return err
+	}
+	for _, end := range []xml.EndElement{start.End(), suites.End()} {
+		if err := enc.EncodeToken(end); err != nil {
 			return err
 		}
 	}
-	return enc.EncodeToken(start.End())
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	if err := bw.WriteByte('\n'); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // attrs are the attributes of an element, from name, value pairs.
@@ -160,32 +161,32 @@ func attrs(pairs ...string) []xml.Attr {
 	return out
 }
 
-// readJUnit builds the report that WriteJUnit writes: from the job's
-// event log, or from events.
-func readJUnit(job JUnitJob, events []eventlog.Event) (junitSuites, error) {
-	m := job.Meta
-	b := newJUnitBuilder(m.Workflow, job.MapReduce)
-	var first, last time.Time
-	err := eachEvent(job.EventLog, events, func(e eventlog.Event) {
-		if first.IsZero() {
-			first = e.Time
-		}
-		last = e.Time
-		b.add(e)
-	})
+// readJUnit reads the job's event log, or events, into a builder.
+func readJUnit(job JUnitJob, events []eventlog.Event) (*junitBuilder, error) {
+	b := newJUnitBuilder(job.Meta.Workflow, job.MapReduce)
+	err := eachEvent(job.EventLog, events, b.add)
+	if err == nil {
+		err = b.err
+	}
 	if err != nil {
-		return junitSuites{}, err
+		b.ended.Close()
+		return nil, err
 	}
 	for _, step := range job.Steps {
 		if _, ran := b.cases["commands\x00"+step]; !ran {
 			b.caseFor("commands", step).Skipped = &junitSkipped{Message: "not run"}
 		}
 	}
+	return b, nil
+}
+
+// document is the report's document without its test cases (eachCase
+// gives them), its counts those of all of them.
+func (b *junitBuilder) document(m state.Meta) junitSuites {
 	suite := junitSuite{Name: m.Workflow, Timestamp: m.Started.UTC().Format(time.RFC3339),
-		Properties: []junitProperty{{"job_id", m.ID}, {"status", string(m.Status)}, {"seed", fmt.Sprint(m.Seed)}}}
-	for _, key := range b.order {
-		c := b.cases[key].junitCase
-		suite.Cases = append(suite.Cases, c)
+		Properties: []junitProperty{{"job_id", m.ID}, {"status", string(m.Status)}, {"seed", fmt.Sprint(m.Seed)}},
+		Tests:      b.endedCounts.tests, Failures: b.endedCounts.failures, Skipped: b.endedCounts.skipped}
+	for _, c := range b.cases {
 		suite.Tests++
 		switch {
 		case c.Failure != nil:
@@ -194,26 +195,104 @@ func readJUnit(job JUnitJob, events []eventlog.Event) (junitSuites, error) {
 			suite.Skipped++
 		}
 	}
-	if !first.IsZero() {
-		suite.Time = seconds(last.Sub(first))
+	if !b.firstAt.IsZero() {
+		suite.Time = seconds(b.lastAt.Sub(b.firstAt))
 	}
-	return junitSuites{Name: "runner", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}, nil
+	return junitSuites{Name: "runner", Tests: suite.Tests, Failures: suite.Failures, Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}
 }
 
-// junitBuilder is a report in the making: a test case per step or item,
-// in the order they first ended or failed an attempt, and the phase the
-// events are in.
+// eachCase calls fn with each test case in the report's order: the steps
+// seen before the first item, the items that ended in the order they
+// last ended, those that did not in the order they were first seen, the
+// other steps.
+func (b *junitBuilder) eachCase(fn func(junitCase) error) error {
+	itemsAt := len(b.order)
+	if b.itemsAt >= 0 {
+		itemsAt = b.itemsAt
+	}
+	for _, key := range b.order[:itemsAt] {
+		if err := fn(b.cases[key].junitCase); err != nil {
+			return err
+		}
+	}
+	r, err := b.ended.Reader()
+	if err != nil {
+		return err
+	}
+	lines := bufio.NewReader(r)
+	for off := int64(0); off < b.ended.Size(); {
+		line, err := lines.ReadBytes('\n')
+		if err != nil {
+			return fmt.Errorf("junit: ended cases: %w", err)
+		}
+		var rec endedCase
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return fmt.Errorf("junit: ended cases: %w", err)
+		}
+		if at, ok := b.failedAt[rec.Key]; rec.Case.Failure == nil || ok && at == off {
+			if err := fn(rec.Case); err != nil {
+				return err
+			}
+		}
+		off += int64(len(line))
+	}
+	var live []*caseState
+	for _, c := range b.cases {
+		if c.item {
+			live = append(live, c)
+		}
+	}
+	slices.SortFunc(live, func(a, b *caseState) int { return a.seen - b.seen })
+	for _, c := range live {
+		if err := fn(c.junitCase); err != nil {
+			return err
+		}
+	}
+	for _, key := range b.order[itemsAt:] {
+		if err := fn(b.cases[key].junitCase); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// junitBuilder is a report in the making: a test case per step, in the
+// order they were first seen, and per item, kept in memory while the item
+// runs and in a spool once it ended; and the phase the events are in.
 type junitBuilder struct {
 	workflow string
 	first    string // the phase a run of the job starts in
 	phase    string
-	cases    map[string]*caseState
-	order    []string
+	cases    map[string]*caseState // the steps', and the items' that have not ended
+	order    []string              // the steps' keys, in the order first seen
+	itemsAt  int                   // where in order the items go: the steps seen before the first; -1 before one
+	seen     int                   // cases made so far
+	// ended holds the items' cases that ended, an endedCase a line, in
+	// the order they ended, counted in endedCounts. The line of a failed
+	// item stays in failedAt, which a dlq retry that runs it again reads
+	// it back from: its case goes on from there, and the line is passed
+	// over.
+	ended       spool.Spool
+	endedCounts struct{ tests, failures, skipped int }
+	failedAt    map[string]int64
+	err         error
+	firstAt     time.Time
+	lastAt      time.Time
+}
+
+// endedCase is the line of an item's case in junitBuilder.ended.
+type endedCase struct {
+	Key        string         `json:"key"`
+	Case       junitCase      `json:"case"`
+	Attempts   []junitAttempt `json:"attempts,omitempty"`
+	LastFailed bool           `json:"last_failed,omitempty"`
 }
 
 // caseState is a test case and the run of its step or item under way.
 type caseState struct {
 	junitCase
+	item       bool // an item's case
+	seen       int  // when it was made, among the report's cases
 	start      time.Time
 	running    bool           // an item's attempts are under way: its clock runs from their first
 	attempts   []junitAttempt // its failed attempts, oldest first
@@ -225,7 +304,7 @@ func newJUnitBuilder(workflow string, mapReduce bool) *junitBuilder {
 	if mapReduce {
 		first = "setup"
 	}
-	return &junitBuilder{workflow: workflow, first: first, phase: first, cases: map[string]*caseState{}}
+	return &junitBuilder{workflow: workflow, first: first, phase: first, cases: map[string]*caseState{}, itemsAt: -1, failedAt: map[string]int64{}}
 }
 
 // caseFor returns the case of name in class, made on first use.
@@ -233,15 +312,84 @@ func (b *junitBuilder) caseFor(class, name string) *caseState {
 	key := class + "\x00" + name
 	c, ok := b.cases[key]
 	if !ok {
-		c = &caseState{junitCase: junitCase{Class: b.workflow + "." + class, Name: name, Time: "0"}}
+		c = &caseState{junitCase: junitCase{Class: b.workflow + "." + class, Name: name, Time: "0"}, seen: b.seen}
+		b.seen++
 		b.cases[key] = c
 		b.order = append(b.order, key)
 	}
 	return c
 }
 
+// itemCase returns the case of an item, made on first use, or taken back
+// from the spool when the item ended failed and runs again.
+func (b *junitBuilder) itemCase(id string) *caseState {
+	key := "map\x00" + id
+	if c, ok := b.cases[key]; ok {
+		return c
+	}
+	if b.itemsAt < 0 {
+		b.itemsAt = len(b.order)
+	}
+	c := &caseState{junitCase: junitCase{Class: b.workflow + ".map", Name: id, Time: "0"}, item: true, seen: b.seen}
+	b.seen++
+	if off, ok := b.failedAt[key]; ok {
+		rec, err := b.endedAt(off)
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+		delete(b.failedAt, key)
+		b.endedCounts.tests--
+		b.endedCounts.failures--
+		c.junitCase, c.attempts, c.lastFailed = rec.Case, rec.Attempts, rec.LastFailed
+	}
+	b.cases[key] = c
+	return c
+}
+
+// endedAt reads back the line of an ended case at offset off of the
+// spool.
+func (b *junitBuilder) endedAt(off int64) (endedCase, error) {
+	var rec endedCase
+	line, err := bufio.NewReader(io.NewSectionReader(&b.ended, off, b.ended.Size()-off)).ReadBytes('\n')
+	if err == nil {
+		err = json.Unmarshal(line, &rec)
+	}
+	if err != nil {
+		return rec, fmt.Errorf("junit: ended cases: %w", err)
+	}
+	return rec, nil
+}
+
+// itemEnded moves an item's case that ended from memory to the spool.
+func (b *junitBuilder) itemEnded(c *caseState) {
+	key := "map\x00" + c.Name
+	line, err := json.Marshal(endedCase{Key: key, Case: c.junitCase, Attempts: c.attempts, LastFailed: c.lastFailed})
+	if err == nil {
+		off := b.ended.Size()
+		_, err = b.ended.Write(append(line, '\n'))
+		if c.Failure != nil {
+			b.failedAt[key] = off
+		}
+	}
+	if err != nil && b.err == nil {
+		b.err = fmt.Errorf("junit: ended cases: %w", err)
+	}
+	delete(b.cases, key)
+	b.endedCounts.tests++
+	switch {
+	case c.Failure != nil:
+		b.endedCounts.failures++
+	case c.Skipped != nil:
+		b.endedCounts.skipped++
+	}
+}
+
 // add takes one event into the report.
 func (b *junitBuilder) add(e eventlog.Event) {
+	if b.firstAt.IsZero() {
+		b.firstAt = e.Time
+	}
+	b.lastAt = e.Time
 	switch {
 	case e.Type == eventlog.TypeJobResumed:
 		b.phase = b.first
@@ -290,22 +438,25 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 func (b *junitBuilder) addItem(e eventlog.Event) {
 	switch e.Type {
 	case eventlog.TypeItemStarted:
-		if c := b.caseFor("map", e.ItemID); !c.running {
+		if c := b.itemCase(e.ItemID); !c.running {
 			c.start, c.running = e.Time, true
 		}
 	case eventlog.TypeItemRetrying:
-		b.caseFor("map", e.ItemID).failedAttempt(e, e.Str("kind"))
+		b.itemCase(e.ItemID).failedAttempt(e, e.Str("kind"))
 	case eventlog.TypeItemSucceeded:
-		b.caseFor("map", e.ItemID).passed(e)
+		c := b.itemCase(e.ItemID)
+		c.passed(e)
+		b.itemEnded(c)
 	case eventlog.TypeItemFailed:
-		c := b.caseFor("map", e.ItemID)
+		c := b.itemCase(e.ItemID)
 		if e.Str("action") == "skip" {
 			c.end(e)
 			c.Skipped = &junitSkipped{Message: "on_item_failure: skip: " + e.Str("message")}
-			return
+		} else {
+			c.failedAttempt(e, e.Str("kind"))
+			c.failed(e, &junitFailure{Message: e.Str("message"), Type: e.Str("kind"), Text: attemptText(e)})
 		}
-		c.failedAttempt(e, e.Str("kind"))
-		c.failed(e, &junitFailure{Message: e.Str("message"), Type: e.Str("kind"), Text: attemptText(e)})
+		b.itemEnded(c)
 	}
 }
 

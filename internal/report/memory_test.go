@@ -75,18 +75,67 @@ func peakHeap(t *testing.T, path string) (peak uint64, events int) {
 	return peak, events
 }
 
+// checkDoesNotGrow fails the test when reading the log of 60,000 items
+// holds more than 1.5 times the live heap that the log of 6,000 does, as
+// peak measures them (with a count of what it read: events, test cases).
+func checkDoesNotGrow(t *testing.T, what string, peak func(*testing.T, string) (uint64, int)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("writes logs of 20,000 and 200,000 events")
+	}
+	small, nSmall := peak(t, writeMapLog(t, 6_000))
+	large, nLarge := peak(t, writeMapLog(t, 60_000))
+	t.Logf("%d %s: peak live heap %d KB; %d %s: %d KB", nSmall, what, small/1024, nLarge, what, large/1024)
+	if float64(large) > 1.5*float64(small) {
+		t.Errorf("ten times the %s took %.1f times the memory (%d KB, %d KB)", what, float64(large)/float64(small), small/1024, large/1024)
+	}
+}
+
 // The memory that makes a job's page does not grow with its items: a log
 // ten times longer needs about as much (the first maxBars attempts and
 // the cells are the same size), where holding its events or an attempt
 // per item grew tenfold.
 func TestReportMemoryDoesNotGrowWithItems(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes logs of 20,000 and 200,000 events")
+	checkDoesNotGrow(t, "events", peakHeap)
+}
+
+// junitPeakHeap is the most heap that reading the job's log into its
+// JUnit report held live, sampled after a collection every 1,000 events
+// and while its cases are written.
+func junitPeakHeap(t *testing.T, path string) (peak uint64, cases int) {
+	t.Helper()
+	b := newJUnitBuilder("big", true)
+	defer b.ended.Close()
+	var m runtime.MemStats
+	sample := func() {
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		peak = max(peak, m.HeapAlloc)
 	}
-	small, nSmall := peakHeap(t, writeMapLog(t, 6_000))
-	large, nLarge := peakHeap(t, writeMapLog(t, 60_000))
-	t.Logf("%d events: peak live heap %d KB; %d events: %d KB", nSmall, small/1024, nLarge, large/1024)
-	if float64(large) > 1.5*float64(small) {
-		t.Errorf("ten times the events took %.1f times the memory (%d KB, %d KB)", float64(large)/float64(small), small/1024, large/1024)
+	events := 0
+	err := eachEvent(path, nil, func(e eventlog.Event) {
+		b.add(e)
+		if events++; events%1000 == 0 {
+			sample()
+		}
+	})
+	if err == nil {
+		err = b.eachCase(func(junitCase) error {
+			if cases++; cases%1000 == 0 {
+				sample()
+			}
+			return nil
+		})
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return peak, cases
+}
+
+// The memory that makes a map job's JUnit report does not grow with its
+// items: an item's case leaves memory once it ended, where a case per
+// item held in memory grew tenfold.
+func TestJUnitMemoryDoesNotGrowWithItems(t *testing.T) {
+	checkDoesNotGrow(t, "test cases", junitPeakHeap)
 }

@@ -32,8 +32,15 @@ func itemCounts(c state.ItemCounts, events []eventlog.Event) countsView {
 	return newCounts(c, f)
 }
 
-// junit builds the report that WriteJUnit writes from events.
+// junit builds the document that WriteJUnit writes from events, with
+// all its test cases.
 func junit(job JUnitJob, events []eventlog.Event) junitSuites {
-	doc, _ := readJUnit(job, events)
+	b, err := readJUnit(job, events)
+	if err != nil {
+		panic(err)
+	}
+	defer b.ended.Close()
+	doc := b.document(job.Meta)
+	b.eachCase(func(c junitCase) error { doc.Suites[0].Cases = append(doc.Suites[0].Cases, c); return nil })
 	return doc
 }

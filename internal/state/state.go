@@ -78,6 +78,11 @@ type Meta struct {
 	Items        *ItemCounts       `json:"items,omitempty"`
 	MaxParallel  int               `json:"max_parallel,omitempty"`
 	ResumedCount int               `json:"resumed,omitempty"`
+
+	// ItemsSettled says which files Items were last settled with; nil
+	// once they are written again (and in a job of an older runner).
+	ItemsSettled *ItemsSettled `json:"items_settled,omitempty"`
+
 	// RanMS is the time the job's runs took (run, each resume), in
 	// milliseconds: its wall clock less the pauses between runs. A run
 	// whose process was killed counts until its last event (added when
@@ -133,6 +138,23 @@ type ItemCounts struct {
 	Skipped   int `json:"skipped"`
 	DLQ       int `json:"dlq"`
 	Pending   int `json:"pending"`
+}
+
+// ItemsSettled is the state of a MapReduce job's DLQ and item log that
+// its item counts were settled with (at the end of the map phase, of a
+// `dlq retry`, of a `dlq purge`): while the DLQ is still at its
+// generation and the item log of its size, the counts hold as they are
+// and `runner jobs` shows them without reading either (Holds).
+type ItemsSettled struct {
+	DLQGeneration uint64 `json:"dlq_generation"`
+	ItemLogSize   int64  `json:"item_log_size"`
+}
+
+// Holds reports whether the counts settled with s still hold for a DLQ
+// at generation and an item log of itemLogSize bytes; a nil s never
+// holds.
+func (s *ItemsSettled) Holds(generation uint64, itemLogSize int64) bool {
+	return s != nil && s.DLQGeneration == generation && s.ItemLogSize == itemLogSize
 }
 
 // Store is a state directory.
