@@ -321,8 +321,8 @@ func (v jobView) Repo() itemtask.Repo {
 	return repo
 }
 
-func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {
-	return filesOf(v.j).ReadItemStates()
+func (v jobView) RunningItems() (map[int]itemtask.ItemRecord, error) {
+	return filesOf(v.j).RunningItems()
 }
 
 // saveCounts writes the item counts to the job's metadata every interval

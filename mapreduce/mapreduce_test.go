@@ -256,7 +256,7 @@ func TestDLQWriteFailureLosesNothing(t *testing.T) {
 	if err == nil || !errors.Is(err, q.fail) {
 		t.Fatalf("err = %v, want the DLQ's error", err)
 	}
-	states, _ := filesOf(j).ReadItemStates()
+	states, _ := filesOf(j).st.ReadItemStates()
 	if states[1].State != job.ItemRunning {
 		t.Errorf("item 1 is %q in the item log, want running (pending on resume)", states[1].State)
 	}
@@ -292,7 +292,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	if sum.Items.DLQ != 1 || sum.Items.Succeeded != 2 || sum.Items.Pending != 0 {
 		t.Errorf("counts %+v", sum.Items)
 	}
-	states, _ := filesOf(j).ReadItemStates()
+	states, _ := filesOf(j).st.ReadItemStates()
 	if states[1].State != job.ItemDLQ {
 		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
 	}

@@ -222,8 +222,9 @@ type Job interface {
 	// Portable is the job as a process on another machine opens it (the
 	// workflow copy, its variables after setup), as JSON.
 	Portable() (json.RawMessage, error)
-	// ItemStates is the last recorded state of every item, by index.
-	ItemStates() (map[int]ItemRecord, error)
+	// RunningItems are the items the item log last saw running, by
+	// index, with their checkpoints.
+	RunningItems() (map[int]ItemRecord, error)
 	// Layout is where the job's files are in its directory.
 	Layout() state.Layout
 	// Repo is the git side of a job whose items run in worktrees
