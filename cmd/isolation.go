@@ -11,8 +11,8 @@ import (
 
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -107,9 +107,9 @@ func newJobID(ctx context.Context, wf *workflow.Workflow, id string) (string, st
 	}
 	var itemBranches string
 	if wf.Mode == workflow.MapReduce {
-		itemBranches = jobtree.ItemBranches(wf.Map, id)
+		itemBranches = workspace.ItemBranches(wf.Map, id)
 	}
-	names, samples := []string{jobtree.Branch(id)}, []string{jobtree.Branch(id)}
+	names, samples := []string{workspace.Branch(id)}, []string{workspace.Branch(id)}
 	if itemBranches != "" {
 		names = append(names, strings.TrimSuffix(itemBranches, "/"))
 		samples = append(samples, itemBranches+"item")
@@ -206,7 +206,7 @@ func resumeCompleted(ctx context.Context, g *globalOptions, id string, merge boo
 	case merge || mergeBack:
 		return true, nil
 	}
-	return false, fmt.Errorf("job %s: %w; its branch %s is not merged into %s: to merge it, run: runner resume --merge %s", id, job.ErrCompleted, jobtree.Branch(id), target, id)
+	return false, fmt.Errorf("job %s: %w; its branch %s is not merged into %s: to merge it, run: runner resume --merge %s", id, job.ErrCompleted, workspace.Branch(id), target, id)
 }
 
 // unmergedJob reports whether job id completed on a job branch that is
@@ -227,7 +227,7 @@ func unmergedJob(ctx context.Context, g *globalOptions, id string) (target strin
 	if !wf.RunsInWorktree() || m.TargetBranch == "" || m.Items != nil && m.Items.DLQ > 0 || mergeBlockRan(st, wf) {
 		return "", false, false
 	}
-	unmerged, err := jobtree.Unmerged(ctx, id, m.TargetBranch)
+	unmerged, err := workspace.Unmerged(ctx, id, m.TargetBranch)
 	return m.TargetBranch, wf.MergeBack, err == nil && unmerged
 }
 
@@ -235,7 +235,7 @@ func unmergedJob(ctx context.Context, g *globalOptions, id string) (target strin
 // id, the command that makes the final merge the job did not make then.
 func writeMergeCommand(ctx context.Context, g *globalOptions, id string) {
 	if target, _, ok := unmergedJob(ctx, g, id); ok {
-		fmt.Fprintf(g.stderr, "runner: the DLQ is empty: to merge the job's branch %s into %s, run: runner resume --merge %s\n", jobtree.Branch(id), target, id)
+		fmt.Fprintf(g.stderr, "runner: the DLQ is empty: to merge the job's branch %s into %s, run: runner resume --merge %s\n", workspace.Branch(id), target, id)
 	}
 }
 
@@ -257,10 +257,10 @@ func mergeBlockRan(st *state.Job, wf *workflow.Workflow) bool {
 func writeEndOfJob(w io.Writer, res jobResult, merge bool) {
 	end := res.end
 	switch end.Merged {
-	case jobtree.MergedByGit:
+	case workspace.MergedByGit:
 		fmt.Fprintf(w, "runner: merged the job's branch %s into %s\n", end.Branch, end.Target)
 		return
-	case jobtree.MergedByBlock:
+	case workspace.MergedByBlock:
 		fmt.Fprintf(w, "runner: the merge: block ran to merge the job's branch %s into %s\n", end.Branch, end.Target)
 		return
 	}

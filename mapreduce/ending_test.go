@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -60,24 +60,24 @@ map:
 			t.Fatal(err)
 		}
 		j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "m",
-			Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main", ItemBranches: jobtree.ItemBranches(wf.Map, "m")})
+			Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main", ItemBranches: workspace.ItemBranches(wf.Map, "m")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var asked []jobtree.End
-		ask := func(end jobtree.End) bool { asked = append(asked, end); return answer }
-		sum, err := Run(t.Context(), j, Options{Ending: jobtree.Ending{Ask: ask}})
+		var asked []workspace.End
+		ask := func(end workspace.End) bool { asked = append(asked, end); return answer }
+		sum, err := Run(t.Context(), j, Options{Ending: workspace.Ending{Ask: ask}})
 		j.Close()
 		if err != nil || sum.Items.Succeeded != 2 {
 			t.Fatalf("answer %v: Run = %+v, %v", answer, sum.Items, err)
 		}
-		want := jobtree.End{Branch: "runner/m", Target: "main"}
+		want := workspace.End{Branch: "runner/m", Target: "main"}
 		if len(asked) != 1 || asked[0] != want {
 			t.Errorf("answer %v: asked %+v; want once, about %+v", answer, asked, want)
 		}
 		merged, last := "", git("log", "-1", "--format=%s", "main")
 		if answer {
-			merged = jobtree.MergedByGit
+			merged = workspace.MergedByGit
 		}
 		if sum.Merged != merged || answer != (last == "Merge runner/m (runner job m)") {
 			t.Errorf("answer %v: merged %q, main ends with %q", answer, sum.Merged, last)

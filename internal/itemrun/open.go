@@ -14,8 +14,8 @@ import (
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -42,8 +42,8 @@ func OpenStored(ctx context.Context, id string, opts job.Options, emit func(even
 	if wf.Mode != workflow.MapReduce {
 		return nil, fmt.Errorf("job %s is a standard workflow: %w", id, ErrNoMap)
 	}
-	refs := jobtree.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
-	trees, err := jobtree.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Layout())
+	refs := workspace.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
+	trees, err := workspace.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Layout())
 	if err != nil {
 		return nil, err
 	}
@@ -101,16 +101,16 @@ func taskItem(t itemtask.Task) *items.Item { return &items.Item{Index: t.Index, 
 // --work-dir, a clone of the job's) or, when it is in none, in one made
 // at made; their directories are in the job's copy. It returns the
 // repository's directory too ("" for this process's).
-func portableTrees(ctx context.Context, p job.Portable, m *workflow.MapPhase, env []string, layout state.Layout, made string) (*jobtree.Worktrees, string, error) {
-	if jobtree.ItemBranches(m, p.Meta.ID) == "" {
+func portableTrees(ctx context.Context, p job.Portable, m *workflow.MapPhase, env []string, layout state.Layout, made string) (*workspace.Worktrees, string, error) {
+	if workspace.ItemBranches(m, p.Meta.ID) == "" {
 		return nil, "", nil
 	}
-	repo, err := jobtree.WorkerRepo(ctx, made, env)
+	repo, err := workspace.WorkerRepo(ctx, made, env)
 	if err != nil {
 		return nil, "", err
 	}
-	refs := jobtree.JobRefs{ID: p.Meta.ID, ItemBranches: p.Meta.ItemBranches, Repo: repo}
-	trees, err := jobtree.OpenWorktrees(ctx, refs, m, env, layout)
+	refs := workspace.JobRefs{ID: p.Meta.ID, ItemBranches: p.Meta.ItemBranches, Repo: repo}
+	trees, err := workspace.OpenWorktrees(ctx, refs, m, env, layout)
 	return trees, repo, err
 }
 

@@ -1,4 +1,4 @@
-package jobtree
+package workspace
 
 import (
 	"os"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce/items"
@@ -82,14 +81,8 @@ func TestWorktreesMergeBack(t *testing.T) {
 	}
 	// Resumed: a is merged (and its branch deleted), so the running a
 	// whose branch is back at its merged tip counts as succeeded; b
-	// (conflicted, unmerged) and c (no branch) run again, from their
-	// first step.
+	// (conflicted, unmerged) and c (no branch) run again.
 	git(repo, "branch", "runner-items/j/a", "runner/j^2")
-	running := map[int]job.ItemRecord{
-		0: {Index: 0, ID: "a", State: job.ItemRunning},
-		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
-		2: {Index: 2, ID: "c", State: job.ItemRunning},
-	}
 	merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c})
 	if err != nil || len(merged) != 1 || merged[0].Branch != "runner-items/j/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
 		t.Errorf("mergedItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
@@ -103,10 +96,6 @@ func TestWorktreesMergeBack(t *testing.T) {
 	git(repo, "branch", "-D", "runner-items/j/a")
 	if merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 {
 		t.Errorf("mergedItems with a's branch gone = %+v, %v; want a alone", merged, err)
-	}
-	RestartItems(running)
-	if running[1].Steps != nil {
-		t.Errorf("b goes on from its checkpoints %v; want its first step", running[1].Steps)
 	}
 	if err := w.EndJob(t.Context()); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package jobtree
+package workspace
 
 import (
 	"cmp"
@@ -16,7 +16,6 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
@@ -185,17 +184,6 @@ func (w *Worktrees) removeItemTrees(ctx context.Context) error {
 		}
 		return err
 	})
-}
-
-// RestartItems makes the items a process that died left running start
-// again from their first step (in a fresh worktree): the work of the dead
-// process went with its worktrees. Those it merged were recorded first
-// (settleMerged).
-func RestartItems(running map[int]job.ItemRecord) {
-	for i, rec := range running {
-		rec.Steps = nil
-		running[i] = rec
-	}
 }
 
 // MergedItems returns, by index, the items among its that the job branch
