@@ -120,7 +120,7 @@ func newJobID(ctx context.Context, wf *workflow.Workflow, id string) (string, st
 			return "", "", usagef("job id %q: %v: an id of a job with a git branch may not begin or end with '.', hold '..' or end in '.lock'; choose another --job-id", id, err)
 		}
 	}
-	in, err := git.BranchesInTheWay(ctx, names...)
+	in, err := workspace.BranchesInTheWay(ctx, names...)
 	if err != nil {
 		return "", "", err
 	}

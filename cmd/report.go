@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/report"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
@@ -92,17 +91,10 @@ func firstDLQItems(g *globalOptions, jobID string) ([]dlq.Item, int, error) {
 // repository runner runs in has it now.
 func jobBranches(ctx context.Context, m state.Meta) *report.Branches {
 	b := &report.Branches{Job: workspace.Branch(m.ID), Target: m.TargetBranch}
-	var repo gitwork.Git
-	tip, err := repo.Tip(ctx, b.Job)
-	if err == nil && tip != "" && b.Target != "" {
-		b.Merged, err = repo.Contains(ctx, b.Target, tip)
-	}
-	if err == nil {
-		b.Items, err = repo.BranchesUnder(ctx, workspace.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches}.ItemPrefix())
-	}
+	got, err := workspace.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches, Target: m.TargetBranch}.Branches(ctx)
 	if err != nil {
 		return &report.Branches{Job: b.Job, Target: b.Target, Unknown: err.Error()}
 	}
-	b.Gone = tip == ""
+	b.Gone, b.Merged, b.Items = got.Gone, got.Merged, got.Items
 	return b
 }

@@ -280,11 +280,15 @@ func supported(wf *workflow.Workflow, b itemtask.Backend) error {
 	return Supports(wf, b)
 }
 
-// View is what dispatchers may read of j.
-func View(j *job.Job) itemtask.Job { return jobView{j: j} }
+// View is what dispatchers may read of j, with its worktrees opened in
+// this process when its map runs in them (its Repo).
+func View(ctx context.Context, j *job.Job) (itemtask.Job, error) {
+	trees, err := workspace.OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Layout())
+	return jobView{j: j, trees: trees}, err
+}
 
 // jobView is View's itemtask.Job; trees, when set, are the job's
-// worktrees in this process, whose merges move the job branch.
+// worktrees in this process (map.isolation: worktree), its Repo.
 type jobView struct {
 	j     *job.Job
 	trees *workspace.Worktrees
@@ -304,21 +308,10 @@ func (v jobView) Portable() (json.RawMessage, error) {
 }
 
 func (v jobView) Repo() itemtask.Repo {
-	m, meta := v.j.Workflow().Map, v.j.Meta()
-	if workspace.ItemBranches(m, v.j.ID()) == "" {
-		return itemtask.Repo{}
+	if v.trees == nil {
+		return nil
 	}
-	refs := workspace.JobRefs{ID: v.j.ID(), ItemBranches: meta.ItemBranches}
-	env := v.j.Executor().Env
-	hold := func(fn func() error) error { return workspace.HoldWorktrees(context.Background(), env, fn) }
-	check := func(ctx context.Context, index int, id, at string) error {
-		return refs.CheckItemBranch(ctx, env, &items.Item{Index: index, ID: id}, at)
-	}
-	repo := itemtask.Repo{JobBranch: workspace.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: env, Hold: hold, CheckItemBranch: check}
-	if v.trees != nil {
-		repo.Moves = v.trees.JobBranchMoves
-	}
-	return repo
+	return v.trees
 }
 
 func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {
@@ -507,7 +500,7 @@ func usesResults(steps []*workflow.Step) bool {
 
 // refsOf is the JobRefs of j.
 func refsOf(j *job.Job) workspace.JobRefs {
-	return workspace.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches}
+	return workspace.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches, Target: j.Meta().TargetBranch}
 }
 
 // restartItems makes the items a process that died left running start

@@ -107,3 +107,33 @@ func Clear(ctx context.Context, repo gitwork.Git, l Leftovers, removed func(what
 	}
 	return nil
 }
+
+// BranchesInTheWay returns the branches of the repository runner runs in
+// that are in the way of names, branches a new job would make: names
+// themselves, or the directories above them or below.
+func BranchesInTheWay(ctx context.Context, names ...string) ([]string, error) {
+	return gitwork.Git{}.BranchesInTheWay(ctx, names...)
+}
+
+// JobBranches are the branches of a job that ran on a job branch, as the
+// repository runner runs in has them now.
+type JobBranches struct {
+	Gone   bool     // the job branch is gone
+	Merged bool     // the branch the job started on holds the job branch
+	Items  []string // the items' branches
+}
+
+// Branches returns the branches of the job of r as the repository runner
+// runs in has them now.
+func (r JobRefs) Branches(ctx context.Context) (JobBranches, error) {
+	var repo gitwork.Git
+	tip, err := repo.Tip(ctx, Branch(r.ID))
+	b := JobBranches{Gone: tip == ""}
+	if err == nil && tip != "" && r.Target != "" {
+		b.Merged, err = repo.Contains(ctx, r.Target, tip)
+	}
+	if err == nil {
+		b.Items, err = repo.BranchesUnder(ctx, r.ItemPrefix())
+	}
+	return b, err
+}

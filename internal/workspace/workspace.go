@@ -78,7 +78,12 @@ func openIn(ctx context.Context, repo, jobID string, env []string, layout state.
 	if err := EndLeftovers(ctx, groups, git); err != nil {
 		return nil, err
 	}
-	_, prefix, err := git.TopLevel(ctx)
+	// Runner's directory in the repository it is in: in a clone of it
+	// (a NATS worker's, repo), the same place.
+	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
+	if repo != "" && errors.Is(err, gitwork.ErrNotRepository) {
+		err = nil // a NATS worker's repository, made empty: its top
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -282,18 +287,6 @@ func (t *Tree) Admin(fn func() error) error {
 	}
 	defer unlock()
 	return fn()
-}
-
-// HoldWorktrees runs fn holding the worktree lock of the repository this
-// process's directory is in (Admin's): for a git command that reads every
-// ref (a fetch, a bundle's verification), which a worktree half made or
-// removed by another runner process makes fail.
-func HoldWorktrees(ctx context.Context, env []string, fn func() error) error {
-	common, err := gitwork.Git{Env: env}.CommonDir(ctx)
-	if err != nil {
-		return err
-	}
-	return (&Tree{adminLockPath: adminLockPath(common)}).Admin(fn)
 }
 
 // adminLockPath is the file whose flock Admin takes in the repository
