@@ -27,20 +27,15 @@ import (
 
 // gitEnv is git's environment in these tests: a fixed identity, no user
 // or system configuration.
-func gitEnv() []string {
-	return append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-}
+func gitEnv() []string { return append(os.Environ(), testkit.GitIdentity...) }
 
 // A worker whose clone has the thin bundle's base fetches the tip from
 // the thin bundle alone; one whose clone lacks the base fetches the base's
 // full bundle first (a damaged one fails, named); with no thin bundle,
 // the tip's full one; a clone that has the tip fetches nothing.
 func TestFetchTipThinOrFull(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	env := gitEnv()
+	src, base := newClone(t)
+	env := src.Env
 	run := func(g gitwork.Git, args ...string) string {
 		t.Helper()
 		out, err := g.Output(t.Context(), args...)
@@ -54,9 +49,6 @@ func TestFetchTipThinOrFull(t *testing.T) {
 		run(g, args...)
 		return g
 	}
-	src := repo("init", "-q", "-b", "main")
-	run(src, "commit", "-q", "--allow-empty", "-m", "base")
-	base := run(src, "rev-parse", "HEAD")
 	withBase := repo("clone", "-q", "--no-local", src.Dir, ".")
 	run(src, "commit", "-q", "--allow-empty", "-m", "tip")
 	tip := run(src, "rev-parse", "HEAD")
@@ -135,20 +127,8 @@ func cloneOf(t *testing.T, dir string) *workspace.Worktrees {
 // newClone makes a git repository with one commit, returned with it.
 func newClone(t *testing.T) (repo gitwork.Git, head string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	repo = gitwork.Git{Dir: t.TempDir(), Env: gitEnv()}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
-		if _, err := repo.Output(t.Context(), args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	head, err := repo.Tip(t.Context(), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return repo, head
+	r := testkit.GitRepo(t, nil)
+	return gitwork.Git{Dir: r.Dir, Env: gitEnv()}, r.Git("rev-parse", "main")
 }
 
 // runnerFunc is an itemtask.Runner of a function.
