@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/crashpoint"
-	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
@@ -171,7 +170,6 @@ type remover struct {
 	ctx    context.Context
 	g      *globalOptions
 	o      removeOptions
-	repo   gitwork.Git
 	inRepo bool
 	// tried and failed count the jobs that finishTombstones took on and
 	// those that it failed to finish (kept ones too when strict).
@@ -312,13 +310,11 @@ func (r *remover) tell(id string, left workspace.Leftovers) {
 // clear removes what is left of job j, buried (or a tombstone): left, its
 // worktrees and branches, the git commands doing it recorded in its
 // tombstone (so that the next removal ends what they leave if this
-// process dies: workspace.EndLeftovers), then the tombstone.
+// process dies: workspace.EndJobLeftovers), then the tombstone.
 func (r *remover) clear(j *state.Job, left workspace.Leftovers) error {
 	id := j.Meta.ID
 	removed := func(what string) { fmt.Fprintln(r.g.stdout, "removed", what) }
-	repo := r.repo
-	repo.Groups = &gitwork.Groups{Dir: j.Layout().GitProcesses}
-	if err := workspace.Clear(r.ctx, repo, left, removed); err != nil {
+	if err := workspace.Clear(r.ctx, j.Layout(), left, removed); err != nil {
 		return fmt.Errorf("job %s: its removal was cut short: %w; runner jobs rm or prune finishes it", id, err)
 	}
 	if err := j.Remove(); err != nil {
@@ -354,7 +350,7 @@ func (r *remover) leftovers(j *state.Job, dir string, buried bool) (workspace.Le
 		return workspace.Leftovers{}, nil
 	}
 	if !r.o.DryRun {
-		if err := workspace.EndLeftovers(r.ctx, &gitwork.Groups{Dir: j.Layout().GitProcesses}, r.repo); err != nil {
+		if err := workspace.EndJobLeftovers(r.ctx, j.Layout()); err != nil {
 			return workspace.Leftovers{}, fmt.Errorf("job %s kept: %w", id, err)
 		}
 	}
@@ -363,7 +359,7 @@ func (r *remover) leftovers(j *state.Job, dir string, buried bool) (workspace.Le
 		refs := workspace.JobRefs{ID: id, ItemBranches: j.Meta.ItemBranches}
 		branches = []string{workspace.Branch(id), refs.ItemPrefix()}
 	}
-	left, err := workspace.Survey(r.ctx, r.repo, dir, branches...)
+	left, err := workspace.Survey(r.ctx, dir, branches...)
 	if err != nil {
 		return left, fmt.Errorf("job %s kept: %w", id, err)
 	}
