@@ -21,6 +21,10 @@ const (
 	gitLayer = "internal/gitwork"
 )
 
+// gitReaders are the packages besides the owner that use gitLayer: the
+// executor, for a step's commits (commit_required, auto_commit).
+var gitReaders = []string{"internal/executor"}
+
 // workspaceCommands are the git commands of worktrees, branches and refs
 // and of the bundles and clones that carry them.
 var workspaceCommands = []string{"worktree", "branch", "update-ref", "for-each-ref", "bundle", "fetch", "clone", "init", "merge"}
@@ -29,7 +33,8 @@ var workspaceCommands = []string{"worktree", "branch", "update-ref", "for-each-r
 // command: none calls a method of gitwork that runs one (found in
 // gitwork's source: a method whose arguments to git name one, or that
 // calls such a method), nor runs one itself (a literal command given to a
-// Run, Output or exec.Command). Tests are not looked at.
+// Run, Output or exec.Command); and only gitReaders use gitwork at all
+// (cmd asks the workspace). Tests are not looked at.
 func TestArchGitWorkspaceOwner(t *testing.T) {
 	owned := workspaceMethods(t)
 	if len(owned) < 10 {
@@ -48,6 +53,9 @@ func TestArchGitWorkspaceOwner(t *testing.T) {
 			return err
 		}
 		usesGitwork := slices.ContainsFunc(f.Imports, func(i *ast.ImportSpec) bool { return strings.HasSuffix(i.Path.Value, "/"+gitLayer+`"`) })
+		if usesGitwork && !slices.Contains(gitReaders, filepath.Dir(path)) {
+			t.Errorf("%s: imports %s: git is the workspace owner's (%s), or one of %v", path, gitLayer, gitOwner, gitReaders)
+		}
 		packages := map[string]bool{} // the names of the other packages the file imports
 		for _, i := range f.Imports {
 			if p, _ := strconv.Unquote(i.Path.Value); !strings.HasSuffix(p, "/"+gitLayer) {

@@ -177,7 +177,7 @@ type remover struct {
 }
 
 func newRemover(ctx context.Context, g *globalOptions, o removeOptions) *remover {
-	return &remover{ctx: ctx, g: g, o: o, inRepo: inGitWorkTree(ctx)}
+	return &remover{ctx: ctx, g: g, o: o, inRepo: workspace.InWorkTree(ctx)}
 }
 
 // removeAll removes the jobs ids, each failure said on stderr as it
