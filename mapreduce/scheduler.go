@@ -164,7 +164,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		saved = nil
 		if s.trees != nil {
 			crashpoint.Hit(crashpoint.ItemWorktreeRemoved)
-			if out, err = s.trees.MergeBack(ctx, it, attempt, out); err != nil {
+			if out, err = s.trees.Merge(ctx, it, attempt, out); err != nil {
 				s.fail(err)
 				return
 			}

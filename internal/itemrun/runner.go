@@ -104,7 +104,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 	}
 	var dir, branch, worktree string
 	if r.trees != nil {
-		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0, t.Tip)
+		tree, err := r.trees.Acquire(ctx, it, len(t.Checkpoints) > 0, t.Tip)
 		if ctx.Err() != nil {
 			// Interrupted: it does not count (the branch named as below).
 			return itemtask.Outcome{Branch: tree.Branch}, context.Cause(ctx)

@@ -251,18 +251,18 @@ func itemOfMerge(msg, jobID string) (string, bool) {
 type ItemTree struct {
 	Path, Branch string
 	// Kept: an earlier run's worktree, which a resumed dispatch goes on
-	// in; false when OpenItem made it fresh.
+	// in; false when Acquire made it fresh.
 	Kept bool
 }
 
-// OpenItem makes a fresh worktree for an item on its branch, from commit
+// Acquire makes a fresh worktree for an item on its branch, from commit
 // from, or the job branch's tip when from is "" (a NATS worker's clone
 // has no job branch: its task names the commit). A dispatch that goes on
 // from checkpoints (its runner was lost) finds the worktree its earlier
 // steps worked in, and keeps it (Kept); where there is none (the run was
 // on another machine) the worktree is fresh and the earlier steps' work
 // is not in it.
-func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool, from string) (ItemTree, error) {
+func (w *Worktrees) Acquire(ctx context.Context, it *items.Item, resumed bool, from string) (ItemTree, error) {
 	from = cmp.Or(from, w.JobBranch)
 	t := w.TreeOf(it)
 	repo := w.User
@@ -315,13 +315,13 @@ func (w *Worktrees) Discard(ctx context.Context, t itemtask.Task) error {
 	return w.Admin(func() error { return w.User.DiscardWorktree(ctx, tree.Path, tree.Branch) })
 }
 
-// MergeBack merges the branch of an item that succeeded into the job
+// Merge merges the branch of an item that succeeded into the job
 // branch (unless map.merge is none), and sets the outcome's commits (and
 // its worktree, when it names none: one run elsewhere names its own). A
 // merge that conflicts is aborted and fails the item as merge_conflict,
 // its branch kept. An error means the job branch could not be read or
 // merged into: the job cannot go on.
-func (w *Worktrees) MergeBack(ctx context.Context, it *items.Item, attempt int, out itemtask.Outcome) (itemtask.Outcome, error) {
+func (w *Worktrees) Merge(ctx context.Context, it *items.Item, attempt int, out itemtask.Outcome) (itemtask.Outcome, error) {
 	if out.Branch == "" {
 		return out, nil
 	}
