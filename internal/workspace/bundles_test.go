@@ -63,3 +63,21 @@ func countTipReads(t *testing.T, w *Worktrees) func() int {
 		return strings.Count(string(data), "rev-parse\n")
 	}
 }
+
+// A worker's repository is a clone of the one it runs in that shares its
+// objects, made once per directory: a job copy opened again keeps it.
+func TestWorkerRepo(t *testing.T) {
+	_, git, repo := testWorktrees(t)
+	dir := filepath.Join(t.TempDir(), "git")
+	for range 2 {
+		if err := WorkerRepo(t.Context(), dir, os.Environ()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := git(dir, "rev-parse", "HEAD"), git(repo, "rev-parse", "HEAD"); got != want {
+		t.Errorf("the clone's HEAD is %s, want the repository's %s", got, want)
+	}
+	if alt, err := os.ReadFile(filepath.Join(dir, ".git", "objects", "info", "alternates")); err != nil || !strings.Contains(string(alt), repo) {
+		t.Errorf("the clone's alternates: %q, %v; want the repository's objects", alt, err)
+	}
+}

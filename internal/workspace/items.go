@@ -420,8 +420,12 @@ func worktreeName(it *items.Item) string {
 // --work-dir), which shares its objects (git clone --shared: no object is
 // copied), else a new, empty one; the job branch's tips fill either as the
 // worker fetches them. Whatever git makes for the worker's items is in
-// dir: the worker's store removed, nothing of it is left.
+// dir: the worker's store removed, nothing of it is left. A job copy
+// opened again keeps the repository it made.
 func WorkerRepo(ctx context.Context, dir string, env []string) error {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return nil
+	}
 	git := gitwork.Git{Env: env}
 	top, _, err := git.TopLevel(ctx)
 	switch {
