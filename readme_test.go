@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,9 +22,11 @@ func docPages(t *testing.T) []string {
 	return append([]string{"README.md"}, pages...)
 }
 
-// Every ```yaml block of the README and of docs/ is a valid workflow.
+// Every ```yaml block of the README and of docs/ is a valid workflow, and
+// so is each variant its comments offer: a line `key: value  # a, b, c`
+// (value one of a, b, c) lists values the block takes in value's place.
 func TestDocsWorkflowsValidate(t *testing.T) {
-	blocks := 0
+	blocks, variants := 0, 0
 	for _, page := range docPages(t) {
 		data, err := os.ReadFile(page)
 		if err != nil {
@@ -32,14 +35,46 @@ func TestDocsWorkflowsValidate(t *testing.T) {
 		for _, b := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatchIndex(data, -1) {
 			blocks++
 			line := 1 + strings.Count(string(data[:b[2]]), "\n")
-			if _, err := workflow.Parse(page+" block at line "+strconv.Itoa(line), data[b[2]:b[3]]); err != nil {
+			block := string(data[b[2]:b[3]])
+			if _, err := workflow.Parse(page+" block at line "+strconv.Itoa(line), []byte(block)); err != nil {
 				t.Errorf("%v", err)
+			}
+			for _, v := range offeredVariants(block) {
+				variants++
+				where := page + " block at line " + strconv.Itoa(line) + " with " + v.value
+				if _, err := workflow.Parse(where, []byte(v.block)); err != nil {
+					t.Errorf("%v", err)
+				}
 			}
 		}
 	}
-	if blocks == 0 {
-		t.Fatal("no yaml blocks in the docs")
+	if blocks == 0 || variants == 0 {
+		t.Fatalf("%d yaml blocks and %d offered values in the docs: the scan is broken", blocks, variants)
 	}
+}
+
+// A variant is a yaml block with one value replaced by another its
+// comment offers.
+type variant struct{ block, value string }
+
+// offeredVariants returns block with each value that a line's comment
+// offers in place of the line's own.
+func offeredVariants(block string) []variant {
+	offer := regexp.MustCompile(`^(\s*(?:- )?[a-z_]+: )([a-z_]+)(\s*#\s*)([a-z_]+(?:, [a-z_]+)+)\s*$`)
+	lines := strings.Split(block, "\n")
+	var out []variant
+	for i, l := range lines {
+		m := offer.FindStringSubmatch(l)
+		if m == nil || !slices.Contains(strings.Split(m[4], ", "), m[2]) {
+			continue
+		}
+		for _, v := range strings.Split(m[4], ", ") {
+			changed := slices.Clone(lines)
+			changed[i] = m[1] + v
+			out = append(out, variant{strings.Join(changed, "\n"), v})
+		}
+	}
+	return out
 }
 
 // Every relative link of the README and of docs/ names a file that is

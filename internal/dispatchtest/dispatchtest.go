@@ -54,6 +54,22 @@ type Subject struct {
 	// goroutines start with (as a stack shows them: "pkg.(*Type)."),
 	// which Close must end; "" for a dispatcher that starts none.
 	Frames string
+	// Held is what the dispatcher's server holds of job j; nil for a
+	// dispatcher whose outcomes live in its process only.
+	Held func(t *testing.T, j *job.Job) Held
+}
+
+// Held is what a dispatcher's server holds of a job.
+type Held struct {
+	// Unacked counts the outcomes not acknowledged: the server would
+	// deliver them again.
+	Unacked int
+	// Delivered counts the deliveries of outcomes: one per outcome,
+	// unless one came again.
+	Delivered int
+	// Left names everything else it holds of the job: its messages,
+	// consumers, buckets and their entries.
+	Left []string
 }
 
 // template is the agent template of every job of the suite: the first
@@ -82,6 +98,7 @@ func Run(t *testing.T, s Subject) {
 	t.Run("live_events", func(t *testing.T) { testLiveEvents(t, s) })
 	t.Run("cancel", func(t *testing.T) { testCancel(t, s) })
 	t.Run("close", func(t *testing.T) { testClose(t, s) })
+	t.Run("recorded", func(t *testing.T) { testRecorded(t, s) })
 	t.Run("worktrees", func(t *testing.T) { testWorktrees(t, s) })
 }
 
@@ -349,6 +366,40 @@ func testClose(t *testing.T, s Subject) {
 	}
 	if s.Frames != "" && !testkit.Poll(func() bool { return Goroutines(s.Frames) == 0 }) {
 		t.Errorf("%d goroutines of %s after Close", Goroutines(s.Frames), s.Frames)
+	}
+}
+
+// An outcome the engine recorded (Recorded) is never delivered again: a
+// server that keeps outcomes (Held) holds none of it, and nothing of the
+// job once the dispatcher is closed.
+func testRecorded(t *testing.T, s Subject) {
+	f := start(t, s, template)
+	d := f.open(t)
+	for _, word := range []string{"r", "s"} {
+		task := f.task(word, "true")
+		out, err := dispatch(t, d, task)
+		if err != nil || out.Failed || out.DispatchID != task.DispatchID {
+			t.Fatalf("Dispatch = %+v, %v; want a success of %s", out, err, task.DispatchID)
+		}
+		d.Recorded(t.Context(), out.DispatchID)
+	}
+	if s.Held == nil {
+		return
+	}
+	// The server holds none: acknowledged, or (a dispatcher that does
+	// not acknowledge what the engine recorded) delivered again and
+	// dropped.
+	var held Held
+	if !testkit.Poll(func() bool { held = s.Held(t, f.job); return held.Unacked == 0 }) {
+		t.Errorf("the server would deliver %d recorded outcomes again", held.Unacked)
+	} else if held.Delivered != 2 {
+		t.Errorf("2 outcomes were delivered %d times: a recorded one came again", held.Delivered)
+	}
+	if err := d.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if held = s.Held(t, f.job); held.Unacked != 0 || len(held.Left) > 0 {
+		t.Errorf("after Close the server holds %d outcomes and %q of the job, want nothing", held.Unacked, held.Left)
 	}
 }
 

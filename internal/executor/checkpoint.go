@@ -26,8 +26,11 @@ func (r StepResult) Record(step *workflow.Step) state.StepRecord {
 }
 
 // RecordedVars returns the variables a checkpointed step set, with their
-// numbers as they were.
-func RecordedVars(rec state.StepRecord) map[string]any { return normalizeVars(rec.Vars) }
+// numbers as they were, in maps of their own: the record, which others
+// may hold (the item-state index, a task's checkpoints), is not changed.
+func RecordedVars(rec state.StepRecord) map[string]any {
+	return normalizeVars(jsonvalue.Copy(rec.Vars).(map[string]any))
+}
 
 // unavailableKey marks, in the journal, a field whose value runner did not
 // keep (an output over outputLimit): {"runner_unavailable": REASON}.

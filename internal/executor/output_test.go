@@ -64,6 +64,34 @@ func TestOutputOverLimitIsUnavailable(t *testing.T) {
 	}
 }
 
+// RecordedVars leaves the record as it was: the item-state index and a
+// task's checkpoints hold the same record while the item runs (changing
+// it in place was a data race with the index's writer).
+func TestRecordedVarsLeavesTheRecord(t *testing.T) {
+	rec := roundTrip(t, StepResult{Vars: map[string]any{
+		"n":       int64(7),
+		"steps.x": map[string]any{"output": interp.Unavailable{Reason: "over 1 MiB"}, "commits": []any{"abc"}},
+	}}.Record(&workflow.Step{}))
+	before, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := RecordedVars(rec)
+	if _, ok := vars["steps.x"].(map[string]any)["output"].(interp.Unavailable); !ok {
+		t.Fatalf("RecordedVars: %#v", vars)
+	}
+	if _, ok := rec.Vars["n"].(json.Number); !ok {
+		t.Errorf("the record's number is now %T", rec.Vars["n"])
+	}
+	if _, ok := rec.Vars["steps.x"].(map[string]any)["output"].(map[string]any); !ok {
+		t.Errorf("the record's unavailable mark is now %T", rec.Vars["steps.x"].(map[string]any)["output"])
+	}
+	after, err := json.Marshal(rec)
+	if err != nil || !bytes.Equal(before, after) {
+		t.Errorf("the record changed:\n%s\n%s (%v)", before, after, err)
+	}
+}
+
 // roundTrip encodes a record as the journal does and decodes it back.
 func roundTrip(t *testing.T, rec state.StepRecord) state.StepRecord {
 	t.Helper()

@@ -59,7 +59,7 @@ type PhaseResult struct {
 func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step) (PhaseResult, error) {
 	var pr PhaseResult
 	done := j.done[phase]
-	for _, step := range steps {
+	for i, step := range steps {
 		if rec, ok := done[step.Index]; ok {
 			executor.ResumedOutput(step, j.scope)
 			j.applyVars(phase, executor.RecordedVars(rec))
@@ -91,12 +91,19 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 			return pr, err
 		}
 		if phase == PhaseCommands {
-			j.mu.Lock()
-			j.st.Meta.StepsDone++
-			j.mu.Unlock()
+			if err := j.stepsDone(i + 1); err != nil { // the steps before it finished too
+				return pr, err
+			}
 		}
 	}
 	return pr, nil
+}
+
+// stepsDone saves how many of a standard workflow's steps have finished,
+// in this run and the ones before, as each one finishes: `runner jobs`
+// shows it while the job runs, and after a run killed with -9.
+func (j *Job) stepsDone(n int) error {
+	return j.UpdateMeta(func(m *state.Meta) { m.StepsDone = n })
 }
 
 // applyVars sets the variables a finished step defined; setup captures are

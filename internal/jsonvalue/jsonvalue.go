@@ -189,7 +189,8 @@ func Decode(data []byte) (any, error) {
 }
 
 // NormalizeNumbers turns json.Number into int64 or float64 so expressions
-// compare them naturally.
+// compare them naturally. It changes v's maps and slices in place: give it
+// a Copy of a value others hold.
 func NormalizeNumbers(v any) any {
 	switch v := v.(type) {
 	case json.Number:
@@ -206,6 +207,26 @@ func NormalizeNumbers(v any) any {
 		for i, e := range v {
 			v[i] = NormalizeNumbers(e)
 		}
+	}
+	return v
+}
+
+// Copy returns a deep copy of a decoded JSON value: its maps and slices
+// are new, so that changing the copy leaves v as it was.
+func Copy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = Copy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = Copy(e)
+		}
+		return out
 	}
 	return v
 }

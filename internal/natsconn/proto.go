@@ -135,6 +135,7 @@ type Task struct {
 // Result is the body of a result message.
 type Result struct {
 	Index      int              `json:"index"`
+	ItemID     string           `json:"item_id,omitempty"` // the task's; empty from an older worker
 	Attempt    int              `json:"attempt"`
 	Epoch      int              `json:"epoch"`
 	Worker     string           `json:"worker"`

@@ -81,5 +81,8 @@ func (a *acks) flush() {
 	for _, msg := range batch[:len(batch)-1] {
 		_ = msg.Ack()
 	}
+	// Not the job's context: a recorded outcome's result is acknowledged
+	// after an interrupt too, or it comes back (natsconn.Ack bounds the
+	// wait).
 	_ = natsconn.Ack(context.Background(), batch[len(batch)-1])
 }

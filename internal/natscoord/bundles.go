@@ -80,15 +80,6 @@ func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Ou
 	return itemtask.Outcome{}, true
 }
 
-// fromEndedProcess reports whether the attempt's result or task is one an
-// ended process left.
-func (d *Dispatcher) fromEndedProcess(index, attempt int) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	in, early := d.early[index]
-	return (early && in.r.Attempt == attempt) || d.adopted[index] == attempt
-}
-
 // awayWait is how long storing a tip's bundles, or fetching an item's,
 // is tried again while the server does not answer (restarting) before the
 // item fails.

@@ -201,9 +201,9 @@ func TestResultWhoseDeliveryWasLostIsReadFromTheStream(t *testing.T) {
 	defer d.Close()
 	d.stop() // no result comes through the consumer any more: each delivery is lost
 	<-d.done
-	w := &waiter{attempt: 1, task: itemtask.Task{JobID: j.ID(), Index: 0, ItemID: "x", Attempt: 1}, ch: make(chan inbound, 1), stored: true}
 	d.mu.Lock()
-	d.waiting[0] = w
+	r := d.newRecord(0, 1, "x", published)
+	r.task = itemtask.Task{JobID: j.ID(), Index: 0, ItemID: "x", Attempt: 1, DispatchID: "x.1"}
 	d.mu.Unlock()
 	body, err := json.Marshal(natsconn.Result{Index: 0, Attempt: 1, Epoch: d.epoch, Worker: "w1", Delivery: 1})
 	if err != nil {
@@ -212,11 +212,12 @@ func TestResultWhoseDeliveryWasLostIsReadFromTheStream(t *testing.T) {
 	if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.ResultSubject(d.key, 0), j.ID(), body), "lost"); err != nil {
 		t.Fatal(err)
 	}
-	var got inbound
 	if !testkit.Poll(func() bool {
-		d.check(t.Context())
+		if err := d.check(t.Context()); err != nil {
+			t.Log(err)
+		}
 		select {
-		case got = <-w.ch:
+		case <-r.ready:
 			return true
 		default:
 			return false
@@ -224,6 +225,9 @@ func TestResultWhoseDeliveryWasLostIsReadFromTheStream(t *testing.T) {
 	}) {
 		t.Fatal("the stored result was not read from the stream")
 	}
+	d.mu.Lock()
+	got := r.in
+	d.mu.Unlock()
 	if got.r.Worker != "w1" || got.msg != nil {
 		t.Errorf("got %+v; want w1's result, read from the stream (no message to acknowledge)", got)
 	}
@@ -304,21 +308,19 @@ func leaderOf(c *jetstream.ClusterInfo) string {
 }
 
 // waitingState is what the watched dispatcher waits for: each item's
-// attempt, whether its task was stored, its resends and holder.
+// attempt, its phase and holder.
 func waitingState(watch *Watch) string {
-	watch.mu.Lock()
-	d := watch.d
-	watch.mu.Unlock()
+	d := watch.d.Load()
 	if d == nil {
 		return "no dispatcher open"
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var b strings.Builder
-	for index, w := range d.waiting {
-		h := w.holder
-		fmt.Fprintf(&b, "\n  item %s (index %d) attempt %d: stored %t, holder %q delivery %d, last beat %s",
-			w.task.ItemID, index, w.attempt, w.stored, h.worker, h.delivery, h.beatAt.Format("15:04:05.000"))
+	for index, r := range d.items {
+		h := r.holder
+		fmt.Fprintf(&b, "\n  item %s (index %d) attempt %d: phase %d, holder %q delivery %d, last beat %s",
+			r.id, index, r.attempt, r.phase, h.worker, h.delivery, h.beatAt.Format("15:04:05.000"))
 	}
 	return b.String()
 }

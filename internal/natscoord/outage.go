@@ -16,30 +16,19 @@ import (
 func (d *Dispatcher) watchStreams(ctx context.Context, every time.Duration) {
 	defer close(d.watched)
 	d.objs.WatchStreams(ctx, every, func(o natsconn.Outage) {
-		d.setOutage(o)
+		d.outage.Store(&o)
 		d.host.JobEvent(eventlog.NATSUnavailable(o.Stream, o.Err.Error()))
 	}, func(o natsconn.Outage) {
-		d.setOutage(natsconn.Outage{})
+		d.outage.Store(nil)
 		d.host.JobEvent(eventlog.NATSRestored(o.Stream, time.Since(o.Since)))
 	})
-}
-
-func (d *Dispatcher) setOutage(o natsconn.Outage) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.outage = o
 }
 
 // Outage is the open dispatcher's outage now: since when which of its
 // NATS streams does not answer; the zero Outage when they all do.
 func (w *Watch) Outage() natsconn.Outage {
-	w.mu.Lock()
-	d := w.d
-	w.mu.Unlock()
-	if d == nil {
-		return natsconn.Outage{}
+	if d := w.d.Load(); d != nil && d.outage.Load() != nil {
+		return *d.outage.Load()
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.outage
+	return natsconn.Outage{}
 }

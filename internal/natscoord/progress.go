@@ -33,17 +33,6 @@ type tracker struct {
 	// interrupted says that the job was interrupted: a run no dispatch
 	// waits for is stopped rather than left to go on (interrupt).
 	interrupted bool
-	// recorded are the events that ended processes recorded of the runs
-	// of the items they left running, by item index (recordedRuns): a
-	// run this process hears from, or takes the result of, has them
-	// recorded once.
-	recorded map[int]runEvents
-}
-
-// runEvents counts the events recorded of each run of an item's attempt.
-type runEvents struct {
-	attempt int
-	seqs    map[natsconn.RunID]int
 }
 
 // progress is what one dispatch learned from the runs of its task.
@@ -109,14 +98,15 @@ func (tr *tracker) interrupt() {
 // close stops hearing progress.
 func (tr *tracker) close() { _ = tr.sub.Unsubscribe() }
 
-// track starts hearing the runs of t, until untrack.
-func (tr *tracker) track(ctx context.Context, t itemtask.Task) *progress {
-	p := &progress{task: t, abort: make(chan error, 1), emitted: map[natsconn.RunID]int{}, checkpoints: t.Checkpoints}
+// track starts hearing the runs of t, until untrack; emitted counts the
+// events of each of its runs recorded so far (by an ended process).
+func (tr *tracker) track(ctx context.Context, t itemtask.Task, emitted map[natsconn.RunID]int) *progress {
+	p := &progress{task: t, abort: make(chan error, 1), emitted: maps.Clone(emitted), checkpoints: t.Checkpoints}
+	if p.emitted == nil {
+		p.emitted = map[natsconn.RunID]int{}
+	}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	tr.mu.Lock()
-	if rec, ok := tr.recorded[t.Index]; ok && rec.attempt == t.Attempt {
-		maps.Copy(p.emitted, rec.seqs)
-	}
 	tr.runs[t.Index] = p
 	tr.mu.Unlock()
 	return p
@@ -160,16 +150,14 @@ func taskBody(task natsconn.Task) ([]byte, error) {
 }
 
 // unemitted are the events of r that were not recorded live (by this
-// process or an ended one), in order, and the place of the first among
-// its run's events (from 1).
-func (tr *tracker) unemitted(index int, r natsconn.Result) (events []eventlog.Event, first int) {
+// process, or by an ended one: emitted, for a run this process did not
+// hear), in order, and the place of the first among its run's events
+// (from 1).
+func (tr *tracker) unemitted(index int, r natsconn.Result, emitted map[natsconn.RunID]int) (events []eventlog.Event, first int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	var emitted map[natsconn.RunID]int
 	if p := tr.runs[index]; p != nil && p.task.Attempt == r.Attempt {
 		emitted = p.emitted
-	} else if rec, ok := tr.recorded[index]; ok && rec.attempt == r.Attempt {
-		emitted = rec.seqs
 	}
 	if emitted == nil {
 		return r.Events, 1

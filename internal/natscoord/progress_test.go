@@ -108,7 +108,7 @@ func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d", Checkpoints: []itemtask.StepRecord{{Index: 0}}})
+	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d", Checkpoints: []itemtask.StepRecord{{Index: 0}}}, nil)
 	defer tr.untrack(p)
 	worker := srv.Connect(t)
 	release, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressRelease, Index: 1, Attempt: 1, Delivery: 1})
@@ -148,7 +148,7 @@ func TestRunOfAnInterruptedJobDoesNotGoOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"})
+	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
 	tr.interrupt()
 	tr.untrack(p)
 	acquire, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressAcquire, Index: 1, Attempt: 1, Epoch: 1, Delivery: 1})
@@ -196,7 +196,7 @@ func TestTaskSentAgainRunsAfterEarlierDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"})
+	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
 	defer tr.untrack(p)
 	worker := srv.Connect(t)
 	save := func(sent, delivery int) natsconn.ProgressReply {

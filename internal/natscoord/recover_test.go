@@ -104,7 +104,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 
 	// What it left on NATS: the job's spec, item 1's task, item 2's
 	// result delivered to it and not acknowledged. (The worker may run
-	// item 1 before the resume looks: then its result is drained instead
+	// item 1 before the resume looks: then its result is taken instead
 	// of its task adopted; either way it runs once.)
 	nc := srv.Connect(t)
 	js, err := jetstream.New(nc)

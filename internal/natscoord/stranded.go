@@ -3,7 +3,7 @@ package natscoord
 import (
 	"encoding/json"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,32 +24,23 @@ type Stranded struct {
 
 // Watch lets the status line see the tasks of a job's dispatcher while it
 // is open; its zero value is ready, and sees none.
-type Watch struct {
-	mu sync.Mutex
-	d  *Dispatcher
-}
+type Watch struct{ d atomic.Pointer[Dispatcher] }
 
 func (w *Watch) set(d *Dispatcher) {
-	if w == nil {
-		return
+	if w != nil {
+		w.d.Store(d)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.d = d
 }
 
 // Stranded are the open dispatcher's stranded tasks now.
 func (w *Watch) Stranded() Stranded {
-	w.mu.Lock()
-	d := w.d
-	w.mu.Unlock()
-	if d == nil {
-		return Stranded{}
+	if d := w.d.Load(); d != nil {
+		return d.stranded(time.Now())
 	}
-	return d.stranded(time.Now())
+	return Stranded{}
 }
 
-// holder is what the dispatcher knows of the worker that has a waiting
+// holder is what the dispatcher knows of the worker that has an item's
 // task: from its beats and its result. Guarded by Dispatcher.mu.
 type holder struct {
 	worker   string
@@ -83,34 +74,42 @@ func (h *holder) silent(now time.Time) bool {
 	return !h.beatAt.IsZero() && now.Sub(h.beatAt) > h.ackWait*5/12
 }
 
-// onBeat records a worker's beat for the dispatch waiting for its task,
-// and the redelivery it shows.
+// onBeat records a worker's beat in its item's record, and the
+// redelivery it shows.
 func (d *Dispatcher) onBeat(msg *nats.Msg) {
 	var b natsconn.Beat
 	if json.Unmarshal(msg.Data, &b) != nil {
 		return
 	}
 	d.mu.Lock()
-	w, ok := d.waiting[b.Index]
-	if !ok || w.attempt != b.Attempt {
+	r, ok := d.items[b.Index]
+	if !ok || r.attempt != b.Attempt || r.phase > published {
 		d.mu.Unlock()
 		return
 	}
-	again, from := w.holder.learn(b.Worker, b.Delivery, time.Duration(b.AckWaitMS)*time.Millisecond, time.Now())
+	d.learn(r, b.Worker, b.Delivery, time.Duration(b.AckWaitMS)*time.Millisecond, time.Now())
+}
+
+// learn records in r's holder that worker has its task in delivery (see
+// holder.learn), with the event of a redelivery that shows; d.mu is held,
+// and unlocked.
+func (d *Dispatcher) learn(r *record, worker string, delivery int, ackWait time.Duration, at time.Time) {
+	again, from := r.holder.learn(worker, delivery, ackWait, at)
+	id, attempt := r.id, r.attempt
 	d.mu.Unlock()
 	if again {
-		d.host.JobEvent(eventlog.TaskRedelivered(w.task.ItemID, b.Attempt, b.Delivery, b.Worker, from))
+		d.host.JobEvent(eventlog.TaskRedelivered(id, attempt, delivery, worker, from))
 	}
 }
 
-// stranded are the waiting dispatches whose worker is silent at now.
+// stranded are the items out whose worker is silent at now.
 func (d *Dispatcher) stranded(now time.Time) Stranded {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var s Stranded
-	for _, w := range d.waiting {
-		h := &w.holder
-		if !h.silent(now) {
+	for _, r := range d.items {
+		h := &r.holder
+		if r.phase > published || !h.silent(now) {
 			continue
 		}
 		s.Tasks++

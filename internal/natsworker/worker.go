@@ -333,7 +333,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hol
 		_ = msg.TermWithReason("job " + wj.spec.Status)
 		return
 	}
-	r := natsconn.Result{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Worker: w.opts.Name, Delivery: delivery}
+	r := natsconn.Result{Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Worker: w.opts.Name, Delivery: delivery}
 	switch {
 	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
 		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/retryv2"
 )
 
 // JUnitJob is what a JUnit report says of a job besides its events.
@@ -263,6 +264,9 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 		c := b.caseFor(b.phase, step)
 		c.start, c.lastFailed = e.Time, false
 	case eventlog.TypeAttemptFailed:
+		if e.Str("kind") == retryv2.KindCanceled {
+			return // cut short by the job's end (Ctrl-C, a stop): no failure of the step's, nor flaky when it passes on resume
+		}
 		b.caseFor(b.phase, step).failedAttempt(e, e.Str("kind"))
 	case eventlog.TypeAttemptSucceeded:
 		b.caseFor(b.phase, step).lastFailed = false

@@ -223,6 +223,28 @@ func TestJUnitFlakyStep(t *testing.T) {
 	}
 }
 
+// A step cut short by Ctrl-C that passes when the job is resumed is a
+// pass, not a flaky one: an interruption is no failure of the step.
+func TestJUnitInterruptedStepIsNotFlaky(t *testing.T) {
+	cut := attempt("slow", 1, 143, "canceled: interrupted by SIGINT", "", "")
+	cut["kind"] = "canceled"
+	events := []eventlog.Event{
+		ev(0, "step_started", step("slow")),
+		ev(10, "attempt_failed", cut),
+		ev(10, "step_failed", step("slow", "error", "interrupted by SIGINT")),
+		ev(10, "job_interrupted", map[string]any{}),
+		ev(20, "job_resumed", map[string]any{}),
+		ev(30, "step_started", step("slow")),
+		ev(40, "attempt_succeeded", step("slow", "attempt", json.Number("1"))),
+		ev(40, "step_completed", step("slow")),
+	}
+	doc := junit(JUnitJob{Meta: state.Meta{Workflow: "ci"}, Steps: []string{"slow"}}, events)
+	checkTotals(t, doc, 1, 0, 0)
+	if c := doc.Suites[0].Cases[0]; c.Failure != nil || len(c.Flaky) != 0 || len(c.Reruns) != 0 {
+		t.Errorf("slow: failure %v, flaky %+v, reruns %+v: want a plain pass", c.Failure, c.Flaky, c.Reruns)
+	}
+}
+
 // An item that failed in the job's run (after an item-level retry) and
 // passed in a later dlq retry is flaky, with both failures; its time is
 // that of the retry's run, and its output the retry's.

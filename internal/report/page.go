@@ -19,7 +19,8 @@ const (
 	barHeight   = 14
 	axisHeight  = 24
 	minBarWidth = 2
-	barGap      = 2 // between consecutive bars on a lane
+	barGap      = 2  // between consecutive bars on a lane
+	tickRoom    = 30 // half the width of a tick's label
 )
 
 // view is what the report template shows.
@@ -55,7 +56,7 @@ type laneView struct {
 type tickView struct {
 	X      int
 	Label  string
-	Anchor string // text-anchor: the last tick is right-aligned so that it fits
+	Anchor string // text-anchor: a tick near the right edge is right-aligned so that it fits
 }
 
 type rectView struct {
@@ -92,13 +93,13 @@ func newView(j Job, tl timeline) view {
 	v.AxisY = tl.lanes * laneHeight
 	v.Height = v.AxisY + axisHeight
 	v.Lanes = laneViews(tl, y)
-	for i := 0; i <= 6; i++ {
-		at := sc.at(sc.active() * time.Duration(i) / 6)
-		anchor := "middle"
-		if i == 6 {
+	at, labels := ticks(sc.active())
+	for i, d := range at {
+		x, anchor := sc.x(sc.at(d)), "middle"
+		if x > chartWidth-10-tickRoom {
 			anchor = "end"
 		}
-		v.Ticks = append(v.Ticks, tickView{X: sc.x(at), Label: at.Sub(tl.start).Round(time.Millisecond).String(), Anchor: anchor})
+		v.Ticks = append(v.Ticks, tickView{X: x, Label: labels[i], Anchor: anchor})
 	}
 	next := nextOnLane(tl.bars)
 	for i, b := range tl.bars {

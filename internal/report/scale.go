@@ -1,6 +1,9 @@
 package report
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // breakWidth is the width, in pixels, of the time between two runs of a
 // job: drawn as a break of its own, whatever its length, so that a job
@@ -80,4 +83,45 @@ func (s scale) at(d time.Duration) time.Time {
 		d -= length
 	}
 	return s.runs[len(s.runs)-1].to
+}
+
+// maxTicks is how many steps of the time axis fit its width at most.
+const maxTicks = 6
+
+// ticks returns the axis's marks for a job that ran for active: round
+// values of one unit (ms, s, min or h) — 1, 2 or 5 times a power of ten
+// of it — from zero, as many as fit in maxTicks steps, each with its
+// label. The unit is the largest whose third is at most a sixth of
+// active.
+func ticks(active time.Duration) (at []time.Duration, labels []string) {
+	units := []struct {
+		size time.Duration
+		name string
+	}{{time.Millisecond, "ms"}, {time.Second, "s"}, {time.Minute, "min"}, {time.Hour, "h"}}
+	raw := max(active/maxTicks, time.Millisecond)
+	u := units[0]
+	for _, next := range units[1:] {
+		if raw >= next.size/3 { // 20 s steps become 1 min ones: 0, 1 min, 2 min, not 0, 50 s, 100 s
+			u = next
+		}
+	}
+	step := u.size * roundStep(float64(raw)/float64(u.size))
+	for d := time.Duration(0); d <= active; d += step {
+		at = append(at, d)
+		labels = append(labels, strconv.FormatInt(int64(d/u.size), 10)+" "+u.name)
+	}
+	labels[0] = "0"
+	return at, labels
+}
+
+// roundStep is the least of 1, 2 and 5 times a power of ten that is at
+// least x (x >= 1).
+func roundStep(x float64) time.Duration {
+	for p := time.Duration(1); ; p *= 10 {
+		for _, m := range []time.Duration{1, 2, 5} {
+			if float64(m*p) >= x {
+				return m * p
+			}
+		}
+	}
 }

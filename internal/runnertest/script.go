@@ -28,6 +28,10 @@ func ScriptParams() testscript.Params {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("GORACE", RaceNoExitSleep())
+			// $HANG bounds, in whole seconds for timeout(1), a command that
+			// must end by itself: it only turns a regression into a failure
+			// instead of a hang, so it is the scaled handshake bound.
+			env.Setenv("HANG", strconv.Itoa(int(testkit.Scale(testkit.Wait).Seconds())))
 			root, err := Root()
 			if err != nil {
 				return err
