@@ -4,7 +4,6 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/runnerdev/runner/internal/proc"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // testEnv is git's environment in the tests: a fixed identity, and no
@@ -26,13 +26,7 @@ func testEnv(t *testing.T) []string {
 // newRepo makes a repository with one commit of base.txt on main.
 func newRepo(t *testing.T) Git {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	g := Git{Dir: t.TempDir(), Env: testEnv(t)}
-	must(t, g, "init", "-q", "-b", "main")
-	commitFile(t, g, "base.txt", "base\n", "base")
-	return g
+	return Git{Dir: testkit.GitRepo(t, map[string]string{"base.txt": "base\n"}).Dir, Env: testEnv(t)}
 }
 
 func must(t *testing.T, g Git, args ...string) string {
