@@ -14,9 +14,9 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/jobenv"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/plan"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -224,7 +224,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		err error
 	)
 	merge = merge || j.Workflow().MergeBack
-	ending := jobtree.Ending{Merge: merge, Ask: ui.askMerge, Starts: ui.mergeStarts}
+	ending := workspace.Ending{Merge: merge, Ask: ui.askMerge, Starts: ui.mergeStarts}
 	if j.Workflow().Mode == workflow.MapReduce {
 		if par.nats != nil {
 			defer par.nats.showQueue(ui.display)()
@@ -246,7 +246,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
 	} else if j.Workflow().RunsInWorktree() {
-		res.steps, res.end, err = jobtree.RunStandard(ctx, j, ending)
+		res.steps, res.end, err = j.RunInWorktree(ctx, ending)
 	} else {
 		res.steps, err = j.RunStandard(ctx)
 	}
@@ -290,6 +290,6 @@ type jobResult struct {
 	code   int
 	steps  job.PhaseResult   // standard workflows
 	items  *state.ItemCounts // MapReduce workflows
-	end    jobtree.End       // its job branch and final merge (Workflow.RunsInWorktree)
+	end    workspace.End     // its job branch and final merge (Workflow.RunsInWorktree)
 	err    error
 }

@@ -413,3 +413,16 @@ func TestRunRefusesWhatTheBackendCannotDo(t *testing.T) {
 		t.Errorf("Supports with worktrees = %v", err)
 	}
 }
+
+// The items a dead process left running in worktrees start again from
+// their first step: their worktrees, and their steps' work, are gone.
+func TestRestartItems(t *testing.T) {
+	running := map[int]job.ItemRecord{
+		0: {Index: 0, ID: "a", State: job.ItemRunning},
+		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
+	}
+	restartItems(running)
+	if running[1].Steps != nil || running[1].ID != "b" || running[1].State != job.ItemRunning {
+		t.Errorf("b after restartItems = %+v; want it running from its first step", running[1])
+	}
+}
