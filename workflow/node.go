@@ -269,15 +269,25 @@ func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
 	return out, true
 }
 
-// mapping checks that n is a mapping whose keys are all in known, and
-// returns its fields (merge keys expanded).
+// mapping checks that n is a mapping of the keys in known and returns
+// its fields (merge keys expanded). As Prodigy's structs, which have no
+// deny_unknown_fields, it passes over a key it does not know with a
+// warning (--strict: an error); a key close to a known one is a likely
+// misspelling, an error with its did-you-mean.
 func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
-	return d.mappingIgnoring(n, what, known, nil)
+	return d.keyed(n, what, known, false)
 }
 
-// mappingIgnoring is mapping that also accepts the keys Prodigy ignores
-// there, each with its warning; they are not among the fields.
-func (d *decoder) mappingIgnoring(n *yaml.Node, what string, known []string, ignoredKeys []ignoredKey) *fields {
+// choice is mapping for a mapping whose key names one of several forms
+// (a backoff strategy), as Prodigy's enums: a key it does not know is
+// always an error.
+func (d *decoder) choice(n *yaml.Node, what string, known []string) *fields {
+	return d.keyed(n, what, known, true)
+}
+
+// keyed reads a mapping of the known keys; strict makes every unknown key
+// an error.
+func (d *decoder) keyed(n *yaml.Node, what string, known []string, strict bool) *fields {
 	m := d.mappingNode(n, what, "a mapping")
 	if m == nil {
 		return nil
@@ -292,18 +302,17 @@ func (d *decoder) mappingIgnoring(n *yaml.Node, what string, known []string, ign
 	// one error.
 	feature := slices.ContainsFunc(es, func(e entry) bool { return unsupported[e.key.Value] != "" && !slices.Contains(known, e.key.Value) })
 	for _, e := range es {
-		if ig, ok := ignored(ignoredKeys, e.key.Value); ok && !slices.Contains(known, e.key.Value) {
-			d.warnIgnored(e.key, ig)
-			continue
-		}
-		if !slices.Contains(known, e.key.Value) {
-			if !feature || unsupported[e.key.Value] != "" {
-				d.unknownKey(e.key, what, known)
-			}
+		switch k := e.key.Value; {
+		case slices.Contains(known, k):
+			f.keys[k], f.vals[k] = e.key, e.val
+		case feature && unsupported[k] == "":
 			f.unknown++
-			continue
+		case strict || unsupported[k] != "" || typo(k, known) != "":
+			d.unknownKey(e.key, what, known)
+			f.unknown++
+		default:
+			d.ignoredKey(e.key, known)
 		}
-		f.keys[e.key.Value], f.vals[e.key.Value] = e.key, e.val
 	}
 	return f
 }
@@ -320,8 +329,8 @@ func (d *decoder) missing(f *fields, at *yaml.Node, format string, args ...any) 
 }
 
 // unsupported are Prodigy features runner does not run and whose absence
-// would change what the file does: errors, unlike the keys Prodigy itself
-// ignores (ignored.go), which are warnings.
+// would change what the file does: errors, unlike the other keys runner
+// does not know, which are warnings.
 var unsupported = map[string]string{
 	"goal_seek": "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
 	// Prodigy's workflow composition.
@@ -346,18 +355,21 @@ func (d *decoder) unknownKey(k *yaml.Node, what string, known []string) {
 	d.errorf(k, "%s", msg)
 }
 
-// Suggest returns the known word closest to w, if it is close enough to be
-// a misspelling: the did-you-mean of runner's messages, for the command
-// line's flags as for a file's keys.
-func Suggest(w string, known []string) string {
-	best, bestDist := "", math.MaxInt
-	for _, k := range known {
-		dist := editDistance(strings.ToLower(w), k)
-		if dist < bestDist {
-			best, bestDist = k, dist
-		}
+// ignoredKey warns of a key runner passes over, as Prodigy does: once per
+// key and file, at its first place.
+func (d *decoder) ignoredKey(k *yaml.Node, known []string) {
+	hint := ""
+	if s := Suggest(k.Value, known); s != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", s)
 	}
-	if bestDist <= max(1, len(w)/3) {
+	d.warnf(k, "ignored: runner does not know %q here; Prodigy ignores it too%s", k.Value, hint)
+}
+
+// Suggest returns the known word closest to w, if it is close enough to be
+// a misspelling or w begins it: the did-you-mean of runner's messages, for
+// the command line's flags as for a file's keys.
+func Suggest(w string, known []string) string {
+	if best, dist := closest(w, known); dist <= max(1, len(w)/3) {
 		return best
 	}
 	for _, k := range known {
@@ -366,6 +378,28 @@ func Suggest(w string, known []string) string {
 		}
 	}
 	return ""
+}
+
+// typo returns the known word that w is most likely a misspelling of:
+// one or two edits away (one for a word of less than six letters), else "".
+// A key further away is more likely one runner does not know.
+func typo(w string, known []string) string {
+	if best, dist := closest(w, known); dist <= min(2, max(1, len(w)/3)) {
+		return best
+	}
+	return ""
+}
+
+// closest returns the known word at the least edit distance from w, and
+// that distance.
+func closest(w string, known []string) (string, int) {
+	best, bestDist := "", math.MaxInt
+	for _, k := range known {
+		if dist := editDistance(strings.ToLower(w), k); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	return best, bestDist
 }
 
 // editDistance is the Levenshtein distance between a and b.

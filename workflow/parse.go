@@ -256,7 +256,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	} else {
 		known = append(d.standardIsolation(root), mapKeys...)
 	}
-	f := d.mappingIgnoring(root, "the workflow", known, topIgnored)
+	f := d.mapping(root, "the workflow", known)
 	if f == nil {
 		return wf
 	}

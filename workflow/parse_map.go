@@ -78,7 +78,7 @@ func (d *decoder) phase(n *yaml.Node, what string, required bool) []*Step {
 
 // mapPhase reads the map section.
 func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
-	f := d.mappingIgnoring(n, "map", mapPhaseKeys, mapIgnored)
+	f := d.mapping(n, "map", mapPhaseKeys)
 	if f == nil {
 		return nil
 	}

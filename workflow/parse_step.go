@@ -65,7 +65,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	if r := d.resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
 		return d.bareStep(r, index)
 	}
-	f := d.mappingIgnoring(n, "step "+what, stepKeys, stepIgnored)
+	f := d.mapping(n, "step "+what, stepKeys)
 	if f == nil {
 		return nil
 	}

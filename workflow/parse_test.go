@@ -43,7 +43,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 	}{
 		{"misspelled key", "- shel: echo\n", `1:3: unknown key "shel" in step commands[0] (did you mean "shell"?)`},
 		{"misspelled nested key", "- shell: x\n  retry_config:\n    atempts: 3\n", `3:5: unknown key "atempts" in retry_config (did you mean "attempts"?)`},
-		{"unknown key lists known", "- shell: x\n  zzzzzz: 1\n", `2:3: unknown key "zzzzzz" in step commands[0] (known keys: shell, claude, name`},
+		{"unknown strategy lists known", "- shell: x\n  retry_config: {backoff: {zzzzzz: {}}}\n", `2:28: unknown key "zzzzzz" in retry_config.backoff (known keys: fixed, linear, exponential`},
 		{"shell and claude", "- shell: x\n  claude: /fix\n", `2:3: a step runs one command: shell or claude, not both`},
 		{"empty claude", "- claude: ' '\n", `1:11: claude: empty text`},
 		{"commit_message without auto_commit", "- shell: x\n  commit_message: m\n", `2:3: commit_message is the message of runner's auto_commit: set auto_commit: true`},
@@ -406,8 +406,7 @@ func TestParseMapReduceErrors(t *testing.T) {
 		{"mode: mapreduce\nmap: {input: x, agent_timeout: 5s, agent_timeout_secs: 5, agent_template: [{shell: x}]}\n", `2:36: map.agent_timeout and map.agent_timeout_secs both set`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nmax_failures: 1\nerror_policy: {max_failures: 2}\n", `3:1: max_failures is set both here and in error_policy`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\non_item_failure: requeue\n", `3:18: on_item_failure must be one of dlq, retry, skip, stop`},
-		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_policy: {retry_config: {retry_on: [network]}}\n", `3:31: unknown key "retry_on" in error_policy.retry_config`},
-		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\ncommands: []\n", `3:1: unknown key "commands" in the workflow`},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_policy: {retry_config: {max_atempts: 2}}\n", `3:31: unknown key "max_atempts" in error_policy.retry_config (did you mean "max_attempts"?)`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nerror_collection: batched\n", `3:19: error_collection: batched needs a size`},
 		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}]}\nfailure_threshold: 0\n", `3:20: failure_threshold must be above 0`},
 		{"mode: mapreduce\nmap: {input: x, isolation: worktrees, agent_template: [{shell: x}]}\n", `2:28: map.isolation must be one of none, worktree, not "worktrees" (did you mean "worktree"?)`},

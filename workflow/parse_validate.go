@@ -183,7 +183,7 @@ func (d *decoder) validationCommands(n *yaml.Node, what string) []ValidationComm
 	out := make([]ValidationCommand, 0, len(items))
 	for i, it := range items {
 		item := fmt.Sprintf("%s[%d]", what, i)
-		f := d.mappingIgnoring(it, item, validationCommandKeys, validateItemIgnored)
+		f := d.mapping(it, item, validationCommandKeys)
 		if f == nil {
 			continue
 		}
