@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/runnerdev/runner/workflow/compose"
 )
 
 // maxNodes bounds the nodes one file may expand to, so that a YAML alias
@@ -53,6 +55,11 @@ type decoder struct {
 	// inReduce is set while the reduce phase is read, where a failure
 	// handler runs once (Prodigy's reduce), never as a fix loop.
 	inReduce bool
+	// params are a composed workflow's parameters given on the command
+	// line; origins the file of each node a composition took from
+	// another file (composed.go).
+	params  map[string]any
+	origins map[*yaml.Node]*compose.Source
 }
 
 // errorf records a problem at n's position.
@@ -60,7 +67,7 @@ func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 	if len(d.errs) >= maxErrors {
 		return
 	}
-	e := &ParseError{File: d.file, Pos: Pos{Line: 1, Col: 1}, Msg: fmt.Sprintf(format, args...)} // whole-file problems: 1:1
+	e := &ParseError{File: d.fileOf(n), Pos: Pos{Line: 1, Col: 1}, Msg: fmt.Sprintf(format, args...)} // whole-file problems: 1:1
 	if n != nil {
 		e.Line, e.Col = max(n.Line, 1), max(n.Column, 1)
 	}
@@ -74,16 +81,22 @@ func (d *decoder) warnf(n *yaml.Node, format string, args ...any) {
 	if n != nil {
 		at = Pos{Line: max(n.Line, 1), Col: max(n.Column, 1)}
 	}
-	d.warnAt(at, format, args...)
+	d.warnIn(d.fileOf(n), at, format, args...)
 }
 
 // warnAt records a warning at a position (the same message once).
 func (d *decoder) warnAt(at Pos, format string, args ...any) {
+	d.warnIn(d.file, at, format, args...)
+}
+
+// warnIn records a warning at a position in a file (the same message
+// once).
+func (d *decoder) warnIn(file string, at Pos, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if len(d.warns) >= maxErrors || slices.ContainsFunc(d.warns, func(w *ParseError) bool { return w.Msg == msg }) {
 		return
 	}
-	d.warns = append(d.warns, &ParseError{File: d.file, Pos: at, Msg: msg, Warning: true})
+	d.warns = append(d.warns, &ParseError{File: file, Pos: at, Msg: msg, Warning: true})
 }
 
 // resolve follows aliases and counts the node against maxNodes; it returns
@@ -333,11 +346,6 @@ func (d *decoder) missing(f *fields, at *yaml.Node, format string, args ...any) 
 // does not know, which are warnings.
 var unsupported = map[string]string{
 	"goal_seek": "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
-	// Prodigy's workflow composition.
-	"extends":    "extends (Prodigy's workflow composition: a base workflow this one builds on) is not supported; copy the base workflow's steps into this file",
-	"imports":    "imports (Prodigy's workflow composition: steps imported from other files) is not supported; copy the steps into this file",
-	"template":   "template (Prodigy's workflow composition: a workflow made from a template) is not supported; write the workflow out",
-	"parameters": "parameters (Prodigy's workflow composition: a template's parameters) is not supported; use env values, set per run with runner run --set NAME=VALUE",
 }
 
 // unknownKey reports a key that is not allowed where it stands.

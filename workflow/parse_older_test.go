@@ -131,7 +131,7 @@ func TestKeysProdigyIgnores(t *testing.T) {
 		{"- shell: x\n  retry_config: {backoff: {exponentail: {}}}\n", `unknown key "exponentail"`},
 		{"- shell: x\n  retry_config: {backoff: {geometric: {}}}\n", `unknown key "geometric"`},
 		{"- goal_seek: {}\n", `goal_seek (Prodigy's iterative refinement with a scoring command) is not supported`},
-		{"extends: base.yml\ncommands: [{shell: x}]\n", `extends (Prodigy's workflow composition`},
+		{"extends: base\ncommands: [{shell: x}]\n", `1:10: extends: base workflow "base" not found (looked for base.yml in bases/, templates/, workflows/ and ./)`},
 	} {
 		if errs := parseErr(t, "w.yml", tt.src); len(errs) != 1 || !strings.Contains(errs[0], tt.want) {
 			t.Errorf("%q: want one error containing %q, got %q", tt.src, tt.want, errs)
