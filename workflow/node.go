@@ -389,13 +389,35 @@ func Suggest(w string, known []string) string {
 }
 
 // typo returns the known word that w is most likely a misspelling of:
-// one or two edits away (one for a word of less than six letters), else "".
-// A key further away is more likely one runner does not know.
+// one edit away (a letter added, left out, changed, or two swapped),
+// else "". A key further away (Prodigy's optional beside options) is
+// more likely one runner does not know.
 func typo(w string, known []string) string {
-	if best, dist := closest(w, known); dist <= min(2, max(1, len(w)/3)) {
-		return best
+	for _, k := range known {
+		if oneEdit(strings.ToLower(w), k) {
+			return k
+		}
 	}
 	return ""
+}
+
+// oneEdit reports whether a and b differ by one edit: a byte inserted,
+// deleted or replaced, or two adjacent bytes swapped.
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case len(b)-len(a) == 1:
+		return a[i:] == b[i+1:]
+	case len(a) != len(b) || i == len(a):
+		return false
+	}
+	return a[i+1:] == b[i+1:] || i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
 }
 
 // closest returns the known word at the least edit distance from w, and
