@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"slices"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/runnerdev/runner/workflow/compose"
@@ -101,4 +103,16 @@ func (d *decoder) inOrigin(n *yaml.Node, read func()) {
 	d.file, d.src = o.File, o.Src
 	defer func() { d.file, d.src = file, src }()
 	read()
+}
+
+// withoutKeys is mapping m without the given keys.
+func withoutKeys(m *yaml.Node, keys []string) *yaml.Node {
+	out := *m
+	out.Content = nil
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if !slices.Contains(keys, m.Content[i].Value) {
+			out.Content = append(out.Content, m.Content[i], m.Content[i+1])
+		}
+	}
+	return &out
 }

@@ -265,9 +265,12 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	}
 	wf.Mode = mode
 	if mode == Standard && compose.Uses(root) {
-		if root = d.compose(root, wf); root == nil {
-			return wf
+		composed := d.compose(root, wf)
+		if composed == nil {
+			// The file's own steps are still read, for their problems.
+			composed = withoutKeys(root, compose.Keys)
 		}
+		root = composed
 	}
 	var known []string
 	if mode == Standard {

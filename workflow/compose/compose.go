@@ -144,8 +144,13 @@ func (c *composer) load(from *Source, n *yaml.Node, path, what string) *Source {
 	return src
 }
 
-// include loads and composes the file at path that n in w names.
-func (c *composer) include(w *workflow, n *yaml.Node, path, what string) *workflow {
+// include loads and composes the file at path that n in w names; path ""
+// is the error notFound.
+func (c *composer) include(w *workflow, n *yaml.Node, path, what, notFound string) *workflow {
+	if path == "" {
+		c.errorf(w.src, n, "%s", notFound)
+		return nil
+	}
 	src := c.load(w.src, n, path, what)
 	if src == nil {
 		return nil
@@ -297,7 +302,7 @@ func (c *composer) imports(w *workflow, n *yaml.Node) {
 			c.errorf(w.src, it, "an import is a mapping with path (and alias or selective)")
 			continue
 		}
-		imported := c.include(w, p, p.Value, "import")
+		imported := c.include(w, p, p.Value, "import", "")
 		if imported == nil {
 			continue
 		}
@@ -357,11 +362,7 @@ func (c *composer) extends(w *workflow, n *yaml.Node) {
 			break
 		}
 	}
-	if path == "" {
-		c.errorf(w.src, n, "extends: base workflow %q not found (looked for %s.yml in bases/, templates/, workflows/ and ./)", n.Value, n.Value)
-		return
-	}
-	base := c.include(w, n, path, "extends")
+	base := c.include(w, n, path, "extends", fmt.Sprintf("extends: base workflow %q not found (looked for %s.yml in bases/, templates/, workflows/ and ./)", n.Value, n.Value))
 	if base == nil {
 		return
 	}
@@ -395,11 +396,7 @@ func (c *composer) template(w *workflow, n *yaml.Node) {
 	if _, err := os.Stat(path); err != nil {
 		path = registry(s.Value)
 	}
-	if path == "" {
-		c.errorf(w.src, s, "template %q not found: not a file, nor %s.yml in .prodigy/templates/ or templates/", s.Value, s.Value)
-		return
-	}
-	t := c.include(w, s, path, "template")
+	t := c.include(w, s, path, "template", fmt.Sprintf("template %q not found: not a file, nor %s.yml in .prodigy/templates/ or templates/", s.Value, s.Value))
 	if t == nil {
 		return
 	}
