@@ -208,17 +208,15 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 }
 
 // loadWorkflow reads and parses a workflow file named on the command line,
-// composing it with params (--param) when it uses Prodigy's composition;
-// source is what a job stores: the file, or the composed document. A file
-// it cannot read is a usage error.
-func loadWorkflow(file string, params map[string]any) (wf *workflow.Workflow, source []byte, err error) {
-	if source, err = workflow.ReadFile(file); err != nil {
+// composing it with params (--param) when it uses Prodigy's composition
+// (the job stores the composed document, wf.Composed); a file it cannot
+// read is a usage error.
+func loadWorkflow(file string, params map[string]any) (*workflow.Workflow, []byte, error) {
+	source, err := workflow.ReadFile(file)
+	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	wf, err = workflow.ParseWith(file, source, workflow.Options{Params: params})
-	if wf != nil && wf.Composed != nil {
-		source = wf.Composed
-	}
+	wf, err := workflow.ParseWith(file, source, workflow.Options{Params: params})
 	return wf, source, err
 }
 

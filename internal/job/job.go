@@ -101,7 +101,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 		return nil, err
 	}
 	sum := fileSum(source) // of the file as read: resume compares the file with it
-	vars, secrets, source := jobenv.Withhold(wf, opts.Vars, source, env, opts.Profile)
+	vars, secrets, source := jobenv.Withhold(wf, opts.Vars, copyOf(wf, source), env, opts.Profile)
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, FilePath: absPath(wf.File), FileSum: sum, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), RunStarted: now(), PID: os.Getpid(),
