@@ -31,7 +31,7 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 			why, without = "a standard workflow with a claude: step or commit_required (its commands run in a git worktree, on a job branch)", "run it in place: --in-place, or isolation: none"
 		}
 	case !wf.Map.IsolationSet:
-		why += " (the default when the agent template has a claude: step or commit_required)"
+		why += " (the default when the agent template has a claude: step or commit_required, or the file has merge: or merge_back: true)"
 	}
 	dir, _ := os.Getwd()
 	head, dirty, err := workspace.StartPoint(ctx)

@@ -143,7 +143,11 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	wf, source, err := loadWorkflow(file)
+	params, err := o.fileOptions.params()
+	if err != nil {
+		return err
+	}
+	wf, source, err := loadWorkflow(file, params)
 	if err != nil {
 		return err
 	}
@@ -203,14 +207,16 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, merge)
 }
 
-// loadWorkflow reads and parses a workflow file named on the command line;
-// a file it cannot read is a usage error.
-func loadWorkflow(file string) (*workflow.Workflow, []byte, error) {
+// loadWorkflow reads and parses a workflow file named on the command line,
+// composing it with params (--param) when it uses Prodigy's composition
+// (the job stores the composed document, wf.Composed); a file it cannot
+// read is a usage error.
+func loadWorkflow(file string, params map[string]any) (*workflow.Workflow, []byte, error) {
 	source, err := workflow.ReadFile(file)
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	wf, err := workflow.Parse(file, source)
+	wf, err := workflow.ParseWith(file, source, workflow.Options{Params: params})
 	return wf, source, err
 }
 
