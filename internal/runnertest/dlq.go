@@ -13,28 +13,39 @@ import (
 	"github.com/runnerdev/runner/internal/testkit"
 )
 
-// dlqhold FILE SECONDS holds the DLQ file FILE open (and so locked) for
-// SECONDS, as another process would; FILE.held appears once it holds it.
+// dlqhold FILE SECONDS|release opens the DLQ file FILE (taking its lock),
+// creates FILE.held and holds the file for SECONDS, or with "release"
+// until FILE.release exists (a handshake: a script that asserts what
+// another process sees while the file is held must not race a timer).
 func dlqHold() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: dlqhold FILE SECONDS")
+		fmt.Fprintln(os.Stderr, "usage: dlqhold FILE SECONDS|release")
 		os.Exit(2)
 	}
-	secs, err := strconv.ParseFloat(os.Args[2], 64)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dlqhold:", err)
-		os.Exit(2)
+	file, hold := os.Args[1], os.Args[2]
+	var held func()
+	if hold == "release" {
+		held = func() {
+			testkit.Poll(func() bool { _, err := os.Stat(file + ".release"); return err == nil })
+		}
+	} else {
+		secs, err := strconv.ParseFloat(hold, 64)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dlqhold:", err)
+			os.Exit(2)
+		}
+		held = func() { time.Sleep(time.Duration(secs * float64(time.Second))) }
 	}
-	d, err := dlq.Open(os.Args[1], dlq.Options{Timeout: testkit.Scale(10 * time.Second)})
+	d, err := dlq.Open(file, dlq.Options{Timeout: testkit.Scale(10 * time.Second)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dlqhold:", err)
 		os.Exit(1)
 	}
-	if err := os.WriteFile(os.Args[1]+".held", nil, 0o600); err != nil {
+	if err := os.WriteFile(file+".held", nil, 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "dlqhold:", err)
 		os.Exit(1)
 	}
-	time.Sleep(time.Duration(secs * float64(time.Second)))
+	held()
 	d.Close()
 }
 
