@@ -15,6 +15,7 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // bigDLQJob makes a completed MapReduce job whose n items all ended in
@@ -106,31 +107,6 @@ func TestListingsDoNotReadEveryItem(t *testing.T) {
 	}
 }
 
-// peakLiveHeap is the most heap live while fn ran, sampled after a
-// collection every millisecond from another goroutine.
-func peakLiveHeap(fn func()) uint64 {
-	done := make(chan struct{})
-	sampled := make(chan uint64)
-	go func() {
-		var peak uint64
-		var m runtime.MemStats
-		for {
-			runtime.GC()
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapAlloc)
-			select {
-			case <-done:
-				sampled <- peak
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
-	fn()
-	close(done)
-	return <-sampled
-}
-
 // `runner dlq list JOB` (text and --json) writes a job's items as it
 // reads them: the memory it holds does not grow with the items (3,000
 // items hold 10 MB of stderr): ten times the items hold less than 3 MB
@@ -144,7 +120,7 @@ func TestDLQListMemoryDoesNotGrowWithItems(t *testing.T) {
 			var out lineCounter
 			g := &globalOptions{StateDir: dir, stdout: &out, stderr: io.Discard}
 			var err error
-			peak := peakLiveHeap(func() { err = runDLQList(g, dlqListOptions{JSON: asJSON}, "big") })
+			peak := testkit.PeakLiveHeap(func() { err = runDLQList(g, dlqListOptions{JSON: asJSON}, "big") })
 			if err != nil || out.lines < n {
 				t.Fatalf("dlq list (json %v) of %d items: %v, %d lines", asJSON, n, err, out.lines)
 			}
