@@ -5,52 +5,14 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/retryv2"
 )
-
-// peakHeapDuring runs fn while another goroutine collects garbage about
-// every millisecond, and returns the most heap held across two
-// collections in a row. A collection counts live all that fn allocates
-// while it marks (allocated black): on busy cores a slow one counts
-// hundreds of KB of the agents' passing buffers, and the highest of the
-// 15x more collections a 20x longer run sees was that much higher (a
-// 100,000-item resume peaked up to 1.2 MB above its 99th percentile).
-// The lower of two back-to-back collections keeps what fn holds and
-// drops most of what merely passed during one of them.
-func peakHeapDuring(fn func()) uint64 {
-	var peak atomic.Uint64
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		held := func() uint64 {
-			runtime.GC()
-			metrics.Read(live)
-			return live[0].Value.Uint64()
-		}
-		for {
-			if v := min(held(), held()); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
-	fn()
-	close(stop)
-	<-stopped
-	return peak.Load()
-}
 
 // resumedPeak runs a job of n trivial items until half of them are done
 // and stops it, then resumes it to the end (reduce and all), and returns
@@ -72,7 +34,7 @@ func resumedPeak(t *testing.T, n int) uint64 {
 	Run(ctx, j, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()})
 	j.Close()
 	runtime.GC()
-	return peakHeapDuring(func() {
+	return testkit.PeakLiveHeap(func() {
 		store := state.Store{Dir: filepath.Dir(filepath.Dir(j.Layout().Dir))}
 		resumed, err := job.Resume("t", job.Options{Store: store, Stdout: io.Discard, Stderr: io.Discard})
 		if err != nil {
