@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/workspace"
 )
 
 // console is where runner asks a person a question: the input it reads
@@ -41,12 +41,12 @@ func confirm(in io.Reader, out io.Writer, question string) bool {
 // canAsk reports whether runner asks whether to merge the branch of a
 // job that succeeded, whose work is at end: only on a terminal, and only
 // with a branch to merge into (HEAD was not detached).
-func (c console) canAsk(end jobtree.End) bool {
+func (c console) canAsk(end workspace.End) bool {
 	return end.Target != "" && c.interactive != nil && c.interactive()
 }
 
 // askMerge asks on out whether to merge the job's branch into the branch
 // it started on, as Prodigy asks at the end of a run.
-func (c console) askMerge(out io.Writer, end jobtree.End) bool {
+func (c console) askMerge(out io.Writer, end workspace.End) bool {
 	return confirm(c.in, out, fmt.Sprintf("merge %s into %s? [y/N] ", end.Branch, end.Target))
 }

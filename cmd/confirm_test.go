@@ -4,23 +4,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/workspace"
 )
 
 // At the end of a job that succeeded on its job branch runner asks
 // whether to merge only on a terminal and only with a branch to merge
 // into; "y" or "yes" is yes, anything else (no answer included) no.
 func TestAskMerge(t *testing.T) {
-	end := jobtree.End{Branch: "runner/j", Target: "main"}
+	end := workspace.End{Branch: "runner/j", Target: "main"}
 	tests := []struct {
 		name        string
 		interactive bool
-		end         jobtree.End
+		end         workspace.End
 		answer      string
 		asked, yes  bool
 	}{
 		{"no terminal", false, end, "y\n", false, false},
-		{"detached HEAD", true, jobtree.End{Branch: "runner/j"}, "y\n", false, false},
+		{"detached HEAD", true, workspace.End{Branch: "runner/j"}, "y\n", false, false},
 		{"y", true, end, "y\n", true, true},
 		{"YES", true, end, " YES \n", true, true},
 		{"empty answer", true, end, "\n", true, false},

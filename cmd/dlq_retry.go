@@ -17,6 +17,7 @@ import (
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/mapreduce"
+	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -27,6 +28,14 @@ type dlqRetryOptions struct {
 	DryRun bool
 	Set    []string
 	JUnit  string
+	// MaxRetries is how many times each item runs at most in this retry
+	// (Prodigy's --max-retries): an item that fails runs again, after a
+	// pause, until it succeeds or has run that many times.
+	MaxRetries int
+	// Workflow is --workflow FILE: the items run with this file's agent
+	// template, which becomes the job's copy when it fits what the job
+	// has done (resume --workflow's rules), also once the job completed.
+	Workflow string
 	holdOptions
 }
 
@@ -38,6 +47,11 @@ func (o *dlqRetryOptions) AddFlags(c *cobra.Command) {
 	f.BoolVar(&o.DryRun, "dry-run", false, "list the items that would be retried, run nothing")
 	f.StringArrayVar(&o.Set, "set", nil, "give a secret again: --set KEY=VALUE")
 	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report of the job as it stands after the retry to this file")
+	o.MaxRetries = 1
+	f.Var((*positiveInt)(&o.MaxRetries), "max-retries", "run each item up to N times in this retry: one that fails again runs again after a pause (2s, 4s, ...) until it succeeds")
+	f.Var((*positiveInt)(&o.MaxParallel), "parallel", "Prodigy's spelling of --max-parallel")
+	f.MarkHidden("parallel")
+	f.StringVar(&o.Workflow, "workflow", "", "run the items with this workflow file (fixed) instead of the job's stored copy, when it fits what the job has done, as resume --workflow; also for a completed job")
 	o.holdOptions.AddFlags(f)
 }
 
@@ -53,9 +67,18 @@ its history and stays. Items a killed retry ran to success leave the DLQ
 first, without running again. A retry holds the job's DLQ until it ends:
 when another process holds it (another retry, a purge), it fails at once
 with exit code 1, naming that process, unless --wait gives it time. Exit
-code 0 when the DLQ is empty afterwards, 3 when items remain.`,
+code 0 when the DLQ is empty afterwards, 3 when items remain.
+
+--max-retries N runs an item that fails again up to N times in all, with a
+pause between two runs (2s, then 4s, doubling, as Prodigy's reprocessor).
+--workflow FILE runs the items with a fixed file (its agent template, a
+timeout...), which becomes the job's copy, under resume --workflow's rules:
+finished steps of setup and reduce stay as they ran. It works on a
+completed job too; the retry then holds the job alone.`,
 		Example: `  runner dlq retry resize-20261122-101500-a1b2c3
   runner dlq retry resize-20261122-101500-a1b2c3 --filter 'kind == "timeout"' --max-parallel 2
+  runner dlq retry resize-20261122-101500-a1b2c3 --max-retries 3
+  runner dlq retry resize-20261122-101500-a1b2c3 --workflow resize.yml
   runner dlq retry resize-20261122-101500-a1b2c3 --dry-run
   runner dlq retry resize-20261122-101500-a1b2c3 --junit report.xml
   runner dlq retry resize-20261122-101500-a1b2c3 --wait 10m`,
@@ -100,8 +123,12 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if o.DryRun {
 		return dlqRetryDryRun(g, jobID, o.Filter, o.asJSON())
 	}
+	replace, err := resumeWorkflow(g, o.Workflow)
+	if err != nil {
+		return err
+	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
-	j, err := job.Attach(jobID, job.Options{Context: ctx, ExitCode: exitCode, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event})
+	j, err := job.Attach(jobID, job.Options{Context: ctx, ExitCode: exitCode, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event, Replace: replace})
 	if err != nil {
 		return err
 	}
@@ -164,31 +191,53 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 // retryDLQ runs `dlq retry` on an attached job whose DLQ q holds
 // (mapreduce.RetryDLQ), showing the items' output on live (nil: not), and
 // sums it up, naming the items another retry holds; read is false when it
-// ended before it read the items to retry.
+// ended before it read the items to retry. With --max-retries N the items
+// that failed again run again, up to N runs in all.
 func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.Job, q *jobdlq.Queue, live *itemtask.Live) (sum dlqRetrySummary, read bool, err error) {
-	res, err := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
-		MaxParallel: o.MaxParallel,
-		Dispatcher:  o.dispatcher(g, j, live),
-		Live:        live,
-		Select: func() ([]*mapreduce.Item, error) {
-			read = true
-			var selected []dlq.Item
-			err := q.View(func(d *dlq.DB) (err error) {
-				selected, err = listItems(d, o.Filter, 0)
-				return err
-			})
-			items := make([]*mapreduce.Item, 0, len(selected))
-			for _, it := range selected {
-				v, _ := jsonvalue.Decode(it.Item)
-				items = append(items, &mapreduce.Item{Index: it.ItemIndex, ID: it.ItemID, Raw: it.Item, Value: v})
-			}
-			return items, err
-		},
-	})
-	if err == nil { // settled with the item log as it is now
-		err = q.MarkSettled(j.Layout().ItemStates, j.UpdateMeta)
+	sum.JobID = j.ID()
+	var again map[string]bool // the items of the last run; nil: the first
+	for run := 1; run <= o.MaxRetries; run++ {
+		if run > 1 && retryv2.Pause(ctx, retryPause(run), nil) != nil {
+			break
+		}
+		var ran map[string]bool
+		res, rerr := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
+			MaxParallel: o.MaxParallel,
+			Dispatcher:  o.dispatcher(g, j, live),
+			Live:        live,
+			Select: func() ([]*mapreduce.Item, error) {
+				read = true
+				var selected []dlq.Item
+				err := q.View(func(d *dlq.DB) (err error) {
+					selected, err = listItems(d, o.Filter, 0)
+					return err
+				})
+				items := make([]*mapreduce.Item, 0, len(selected))
+				ran = map[string]bool{}
+				for _, it := range selected {
+					if again != nil && !again[it.ItemID] {
+						continue
+					}
+					ran[it.ItemID] = true
+					v, _ := jsonvalue.Decode(it.Item)
+					items = append(items, &mapreduce.Item{Index: it.ItemIndex, ID: it.ItemID, Raw: it.Item, Value: v})
+				}
+				return items, err
+			},
+		})
+		if rerr == nil { // settled with the item log as it is now
+			rerr = q.MarkSettled(j.Layout().ItemStates, j.UpdateMeta)
+		}
+		if run == 1 {
+			sum.Selected = res.Selected
+		}
+		sum.Succeeded += res.Succeeded
+		sum.Failed, sum.Skipped, sum.Remaining = res.Failed, res.Skipped, res.Remaining
+		if err = rerr; err != nil || res.Failed == 0 {
+			break
+		}
+		again = ran
 	}
-	sum = dlqRetrySummary{JobID: j.ID(), Selected: res.Selected, Succeeded: res.Succeeded, Failed: res.Failed, Skipped: res.Skipped, Remaining: res.Remaining}
 	if len(q.Held()) > 0 {
 		sum.HeldBy = map[string]string{}
 		for id, l := range q.Held() {
@@ -196,6 +245,12 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 		}
 	}
 	return sum, read, err
+}
+
+// retryPause is the pause before the run-th run of --max-retries, as
+// Prodigy's reprocessor waits: 2s before the second, doubling after.
+func retryPause(run int) time.Duration {
+	return time.Second << min(run-1, 10)
 }
 
 // dlqRetryPlan is the document of `dlq retry --dry-run --output json`.

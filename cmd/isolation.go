@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -32,27 +31,21 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 			why, without = "a standard workflow with a claude: step or commit_required (its commands run in a git worktree, on a job branch)", "run it in place: --in-place, or isolation: none"
 		}
 	case !wf.Map.IsolationSet:
-		why += " (the default when the agent template has a claude: step or commit_required)"
+		why += " (the default when the agent template has a claude: step or commit_required, or the file has merge: or merge_back: true)"
 	}
 	dir, _ := os.Getwd()
-	var git gitwork.Git
-	if _, _, err := git.TopLevel(ctx); err != nil {
+	head, dirty, err := workspace.StartPoint(ctx)
+	switch {
+	case errors.As(err, new(*workspace.NotWorkTreeError)):
 		return usagef("%s needs a git repository with at least one commit, and %s is not in one (%v); make one here with: git init && git add -A && git commit -m init (or %s)", why, dir, err, without)
-	}
-	head, err := git.Head(ctx)
-	if err != nil {
+	case err != nil:
 		return err
-	}
-	if head == "" {
+	case head == "":
 		return usagef("%s needs a git repository with at least one commit, and the one at %s has none; make one with: git commit --allow-empty -m init", why, dir)
-	}
-	dirty, err := git.DirtyPaths(ctx)
-	if err != nil {
-		return err
 	}
 	if len(dirty) > 0 {
 		fmt.Fprintf(g.stderr, "runner: warning: the job works on the last commit (%.12s) in a worktree of its own; changes not committed are not part of it: %s\n",
-			head, gitwork.Names(dirty))
+			head, workspace.Names(dirty))
 	}
 	return nil
 }
@@ -74,7 +67,7 @@ func placeWorkflow(ctx context.Context, wf *workflow.Workflow, inPlace bool) err
 		return usagef("--in-place runs the commands in your checkout, and %s asks for a job branch (merge:, merge_back: true or isolation: worktree): remove that, or run without --in-place", wf.File)
 	case inPlace:
 		wf.Isolation = workflow.IsolationNone
-	case wf.RunsInWorktree() && !wf.WantsJobBranch() && !inGitWorkTree(ctx):
+	case wf.RunsInWorktree() && !wf.WantsJobBranch() && !workspace.InWorkTree(ctx):
 		wf.Isolation = workflow.IsolationNone
 	case wf.RunsInWorktree():
 		wf.Isolation = workflow.IsolationWorktree
@@ -82,12 +75,6 @@ func placeWorkflow(ctx context.Context, wf *workflow.Workflow, inPlace bool) err
 		wf.Isolation = workflow.IsolationNone
 	}
 	return nil
-}
-
-// inGitWorkTree reports whether runner runs in a git work tree.
-func inGitWorkTree(ctx context.Context) bool {
-	_, _, err := gitwork.Git{}.TopLevel(ctx)
-	return err == nil
 }
 
 // newJobID returns the id of a job about to start (--job-id, else one
@@ -107,26 +94,25 @@ func newJobID(ctx context.Context, wf *workflow.Workflow, id string) (string, st
 	}
 	var itemBranches string
 	if wf.Mode == workflow.MapReduce {
-		itemBranches = jobtree.ItemBranches(wf.Map, id)
+		itemBranches = workspace.ItemBranches(wf.Map, id)
 	}
-	names, samples := []string{jobtree.Branch(id)}, []string{jobtree.Branch(id)}
+	names, samples := []string{workspace.Branch(id)}, []string{workspace.Branch(id)}
 	if itemBranches != "" {
 		names = append(names, strings.TrimSuffix(itemBranches, "/"))
 		samples = append(samples, itemBranches+"item")
 	}
-	var git gitwork.Git
 	for _, name := range samples {
-		if err := git.CheckBranchName(ctx, name); err != nil {
+		if err := workspace.CheckBranchName(ctx, name); err != nil {
 			return "", "", usagef("job id %q: %v: an id of a job with a git branch may not begin or end with '.', hold '..' or end in '.lock'; choose another --job-id", id, err)
 		}
 	}
-	in, err := git.BranchesInTheWay(ctx, names...)
+	in, err := workspace.BranchesInTheWay(ctx, names...)
 	if err != nil {
 		return "", "", err
 	}
 	if len(in) > 0 {
 		return "", "", usagef("job %s: its branches (%s) would meet branches this repository has: %s (left by an earlier job %s whose state is gone, or your own); runner never resets or deletes a branch it did not make: delete them (git branch -D) or choose another --job-id",
-			id, strings.Join(names, ", "), gitwork.Names(in), id)
+			id, strings.Join(names, ", "), workspace.Names(in), id)
 	}
 	return id, itemBranches, nil
 }
@@ -151,7 +137,7 @@ func checkMerge(ctx context.Context, wf *workflow.Workflow, flag bool) error {
 	if !wf.RunsInWorktree() {
 		return usagef("--merge merges the job branch of %s, and %s has none", branchHolders, wf.File)
 	}
-	branch, err := gitwork.Git{}.Branch(ctx)
+	branch, err := workspace.CurrentBranch(ctx)
 	if err != nil {
 		return err
 	}
@@ -168,7 +154,7 @@ func targetBranch(ctx context.Context, wf *workflow.Workflow) (string, error) {
 	if !wf.RunsInWorktree() {
 		return "", nil
 	}
-	return gitwork.Git{}.Branch(ctx)
+	return workspace.CurrentBranch(ctx)
 }
 
 // checkResumeMerge refuses, before the job is resumed, runner resume
@@ -206,7 +192,7 @@ func resumeCompleted(ctx context.Context, g *globalOptions, id string, merge boo
 	case merge || mergeBack:
 		return true, nil
 	}
-	return false, fmt.Errorf("job %s: %w; its branch %s is not merged into %s: to merge it, run: runner resume --merge %s", id, job.ErrCompleted, jobtree.Branch(id), target, id)
+	return false, fmt.Errorf("job %s: %w; its branch %s is not merged into %s: to merge it, run: runner resume --merge %s", id, job.ErrCompleted, workspace.Branch(id), target, id)
 }
 
 // unmergedJob reports whether job id completed on a job branch that is
@@ -227,7 +213,7 @@ func unmergedJob(ctx context.Context, g *globalOptions, id string) (target strin
 	if !wf.RunsInWorktree() || m.TargetBranch == "" || m.Items != nil && m.Items.DLQ > 0 || mergeBlockRan(st, wf) {
 		return "", false, false
 	}
-	unmerged, err := jobtree.Unmerged(ctx, id, m.TargetBranch)
+	unmerged, err := workspace.Unmerged(ctx, id, m.TargetBranch)
 	return m.TargetBranch, wf.MergeBack, err == nil && unmerged
 }
 
@@ -235,7 +221,7 @@ func unmergedJob(ctx context.Context, g *globalOptions, id string) (target strin
 // id, the command that makes the final merge the job did not make then.
 func writeMergeCommand(ctx context.Context, g *globalOptions, id string) {
 	if target, _, ok := unmergedJob(ctx, g, id); ok {
-		fmt.Fprintf(g.stderr, "runner: the DLQ is empty: to merge the job's branch %s into %s, run: runner resume --merge %s\n", jobtree.Branch(id), target, id)
+		fmt.Fprintf(g.stderr, "runner: the DLQ is empty: to merge the job's branch %s into %s, run: runner resume --merge %s\n", workspace.Branch(id), target, id)
 	}
 }
 
@@ -257,10 +243,10 @@ func mergeBlockRan(st *state.Job, wf *workflow.Workflow) bool {
 func writeEndOfJob(w io.Writer, res jobResult, merge bool) {
 	end := res.end
 	switch end.Merged {
-	case jobtree.MergedByGit:
+	case workspace.MergedByGit:
 		fmt.Fprintf(w, "runner: merged the job's branch %s into %s\n", end.Branch, end.Target)
 		return
-	case jobtree.MergedByBlock:
+	case workspace.MergedByBlock:
 		fmt.Fprintf(w, "runner: the merge: block ran to merge the job's branch %s into %s\n", end.Branch, end.Target)
 		return
 	}

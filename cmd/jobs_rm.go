@@ -11,10 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/internal/crashpoint"
-	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -171,7 +170,6 @@ type remover struct {
 	ctx    context.Context
 	g      *globalOptions
 	o      removeOptions
-	repo   gitwork.Git
 	inRepo bool
 	// tried and failed count the jobs that finishTombstones took on and
 	// those that it failed to finish (kept ones too when strict).
@@ -179,7 +177,7 @@ type remover struct {
 }
 
 func newRemover(ctx context.Context, g *globalOptions, o removeOptions) *remover {
-	return &remover{ctx: ctx, g: g, o: o, inRepo: inGitWorkTree(ctx)}
+	return &remover{ctx: ctx, g: g, o: o, inRepo: workspace.InWorkTree(ctx)}
 }
 
 // removeAll removes the jobs ids, each failure said on stderr as it
@@ -249,7 +247,7 @@ func (r *remover) finish(store state.Store, id string) error {
 		}
 		defer j.Unlock()
 	}
-	var left jobtree.Leftovers
+	var left workspace.Leftovers
 	if whole {
 		if left, err = r.leftovers(j, store.Layout(id).Dir, true); err != nil {
 			return err
@@ -299,7 +297,7 @@ func (r *remover) remove(id string) error {
 }
 
 // tell says, for --dry-run, what removing job id would remove.
-func (r *remover) tell(id string, left jobtree.Leftovers) {
+func (r *remover) tell(id string, left workspace.Leftovers) {
 	for _, w := range left.Worktrees {
 		fmt.Fprintln(r.g.stdout, "would remove worktree", w)
 	}
@@ -312,13 +310,11 @@ func (r *remover) tell(id string, left jobtree.Leftovers) {
 // clear removes what is left of job j, buried (or a tombstone): left, its
 // worktrees and branches, the git commands doing it recorded in its
 // tombstone (so that the next removal ends what they leave if this
-// process dies: jobtree.EndLeftovers), then the tombstone.
-func (r *remover) clear(j *state.Job, left jobtree.Leftovers) error {
+// process dies: workspace.EndJobLeftovers), then the tombstone.
+func (r *remover) clear(j *state.Job, left workspace.Leftovers) error {
 	id := j.Meta.ID
 	removed := func(what string) { fmt.Fprintln(r.g.stdout, "removed", what) }
-	repo := r.repo
-	repo.Groups = &gitwork.Groups{Dir: j.Layout().GitProcesses}
-	if err := jobtree.Clear(r.ctx, repo, left, removed); err != nil {
+	if err := workspace.Clear(r.ctx, j.Layout(), left, removed); err != nil {
 		return fmt.Errorf("job %s: its removal was cut short: %w; runner jobs rm or prune finishes it", id, err)
 	}
 	if err := j.Remove(); err != nil {
@@ -336,7 +332,7 @@ func (r *remover) clear(j *state.Job, left jobtree.Leftovers) error {
 // buried (its removal, cut short, decided), and a job that ran on a job
 // branch when runner is not in a git work tree (--force removes only its
 // state).
-func (r *remover) leftovers(j *state.Job, dir string, buried bool) (jobtree.Leftovers, error) {
+func (r *remover) leftovers(j *state.Job, dir string, buried bool) (workspace.Leftovers, error) {
 	id := j.Meta.ID
 	onBranch, unread := ranOnJobBranch(j)
 	if !r.inRepo {
@@ -349,21 +345,21 @@ func (r *remover) leftovers(j *state.Job, dir string, buried bool) (jobtree.Left
 			if unread != nil {
 				ran = "its workflow copy cannot be read, so it may have run in git worktrees"
 			}
-			return jobtree.Leftovers{}, keptf("%s: %s, and runner is not in a git work tree: run this in the job's repository to remove its worktrees and branches (--force removes only its state)", what, ran)
+			return workspace.Leftovers{}, keptf("%s: %s, and runner is not in a git work tree: run this in the job's repository to remove its worktrees and branches (--force removes only its state)", what, ran)
 		}
-		return jobtree.Leftovers{}, nil
+		return workspace.Leftovers{}, nil
 	}
 	if !r.o.DryRun {
-		if err := jobtree.EndLeftovers(r.ctx, &gitwork.Groups{Dir: j.Layout().GitProcesses}, r.repo); err != nil {
-			return jobtree.Leftovers{}, fmt.Errorf("job %s kept: %w", id, err)
+		if err := workspace.EndJobLeftovers(r.ctx, j.Layout()); err != nil {
+			return workspace.Leftovers{}, fmt.Errorf("job %s kept: %w", id, err)
 		}
 	}
 	var branches []string
 	if onBranch {
-		refs := jobtree.JobRefs{ID: id, ItemBranches: j.Meta.ItemBranches}
-		branches = []string{jobtree.Branch(id), refs.ItemPrefix()}
+		refs := workspace.JobRefs{ID: id, ItemBranches: j.Meta.ItemBranches}
+		branches = []string{workspace.Branch(id), refs.ItemPrefix()}
 	}
-	left, err := jobtree.Survey(r.ctx, r.repo, dir, branches...)
+	left, err := workspace.Survey(r.ctx, dir, branches...)
 	if err != nil {
 		return left, fmt.Errorf("job %s kept: %w", id, err)
 	}
@@ -374,7 +370,7 @@ func (r *remover) leftovers(j *state.Job, dir string, buried bool) (jobtree.Left
 }
 
 // describeUnmerged says which branches hold commits no other branch has.
-func describeUnmerged(bs []jobtree.LeftBranch, target string) string {
+func describeUnmerged(bs []workspace.LeftBranch, target string) string {
 	var parts []string
 	for _, b := range bs {
 		parts = append(parts, fmt.Sprintf("%s (%s)", b.Name, commits(b.Unmerged)))

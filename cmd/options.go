@@ -1,11 +1,14 @@
 package cmd
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/workflow"
@@ -116,13 +119,43 @@ func (p *positiveInt) Set(s string) error {
 // (run, validate): --profile, the profile of its profiles: to apply, and
 // --strict, which makes the file's warnings errors.
 type fileOptions struct {
-	Profile string
-	Strict  bool
+	Profile   string
+	Strict    bool
+	Params    []string // --param KEY=VALUE
+	ParamFile string   // --param-file FILE
 }
 
 func (o *fileOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Profile, "profile", "", "apply this profile of the workflow's profiles: over its env (resume and dlq retry keep the job's)")
-	c.Flags().BoolVar(&o.Strict, "strict", false, "refuse a file with warnings (keys that have no effect, Prodigy's older forms) as invalid")
+	c.Flags().BoolVar(&o.Strict, "strict", false, "refuse a file with warnings (keys runner does not know, keys that have no effect, Prodigy's older forms) as invalid")
+	c.Flags().StringArrayVar(&o.Params, "param", nil, "a parameter of a composed workflow (Prodigy's parameters:, template with:): --param KEY=VALUE, VALUE read as JSON when it is (3, true, [1,2]), else as text")
+	c.Flags().StringVar(&o.ParamFile, "param-file", "", "a JSON or YAML file of a composed workflow's parameters (a mapping); --param values win")
+}
+
+// params are the values of --param-file and --param (which win).
+func (o fileOptions) params() (map[string]any, error) {
+	params := map[string]any{}
+	if o.ParamFile != "" {
+		data, err := workflow.ReadNamedFile(o.ParamFile)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if err := yaml.Unmarshal(data, &params); err != nil {
+			return nil, usagef("--param-file %s: not a mapping of parameters: %v", o.ParamFile, err)
+		}
+	}
+	for _, kv := range o.Params {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--param wants KEY=VALUE, not %q", kv)
+		}
+		var value any
+		if json.Unmarshal([]byte(v), &value) != nil {
+			value = v
+		}
+		params[k] = value
+	}
+	return params, nil
 }
 
 // check prints the workflow's warnings on stderr and returns its other

@@ -8,10 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/internal/gitwork"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/report"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 )
 
 func newReportCommand(g *globalOptions) *cobra.Command {
@@ -91,18 +90,11 @@ func firstDLQItems(g *globalOptions, jobID string) ([]dlq.Item, int, error) {
 // jobBranches is the git side of a job that ran on a job branch, as the
 // repository runner runs in has it now.
 func jobBranches(ctx context.Context, m state.Meta) *report.Branches {
-	b := &report.Branches{Job: jobtree.Branch(m.ID), Target: m.TargetBranch}
-	var repo gitwork.Git
-	tip, err := repo.Tip(ctx, b.Job)
-	if err == nil && tip != "" && b.Target != "" {
-		b.Merged, err = repo.Contains(ctx, b.Target, tip)
-	}
-	if err == nil {
-		b.Items, err = repo.BranchesUnder(ctx, jobtree.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches}.ItemPrefix())
-	}
+	b := &report.Branches{Job: workspace.Branch(m.ID), Target: m.TargetBranch}
+	got, err := workspace.JobRefs{ID: m.ID, ItemBranches: m.ItemBranches, Target: m.TargetBranch}.Branches(ctx)
 	if err != nil {
 		return &report.Branches{Job: b.Job, Target: b.Target, Unknown: err.Error()}
 	}
-	b.Gone = tip == ""
+	b.Gone, b.Merged, b.Items = got.Gone, got.Merged, got.Items
 	return b
 }

@@ -124,7 +124,7 @@ func resumeWorkflow(g *globalOptions, file string) (*job.Replacement, error) {
 	if file == "" {
 		return nil, nil
 	}
-	wf, source, err := loadWorkflow(file)
+	wf, source, err := loadWorkflow(file, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/jobenv"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/plan"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -143,7 +143,11 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	wf, source, err := loadWorkflow(file)
+	params, err := o.fileOptions.params()
+	if err != nil {
+		return err
+	}
+	wf, source, err := loadWorkflow(file, params)
 	if err != nil {
 		return err
 	}
@@ -203,14 +207,16 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	return finishJob(ctx, ui, j, o.parallelOptions, o.JUnit, merge)
 }
 
-// loadWorkflow reads and parses a workflow file named on the command line;
-// a file it cannot read is a usage error.
-func loadWorkflow(file string) (*workflow.Workflow, []byte, error) {
+// loadWorkflow reads and parses a workflow file named on the command line,
+// composing it with params (--param) when it uses Prodigy's composition
+// (the job stores the composed document, wf.Composed); a file it cannot
+// read is a usage error.
+func loadWorkflow(file string, params map[string]any) (*workflow.Workflow, []byte, error) {
 	source, err := workflow.ReadFile(file)
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	wf, err := workflow.Parse(file, source)
+	wf, err := workflow.ParseWith(file, source, workflow.Options{Params: params})
 	return wf, source, err
 }
 
@@ -224,7 +230,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		err error
 	)
 	merge = merge || j.Workflow().MergeBack
-	ending := jobtree.Ending{Merge: merge, Ask: ui.askMerge}
+	ending := workspace.Ending{Merge: merge, Ask: ui.askMerge}
 	if j.Workflow().Mode == workflow.MapReduce {
 		if par.nats != nil {
 			defer par.nats.showQueue(ui.display)()
@@ -246,7 +252,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 			err = job.ItemsInDLQ{N: sum.Items.DLQ, Job: j.ID()}
 		}
 	} else if j.Workflow().RunsInWorktree() {
-		res.steps, res.end, err = jobtree.RunStandard(ctx, j, ending)
+		res.steps, res.end, err = j.RunInWorktree(ctx, ending)
 	} else {
 		res.steps, err = j.RunStandard(ctx)
 	}
@@ -290,6 +296,6 @@ type jobResult struct {
 	code   int
 	steps  job.PhaseResult   // standard workflows
 	items  *state.ItemCounts // MapReduce workflows
-	end    jobtree.End       // its job branch and final merge (Workflow.RunsInWorktree)
+	end    workspace.End     // its job branch and final merge (Workflow.RunsInWorktree)
 	err    error
 }

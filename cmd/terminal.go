@@ -13,9 +13,9 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/progress"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
@@ -93,7 +93,7 @@ func (t *terminal) printf(format string, args ...any) {
 
 // askMerge asks, on a terminal, whether to merge the branch of a job
 // that succeeded (see console.askMerge), the status line gone first.
-func (t *terminal) askMerge(end jobtree.End) bool {
+func (t *terminal) askMerge(end workspace.End) bool {
 	if !t.g.console.canAsk(end) {
 		return false
 	}
@@ -403,7 +403,7 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 		// The error, which names the phase, is the last line: what a
 		// terminal or a CI log shows first.
 		resume := "runner resume "
-		if errors.As(res.err, new(*jobtree.MergeError)) {
+		if errors.As(res.err, new(*workspace.MergeError)) {
 			resume += "--merge " // a final merge that failed is made again only when asked for
 		}
 		t.display.Line("resume with: "+resume+s.JobID, "")

@@ -67,8 +67,12 @@ func runValidate(g *globalOptions, o validateOptions, files []string) error {
 	}
 	out := validation{Valid: true, Files: []validatedFile{}, Diagnostics: []diagnosticJSON{}}
 	var errs []error
+	params, err := o.fileOptions.params()
+	if err != nil {
+		return err
+	}
 	for _, f := range files {
-		wf, _, err := loadWorkflow(f)
+		wf, _, err := loadWorkflow(f, params)
 		var warnings workflow.ParseErrors
 		if err == nil {
 			warnings, err = o.problems(wf)

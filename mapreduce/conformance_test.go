@@ -7,14 +7,14 @@ import (
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/workspace"
 )
 
 // Local dispatch honours the item seam's contract.
 func TestLocalConformance(t *testing.T) {
 	dispatchtest.Run(t, dispatchtest.Subject{Backend: func(t *testing.T, j *job.Job) itemtask.Backend {
-		refs := jobtree.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches}
-		trees, err := jobtree.OpenWorktrees(t.Context(), refs, j.Workflow().Map, j.Executor().Env, j.Layout())
+		refs := workspace.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches}
+		trees, err := workspace.OpenWorktrees(t.Context(), refs, j.Workflow().Map, j.Executor().Env, j.Layout())
 		if err != nil {
 			t.Fatal(err)
 		}

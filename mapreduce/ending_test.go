@@ -3,14 +3,13 @@ package mapreduce
 import (
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -19,24 +18,7 @@ import (
 // environment, and returns a function that runs git there.
 func gitRepo(t *testing.T) (git func(args ...string) string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", "t"}, {"GIT_COMMITTER_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@example.com"}, {"GIT_COMMITTER_EMAIL", "t@example.com"}} {
-		t.Setenv(kv[0], kv[1])
-	}
-	t.Chdir(t.TempDir())
-	git = func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("git", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "-q", "-b", "main")
-	git("commit", "-q", "--allow-empty", "-m", "base")
-	return git
+	return testkit.GitCheckout(t, nil).Git
 }
 
 // A job on a job branch that succeeded and was not asked to merge asks
@@ -60,24 +42,24 @@ map:
 			t.Fatal(err)
 		}
 		j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "m",
-			Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main", ItemBranches: jobtree.ItemBranches(wf.Map, "m")})
+			Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main", ItemBranches: workspace.ItemBranches(wf.Map, "m")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var asked []jobtree.End
-		ask := func(end jobtree.End) bool { asked = append(asked, end); return answer }
-		sum, err := Run(t.Context(), j, Options{Ending: jobtree.Ending{Ask: ask}})
+		var asked []workspace.End
+		ask := func(end workspace.End) bool { asked = append(asked, end); return answer }
+		sum, err := Run(t.Context(), j, Options{Ending: workspace.Ending{Ask: ask}})
 		j.Close()
 		if err != nil || sum.Items.Succeeded != 2 {
 			t.Fatalf("answer %v: Run = %+v, %v", answer, sum.Items, err)
 		}
-		want := jobtree.End{Branch: "runner/m", Target: "main"}
+		want := workspace.End{Branch: "runner/m", Target: "main"}
 		if len(asked) != 1 || asked[0] != want {
 			t.Errorf("answer %v: asked %+v; want once, about %+v", answer, asked, want)
 		}
 		merged, last := "", git("log", "-1", "--format=%s", "main")
 		if answer {
-			merged = jobtree.MergedByGit
+			merged = workspace.MergedByGit
 		}
 		if sum.Merged != merged || answer != (last == "Merge runner/m (runner job m)") {
 			t.Errorf("answer %v: merged %q, main ends with %q", answer, sum.Merged, last)

@@ -41,18 +41,22 @@ func (f itemFiles) open() (*itemLog, error) {
 	return &itemLog{log: l, secrets: f.secrets}, nil
 }
 
-// ReadItemStates returns the last recorded state of every item, by index,
-// with the checkpoints of the items last seen running (their secret
-// values put back).
-func (f itemFiles) ReadItemStates() (map[int]job.ItemRecord, error) {
-	records, err := f.st.ReadItemStates()
+// RunningItems returns the items last seen running, by index, with
+// their checkpoints (their secret values put back), read through the item
+// log's index.
+func (f itemFiles) RunningItems() (map[int]job.ItemRecord, error) {
+	states, err := f.st.LoadItemStates()
+	if err != nil {
+		return nil, err
+	}
+	records := states.Running()
 	for i, rec := range records {
 		for k := range rec.Steps {
 			rec.Steps[k].Vars = f.secrets.Unseal(rec.Steps[k].Vars)
 		}
 		records[i] = rec
 	}
-	return records, err
+	return records, nil
 }
 
 // LoadItemStates reads the items' states through the item log's index

@@ -13,8 +13,8 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/mapreduce/items"
 )
 
@@ -222,7 +222,7 @@ func (l *ledger) Counts() job.ItemCounts {
 // success in the item log, then out of the DLQ if it is there; then its
 // branch is deleted. reconcile then finds it succeeded, and a crash
 // anywhere in between leaves it to the next resume.
-func settleMerged(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
+func settleMerged(ctx context.Context, j *job.Job, trees *workspace.Worktrees, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
 	states, running := log.States()
 	logged := func(index int) bool { st := states.State(index); return st == "" || st == job.ItemSucceeded }
 	var its []*Item

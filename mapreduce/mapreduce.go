@@ -22,9 +22,9 @@ import (
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
@@ -42,7 +42,7 @@ type Options struct {
 	// that succeeded merges that branch into the branch it started on
 	// (runner run --merge, merge_back: true, or the user's answer):
 	// through the merge: block if the file has one, else with git merge.
-	Ending jobtree.Ending
+	Ending workspace.Ending
 	// SaveEvery is how often the item counts are written to the job's
 	// metadata while items run (for `runner jobs`); 0 means every second.
 	SaveEvery time.Duration
@@ -55,7 +55,7 @@ type Summary struct {
 	// End is the job branch (map.isolation: worktree), which holds
 	// setup's, the merged items' and reduce's commits, and its merge;
 	// empty without isolation.
-	jobtree.End
+	workspace.End
 }
 
 // StoppedError is returned when the error policy stopped the job; items
@@ -78,7 +78,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err := supported(wf, opts.Dispatcher); err != nil {
 		return sum, err
 	}
-	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Layout())
+	trees, err := workspace.OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Layout())
 	if err != nil {
 		return sum, err
 	}
@@ -88,7 +88,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 				err = cerr
 			}
 		}()
-		if sum.End, err = trees.Begin(ctx, j, trees.ResumeJob); err != nil {
+		if sum.End, err = j.EnterWorktree(ctx, trees.Tree, trees.ResumeJob); err != nil {
 			return sum, err
 		}
 	}
@@ -106,7 +106,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err := runReduce(ctx, j, sum.Items); err != nil || trees == nil || sum.Items.DLQ > 0 || !opts.Ending.Merges(sum.End) {
 		return sum, err
 	}
-	how, err := trees.MergeEnd(ctx, j, sum.Target, opts.Ending.Starts)
+	how, err := j.MergeEnd(ctx, trees.Tree, opts.Ending.Starts)
 	if err != nil {
 		return sum, &job.PhaseError{Phase: job.PhaseMerge, Err: err}
 	}
@@ -141,7 +141,7 @@ func runSetup(ctx context.Context, j *job.Job) error {
 
 // runMap loads the items (once per job) and runs those not yet finished,
 // each in a worktree of trees (nil: without isolation).
-func runMap(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, opts Options) (Summary, error) {
+func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Options) (Summary, error) {
 	m := j.Workflow().Map
 	parallel, err := maxParallel(m, j.Scope().Under(ctx), opts.MaxParallel)
 	if err != nil {
@@ -186,7 +186,7 @@ func runMap(ctx context.Context, j *job.Job, trees *jobtree.Worktrees, opts Opti
 	defer s.close()
 	s.resumed, s.total = running, total
 	if trees != nil {
-		jobtree.RestartItems(running) // the work of the dead process is gone with its worktrees
+		restartItems(running)
 	}
 	if ep.OnItemFailure == errorpolicy.Retry {
 		s.retry = j.Workflow().ItemRetry
@@ -244,7 +244,7 @@ type dispatching struct {
 
 // newScheduler makes the scheduler of j's items and opens its dispatcher
 // under ctx.
-func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, trees *jobtree.Worktrees, d dispatching) (*scheduler, error) {
+func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, trees *workspace.Worktrees, d dispatching) (*scheduler, error) {
 	s := &scheduler{
 		ledger:     l,
 		trees:      trees,
@@ -280,14 +280,18 @@ func supported(wf *workflow.Workflow, b itemtask.Backend) error {
 	return Supports(wf, b)
 }
 
-// View is what dispatchers may read of j.
-func View(j *job.Job) itemtask.Job { return jobView{j: j} }
+// View is what dispatchers may read of j, with its worktrees opened in
+// this process when its map runs in them (its Repo).
+func View(ctx context.Context, j *job.Job) (itemtask.Job, error) {
+	trees, err := workspace.OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Layout())
+	return jobView{j: j, trees: trees}, err
+}
 
 // jobView is View's itemtask.Job; trees, when set, are the job's
-// worktrees in this process, whose merges move the job branch.
+// worktrees in this process (map.isolation: worktree), its Repo.
 type jobView struct {
 	j     *job.Job
-	trees *jobtree.Worktrees
+	trees *workspace.Worktrees
 }
 
 func (v jobView) ID() string                  { return v.j.ID() }
@@ -304,25 +308,14 @@ func (v jobView) Portable() (json.RawMessage, error) {
 }
 
 func (v jobView) Repo() itemtask.Repo {
-	m, meta := v.j.Workflow().Map, v.j.Meta()
-	if jobtree.ItemBranches(m, v.j.ID()) == "" {
-		return itemtask.Repo{}
+	if v.trees == nil {
+		return nil
 	}
-	refs := jobtree.JobRefs{ID: v.j.ID(), ItemBranches: meta.ItemBranches}
-	env := v.j.Executor().Env
-	hold := func(fn func() error) error { return jobtree.HoldWorktrees(context.Background(), env, fn) }
-	check := func(ctx context.Context, index int, id, at string) error {
-		return refs.CheckItemBranch(ctx, env, &items.Item{Index: index, ID: id}, at)
-	}
-	repo := itemtask.Repo{JobBranch: jobtree.Branch(v.j.ID()), ItemBranches: refs.ItemPrefix(), Target: meta.TargetBranch, Env: env, Hold: hold, CheckItemBranch: check}
-	if v.trees != nil {
-		repo.Moves = v.trees.JobBranchMoves
-	}
-	return repo
+	return v.trees
 }
 
-func (v jobView) ItemStates() (map[int]itemtask.ItemRecord, error) {
-	return filesOf(v.j).ReadItemStates()
+func (v jobView) RunningItems() (map[int]itemtask.ItemRecord, error) {
+	return filesOf(v.j).RunningItems()
 }
 
 // saveCounts writes the item counts to the job's metadata every interval
@@ -506,6 +499,17 @@ func usesResults(steps []*workflow.Step) bool {
 }
 
 // refsOf is the JobRefs of j.
-func refsOf(j *job.Job) jobtree.JobRefs {
-	return jobtree.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches}
+func refsOf(j *job.Job) workspace.JobRefs {
+	return workspace.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches, Target: j.Meta().TargetBranch}
+}
+
+// restartItems makes the items a process that died left running start
+// again from their first step (in a fresh worktree): the work of the dead
+// process went with its worktrees. Those it merged were recorded first
+// (settleMerged).
+func restartItems(running map[int]job.ItemRecord) {
+	for i, rec := range running {
+		rec.Steps = nil
+		running[i] = rec
+	}
 }

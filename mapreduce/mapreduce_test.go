@@ -256,7 +256,7 @@ func TestDLQWriteFailureLosesNothing(t *testing.T) {
 	if err == nil || !errors.Is(err, q.fail) {
 		t.Fatalf("err = %v, want the DLQ's error", err)
 	}
-	states, _ := filesOf(j).ReadItemStates()
+	states, _ := filesOf(j).st.ReadItemStates()
 	if states[1].State != job.ItemRunning {
 		t.Errorf("item 1 is %q in the item log, want running (pending on resume)", states[1].State)
 	}
@@ -292,7 +292,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	if sum.Items.DLQ != 1 || sum.Items.Succeeded != 2 || sum.Items.Pending != 0 {
 		t.Errorf("counts %+v", sum.Items)
 	}
-	states, _ := filesOf(j).ReadItemStates()
+	states, _ := filesOf(j).st.ReadItemStates()
 	if states[1].State != job.ItemDLQ {
 		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
 	}
@@ -411,5 +411,18 @@ func TestRunRefusesWhatTheBackendCannotDo(t *testing.T) {
 	none.Can.Worktrees = true
 	if err := Supports(j.Workflow(), none); err != nil {
 		t.Errorf("Supports with worktrees = %v", err)
+	}
+}
+
+// The items a dead process left running in worktrees start again from
+// their first step: their worktrees, and their steps' work, are gone.
+func TestRestartItems(t *testing.T) {
+	running := map[int]job.ItemRecord{
+		0: {Index: 0, ID: "a", State: job.ItemRunning},
+		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
+	}
+	restartItems(running)
+	if running[1].Steps != nil || running[1].ID != "b" || running[1].State != job.ItemRunning {
+		t.Errorf("b after restartItems = %+v; want it running from its first step", running[1])
 	}
 }

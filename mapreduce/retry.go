@@ -11,7 +11,7 @@ import (
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/workspace"
 )
 
 // RetryQueue is a job's DLQ as `dlq retry` uses it.
@@ -154,8 +154,8 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 // isolation: worktree, readied for a dlq retry of items, and the items
 // whose branch a killed retry merged (see startRetry); nil without
 // isolation.
-func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*jobtree.Worktrees, map[int]Outcome, error) {
-	trees, err := jobtree.OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Layout())
+func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*workspace.Worktrees, map[int]Outcome, error) {
+	trees, err := workspace.OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Layout())
 	if trees == nil || err != nil {
 		return nil, nil, err
 	}

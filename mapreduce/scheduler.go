@@ -15,8 +15,8 @@ import (
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -27,9 +27,9 @@ type scheduler struct {
 	dispatcher Dispatcher
 	ledger     *ledger
 	slots      itemtask.Slots
-	gate       *errorpolicy.Gate  // nil without a workflow circuit breaker
-	retry      *retryv2.Policy    // on_item_failure: retry; nil otherwise
-	trees      *jobtree.Worktrees // map.isolation: worktree; nil otherwise
+	gate       *errorpolicy.Gate    // nil without a workflow circuit breaker
+	retry      *retryv2.Policy      // on_item_failure: retry; nil otherwise
+	trees      *workspace.Worktrees // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
 	runKind    string                        // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
@@ -164,7 +164,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		saved = nil
 		if s.trees != nil {
 			crashpoint.Hit(crashpoint.ItemWorktreeRemoved)
-			if out, err = s.trees.MergeBack(ctx, it, attempt, out); err != nil {
+			if out, err = s.trees.Merge(ctx, it, attempt, out); err != nil {
 				s.fail(err)
 				return
 			}

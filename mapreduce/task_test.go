@@ -105,7 +105,7 @@ func TestLostRunnerSendsTheAttemptAgain(t *testing.T) {
 	if len(sent[1].Checkpoints) != 1 || sent[1].Checkpoints[0].Index != 0 {
 		t.Errorf("second dispatch checkpoints %+v, want the step the lost run saved", sent[1].Checkpoints)
 	}
-	states, _ := filesOf(j).ReadItemStates()
+	states, _ := filesOf(j).st.ReadItemStates()
 	if states[1].State != job.ItemSucceeded {
 		t.Errorf("item 1 is %q", states[1].State)
 	}

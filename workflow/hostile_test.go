@@ -38,7 +38,7 @@ func hostileInputs() map[string]string {
 		"many unknown keys":  manyKeys.String(),
 		"self merge":         "env: &e {<<: *e, A: b}\ncommands: [{shell: x}]\n",
 		"merge of a list":    "x: &l [1, 2]\ncommands: [{<<: *l, shell: x}]\n",
-		"recursive alias":    "commands: &c [{shell: x, on_failure: *c}]\n",
+		"recursive alias":    "commands: &c [{shell: x, foreach: {input: [a], do: *c}}]\n",
 		"custom tags":        "commands:\n  - !!python/object:os.system {shell: x}\n",
 		"tabs":               "commands:\n\t- shell: x\n",
 		"numbers":            "- shell: x\n  timeout: 1e400\n  retry_config: {attempts: 99999999999999999999, jitter_factor: .nan}\n",

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/runnerdev/runner/workflow/compose"
 )
 
 // maxNodes bounds the nodes one file may expand to, so that a YAML alias
@@ -53,6 +55,11 @@ type decoder struct {
 	// inReduce is set while the reduce phase is read, where a failure
 	// handler runs once (Prodigy's reduce), never as a fix loop.
 	inReduce bool
+	// params are a composed workflow's parameters given on the command
+	// line; origins the file of each node a composition took from
+	// another file (composed.go).
+	params  map[string]any
+	origins map[*yaml.Node]*compose.Source
 }
 
 // errorf records a problem at n's position.
@@ -60,7 +67,7 @@ func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 	if len(d.errs) >= maxErrors {
 		return
 	}
-	e := &ParseError{File: d.file, Pos: Pos{Line: 1, Col: 1}, Msg: fmt.Sprintf(format, args...)} // whole-file problems: 1:1
+	e := &ParseError{File: d.fileOf(n), Pos: Pos{Line: 1, Col: 1}, Msg: fmt.Sprintf(format, args...)} // whole-file problems: 1:1
 	if n != nil {
 		e.Line, e.Col = max(n.Line, 1), max(n.Column, 1)
 	}
@@ -74,16 +81,22 @@ func (d *decoder) warnf(n *yaml.Node, format string, args ...any) {
 	if n != nil {
 		at = Pos{Line: max(n.Line, 1), Col: max(n.Column, 1)}
 	}
-	d.warnAt(at, format, args...)
+	d.warnIn(d.fileOf(n), at, format, args...)
 }
 
 // warnAt records a warning at a position (the same message once).
 func (d *decoder) warnAt(at Pos, format string, args ...any) {
+	d.warnIn(d.file, at, format, args...)
+}
+
+// warnIn records a warning at a position in a file (the same message
+// once).
+func (d *decoder) warnIn(file string, at Pos, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if len(d.warns) >= maxErrors || slices.ContainsFunc(d.warns, func(w *ParseError) bool { return w.Msg == msg }) {
 		return
 	}
-	d.warns = append(d.warns, &ParseError{File: d.file, Pos: at, Msg: msg, Warning: true})
+	d.warns = append(d.warns, &ParseError{File: file, Pos: at, Msg: msg, Warning: true})
 }
 
 // resolve follows aliases and counts the node against maxNodes; it returns
@@ -269,15 +282,25 @@ func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
 	return out, true
 }
 
-// mapping checks that n is a mapping whose keys are all in known, and
-// returns its fields (merge keys expanded).
+// mapping checks that n is a mapping of the keys in known and returns
+// its fields (merge keys expanded). As Prodigy's structs, which have no
+// deny_unknown_fields, it passes over a key it does not know with a
+// warning (--strict: an error); a key close to a known one is a likely
+// misspelling, an error with its did-you-mean.
 func (d *decoder) mapping(n *yaml.Node, what string, known []string) *fields {
-	return d.mappingIgnoring(n, what, known, nil)
+	return d.keyed(n, what, known, false)
 }
 
-// mappingIgnoring is mapping that also accepts the keys Prodigy ignores
-// there, each with its warning; they are not among the fields.
-func (d *decoder) mappingIgnoring(n *yaml.Node, what string, known []string, ignoredKeys []ignoredKey) *fields {
+// choice is mapping for a mapping whose key names one of several forms
+// (a backoff strategy), as Prodigy's enums: a key it does not know is
+// always an error.
+func (d *decoder) choice(n *yaml.Node, what string, known []string) *fields {
+	return d.keyed(n, what, known, true)
+}
+
+// keyed reads a mapping of the known keys; strict makes every unknown key
+// an error.
+func (d *decoder) keyed(n *yaml.Node, what string, known []string, strict bool) *fields {
 	m := d.mappingNode(n, what, "a mapping")
 	if m == nil {
 		return nil
@@ -292,18 +315,17 @@ func (d *decoder) mappingIgnoring(n *yaml.Node, what string, known []string, ign
 	// one error.
 	feature := slices.ContainsFunc(es, func(e entry) bool { return unsupported[e.key.Value] != "" && !slices.Contains(known, e.key.Value) })
 	for _, e := range es {
-		if ig, ok := ignored(ignoredKeys, e.key.Value); ok && !slices.Contains(known, e.key.Value) {
-			d.warnIgnored(e.key, ig)
-			continue
-		}
-		if !slices.Contains(known, e.key.Value) {
-			if !feature || unsupported[e.key.Value] != "" {
-				d.unknownKey(e.key, what, known)
-			}
+		switch k := e.key.Value; {
+		case slices.Contains(known, k):
+			f.keys[k], f.vals[k] = e.key, e.val
+		case feature && unsupported[k] == "":
 			f.unknown++
-			continue
+		case strict || unsupported[k] != "" || typo(k, known) != "":
+			d.unknownKey(e.key, what, known)
+			f.unknown++
+		default:
+			d.ignoredKey(e.key, known)
 		}
-		f.keys[e.key.Value], f.vals[e.key.Value] = e.key, e.val
 	}
 	return f
 }
@@ -320,15 +342,10 @@ func (d *decoder) missing(f *fields, at *yaml.Node, format string, args ...any) 
 }
 
 // unsupported are Prodigy features runner does not run and whose absence
-// would change what the file does: errors, unlike the keys Prodigy itself
-// ignores (ignored.go), which are warnings.
+// would change what the file does: errors, unlike the other keys runner
+// does not know, which are warnings.
 var unsupported = map[string]string{
 	"goal_seek": "goal_seek (Prodigy's iterative refinement with a scoring command) is not supported; use repeat with an until condition",
-	// Prodigy's workflow composition.
-	"extends":    "extends (Prodigy's workflow composition: a base workflow this one builds on) is not supported; copy the base workflow's steps into this file",
-	"imports":    "imports (Prodigy's workflow composition: steps imported from other files) is not supported; copy the steps into this file",
-	"template":   "template (Prodigy's workflow composition: a workflow made from a template) is not supported; write the workflow out",
-	"parameters": "parameters (Prodigy's workflow composition: a template's parameters) is not supported; use env values, set per run with runner run --set NAME=VALUE",
 }
 
 // unknownKey reports a key that is not allowed where it stands.
@@ -346,18 +363,21 @@ func (d *decoder) unknownKey(k *yaml.Node, what string, known []string) {
 	d.errorf(k, "%s", msg)
 }
 
-// Suggest returns the known word closest to w, if it is close enough to be
-// a misspelling: the did-you-mean of runner's messages, for the command
-// line's flags as for a file's keys.
-func Suggest(w string, known []string) string {
-	best, bestDist := "", math.MaxInt
-	for _, k := range known {
-		dist := editDistance(strings.ToLower(w), k)
-		if dist < bestDist {
-			best, bestDist = k, dist
-		}
+// ignoredKey warns of a key runner passes over, as Prodigy does: once per
+// key and file, at its first place.
+func (d *decoder) ignoredKey(k *yaml.Node, known []string) {
+	hint := ""
+	if s := Suggest(k.Value, known); s != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", s)
 	}
-	if bestDist <= max(1, len(w)/3) {
+	d.warnf(k, "ignored: runner does not know %q here; Prodigy ignores it too%s", k.Value, hint)
+}
+
+// Suggest returns the known word closest to w, if it is close enough to be
+// a misspelling or w begins it: the did-you-mean of runner's messages, for
+// the command line's flags as for a file's keys.
+func Suggest(w string, known []string) string {
+	if best, dist := closest(w, known); dist <= max(1, len(w)/3) {
 		return best
 	}
 	for _, k := range known {
@@ -366,6 +386,50 @@ func Suggest(w string, known []string) string {
 		}
 	}
 	return ""
+}
+
+// typo returns the known word that w is most likely a misspelling of:
+// one edit away (a letter added, left out, changed, or two swapped),
+// else "". A key further away (Prodigy's optional beside options) is
+// more likely one runner does not know.
+func typo(w string, known []string) string {
+	for _, k := range known {
+		if oneEdit(strings.ToLower(w), k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// oneEdit reports whether a and b differ by one edit: a byte inserted,
+// deleted or replaced, or two adjacent bytes swapped.
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case len(b)-len(a) == 1:
+		return a[i:] == b[i+1:]
+	case len(a) != len(b) || i == len(a):
+		return false
+	}
+	return a[i+1:] == b[i+1:] || i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
+}
+
+// closest returns the known word at the least edit distance from w, and
+// that distance.
+func closest(w string, known []string) (string, int) {
+	best, bestDist := "", math.MaxInt
+	for _, k := range known {
+		if dist := editDistance(strings.ToLower(w), k); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	return best, bestDist
 }
 
 // editDistance is the Levenshtein distance between a and b.

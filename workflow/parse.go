@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/workflow/compose"
 	"github.com/runnerdev/runner/workflow/interp"
 )
 
@@ -97,7 +98,19 @@ func fileKind(m fs.FileMode) string {
 // is reported, as ParseErrors, before anything could run; file names the
 // source in them.
 func Parse(file string, src []byte) (*Workflow, error) {
-	d := &decoder{file: file, src: src, ids: map[string]*yaml.Node{}, stepsAt: map[string]stepAt{}, at: stepAt{phase: "env"}}
+	return ParseWith(file, src, Options{})
+}
+
+// Options are what parsing a file takes besides its content.
+type Options struct {
+	// Params are the values of a composed workflow's parameters given on
+	// the command line (--param, --param-file).
+	Params map[string]any
+}
+
+// ParseWith is Parse with options.
+func ParseWith(file string, src []byte, opts Options) (*Workflow, error) {
+	d := &decoder{file: file, src: src, ids: map[string]*yaml.Node{}, stepsAt: map[string]stepAt{}, at: stepAt{phase: "env"}, params: opts.Params}
 	root := d.document(src)
 	if root == nil {
 		return nil, d.errs
@@ -107,18 +120,20 @@ func Parse(file string, src []byte) (*Workflow, error) {
 	d.checkNamespaceRefs(wf)
 	d.checkNearNames(wf)
 	if len(d.errs) > 0 {
-		sortByPosition(d.errs)
+		d.sortByPosition(d.errs)
 		return nil, d.errs
 	}
-	sortByPosition(d.warns)
+	d.sortByPosition(d.warns)
 	wf.Warnings = d.warns
 	return wf, nil
 }
 
-// sortByPosition puts es in file order.
-func sortByPosition(es ParseErrors) {
+// sortByPosition puts es in file order, the file's own first, then
+// those of the files it is composed of.
+func (d *decoder) sortByPosition(es ParseErrors) {
 	slices.SortStableFunc(es, func(a, b *ParseError) int {
-		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
+		return cmp.Or(cmp.Compare(d.fileRank(a.File), d.fileRank(b.File)), strings.Compare(a.File, b.File),
+			cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
 }
 
@@ -249,6 +264,14 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 		return wf
 	}
 	wf.Mode = mode
+	if mode == Standard && compose.Uses(root) {
+		composed := d.compose(root, wf)
+		if composed == nil {
+			// The file's own steps are still read, for their problems.
+			composed = withoutKeys(root, compose.Keys)
+		}
+		root = composed
+	}
 	var known []string
 	if mode == Standard {
 		// MapReduce keys are reported by standardOnly, with the fix.
@@ -256,7 +279,7 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 	} else {
 		known = append(d.standardIsolation(root), mapKeys...)
 	}
-	f := d.mappingIgnoring(root, "the workflow", known, topIgnored)
+	f := d.mapping(root, "the workflow", known)
 	if f == nil {
 		return wf
 	}

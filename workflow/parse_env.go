@@ -28,8 +28,9 @@ func (d *decoder) environment(f *fields, wf *Workflow) {
 
 // envValueKeys are the keys of a workflow env variable written as a
 // mapping: {value, secret}, {command, cache} or {condition, when_true,
-// when_false}; secret goes with any of them.
-var envValueKeys = []string{"value", "secret", "command", "cache", "condition", "when_true", "when_false"}
+// when_false}; secret goes with any of them. {default} alone is a
+// variable declared in some of Prodigy's files: its default is taken.
+var envValueKeys = []string{"value", "secret", "command", "cache", "condition", "when_true", "when_false", "default"}
 
 // workflowEnv reads the workflow env, whose values may also be mappings;
 // names marked secret: true are added to wf.Secrets.
@@ -70,6 +71,12 @@ func (d *decoder) envForm(f *fields, v *yaml.Node, what string) (EnvVar, bool) {
 		}
 	}
 	switch {
+	case len(forms) == 0 && f.has("default"):
+		// A variable's declaration ({default, description}) in some of
+		// Prodigy's files, whose env holds strings: runner takes the default.
+		d.warnf(f.key("default"), "%s: a mapping with default: is not an env form; runner sets the variable to its default (for the value, write value:)", what)
+		t := d.envValue(f.vals["default"], what+".default")
+		return EnvVar{Value: t}, t != nil
 	case len(forms) == 0:
 		d.errorf(v, "%s needs one of value, command (its output) or condition (with when_true and when_false)", what)
 		return EnvVar{}, false

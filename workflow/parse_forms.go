@@ -211,7 +211,7 @@ func (d *decoder) legacyArgs(n *yaml.Node, f *fields, s *Step) {
 // continue, retries: N is retry_config: {attempts: N+1}, timeout, env and
 // commit_required are themselves.
 func (d *decoder) metadata(n *yaml.Node, f *fields, s *Step, onFailure bool) {
-	m := d.mappingIgnoring(n, "metadata", metadataKeys, metadataIgnored)
+	m := d.mapping(n, "metadata", metadataKeys)
 	if m == nil {
 		return
 	}

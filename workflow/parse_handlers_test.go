@@ -185,7 +185,7 @@ func TestParseHandlerErrors(t *testing.T) {
 		{"on_success unknown key", "- shell: x\n  on_success: {shell: y, shel: z}\n", `2:26: unknown key "shel" in step commands[0].on_success (did you mean "shell"?)`},
 		{"nested handler step", "- shell: x\n  on_success:\n    shell: y\n    on_exit_code: {1: {timeout: 5}}\n", `4:23: step commands[0].on_success.on_exit_code.1 has no command: give it shell or claude`},
 		{"on_exit_code reads its own step", "- id: a\n  shell: x\n  on_exit_code: {0: 'echo ${steps.a.output}'}\n", `3:21: shell: steps.a is not set here: a step's own steps.ID is set only once it has succeeded`},
-		{"on_success commands with more keys", "- shell: x\n  on_success: {commands: [y], timeout: 5}\n", `2:31: unknown key "timeout" in commands[0].on_success`},
+		{"on_success commands with more keys", "- shell: x\n  on_success: {commands: [y], command: 5}\n", `2:31: unknown key "command" in commands[0].on_success (did you mean "commands"?)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,7 +78,7 @@ func (d *decoder) phase(n *yaml.Node, what string, required bool) []*Step {
 
 // mapPhase reads the map section.
 func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
-	f := d.mappingIgnoring(n, "map", mapPhaseKeys, mapIgnored)
+	f := d.mapping(n, "map", mapPhaseKeys)
 	if f == nil {
 		return nil
 	}
@@ -130,8 +130,6 @@ func (d *decoder) mapPhase(n *yaml.Node) *MapPhase {
 		if s, ok := d.enum(v, "map.isolation", string(IsolationNone), string(IsolationWorktree)); ok {
 			m.Isolation, m.IsolationSet = Isolation(s), true
 		}
-	} else {
-		d.warnSharedCheckout(m.Template)
 	}
 	if v := f.get("merge"); v != nil {
 		s, ok := d.enum(v, "map.merge", "merge", "none")

@@ -8,7 +8,8 @@ var mergeKeys = []string{"commands", "timeout"}
 // mergeEnd reads merge: and merge_back:, the end of a job that runs on a
 // job branch: both act on that branch, which a MapReduce job whose map
 // runs without isolation does not have. A standard workflow gets one
-// because of them (RunsInWorktree).
+// because of them (RunsInWorktree), and so does a map whose isolation the
+// file does not set, as in Prodigy.
 func (d *decoder) mergeEnd(f *fields, wf *Workflow) {
 	if n := f.get("merge"); n != nil {
 		wf.Merge = d.mergePhase(n)
@@ -17,6 +18,17 @@ func (d *decoder) mergeEnd(f *fields, wf *Workflow) {
 		wf.MergeBack, _ = d.boolean(n, "merge_back")
 	}
 	if wf.Map == nil || wf.Map.Isolation == IsolationWorktree {
+		return
+	}
+	if !wf.Map.IsolationSet && (wf.Merge != nil || wf.MergeBack) {
+		// Prodigy runs every map agent in a worktree, and its merge
+		// workflow when it merges the job's: a map that says nothing of
+		// its isolation does too.
+		wf.Map.Isolation = IsolationWorktree
+		return
+	}
+	if !wf.Map.IsolationSet {
+		d.warnSharedCheckout(wf.Map.Template)
 		return
 	}
 	const why = "%s acts on the job branch, which only a map with isolation: worktree has (this one runs with isolation: none); set map.isolation: worktree or remove %s"

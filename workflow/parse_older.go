@@ -100,3 +100,27 @@ func (d *decoder) testStep(f *fields) (Command, *yaml.Node) {
 	}
 	return cmd, onFailure
 }
+
+// analyzeStep reports whether a step is Prodigy's analyze: step (a mapping
+// with analyze and no command), which Prodigy parses and never runs; it
+// warns once, and the step is left out.
+func (d *decoder) analyzeStep(n *yaml.Node) bool {
+	m := d.resolve(n)
+	if m == nil || m.Kind != yaml.MappingNode {
+		return false
+	}
+	var analyze *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		switch k := m.Content[i]; k.Value {
+		case "analyze":
+			analyze = k
+		case "shell", "claude", "foreach", "write_file", "test", "name":
+			return false
+		}
+	}
+	if analyze == nil {
+		return false
+	}
+	d.warnf(analyze, "analyze: steps (Prodigy's code analysis) have no effect and are left out; Prodigy parses them and never runs them either")
+	return true
+}

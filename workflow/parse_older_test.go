@@ -68,8 +68,9 @@ func TestTestStep(t *testing.T) {
 	}
 }
 
-// Keys Prodigy accepts and ignores are one warning each; analyze: steps
-// are left out; runner's own keys misspelt stay errors.
+// A key runner does not know and that is no likely misspelling of a key
+// known where it stands is one warning each, as Prodigy ignores it;
+// analyze: steps are left out; runner's own keys misspelt stay errors.
 func TestKeysProdigyIgnores(t *testing.T) {
 	for _, tt := range []struct {
 		src   string
@@ -77,26 +78,32 @@ func TestKeysProdigyIgnores(t *testing.T) {
 		warns []string
 	}{
 		{"- claude: /x\n  analysis: {max_cache_age: 300}\n  focus: security\n  inputs: [a]\n- claude: /y\n  analysis: {}\n", 2, []string{
-			`2:3: warning: analysis (Prodigy's code analysis before a command) has no effect; Prodigy ignores it too`,
-			`3:3: warning: focus (a focus for Prodigy's code analysis) has no effect; Prodigy ignores it too`,
-			`4:3: warning: inputs (inputs of Prodigy's structured commands) has no effect; Prodigy ignores it too`,
+			`2:3: warning: ignored: runner does not know "analysis" here; Prodigy ignores it too`,
+			`3:3: warning: ignored: runner does not know "focus" here; Prodigy ignores it too`,
+			`4:3: warning: ignored: runner does not know "inputs" here; Prodigy ignores it too`,
 		}},
 		{"- analyze: {save: true}\n- claude: /x\n- analyze: {}\n", 1, []string{
 			`1:3: warning: analyze: steps (Prodigy's code analysis) have no effect and are left out; Prodigy parses them and never runs them either`,
 		}},
-		{"- claude: /x\n  metadata: {analysis: {}}\n", 1, []string{`2:14: warning: analysis (Prodigy's code analysis before a command) has no effect`}},
+		{"- claude: /x\n  metadata: {analysis: {}}\n", 1, []string{`2:14: warning: ignored: runner does not know "analysis" here; Prodigy ignores it too`}},
 		{"mode: mapreduce\nmap:\n  input: x\n  timeout_per_agent: 60\n  retry_on_failure: 2\n  agent_template: [{shell: x}]\n", 0, []string{
-			`4:3: warning: timeout_per_agent (an agent timeout of older Prodigy; runner's is agent_timeout) has no effect; Prodigy ignores it too`,
-			`5:3: warning: retry_on_failure (an item retry of older Prodigy; runner's is retry_config) has no effect; Prodigy ignores it too`,
+			`4:3: warning: ignored: runner does not know "timeout_per_agent" here; Prodigy ignores it too`,
+			`5:3: warning: ignored: runner does not know "retry_on_failure" here; Prodigy ignores it too`,
 		}},
 		{"- shell: x\n  validate: [{shell: c, result_file: r.json, threshold: 80, on_incomplete: {claude: /f}}]\n", 1, []string{
-			`2:25: warning: result_file (in a validate list element;`, `2:46: warning: threshold (`, `2:61: warning: on_incomplete (`,
-		}},
-		{"- shell: x\n  validate: {shell: a, claude: /b}\n", 1, []string{
-			`2:14: warning: validate.shell beside validate.claude has no effect: only the claude check runs; Prodigy ignores it too`,
+			`2:25: warning: ignored: runner does not know "result_file" here`, `2:46: warning: ignored: runner does not know "threshold" here`, `2:61: warning: ignored: runner does not know "on_incomplete" here`,
 		}},
 		{"commands: [{shell: x}]\nconfig: {max_iterations: 2}\n", 1, []string{
-			`2:1: warning: config (settings of older Prodigy versions) has no effect; Prodigy ignores it too`,
+			`2:1: warning: ignored: runner does not know "config" here; Prodigy ignores it too`,
+		}},
+		{"mode: mapreduce\nmap: {input: x, agent_template: [{shell: x}], max_attempts: 2}\ncollect_metrics: true\nenv: {N: {default: 3, description: d}}\n", 0, []string{
+			`2:47: warning: ignored: runner does not know "max_attempts" here; Prodigy ignores it too`,
+			`3:1: warning: ignored: runner does not know "collect_metrics" here; Prodigy ignores it too`,
+			`4:11: warning: env.N: a mapping with default: is not an env form; runner sets the variable to its default`,
+			`4:23: warning: ignored: runner does not know "description" here; Prodigy ignores it too`,
+		}},
+		{"- shell: x\n  retry_config: {backoff: {exponential: {initial: 1s}}}\n", 1, []string{
+			`2:42: warning: ignored: runner does not know "initial" here; Prodigy ignores it too`,
 		}},
 	} {
 		wf, warns := parseWarn(t, tt.src)
@@ -121,9 +128,10 @@ func TestKeysProdigyIgnores(t *testing.T) {
 		{"- shel: x\n", `unknown key "shel" in step commands[0] (did you mean "shell"?)`},
 		{"- shell: x\n  retry_confg: {attempts: 2}\n", `did you mean "retry_config"?`},
 		{"mode: mapreduce\nmap: {input: x, max_paralel: 2, agent_template: [{shell: x}]}\n", `did you mean "max_parallel"?`},
-		{"- claude: /x\n  analysys: {}\n", `unknown key "analysys"`},
+		{"- shell: x\n  retry_config: {backoff: {exponentail: {}}}\n", `unknown key "exponentail"`},
+		{"- shell: x\n  retry_config: {backoff: {geometric: {}}}\n", `unknown key "geometric"`},
 		{"- goal_seek: {}\n", `goal_seek (Prodigy's iterative refinement with a scoring command) is not supported`},
-		{"extends: base.yml\ncommands: [{shell: x}]\n", `extends (Prodigy's workflow composition`},
+		{"extends: base\ncommands: [{shell: x}]\n", `1:10: extends: base workflow "base" not found (looked for base.yml in bases/, templates/, workflows/ and ./)`},
 	} {
 		if errs := parseErr(t, "w.yml", tt.src); len(errs) != 1 || !strings.Contains(errs[0], tt.want) {
 			t.Errorf("%q: want one error containing %q, got %q", tt.src, tt.want, errs)
@@ -149,7 +157,7 @@ func TestAnalyzeBesideACommand(t *testing.T) {
 	if len(wf.Steps) != 1 || wf.Steps[0].Command.Text.String() != "/lint" {
 		t.Fatalf("steps %+v, want the claude step", wf.Steps)
 	}
-	want := `2:3: warning: analyze (Prodigy's code analysis, which it never runs) has no effect; Prodigy ignores it too`
+	want := `2:3: warning: ignored: runner does not know "analyze" here; Prodigy ignores it too`
 	if len(warns) != 1 || warns[0] != want {
 		t.Errorf("warnings %q, want %q", warns, want)
 	}

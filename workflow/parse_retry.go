@@ -123,8 +123,8 @@ func (d *decoder) backoff(n *yaml.Node, what string) retryv2.Backoff {
 		}
 		return b
 	}
-	f := d.mapping(r, what, strategyNames)
-	if f == nil {
+	f := d.choice(r, what, strategyNames)
+	if f == nil || f.unknown > 0 {
 		return b
 	}
 	if len(f.keys) != 1 {

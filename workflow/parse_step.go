@@ -44,9 +44,11 @@ func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
 	outer := d.at
 	for i, it := range items {
 		d.at = stepAt{phase: strings.TrimSuffix(what, ".commands"), index: i, outer: d.doOf}
-		if s := d.step(it, fmt.Sprintf("%s[%d]", what, i), i); s != nil {
-			steps = append(steps, s)
-		}
+		d.inOrigin(it, func() {
+			if s := d.step(it, fmt.Sprintf("%s[%d]", what, i), i); s != nil {
+				steps = append(steps, s)
+			}
+		})
 	}
 	d.at = outer
 	return steps
@@ -65,7 +67,7 @@ func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	if r := d.resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {
 		return d.bareStep(r, index)
 	}
-	f := d.mappingIgnoring(n, "step "+what, stepKeys, stepIgnored)
+	f := d.mapping(n, "step "+what, stepKeys)
 	if f == nil {
 		return nil
 	}

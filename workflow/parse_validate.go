@@ -53,7 +53,7 @@ const (
 const ValidationVar = "validation"
 
 var (
-	validateKeys          = []string{"shell", "claude", "commands", "result_file", "threshold", "timeout", "on_incomplete"}
+	validateKeys          = []string{"shell", "command", "claude", "commands", "result_file", "threshold", "timeout", "on_incomplete"}
 	onIncompleteKeys      = []string{"shell", "claude", "commands", "max_attempts", "fail_workflow", "commit_required"}
 	validationCommandKeys = []string{"shell", "claude", "commit_required"}
 )
@@ -73,6 +73,11 @@ func (d *decoder) validate(n *yaml.Node) *Validation {
 	f := d.mapping(r, "validate", validateKeys)
 	if f == nil {
 		return nil
+	}
+	if d.oneOf(f, "shell", "command"); !f.has("shell") && f.has("command") {
+		// Prodigy's ValidationConfig: command is the older spelling of
+		// shell.
+		f.keys["shell"], f.vals["shell"] = f.keys["command"], f.vals["command"]
 	}
 	if sh := f.get("shell"); sh != nil && f.get("claude") != nil && f.get("commands") == nil {
 		// Prodigy runs the claude check and never the shell one (SPEC
@@ -183,7 +188,7 @@ func (d *decoder) validationCommands(n *yaml.Node, what string) []ValidationComm
 	out := make([]ValidationCommand, 0, len(items))
 	for i, it := range items {
 		item := fmt.Sprintf("%s[%d]", what, i)
-		f := d.mappingIgnoring(it, item, validationCommandKeys, validateItemIgnored)
+		f := d.mapping(it, item, validationCommandKeys)
 		if f == nil {
 			continue
 		}

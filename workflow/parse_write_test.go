@@ -46,7 +46,7 @@ func TestWriteFileErrors(t *testing.T) {
 		{"- write_file: {path: a, content: x, format: xml}\n", `1:45: write_file.format must be one of text, json, yaml, not "xml"`},
 		{"- write_file: {path: a, content: x, mode: '0999'}\n", `1:43: write_file.mode must be octal permissions from 0000 to 0777`},
 		{"- write_file: {path: a, content: x, mode: '01777'}\n", `1:43: write_file.mode must be octal permissions`},
-		{"- write_file: {path: a, content: x, encoding: utf8}\n", `1:37: unknown key "encoding" in write_file`},
+		{"- write_file: {path: a, content: x, contents: utf8}\n", `1:37: unknown key "contents" in write_file (did you mean "content"?)`},
 		{"- write_file: {path: a, content: [x]}\n", `1:34: write_file.content must be a string, not a list`},
 		{"- write_file: {path: a, content: '{\"a\": }', format: json}\n", `1:34: write_file.content is not valid JSON: invalid character '}'`},
 		{"- write_file: {path: a, content: 'a: [', format: yaml}\n", `1:34: write_file.content is not valid YAML`},

@@ -54,6 +54,11 @@ type Workflow struct {
 	// what its author meant, in file order (runner validate and run print
 	// them; --strict makes them errors).
 	Warnings ParseErrors
+	// Composed is the composed document of a workflow made with
+	// Prodigy's composition (imports, extends, template, parameters):
+	// the copy a job stores, which needs none of the files it came from.
+	// nil for any other workflow.
+	Composed []byte
 
 	// The rest of the environment (parse_env.go): secrets written as
 	// values or references, applied after each step's env; env_files;

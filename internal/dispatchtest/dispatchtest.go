@@ -146,7 +146,11 @@ func startIn(t *testing.T, s Subject, src, dir string, opts job.Options) *fixtur
 // test ends.
 func (f *fixture) open(t *testing.T) itemtask.Dispatcher {
 	t.Helper()
-	d, err := f.backend.Open(t.Context(), mapreduce.View(f.job), f.host)
+	view, err := mapreduce.View(t.Context(), f.job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.backend.Open(t.Context(), view, f.host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,11 @@
 package dispatchtest
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // worktreeTemplate's item commits a file named after its word in its
@@ -25,30 +23,9 @@ map:
 // working directory.
 func startRepo(t *testing.T, s Subject, src string) (*fixture, func(args ...string) string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	dir := t.TempDir()
-	t.Chdir(dir)
-	for _, kv := range [][2]string{{"GIT_AUTHOR_NAME", "t"}, {"GIT_COMMITTER_NAME", "t"}, {"GIT_AUTHOR_EMAIL", "t@example.com"}, {"GIT_COMMITTER_EMAIL", "t@example.com"}} {
-		t.Setenv(kv[0], kv[1])
-	}
-	git := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("git", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".runner/\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	git("add", "-A")
-	git("commit", "-qm", "base")
-	git("branch", "runner/conformance")
-	return startIn(t, s, src, dir, job.Options{ItemBranches: "runner-items/conformance/", TargetBranch: "main"}), git
+	r := testkit.GitCheckout(t, map[string]string{".gitignore": ".runner/\n"})
+	r.Git("branch", "runner/conformance")
+	return startIn(t, s, src, r.Dir, job.Options{ItemBranches: "runner-items/conformance/", TargetBranch: "main"}), r.Git
 }
 
 // An item of a map that runs in worktrees runs in a worktree of its own on

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // natsGitWorkflow's items run in worktrees and commit a file each: items
@@ -66,18 +67,11 @@ func TestNATSWorktreeClones(t *testing.T) {
 	}
 	dir := t.TempDir()
 	identity, git := testGitIdentity, gitRunner(t, realGit)
-	repo, bin := filepath.Join(dir, "repo"), filepath.Join(dir, "bin")
-	runs := filepath.Join(dir, "runs.log")
-	for _, d := range []string{repo, bin} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+	bin, runs := filepath.Join(dir, "bin"), filepath.Join(dir, "runs.log")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	writeFile(t, repo, "w.yml", natsGitWorkflow(runs))
-	writeFile(t, repo, ".gitignore", ".runner/\n")
-	git(repo, "init", "-q", "-b", "main")
-	git(repo, "add", "-A")
-	git(repo, "commit", "-qm", "base")
+	repo := testkit.GitRepo(t, map[string]string{"w.yml": natsGitWorkflow(runs), ".gitignore": ".runner/\n"}).Dir
 	writeFile(t, bin, "git", damagingGit(realGit))
 	if err := os.Chmod(filepath.Join(bin, "git"), 0o755); err != nil {
 		t.Fatal(err)

@@ -100,13 +100,12 @@ func newGitCrashRig(t *testing.T, url, workerKill string) *gitCrashRig {
 		t.Skip("no git")
 	}
 	dir := t.TempDir()
-	r := &gitCrashRig{t: t, repo: filepath.Join(dir, "repo"), runs: filepath.Join(dir, "runs.log"), marks: filepath.Join(dir, "marks"),
-		tmp: filepath.Join(dir, "tmp"), url: url}
+	r := &gitCrashRig{t: t, runs: filepath.Join(dir, "runs.log"), marks: filepath.Join(dir, "marks"), tmp: filepath.Join(dir, "tmp"), url: url}
 	if strings.HasPrefix(workerKill, "upload:") {
 		r.crashRunner = crashPointRunner(t)
 	}
 	bin := filepath.Join(dir, "bin")
-	for _, d := range []string{r.repo, bin, r.marks, r.tmp} {
+	for _, d := range []string{bin, r.marks, r.tmp} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -117,11 +116,7 @@ func newGitCrashRig(t *testing.T, url, workerKill string) *gitCrashRig {
 	}
 	r.env = append(slices.Clone(testGitIdentity), "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"), "GIT_KILL_AT=")
 	r.git = gitRunner(t, realGit)
-	writeFile(t, r.repo, "w.yml", gitCrashWorkflow(r.runs))
-	writeFile(t, r.repo, ".gitignore", ".runner/\n")
-	r.git(r.repo, "init", "-q", "-b", "main")
-	r.git(r.repo, "add", "-A")
-	r.git(r.repo, "commit", "-qm", "base")
+	r.repo = testkit.GitRepo(t, map[string]string{"w.yml": gitCrashWorkflow(r.runs), ".gitignore": ".runner/\n"}).Dir
 	for i := range 2 {
 		clone := filepath.Join(dir, fmt.Sprintf("clone%d", i+1))
 		r.git(dir, "clone", "-q", r.repo, clone)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -411,8 +410,6 @@ type Worktree struct {
 	// Locked is set when the worktree is locked: runner locks none, and
 	// git's worktree add does until it has made it.
 	Locked bool
-	// Prunable is set when the worktree's directory is gone.
-	Prunable bool
 }
 
 // Worktrees lists the repository's worktrees whose paths are under dir.
@@ -453,8 +450,6 @@ func parseWorktrees(out string) []Worktree {
 				w.Branch = strings.TrimPrefix(b, "refs/heads/")
 			} else if line == "locked" || strings.HasPrefix(line, "locked ") {
 				w.Locked = true
-			} else if line == "prunable" || strings.HasPrefix(line, "prunable ") {
-				w.Prunable = true
 			}
 		}
 		list = append(list, w)
@@ -496,46 +491,6 @@ func (g Git) DiscardWorktree(ctx context.Context, path, branch string) error {
 		}
 	}
 	return nil
-}
-
-// ItemBranchesRoot is where runner's items' branches are:
-// runner-items/<job>/<item>.
-const ItemBranchesRoot = "runner-items/"
-
-// PruneWithBranches forgets the worktrees whose directories are gone, as
-// Prune, and removes the locked ones among them, which git's worktree add
-// locks while it makes them (runner locks none): those a git killed with
-// its process left half made, which Prune keeps and whose missing HEAD
-// breaks git bundle and fetch in the repository. It deletes the branches
-// named under prefix that either kind had checked out: the branches a
-// process killed with -9 left there. A locked worktree whose directory is
-// there stays, branch and all: another process (a worker sharing the
-// repository) may be making it.
-func (g Git) PruneWithBranches(ctx context.Context, prefix string) error {
-	out, err := g.worktree(ctx, "list", "--porcelain")
-	if err != nil {
-		return err
-	}
-	var gone []Worktree // those pruned or removed here: their branches go too
-	for _, w := range parseWorktrees(out) {
-		if _, serr := os.Lstat(w.Path); w.Locked && errors.Is(serr, fs.ErrNotExist) {
-			if _, rerr := g.worktree(ctx, "remove", "--force", "--force", w.Path); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-		} else if !w.Prunable {
-			continue
-		}
-		gone = append(gone, w)
-	}
-	if err := errors.Join(err, g.Prune(ctx)); err != nil {
-		return err
-	}
-	for _, w := range gone {
-		if strings.HasPrefix(w.Branch, prefix) {
-			err = errors.Join(err, g.DeleteBranch(ctx, w.Branch))
-		}
-	}
-	return err
 }
 
 // Merge merges branch into the branch checked out in g.Dir with a merge

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/runnerdev/runner/internal/proc"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // testEnv is git's environment in the tests: a fixed identity, and no
@@ -26,13 +26,7 @@ func testEnv(t *testing.T) []string {
 // newRepo makes a repository with one commit of base.txt on main.
 func newRepo(t *testing.T) Git {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	g := Git{Dir: t.TempDir(), Env: testEnv(t)}
-	must(t, g, "init", "-q", "-b", "main")
-	commitFile(t, g, "base.txt", "base\n", "base")
-	return g
+	return Git{Dir: testkit.GitRepo(t, map[string]string{"base.txt": "base\n"}).Dir, Env: testEnv(t)}
 }
 
 func must(t *testing.T, g Git, args ...string) string {
@@ -223,9 +217,6 @@ func TestMergeConflictAborts(t *testing.T) {
 	if head, _ := g.In(path).Head(t.Context()); head != ours {
 		t.Errorf("the reset branch is at %s, want %s", head, ours)
 	}
-	if err := g.PruneWithBranches(t.Context(), ItemBranchesRoot); err != nil {
-		t.Error(err)
-	}
 }
 
 // AbortMerge ends a merge a process left in conflict, and does nothing
@@ -363,52 +354,6 @@ func TestBranchesUnderAndOnlyOn(t *testing.T) {
 		if n, err := g.OnlyOn(t.Context(), b, got); err != nil || n != 0 {
 			t.Errorf("OnlyOn(%s) once merged into main = %d, %v; want 0", b, n, err)
 		}
-	}
-}
-
-// TestPruneWithBranches: the worktrees whose directories are gone are
-// forgotten and their branches under the prefix deleted; a branch of a
-// live worktree, one outside the prefix and one in no worktree stay, and
-// so does a locked worktree whose directory is there (another process
-// making it), with its branch.
-func TestPruneWithBranches(t *testing.T) {
-	g := newRepo(t)
-	dir := t.TempDir()
-	for _, b := range []string{"runner-items/j/1", "runner-items/j/2", "other/3", "runner-items/j/5"} {
-		must(t, g, "worktree", "add", "-q", "-b", b, filepath.Join(dir, strings.ReplaceAll(b, "/", "-")))
-	}
-	must(t, g, "branch", "runner-items/j/4")
-	// A worktree a killed git left half made: locked, no HEAD yet, its
-	// directory gone (git bundle and fetch fail on it).
-	half := filepath.Join(dir, "half")
-	must(t, g, "worktree", "add", "-q", "--detach", half)
-	admin := must(t, Git{Dir: half}, "rev-parse", "--absolute-git-dir")
-	if err := os.WriteFile(filepath.Join(admin, "locked"), []byte("initializing"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, gone := range []string{filepath.Join(admin, "HEAD"), half} {
-		if err := os.RemoveAll(gone); err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(t, g, "worktree", "lock", "--reason", "initializing", filepath.Join(dir, "runner-items-j-5"))
-	for _, gone := range []string{"runner-items-j-1", "other-3"} {
-		if err := os.RemoveAll(filepath.Join(dir, gone)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := g.PruneWithBranches(t.Context(), ItemBranchesRoot); err != nil {
-		t.Fatal(err)
-	}
-	branches := must(t, g, "branch", "--format=%(refname:short)")
-	if want := "main\nother/3\nrunner-items/j/2\nrunner-items/j/4\nrunner-items/j/5"; branches != want {
-		t.Errorf("branches %q, want %q", branches, want)
-	}
-	if trees := strings.Count(must(t, g, "worktree", "list", "--porcelain"), "worktree "); trees != 3 {
-		t.Errorf("%d worktrees, want the repository's, the live one and the one being made", trees)
-	}
-	if _, err := os.Stat(admin); !os.IsNotExist(err) {
-		t.Errorf("the half-made worktree's admin directory is still there: %v", err)
 	}
 }
 

@@ -14,9 +14,8 @@ import (
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -42,8 +41,8 @@ func OpenStored(ctx context.Context, id string, opts job.Options, emit func(even
 	if wf.Mode != workflow.MapReduce {
 		return nil, fmt.Errorf("job %s is a standard workflow: %w", id, ErrNoMap)
 	}
-	refs := jobtree.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
-	trees, err := jobtree.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Layout())
+	refs := workspace.JobRefs{ID: id, ItemBranches: w.Meta().ItemBranches}
+	trees, err := workspace.OpenWorktrees(ctx, refs, wf.Map, w.Executor().Env, w.Layout())
 	if err != nil {
 		return nil, err
 	}
@@ -79,39 +78,30 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	}
 	x := jw.Executor()
 	x.Env = append(x.Env, "RUNNER_WORKER="+worker)
-	trees, repo, err := portableTrees(ctx, p, wf.Map, x.Env, jw.Layout(), filepath.Join(dir, "git"))
+	trees, err := portableTrees(ctx, p, wf.Map, x.Env, jw.Layout(), filepath.Join(dir, "git"))
 	if err != nil {
 		return itemtask.Opened{}, fmt.Errorf("worker %s cannot run job %s: %w", worker, p.Meta.ID, err)
 	}
-	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, live), Mask: jw.Mask, LogPath: jw.ItemLogPath, Repo: repo, Last: LastStep(wf.Map.Template)}
+	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, live), Mask: jw.Mask, LogPath: jw.ItemLogPath, Last: LastStep(wf.Map.Template)}
 	if trees != nil {
-		opened.Hold = trees.Admin
-		opened.Branch = func(t itemtask.Task) string { return trees.TreeOf(taskItem(t)).Branch }
-		opened.Discard = func(ctx context.Context, t itemtask.Task) error { return trees.DiscardItem(ctx, taskItem(t)) }
+		opened.Git = trees
 	}
 	return opened, nil
 }
 
-// taskItem is the item of t as far as its worktree's names need it.
-func taskItem(t itemtask.Task) *items.Item { return &items.Item{Index: t.Index, ID: t.ItemID} }
-
 // portableTrees are the items' worktrees of a job opened on a NATS worker
 // (nil when its map runs without isolation), made from the commit each
-// task names in the repository this process is in (the worker's
-// --work-dir, a clone of the job's) or, when it is in none, in one made
-// at made; their directories are in the job's copy. It returns the
-// repository's directory too ("" for this process's).
-func portableTrees(ctx context.Context, p job.Portable, m *workflow.MapPhase, env []string, layout state.Layout, made string) (*jobtree.Worktrees, string, error) {
-	if jobtree.ItemBranches(m, p.Meta.ID) == "" {
-		return nil, "", nil
+// task names in a repository of the worker's own, made at dir
+// (workspace.WorkerRepo); their directories are in the job's copy.
+func portableTrees(ctx context.Context, p job.Portable, m *workflow.MapPhase, env []string, layout state.Layout, dir string) (*workspace.Worktrees, error) {
+	if workspace.ItemBranches(m, p.Meta.ID) == "" {
+		return nil, nil
 	}
-	repo, err := jobtree.WorkerRepo(ctx, made, env)
-	if err != nil {
-		return nil, "", err
+	if err := workspace.WorkerRepo(ctx, dir, env); err != nil {
+		return nil, err
 	}
-	refs := jobtree.JobRefs{ID: p.Meta.ID, ItemBranches: p.Meta.ItemBranches, Repo: repo}
-	trees, err := jobtree.OpenWorktrees(ctx, refs, m, env, layout)
-	return trees, repo, err
+	refs := workspace.JobRefs{ID: p.Meta.ID, ItemBranches: p.Meta.ItemBranches, Repo: dir}
+	return workspace.OpenWorktrees(ctx, refs, m, env, layout)
 }
 
 // LastStep reports whether a step's record is the last of a run of

@@ -11,7 +11,7 @@ import (
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/jobtree"
+	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
@@ -25,15 +25,15 @@ type Runner struct {
 	steps   []*workflow.Step
 	timeout time.Duration // agent_timeout; 0 = none
 	logPath func(itemID string) string
-	trees   *jobtree.Worktrees // map.isolation: worktree; nil for none
-	live    *itemtask.Live     // nil: the items' output goes to their logs only
+	trees   *workspace.Worktrees // map.isolation: worktree; nil for none
+	live    *itemtask.Live       // nil: the items' output goes to their logs only
 }
 
 // NewRunner returns a runner of m's template with x in scope (the job's
 // variables after setup), writing each item's output to the log logPath
 // names, each item in a worktree of trees (nil: in this process's
 // directory), showing the items' output on live too when it is not nil.
-func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logPath func(itemID string) string, trees *jobtree.Worktrees, live *itemtask.Live) *Runner {
+func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logPath func(itemID string) string, trees *workspace.Worktrees, live *itemtask.Live) *Runner {
 	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logPath: logPath, trees: trees, live: live}
 }
 
@@ -104,7 +104,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 	}
 	var dir, branch, worktree string
 	if r.trees != nil {
-		tree, err := r.trees.OpenItem(ctx, it, len(t.Checkpoints) > 0, t.Tip)
+		tree, err := r.trees.Acquire(ctx, it, len(t.Checkpoints) > 0, t.Tip)
 		if ctx.Err() != nil {
 			// Interrupted: it does not count (the branch named as below).
 			return itemtask.Outcome{Branch: tree.Branch}, context.Cause(ctx)
@@ -112,7 +112,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		if err != nil {
 			// The item's failure, as any step's: its runner is not lost.
 			return itemtask.Outcome{DispatchID: t.DispatchID, Duration: time.Since(start), Failed: true, Failure: itemtask.Failure{
-				Attempt: t.Attempt, At: time.Now(), Kind: jobtree.KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
+				Attempt: t.Attempt, At: time.Now(), Kind: workspace.KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
 			}}, nil
 		}
 		if !tree.Kept {

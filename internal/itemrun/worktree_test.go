@@ -3,48 +3,31 @@ package itemrun
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // A task sent again with checkpoints to a worker whose clone has no
 // worktree of the item (its first run was on another worker) starts over:
 // the saved steps' commits are not in the fresh worktree, so skipping
-// them would run the later steps on work that is not there. The branch
-// the run makes is the one Opened.Branch names before it.
+// them would run the later steps on work that is not there. The item's
+// worktree and branch are in a clone of the worker's own, in its store:
+// the repository it runs in (its --work-dir's) gets none.
 func TestResumedItemInFreshWorktreeStartsOver(t *testing.T) {
-	repo := t.TempDir()
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "-q", "-b", "main")
-	git("commit", "-q", "--allow-empty", "-m", "init")
-	tip := git("rev-parse", "HEAD")
-	t.Chdir(repo)
-	t.Setenv("GIT_AUTHOR_NAME", "t")
-	t.Setenv("GIT_AUTHOR_EMAIL", "t@t")
-	t.Setenv("GIT_COMMITTER_NAME", "t")
-	t.Setenv("GIT_COMMITTER_EMAIL", "t@t")
+	repo := testkit.GitCheckout(t, nil)
+	tip := repo.Git("rev-parse", "HEAD")
 
 	src := "mode: mapreduce\nmap:\n  input: seq 1 1\n  isolation: worktree\n  agent_template:\n" +
 		"    - shell: echo made > first && git add first && git commit -qm first\n" +
 		"    - shell: test -f first\n"
 	portable := portableJob(t, src, filepath.Join(t.TempDir(), "state"))
-	opened, err := OpenPortable(t.Context(), portable, filepath.Join(t.TempDir(), "worker"), "w1", func(eventlog.Event) {}, nil)
+	store := filepath.Join(t.TempDir(), "worker")
+	opened, err := OpenPortable(t.Context(), portable, store, "w1", func(eventlog.Event) {}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +49,17 @@ func TestResumedItemInFreshWorktreeStartsOver(t *testing.T) {
 	if len(ran) == 0 || ran[0] != 0 {
 		t.Errorf("steps saved %v: want the first step run again", ran)
 	}
-	// The worker notes the branch before the run (itemtask.Opened.Branch).
-	if named := opened.Branch(task); named != out.Branch || named == "" {
-		t.Errorf("Opened.Branch named %q before the run, which made %q", named, out.Branch)
+	if !strings.HasPrefix(out.Worktree, store+string(filepath.Separator)) {
+		t.Errorf("the item's worktree %s is not in the worker's store %s", out.Worktree, store)
+	}
+	if b := repo.Git("branch", "--format=%(refname:short)"); b != "main" || out.Branch == "" {
+		t.Errorf("the run made branch %q; the --work-dir's repository has %q, want main alone", out.Branch, b)
+	}
+	if n := strings.Count(repo.Git("worktree", "list", "--porcelain"), "worktree "); n != 1 {
+		t.Errorf("the --work-dir's repository has %d worktrees, want its own alone", n)
+	}
+	if err := opened.Git.Discard(t.Context(), task); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -222,36 +222,59 @@ type Job interface {
 	// Portable is the job as a process on another machine opens it (the
 	// workflow copy, its variables after setup), as JSON.
 	Portable() (json.RawMessage, error)
-	// ItemStates is the last recorded state of every item, by index.
-	ItemStates() (map[int]ItemRecord, error)
+	// RunningItems are the items the item log last saw running, by
+	// index, with their checkpoints.
+	RunningItems() (map[int]ItemRecord, error)
 	// Layout is where the job's files are in its directory.
 	Layout() state.Layout
 	// Repo is the git side of a job whose items run in worktrees
-	// (map.isolation: worktree); its zero value for any other job.
+	// (map.isolation: worktree); nil for any other job.
 	Repo() Repo
 }
 
 // Repo is the git side of a job whose items run in worktrees, in the
-// repository of the job's process (its directory): where the items start
-// from and where their branches go back to.
-type Repo struct {
-	JobBranch    string   // the job branch, which items start from and merge into
-	ItemBranches string   // the items' branches' prefix, ending in a slash
-	Target       string   // the branch the job started on; "" when HEAD was detached
-	Env          []string // git's environment: the job's
-	// Hold runs fn while no other git command of runner's that reads
-	// every ref or changes the worktrees runs in the repository (git's
-	// worktree add and remove race with them); nil: fn runs at once.
-	Hold func(fn func() error) error
+// repository of the job's process (the job's workspace.Worktrees): where
+// the items start from and where their branches come back to when they
+// run elsewhere.
+type Repo interface {
+	// Tip is the job branch's tip, which items start from.
+	Tip(ctx context.Context) (string, error)
+	// Base is where the job branch left the branch the job started on,
+	// which the repository's clones made before the job likely have; ""
+	// when not known.
+	Base(ctx context.Context) string
+	// ExportTip writes to path a bundle of commit sha (a tip) with the
+	// history base lacks ("": all of it), which Clone.ImportTip reads.
+	ExportTip(ctx context.Context, path, sha, base string) error
+	// ImportItem brings back from the bundle at path (Clone.ExportItem's;
+	// "": none, the branch made no commit) the branch b of an item given
+	// tip ("": not known), checked.
+	ImportItem(ctx context.Context, path string, b ItemBranch, tip string) error
 	// CheckItemBranch fails, as making the item's worktree would (kind
 	// KindWorktree), when git could not make the branch of item (index,
 	// id) at commit at in the repository: a ref in its way. For items
 	// whose worktrees are made elsewhere and whose branches come back.
-	CheckItemBranch func(ctx context.Context, index int, id, at string) error
-	// Moves counts the changes of the job branch the job's process made
-	// while the items run: while it stays the same, a tip read before is
-	// the tip still. nil: not counted (read the tip each time).
-	Moves func() uint64
+	CheckItemBranch(ctx context.Context, index int, id, at string) error
+}
+
+// ItemBranch is an item's branch as a run elsewhere left it: its name,
+// the commit its worktree started from and its head.
+type ItemBranch struct{ Name, Base, Head string }
+
+// Clone is the repository a process that runs some of a job's items
+// for the job's own (a NATS worker) makes their worktrees in, its own.
+type Clone interface {
+	// Has reports whether it has commit sha.
+	Has(ctx context.Context, sha string) bool
+	// ImportTip fetches commit sha from the bundle at path
+	// (Repo.ExportTip's).
+	ImportTip(ctx context.Context, path, sha string) error
+	// ExportItem writes to path a bundle of the commits branch has since
+	// base, and returns its head; none when the head is base.
+	ExportItem(ctx context.Context, path, branch, base string) (head string, err error)
+	// Discard removes what a run of t left: its worktree, whatever a git
+	// killed midway left of it, and its branch.
+	Discard(ctx context.Context, t Task) error
 }
 
 // Capabilities are what a dispatcher does beyond running a task to its
@@ -284,15 +307,6 @@ type Backend struct {
 	Open func(ctx context.Context, job Job, host Host) (Dispatcher, error)
 }
 
-// Held runs fn under hold (Repo.Hold, Opened.Hold), or at once when hold
-// is nil.
-func Held(hold func(fn func() error) error, fn func() error) error {
-	if hold == nil {
-		return fn()
-	}
-	return hold(fn)
-}
-
 // Opened is a job opened in a process that runs some of its items for the
 // job's own (a NATS worker): the runner of its tasks, the masking of its
 // secrets in what goes back, where each item's output is logged, and
@@ -301,20 +315,9 @@ type Opened struct {
 	Runner  Runner
 	Mask    func(string) string
 	LogPath func(itemID string) string
-	// Repo is the repository the items' worktrees are made in (map.isolation:
-	// worktree): "" for the one this process's directory is in; Hold runs
-	// a function while no item's worktree is made or removed in it (nil
-	// without worktrees).
-	Repo string
-	Hold func(fn func() error) error
-	// Branch names the branch in Repo that a run of t makes its worktree
-	// on (nil without worktrees): known before the run, so that a worker
-	// can note it as its own before it exists.
-	Branch func(t Task) string
-	// Discard removes what a run of t left in Repo, under Hold: its
-	// worktree, whatever a git killed midway left of it, and its branch
-	// (nil without worktrees).
-	Discard func(ctx context.Context, t Task) error
+	// Git is where the items' worktrees are made (map.isolation:
+	// worktree); nil without worktrees.
+	Git Clone
 	// Last reports whether rec is the last record of a run that goes on
 	// to its outcome (the template's last step, not waiting to retry):
 	// its checkpoint may travel with the outcome, as nothing runs after

@@ -75,7 +75,7 @@ type Options struct {
 	// Completed (resume only) resumes a job that completed too: the
 	// final merge of its job branch, which was not made, is still to do.
 	Completed bool
-	// Replace (resume only) is a workflow file to run the rest of the job
+	// Replace (resume and Attach) is a workflow file to run the rest of the job
 	// with, in place of its stored copy; nil: the stored copy.
 	Replace *Replacement
 }
@@ -101,7 +101,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 		return nil, err
 	}
 	sum := fileSum(source) // of the file as read: resume compares the file with it
-	vars, secrets, source := jobenv.Withhold(wf, opts.Vars, source, env, opts.Profile)
+	vars, secrets, source := jobenv.Withhold(wf, opts.Vars, copyOf(wf, source), env, opts.Profile)
 	st, err := opts.Store.Create(state.Meta{
 		ID: id, Workflow: wf.Name, File: wf.File, FilePath: absPath(wf.File), FileSum: sum, Mode: string(wf.Mode),
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), RunStarted: now(), PID: os.Getpid(),
@@ -148,21 +148,7 @@ func Resume(id string, opts Options) (*Job, error) {
 	if st.Meta.Status == state.Completed && !opts.Completed {
 		return nil, completedError(id, st.Meta.Items)
 	}
-	if err := lockJob(st, false); err != nil {
-		return nil, err
-	}
-	r, err := planResume(st, opts)
-	if err != nil {
-		st.Unlock()
-		return nil, err
-	}
-	kept, err := r.apply(st)
-	if err != nil {
-		st.Unlock()
-		return nil, err
-	}
-	opts.Vars = r.vars
-	j, err := open(st, r.wf, opts, r.env)
+	j, changed, err := reopenPlanned(st, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +169,8 @@ func Resume(id string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	j.emit(eventlog.JobResumed(os.Getpid(), st.Meta.ResumedCount))
-	if kept != "" || len(r.set) > 0 {
-		j.emit(eventlog.JobChanged(r.changedFile(kept), kept, r.set))
+	if changed != nil {
+		j.emit(*changed)
 	}
 	return j, nil
 }
@@ -193,12 +179,20 @@ func Resume(id string, opts Options) (*Job, error) {
 // another process (`runner dlq retry`): its lock is shared with other
 // attached processes and excludes a run or resume; its status is left
 // alone; the variables its setup defined are restored. Close releases it.
+// With opts.Replace (dlq retry --workflow) the job goes on with that file
+// when it fits what the job has done, by resume's rules, even once the
+// job completed; the lock is then the job's alone, as resume's is.
 func Attach(id string, opts Options) (*Job, error) {
 	st, err := opts.Store.Open(id)
 	if err != nil {
 		return nil, err
 	}
-	j, err := reopen(st, opts, true)
+	var j *Job
+	if opts.Replace != nil {
+		j, err = reopenReplaced(st, opts)
+	} else {
+		j, err = reopen(st, opts, true)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +231,46 @@ func reopen(st *state.Job, opts Options, shared bool) (*Job, error) {
 		return nil, err
 	}
 	return open(st, wf, opts, nil)
+}
+
+// reopenReplaced locks a stored job alone and opens it with the
+// replacement opts.Replace, which becomes its copy when it fits the job's
+// progress (job_changed records it).
+func reopenReplaced(st *state.Job, opts Options) (*Job, error) {
+	j, changed, err := reopenPlanned(st, opts)
+	if err == nil && changed != nil {
+		j.emit(*changed)
+	}
+	return j, err
+}
+
+// reopenPlanned locks a stored job alone and opens it as resume's plan
+// makes it (planResume: --set values, a replacement file), which it
+// stores first; changed is the job_changed event to record, nil when
+// nothing changed.
+func reopenPlanned(st *state.Job, opts Options) (j *Job, changed *eventlog.Event, err error) {
+	if err := lockJob(st, false); err != nil {
+		return nil, nil, err
+	}
+	r, err := planResume(st, opts)
+	if err != nil {
+		st.Unlock()
+		return nil, nil, err
+	}
+	kept, err := r.apply(st)
+	if err != nil {
+		st.Unlock()
+		return nil, nil, err
+	}
+	opts.Vars = r.vars
+	if j, err = open(st, r.wf, opts, r.env); err != nil {
+		return nil, nil, err
+	}
+	if kept != "" || len(r.set) > 0 {
+		e := eventlog.JobChanged(r.changedFile(kept), kept, r.set)
+		changed = &e
+	}
+	return j, changed, nil
 }
 
 // storedWorkflow loads a stored job's workflow copy and sets opts.Vars to

@@ -116,7 +116,7 @@ func (r *resumePlan) replace(ctx context.Context, rep *Replacement, old *workflo
 	if err := next.ResolveDurations(executor.NewScope(env.Vars(), environ).PlainLookup()); err != nil {
 		return err
 	}
-	stored, secrets, copied := jobenv.Withhold(next, r.vars, rep.Source, env, r.meta.Profile)
+	stored, secrets, copied := jobenv.Withhold(next, r.vars, copyOf(next, rep.Source), env, r.meta.Profile)
 	r.meta.Secrets = slices.Compact(slices.Sorted(slices.Values(slices.Concat(r.meta.Secrets, secrets))))
 	maps.DeleteFunc(stored, func(name, _ string) bool { return slices.Contains(r.meta.Secrets, name) })
 	r.meta.Vars, r.meta.EnvCache = stored, env.Cached()
@@ -149,6 +149,16 @@ func loadStored(st *state.Job) (*workflow.Workflow, error) {
 	wf.File, wf.Name = st.Meta.File, st.Meta.Workflow
 	RestoreIsolation(wf, st.Meta)
 	return wf, nil
+}
+
+// copyOf is what a job stores of a workflow read from source: its
+// composed document when it was composed from several files (it needs
+// none of them), else the file as read.
+func copyOf(wf *workflow.Workflow, source []byte) []byte {
+	if wf.Composed != nil {
+		return wf.Composed
+	}
+	return source
 }
 
 // fileSum is the SHA-256 of a workflow file's content, in hex.

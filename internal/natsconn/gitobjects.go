@@ -60,10 +60,6 @@ func ItemBundle(index, attempt, epoch, delivery int, head string) string {
 	return fmt.Sprintf("item/%d.%d.%d.%d.%s", index, attempt, epoch, delivery, head)
 }
 
-// TipRef is the ref a tip bundle holds tip sha under, and the ref a worker
-// keeps it under once fetched.
-func TipRef(sha string) string { return "refs/runner/tips/" + sha }
-
 // ItemGit is what a result says of an item's git branch (map.isolation:
 // worktree): the branch, the commit its worktree started from (Base, the
 // task's Tip) and the branch's head; Bundle is the object in the job's git

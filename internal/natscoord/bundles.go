@@ -6,50 +6,39 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
 )
 
 // gitSide carries the commits of a job whose items run in worktrees
-// between the user's repository (this process's directory) and the
+// between the user's repository (the job's itemtask.Repo) and the
 // workers, through the job's git bucket: the job branch's tips out (a
 // bundle per tip, made once: thin against the commit the job started
 // from, whose full bundle is made once per job), the items' branches
 // back.
 type gitSide struct {
 	repo itemtask.Repo
-	git  gitwork.Git // in the user's checkout
-	base string      // the commit the job started from, which workers' clones likely have; "" unknown
-	tmp  string      // where bundles are written and read
+	base string // the commit the job started from, which workers' clones likely have; "" unknown
+	tmp  string // where bundles are written and read
 
 	mu   sync.Mutex      // one tip's bundles made at a time
 	tips map[string]bool // the tip bundles stored, by object
-	last tipRead         // the job branch's tip as last read, its bundles stored
 
 	storeMu sync.Mutex
 	store   jetstream.ObjectStore // the job's git bucket, made again by keep
-}
-
-// tipRead is the job branch's tip read when the job's process had moved
-// it moves times (itemtask.Repo.Moves).
-type tipRead struct {
-	sha   string
-	moves uint64
 }
 
 // openGit readies the git bucket of d's job when its items run in
 // worktrees (else it returns nil).
 func openGit(ctx context.Context, d *Dispatcher) (*gitSide, error) {
 	repo := d.j.Repo()
-	if repo.JobBranch == "" {
+	if repo == nil {
 		return nil, nil
 	}
 	store, err := d.objs.GitStore(ctx, d.key, true)
@@ -60,13 +49,7 @@ func openGit(ctx context.Context, d *Dispatcher) (*gitSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gitSide{repo: repo, git: gitwork.Git{Env: repo.Env}, store: store, tmp: tmp, tips: map[string]bool{}}
-	if repo.Target != "" {
-		// Where the job branch left the branch it started on: a clone of
-		// the repository made before the job has it.
-		g.base, _ = g.git.Output(ctx, "merge-base", "refs/heads/"+repo.Target, "refs/heads/"+repo.JobBranch)
-	}
-	return g, nil
+	return &gitSide{repo: repo, base: repo.Base(ctx), store: store, tmp: tmp, tips: map[string]bool{}}, nil
 }
 
 // bundlesDir makes the temporary directory of the bundles of the job of
@@ -114,32 +97,11 @@ func whileAway(ctx context.Context, do func() error) error {
 	return err
 }
 
-// tip returns the job branch's tip, whose bundle it stores first. The
-// tip is read again only once the job's process may have moved the job
-// branch.
+// tip returns the job branch's tip, whose bundles it stores first.
 func (g *gitSide) tip(ctx context.Context) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.repo.Moves == nil {
-		return g.readTip(ctx)
-	}
-	moves := g.repo.Moves()
-	if g.last.sha != "" && g.last.moves == moves {
-		return g.last.sha, nil
-	}
-	sha, err := g.readTip(ctx)
-	if err == nil {
-		g.last = tipRead{sha: sha, moves: moves}
-	}
-	return sha, err
-}
-
-// readTip reads the job branch's tip and stores its bundle.
-func (g *gitSide) readTip(ctx context.Context) (string, error) {
-	sha, err := g.git.Tip(ctx, g.repo.JobBranch)
-	if err == nil && sha == "" {
-		err = fmt.Errorf("the job branch %s is gone", g.repo.JobBranch)
-	}
+	sha, err := g.repo.Tip(ctx)
 	if err == nil {
 		err = whileAway(ctx, func() error { return g.storeTip(ctx, sha, g.base) })
 	}
@@ -180,17 +142,11 @@ func (g *gitSide) storeTip(ctx context.Context, sha, base string) error {
 }
 
 // putBundle stores as object name a bundle of commit sha with the history
-// base lacks (all of it for ""), which holds sha under a ref of its own
-// (natsconn.TipRef), made for it and removed after.
+// base lacks (all of it for "").
 func (g *gitSide) putBundle(ctx context.Context, name, sha, base string) error {
-	ref := natsconn.TipRef(sha)
-	if err := g.git.SetRef(ctx, ref, sha); err != nil {
-		return err
-	}
-	defer g.git.DeleteRef(context.WithoutCancel(ctx), ref)
 	path := filepath.Join(g.tmp, strings.ReplaceAll(name, "/", "_"))
 	defer os.Remove(path)
-	if err := g.git.CreateBundle(ctx, path, ref, base); err != nil {
+	if err := g.repo.ExportTip(ctx, path, sha, base); err != nil {
 		return err
 	}
 	f, err := os.Open(path)
@@ -229,65 +185,26 @@ func (g *gitSide) fetchItem(ctx context.Context, tip string, r natsconn.Result, 
 	return out
 }
 
-// fetch checks what the worker says of the item's branch and fetches its
-// commits into the user's repository under the branch's name: from its
-// bundle, which must verify, start from the tip given and hold the head
-// the worker names.
+// fetch fetches the item's commits into the user's repository under the
+// branch's name, from its bundle in the job's bucket, checked
+// (itemtask.Repo.ImportItem).
 func (g *gitSide) fetch(ctx context.Context, tip string, ig *natsconn.ItemGit) error {
 	if ig == nil {
 		return errors.New("the worker's result names no branch")
 	}
-	if err := g.checkBase(ctx, tip, ig); err != nil {
-		return err
-	}
-	ref := "refs/heads/" + ig.Branch
+	b := itemtask.ItemBranch{Name: ig.Branch, Base: ig.Base, Head: ig.Head}
 	if ig.Bundle == "" {
-		if ig.Head != ig.Base {
-			return fmt.Errorf("its branch %s is at %s, not at %s, and it sent no bundle", ig.Branch, ig.Head, ig.Base)
-		}
-		return g.git.SetRef(ctx, ref, ig.Head)
+		return g.repo.ImportItem(ctx, "", b, tip)
 	}
 	path := filepath.Join(g.tmp, strings.ReplaceAll(ig.Bundle, "/", "_"))
 	defer os.Remove(path)
 	if err := g.bucket().GetFile(ctx, ig.Bundle, path); err != nil {
 		return fmt.Errorf("bundle %s: %w", ig.Bundle, err)
 	}
-	b, err := gitwork.ReadBundle(path)
-	if err != nil {
-		return err
-	}
-	if !slices.Equal(b.Prerequisites, []string{ig.Base}) {
-		return fmt.Errorf("bundle %s starts from %s, not from the tip %s the item was given", ig.Bundle, strings.Join(b.Prerequisites, ", "), ig.Base)
-	}
-	if b.Heads[ref] != ig.Head {
-		return fmt.Errorf("bundle %s does not hold %s at %s", ig.Bundle, ref, ig.Head)
-	}
-	if err := itemtask.Held(g.repo.Hold, func() error { return g.git.FetchBundle(ctx, path, ref, ref) }); err != nil {
+	if err := g.repo.ImportItem(ctx, path, b, tip); err != nil {
 		return fmt.Errorf("bundle %s: %w", ig.Bundle, err)
 	}
 	return nil
-}
-
-// checkBase refuses a branch the job does not own or that does not start
-// from the tip the item was given.
-func (g *gitSide) checkBase(ctx context.Context, tip string, ig *natsconn.ItemGit) error {
-	if !strings.HasPrefix(ig.Branch, g.repo.ItemBranches) {
-		return fmt.Errorf("its branch %q is not one of the job's items (%s*)", ig.Branch, g.repo.ItemBranches)
-	}
-	if err := g.git.CheckBranchName(ctx, ig.Branch); err != nil {
-		return err
-	}
-	if tip != "" {
-		if ig.Base != tip {
-			return fmt.Errorf("its branch starts from %s, not from the tip %s it was given", ig.Base, tip)
-		}
-		return nil
-	}
-	on, err := g.git.Contains(ctx, g.repo.JobBranch, ig.Base)
-	if err == nil && !on {
-		err = fmt.Errorf("its branch starts from %s, which is not on the job branch", ig.Base)
-	}
-	return err
 }
 
 // bucket is the job's git bucket as the coordinator has it now.
@@ -318,7 +235,7 @@ func (g *gitSide) keep(ctx context.Context, objs *natsconn.Objects, key string, 
 	g.storeMu.Lock()
 	g.store = store
 	g.storeMu.Unlock()
-	g.tips, g.last = map[string]bool{}, tipRead{}
+	g.tips = map[string]bool{}
 	for _, tip := range tips {
 		if err := g.storeTip(ctx, tip, g.base); err != nil {
 			return true, fmt.Errorf("storing the job branch's tip %s for the workers: %w", tip, err)

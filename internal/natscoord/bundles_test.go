@@ -3,11 +3,8 @@ package natscoord
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +14,10 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
+	"github.com/runnerdev/runner/internal/workspace"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // gitFixture is a user's repository with a job branch one commit past
@@ -24,6 +25,7 @@ import (
 // process.
 type gitFixture struct {
 	g          *gitSide
+	w          *workspace.Worktrees
 	git        gitwork.Git
 	objs       *natsconn.Objects
 	srv        *natstest.Server
@@ -33,25 +35,11 @@ type gitFixture struct {
 
 func newGitFixture(t *testing.T) *gitFixture {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	env := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	git := gitwork.Git{Dir: t.TempDir(), Env: env}
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := git.Output(t.Context(), args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	run("init", "-q", "-b", "main")
-	run("commit", "-q", "--allow-empty", "-m", "base")
-	run("switch", "-q", "-c", "runner/j")
-	run("commit", "-q", "--allow-empty", "-m", "setup")
-	run("switch", "-q", "main")
+	r := testkit.GitRepo(t, nil)
+	r.Git("switch", "-q", "-c", "runner/j")
+	r.Git("commit", "-q", "--allow-empty", "-m", "setup")
+	r.Git("switch", "-q", "main")
+	git := gitwork.Git{Dir: r.Dir, Env: append(os.Environ(), testkit.GitIdentity...)}
 	srv := natstest.Start(t)
 	js, err := jetstream.New(srv.Connect(t))
 	if err != nil {
@@ -65,9 +53,13 @@ func newGitFixture(t *testing.T) *gitFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo := itemtask.Repo{JobBranch: "runner/j", ItemBranches: "runner-items/j/", Target: "main", Env: env}
-	g := &gitSide{repo: repo, git: git, store: store, tmp: t.TempDir(), tips: map[string]bool{}, base: run("rev-parse", "main")}
-	return &gitFixture{g: g, git: git, objs: objs, srv: srv, base: g.base, tip: run("rev-parse", "runner/j"), itemBranch: "runner-items/j/a"}
+	refs := workspace.JobRefs{ID: "j", ItemBranches: "runner-items/j/", Target: "main", Repo: r.Dir}
+	repo, err := workspace.OpenWorktrees(t.Context(), refs, &workflow.MapPhase{Isolation: workflow.IsolationWorktree}, git.Env, state.LayoutOf(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gitSide{repo: repo, store: store, tmp: t.TempDir(), tips: map[string]bool{}, base: repo.Base(t.Context())}
+	return &gitFixture{g: g, w: repo, git: git, objs: objs, srv: srv, base: g.base, tip: r.Git("rev-parse", "runner/j"), itemBranch: "runner-items/j/a"}
 }
 
 // item makes, in a clone of the repository, the item's branch from the
@@ -112,8 +104,8 @@ func (f *gitFixture) put(t *testing.T, clone gitwork.Git, base, name string, dam
 
 func same(data []byte) []byte { return data }
 
-// moveTip commits on the job branch, as a merge would, and returns its
-// new tip.
+// moveTip commits on the job branch, as a merge would (under the job's
+// merge lock), and returns its new tip.
 func (f *gitFixture) moveTip(t *testing.T) string {
 	t.Helper()
 	tip, err := f.git.Tip(t.Context(), "runner/j")
@@ -127,28 +119,13 @@ func (f *gitFixture) moveTip(t *testing.T) string {
 	if err := f.git.SetRef(t.Context(), "refs/heads/runner/j", next); err != nil {
 		t.Fatal(err)
 	}
-	return next
-}
-
-// countTipReads makes f's git side log the git commands it runs, and
-// returns how many of those so far read a tip (rev-parse).
-func (f *gitFixture) countTipReads(t *testing.T) func() int {
-	t.Helper()
-	real, err := exec.LookPath("git")
+	// The job branch moves under the job's merge lock.
+	unlock, err := f.w.Lock(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	log := filepath.Join(dir, "log")
-	script := "#!/bin/sh\necho \"$1\" >>'" + log + "'\nexec '" + real + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f.g.git.Env = append(slices.Clip(f.g.git.Env), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return func() int {
-		data, _ := os.ReadFile(log)
-		return strings.Count(string(data), "rev-parse\n")
-	}
+	unlock()
+	return next
 }
 
 // A tip's bundle is stored once: thin against the commit the job started
@@ -215,35 +192,6 @@ func TestGitBucketMadeAgain(t *testing.T) {
 	}
 	if _, err := store.GetInfo(t.Context(), natsconn.TipBundle(next, true)); err != nil {
 		t.Errorf("the next tip's bundle, in the bucket made again: %v", err)
-	}
-}
-
-// The job branch's tip is read once for all the items dispatched until
-// the job's process moves the job branch (a merge), and read again then.
-func TestTipReadOnceBetweenMoves(t *testing.T) {
-	f := newGitFixture(t)
-	var moves atomic.Uint64
-	f.g.repo.Moves = moves.Load
-	reads := f.countTipReads(t)
-	tipIs := func(want string) {
-		t.Helper()
-		if tip, err := f.g.tip(t.Context()); err != nil || tip != want {
-			t.Fatalf("tip = %s, %v; want %s", tip, err, want)
-		}
-	}
-	for range 5 {
-		tipIs(f.tip)
-	}
-	if n := reads(); n != 1 {
-		t.Fatalf("the tip was read %d times for 5 items, want once", n)
-	}
-	next := f.moveTip(t)
-	moves.Add(1)
-	for range 5 {
-		tipIs(next)
-	}
-	if n := reads(); n != 2 {
-		t.Fatalf("the tip was read %d times in all, want twice: once more after the move", n)
 	}
 }
 

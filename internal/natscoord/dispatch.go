@@ -225,16 +225,14 @@ func (d *Dispatcher) putSpec(ctx context.Context, status string) error {
 // running, to be settled by the first check, with the events ended
 // processes recorded of their runs (recordedRuns).
 func (d *Dispatcher) leftRunning() error {
-	states, err := d.j.ItemStates()
+	states, err := d.j.RunningItems()
 	if err != nil {
 		return err
 	}
 	running := map[string]*record{}
 	d.mu.Lock()
 	for i, rec := range states {
-		if rec.State == itemtask.ItemRunning {
-			running[rec.ID] = d.newRecord(i, max(rec.Attempt, 1), rec.ID, left)
-		}
+		running[rec.ID] = d.newRecord(i, max(rec.Attempt, 1), rec.ID, left)
 	}
 	d.mu.Unlock()
 	if len(running) == 0 {

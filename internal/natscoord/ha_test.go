@@ -23,7 +23,6 @@ import (
 	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 // workersAckWait is the ack_wait of startWorker's workers.
@@ -194,7 +193,7 @@ func TestResultWhoseDeliveryWasLostIsReadFromTheStream(t *testing.T) {
 	t.Chdir(dir)
 	j := startJob(t, dir, "mode: mapreduce\nmap:\n  input: echo x\n  agent_template:\n    - shell: 'true'\n")
 	warnings := &logBuffer{}
-	opened, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings}).Open(t.Context(), mapreduce.View(j), &refusingHost{Host: &dispatchtest.Host{}, job: j})
+	opened, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: warnings}).Open(t.Context(), viewOf(t, j), &refusingHost{Host: &dispatchtest.Host{}, job: j})
 	if err != nil {
 		t.Fatal(err)
 	}

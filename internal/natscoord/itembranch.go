@@ -13,7 +13,7 @@ import (
 // reports false with that outcome. A task that names no tip (no worktree,
 // or an ended process's) is not checked.
 func (d *Dispatcher) itemBranchFree(ctx context.Context, t itemtask.Task) (itemtask.Outcome, bool) {
-	if t.Tip == "" || d.git == nil || d.git.repo.CheckItemBranch == nil {
+	if t.Tip == "" || d.git == nil {
 		return itemtask.Outcome{}, true
 	}
 	err := d.git.repo.CheckItemBranch(ctx, t.Index, t.ItemID, t.Tip)

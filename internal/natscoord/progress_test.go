@@ -23,7 +23,6 @@ import (
 	"github.com/runnerdev/runner/internal/natsworker"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 // A task whose worker is lost after its first step goes on, on the next
@@ -263,7 +262,7 @@ map:
 	h := &refusingHost{Host: &dispatchtest.Host{Refuse: itemtask.ErrStale}, job: j}
 	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(time.Minute))
 	defer cancel()
-	d, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}).Open(ctx, mapreduce.View(j), h)
+	d, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}).Open(ctx, viewOf(t, j), h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := rec.Key
-	ended := &Dispatcher{j: mapreduce.View(j), objs: objs, queue: natsconn.DefaultQueue, key: key, maxDel: natsconn.DefaultMaxDeliveries, version: "test"}
+	ended := &Dispatcher{j: viewOf(t, j), objs: objs, queue: natsconn.DefaultQueue, key: key, maxDel: natsconn.DefaultMaxDeliveries, version: "test"}
 	if err := ended.putSpec(ctx, natsconn.StatusRunning); err != nil {
 		t.Fatal(err)
 	}

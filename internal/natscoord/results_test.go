@@ -13,7 +13,6 @@ import (
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
-	"github.com/runnerdev/runner/mapreduce"
 )
 
 // A job's results leave the results stream when it ends: acknowledged,
@@ -36,7 +35,7 @@ func TestJobLeavesNoResults(t *testing.T) {
 // job ends.)
 func TestCloseConfirmsAcksBeforeTheConsumerGoes(t *testing.T) {
 	srv, _, j := serveJob(t, "mode: mapreduce\nmap:\n  input: echo x\n  agent_template:\n    - shell: \"true\"\n")
-	opened, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}).Open(t.Context(), mapreduce.View(j), &refusingHost{Host: &dispatchtest.Host{}, job: j})
+	opened, err := New(Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard}).Open(t.Context(), viewOf(t, j), &refusingHost{Host: &dispatchtest.Host{}, job: j})
 	if err != nil {
 		t.Fatal(err)
 	}

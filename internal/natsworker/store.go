@@ -10,15 +10,15 @@ import (
 	"time"
 )
 
-// A worker keeps its jobs' copies and its items' logs in a store
+// A worker keeps its jobs' copies, with its items' logs and the git
+// clones their worktrees are made in (workspace.WorkerRepo), in a store
 // directory of its own, storePrefix* under the temporary directory, whose
 // storeLock file it holds locked while it lives: a worker killed with -9
 // cannot remove its store, so the next worker to start on the machine
-// does.
+// does, and nothing of the dead worker's is left.
 const (
 	storePrefix = "runner-worker-"
 	storeLock   = "worker.lock"
-	claimPrefix = "branch-" // the notes of claimBranch
 )
 
 // NewStore removes the stores in tmp whose workers are gone and makes a
@@ -48,16 +48,12 @@ func NewStore(tmp string) (dir string, release func(), err error) {
 }
 
 // sweepStores removes the stores in tmp whose lock files nobody holds
-// (their workers died), with the item branches they noted as their own
-// (claimBranch) but those that a live worker's store notes too (the item
-// runs again on a worker sharing the clone), and the stores without a
-// lock file a minute after they last changed (their workers died making
-// them; making one takes microseconds). Other users' stores, whose lock
-// files this process cannot open, are left alone.
+// (their workers died), and the stores without a lock file a minute after
+// they last changed (their workers died making them; making one takes
+// microseconds). Other users' stores, whose lock files this process
+// cannot open, are left alone.
 func sweepStores(tmp string) {
 	dirs, _ := filepath.Glob(filepath.Join(tmp, storePrefix+"*"))
-	var dead []*os.File // the lock files of dead workers' stores, held until they are removed
-	live := map[claimedBranch]bool{}
 	for _, dir := range dirs {
 		lock, err := os.Open(filepath.Join(dir, storeLock))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -70,21 +66,8 @@ func sweepStores(tmp string) {
 			continue
 		}
 		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			dead = append(dead, lock)
-			continue
+			os.RemoveAll(dir) // held until it is removed
 		}
-		lock.Close()
-		for _, b := range claimedBranches(dir) {
-			live[b] = true
-		}
-	}
-	for _, lock := range dead {
-		// The store goes first: the clones then see the worktrees that
-		// were in it as gone.
-		dir := filepath.Dir(lock.Name())
-		claimed := claimedBranches(dir)
-		os.RemoveAll(dir)
-		deleteBranches(claimed, live)
 		lock.Close()
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,25 +18,24 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
+	"github.com/runnerdev/runner/internal/workspace"
+	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // gitEnv is git's environment in these tests: a fixed identity, no user
 // or system configuration.
-func gitEnv() []string {
-	return append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-}
+func gitEnv() []string { return append(os.Environ(), testkit.GitIdentity...) }
 
 // A worker whose clone has the thin bundle's base fetches the tip from
 // the thin bundle alone; one whose clone lacks the base fetches the base's
 // full bundle first (a damaged one fails, named); with no thin bundle,
 // the tip's full one; a clone that has the tip fetches nothing.
 func TestFetchTipThinOrFull(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	env := gitEnv()
+	src, base := newClone(t)
+	env := src.Env
 	run := func(g gitwork.Git, args ...string) string {
 		t.Helper()
 		out, err := g.Output(t.Context(), args...)
@@ -51,9 +49,6 @@ func TestFetchTipThinOrFull(t *testing.T) {
 		run(g, args...)
 		return g
 	}
-	src := repo("init", "-q", "-b", "main")
-	run(src, "commit", "-q", "--allow-empty", "-m", "base")
-	base := run(src, "rev-parse", "HEAD")
 	withBase := repo("clone", "-q", "--no-local", src.Dir, ".")
 	run(src, "commit", "-q", "--allow-empty", "-m", "tip")
 	tip := run(src, "rev-parse", "HEAD")
@@ -72,9 +67,8 @@ func TestFetchTipThinOrFull(t *testing.T) {
 	}
 	put := func(name, sha, from string) {
 		t.Helper()
-		run(src, "update-ref", natsconn.TipRef(sha), sha)
 		path := t.TempDir() + "/b"
-		if err := src.CreateBundle(t.Context(), path, natsconn.TipRef(sha), from); err != nil {
+		if err := cloneOf(t, src.Dir).ExportTip(t.Context(), path, sha, from); err != nil {
 			t.Fatal(err)
 		}
 		f, err := os.Open(path)
@@ -93,7 +87,7 @@ func TestFetchTipThinOrFull(t *testing.T) {
 
 	w := &Worker{objs: objs, opts: WorkerOptions{StoreDir: t.TempDir(), AckWait: testkit.Scale(time.Second)}}
 	fetch := func(clone gitwork.Git) error {
-		return w.fetchTip(t.Context(), &workerJob{key: "k", opened: itemtask.Opened{Repo: clone.Dir}}, tip)
+		return w.fetchTip(t.Context(), &workerJob{key: "k", opened: itemtask.Opened{Git: cloneOf(t, clone.Dir)}}, tip)
 	}
 	if err := fetch(withBase); err != nil || !withBase.HasCommit(t.Context(), tip) {
 		t.Fatalf("a clone with the base: %v; want the tip fetched from the thin bundle", err)
@@ -116,58 +110,25 @@ func TestFetchTipThinOrFull(t *testing.T) {
 	if other := repo("init", "-q"); fetch(other) != nil || !other.HasCommit(t.Context(), tip) {
 		t.Errorf("with no thin bundle: want the tip's full one fetched")
 	}
-	// The fetch runs under the clone's worktree lock: git's fetch reads
-	// every worktree's HEAD, which one half made breaks.
-	busy := errors.New("an item's worktree is being made")
-	locked := &workerJob{key: "k", opened: itemtask.Opened{Repo: repo("init", "-q").Dir, Hold: func(func() error) error { return busy }}}
-	if err := w.fetchTip(t.Context(), locked, tip); !errors.Is(err, busy) {
-		t.Errorf("a fetch with the clone's worktree lock refused: %v; want that refusal", err)
-	}
 }
 
-// A worker that starts in a clone forgets the worktrees whose directories
-// a killed worker's store took with it.
-func TestNewWorkerForgetsLeftWorktrees(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	repo := gitwork.Git{Dir: t.TempDir(), Env: gitEnv()}
-	store := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "base"}, {"worktree", "add", "-q", "-b", "runner-items/j/1", store + "/wt"}} {
-		if _, err := repo.Output(t.Context(), args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.RemoveAll(store); err != nil {
+// cloneOf is the worktrees of job j in the repository at dir, as a worker
+// opens them in its clone (itemtask.Opened.Git).
+func cloneOf(t *testing.T, dir string) *workspace.Worktrees {
+	t.Helper()
+	m := &workflow.MapPhase{Isolation: workflow.IsolationWorktree}
+	w, err := workspace.OpenWorktrees(t.Context(), workspace.JobRefs{ID: "j", ItemBranches: "runner-items/j/", Repo: dir}, m, gitEnv(), state.LayoutOf(t.TempDir()))
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Chdir(repo.Dir)
-	if _, err := NewWorker(t.Context(), WorkerOptions{Conn: natstest.Start(t).Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "w",
-		AckWait: testkit.Scale(2 * time.Second), StoreDir: t.TempDir(), Log: io.Discard}); err != nil {
-		t.Fatal(err)
-	}
-	if list, _ := repo.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
-		t.Errorf("the clone's worktrees after a worker started:\n%s", list)
-	}
+	return w
 }
 
 // newClone makes a git repository with one commit, returned with it.
 func newClone(t *testing.T) (repo gitwork.Git, head string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	repo = gitwork.Git{Dir: t.TempDir(), Env: gitEnv()}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
-		if _, err := repo.Output(t.Context(), args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	head, err := repo.Tip(t.Context(), "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return repo, head
+	r := testkit.GitRepo(t, nil)
+	return gitwork.Git{Dir: r.Dir, Env: gitEnv()}, r.Git("rev-parse", "main")
 }
 
 // runnerFunc is an itemtask.Runner of a function.
@@ -175,83 +136,6 @@ type runnerFunc func(ctx context.Context, t itemtask.Task) (itemtask.Outcome, er
 
 func (f runnerFunc) Run(ctx context.Context, t itemtask.Task, _ itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 	return f(ctx, t)
-}
-
-// A worktree item's branch is noted in the worker's store before its run
-// makes it (a worker killed while the run makes its worktree, or after
-// the run removed it, leaves the note for the next worker's sweep), and
-// once the run ends the branch and the note are gone.
-func TestRunItemClaimsBranchBeforeItExists(t *testing.T) {
-	repo, head := newClone(t)
-	const branch = "runner-items/j/1"
-	var claimedInRun []claimedBranch
-	w := &Worker{opts: WorkerOptions{StoreDir: t.TempDir(), Name: "w"}}
-	wj := &workerJob{opened: itemtask.Opened{Repo: repo.Dir, Branch: func(itemtask.Task) string { return branch },
-		Discard: func(ctx context.Context, _ itemtask.Task) error {
-			return repo.DiscardWorktree(ctx, filepath.Join(w.opts.StoreDir, "worktree"), branch)
-		},
-		Runner: runnerFunc(func(ctx context.Context, mt itemtask.Task) (itemtask.Outcome, error) {
-			claimedInRun = claimedBranches(w.opts.StoreDir)
-			_, err := repo.Output(ctx, "branch", branch, mt.Tip)
-			return itemtask.Outcome{Branch: branch}, errors.Join(err, errors.New("the run was stopped"))
-		})}}
-	if _, _, err := w.runItem(t.Context(), wj, natsconn.Task{Tip: head}, itemtask.Task{}, nil, nil, 1); err == nil {
-		t.Fatal("runItem of a stopped run: no error")
-	}
-	if want := []claimedBranch{{repo.Dir, branch}}; !slices.Equal(claimedInRun, want) {
-		t.Errorf("the notes when the run began: %v, want %v", claimedInRun, want)
-	}
-	if left := claimedBranches(w.opts.StoreDir); len(left) > 0 {
-		t.Errorf("notes left once the run ended: %v", left)
-	}
-	if b, _ := repo.Output(t.Context(), "branch", "--list", "runner-items/*"); b != "" {
-		t.Errorf("branches left once the run ended: %s", b)
-	}
-}
-
-// A dead worker's store holding the worktree of an item running (its
-// branch not noted, as a worker before notes were written first left it)
-// and a note of another item's branch whose worktree was removed (its
-// bundle being sent): the next worker's sweep deletes both branches. The
-// sequence of 1 in 40 rounds of TestNATSGitWorkerCrash (killed at bundle
-// create): the sweep's git worktree prune, run for the noted branch,
-// forgot the running item's worktree, and nothing then said its branch
-// was left. A branch the dead store notes that a live worker's store
-// notes too (the item runs again on a worker sharing the clone) stays.
-func TestSweepDeletesDeadWorkersBranches(t *testing.T) {
-	repo, _ := newClone(t)
-	tmp := t.TempDir()
-	_, releaseLive, err := NewStore(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer releaseLive()
-	live, _ := filepath.Glob(filepath.Join(tmp, storePrefix+"*"))
-	dead := filepath.Join(tmp, storePrefix+"dead")
-	for _, args := range [][]string{{"worktree", "add", "-q", "-b", "runner-items/j/2", filepath.Join(dead, "worktrees", "2")},
-		{"branch", "runner-items/j/3"}, {"branch", "runner-items/j/4"}} {
-		if _, err := repo.Output(t.Context(), args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	notes := map[string]string{filepath.Join(dead, storeLock): "", filepath.Join(dead, claimPrefix+"3"): repo.Dir + "\nrunner-items/j/3",
-		filepath.Join(dead, claimPrefix+"4"): repo.Dir + "\nrunner-items/j/4", filepath.Join(live[0], claimPrefix+"4"): repo.Dir + "\nrunner-items/j/4"}
-	for path, data := range notes {
-		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, release, err := NewStore(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	if b, _ := repo.Output(t.Context(), "branch", "--list", "runner-items/*"); b != "runner-items/j/4" {
-		t.Errorf("branches after the sweep: %q, want the live worker's runner-items/j/4 alone", b)
-	}
-	if list, _ := repo.Output(t.Context(), "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
-		t.Errorf("worktrees left by the sweep:\n%s", list)
-	}
 }
 
 // A worktree item's run that its server left leaves nothing in the
@@ -281,7 +165,6 @@ func TestServerGoneRunLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", shim+string(filepath.ListSeparator)+os.Getenv("PATH"))
-	const branch = "runner-items/j/1"
 	for _, phase := range []string{"fetch", "worktree add", "worktree remove", "upload", "bucket lost"} {
 		t.Run(phase, func(t *testing.T) {
 			src, base := newClone(t)
@@ -314,7 +197,10 @@ func TestServerGoneRunLeavesNothing(t *testing.T) {
 			if phase == "fetch" {
 				gone()
 			}
-			path := filepath.Join(t.TempDir(), "1")
+			trees := cloneOf(t, clone.Dir)
+			mt := itemtask.Task{Index: 1, ItemID: "1"}
+			tree := trees.TreeOf(&items.Item{Index: mt.Index, ID: mt.ItemID})
+			path, branch := tree.Path, tree.Branch
 			w := &Worker{objs: objs, opts: WorkerOptions{StoreDir: t.TempDir(), Name: "w", Log: io.Discard}}
 			admin := func() string {
 				common, _ := clone.Output(t.Context(), "rev-parse", "--path-format=absolute", "--git-common-dir")
@@ -353,12 +239,8 @@ func TestServerGoneRunLeavesNothing(t *testing.T) {
 				gone()
 				return itemtask.Outcome{Branch: branch}, context.Cause(ctx)
 			})
-			wj := &workerJob{key: "k", opened: itemtask.Opened{Repo: clone.Dir, Runner: run,
-				Branch: func(itemtask.Task) string { return branch },
-				Discard: func(ctx context.Context, _ itemtask.Task) error {
-					return clone.DiscardWorktree(ctx, path, branch)
-				}}}
-			out, _, err := w.runItem(ctx, wj, natsconn.Task{Tip: tip}, itemtask.Task{}, nil, nil, 1)
+			wj := &workerJob{key: "k", opened: itemtask.Opened{Git: trees, Runner: run}}
+			out, _, err := w.runItem(ctx, wj, natsconn.Task{Tip: tip}, mt, nil, nil, 1)
 			if err == nil {
 				t.Errorf("the run ended with outcome %+v, want it stopped (its task comes again)", out)
 			}

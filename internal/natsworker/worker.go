@@ -133,7 +133,6 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	forgetLeftWorktrees(ctx)
 	w := &Worker{opts: opts, js: js, objs: objs, slots: make(itemtask.Slots, max(opts.Concurrency, 1)), jobs: map[string]*workerJob{}, revisions: map[string]uint64{}, runs: map[*workerRun]struct{}{}}
 	if err := natsconn.WhileUnanswered(ctx, natsconn.StartWait, func() (err error) {
 		w.tasks, err = objs.WorkerTasks(ctx, opts.Queue, cmp.Or(opts.AckWait, natsconn.DefaultAckWait))

@@ -163,7 +163,7 @@ func TestSetupTimeoutPlan(t *testing.T) {
 func TestIsolationPlan(t *testing.T) {
 	tests := []struct{ mapKeys, step, want string }{
 		{"", `{shell: "true"}`, "  isolation: none: items run in this directory, all in the same checkout (the default)\n"},
-		{"", `{claude: /fix}`, "  isolation: worktree: each item runs in a git worktree of its own, on a branch merged into the job branch runner/<job id> when it succeeds (the default for an agent template with a claude: step or commit_required)\n"},
+		{"", `{claude: /fix}`, "  isolation: worktree: each item runs in a git worktree of its own, on a branch merged into the job branch runner/<job id> when it succeeds (the default for an agent template with a claude: step or commit_required, or a file with merge: or merge_back: true)\n"},
 		{"isolation: worktree, merge: none, ", `{shell: "true"}`, "  isolation: worktree: each item runs in a git worktree of its own, on a branch kept unmerged (map.merge: none)\n"},
 		{"isolation: none, ", `{claude: /fix}`, "  isolation: none: items run in this directory, all in the same checkout\n"},
 	}

@@ -86,7 +86,7 @@ func (m *Map) isolationText() string {
 	if m.IsolationDefault {
 		text += " (the default"
 		if m.Isolation == string(workflow.IsolationWorktree) {
-			text += " for an agent template with a claude: step or commit_required"
+			text += " for an agent template with a claude: step or commit_required, or a file with merge: or merge_back: true"
 		}
 		text += ")"
 	}

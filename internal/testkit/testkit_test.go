@@ -78,3 +78,18 @@ func TestScaleReadsTheEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// GitRepo's repository is on main with one commit of its files, made by
+// the test identity.
+func TestGitRepo(t *testing.T) {
+	r := GitRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	if got := r.Git("log", "--format=%an %s", "main"); got != "t base" {
+		t.Errorf("main's log = %q", got)
+	}
+	if got := r.Git("ls-files"); got != "a.txt\nb.txt" {
+		t.Errorf("files = %q", got)
+	}
+	if got := r.In(t.TempDir(), "init", "-q"); got != "" {
+		t.Errorf("git init elsewhere said %q", got)
+	}
+}

@@ -55,7 +55,8 @@ var prodigyWords = map[string]string{"AND": "and", "OR": "or", "NOT": "not"}
 // translate translates a condition (a `when`, `repeat.until` or
 // `map.filter`) written in Prodigy's syntax into expr-lang's:
 //
-//   - AND, OR, NOT are and, or, not; a lone = is ==;
+//   - AND, OR, NOT are and, or, not; a lone = is ==; a =~ 're' is a
+//     matches 're' (a regular expression), a !~ 're' a not matches 're';
 //   - is_null(x), is_not_null(x), contains(s, sub), starts_with(s, p),
 //     ends_with(s, suffix), matches(s, re) and length(x) are functions
 //     (expr-lang's own infix contains and matches stay as they are);
@@ -132,6 +133,13 @@ func (t *translation) tokens(src string, at, end int, inPlaceholder bool) {
 			}
 			t.emit("?.", i)
 			i, prev = i+1, afterDot
+			continue
+		case (c == '=' || c == '!') && i+1 < end && src[i+1] == '~':
+			// Perl's regular-expression match, a =~ 're' (!~: no match),
+			// is expr-lang's a matches 're' (a not matches 're').
+			t.emit(map[byte]string{'=': " matches ", '!': " not matches "}[c], i)
+			i += 2
+			prev = afterOperator
 			continue
 		case c == '=':
 			n := operatorLen(src[i:end])

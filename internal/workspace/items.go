@@ -1,4 +1,4 @@
-package jobtree
+package workspace
 
 import (
 	"cmp"
@@ -16,7 +16,6 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
@@ -40,6 +39,8 @@ type Worktrees struct {
 	itemsDir     string // where the items' worktrees are made
 	itemBranches string // the items' branches' prefix, ending in a slash
 	merge        bool   // map.merge is not none
+	target       string // the branch the job started on; "" when HEAD was detached
+	tip          tipCache
 }
 
 // ItemBranches is the prefix of the item branches of job id, when its map
@@ -50,7 +51,7 @@ func ItemBranches(m *workflow.MapPhase, id string) string {
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return ""
 	}
-	return gitwork.ItemBranchesRoot + id + "/"
+	return "runner-items/" + id + "/"
 }
 
 // legacyItemBranches is the prefix of the item branches of a job recorded
@@ -64,6 +65,7 @@ func legacyItemBranches(id string) string { return Branch(id) + ".items/" }
 type JobRefs struct {
 	ID           string
 	ItemBranches string
+	Target       string // the branch the job started on (Base); "" when HEAD was detached
 	// Repo is the directory of the repository the items' worktrees are
 	// made in: "" for this process's (a NATS worker's may be one it made,
 	// WorkerRepo).
@@ -87,7 +89,7 @@ func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env 
 	if err != nil {
 		return nil, err
 	}
-	return &Worktrees{Tree: tree, itemsDir: itemsDir, itemBranches: refs.ItemPrefix(), merge: !m.NoMerge}, nil
+	return &Worktrees{Tree: tree, itemsDir: itemsDir, itemBranches: refs.ItemPrefix(), merge: !m.NoMerge, target: refs.Target}, nil
 }
 
 // ItemPrefix is the prefix of the job's item branches: the one its
@@ -187,17 +189,6 @@ func (w *Worktrees) removeItemTrees(ctx context.Context) error {
 	})
 }
 
-// RestartItems makes the items a process that died left running start
-// again from their first step (in a fresh worktree): the work of the dead
-// process went with its worktrees. Those it merged were recorded first
-// (settleMerged).
-func RestartItems(running map[int]job.ItemRecord) {
-	for i, rec := range running {
-		rec.Steps = nil
-		running[i] = rec
-	}
-}
-
 // MergedItems returns, by index, the items among its that the job branch
 // has a merge of, with the outcome to record for each: they succeeded,
 // whatever a process that died after the merge recorded or did not (a
@@ -260,18 +251,18 @@ func itemOfMerge(msg, jobID string) (string, bool) {
 type ItemTree struct {
 	Path, Branch string
 	// Kept: an earlier run's worktree, which a resumed dispatch goes on
-	// in; false when OpenItem made it fresh.
+	// in; false when Acquire made it fresh.
 	Kept bool
 }
 
-// OpenItem makes a fresh worktree for an item on its branch, from commit
+// Acquire makes a fresh worktree for an item on its branch, from commit
 // from, or the job branch's tip when from is "" (a NATS worker's clone
 // has no job branch: its task names the commit). A dispatch that goes on
 // from checkpoints (its runner was lost) finds the worktree its earlier
 // steps worked in, and keeps it (Kept); where there is none (the run was
 // on another machine) the worktree is fresh and the earlier steps' work
 // is not in it.
-func (w *Worktrees) OpenItem(ctx context.Context, it *items.Item, resumed bool, from string) (ItemTree, error) {
+func (w *Worktrees) Acquire(ctx context.Context, it *items.Item, resumed bool, from string) (ItemTree, error) {
 	from = cmp.Or(from, w.JobBranch)
 	t := w.TreeOf(it)
 	repo := w.User
@@ -298,17 +289,6 @@ func worktreeFailed(it *items.Item, err error) error {
 	return fmt.Errorf("item %s: its worktree: %w", it.ID, err)
 }
 
-// CheckItemBranch fails as OpenItem would when git could not make the
-// branch of it at commit at in the repository of r, with git's
-// environment env: a ref in its way. Nothing is made.
-func (r JobRefs) CheckItemBranch(ctx context.Context, env []string, it *items.Item, at string) error {
-	git := gitwork.Git{Dir: r.Repo, Env: env}
-	if err := git.CanMakeBranch(ctx, r.ItemPrefix()+worktreeName(it), at); err != nil {
-		return worktreeFailed(it, err)
-	}
-	return nil
-}
-
 // TreeOf names an item's worktree and branch.
 func (w *Worktrees) TreeOf(it *items.Item) ItemTree {
 	name := worktreeName(it)
@@ -324,24 +304,24 @@ func (w *Worktrees) CloseItem(ctx context.Context, t ItemTree) error {
 	return w.Admin(func() error { return w.User.RemoveWorktree(context.WithoutCancel(ctx), t.Path) })
 }
 
-// DiscardItem removes what a run of it left in the repository whose
+// Discard removes what a run of t left in the repository whose
 // worktrees these are, under the worktree lock: its worktree, whatever a
 // git killed midway left of it (gitwork.DiscardWorktree), and its branch.
 // A NATS worker calls it once each run ended, its branch sent or not:
 // a run cut off from its server has its git commands killed, those that
 // make or remove its worktree among them.
-func (w *Worktrees) DiscardItem(ctx context.Context, it *items.Item) error {
-	t := w.TreeOf(it)
-	return w.Admin(func() error { return w.User.DiscardWorktree(ctx, t.Path, t.Branch) })
+func (w *Worktrees) Discard(ctx context.Context, t itemtask.Task) error {
+	tree := w.TreeOf(&items.Item{Index: t.Index, ID: t.ItemID})
+	return w.Admin(func() error { return w.User.DiscardWorktree(ctx, tree.Path, tree.Branch) })
 }
 
-// MergeBack merges the branch of an item that succeeded into the job
+// Merge merges the branch of an item that succeeded into the job
 // branch (unless map.merge is none), and sets the outcome's commits (and
 // its worktree, when it names none: one run elsewhere names its own). A
 // merge that conflicts is aborted and fails the item as merge_conflict,
 // its branch kept. An error means the job branch could not be read or
 // merged into: the job cannot go on.
-func (w *Worktrees) MergeBack(ctx context.Context, it *items.Item, attempt int, out itemtask.Outcome) (itemtask.Outcome, error) {
+func (w *Worktrees) Merge(ctx context.Context, it *items.Item, attempt int, out itemtask.Outcome) (itemtask.Outcome, error) {
 	if out.Branch == "" {
 		return out, nil
 	}
@@ -434,18 +414,25 @@ func worktreeName(it *items.Item) string {
 	return name + "-" + strconv.Itoa(it.Index)
 }
 
-// WorkerRepo is the repository a NATS worker makes a job's items'
-// worktrees in (JobRefs.Repo): "" for the one this process's directory is
-// in (the worker's --work-dir, a clone of the job's), else a new, empty
-// one at dir, which the job branch's tips fill as the worker fetches them.
-func WorkerRepo(ctx context.Context, dir string, env []string) (string, error) {
+// WorkerRepo makes the repository a NATS worker makes a job's items'
+// worktrees in (JobRefs.Repo), at dir, in the worker's store: a clone of
+// the repository this process's directory is in (the worker's
+// --work-dir), which shares its objects (git clone --shared: no object is
+// copied), else a new, empty one; the job branch's tips fill either as the
+// worker fetches them. Whatever git makes for the worker's items is in
+// dir: the worker's store removed, nothing of it is left. A job copy
+// opened again keeps the repository it made.
+func WorkerRepo(ctx context.Context, dir string, env []string) error {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return nil
+	}
 	git := gitwork.Git{Env: env}
-	_, _, err := git.TopLevel(ctx)
-	if !errors.Is(err, gitwork.ErrNotRepository) {
-		return "", err
+	top, _, err := git.TopLevel(ctx)
+	switch {
+	case errors.Is(err, gitwork.ErrNotRepository):
+		_, err = git.Output(ctx, "init", "-q", dir)
+	case err == nil:
+		_, err = git.Output(ctx, "clone", "-q", "--shared", "--no-checkout", top, dir)
 	}
-	if _, err := git.Output(ctx, "init", "-q", dir); err != nil {
-		return "", err
-	}
-	return dir, nil
+	return err
 }

@@ -1,4 +1,4 @@
-package jobtree
+package workspace
 
 import (
 	"context"

@@ -1,13 +1,13 @@
-package jobtree
+package workspace
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/runnerdev/runner/internal/gitwork"
-	"github.com/runnerdev/runner/internal/job"
 )
 
 // How the job branch was merged into the branch the job started on
@@ -52,19 +52,13 @@ func (e *MergeError) Error() string {
 
 func (e *MergeError) Unwrap() error { return e.Err }
 
-// target is the branch the job branch merges into: the one checked out
-// where runner ran when the job started, recorded in the job's metadata
-// when the job was made (job.Options.TargetBranch), before anything could
-// leave it to resume.
-func target(j *job.Job) string { return j.Meta().TargetBranch }
-
 // MergeEnd merges the job branch into target at the end of a job that
-// succeeded, and says how: the merge: block's steps when the file has one, run in the
-// job worktree with ${merge.*} and journaled as the merge phase (so that
-// a resumed job does not run a finished one again); else runner's own
-// merge, in the user's checkout.
-func (t *Tree) MergeEnd(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
-	how, err := t.finalMerge(ctx, j, target, starts)
+// succeeded, and says how: with block, when the file has a merge: block
+// (its steps run in the job worktree with ${merge.*}, vars); else
+// runner's own merge, in the user's checkout. It waits, saying so on w,
+// while another final merge into the repository runs.
+func (t *Tree) MergeEnd(ctx context.Context, target string, w io.Writer, block func(ctx context.Context, vars map[string]any) error) (string, error) {
+	how, err := t.finalMerge(ctx, target, w, block)
 	if err != nil {
 		if target == "" {
 			target = "your branch"
@@ -76,16 +70,15 @@ func (t *Tree) MergeEnd(ctx context.Context, j *job.Job, target string, starts f
 
 // finalMerge is MergeEnd's work, under the lock that has final merges
 // into the repository's checkouts take turns.
-func (t *Tree) finalMerge(ctx context.Context, j *job.Job, target string, starts func()) (string, error) {
+func (t *Tree) finalMerge(ctx context.Context, target string, w io.Writer, block func(ctx context.Context, vars map[string]any) error) (string, error) {
 	if target == "" {
 		return "", errors.New("HEAD was detached when the job started, so there is no branch to merge into")
 	}
-	unlock, err := t.lockCheckout(ctx, j.Executor().Stderr)
+	unlock, err := t.lockCheckout(ctx, w)
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
-	block := j.Workflow().Merge
 	if block == nil {
 		return MergedByGit, t.mergeInto(ctx, target)
 	}
@@ -93,17 +86,7 @@ func (t *Tree) finalMerge(ctx context.Context, j *job.Job, target string, starts
 	if err != nil {
 		return "", fmt.Errorf("the merge block's variables: %w", err)
 	}
-	j.Define("merge", vars)
-	if t := block.Timeout; t > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, t, fmt.Errorf("the merge phase did not end within its timeout of %s", t))
-		defer cancel()
-	}
-	if starts != nil {
-		starts()
-	}
-	_, err = j.RunPhase(ctx, job.PhaseMerge, block.Steps)
-	return MergedByBlock, err
+	return MergedByBlock, block(ctx, vars)
 }
 
 // Unmerged reports whether the job branch of job id, in the repository

@@ -1,4 +1,4 @@
-package jobtree
+package workspace
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // Leftovers are what a job has in its repository: the worktrees under
@@ -36,12 +37,15 @@ func (l Leftovers) Unmerged() []LeftBranch {
 	return out
 }
 
-// Survey returns the leftovers of job id in the repository repo runs git
-// in: the worktrees under dir, its state directory, and the branches
-// under names (its job branch, the directory of its item branches). A
+// Survey returns the leftovers of a job in the repository runner runs in:
+// the worktrees under dir, its state directory, and the branches under
+// names (its job branch, the directory of its item branches). A
 // directory outside a git work tree is gitwork.ErrNotRepository.
-func Survey(ctx context.Context, repo gitwork.Git, dir string, names ...string) (Leftovers, error) {
-	var l Leftovers
+func Survey(ctx context.Context, dir string, names ...string) (Leftovers, error) {
+	var (
+		l    Leftovers
+		repo gitwork.Git
+	)
 	trees, err := repo.Worktrees(ctx, dir)
 	if err != nil {
 		return l, err
@@ -63,7 +67,9 @@ func Survey(ctx context.Context, repo gitwork.Git, dir string, names ...string) 
 	return l, nil
 }
 
-// Clear removes l from the repository repo runs git in, holding the
+// Clear removes l, the leftovers of the job whose directory (or
+// tombstone) is layout, from the repository runner runs in, its git
+// commands recorded in the job's (EndJobLeftovers), holding the
 // repository's worktree lock (see Tree.Admin; git deleting the last
 // branch of a directory races with a git making one there): its
 // worktrees, then its branches, whatever they hold. removed is told of
@@ -75,10 +81,11 @@ func Survey(ctx context.Context, repo gitwork.Git, dir string, names ...string) 
 // forgets every worktree whose directory is gone: a record that a git
 // killed in its removal left half made, which git no longer lists,
 // would keep the branch it had checked out.
-func Clear(ctx context.Context, repo gitwork.Git, l Leftovers, removed func(what string)) error {
+func Clear(ctx context.Context, layout state.Layout, l Leftovers, removed func(what string)) error {
 	if len(l.Worktrees) == 0 && len(l.Branches) == 0 {
 		return nil
 	}
+	repo := gitwork.Git{Groups: &gitwork.Groups{Dir: layout.GitProcesses}}
 	common, err := repo.CommonDir(ctx)
 	if err != nil {
 		return err
@@ -106,4 +113,41 @@ func Clear(ctx context.Context, repo gitwork.Git, l Leftovers, removed func(what
 		removed("branch " + b.Name)
 	}
 	return nil
+}
+
+// EndJobLeftovers ends what the git commands of the processes of the job
+// whose directory (or tombstone) is layout left when they died, in the
+// repository runner runs in (EndLeftovers).
+func EndJobLeftovers(ctx context.Context, layout state.Layout) error {
+	return EndLeftovers(ctx, &gitwork.Groups{Dir: layout.GitProcesses}, gitwork.Git{})
+}
+
+// BranchesInTheWay returns the branches of the repository runner runs in
+// that are in the way of names, branches a new job would make: names
+// themselves, or the directories above them or below.
+func BranchesInTheWay(ctx context.Context, names ...string) ([]string, error) {
+	return gitwork.Git{}.BranchesInTheWay(ctx, names...)
+}
+
+// JobBranches are the branches of a job that ran on a job branch, as the
+// repository runner runs in has them now.
+type JobBranches struct {
+	Gone   bool     // the job branch is gone
+	Merged bool     // the branch the job started on holds the job branch
+	Items  []string // the items' branches
+}
+
+// Branches returns the branches of the job of r as the repository runner
+// runs in has them now.
+func (r JobRefs) Branches(ctx context.Context) (JobBranches, error) {
+	var repo gitwork.Git
+	tip, err := repo.Tip(ctx, Branch(r.ID))
+	b := JobBranches{Gone: tip == ""}
+	if err == nil && tip != "" && r.Target != "" {
+		b.Merged, err = repo.Contains(ctx, r.Target, tip)
+	}
+	if err == nil {
+		b.Items, err = repo.BranchesUnder(ctx, r.ItemPrefix())
+	}
+	return b, err
 }

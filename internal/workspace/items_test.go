@@ -1,4 +1,4 @@
-package jobtree
+package workspace
 
 import (
 	"os"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/mapreduce/items"
@@ -42,7 +41,7 @@ func TestWorktreeName(t *testing.T) {
 // end; a successful item's commits are merged (and its branch deleted
 // once recorded, the merge counted as a move of the job branch), a conflicting one fails as merge_conflict with its
 // branch kept and the job branch clean.
-func TestWorktreesMergeBack(t *testing.T) {
+func TestWorktreesMerge(t *testing.T) {
 	w, git, repo := testWorktrees(t)
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -57,7 +56,7 @@ func TestWorktreesMergeBack(t *testing.T) {
 	a, b, c := &items.Item{ID: "a", Index: 0}, &items.Item{ID: "b", Index: 1}, &items.Item{ID: "c", Index: 2}
 	outA, outB := edit(a, "a\n"), edit(b, "b\n") // both from the same tip
 	moves := w.JobBranchMoves()
-	outA, err := w.MergeBack(t.Context(), a, 1, outA)
+	outA, err := w.Merge(t.Context(), a, 1, outA)
 	if err != nil || outA.Failed || len(outA.Commits) != 1 {
 		t.Fatalf("merge of a = %+v, %v", outA, err)
 	}
@@ -65,7 +64,7 @@ func TestWorktreesMergeBack(t *testing.T) {
 		t.Error("the merge of a is not counted as a move of the job branch: a tip read before it is taken as the tip still")
 	}
 	w.Recorded(t.Context(), outA)
-	outB, err = w.MergeBack(t.Context(), b, 1, outB)
+	outB, err = w.Merge(t.Context(), b, 1, outB)
 	if err != nil || !outB.Failed || outB.Failure.Kind != KindMergeConflict || !strings.Contains(outB.Failure.Message, "conflicts in f.txt") {
 		t.Fatalf("merge of b = %+v, %v; want a merge_conflict in f.txt", outB, err)
 	}
@@ -82,14 +81,8 @@ func TestWorktreesMergeBack(t *testing.T) {
 	}
 	// Resumed: a is merged (and its branch deleted), so the running a
 	// whose branch is back at its merged tip counts as succeeded; b
-	// (conflicted, unmerged) and c (no branch) run again, from their
-	// first step.
+	// (conflicted, unmerged) and c (no branch) run again.
 	git(repo, "branch", "runner-items/j/a", "runner/j^2")
-	running := map[int]job.ItemRecord{
-		0: {Index: 0, ID: "a", State: job.ItemRunning},
-		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
-		2: {Index: 2, ID: "c", State: job.ItemRunning},
-	}
 	merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c})
 	if err != nil || len(merged) != 1 || merged[0].Branch != "runner-items/j/a" || len(merged[0].Commits) != 1 || merged[0].Commits[0] != outA.Commits[0] {
 		t.Errorf("mergedItems = %+v, %v; want a alone, with its commit %v", merged, err, outA.Commits)
@@ -104,10 +97,6 @@ func TestWorktreesMergeBack(t *testing.T) {
 	if merged, err := w.MergedItems(t.Context(), []*items.Item{a, b, c}); err != nil || len(merged) != 1 || len(merged[0].Commits) != 1 {
 		t.Errorf("mergedItems with a's branch gone = %+v, %v; want a alone", merged, err)
 	}
-	RestartItems(running)
-	if running[1].Steps != nil {
-		t.Errorf("b goes on from its checkpoints %v; want its first step", running[1].Steps)
-	}
 	if err := w.EndJob(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +108,7 @@ func TestWorktreesMergeBack(t *testing.T) {
 	if msg := git(w.Root, "log", "-1", "--format=%s"); msg != "Merge a (runner job j)" {
 		t.Errorf("the resumed job worktree is at %q", msg)
 	}
-	left, err := w.OpenItem(t.Context(), c, false, "")
+	left, err := w.Acquire(t.Context(), c, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +148,7 @@ func testWorktrees(t *testing.T) (w *Worktrees, git func(dir string, args ...str
 // it and commits it; the worktree is left.
 func editItem(t *testing.T, w *Worktrees, git func(string, ...string) string, it *items.Item, name, content string) ItemTree {
 	t.Helper()
-	tree, err := w.OpenItem(t.Context(), it, false, "")
+	tree, err := w.Acquire(t.Context(), it, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +176,7 @@ func TestWorktreesRetry(t *testing.T) {
 	// removed); d was merged, which made the job worktree again, and its
 	// end not recorded.
 	trees := []ItemTree{editItem(t, w, git, b, "b.txt", "b\n"), editItem(t, w, git, c, "c.txt", "c\n"), editItem(t, w, git, d, "d.txt", "d\n")}
-	outD, err := w.MergeBack(t.Context(), d, 1, itemtask.Outcome{Branch: trees[2].Branch})
+	outD, err := w.Merge(t.Context(), d, 1, itemtask.Outcome{Branch: trees[2].Branch})
 	if err != nil || outD.Failed {
 		t.Fatalf("merge of d = %+v, %v", outD, err)
 	}
@@ -218,13 +207,13 @@ func TestWorktreesRetry(t *testing.T) {
 // removed it left at its path (issue 23.2): a worktree registered and
 // locked, its directory gone, which git worktree prune keeps and git
 // worktree add refuses.
-func TestOpenItemAfterKilledGit(t *testing.T) {
+func TestAcquireAfterKilledGit(t *testing.T) {
 	w, git, repo := testWorktrees(t)
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	it := &items.Item{ID: "a", Index: 0}
-	tree, err := w.OpenItem(t.Context(), it, false, "")
+	tree, err := w.Acquire(t.Context(), it, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +224,7 @@ func TestOpenItemAfterKilledGit(t *testing.T) {
 	if err := os.RemoveAll(tree.Path); err != nil {
 		t.Fatal(err)
 	}
-	if tree, err = w.OpenItem(t.Context(), it, false, ""); err != nil {
+	if tree, err = w.Acquire(t.Context(), it, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	if b := git(tree.Path, "symbolic-ref", "--short", "HEAD"); b != "runner-items/j/a" {
@@ -257,7 +246,7 @@ func TestOpenItemAfterKilledGit(t *testing.T) {
 // emptied. The next holder of the merge lock puts back what was written
 // since the dead holder took the lock, and the item's merge, made again,
 // succeeds once; an untracked file older than that (a setup step's) stays.
-func TestMergeBackAfterAMergeKilledWritingFiles(t *testing.T) {
+func TestMergeAfterAMergeKilledWritingFiles(t *testing.T) {
 	w, git, repo := testWorktrees(t)
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -280,7 +269,7 @@ func TestMergeBackAfterAMergeKilledWritingFiles(t *testing.T) {
 		os.WriteFile(filepath.Join(w.Root, name), nil, 0o600) // created, not written
 	}
 
-	out, err := w.MergeBack(t.Context(), a, 1, itemtask.Outcome{Branch: tree.Branch})
+	out, err := w.Merge(t.Context(), a, 1, itemtask.Outcome{Branch: tree.Branch})
 	if err != nil || out.Failed || !out.Merged || len(out.Commits) != 2 {
 		t.Fatalf("merge of a over its killed merge's files = %+v, %v", out, err)
 	}
@@ -299,12 +288,12 @@ func TestMergeBackAfterAMergeKilledWritingFiles(t *testing.T) {
 
 // On a NATS worker the clone has no job branch: an item's worktree starts
 // from the commit its task names, on the item's branch.
-func TestOpenItemFromCommit(t *testing.T) {
+func TestAcquireFromCommit(t *testing.T) {
 	w, git, repo := testWorktrees(t)
 	first := git(repo, "rev-parse", "HEAD")
 	git(repo, "commit", "-q", "--allow-empty", "-m", "later")
 	it := &items.Item{ID: "a", Index: 0}
-	tree, err := w.OpenItem(t.Context(), it, false, first)
+	tree, err := w.Acquire(t.Context(), it, false, first)
 	if err != nil {
 		t.Fatal(err)
 	}

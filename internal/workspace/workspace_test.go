@@ -1,9 +1,8 @@
-package jobtree
+package workspace
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,162 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/proc"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // testRepo makes a new git repository with one commit (f.txt) on main,
 // this process's directory, and returns a function that runs git in a
 // directory.
 func testRepo(t *testing.T) (git func(dir string, args ...string) string, repo string) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	repo = t.TempDir()
-	t.Chdir(repo)
-	for _, k := range []string{"GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"} {
-		t.Setenv(k, "t")
-	}
-	for _, k := range []string{"GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"} {
-		t.Setenv(k, "t@example.com")
-	}
-	git = func(dir string, args ...string) string {
-		t.Helper()
-		c := exec.Command("git", args...)
-		c.Dir = dir
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git(repo, "init", "-q", "-b", "main")
-	os.WriteFile("f.txt", []byte("base\n"), 0o600)
-	git(repo, "add", "f.txt")
-	git(repo, "commit", "-qm", "base")
-	return git, repo
-}
-
-// startStandard starts job s of a standard workflow whose source is src.
-func startStandard(t *testing.T, src string) *job.Job {
-	t.Helper()
-	wf, err := workflow.Parse("s.yml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := job.Start(wf, []byte(src), job.Options{Store: state.Store{Dir: filepath.Join(t.TempDir(), "state")}, JobID: "s", Stdout: io.Discard, Stderr: io.Discard, TargetBranch: "main"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	return j
-}
-
-// A standard workflow with a merge: block runs its commands in the job
-// worktree on runner/<job id>, whose commits stay off the user's branch;
-// the merge block runs only when a merge is asked for, in that worktree,
-// with ${merge.*}; the worktree is gone at the end and the branch stays.
-func TestRunStandard(t *testing.T) {
-	const src = `commands:
-  - shell: echo work > w.txt && git add w.txt && git commit -qm work
-merge:
-  - shell: echo "${merge.source_branch} ${merge.target_branch} ${merge.session_id}" > ../merge.txt
-`
-	for _, merge := range []bool{false, true} {
-		git, repo := testRepo(t)
-		j := startStandard(t, src)
-		pr, end, err := RunStandard(t.Context(), j, Ending{Merge: merge})
-		if err != nil || pr.Succeeded != 1 {
-			t.Fatalf("merge %v: RunStandard = %+v, %v", merge, pr, err)
-		}
-		want := End{Branch: "runner/s", Target: "main"}
-		if merge {
-			want.Merged = MergedByBlock
-		}
-		if end != want {
-			t.Errorf("merge %v: end %+v, want %+v", merge, end, want)
-		}
-		if msg := git(repo, "log", "-1", "--format=%s", "runner/s"); msg != "work" {
-			t.Errorf("merge %v: the job branch ends with %q", merge, msg)
-		}
-		if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != "base" {
-			t.Errorf("merge %v: the user's branch moved to %q", merge, msg)
-		}
-		if _, err := os.Stat("w.txt"); !os.IsNotExist(err) {
-			t.Errorf("merge %v: the command wrote in the user's checkout: %v", merge, err)
-		}
-		if list := git(repo, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
-			t.Errorf("merge %v: worktrees left:\n%s", merge, list)
-		}
-		// The merge step ran in the job worktree and wrote beside it.
-		data, err := os.ReadFile(filepath.Join(j.Layout().Dir, "merge.txt"))
-		if got := strings.TrimSpace(string(data)); merge != (err == nil) || merge && got != "runner/s main s" {
-			t.Errorf("merge %v: the merge block wrote %q (%v)", merge, got, err)
-		}
-	}
-}
-
-// Without --merge the ending asks (a terminal's question) once the job
-// succeeded: yes merges, no leaves the branch; a job that failed is never
-// asked about.
-func TestRunStandardAsks(t *testing.T) {
-	const src = "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work%s\nmerge_back: false\nisolation: worktree\n"
-	for _, tt := range []struct {
-		fail        string
-		answer      bool
-		asked       int
-		merged      string
-		userHasWork bool
-	}{
-		{"", true, 1, MergedByGit, true},
-		{"", false, 1, "", false},
-		{" && false", true, 0, "", false},
-	} {
-		git, repo := testRepo(t)
-		j := startStandard(t, fmt.Sprintf(src, tt.fail))
-		asked := 0
-		ask := func(end End) bool {
-			asked++
-			if end.Branch != "runner/s" || end.Target != "main" {
-				t.Errorf("asked about %+v", end)
-			}
-			return tt.answer
-		}
-		_, end, _ := RunStandard(t.Context(), j, Ending{Ask: ask})
-		if asked != tt.asked || end.Merged != tt.merged {
-			t.Errorf("%+v: asked %d times, merged %q", tt, asked, end.Merged)
-		}
-		if msg := git(repo, "log", "-1", "--format=%s", "main"); (msg != "base") != tt.userHasWork {
-			t.Errorf("%+v: the user's branch ends with %q", tt, msg)
-		}
-	}
-}
-
-// Without a merge: block, merge_back: true merges the job branch into
-// the user's branch with git merge; a job that fails merges nothing.
-func TestRunStandardMergeBack(t *testing.T) {
-	git, repo := testRepo(t)
-	j := startStandard(t, "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work\nmerge_back: true\n")
-	_, end, err := RunStandard(t.Context(), j, Ending{Merge: true})
-	if err != nil || end.Merged != MergedByGit {
-		t.Fatalf("RunStandard = %+v, %v", end, err)
-	}
-	if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != "Merge runner/s (runner job s)" {
-		t.Errorf("the user's branch ends with %q", msg)
-	}
-
-	git, repo = testRepo(t)
-	j = startStandard(t, "commands:\n  - shell: echo w > w.txt && git add w.txt && git commit -qm work && false\nmerge_back: true\n")
-	_, end, err = RunStandard(t.Context(), j, Ending{Merge: true})
-	if err == nil || end.Merged != "" {
-		t.Fatalf("RunStandard of a failing job = %+v, %v", end, err)
-	}
-	if msg := git(repo, "log", "-1", "--format=%s", "main"); msg != "base" {
-		t.Errorf("the user's branch moved to %q", msg)
-	}
+	r := testkit.GitCheckout(t, map[string]string{"f.txt": "base\n"})
+	return r.In, r.Dir
 }
 
 // The job's merge lock is a flock that another process (another open

@@ -1,10 +1,12 @@
-// Package jobtree isolates a job and its map items in git: the job's
-// worktree on a branch of its own, where its phases run (made from the
-// user's HEAD when the job starts, made again on resume, removed when it
-// ends, and its branch merged into the one the job started on), and, with
-// map.isolation: worktree, each item's worktree on a branch of the job
-// branch (Worktrees), merged back into it when the item succeeds.
-package jobtree
+// Package workspace owns what runner makes in git: the job's worktree on
+// a branch of its own, where its phases run (made from the user's HEAD
+// when the job starts, made again on resume, removed when it ends, and its
+// branch merged into the one the job started on), each item's worktree on
+// a branch of the job branch (Worktrees, map.isolation: worktree), merged
+// back into it when the item succeeds, the bundles that carry branches to
+// and from NATS workers, and what a removed job leaves (Survey, Clear);
+// gitwork, beneath it, runs the git commands.
+package workspace
 
 import (
 	"context"
@@ -19,7 +21,6 @@ import (
 
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/gitwork"
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -77,7 +78,12 @@ func openIn(ctx context.Context, repo, jobID string, env []string, layout state.
 	if err := EndLeftovers(ctx, groups, git); err != nil {
 		return nil, err
 	}
-	_, prefix, err := git.TopLevel(ctx)
+	// Runner's directory in the repository it is in: in a clone of it
+	// (a NATS worker's, repo), the same place.
+	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
+	if repo != "" && errors.Is(err, gitwork.ErrNotRepository) {
+		err = nil // a NATS worker's repository, made empty: its top
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -121,21 +127,20 @@ type End struct {
 	Merged string
 }
 
-// Begin readies the worktree of a started job (Start) or of a resumed one
-// (resume: Ready, and what else the job left to clean), has the job's
-// phases run in it, and returns the job's branch and the branch it merges
-// into. The caller removes the worktree when the job ends, even after an
-// error.
-func (t *Tree) Begin(ctx context.Context, j *job.Job, resume func(context.Context) error) (End, error) {
+// Begin readies the worktree of a started job (Start) or of a resumed
+// one (resume: Ready, and what else the job left to clean), and returns
+// the job's branch and target, the branch it merges into. The caller runs
+// the job's phases in Dir and removes the worktree when the job ends,
+// even after an error.
+func (t *Tree) Begin(ctx context.Context, resumed bool, target string, resume func(context.Context) error) (End, error) {
 	start := t.Start
-	if j.Resumed() {
+	if resumed {
 		start = resume
 	}
 	if err := start(ctx); err != nil {
 		return End{}, err
 	}
-	j.SetDir(t.Dir(), t.JobBranch)
-	return End{Branch: t.JobBranch, Target: target(j)}, nil
+	return End{Branch: t.JobBranch, Target: target}, nil
 }
 
 // Start makes the job worktree on a new job branch from the HEAD of the
@@ -282,18 +287,6 @@ func (t *Tree) Admin(fn func() error) error {
 	}
 	defer unlock()
 	return fn()
-}
-
-// HoldWorktrees runs fn holding the worktree lock of the repository this
-// process's directory is in (Admin's): for a git command that reads every
-// ref (a fetch, a bundle's verification), which a worktree half made or
-// removed by another runner process makes fail.
-func HoldWorktrees(ctx context.Context, env []string, fn func() error) error {
-	common, err := gitwork.Git{Env: env}.CommonDir(ctx)
-	if err != nil {
-		return err
-	}
-	return (&Tree{adminLockPath: adminLockPath(common)}).Admin(fn)
 }
 
 // adminLockPath is the file whose flock Admin takes in the repository
