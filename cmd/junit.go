@@ -16,7 +16,7 @@ func writeJUnit(path string, j *job.Job) error {
 	junit := report.JUnitJob{Meta: j.Meta(), MapReduce: wf.Mode == workflow.MapReduce, EventLog: j.Layout().Events}
 	if !junit.MapReduce {
 		for _, s := range wf.Steps {
-			junit.Steps = append(junit.Steps, s.Key())
+			junit.Steps = append(junit.Steps, s.Label(workflow.PhaseCommands))
 		}
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

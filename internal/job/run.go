@@ -61,7 +61,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 	done := j.done[phase]
 	for i, step := range steps {
 		if rec, ok := done[step.Index]; ok {
-			executor.ResumedOutput(step, j.scope)
+			executor.ResumedOutput(step, phase, j.scope)
 			j.applyVars(phase, executor.RecordedVars(rec))
 			pr.count(executor.StepStatus(rec.Status))
 			continue
@@ -69,7 +69,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 		if ctx.Err() != nil {
 			return pr, context.Cause(ctx)
 		}
-		res := j.exec.RunStep(ctx, step, executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree})
+		res := j.exec.RunStep(ctx, step, executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase})
 		if err := j.eventLogErr(); err != nil {
 			return pr, err
 		}
@@ -133,10 +133,10 @@ func (pr *PhaseResult) count(s executor.StepStatus) {
 
 // Phases of a job, as named in the journal.
 const (
-	PhaseCommands = "commands"
-	PhaseSetup    = "setup"
-	PhaseReduce   = "reduce"
-	PhaseMerge    = "merge" // the merge: block, after reduce
+	PhaseCommands = workflow.PhaseCommands
+	PhaseSetup    = workflow.PhaseSetup
+	PhaseReduce   = workflow.PhaseReduce
+	PhaseMerge    = workflow.PhaseMerge // the merge: block, after reduce
 )
 
 // RunStandard runs a standard workflow's steps.
