@@ -22,6 +22,22 @@ type jobStep struct {
 	size  int64
 }
 
+// workflowPhase is a phase of a workflow and its steps.
+type workflowPhase struct {
+	name  string
+	steps []*workflow.Step
+}
+
+// phasesOf returns the phases of wf that have steps, in the order they
+// run.
+func phasesOf(wf *workflow.Workflow) []workflowPhase {
+	phases := []workflowPhase{{job.PhaseCommands, wf.Steps}, {job.PhaseSetup, wf.Setup}, {job.PhaseReduce, wf.Reduce}}
+	if wf.Merge != nil {
+		phases = append(phases, workflowPhase{job.PhaseMerge, wf.Merge.Steps})
+	}
+	return phases
+}
+
 // jobSteps returns the steps of the job's workflow copy, phase by phase
 // in the order they run.
 func jobSteps(j *state.Job) ([]jobStep, error) {
@@ -29,18 +45,8 @@ func jobSteps(j *state.Job) ([]jobStep, error) {
 	if err != nil {
 		return nil, err
 	}
-	phases := []struct {
-		name  string
-		steps []*workflow.Step
-	}{{job.PhaseCommands, wf.Steps}, {job.PhaseSetup, wf.Setup}, {job.PhaseReduce, wf.Reduce}}
-	if wf.Merge != nil {
-		phases = append(phases, struct {
-			name  string
-			steps []*workflow.Step
-		}{job.PhaseMerge, wf.Merge.Steps})
-	}
 	var out []jobStep
-	for _, p := range phases {
+	for _, p := range phasesOf(wf) {
 		for _, s := range p.steps {
 			out = append(out, jobStep{phase: p.name, index: s.Index, label: job.StepLabel(p.name, s), id: s.ID})
 		}
