@@ -61,7 +61,7 @@ of their logs.`,
 		if len(args) == 0 {
 			return g.completeJobs(toComplete), cobra.ShellCompDirectiveNoFileComp
 		}
-		return completeItemLogs(g, args[0], toComplete), cobra.ShellCompDirectiveNoFileComp
+		return completeLogs(g, args[0], toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 	return c
 }
@@ -361,9 +361,10 @@ func listItemLogs(g *globalOptions, j *state.Job) error {
 	return nil
 }
 
-// completeItemLogs returns the ids of the items of the job arg names that
-// have a log and start with prefix.
-func completeItemLogs(g *globalOptions, arg, prefix string) []cobra.Completion {
+// completeLogs returns what the second argument of runner logs can be
+// for the job arg names, starting with prefix: the items that have a log
+// (a MapReduce job), or the steps that have one (a standard workflow).
+func completeLogs(g *globalOptions, arg, prefix string) []cobra.Completion {
 	id, err := g.store().Find(arg)
 	if err != nil {
 		return nil
@@ -372,8 +373,17 @@ func completeItemLogs(g *globalOptions, arg, prefix string) []cobra.Completion {
 	if err != nil {
 		return nil
 	}
-	logs, _ := itemLogs(j)
 	var out []cobra.Completion
+	if j.Meta.Mode != string(workflow.MapReduce) {
+		steps, _ := stepLogs(j)
+		for _, s := range steps {
+			if strings.HasPrefix(s.label, prefix) {
+				out = append(out, cobra.CompletionWithDesc(s.label, fmt.Sprintf("%d bytes", s.size)))
+			}
+		}
+		return out
+	}
+	logs, _ := itemLogs(j)
 	for _, l := range logs {
 		if strings.HasPrefix(l.id, prefix) {
 			out = append(out, cobra.CompletionWithDesc(l.id, fmt.Sprintf("index %d, %d bytes", l.index, l.size)))
