@@ -153,8 +153,8 @@ func findItem(j *state.Job, arg string) (*items.Item, error) {
 	return nil, usagef("job %s has no item %q (an item id, or an index from 0 to %d)", j.Meta.ID, arg, total-1)
 }
 
-// logPrinter copies an item's log to w, only the sections of one attempt
-// when attempt is not 0. It writes through a buffer, flushed at the end
+// logPrinter copies a step's or an item's log to w, only the sections of
+// one attempt when attempt is not 0. It writes through a buffer, flushed at the end
 // of each copy: a log of a million lines costs a few hundred writes, not
 // one a line.
 type logPrinter struct {
