@@ -16,12 +16,12 @@ func writeJUnit(path string, j *job.Job) error {
 	junit := report.JUnitJob{Meta: j.Meta(), MapReduce: wf.Mode == workflow.MapReduce, EventLog: j.Layout().Events, StepLogs: map[report.StepRef]string{}}
 	for _, p := range phasesOf(wf) {
 		for _, s := range p.steps {
-			junit.StepLogs[report.StepRef{Phase: p.name, Key: s.Key()}] = j.Layout().StepLog(p.name, s.Index)
+			junit.StepLogs[report.StepRef{Phase: p.name, Label: s.Label(p.name)}] = j.Layout().StepLog(p.name, s.Index)
 		}
 	}
 	if !junit.MapReduce {
 		for _, s := range wf.Steps {
-			junit.Steps = append(junit.Steps, s.Key())
+			junit.Steps = append(junit.Steps, s.Label(workflow.PhaseCommands))
 		}
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

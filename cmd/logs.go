@@ -95,7 +95,7 @@ func runLogs(ctx context.Context, g *globalOptions, o logsOptions, args []string
 		if err != nil {
 			return err
 		}
-		path, what = j.Layout().StepLog(s.phase, s.index), "step "+s.label
+		path, what = j.Layout().StepLog(s.phase, s.index), fmt.Sprintf("step %q", s.label)
 	} else {
 		it, err := findItem(j, args[1])
 		if err != nil {

@@ -48,7 +48,7 @@ func jobSteps(j *state.Job) ([]jobStep, error) {
 	var out []jobStep
 	for _, p := range phasesOf(wf) {
 		for _, s := range p.steps {
-			out = append(out, jobStep{phase: p.name, index: s.Index, label: job.StepLabel(p.name, s), id: s.ID})
+			out = append(out, jobStep{phase: p.name, index: s.Index, label: s.Label(p.name), id: s.ID})
 		}
 	}
 	return out, nil

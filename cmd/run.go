@@ -224,7 +224,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		err error
 	)
 	merge = merge || j.Workflow().MergeBack
-	ending := jobtree.Ending{Merge: merge, Ask: ui.askMerge, Starts: ui.mergeStarts}
+	ending := jobtree.Ending{Merge: merge, Ask: ui.askMerge}
 	if j.Workflow().Mode == workflow.MapReduce {
 		if par.nats != nil {
 			defer par.nats.showQueue(ui.display)()

@@ -32,8 +32,7 @@ type terminal struct {
 	mu       sync.Mutex
 	failures []eventlog.Event  // item failures not yet shown (error_collection)
 	failed   int               // item failures so far
-	phase    string            // MapReduce: "setup" until the map starts, then "reduce", then "merge"
-	noShell  map[string]string // with -v: executor.WithoutShell of each shell step, by key
+	noShell  map[string]string // with -v: executor.WithoutShell of each shell step, by label
 }
 
 // newTerminal starts showing a job; progressMode is auto, always or never.
@@ -46,19 +45,22 @@ func newTerminal(g *globalOptions, jsonOutput bool, wf *workflow.Workflow, progr
 // setWorkflow names the workflow being run, once known.
 func (t *terminal) setWorkflow(wf *workflow.Workflow) {
 	t.wf = wf
-	if wf != nil && wf.Mode == workflow.MapReduce {
-		t.phase = "setup "
-	}
 	if wf != nil && t.g.Verbose {
 		t.noShell = make(map[string]string)
-		for s := range workflow.AllSteps(wf.PhaseSteps()) {
-			if _, seen := t.noShell[s.Key()]; !seen {
-				t.noShell[s.Key()] = executor.WithoutShell(s.Command)
+		for _, phase := range workflow.Phases {
+			for s := range workflow.AllSteps(wf.StepsOf(phase)) {
+				if _, seen := t.noShell[s.Label(phase)]; !seen {
+					t.noShell[s.Label(phase)] = executor.WithoutShell(s.Command)
+				}
 			}
 		}
 	}
 	if wf != nil {
-		t.display.SetSteps(len(wf.Steps))
+		steps := make(map[string]int)
+		for _, phase := range workflow.Phases {
+			steps[phase] = len(wf.StepsOf(phase))
+		}
+		t.display.SetSteps(steps)
 		t.display.SetBreaker(wf.ErrorPolicy.Breaker != nil)
 	}
 }
@@ -99,11 +101,6 @@ func (t *terminal) askMerge(end jobtree.End) bool {
 	return t.g.console.askMerge(t.g.stderr, end)
 }
 
-// mergeStarts labels the lines of the steps that run next as the merge
-// phase's. Like the events that set the other phases, it comes from the
-// job's own goroutine, between steps.
-func (t *terminal) mergeStarts() { t.phase = "merge " }
-
 // event renders one event as a line, by verbosity.
 func (t *terminal) event(e eventlog.Event) {
 	t.display.Observe(e)
@@ -119,7 +116,6 @@ func (t *terminal) event(e eventlog.Event) {
 	case eventlog.TypeItemsLoaded:
 		t.printf("loaded %v items from %s\n", e.Fields["total"], e.Str("source"))
 	case eventlog.TypeMapStarted:
-		t.phase = "reduce "
 		t.printf("==> map: %v items, %v to run, max_parallel %v, isolation %v\n", e.Fields["total"], e.Fields["pending"], e.Fields["max_parallel"], e.Fields["isolation"])
 	case eventlog.TypeReduceSkipped:
 		t.printf("--- skipped reduce (%s)\n", e.Str("reason"))
@@ -130,7 +126,7 @@ func (t *terminal) event(e eventlog.Event) {
 	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case eventlog.TypeStepStarted:
-		t.printf("==> %s%s %s%s\n", t.phase, step, e.Command(), t.shellMarker(step))
+		t.printf("==> %s %s%s\n", progress.InPhase(e.Str("phase"), step), e.Command(), t.shellMarker(step))
 	case eventlog.TypeStepSkipped:
 		t.printf("--- skipped %s (%s)\n", step, e.Str("reason"))
 	case eventlog.TypeStepFailed:

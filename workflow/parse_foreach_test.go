@@ -48,7 +48,7 @@ func TestParseForeach(t *testing.T) {
 	if got, want := f.Do[1].CommandText(), `foreach: ["a", "1", "true"]`; got != want {
 		t.Errorf("CommandText %q, want %q", got, want)
 	}
-	if got, want := wf.Steps[1].Label(), `foreach: ["x"]`; got != want {
+	if got, want := wf.Steps[1].Label(PhaseCommands), "step 2"; got != want {
 		t.Errorf("Label %q, want %q", got, want)
 	}
 	var keys []string

@@ -26,11 +26,11 @@ steps:
 	if wf.Description != "Shows the forms" || len(wf.Steps) != 3 {
 		t.Fatalf("description %q, %d steps", wf.Description, len(wf.Steps))
 	}
-	if s := wf.Steps[0]; s.Label() != "Save baseline for comparison" || s.Key() != "Save baseline for comparison" {
-		t.Errorf("a described step shows as %q (key %q)", s.Label(), s.Key())
+	if s := wf.Steps[0]; s.Label(PhaseCommands) != "Save baseline for comparison" || s.Key() != "Save baseline for comparison" {
+		t.Errorf("a described step shows as %q (key %q)", s.Label(PhaseCommands), s.Key())
 	}
-	if s := wf.Steps[1]; s.Label() != "named" {
-		t.Errorf("a named and described step shows as %q, want its name", s.Label())
+	if s := wf.Steps[1]; s.Label(PhaseCommands) != "named" {
+		t.Errorf("a named and described step shows as %q, want its name", s.Label(PhaseCommands))
 	}
 	if wf.Steps[2].CommitRequired {
 		t.Error("commit_required: false is set")

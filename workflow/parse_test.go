@@ -598,7 +598,7 @@ reduce:
 	}
 	plan, fix, commit, reduce := wf.Setup[0], wf.Map.Template[0], wf.Map.Template[1], wf.Reduce[0]
 	switch {
-	case plan.Command.Kind != ClaudeCommand || plan.Capture != "claude.output" || plan.Label() != "/plan":
+	case plan.Command.Kind != ClaudeCommand || plan.Capture != "claude.output" || plan.Label(PhaseSetup) != "setup step 1":
 		t.Errorf("setup step %+v", plan)
 	case fix.Command.Kind != ClaudeCommand || fix.Command.Text.String() != "/fix ${item.path}" || !fix.CommitRequired || fix.AutoCommit || !fix.TracksCommits():
 		t.Errorf("claude step %+v", fix)

@@ -34,8 +34,8 @@ func TestWriteFileStep(t *testing.T) {
 	if nw := notes.Command.Write; nw.Format != WriteText || nw.Mode != fs.FileMode(0o644) || nw.CreateDirs {
 		t.Errorf("defaults = %+v, want text, 0644, no create_dirs", nw)
 	}
-	if notes.Label() != "write_file notes.txt" || notes.Command.source() != "write_file notes.txt" {
-		t.Errorf("label %q, source %q", notes.Label(), notes.Command.source())
+	if notes.Command.source() != "write_file notes.txt" {
+		t.Errorf("source %q", notes.Command.source())
 	}
 }
 

@@ -248,8 +248,10 @@ type StepOutput struct {
 	Pattern string // a path.Match glob, matched against the file's base name (or its path when it holds a /)
 }
 
-// Key names the step in events and RUNNER_STEP: its id, its name, or
-// "step-N" (1-based position).
+// Key identifies the step in what runner stores and in RUNNER_STEP: its
+// id, its name, its handler path, or "step-N" (1-based position). Journal
+// records and circuit breakers of jobs written by earlier runners hold it,
+// so it does not change; people and events see Label.
 func (s *Step) Key() string {
 	switch {
 	case s.ID != "":
@@ -262,15 +264,64 @@ func (s *Step) Key() string {
 	return "step-" + strconv.Itoa(s.Index+1)
 }
 
-// Label is how the step is shown to people: its name, its id, or the first
-// line of its command.
-func (s *Step) Label() string {
+// Phases of a workflow, as the journal, events and labels name them.
+const (
+	PhaseCommands = "commands" // a standard workflow's steps
+	PhaseSetup    = "setup"
+	PhaseMap      = "map" // the agent_template steps of a map item
+	PhaseReduce   = "reduce"
+	PhaseMerge    = "merge" // the merge: block
+)
+
+// Phases lists the phases in the order a job runs them.
+var Phases = []string{PhaseCommands, PhaseSetup, PhaseMap, PhaseReduce, PhaseMerge}
+
+// StepsOf returns the steps of phase (one of Phases); nil when the
+// workflow has none.
+func (wf *Workflow) StepsOf(phase string) []*Step {
+	switch phase {
+	case PhaseCommands:
+		return wf.Steps
+	case PhaseSetup:
+		return wf.Setup
+	case PhaseMap:
+		if wf.Map != nil {
+			return wf.Map.Template
+		}
+	case PhaseReduce:
+		return wf.Reduce
+	case PhaseMerge:
+		if wf.Merge != nil {
+			return wf.Merge.Steps
+		}
+	}
+	return nil
+}
+
+// Label is how the step is shown to people and named in events, the
+// report, JUnit, runner logs and --dry-run, for a step of phase: its
+// name, else its id, else its handler path ("test.on_success"), else
+// "PHASE step N" (N its 1-based position), or "step N" for a standard
+// workflow's steps (phase PhaseCommands or "").
+func (s *Step) Label(phase string) string {
 	switch {
 	case s.Name != "":
 		return s.Name
 	case s.ID != "":
 		return s.ID
+	case s.Path != "":
+		return s.Path
 	}
+	n := "step " + strconv.Itoa(s.Index+1)
+	if phase == "" || phase == PhaseCommands {
+		return n
+	}
+	return phase + " " + n
+}
+
+// CommandLine is the first line of the step's command, at most 60
+// characters: what a message says of an unnamed step beside its label.
+func (s *Step) CommandLine() string {
 	cmd, _, _ := strings.Cut(strings.TrimSpace(s.CommandText()), "\n")
 	if len(cmd) > 60 {
 		cmd = cmd[:57] + "..."

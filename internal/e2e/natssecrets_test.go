@@ -19,7 +19,7 @@ var literalSecretWorkflows = []struct {
 }{
 	{"step env", "", `
     - shell: echo ${item}
-      env: {STEP_KEY: lit-s3cr3t}`, `secret STEP_KEY is given in the workflow file, line 5 \(the env of step "echo \$\{item\}"\)`},
+      env: {STEP_KEY: lit-s3cr3t}`, `secret STEP_KEY is given in the workflow file, line 5 \(the env of step "step 1"\)`},
 	{"a name under secrets:", "secrets: [DEPLOY]\n", `
     - name: deploy
       shell: echo ${item}

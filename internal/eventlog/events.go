@@ -45,6 +45,16 @@ func (e Event) Within(parent string) Event {
 	return e
 }
 
+// WithPhase returns e told of the workflow phase its step is of (setup,
+// map, reduce, merge, commands) as "phase"; e itself when it names no
+// step or phase is "".
+func (e Event) WithPhase(phase string) Event {
+	if _, ok := e.Fields["step"]; !ok || phase == "" {
+		return e
+	}
+	return e.with(map[string]any{"phase": phase})
+}
+
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 // JobStarted is the first event of a job.

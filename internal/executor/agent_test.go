@@ -85,7 +85,7 @@ func TestMissingAgentProgram(t *testing.T) {
 	}
 	x := &Executor{Env: []string{"PATH=" + t.TempDir()}, TmpDir: t.TempDir()}
 	res := x.RunStep(t.Context(), wf.Steps[0], Run{Scope: NewScope(nil, nil)})
-	want := `step "step-1" failed: cannot start: "claude": not found in PATH (agent command claude --print, runner's default: install it, or name another program with agent.command in the workflow or RUNNER_AGENT_COMMAND)`
+	want := `step "step 1" failed: cannot start: "claude": not found in PATH (agent command claude --print, runner's default: install it, or name another program with agent.command in the workflow or RUNNER_AGENT_COMMAND)`
 	if res.Status != StepFailed || res.Outcome.Kind != "spawn" || res.Err == nil || res.Err.Error() != want {
 		t.Errorf("status %s kind %q err %v\nwant %s", res.Status, res.Outcome.Kind, res.Err, want)
 	}

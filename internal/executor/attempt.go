@@ -57,11 +57,14 @@ type Run struct {
 	// Worktree names the git worktree Dir is in, for $WORKTREE: its
 	// branch (the job's, or a map item's); "" when the run is not in one.
 	Worktree string
-	Env      []string  // extra environment (map agents: RUNNER_ITEM_*)
-	ItemID   string    // map agents: the item, named on every event and seeding retry jitter
-	Stdout   io.Writer // overrides the executor's live output when set
-	Stderr   io.Writer
-	Slot     retryv2.Slot // map agents: given back while the step waits out a delay
+	Env      []string // extra environment (map agents: RUNNER_ITEM_*)
+	ItemID   string   // map agents: the item, named on every event and seeding retry jitter
+	// Phase is the workflow phase the step is of (workflow.PhaseSetup...):
+	// its events carry it, and it names an unnamed step ("setup step 1").
+	Phase  string
+	Stdout io.Writer // overrides the executor's live output when set
+	Stderr io.Writer
+	Slot   retryv2.Slot // map agents: given back while the step waits out a delay
 	// Map agents: Waiting checkpoints a step (not a repeat) before it waits
 	// out a retry delay; From is such a checkpoint from a process that
 	// ended, whose retry loop the step continues.
@@ -101,7 +104,17 @@ func (x *Executor) emit(r Run, e eventlog.Event) {
 	if r.within != "" {
 		e = e.Within(r.within)
 	}
-	x.Emit(e)
+	x.Emit(e.WithPhase(r.Phase))
+}
+
+// label names step in r's events and errors (workflow.Step.Label); a
+// foreach's do step, named under its loop ("fmt[2].step 1"), without its
+// phase.
+func (r Run) label(step *workflow.Step) string {
+	if r.within != "" {
+		return step.Label("")
+	}
+	return step.Label(r.Phase)
 }
 
 // commandResult is one finished command with its captured output.

@@ -17,8 +17,9 @@ type breakers struct {
 	m  map[*workflow.Step]*breaker.Breaker
 }
 
-// breaker returns the step's breaker, or nil when it has none.
-func (x *Executor) breaker(step *workflow.Step) *breaker.Breaker {
+// breaker returns the step's breaker, or nil when it has none; its
+// events name the step as r's events do.
+func (x *Executor) breaker(step *workflow.Step, r Run) *breaker.Breaker {
 	if step.Breaker == nil {
 		return nil
 	}
@@ -30,9 +31,9 @@ func (x *Executor) breaker(step *workflow.Step) *breaker.Breaker {
 	if x.breakers.m == nil {
 		x.breakers.m = map[*workflow.Step]*breaker.Breaker{}
 	}
-	key := step.Key()
-	b := breaker.New(key, *step.Breaker, func(to string) {
-		x.emit(Run{}, eventlog.CircuitChanged(to, "step", key))
+	label := r.label(step)
+	b := breaker.New(label, *step.Breaker, func(to string) {
+		x.emit(Run{Phase: r.Phase}, eventlog.CircuitChanged(to, "step", label))
 	})
 	x.breakers.m[step] = b
 	return b

@@ -107,12 +107,22 @@ func (t *commitTracker) autoCommit(ctx context.Context) ([]string, error) {
 	return t.newCommits(ctx)
 }
 
+// commitSubject is what runner's own commit message says of step: its
+// label when it has a name or an id, else the first line of its command,
+// which says more in git history than its place.
+func commitSubject(step *workflow.Step) string {
+	if step.Name != "" || step.ID != "" {
+		return step.Label("")
+	}
+	return step.CommandLine()
+}
+
 // message is auto_commit's commit message: commit_message expanded as the
 // step's command is (the step's own env over the workflow's variables),
 // else runner's own; secrets masked, as everywhere runner writes, since
 // git history outlives any log.
 func (t *commitTracker) message() (string, error) {
-	msg := "runner: " + t.step.Label()
+	msg := "runner: " + commitSubject(t.step)
 	if t.r.ItemID != "" {
 		msg += " (" + t.r.ItemID + ")"
 	}

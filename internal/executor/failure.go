@@ -11,8 +11,8 @@ import (
 // handleFailure applies the step's failure handling to a final failure
 // cause; handlers see the cause as ${error.message}.
 func (x *Executor) handleFailure(ctx context.Context, step *workflow.Step, r Run, last commandResult, cause error) StepResult {
-	key := step.Key()
-	err := stepError(step, cause)
+	key := r.label(step)
+	err := stepError(key, cause)
 	res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
 	if ctx.Err() != nil {
 		x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, "").WithOutput(last.Stdout, last.Stderr))

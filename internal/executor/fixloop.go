@@ -25,13 +25,13 @@ const failedOutputInline = 10_000
 // with retry"). The step fails when its last run fails; that stops the
 // workflow only with fail_workflow: true.
 func (x *Executor) fixLoop(ctx context.Context, step *workflow.Step, r Run, last commandResult, cause error) StepResult {
-	key, fl := step.Key(), step.OnFailure
+	key, fl := r.label(step), step.OnFailure
 	// The loop is not checkpointed: an interrupted one starts again from
 	// the step's first run.
 	r.Waiting, r.From = nil, nil
 	handlerFailures := 0
 	for runs := 1; ; runs++ {
-		err := stepError(step, cause)
+		err := stepError(key, cause)
 		res := StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
 		if ctx.Err() != nil {
 			x.emit(r, eventlog.StepCommandFailed(key, err.Error(), last.ExitCode, "").WithOutput(last.Stdout, last.Stderr))
@@ -133,10 +133,10 @@ func (x *Executor) runFailureHandler(ctx context.Context, step *workflow.Step, r
 			h = commits.check(ctx, h)
 		}
 		if h.Failed() {
-			x.emit(r, eventlog.HandlerFailed(step.Key(), i+1, h.ExitCode, h.Message()))
+			x.emit(r, eventlog.HandlerFailed(r.label(step), i+1, h.ExitCode, h.Message()))
 			return handlerError("on_failure handler", h)
 		}
-		x.emit(r, eventlog.HandlerCompleted(step.Key(), i+1, h.ExitCode))
+		x.emit(r, eventlog.HandlerCompleted(r.label(step), i+1, h.ExitCode))
 	}
 	if len(step.OnFailure.OnSuccess) > 0 {
 		_, err := x.runHandler(ctx, "on_failure's on_success", step.OnFailure.OnSuccess, hr)

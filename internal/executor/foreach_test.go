@@ -71,9 +71,9 @@ func TestForeachSequential(t *testing.T) {
 	}
 	wantStarted := []string{
 		`loop foreach: ["a", "b c", "d; echo injected"]`,
-		`loop[0].step-1 echo "${index}/${total}" ${item}`, `loop[0].step-2 echo "$RUNNER_STEP"`,
-		`loop[1].step-1 echo "${index}/${total}" ${item}`, `loop[1].step-2 echo "$RUNNER_STEP"`,
-		`loop[2].step-1 echo "${index}/${total}" ${item}`, `loop[2].step-2 echo "$RUNNER_STEP"`,
+		`loop[0].step 1 echo "${index}/${total}" ${item}`, `loop[0].step 2 echo "$RUNNER_STEP"`,
+		`loop[1].step 1 echo "${index}/${total}" ${item}`, `loop[1].step 2 echo "$RUNNER_STEP"`,
+		`loop[2].step 1 echo "${index}/${total}" ${item}`, `loop[2].step 2 echo "$RUNNER_STEP"`,
 	}
 	if !slices.Equal(started, wantStarted) {
 		t.Errorf("step_started events\n  %s\nwant\n  %s", strings.Join(started, "\n  "), strings.Join(wantStarted, "\n  "))
@@ -138,7 +138,7 @@ func TestForeachFailure(t *testing.T) {
 	if !res.Fatal() || res.Outcome.Kind != retryv2.KindExit || res.Outcome.ExitCode != 1 || out != "a\nb\n" {
 		t.Errorf("failed item: %s %q %d, output %q", res.Status, res.Outcome.Kind, res.Outcome.ExitCode, out)
 	}
-	if want := `step "step-1" failed: item 1 "b": step "step-1" failed: exit status 1`; res.Err == nil || !strings.HasPrefix(res.Err.Error(), want) {
+	if want := `step "step 1" failed: item 1 "b": step "step 1" failed: exit status 1`; res.Err == nil || !strings.HasPrefix(res.Err.Error(), want) {
 		t.Errorf("error %v, want %s", res.Err, want)
 	}
 
@@ -146,7 +146,7 @@ func TestForeachFailure(t *testing.T) {
 	if !res.Fatal() || res.Outcome.ExitCode != 1 || out != "a\nb\nc\nd\n" {
 		t.Errorf("continue_on_error: %s exit %d, output %q", res.Status, res.Outcome.ExitCode, out)
 	}
-	if want := `step "step-1" failed: 2 of 4 items failed, the first: item 1 "b": step "step-1" failed: exit status 1: b (continue_on_error: every item ran)`; res.Err == nil || res.Err.Error() != want {
+	if want := `step "step 1" failed: 2 of 4 items failed, the first: item 1 "b": step "step 1" failed: exit status 1: b (continue_on_error: every item ran)`; res.Err == nil || res.Err.Error() != want {
 		t.Errorf("continue_on_error: error %v, want %s", res.Err, want)
 	}
 

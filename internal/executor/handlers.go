@@ -40,11 +40,11 @@ func (x *Executor) runHandler(ctx context.Context, what string, steps []*workflo
 // handler failed: the step fails and stops the workflow, whatever its
 // command did (cause, nil after a success) and its on_failure says.
 func (x *Executor) handlerFailed(step *workflow.Step, r Run, last commandResult, cause, herr error) StepResult {
-	err := fmt.Errorf("step %q: %w", step.Key(), herr)
+	err := fmt.Errorf("step %q: %w", r.label(step), herr)
 	if cause != nil {
-		err = errors.Join(stepError(step, cause), herr)
+		err = errors.Join(stepError(r.label(step), cause), herr)
 	}
-	x.emit(r, eventlog.StepCommandFailed(step.Key(), err.Error(), last.ExitCode, "").WithOutput(last.Stdout, last.Stderr))
+	x.emit(r, eventlog.StepCommandFailed(r.label(step), err.Error(), last.ExitCode, "").WithOutput(last.Stdout, last.Stderr))
 	return StepResult{Status: StepFailed, Outcome: last.Outcome, Attempts: last.Attempt, Err: err}
 }
 

@@ -111,7 +111,7 @@ func TestFixLoopGivesUp(t *testing.T) {
 				t.Errorf("runs %q, fixes %q: want 3 runs and 2 fixes", runs, fixes)
 			}
 			last := events[len(events)-1]
-			if want := "step_failed step-1 handled=handler"; tt.fatal && last == want || !tt.fatal && last != want {
+			if want := "step_failed step 1 handled=handler"; tt.fatal && last == want || !tt.fatal && last != want {
 				t.Errorf("last event %q (fail_workflow: %s)", last, tt.failWorkflow)
 			}
 		})
@@ -134,7 +134,7 @@ func TestFixLoopOneAttempt(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "fixes")); err == nil {
 		t.Error("the handler ran")
 	}
-	if want := []string{"step_started step-1", "step_failed step-1 handled=handler"}; !slices.Equal(events, want) {
+	if want := []string{"step_started step 1", "step_failed step 1 handled=handler"}; !slices.Equal(events, want) {
 		t.Errorf("events\n%q\nwant\n%q", events, want)
 	}
 }

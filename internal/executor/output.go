@@ -54,12 +54,12 @@ func setOutput(step *workflow.Step, res commandResult, sc *Scope) {
 // ResumedOutput marks ${shell.output} or ${claude.output} of a step that
 // finished before the job was resumed: its output is not in the journal,
 // and a reference to it fails rather than reading an empty text.
-func ResumedOutput(step *workflow.Step, sc *Scope) {
+func ResumedOutput(step *workflow.Step, phase string, sc *Scope) {
 	kind := string(step.Command.Kind)
 	for _, ns := range []string{kind, "last"} {
 		sc.SetIn(ns, "output", interp.Unavailable{Reason: fmt.Sprintf(
 			"${%s.output}: step %q finished before the job was resumed, and runner does not keep a step's output across a resume: "+
-				"give the step capture_output: NAME (or an id) and read ${NAME}", ns, step.Key())})
+				"give the step capture_output: NAME (or an id) and read ${NAME}", ns, step.Label(phase))})
 	}
 }
 

@@ -144,7 +144,7 @@ func TestOutputMatches(t *testing.T) {
 // from before.
 func TestResumedLastOutput(t *testing.T) {
 	sc := NewScope(nil, nil)
-	ResumedOutput(&workflow.Step{Command: workflow.Command{Kind: workflow.ShellCommand}, ID: "build"}, sc)
+	ResumedOutput(&workflow.Step{Command: workflow.Command{Kind: workflow.ShellCommand}, ID: "build"}, workflow.PhaseSetup, sc)
 	for _, ref := range []string{"${shell.output}", "${last.output}"} {
 		tmpl, err := interp.Parse("echo " + ref)
 		if err != nil {

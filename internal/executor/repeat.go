@@ -46,7 +46,7 @@ func (x *Executor) runRepeated(ctx context.Context, step *workflow.Step, r Run) 
 		if rp.Timeout > 0 && time.Since(start)+gap >= rp.Timeout {
 			return res, fmt.Errorf("repeat: condition not met within %s (until: %s)", rp.Timeout, rp.Until.Source)
 		}
-		x.emit(r, eventlog.StepRepeat(step.Key(), run, gap))
+		x.emit(r, eventlog.StepRepeat(r.label(step), run, gap))
 		if err := retryv2.Pause(ctx, gap, r.Slot); err != nil {
 			return res, err
 		}

@@ -44,13 +44,13 @@ func (r StepResult) Fatal() bool {
 // ctx.
 func (x *Executor) RunStep(ctx context.Context, step *workflow.Step, r Run) StepResult {
 	r.Scope = r.Scope.Under(ctx)
-	key := step.Key()
-	r.Scope.SetIn("step", "name", key)
+	key := r.label(step)
+	r.Scope.SetIn("step", "name", step.Key())
 	r.Scope.SetIn("step", "index", step.Index)
 	if step.When != nil {
 		ok, err := step.When.Bool(r.Scope.Vars())
 		if err != nil {
-			err = fmt.Errorf("step %q: when: %w", step.Key(), err)
+			err = fmt.Errorf("step %q: when: %w", key, err)
 			x.emit(r, eventlog.StepFailed(key, err.Error()))
 			return StepResult{Status: StepFailed, Err: err}
 		}
@@ -77,7 +77,7 @@ type stepRun struct {
 // run runs the step once: its attempts (and repeats), then the
 // on_exit_code handler for the exit code of its last attempt.
 func (x *Executor) run(ctx context.Context, step *workflow.Step, r Run) stepRun {
-	x.emit(r, eventlog.StepStarted(step.Key(), step.Index+1, step.CommandText()))
+	x.emit(r, eventlog.StepStarted(r.label(step), step.Index+1, step.CommandText()))
 	sr := stepRun{start: time.Now()}
 	if step.TracksCommits() {
 		t, err := x.trackCommits(ctx, step, r)
@@ -150,7 +150,7 @@ func (x *Executor) succeed(ctx context.Context, step *workflow.Step, r Run, run 
 		}
 		vars, handled = mergeVars(vars, h.vars), errors.Join(handled, h.handled)
 	}
-	x.emit(r, eventlog.StepCompleted(step.Key(), run.res.ExitCode, time.Since(run.start)).WithOutput(run.res.Stdout, run.res.Stderr))
+	x.emit(r, eventlog.StepCompleted(r.label(step), run.res.ExitCode, time.Since(run.start)).WithOutput(run.res.Stdout, run.res.Stderr))
 	// The handlers' handled failures are the step's, for the summary.
 	return StepResult{Status: StepSucceeded, Outcome: run.res.Outcome, Attempts: run.res.Attempt, Err: handled, Vars: vars}, nil
 }
@@ -176,25 +176,25 @@ func (x *Executor) checkOutput(step *workflow.Step, r Run) error {
 
 // stepError names the step in its final error: "step "x" failed after 3
 // attempts (attempts exhausted): ..." or "step "x" failed: ...".
-func stepError(step *workflow.Step, err error) error {
+func stepError(label string, err error) error {
 	var final *retryv2.Error
 	if errors.As(err, &final) {
-		return fmt.Errorf("step %q %w", step.Key(), err)
+		return fmt.Errorf("step %q %w", label, err)
 	}
-	return fmt.Errorf("step %q failed: %w", step.Key(), err)
+	return fmt.Errorf("step %q failed: %w", label, err)
 }
 
 // attempts runs the command under the step's retry policies and returns
 // the last attempt with the final error.
 func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (commandResult, error) {
 	capture := step.Capture != ""
-	key := step.Key()
+	key := r.label(step)
 	var ran commandResult // the last attempt that really ran
 	spec := retryv2.Spec{
 		Policies: step.Retry,
 		Disabled: !step.Retryable,
 		Rand:     x.jitterSource(step, r),
-		Breaker:  x.breaker(step),
+		Breaker:  x.breaker(step, r),
 		Slot:     r.Slot,
 		Started: func(n int) {
 			if r.Attempt != nil {

@@ -23,7 +23,7 @@ import (
 // object, a missing result_file, a timeout) fails the step whatever
 // on_incomplete says: filling gaps cannot mend a broken check.
 func (x *Executor) validated(ctx context.Context, step *workflow.Step, r Run, done StepResult) StepResult {
-	v, key := step.Validate, step.Key()
+	v, key := step.Validate, r.label(step)
 	found, err := x.check(ctx, step, r, v.Checks)
 	recheck := v.Checks
 	if len(recheck) == 0 {
@@ -46,7 +46,7 @@ func (x *Executor) validated(ctx context.Context, step *workflow.Step, r Run, do
 		return done
 	}
 	res := done
-	res.Status, res.Err = StepFailed, stepError(step, err)
+	res.Status, res.Err = StepFailed, stepError(key, err)
 	if incomplete && ctx.Err() == nil && v.OnIncomplete != nil && !v.OnIncomplete.FailWorkflow {
 		res.Handled = workflow.FailContinue
 	}
@@ -217,7 +217,7 @@ func (x *Executor) fillGaps(ctx context.Context, step *workflow.Step, r Run, fou
 	}
 	for i, c := range in.Commands {
 		h := x.validationCommand(ctx, step, hr, c, false)
-		x.emit(r, eventlog.HandlerCompleted(step.Key(), i+1, h.ExitCode))
+		x.emit(r, eventlog.HandlerCompleted(r.label(step), i+1, h.ExitCode))
 		if h.Failed() {
 			return fmt.Errorf("on_incomplete attempt %d: command %d failed: %s", attempt, i+1, h.Message())
 		}

@@ -134,7 +134,7 @@ func TestValidateIncompleteWithoutOnIncomplete(t *testing.T) {
   validate:
     shell: 'echo ''{"completion_percentage": 99.5}'''
 `)
-	want := `step "step-1" failed: validation incomplete: 99.5% complete, threshold 100%`
+	want := `step "step 1" failed: validation incomplete: 99.5% complete, threshold 100%`
 	if !res.Fatal() || res.Err == nil || res.Err.Error() != want {
 		t.Errorf("fatal %v, error %v\nwant %s", res.Fatal(), res.Err, want)
 	}
@@ -148,7 +148,7 @@ func TestValidatePassFailCheck(t *testing.T) {
 		{"passes with a log", "shell: echo all good", ""},
 		{"passes silently", "shell: 'true'", ""},
 		{"passes after a fix", "shell: test -e fixed", ""},
-		{"fails", "shell: echo broken >&2; exit 3", `step "step-1" failed: validation incomplete: 0% complete, threshold 100%, after 2 on_incomplete attempts`},
+		{"fails", "shell: echo broken >&2; exit 3", `step "step 1" failed: validation incomplete: 0% complete, threshold 100%, after 2 on_incomplete attempts`},
 		{"second command fails", "commands: [{shell: 'true'}, {shell: 'exit 4'}]", `validation incomplete: 0% complete`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,7 +270,7 @@ func TestValidateFailingFix(t *testing.T) {
         - shell: echo no luck >&2; exit 2
       max_attempts: 3
 `)
-	want := `step "step-1" failed: validation incomplete: 30% complete, threshold 100%; on_incomplete attempt 1: command 2 failed: exit status 2: no luck`
+	want := `step "step 1" failed: validation incomplete: 30% complete, threshold 100%; on_incomplete attempt 1: command 2 failed: exit status 2: no luck`
 	if !res.Fatal() || res.Err == nil || res.Err.Error() != want {
 		t.Errorf("error %v\nwant  %s", res.Err, want)
 	}

@@ -55,7 +55,7 @@ func TestWriteFileStep(t *testing.T) {
 		t.Errorf("output = %q", got)
 	}
 	res := x.RunStep(t.Context(), wf.Steps[1], r)
-	if res.Status != StepFailed || !strings.Contains(res.Err.Error(), `step "step-2" failed: write_file: content is not valid JSON`) {
+	if res.Status != StepFailed || !strings.Contains(res.Err.Error(), `step "step 2" failed: write_file: content is not valid JSON`) {
 		t.Errorf("invalid json: %s %v", res.Status, res.Err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad.json")); !os.IsNotExist(err) {

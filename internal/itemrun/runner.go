@@ -155,6 +155,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		Worktree: branch,
 		Env:      env,
 		ItemID:   it.ID,
+		Phase:    workflow.PhaseMap,
 		Stdout:   io.MultiWriter(&stdout, itemOut),
 		Stderr:   itemErr,
 		Slot:     slot,
@@ -177,7 +178,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		if rec, ok := saved[step.Index]; ok && rec.Status == string(executor.StepRetrying) {
 			run.From = &rec
 		} else if ok {
-			executor.ResumedOutput(step, sc)
+			executor.ResumedOutput(step, workflow.PhaseMap, sc)
 			sc.Apply(executor.RecordedVars(rec))
 			stdout.Write([]byte(rec.Output))
 			continue
@@ -201,7 +202,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		}
 		f := itemtask.Failure{
 			Attempt: t.Attempt, At: time.Now(), Kind: res.Outcome.Kind, ExitCode: res.Outcome.ExitCode,
-			Message: res.Err.Error(), StderrTail: res.Outcome.Stderr, Step: step.Key(), Duration: time.Since(start),
+			Message: res.Err.Error(), StderrTail: res.Outcome.Stderr, Step: step.Label(workflow.PhaseMap), Duration: time.Since(start),
 		}
 		var timeout *agentTimeout
 		if ctx.Err() == nil && errors.As(context.Cause(actx), &timeout) {

@@ -219,7 +219,7 @@ func (j *Job) restoreSetup() error {
 	}
 	for _, step := range j.wf.Setup {
 		if rec, ok := done[PhaseSetup][step.Index]; ok {
-			executor.ResumedOutput(step, j.scope)
+			executor.ResumedOutput(step, PhaseSetup, j.scope)
 			j.applyVars(PhaseSetup, executor.RecordedVars(rec))
 		}
 	}

@@ -245,13 +245,15 @@ func quoteCommand(cmd string) string {
 }
 
 // stepName names a step of a phase in a message: "step 2 (build)",
-// "reduce step 1 (summary)".
+// "reduce step 1 (summary)"; an unnamed step by the first line of its
+// command, "step 2 (curl $URL)".
 func stepName(phaseName string, s *workflow.Step) string {
-	prefix := ""
-	if phaseName != PhaseCommands {
-		prefix = phaseName + " "
+	at := (&workflow.Step{Index: s.Index}).Label(phaseName)
+	what := s.Label(phaseName)
+	if what == at {
+		what = s.CommandLine()
 	}
-	return fmt.Sprintf("%sstep %d (%s)", prefix, s.Index+1, s.Label())
+	return at + " (" + what + ")"
 }
 
 // firstPos is where a phase's steps begin; none: the file as a whole.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -64,7 +63,7 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 	done := j.done[phase]
 	for i, step := range steps {
 		if rec, ok := done[step.Index]; ok {
-			executor.ResumedOutput(step, j.scope)
+			executor.ResumedOutput(step, phase, j.scope)
 			j.applyVars(phase, executor.RecordedVars(rec))
 			pr.count(executor.StepStatus(rec.Status))
 			continue
@@ -119,23 +118,11 @@ func (j *Job) stepRun(phase string, step *workflow.Step) (executor.Run, *attempt
 	if j.resumed {
 		kind = attemptlog.RunResume
 	}
-	label := StepLabel(phase, step)
+	label := step.Label(phase)
 	begin := func(n int) {
 		log.Begin(attemptlog.Header{Kind: attemptlog.Step, Name: label, Attempt: n, Run: kind, Start: time.Now()})
 	}
-	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Stdout: tee(j.out[0]), Stderr: tee(j.out[1]), Attempt: begin}, log
-}
-
-// StepLabel is how a step of phase is shown: its name, its id, or
-// "PHASE step N".
-func StepLabel(phase string, step *workflow.Step) string {
-	switch {
-	case step.Name != "":
-		return step.Name
-	case step.ID != "":
-		return step.ID
-	}
-	return phase + " step " + strconv.Itoa(step.Index+1)
+	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase, Stdout: tee(j.out[0]), Stderr: tee(j.out[1]), Attempt: begin}, log
 }
 
 // stepsDone saves how many of a standard workflow's steps have finished,
@@ -172,10 +159,10 @@ func (pr *PhaseResult) count(s executor.StepStatus) {
 
 // Phases of a job, as named in the journal.
 const (
-	PhaseCommands = "commands"
-	PhaseSetup    = "setup"
-	PhaseReduce   = "reduce"
-	PhaseMerge    = "merge" // the merge: block, after reduce
+	PhaseCommands = workflow.PhaseCommands
+	PhaseSetup    = workflow.PhaseSetup
+	PhaseReduce   = workflow.PhaseReduce
+	PhaseMerge    = workflow.PhaseMerge // the merge: block, after reduce
 )
 
 // RunStandard runs a standard workflow's steps.

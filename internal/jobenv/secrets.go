@@ -272,7 +272,7 @@ func stepEnvSecrets(wf *workflow.Workflow, lookup interp.Lookup) []envSecret {
 		}
 	}
 	for s := range workflow.AllSteps(wf.PhaseSteps()) {
-		add(s.Env, fmt.Sprintf("line %d (the env of step %q)", s.Pos.Line, s.Label()))
+		add(s.Env, fmt.Sprintf("line %d (the env of step %q)", s.Pos.Line, s.Label("")))
 	}
 	if wf.Agent != nil {
 		add(wf.Agent.Env, "agent.env")

@@ -68,7 +68,7 @@ map:
 	}
 	for _, want := range []string{
 		`(?m)^runner worker w: job j item 1: succeeded in [0-9.]+m?s$`,
-		`(?m)^runner worker w: job j item 2: failed in [0-9.]+m?s: step "step-1" failed: exit status 1$`,
+		`(?m)^runner worker w: job j item 2: failed in [0-9.]+m?s: step "map step 1" failed: exit status 1$`,
 		`(?m)^runner worker w: job j item 3: succeeded in [0-9.]+m?s$`,
 	} {
 		if n := len(regexp.MustCompile(want).FindAllString(out, -1)); n != 1 {

@@ -31,7 +31,7 @@ steps:
 	// Output:
 	// workflow "deploy" (standard); nothing is run
 	// commands:
-	//   1. ./deploy.sh
+	//   1. step 1: ./deploy.sh
 	//      runs: the program directly, without a shell (a plain list of words)
 	//      timeout: 5m0s per attempt
 	//      retry: 4 attempts, exponential backoff; delays 2s, 4s, 8s (total 14s); max_delay 30s

@@ -31,7 +31,7 @@ func newForeach(s *workflow.Step, seed *uint64, perItem bool, agent executor.Age
 		pf.ItemsCommand = s.Command.Text.String()
 	}
 	for _, d := range f.Do {
-		pf.Do = append(pf.Do, newStep(d, seed, perItem, agent))
+		pf.Do = append(pf.Do, newStep(d, "", seed, perItem, agent)) // named under the loop, as events name it: "check[0].step 1"
 	}
 	return pf
 }

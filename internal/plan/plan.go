@@ -46,10 +46,10 @@ type Phase struct {
 
 // Step is one step: what it runs and how it is retried.
 type Step struct {
-	Index          int                  `json:"index"` // 1-based, in its phase
-	Step           string               `json:"step"`  // the name events and messages use
-	Label          string               `json:"label"`
+	Index          int                  `json:"index"`                // 1-based, in its phase
+	Step           string               `json:"step"`                 // its label (workflow.Step.Label), as events and messages name it
 	Kind           workflow.CommandKind `json:"kind"`                 // shell, claude, write_file or foreach
+	Command        string               `json:"command"`              // its first line (workflow.Step.CommandLine)
 	Agent          []string             `json:"agent,omitempty"`      // claude: the program and its first arguments; the text is one more
 	AgentFrom      string               `json:"agent_from,omitempty"` // agent.command, RUNNER_AGENT_COMMAND or default
 	AgentError     string               `json:"agent_error,omitempty"`
@@ -177,12 +177,16 @@ func optMillis(d time.Duration) *millis {
 func New(wf *workflow.Workflow, seed *uint64, agent executor.Agent) Plan {
 	p := Plan{Workflow: wf.Name, Mode: wf.Mode, Seed: seed, Phases: []Phase{}}
 	phase := func(name string, steps []*workflow.Step, perItem bool) {
+		labelPhase := name
+		if perItem {
+			labelPhase = workflow.PhaseMap
+		}
 		if len(steps) == 0 {
 			return
 		}
 		ph := Phase{Phase: name}
 		for _, s := range steps {
-			ph.Steps = append(ph.Steps, newStep(s, seed, perItem, agent))
+			ph.Steps = append(ph.Steps, newStep(s, labelPhase, seed, perItem, agent))
 		}
 		p.Phases = append(p.Phases, ph)
 	}
@@ -213,8 +217,8 @@ func New(wf *workflow.Workflow, seed *uint64, agent executor.Agent) Plan {
 // newStep describes a step. Its jittered delays come from the random
 // source the run gives the step with that seed; for agent_template steps
 // (perItem) that source depends on the item too, so they are ranges.
-func newStep(s *workflow.Step, seed *uint64, perItem bool, agent executor.Agent) Step {
-	ps := Step{Index: s.Index + 1, Step: s.Key(), Label: s.Label(), Kind: s.Command.Kind, Timeout: optMillis(s.Timeout), Retry: []Policy{}, RetryDisabled: len(s.Retry) > 0 && !s.Retryable,
+func newStep(s *workflow.Step, phase string, seed *uint64, perItem bool, agent executor.Agent) Step {
+	ps := Step{Index: s.Index + 1, Step: s.Label(phase), Kind: s.Command.Kind, Command: s.CommandLine(), Timeout: optMillis(s.Timeout), Retry: []Policy{}, RetryDisabled: len(s.Retry) > 0 && !s.Retryable,
 		CommitRequired: s.CommitRequired, AutoCommit: s.AutoCommit, WithoutShell: executor.WithoutShell(s.Command)}
 	if s.Command.Kind == workflow.ClaudeCommand {
 		ps.Agent, ps.AgentFrom = agent.Command, agent.From

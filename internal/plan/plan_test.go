@@ -131,7 +131,7 @@ func TestEndPlan(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"", "end: when the job succeeds, git merge --no-ff merges the job branch into the branch the job started on, with runner run --merge; otherwise it is left for you to merge\n"},
 		{"merge_back: true\n", "end: when the job succeeds, git merge --no-ff merges the job branch into the branch the job started on, always (merge_back: true); otherwise"},
-		{"merge: {commands: [{shell: m}], timeout: 90}\n", "merge:\n  1. m\n"},
+		{"merge: {commands: [{shell: m}], timeout: 90}\n", "merge:\n  1. merge step 1: m\n"},
 		{"merge: {commands: [{shell: m}], timeout: 90}\n", "end: when the job succeeds, the merge phase's steps run in the job worktree to merge the job branch (instead of git merge), with runner run --merge; the whole phase times out after 1m30s\n"},
 	}
 	for _, tt := range tests {
@@ -153,7 +153,7 @@ func TestEndPlan(t *testing.T) {
 func TestSetupTimeoutPlan(t *testing.T) {
 	p := New(parse(t, "mode: mapreduce\nsetup: {commands: [{shell: s}], timeout: 90}\nmap: {input: x, agent_template: [{shell: a}]}\n"), nil, executor.Agent{})
 	var out strings.Builder
-	if err := p.WriteText(&out); err != nil || !strings.Contains(out.String(), "setup (the whole phase times out after 1m30s):\n  1. s\n") {
+	if err := p.WriteText(&out); err != nil || !strings.Contains(out.String(), "setup (the whole phase times out after 1m30s):\n  1. setup step 1: s\n") {
 		t.Errorf("%v\n%s", err, out.String())
 	}
 }
@@ -254,13 +254,13 @@ func TestForeachPlan(t *testing.T) {
      retry: none (runs once)
      on failure: continue
      foreach: the lines of ls *.md; the first 5; 10 at once; for each item:
-       1. lint ${item}
+       1. step 1: lint ${item}
           runs: the program directly, without a shell, when the values it interpolates hold no single quote
           retry: 2 attempts, exponential backoff; delays 1s (total 1s); max_delay 30s
-       2. foreach: ["a", "b c"]
+       2. step 2: foreach: ["a", "b c"]
           retry: none (runs once)
           foreach: items "a", "b c"; one at a time; a failed item does not stop the others, but fails the step once all ran; for each item:
-            1. /fix
+            1. step 1: /fix
                runs: my-agent with the text as its last argument (RUNNER_AGENT_COMMAND)
                retry: none (runs once)
 `

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/runnerdev/runner/internal/executor"
@@ -119,7 +120,11 @@ func (pe *ErrorPolicy) writeText(w *errWriter) {
 }
 
 func (s Step) writeText(w *errWriter, seed *uint64) {
-	w.printf("  %d. %s\n", s.Index, s.Label)
+	if strings.HasSuffix(s.Step, "step "+strconv.Itoa(s.Index)) { // unnamed: what it runs tells it apart
+		w.printf("  %d. %s: %s\n", s.Index, s.Step, s.Command)
+	} else {
+		w.printf("  %d. %s\n", s.Index, s.Step)
+	}
 	switch {
 	case s.AgentError != "":
 		w.printf("     runs: no agent program: %s\n", s.AgentError)

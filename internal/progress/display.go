@@ -113,12 +113,12 @@ func (d *Display) tick() {
 	}
 }
 
-// SetSteps gives the number of steps of a standard workflow, for the
-// "step 2/5" of the status line.
-func (d *Display) SetSteps(n int) {
+// SetSteps gives the number of steps of each phase of the workflow, for
+// the "step 2/5" and "setup step 1/2" of the status line.
+func (d *Display) SetSteps(steps map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.job.steps = n
+	d.job.steps = steps
 }
 
 // SetBreaker tells whether the workflow has a circuit breaker: only then

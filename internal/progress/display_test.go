@@ -160,7 +160,7 @@ func TestStepCountFromSetSteps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		d := progress.New(&stdout, &stderr, "always", true, false)
-		d.SetSteps(3)
+		d.SetSteps(map[string]int{"commands": 3})
 		d.Observe(eventlog.StepStarted("build", 2, "make"))
 		d.Line("==> build", "")
 		d.Close()

@@ -10,7 +10,7 @@
 //
 //	d := progress.New(os.Stdout, os.Stderr, "auto", noColor, quiet)
 //	defer d.Close()
-//	d.SetSteps(len(wf.Steps))
+//	d.SetSteps(steps) // each phase's step count, by phase name
 //	d.Observe(event) // for each event the job emits
 //	d.Line("step build failed", progress.Red)
 package progress

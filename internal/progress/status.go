@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // jobStatus is what the status line tells of a job, kept up to date from
@@ -23,7 +24,9 @@ type jobStatus struct {
 	queue        Queue                // the NATS queue the items go to; Name "": they run here
 	// standard
 	step           string
-	stepN, steps   int
+	phase          string
+	stepN          int
+	steps          map[string]int // each phase's step count (SetSteps)
 	attempt, limit int
 	stepStart      time.Time
 }
@@ -95,6 +98,16 @@ const (
 	itemStates
 )
 
+// InPhase is a step's label as lines show it, its phase before it when
+// the label does not say it ("setup build", "setup step 1"); a standard
+// workflow's steps as they are.
+func InPhase(phase, label string) string {
+	if phase == "" || phase == workflow.PhaseCommands || strings.HasPrefix(label, phase+" ") {
+		return label
+	}
+	return phase + " " + label
+}
+
 // line is the status in one line; "" when there is nothing to show.
 func (j *jobStatus) line() string {
 	if j.mapping {
@@ -139,7 +152,13 @@ func (j *jobStatus) line() string {
 	if j.step == "" {
 		return ""
 	}
-	s := fmt.Sprintf("step %d/%d %s", j.stepN, j.steps, j.step)
+	s := fmt.Sprintf("step %d/%d", j.stepN, j.steps[j.phase])
+	if j.phase != "" && j.phase != workflow.PhaseCommands {
+		s = j.phase + " " + s
+	}
+	if label := (&workflow.Step{Index: j.stepN - 1}).Label(j.phase); j.step != label {
+		s += " " + j.step // named: the position alone would not say which
+	}
 	if j.attempt > 1 || j.limit > 0 {
 		s += fmt.Sprintf(" · attempt %d", j.attempt)
 		if j.limit > 0 {
@@ -200,7 +219,10 @@ func (j *jobStatus) observe(e eventlog.Event) {
 		}
 	case eventlog.TypeStepStarted:
 		if item == "" {
-			j.step, j.stepN, j.stepStart = e.Str("step"), int(e.Int("index")), time.Now()
+			j.step, j.phase, j.stepN, j.stepStart = e.Str("step"), e.Str("phase"), int(e.Int("index")), time.Now()
+			if j.phase == "" {
+				j.phase = workflow.PhaseCommands // an event of an earlier runner
+			}
 			j.attempt, j.limit = 1, 0
 		}
 	case eventlog.TypeStepCompleted, eventlog.TypeStepFailed, eventlog.TypeStepSkipped:

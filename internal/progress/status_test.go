@@ -156,7 +156,7 @@ func TestMapStatusShowsAnUnavailableStream(t *testing.T) {
 // retried, and how long the step has run; nothing between steps.
 func TestStepStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := jobStatus{items: map[string]itemState{}, steps: 2}
+		j := jobStatus{items: map[string]itemState{}, steps: map[string]int{"commands": 2}}
 		j.observe(eventlog.StepStarted("build", 1, "make"))
 		j.observe(eventlog.AttemptStarted("build", 1))
 		if got, want := j.line(), "step 1/2 build · 0s"; got != want {
@@ -175,18 +175,39 @@ func TestStepStatus(t *testing.T) {
 	})
 }
 
+// A MapReduce's setup and reduce steps count in their own phase, which
+// the line names: "setup step 1/2", not "step 1/0"; an unnamed step is
+// not named twice.
+func TestStepStatusPhase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}, steps: map[string]int{"setup": 2, "map": 1, "reduce": 1}}
+		j.observe(eventlog.StepStarted("setup step 1", 1, "make").WithPhase("setup"))
+		if got, want := j.line(), "setup step 1/2 · 0s"; got != want {
+			t.Errorf("unnamed setup step: got %q, want %q", got, want)
+		}
+		j.observe(eventlog.StepStarted("fetch", 2, "make").WithPhase("setup"))
+		if got, want := j.line(), "setup step 2/2 fetch · 0s"; got != want {
+			t.Errorf("named setup step: got %q, want %q", got, want)
+		}
+		j.observe(eventlog.StepStarted("reduce step 1", 1, "make").WithPhase("reduce"))
+		if got, want := j.line(), "reduce step 1/1 · 0s"; got != want {
+			t.Errorf("reduce step: got %q, want %q", got, want)
+		}
+	})
+}
+
 // While a foreach runs, the line stays the loop's: the events of its do
-// steps (loop[0].step-1) neither replace it nor end it.
+// steps (loop[0].step 1) neither replace it nor end it.
 func TestStepStatusForeach(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := jobStatus{items: map[string]itemState{}, steps: 3}
+		j := jobStatus{items: map[string]itemState{}, steps: map[string]int{"commands": 3}}
 		j.observe(eventlog.StepStarted("loop", 2, "foreach: [a, b]"))
 		j.observe(eventlog.AttemptStarted("loop", 1))
-		j.observe(eventlog.StepStarted("loop[0].step-1", 1, "make"))
-		j.observe(eventlog.AttemptStarted("loop[0].step-1", 1))
-		j.observe(eventlog.RetryDecision("loop[0].step-1", eventlog.Decision{Attempt: 1, Action: "retry", Limit: 3}))
-		j.observe(eventlog.AttemptStarted("loop[0].step-1", 2))
-		j.observe(eventlog.StepCompleted("loop[0].step-1", 0, time.Second))
+		j.observe(eventlog.StepStarted("loop[0].step 1", 1, "make"))
+		j.observe(eventlog.AttemptStarted("loop[0].step 1", 1))
+		j.observe(eventlog.RetryDecision("loop[0].step 1", eventlog.Decision{Attempt: 1, Action: "retry", Limit: 3}))
+		j.observe(eventlog.AttemptStarted("loop[0].step 1", 2))
+		j.observe(eventlog.StepCompleted("loop[0].step 1", 0, time.Second))
 		if got, want := j.line(), "step 2/3 loop · 0s"; got != want {
 			t.Errorf("got %q, want %q", got, want)
 		}

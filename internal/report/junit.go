@@ -20,7 +20,7 @@ import (
 type JUnitJob struct {
 	Meta      state.Meta
 	MapReduce bool     // its test cases are the setup and reduce steps and the items
-	Steps     []string // a standard workflow's step keys, in order: those never reached are skipped
+	Steps     []string // a standard workflow's step labels, in order: those never reached are skipped
 	// EventLog is the path of the job's event log, read line by line in
 	// place of the events WriteJUnit is given when it is not "".
 	EventLog string
@@ -31,8 +31,9 @@ type JUnitJob struct {
 	StepLogs map[StepRef]string
 }
 
-// StepRef names a step of a job in its phase by its key.
-type StepRef struct{ Phase, Key string }
+// StepRef names a step of a job in its phase by its label
+// (workflow.Step.Label), as its events do.
+type StepRef struct{ Phase, Label string }
 
 // JUnit XML, as CI systems read it.
 type junitSuites struct {
@@ -433,22 +434,25 @@ func (b *junitBuilder) add(e eventlog.Event) {
 
 // addStep takes an event of a setup, reduce or standard step.
 func (b *junitBuilder) addStep(e eventlog.Event) {
-	step := e.Str("step")
+	step, phase := e.Str("step"), e.Str("phase")
+	if phase == "" {
+		phase = b.phase // an earlier runner's events, which name no phase
+	}
 	switch e.Type {
 	case eventlog.TypeStepStarted:
-		c := b.caseFor(b.phase, step)
+		c := b.caseFor(phase, step)
 		c.start, c.lastFailed = e.Time, false
 	case eventlog.TypeAttemptFailed:
 		if e.Str("kind") == retryv2.KindCanceled {
 			return // cut short by the job's end (Ctrl-C, a stop): no failure of the step's, nor flaky when it passes on resume
 		}
-		b.caseFor(b.phase, step).failedAttempt(e, e.Str("kind"))
+		b.caseFor(phase, step).failedAttempt(e, e.Str("kind"))
 	case eventlog.TypeAttemptSucceeded:
-		b.caseFor(b.phase, step).lastFailed = false
+		b.caseFor(phase, step).lastFailed = false
 	case eventlog.TypeStepCompleted:
-		b.caseFor(b.phase, step).passed(e)
+		b.caseFor(phase, step).passed(e)
 	case eventlog.TypeStepSkipped:
-		c := b.caseFor(b.phase, step)
+		c := b.caseFor(phase, step)
 		c.end(e)
 		c.Skipped = &junitSkipped{Message: e.Str("reason")}
 	case eventlog.TypeStepFailed:
@@ -456,7 +460,7 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 		if h := e.Str("handled"); h != "" {
 			msg += " (handled by on_failure: " + h + ")"
 		}
-		b.caseFor(b.phase, step).failed(e, &junitFailure{Message: msg, Type: "step_failed", Text: msg})
+		b.caseFor(phase, step).failed(e, &junitFailure{Message: msg, Type: "step_failed", Text: msg})
 	}
 }
 

@@ -347,7 +347,7 @@ func TestJUnitStepLog(t *testing.T) {
 		ev(20, "step_started", step("test")),
 		ev(30, "step_completed", step("test", "stdout_tail", "ok\n")),
 	}
-	logs := map[StepRef]string{{Phase: "commands", Key: "vet"}: logPath, {Phase: "commands", Key: "test"}: filepath.Join(dir, "commands-2.log")}
+	logs := map[StepRef]string{{Phase: "commands", Label: "vet"}: logPath, {Phase: "commands", Label: "test"}: filepath.Join(dir, "commands-2.log")}
 	doc := junit(JUnitJob{Meta: state.Meta{Workflow: "ci"}, Steps: []string{"vet", "test"}, StepLogs: logs}, events)
 	vet, test := doc.Suites[0].Cases[0], doc.Suites[0].Cases[1]
 	if !strings.HasSuffix(vet.SystemOut, big) || !strings.HasPrefix(vet.SystemOut, "=== step vet attempt 1 ") {

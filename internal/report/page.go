@@ -239,8 +239,8 @@ code { font-size: 12px; }
 {{if .Dropped}}<p>The timeline draws the first attempts one by one; the {{.Dropped}} after them are drawn merged, a mark per few pixels of a slot's lane in the colour of the worst attempt that ran there (its tooltip counts them).</p>{{end}}
 {{if .Steps}}<h2>Steps</h2>
 <table id="steps">
-<tr><th>step</th><th>status</th><th>attempts</th><th>duration</th><th>exit code</th></tr>
-{{range .Steps}}<tr><td><code>{{.Name}}</code></td><td class="step-{{.Status}}">{{.Status}}</td><td>{{.Attempts}}</td><td>{{.Duration}}</td><td>{{.ExitCode}}</td></tr>
+<tr><th>phase</th><th>step</th><th>status</th><th>attempts</th><th>duration</th><th>exit code</th></tr>
+{{range .Steps}}<tr><td>{{.Phase}}</td><td><code>{{.Name}}</code></td><td class="step-{{.Status}}">{{.Status}}</td><td>{{.Attempts}}</td><td>{{.Duration}}</td><td>{{.ExitCode}}</td></tr>
 {{end}}</table>
 {{end}}{{with .Merges}}<h2>Merges</h2>
 <p id="merge-summary">{{.Summary}}</p>

@@ -195,9 +195,9 @@ func TestStandardPageSteps(t *testing.T) {
 	for _, want := range []string{
 		`<text class="lane-label" x="0" y="0" dy="14">build<title>build</title></text>`,
 		`<text class="lane-label" x="0" y="20" dy="14">a-very-long…<title>a-very-long-step-name</title></text>`,
-		`<tr><td><code>build</code></td><td class="step-succeeded">succeeded</td><td>2</td><td>40ms</td><td>0</td></tr>`,
-		`<tr><td><code>a-very-long-step-name</code></td><td class="step-failed">failed</td><td>1</td><td>5ms</td><td>2</td></tr>`,
-		`<tr><td><code>deploy</code></td><td class="step-skipped">skipped</td><td>0</td><td></td><td></td></tr>`,
+		`<tr><td></td><td><code>build</code></td><td class="step-succeeded">succeeded</td><td>2</td><td>40ms</td><td>0</td></tr>`,
+		`<tr><td></td><td><code>a-very-long-step-name</code></td><td class="step-failed">failed</td><td>1</td><td>5ms</td><td>2</td></tr>`,
+		`<tr><td></td><td><code>deploy</code></td><td class="step-skipped">skipped</td><td>0</td><td></td><td></td></tr>`,
 	} {
 		if !strings.Contains(page.String(), want) {
 			t.Errorf("the page has no %s", want)

@@ -11,6 +11,7 @@ import (
 // map item's) in the table of steps: every run of the job that ran it
 // counted.
 type stepRow struct {
+	Phase    string // setup, commands, reduce, merge; "" in the events of an earlier runner
 	Name     string
 	Status   string // succeeded, failed, skipped, running or interrupted
 	Attempts int
@@ -21,21 +22,24 @@ type stepRow struct {
 }
 
 // steps reads the steps the events tell of, in the order they first
-// started.
+// started: a row per phase and label, so that setup's and reduce's
+// steps of the same label are apart.
 type steps struct {
 	rows  []stepRow
-	index map[string]int
+	index map[[2]string]int
 }
 
-func (s *steps) row(name string) *stepRow {
-	i, ok := s.index[name]
+// row is the row of the step e tells of.
+func (s *steps) row(e eventlog.Event) *stepRow {
+	key := [2]string{e.Str("phase"), e.Str("step")}
+	i, ok := s.index[key]
 	if !ok {
 		if s.index == nil {
-			s.index = map[string]int{}
+			s.index = map[[2]string]int{}
 		}
 		i = len(s.rows)
-		s.index[name] = i
-		s.rows = append(s.rows, stepRow{Name: name})
+		s.index[key] = i
+		s.rows = append(s.rows, stepRow{Phase: key[0], Name: key[1]})
 	}
 	return &s.rows[i]
 }
@@ -47,16 +51,16 @@ func (s *steps) add(e eventlog.Event) {
 	}
 	switch e.Type {
 	case eventlog.TypeStepStarted:
-		r := s.row(e.Str("step"))
+		r := s.row(e)
 		r.Status, r.since = "running", e.Time
 	case eventlog.TypeAttemptStarted:
-		s.row(e.Str("step")).Attempts++
+		s.row(e).Attempts++
 	case eventlog.TypeStepCompleted:
-		s.row(e.Str("step")).end(e, "succeeded")
+		s.row(e).end(e, "succeeded")
 	case eventlog.TypeStepFailed:
-		s.row(e.Str("step")).end(e, "failed")
+		s.row(e).end(e, "failed")
 	case eventlog.TypeStepSkipped:
-		s.row(e.Str("step")).Status = "skipped"
+		s.row(e).Status = "skipped"
 	}
 	if eventlog.JobEnded(e.Type) {
 		for i := range s.rows {
