@@ -13,7 +13,12 @@ import (
 // by line; a report cut short by an error is removed.
 func writeJUnit(path string, j *job.Job) error {
 	wf := j.Workflow()
-	junit := report.JUnitJob{Meta: j.Meta(), MapReduce: wf.Mode == workflow.MapReduce, EventLog: j.Layout().Events}
+	junit := report.JUnitJob{Meta: j.Meta(), MapReduce: wf.Mode == workflow.MapReduce, EventLog: j.Layout().Events, StepLogs: map[report.StepRef]string{}}
+	for _, p := range phasesOf(wf) {
+		for _, s := range p.steps {
+			junit.StepLogs[report.StepRef{Phase: p.name, Label: s.Label(p.name)}] = j.Layout().StepLog(p.name, s.Index)
+		}
+	}
 	if !junit.MapReduce {
 		for _, s := range wf.Steps {
 			junit.Steps = append(junit.Steps, s.Label(workflow.PhaseCommands))

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
@@ -24,20 +24,27 @@ import (
 type logsOptions struct {
 	Attempt int
 	Follow  bool
+	Step    string
 }
 
 func newLogsCommand(g *globalOptions) *cobra.Command {
 	var o logsOptions
 	c := &cobra.Command{
-		Use:   "logs JOB [ITEM]",
-		Short: "Show a map item's output, or list the items that printed",
-		Long: `Show the output (stdout and stderr) of one item of a MapReduce job, named by
-its id or, when no item has that id, by its index. Each attempt's output
-starts with a header line naming the attempt and the run (run, resume,
-dlq retry) that made it. Without ITEM, list the items that printed
-something, with the size of their logs.`,
-		Example: `  runner logs resize-20261122-101500-a1b2c3 photo-17.jpg
-  runner logs latest 3 --attempt 2
+		Use:   "logs JOB [STEP|ITEM]",
+		Short: "Show a step's or a map item's output, or list the steps and items that printed",
+		Long: `Show the output (stdout and stderr, secrets masked) of one step of a
+standard workflow, named by its name, its id or its number (from 1), or
+of one item of a MapReduce job, named by its id or, when no item has
+that id, by its index. The steps of a MapReduce job's setup, reduce and
+merge phases are named with --step (a name, an id, or PHASE-N such as
+setup-1). Each attempt's output starts with a header line naming the
+attempt and the run (run, resume, dlq retry) that made it. Without STEP
+or ITEM, list the steps and items that printed something, with the size
+of their logs.`,
+		Example: `  runner logs ci-20261122-101500-a1b2c3 vet
+  runner logs latest 2 --attempt 2
+  runner logs resize-20261122-101500-a1b2c3 photo-17.jpg
+  runner logs resize-20261122-101500-a1b2c3 --step reduce-1
   runner logs --follow JOB ITEM
   runner logs JOB`,
 		Args: rangeArgs(1, 2),
@@ -47,13 +54,14 @@ something, with the size of their logs.`,
 	}
 	f := c.Flags()
 	f.IntVar(&o.Attempt, "attempt", 0, "only the output of this attempt (of every run that made one)")
-	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing the item's output as it grows until the job's current run ends or its process is gone")
+	f.BoolVarP(&o.Follow, "follow", "f", false, "keep printing the output as it grows until the job's current run ends or its process is gone")
+	f.StringVar(&o.Step, "step", "", "show this step's output: its name, id, or PHASE-N (a MapReduce job's setup, reduce and merge steps)")
 	takesJob(g, c)
 	c.ValidArgsFunction = func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) == 0 {
 			return g.completeJobs(toComplete), cobra.ShellCompDirectiveNoFileComp
 		}
-		return completeItemLogs(g, args[0], toComplete), cobra.ShellCompDirectiveNoFileComp
+		return completeLogs(g, args[0], toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 	return c
 }
@@ -66,33 +74,46 @@ func runLogs(ctx context.Context, g *globalOptions, o logsOptions, args []string
 	if err != nil {
 		return err
 	}
-	if j.Meta.Mode != string(workflow.MapReduce) {
-		return usagef("job %s is a standard workflow: its steps' output goes to the terminal and is not kept (runner events %s shows how each step ended)", j.Meta.ID, j.Meta.ID)
+	mapReduce := j.Meta.Mode == string(workflow.MapReduce)
+	step := o.Step
+	if step != "" && len(args) == 2 {
+		return usagef("--step %s: name a step or an item, not both", step)
 	}
-	if len(args) == 1 {
+	if !mapReduce && len(args) == 2 {
+		step = args[1]
+	}
+	if step == "" && len(args) == 1 {
 		if o.Attempt > 0 || o.Follow {
-			return usagef("--attempt and --follow show one item's log: name the ITEM")
+			return usagef("--attempt and --follow show one log: name the STEP or ITEM")
 		}
-		return listItemLogs(g, j)
-	}
-	it, err := findItem(j, args[1])
-	if err != nil {
-		return err
+		return listLogs(g, j, mapReduce)
 	}
 	out := newLogPrinter(g.stdout, o.Attempt)
-	legacy := j.Layout().LegacyItemLog(it.Index)
-	if _, err := out.copyFrom(legacy, 0, true); err != nil {
-		return err
+	var path, what string
+	if step != "" {
+		s, err := findStep(j, step)
+		if err != nil {
+			return err
+		}
+		path, what = j.Layout().StepLog(s.phase, s.index), fmt.Sprintf("step %q", s.label)
+	} else {
+		it, err := findItem(j, args[1])
+		if err != nil {
+			return err
+		}
+		if _, err := out.copyFrom(j.Layout().LegacyItemLog(it.Index), 0, true); err != nil {
+			return err
+		}
+		path, what = j.Layout().ItemLog(it.ID), "item "+it.ID
 	}
-	path := j.Layout().ItemLog(it.ID)
 	if o.Follow {
-		return followItemLog(ctx, g, j, path, out)
+		return followLog(ctx, g, j, path, out)
 	}
 	if _, err := out.copyFrom(path, 0, true); err != nil {
 		return err
 	}
 	if !out.printed {
-		out.sayNothing(g.stderr, it.ID)
+		out.sayNothing(g.stderr, what)
 	}
 	return nil
 }
@@ -132,8 +153,8 @@ func findItem(j *state.Job, arg string) (*items.Item, error) {
 	return nil, usagef("job %s has no item %q (an item id, or an index from 0 to %d)", j.Meta.ID, arg, total-1)
 }
 
-// logPrinter copies an item's log to w, only the sections of one attempt
-// when attempt is not 0. It writes through a buffer, flushed at the end
+// logPrinter copies a step's or an item's log to w, only the sections of
+// one attempt when attempt is not 0. It writes through a buffer, flushed at the end
 // of each copy: a log of a million lines costs a few hundred writes, not
 // one a line.
 type logPrinter struct {
@@ -208,8 +229,8 @@ func (p *logPrinter) copyLines(r *bufio.Reader, offset int64, all bool) (int64, 
 
 // line writes one line of a log if its section is shown.
 func (p *logPrinter) line(line []byte) {
-	if itemrun.MayBeLogHeader(line) {
-		if h, ok := itemrun.ParseLogHeader(strings.TrimSuffix(string(line), "\n")); ok {
+	if attemptlog.MayBeHeader(line) {
+		if h, ok := attemptlog.ParseHeader(strings.TrimSuffix(string(line), "\n")); ok {
 			p.current = h.Attempt
 		}
 	}
@@ -219,19 +240,20 @@ func (p *logPrinter) line(line []byte) {
 	}
 }
 
-// sayNothing tells on w that the item's log held nothing to show.
-func (p *logPrinter) sayNothing(w io.Writer, itemID string) {
+// sayNothing tells on w that the log of what ("item ID", "step LABEL")
+// held nothing to show.
+func (p *logPrinter) sayNothing(w io.Writer, what string) {
 	if p.attempt > 0 {
-		fmt.Fprintf(w, "item %s: no output from an attempt %d\n", itemID, p.attempt)
+		fmt.Fprintf(w, "%s: no output from an attempt %d\n", what, p.attempt)
 		return
 	}
-	fmt.Fprintf(w, "item %s has printed nothing\n", itemID)
+	fmt.Fprintf(w, "%s has printed nothing\n", what)
 }
 
-// followItemLog copies the item log at path as it grows, until the job's
+// followLog copies the log at path as it grows, until the job's
 // current run ends or its process is gone (as `runner events --follow`
 // decides), then what the log holds at that end.
-func followItemLog(ctx context.Context, g *globalOptions, j *state.Job, path string, out *logPrinter) error {
+func followLog(ctx context.Context, g *globalOptions, j *state.Job, path string, out *logPrinter) error {
 	w := &runWatch{job: j}
 	var offset int64
 	err := eventlog.Follow(ctx, j.Layout().Events, eventlog.Query{}, func(eventlog.Event) error { return nil }, eventlog.Until{
@@ -286,6 +308,37 @@ func itemLogs(j *state.Job) ([]itemLog, error) {
 	return out, err
 }
 
+// listLogs prints the job's steps that have a log, then, for a MapReduce
+// job, its items that have one.
+func listLogs(g *globalOptions, j *state.Job, mapReduce bool) error {
+	steps, err := stepLogs(j)
+	if err != nil {
+		return err
+	}
+	if len(steps) > 0 {
+		t := newTable(g.stdout)
+		t.row("STEP", "LOG", "BYTES")
+		for _, s := range steps {
+			t.row(s.label, strings.TrimSuffix(state.StepLogName(s.phase, s.index), ".log"), s.size)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if !mapReduce {
+		if len(steps) == 0 {
+			fmt.Fprintf(g.stderr, "no step of job %s has printed anything\n", j.Meta.ID)
+			return nil
+		}
+		fmt.Fprintf(g.stderr, "show one with: runner logs %s STEP\n", j.Meta.ID)
+		return nil
+	}
+	if len(steps) > 0 {
+		fmt.Fprintf(g.stderr, "show a step's with: runner logs %s --step STEP\n", j.Meta.ID)
+	}
+	return listItemLogs(g, j)
+}
+
 // listItemLogs prints the job's items that have a log.
 func listItemLogs(g *globalOptions, j *state.Job) error {
 	logs, err := itemLogs(j)
@@ -308,9 +361,10 @@ func listItemLogs(g *globalOptions, j *state.Job) error {
 	return nil
 }
 
-// completeItemLogs returns the ids of the items of the job arg names that
-// have a log and start with prefix.
-func completeItemLogs(g *globalOptions, arg, prefix string) []cobra.Completion {
+// completeLogs returns what the second argument of runner logs can be
+// for the job arg names, starting with prefix: the items that have a log
+// (a MapReduce job), or the steps that have one (a standard workflow).
+func completeLogs(g *globalOptions, arg, prefix string) []cobra.Completion {
 	id, err := g.store().Find(arg)
 	if err != nil {
 		return nil
@@ -319,8 +373,17 @@ func completeItemLogs(g *globalOptions, arg, prefix string) []cobra.Completion {
 	if err != nil {
 		return nil
 	}
-	logs, _ := itemLogs(j)
 	var out []cobra.Completion
+	if j.Meta.Mode != string(workflow.MapReduce) {
+		steps, _ := stepLogs(j)
+		for _, s := range steps {
+			if strings.HasPrefix(s.label, prefix) {
+				out = append(out, cobra.CompletionWithDesc(s.label, fmt.Sprintf("%d bytes", s.size)))
+			}
+		}
+		return out
+	}
+	logs, _ := itemLogs(j)
 	for _, l := range logs {
 		if strings.HasPrefix(l.id, prefix) {
 			out = append(out, cobra.CompletionWithDesc(l.id, fmt.Sprintf("index %d, %d bytes", l.index, l.size)))

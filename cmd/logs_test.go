@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/attemptlog"
 )
 
 // countingWriter counts the writes it is given, as write(2) calls would
@@ -29,7 +29,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 func TestLogsCopyInFewWrites(t *testing.T) {
 	var log strings.Builder
 	for attempt := 1; attempt <= 2; attempt++ {
-		log.WriteString(itemrun.LogHeader{ItemID: "a", Attempt: attempt, Run: itemrun.RunFirst, Start: time.Unix(0, 0)}.String() + "\n")
+		log.WriteString(attemptlog.Header{Kind: attemptlog.Item, Name: "a", Attempt: attempt, Run: attemptlog.RunFirst, Start: time.Unix(0, 0)}.String() + "\n")
 		for i := range 50_000 {
 			fmt.Fprintf(&log, "attempt %d line %d\n", attempt, i)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemrun"
@@ -175,9 +176,9 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 
 	ep := j.Workflow().ErrorPolicy
 	l := &ledger{job: j, items: itemLog, dlq: opts.DLQ, results: results, action: ep.OnItemFailure, tracker: errorpolicy.NewTracker(ep), counts: counts}
-	run := itemrun.RunFirst
+	run := attemptlog.RunFirst
 	if j.Resumed() {
-		run = itemrun.RunResume
+		run = attemptlog.RunResume
 	}
 	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: run})
 	if err != nil {

@@ -6,9 +6,9 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/dlqsettle"
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/workspace"
@@ -93,7 +93,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: itemrun.RunDLQRetry})
+	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: attemptlog.RunDLQRetry})
 	if err != nil {
 		return job.ItemCounts{}, err
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/errorpolicy"
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
@@ -361,8 +361,8 @@ func (s *scheduler) JobEvent(e eventlog.Event) { s.emit(e) }
 // AppendLog adds the output of t's attempt that origin ran to the item's
 // log, after the attempt's header (Host).
 func (s *scheduler) AppendLog(t Task, origin itemtask.Origin, start time.Time, text string) {
-	h := itemrun.LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
-	itemrun.AppendItemLog(s.logPath(t.ItemID), h.String(), text)
+	h := attemptlog.Header{Kind: attemptlog.Item, Name: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
+	attemptlog.Append(s.logPath(t.ItemID), h, text)
 }
 
 // UpdateMeta changes the job's metadata under its lock (Host).

@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
@@ -164,7 +164,7 @@ func (f *fixture) task(word, two string) itemtask.Task {
 	f.seq++
 	item, _ := json.Marshal(map[string]string{"word": word, "two": two})
 	return itemtask.Task{JobID: f.job.ID(), Index: f.seq, ItemID: word, Item: item, Attempt: 1, Total: 7,
-		DispatchID: fmt.Sprintf("%s.%d", word, f.seq), Seed: f.job.Seed(), Run: itemrun.RunFirst}
+		DispatchID: fmt.Sprintf("%s.%d", word, f.seq), Seed: f.job.Seed(), Run: attemptlog.RunFirst}
 }
 
 // dispatch dispatches t within the suite's deadline.

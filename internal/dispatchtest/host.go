@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
@@ -72,8 +72,8 @@ func (h *Host) JobEvent(eventlog.Event) {}
 
 // AppendLog writes to the item's log as the engine does.
 func (h *Host) AppendLog(t itemtask.Task, origin itemtask.Origin, start time.Time, text string) {
-	header := itemrun.LogHeader{ItemID: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
-	itemrun.AppendItemLog(h.job.State().ItemLogPath(t.ItemID), header.String(), text)
+	header := attemptlog.Header{Kind: attemptlog.Item, Name: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
+	attemptlog.Append(h.job.State().ItemLogPath(t.ItemID), header, text)
 }
 
 func (h *Host) UpdateMeta(fn func(*state.Meta)) error { return h.job.UpdateMeta(fn) }

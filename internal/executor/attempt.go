@@ -70,6 +70,10 @@ type Run struct {
 	// ended, whose retry loop the step continues.
 	Waiting func(state.StepRecord) error
 	From    *state.StepRecord
+	// Attempt, when set, is called as each attempt of the step starts (not
+	// those of its handlers' or do steps, which write in the step's
+	// attempt): a job's step log starts the attempt's section.
+	Attempt func(n int)
 
 	commits *commitTracker // the step's git HEAD, with commit_required or auto_commit
 	within  string         // a foreach's do steps: the foreach and the item, "fmt[2]"

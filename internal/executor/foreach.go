@@ -104,7 +104,7 @@ func (x *Executor) runItem(ctx context.Context, step *workflow.Step, r Run, item
 	// The do steps are not steps of the phase: they are never
 	// checkpointed, and they keep the slot of a map item, which items
 	// running in parallel could not give back and take again each alone.
-	child.Waiting, child.From, child.Slot, child.commits = nil, nil, nil, nil
+	child.Waiting, child.From, child.Slot, child.commits, child.Attempt = nil, nil, nil, nil, nil
 	for _, s := range step.Foreach.Do {
 		if res := x.RunStep(ctx, s, child); res.Fatal() {
 			return res, false

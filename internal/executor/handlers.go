@@ -23,7 +23,7 @@ type handlerRun struct {
 func (x *Executor) runHandler(ctx context.Context, what string, steps []*workflow.Step, r Run) (handlerRun, error) {
 	// A handler's steps are not checkpointed: an interrupted one runs again
 	// with its step.
-	r.Waiting, r.From, r.commits = nil, nil, nil
+	r.Waiting, r.From, r.commits, r.Attempt = nil, nil, nil, nil
 	var hr handlerRun
 	for _, s := range steps {
 		res := x.RunStep(ctx, s, r)

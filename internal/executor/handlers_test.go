@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -330,5 +331,37 @@ func TestFailureHandlerReadsItsStep(t *testing.T) {
 `)
 	if got := readFile(t, filepath.Join(dir, "seen")); got != "2 failed|false|1\n" {
 		t.Errorf("the handler read %q", got)
+	}
+}
+
+// Run.Attempt marks each attempt of the step, not those of its handler's
+// steps, whose output goes with the step's attempt: what a step's log
+// headers count (issue 40.1).
+func TestRunAttemptHookCountsTheStepsAttempts(t *testing.T) {
+	wf, err := workflow.Parse("h.yml", []byte(`
+- shell: 'echo try; test -f ok || { touch ok; exit 1; }'
+  retry_config:
+    attempts: 2
+    backoff: fixed
+    initial_delay: 1ms
+  on_success:
+    shell: 'echo handler'
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	var seen []int
+	x := &Executor{Env: os.Environ(), TmpDir: t.TempDir()}
+	r := Run{Scope: NewScope(nil, os.Environ()), Dir: t.TempDir(), Stdout: &out, Attempt: func(n int) {
+		seen = append(seen, n)
+		out.WriteString("--- " + strconv.Itoa(n) + "\n")
+	}}
+	x.RunStep(t.Context(), wf.Steps[0], r)
+	if want := []int{1, 2}; !slices.Equal(seen, want) {
+		t.Errorf("attempts marked %v, want %v", seen, want)
+	}
+	if want := "--- 1\ntry\n--- 2\ntry\nhandler\n"; out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
 	}
 }

@@ -197,6 +197,9 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 		Breaker:  x.breaker(step, r),
 		Slot:     r.Slot,
 		Started: func(n int) {
+			if r.Attempt != nil {
+				r.Attempt(n)
+			}
 			x.emit(r, eventlog.AttemptStarted(key, n))
 		},
 		Finished: func(o retryv2.Outcome) {

@@ -5,5 +5,5 @@
 // job itself (Local, the dispatcher of its own process), for a `runner
 // agent` process (which opens the job with OpenStored) and for a NATS
 // worker (OpenPortable). Each attempt's output goes to the item's log
-// after a header line (LogHeader) naming the attempt and the run.
+// after a header line (attemptlog.Header) naming the attempt and the run.
 package itemrun

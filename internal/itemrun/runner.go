@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemtask"
@@ -129,9 +130,9 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		sc.Set("worktree", map[string]any{"path": tree.Path, "branch": branch})
 		env = append(env, "RUNNER_WORKTREE="+tree.Path)
 	}
-	logFile := &lazyFile{path: r.logPath(it.ID)}
+	logFile := attemptlog.Open(r.logPath(it.ID))
 	if t.Run != "" {
-		logFile.header = LogHeader{ItemID: it.ID, Attempt: t.Attempt, Run: t.Run, Start: start}.String()
+		logFile.Begin(attemptlog.Header{Kind: attemptlog.Item, Name: it.ID, Attempt: t.Attempt, Run: t.Run, Start: start})
 	}
 	defer logFile.Close()
 	var itemOut, itemErr io.Writer = logFile, logFile

@@ -28,6 +28,7 @@ type Job struct {
 	wf       *workflow.Workflow
 	scope    *executor.Scope // the job's variables; changed only between phases
 	exec     *executor.Executor
+	out      [2]io.Writer // the steps' output as given (Options.Stdout, Stderr), not masked
 	seed     uint64
 	resumed  bool
 	dir      string // where phases run; "" = this process's directory
@@ -363,6 +364,7 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *jobenv.Env
 	}
 	j.secrets = env.Secrets(wf, j.scope, st.Meta.Secrets, environ)
 	mask := j.secrets.Masker()
+	j.out = [2]io.Writer{opts.Stdout, opts.Stderr}
 	j.exec = &executor.Executor{
 		JobID:   st.Meta.ID,
 		Mask:    mask,

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/state"
@@ -69,7 +71,9 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 		if ctx.Err() != nil {
 			return pr, context.Cause(ctx)
 		}
-		res := j.exec.RunStep(ctx, step, executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase})
+		run, log := j.stepRun(phase, step)
+		res := j.exec.RunStep(ctx, step, run)
+		log.Close()
 		if err := j.eventLogErr(); err != nil {
 			return pr, err
 		}
@@ -97,6 +101,28 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 		}
 	}
 	return pr, nil
+}
+
+// stepRun is the run of a step of phase in the job's scope: its output
+// goes, masked, to the job's and to the step's log, each attempt's after a
+// header.
+func (j *Job) stepRun(phase string, step *workflow.Step) (executor.Run, *attemptlog.File) {
+	log := attemptlog.Open(j.st.Layout().StepLog(phase, step.Index))
+	tee := func(w io.Writer) io.Writer {
+		if w == nil {
+			return executor.MaskOutput(log, j.exec.Mask)
+		}
+		return executor.MaskOutput(io.MultiWriter(w, log), j.exec.Mask)
+	}
+	kind := attemptlog.RunFirst
+	if j.resumed {
+		kind = attemptlog.RunResume
+	}
+	label := step.Label(phase)
+	begin := func(n int) {
+		log.Begin(attemptlog.Header{Kind: attemptlog.Step, Name: label, Attempt: n, Run: kind, Start: time.Now()})
+	}
+	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase, Stdout: tee(j.out[0]), Stderr: tee(j.out[1]), Attempt: begin}, log
 }
 
 // stepsDone saves how many of a standard workflow's steps have finished,

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -23,7 +24,16 @@ type JUnitJob struct {
 	// EventLog is the path of the job's event log, read line by line in
 	// place of the events WriteJUnit is given when it is not "".
 	EventLog string
+	// StepLogs are the paths of the steps' logs (state.Layout.StepLog):
+	// a step's case's system-out is its whole log, every attempt's output
+	// after its header, where the log is there (else the last attempt's
+	// stdout tail, as its events hold it).
+	StepLogs map[StepRef]string
 }
+
+// StepRef names a step of a job in its phase by its label
+// (workflow.Step.Label), as its events do.
+type StepRef struct{ Phase, Label string }
 
 // JUnit XML, as CI systems read it.
 type junitSuites struct {
@@ -164,6 +174,7 @@ func attrs(pairs ...string) []xml.Attr {
 // readJUnit reads the job's event log, or events, into a builder.
 func readJUnit(job JUnitJob, events []eventlog.Event) (*junitBuilder, error) {
 	b := newJUnitBuilder(job.Meta.Workflow, job.MapReduce)
+	b.logs = job.StepLogs
 	err := eachEvent(job.EventLog, events, b.add)
 	if err == nil {
 		err = b.err
@@ -211,7 +222,7 @@ func (b *junitBuilder) eachCase(fn func(junitCase) error) error {
 		itemsAt = b.itemsAt
 	}
 	for _, key := range b.order[:itemsAt] {
-		if err := fn(b.cases[key].junitCase); err != nil {
+		if err := fn(b.cases[key].withLog()); err != nil {
 			return err
 		}
 	}
@@ -249,11 +260,26 @@ func (b *junitBuilder) eachCase(fn func(junitCase) error) error {
 		}
 	}
 	for _, key := range b.order[itemsAt:] {
-		if err := fn(b.cases[key].junitCase); err != nil {
+		if err := fn(b.cases[key].withLog()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// withLog is a step's case with its whole log as its system-out, when it
+// has one that can be read (read only as the case is written: one log in
+// memory at a time).
+func (c *caseState) withLog() junitCase {
+	if c.log == "" {
+		return c.junitCase
+	}
+	if text, err := os.ReadFile(c.log); err == nil && len(text) > 0 {
+		jc := c.junitCase
+		jc.SystemOut = string(text)
+		return jc
+	}
+	return c.junitCase
 }
 
 // junitBuilder is a report in the making: a test case per step, in the
@@ -264,6 +290,7 @@ type junitBuilder struct {
 	first    string // the phase a run of the job starts in
 	phase    string
 	cases    map[string]*caseState // the steps', and the items' that have not ended
+	logs     map[StepRef]string    // JUnitJob.StepLogs
 	order    []string              // the steps' keys, in the order first seen
 	itemsAt  int                   // where in order the items go: the steps seen before the first; -1 before one
 	seen     int                   // cases made so far
@@ -291,8 +318,9 @@ type endedCase struct {
 // caseState is a test case and the run of its step or item under way.
 type caseState struct {
 	junitCase
-	item       bool // an item's case
-	seen       int  // when it was made, among the report's cases
+	item       bool   // an item's case
+	log        string // a step's case: the path of its log (JUnitJob.StepLogs); "" for none
+	seen       int    // when it was made, among the report's cases
 	start      time.Time
 	running    bool           // an item's attempts are under way: its clock runs from their first
 	attempts   []junitAttempt // its failed attempts, oldest first
@@ -312,7 +340,7 @@ func (b *junitBuilder) caseFor(class, name string) *caseState {
 	key := class + "\x00" + name
 	c, ok := b.cases[key]
 	if !ok {
-		c = &caseState{junitCase: junitCase{Class: b.workflow + "." + class, Name: name, Time: "0"}, seen: b.seen}
+		c = &caseState{junitCase: junitCase{Class: b.workflow + "." + class, Name: name, Time: "0"}, seen: b.seen, log: b.logs[StepRef{class, name}]}
 		b.seen++
 		b.cases[key] = c
 		b.order = append(b.order, key)

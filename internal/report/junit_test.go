@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -326,5 +328,32 @@ func TestWriteJUnitFromLog(t *testing.T) {
 	}
 	if n := strings.Count(want, "<testcase "); n != 50 {
 		t.Errorf("%d test cases, want 50", n)
+	}
+}
+
+// A step's case carries its whole log as system-out, every attempt's
+// output after its header, not the tail its events hold; a step without
+// a log keeps the tail (issue 40.1).
+func TestJUnitStepLog(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("vet says something\n", 1000)
+	logPath := filepath.Join(dir, "commands-1.log")
+	if err := os.WriteFile(logPath, []byte("=== step vet attempt 1 (run: run, 2026-11-27T22:50:00Z) ===\n"+big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	events := []eventlog.Event{
+		ev(0, "step_started", step("vet")),
+		ev(10, "step_completed", step("vet", "stdout_tail", "vet says something\n")),
+		ev(20, "step_started", step("test")),
+		ev(30, "step_completed", step("test", "stdout_tail", "ok\n")),
+	}
+	logs := map[StepRef]string{{Phase: "commands", Label: "vet"}: logPath, {Phase: "commands", Label: "test"}: filepath.Join(dir, "commands-2.log")}
+	doc := junit(JUnitJob{Meta: state.Meta{Workflow: "ci"}, Steps: []string{"vet", "test"}, StepLogs: logs}, events)
+	vet, test := doc.Suites[0].Cases[0], doc.Suites[0].Cases[1]
+	if !strings.HasSuffix(vet.SystemOut, big) || !strings.HasPrefix(vet.SystemOut, "=== step vet attempt 1 ") {
+		t.Errorf("vet: system-out of %d bytes, want its whole log", len(vet.SystemOut))
+	}
+	if test.SystemOut != "ok\n" {
+		t.Errorf("test (no log): system-out %q, want its tail", test.SystemOut)
 	}
 }

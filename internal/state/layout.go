@@ -31,9 +31,10 @@ type Layout struct {
 	// DLQ is the bbolt dead-letter queue; DLQHolder the record of the
 	// process that holds it open (jobdlq).
 	DLQ, DLQHolder string
-	// Logs holds the items' output logs: ItemLogs (ItemLog), and the
-	// logs of runners before them (LegacyItemLog).
-	Logs, ItemLogs string
+	// Logs holds the output logs: the items' in ItemLogs (ItemLog), the
+	// steps' in StepLogs (StepLog), and the items' logs of runners before
+	// them (LegacyItemLog).
+	Logs, ItemLogs, StepLogs string
 	// Tmp is the steps' scratch directory (Retry-After files, the output
 	// a fix loop hands on).
 	Tmp string
@@ -77,6 +78,7 @@ func LayoutOf(dir string) Layout {
 		DLQHolder:     HolderOf(at("dlq.db")),
 		Logs:          at("logs"),
 		ItemLogs:      at(filepath.Join("logs", "items")),
+		StepLogs:      at(filepath.Join("logs", "steps")),
 		Tmp:           at("tmp"),
 		NATSLock:      at("nats.lock"),
 		Worktree:      at("worktree"),
@@ -96,6 +98,19 @@ func (s Store) Layout(id string) Layout { return LayoutOf(filepath.Join(s.jobsDi
 
 // ItemLog is the path of the output log of the item id.
 func (l Layout) ItemLog(id string) string { return filepath.Join(l.ItemLogs, ItemLogName(id)) }
+
+// StepLog is the path of the output log of the step at index (0-based)
+// of phase (commands, setup, reduce, merge): StepLogs/PHASE-N.log, N
+// counting from 1.
+func (l Layout) StepLog(phase string, index int) string {
+	return filepath.Join(l.StepLogs, StepLogName(phase, index))
+}
+
+// StepLogName is the file name of the output log of the step at index of
+// phase.
+func StepLogName(phase string, index int) string {
+	return phase + "-" + strconv.Itoa(index+1) + ".log"
+}
 
 // LegacyItemLog is where runners before item logs were named by id wrote
 // the output of the item at index: a job they ran keeps it there.
