@@ -102,13 +102,6 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 	return nil
 }
 
-// deadLetters reports whether an item's final failure goes to the DLQ
-// and the job goes on (on_item_failure dlq, or retry with its retries
-// used up), not skipped or stopping the job.
-func (l *ledger) deadLetters() bool {
-	return l.action == errorpolicy.DLQ || l.action == errorpolicy.Retry
-}
-
 // failed records an item's final failure per the error policy: to the DLQ
 // (dlq, retry, stop) or skipped (skip). It returns the verdict of the
 // error policy, if the job must stop.

@@ -190,17 +190,13 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 			s.ledger.started(it, attempt+1, false)
 			continue
 		default:
-			if s.ledger.deadLetters() {
-				// Its slot runs the next item while its DLQ commit (two
-				// fsyncs) is pending, the breaker told first; it is
-				// reported dead-lettered only once the commit is durable,
-				// and the map waits for it (s.wg).
-				pass = s.passDone(pass, true)
-				sl.Release()
-			}
 			verdict, err = s.ledger.failed(it, append(failures, out.Failure), out)
 		}
-		s.passDone(pass, out.Failed)
+		if pass != nil {
+			s.gateMu.Lock()
+			pass.Done(out.Failed)
+			s.gateMu.Unlock()
+		}
 		if err != nil {
 			s.fail(err)
 		} else {
@@ -214,17 +210,6 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		}
 		return
 	}
-}
-
-// passDone tells the breaker an item's outcome through its pass, if it
-// has one, and returns nil: the pass is used.
-func (s *scheduler) passDone(pass *errorpolicy.Pass, failed bool) *errorpolicy.Pass {
-	if pass != nil {
-		s.gateMu.Lock()
-		pass.Done(failed)
-		s.gateMu.Unlock()
-	}
-	return nil
 }
 
 // recordMerged records the success of a resumed item that the process
