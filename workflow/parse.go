@@ -173,6 +173,9 @@ func (d *decoder) document(src []byte) *yaml.Node {
 		d.errorf(&doc, "file is empty: want a list of steps or a workflow mapping")
 		return nil
 	}
+	if !d.checkExpansion(doc.Content[0]) {
+		return nil
+	}
 	return doc.Content[0]
 }
 

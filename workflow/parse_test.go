@@ -98,7 +98,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"env not mapping", "env: [A]\ncommands: [{shell: x}]\n", `1:6: env must be a mapping of NAME: value, not a list`},
 		{"bad env name", "env: {'A-B': x}\ncommands: [{shell: x}]\n", `1:7: env: "A-B" is not a valid variable name`},
 		{"breaker threshold", "- shell: x\n  circuit_breaker: {failure_threshold: 0}\n", `2:40: circuit_breaker.failure_threshold must be at least 1, not 0`},
-		{"alias fan-out", aliasFanOut(), `the file expands to more than 200000 values`},
+		{"alias fan-out", aliasFanOut(), `this value expands to more than 200000 values`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
