@@ -168,6 +168,17 @@ func (o fileOptions) check(g *globalOptions, wf *workflow.Workflow) error {
 	return err
 }
 
+// load reads and parses a workflow file named on the command line (see
+// loadWorkflow); with --strict the warnings among its errors are errors
+// too.
+func (o fileOptions) load(file string, params map[string]any) (*workflow.Workflow, []byte, error) {
+	wf, source, err := loadWorkflow(file, params)
+	if pe := workflow.ParseErrors(nil); o.Strict && errors.As(err, &pe) {
+		err = pe.Strict()
+	}
+	return wf, source, err
+}
+
 // problems returns the workflow's warnings and, as its error, a map.input
 // file that is not there, the warnings made errors with --strict or a
 // profile the workflow does not define (at its profiles: key).

@@ -147,7 +147,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	wf, source, err := loadWorkflow(file, params)
+	wf, source, err := o.fileOptions.load(file, params)
 	if err != nil {
 		return err
 	}
