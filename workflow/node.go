@@ -30,6 +30,8 @@ type decoder struct {
 	// plainRefs are the reads of ${NAME}, checked against the names the
 	// workflow defines.
 	plainRefs []plainRef
+	// forWords are the placeholders among the words of shell for loops.
+	forWords []forWord
 	// readsGitContext is set when a condition reads ${workflow.commits}
 	// or another git-context variable.
 	readsGitContext bool

@@ -109,6 +109,7 @@ func (d *decoder) foreachItems(n *yaml.Node, cmd *interp.Template) ([]string, *i
 		d.errorf(r, "foreach.foreach is empty: give a list of items or a shell command that prints them")
 	default:
 		if t := d.template(r, "foreach.foreach", text); t != nil {
+			d.noteForWords(r, t)
 			return nil, t
 		}
 	}
