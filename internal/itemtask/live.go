@@ -19,12 +19,13 @@ type Live struct {
 // written in pieces of this size, each a line of its own.
 const maxTagLine = 64 << 10
 
-// Item returns the writers of an item's stdout and stderr, and a function
-// that writes what they hold of a last line without a newline (the
-// item's end).
-func (l *Live) Item(id string) (stdout, stderr io.Writer, flush func()) {
-	out := &tagWriter{w: l.Stdout, prefix: id + "\t"}
-	errs := &tagWriter{w: l.Stderr, prefix: id + "\t"}
+// Item returns the writers of an item's stdout and stderr, their lines
+// prefixed with tag (its id; a step's label, for the steps of a job, as
+// job.Options.Tag), and a function that writes what they hold of a last
+// line without a newline (the item's end).
+func (l *Live) Item(tag string) (stdout, stderr io.Writer, flush func()) {
+	out := &tagWriter{w: l.Stdout, prefix: tag + "\t"}
+	errs := &tagWriter{w: l.Stderr, prefix: tag + "\t"}
 	return out, errs, func() {
 		out.flush()
 		errs.flush()

@@ -71,9 +71,9 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 		if ctx.Err() != nil {
 			return pr, context.Cause(ctx)
 		}
-		run, log := j.stepRun(phase, step)
+		run, end := j.stepRun(phase, step)
 		res := j.exec.RunStep(ctx, step, run)
-		log.Close()
+		end()
 		if err := j.eventLogErr(); err != nil {
 			return pr, err
 		}
@@ -104,10 +104,16 @@ func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step
 }
 
 // stepRun is the run of a step of phase in the job's scope: its output
-// goes, masked, to the job's and to the step's log, each attempt's after a
-// header.
-func (j *Job) stepRun(phase string, step *workflow.Step) (executor.Run, *attemptlog.File) {
+// goes, masked, to the job's (tagged with its label with Options.Tag) and
+// to the step's log, each attempt's after a header; end closes the log
+// once the step ended.
+func (j *Job) stepRun(phase string, step *workflow.Step) (run executor.Run, end func()) {
 	log := attemptlog.Open(j.st.Layout().StepLog(phase, step.Index))
+	label := step.Label(phase)
+	out, flush := j.out, func() {}
+	if j.tag != nil && out[0] != nil {
+		out[0], out[1], flush = j.tag(label)
+	}
 	tee := func(w io.Writer) io.Writer {
 		if w == nil {
 			return executor.MaskOutput(log, j.exec.Mask)
@@ -118,11 +124,14 @@ func (j *Job) stepRun(phase string, step *workflow.Step) (executor.Run, *attempt
 	if j.resumed {
 		kind = attemptlog.RunResume
 	}
-	label := step.Label(phase)
 	begin := func(n int) {
 		log.Begin(attemptlog.Header{Kind: attemptlog.Step, Name: label, Attempt: n, Run: kind, Start: time.Now()})
 	}
-	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase, Stdout: tee(j.out[0]), Stderr: tee(j.out[1]), Attempt: begin}, log
+	end = func() {
+		flush()
+		log.Close()
+	}
+	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase, Stdout: tee(out[0]), Stderr: tee(out[1]), Attempt: begin}, end
 }
 
 // stepsDone saves how many of a standard workflow's steps have finished,
