@@ -125,7 +125,7 @@ func (o parallelOptions) live(t *terminal) *itemtask.Live {
 
 // stepTag is job.Options.Tag: with --tag each step's output is shown as
 // the items' are, its lines prefixed with the step's label.
-func (o parallelOptions) stepTag(t *terminal) func(label string) (io.Writer, io.Writer, func()) {
+func (o parallelOptions) stepTag(t *terminal) job.Tag {
 	if live := o.live(t); live != nil {
 		return live.Item
 	}

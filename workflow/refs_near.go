@@ -20,7 +20,9 @@ import (
 // A ${NAME} that nothing defines expands to what the environment holds,
 // usually nothing, and a command such as rm -rf ${BUILD_DIRR}/cache then
 // runs on the wrong path. When NAME is one edit away from a name the
-// workflow defines, validation warns with the name it probably meant.
+// workflow defines, validation warns with the name it probably meant; a
+// name a condition reads likewise. A value among the words of a shell
+// for loop is one quoted word, the loop runs once: a warning too.
 
 // plainRef is a read of ${NAME}, a name in no namespace, in a value or a
 // condition.
@@ -210,14 +212,6 @@ func (d *decoder) checkForWords(defined []string) {
 		if p := w.ref.Path; !strings.ContainsAny(p, ".[:") && !slices.Contains(defined, p) && !slices.Contains(runnerEnvNames, p) {
 			continue
 		}
-		d.warnAt(w.pos, "%s is inserted as one word (runner quotes a value for the shell), so this for loop runs once with the whole value; to loop over its words write %s, unescaped, which the shell splits", w.ref.Src, rawForm(w.ref))
+		d.warnAt(w.pos, "%s is inserted as one word (runner quotes a value for the shell), so this for loop runs once with the whole value; to loop over its words write ${%s|raw}, unescaped, which the shell splits", w.ref.Src, w.ref.Path)
 	}
-}
-
-// rawForm is the placeholder r written with |raw.
-func rawForm(r interp.Ref) string {
-	if strings.HasPrefix(r.Src, "${") {
-		return strings.TrimSuffix(r.Src, "}") + "|raw}"
-	}
-	return "${" + r.Path + "|raw}"
 }

@@ -20,6 +20,12 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
+// Tag (run --tag) gives the writers of a step's output, by the step's
+// label, and a function that ends its last line: the steps' output goes
+// to them instead of Options.Stdout and Stderr, each line prefixed, as
+// the items' output goes (itemtask.Live.Item).
+type Tag func(label string) (stdout, stderr io.Writer, flush func())
+
 // Job is a job being run (started or resumed) by this process: its durable
 // state, event log, journal, variables and executor.
 type Job struct {
@@ -28,8 +34,8 @@ type Job struct {
 	wf       *workflow.Workflow
 	scope    *executor.Scope // the job's variables; changed only between phases
 	exec     *executor.Executor
-	out      [2]io.Writer                                                // the steps' output as given (Options.Stdout, Stderr), not masked
-	tag      func(label string) (stdout, stderr io.Writer, flush func()) // Options.Tag
+	out      [2]io.Writer // the steps' output as given (Options.Stdout, Stderr), not masked
+	tag      Tag          // Options.Tag
 	seed     uint64
 	resumed  bool
 	dir      string // where phases run; "" = this process's directory
