@@ -325,6 +325,7 @@ type caseState struct {
 	running    bool           // an item's attempts are under way: its clock runs from their first
 	attempts   []junitAttempt // its failed attempts, oldest first
 	lastFailed bool           // its last attempt failed: that attempt is its failure
+	canceled   bool           // its last attempt was cancelled (Ctrl-C, a stop, a parallel: block's fail_fast)
 }
 
 func newJUnitBuilder(workflow string, mapReduce bool) *junitBuilder {
@@ -441,9 +442,10 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 	switch e.Type {
 	case eventlog.TypeStepStarted:
 		c := b.caseFor(phase, step)
-		c.start, c.lastFailed = e.Time, false
+		c.start, c.lastFailed, c.canceled = e.Time, false, false
 	case eventlog.TypeAttemptFailed:
 		if e.Str("kind") == retryv2.KindCanceled {
+			b.caseFor(phase, step).canceled = true
 			return // cut short by the job's end (Ctrl-C, a stop): no failure of the step's, nor flaky when it passes on resume
 		}
 		b.caseFor(phase, step).failedAttempt(e, e.Str("kind"))
@@ -456,6 +458,11 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 		c.end(e)
 		c.Skipped = &junitSkipped{Message: e.Str("reason")}
 	case eventlog.TypeStepFailed:
+		if c := b.caseFor(phase, step); c.canceled && e.Str("parallel") != "" {
+			c.end(e) // another step of its parallel: block failed, or the job stopped: it did not
+			c.Skipped = &junitSkipped{Message: "cancelled: " + e.Str("error")}
+			return
+		}
 		msg := e.Str("error")
 		if h := e.Str("handled"); h != "" {
 			msg += " (handled by on_failure: " + h + ")"
