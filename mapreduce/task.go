@@ -7,7 +7,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/workflow"
 )
 

@@ -4,7 +4,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/internal/items"
 )
 
 // Queue is a job's DLQ as settling uses it (a mapreduce.RetryQueue).

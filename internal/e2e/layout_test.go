@@ -14,7 +14,7 @@ import (
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/internal/items"
 )
 
 // TestJobDirLayout runs a job of each kind to its end and fails on any

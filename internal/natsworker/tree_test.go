@@ -21,7 +21,7 @@ import (
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/internal/workspace"
-	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/workflow"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/internal/items"
 )
 
 // The bundles that carry commits between the job's process and the NATS

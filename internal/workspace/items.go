@@ -17,7 +17,7 @@ import (
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce/items"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/workflow"
 )
 
