@@ -101,3 +101,19 @@ func captureKey(m *yaml.Node) *yaml.Node {
 	}
 	return m
 }
+
+// checkSiblingCaptures reports a ${NAME} read in a step of a parallel:
+// block of a name another step of the same block captures: the two run
+// at the same time, so the reader never sees the value.
+func (d *decoder) checkSiblingCaptures() {
+	for _, r := range d.plainRefs {
+		if r.at.group == 0 {
+			continue
+		}
+		for _, c := range d.short.captures[r.name] {
+			if c.at.phase == r.at.phase && c.at.group == r.at.group && c.at.index != r.at.index {
+				d.errorAt(r.pos, "${%s}: another step of the same parallel: block captures it, and they run at the same time (steps after the block read it)", r.name)
+			}
+		}
+	}
+}

@@ -50,6 +50,8 @@ func TestParseParallelErrors(t *testing.T) {
 			[]string{`3:27: commands[0].parallel[1]: b captures out as step 1 (line 2) does, and they run at the same time: give each its own name`}},
 		{"a sibling's id", "- parallel:\n    - {id: a, shell: a}\n    - {shell: 'echo ${steps.a.output}'}\n",
 			[]string{`3:15: shell: steps.a is not set here: it runs at the same time, in the same parallel: block (steps after the block read it) (line 2)`}},
+		{"a sibling's capture", "- parallel:\n    - {shell: a, capture: out}\n    - {shell: 'echo ${out}'}\n",
+			[]string{`3:15: ${out}: another step of the same parallel: block captures it, and they run at the same time (steps after the block read it)`}},
 		{"nested", "- parallel:\n    - parallel: [{shell: a}]\n",
 			[]string{`2:7: parallel: blocks do not nest: list every step in the one block`}},
 		{"empty", "- parallel: []\n",
