@@ -12,10 +12,10 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
-	"github.com/runnerdev/runner/internal/items"
 )
 
 // ledger makes every item state transition, in one place and in an order

@@ -21,12 +21,12 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
-	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
