@@ -175,6 +175,9 @@ func attrs(pairs ...string) []xml.Attr {
 func readJUnit(job JUnitJob, events []eventlog.Event) (*junitBuilder, error) {
 	b := newJUnitBuilder(job.Meta.Workflow, job.MapReduce)
 	b.logs = job.StepLogs
+	for _, step := range job.Steps {
+		b.caseFor("commands", step) // the cases in the file's order, whatever order a parallel: block's steps ran in
+	}
 	err := eachEvent(job.EventLog, events, b.add)
 	if err == nil {
 		err = b.err
@@ -184,8 +187,8 @@ func readJUnit(job JUnitJob, events []eventlog.Event) (*junitBuilder, error) {
 		return nil, err
 	}
 	for _, step := range job.Steps {
-		if _, ran := b.cases["commands\x00"+step]; !ran {
-			b.caseFor("commands", step).Skipped = &junitSkipped{Message: "not run"}
+		if c := b.caseFor("commands", step); !c.reached {
+			c.Skipped = &junitSkipped{Message: "not run"}
 		}
 	}
 	return b, nil
@@ -326,6 +329,7 @@ type caseState struct {
 	attempts   []junitAttempt // its failed attempts, oldest first
 	lastFailed bool           // its last attempt failed: that attempt is its failure
 	canceled   bool           // its last attempt was cancelled (Ctrl-C, a stop, a parallel: block's fail_fast)
+	reached    bool           // a step's case: an event of the step was read
 }
 
 func newJUnitBuilder(workflow string, mapReduce bool) *junitBuilder {
@@ -439,6 +443,7 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 	if phase == "" {
 		phase = b.phase // an earlier runner's events, which name no phase
 	}
+	b.caseFor(phase, step).reached = true
 	switch e.Type {
 	case eventlog.TypeStepStarted:
 		c := b.caseFor(phase, step)
