@@ -46,6 +46,7 @@ type decoder struct {
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool
 	loops                map[*yaml.Node]bool // foreach mappings whose do steps are being read
+	inParallel           bool                // the steps of a parallel: block are being read
 	// handlerPath is Step.Path of the handler's step being read.
 	handlerPath string
 	// failureOnSuccess is the on_success of the on_failure handler just

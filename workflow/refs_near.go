@@ -23,6 +23,7 @@ import (
 type plainRef struct {
 	pos  Pos
 	name string
+	at   stepAt // where it is read
 }
 
 // runnerEnvNames are the variables runner itself gives steps: defined
@@ -42,7 +43,7 @@ func (d *decoder) notePlainRefs(n *yaml.Node, t *interp.Template) {
 			strings.Contains(text, p+"=") || strings.Contains(text, "for "+p+" ") || strings.Contains(text, "read "+p) {
 			continue
 		}
-		d.plainRefs = append(d.plainRefs, plainRef{pos: d.refPos(n, p), name: p})
+		d.plainRefs = append(d.plainRefs, plainRef{pos: d.refPos(n, p), name: p, at: d.at})
 	}
 }
 

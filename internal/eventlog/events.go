@@ -55,6 +55,16 @@ func (e Event) WithPhase(phase string) Event {
 	return e.with(map[string]any{"phase": phase})
 }
 
+// InParallel returns e, an event of a step, told of the parallel: block
+// the step runs in (its parallel field, the block's label); e itself
+// when block is "" or e names no step.
+func (e Event) InParallel(block string) Event {
+	if _, ok := e.Fields["step"]; !ok || block == "" {
+		return e
+	}
+	return e.with(map[string]any{"parallel": block})
+}
+
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 // JobStarted is the first event of a job.

@@ -75,6 +75,10 @@ type Run struct {
 	// attempt): a job's step log starts the attempt's section.
 	Attempt func(n int)
 
+	// Parallel is the label of the parallel: block the step runs in,
+	// which its events name; "" for the other steps.
+	Parallel string
+
 	commits *commitTracker // the step's git HEAD, with commit_required or auto_commit
 	within  string         // a foreach's do steps: the foreach and the item, "fmt[2]"
 }
@@ -104,7 +108,7 @@ func (x *Executor) emit(r Run, e eventlog.Event) {
 	if r.within != "" {
 		e = e.Within(r.within)
 	}
-	x.Emit(e.WithPhase(r.Phase))
+	x.Emit(e.WithPhase(r.Phase).InParallel(r.Parallel))
 }
 
 // label names step in r's events and errors (workflow.Step.Label); a
