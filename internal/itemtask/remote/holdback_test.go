@@ -70,4 +70,3 @@ func TestHoldEndsByItself(t *testing.T) {
 		t.Errorf("sent %v, want [1]", got)
 	}
 }
-
