@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // loopback is a Transport straight into a Tracker, recording what it
@@ -54,42 +55,52 @@ func (l *loopback) kinds() []string {
 	return out
 }
 
-// host is a Host that records what it is told.
+// host is a Host that logs the calls it gets, as "call dispatch what".
 type host struct {
-	mu          sync.Mutex
-	events      []string // "id type"
-	checkpoints []string // "id step"
-	refuse      error    // what Checkpoint returns
-	releases    int
-	acquires    int
+	mu     sync.Mutex
+	calls  []string
+	refuse error // what Checkpoint returns
+}
+
+func (h *host) log(call string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls = append(h.calls, call)
 }
 
 func (h *host) Checkpoint(id string, rec itemtask.StepRecord) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.checkpoints = append(h.checkpoints, id+" "+rec.Key)
+	h.log("checkpoint " + id + " " + rec.Key)
 	return h.refuse
 }
 
 func (h *host) Emit(id string, e eventlog.Event) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.events = append(h.events, id+" "+string(e.Type)+" "+e.Str("run_id"))
+	h.log("emit " + id + " " + string(e.Type) + " " + e.Str("run_id"))
 	return nil
 }
 
 func (h *host) Slot(string) itemtask.Slot { return h }
-func (h *host) Release()                  { h.mu.Lock(); h.releases++; h.mu.Unlock() }
+func (h *host) Release()                  { h.log("release") }
 func (h *host) Acquire(context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.acquires++
+	h.log("acquire")
 	return nil
 }
 
 func (h *host) JobEvent(eventlog.Event)                                     {}
 func (h *host) AppendLog(itemtask.Task, itemtask.Origin, time.Time, string) {}
 func (h *host) UpdateMeta(func(*state.Meta)) error                          { return nil }
+
+// logged is what h was told, its calls named by prefix only.
+func (h *host) logged(prefix string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, c := range h.calls {
+		if strings.HasPrefix(c, prefix) {
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, ",")
+}
 
 // A run's checkpoint, events, delay and output reach the host through
 // the codec, in order; a refused checkpoint stops the run and aborts its
@@ -125,14 +136,8 @@ func TestReporterToTracker(t *testing.T) {
 		t.Error("the dispatch did not hear that its checkpoint was refused")
 	}
 	tr.Untrack(p)
-	if got := strings.Join(h.events, ","); got != "d step_started " {
-		t.Errorf("events %q", got)
-	}
-	if got := strings.Join(h.checkpoints, ","); got != "d a,d b" {
-		t.Errorf("checkpoints %q", got)
-	}
-	if h.releases != 1 || h.acquires != 1 {
-		t.Errorf("slot released %d and acquired %d times, want 1 and 1", h.releases, h.acquires)
+	if got := h.logged(""); got != "emit d step_started ,checkpoint d a,release,acquire,checkpoint d b" {
+		t.Errorf("the host was told %q", got)
 	}
 	if out.String() != "3\tLINE\n" {
 		t.Errorf("output shown %q, want the masked line", out.String())
@@ -178,7 +183,7 @@ func TestTrackerRefusesOtherRuns(t *testing.T) {
 	for _, seq := range []int{1, 3, 2} {
 		tr.Receive(Msg{Kind: KindEvent, Run: run, Seq: seq, Event: &eventlog.Event{Type: eventlog.TypeStepStarted}}, nil)
 	}
-	if got := strings.Join(h.events, ","); got != "d step_started 1.0.2,d step_started 1.0.2" {
+	if got := h.logged("emit"); got != "emit d step_started 1.0.2,emit d step_started 1.0.2" {
 		t.Errorf("events %q, want the first and second, told of their run", got)
 	}
 	tr.Interrupt()
@@ -186,30 +191,58 @@ func TestTrackerRefusesOtherRuns(t *testing.T) {
 	if r := ask(Run{Index: 1, Attempt: 2}); r.Error == "" || r.Term {
 		t.Errorf("after the interrupt answered %+v, want the run stopped, its task kept", r)
 	}
-	if got := len(h.checkpoints); got != 1 {
-		t.Errorf("%d checkpoints saved, want the current run's only", got)
+	if got := h.logged("checkpoint"); got != "checkpoint d k" {
+		t.Errorf("checkpoints saved %q, want the current run's only", got)
 	}
 }
 
+// events are the numbers of the events l carried.
+func (l *loopback) events() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []int
+	for _, m := range l.sent {
+		if m.Kind == KindEvent {
+			out = append(out, m.Seq)
+		}
+	}
+	return out
+}
+
 // A run's events are sent once its hold is over, numbered in order, and
-// not at all when it ends within it.
+// those after at once; a run that ends within its hold sends none of it,
+// even when the hold would have ended later.
 func TestReporterHoldsEventsBack(t *testing.T) {
-	lb := &loopback{tr: NewTracker(&host{}, nil)}
-	short := NewReporter(lb, Run{}, time.Hour)
-	short.Emit(eventlog.Event{Type: eventlog.TypeStepStarted})
-	short.Drop()
-	long := NewReporter(lb, Run{}, time.Hour)
-	long.Emit(eventlog.Event{Type: eventlog.TypeStepStarted})
-	long.Emit(eventlog.Event{Type: eventlog.TypeStepCompleted})
-	if len(lb.kinds()) != 0 {
-		t.Fatalf("sent during the hold: %v", lb.kinds())
+	short, long := &loopback{tr: NewTracker(&host{}, nil)}, &loopback{tr: NewTracker(&host{}, nil)}
+	rp := NewReporter(short, Run{}, time.Hour)
+	rp.Emit(eventlog.Event{Type: eventlog.TypeStepStarted})
+	rp.Drop()
+	rp.Flush() // the hold's end, come late
+	rp.Emit(eventlog.Event{Type: eventlog.TypeStepCompleted})
+	if got := short.events(); len(got) != 0 {
+		t.Errorf("a run ended in its hold sent %v, want nothing", got)
 	}
-	long.Flush()
-	var seqs []int
-	for _, m := range lb.sent {
-		seqs = append(seqs, m.Seq)
+	rp = NewReporter(long, Run{}, time.Hour)
+	rp.Emit(eventlog.Event{Type: eventlog.TypeStepStarted})
+	rp.Emit(eventlog.Event{Type: eventlog.TypeStepCompleted})
+	if got := long.events(); len(got) != 0 {
+		t.Fatalf("sent during the hold: %v", got)
 	}
-	if !slices.Equal(seqs, []int{1, 2}) {
-		t.Errorf("events sent numbered %v, want [1 2] (the long run's only)", seqs)
+	if err := rp.Save(t.Context(), itemtask.StepRecord{}); err != nil { // ends the hold
+		t.Fatal(err)
+	}
+	rp.Emit(eventlog.Event{Type: eventlog.TypeStepStarted})
+	if got := long.events(); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("events sent numbered %v, want [1 2 3]", got)
+	}
+}
+
+// The hold ends by itself.
+func TestHoldEndsByItself(t *testing.T) {
+	r := &loopback{tr: NewTracker(&host{}, nil)}
+	rp := NewReporter(r, Run{}, time.Millisecond)
+	rp.Emit(eventlog.Event{Type: eventlog.TypeStepStarted})
+	if !testkit.Poll(func() bool { return len(r.events()) > 0 }) {
+		t.Error("the event held back was never sent")
 	}
 }

@@ -19,15 +19,21 @@ type Reporter struct {
 	tr  Transport
 	run Run
 
-	mu     sync.Mutex // orders the events
-	events int        // sent so far
-	held   *heldSends
+	mu      sync.Mutex // orders the events; guards the fields below
+	events  int        // numbered so far
+	held    []Msg      // the events of the hold, while it lasts
+	holding bool
+	dropped bool // the run's result carries its events: none goes
 }
 
 // NewReporter reports run over tr, holding its events back for holdBack
 // (0: none).
 func NewReporter(tr Transport, run Run, holdBack time.Duration) *Reporter {
-	return &Reporter{tr: tr, run: run, held: holdFor(holdBack)}
+	rp := &Reporter{tr: tr, run: run, holding: holdBack > 0}
+	if rp.holding {
+		time.AfterFunc(holdBack, rp.Flush)
+	}
+	return rp
 }
 
 // msg is a message of kind of the run.
@@ -68,7 +74,7 @@ func (rp *Reporter) Start(ctx context.Context, saved []itemtask.StepRecord) ([]i
 // answer comes the run goes on: the job's process is gone, and a process
 // resuming the job takes its result.
 func (rp *Reporter) Save(ctx context.Context, rec itemtask.StepRecord) error {
-	rp.held.release() // the step's events before it
+	rp.Flush() // the step's events before it
 	m := rp.msg(KindCheckpoint)
 	m.Step = &rec
 	if _, err := rp.request(ctx, m); !errors.Is(err, ErrUnheard) {
@@ -85,12 +91,18 @@ func (rp *Reporter) Emit(e eventlog.Event) {
 	rp.events++
 	m := rp.msg(KindEvent)
 	m.Seq, m.Event = rp.events, &e
-	rp.held.send(func() { rp.tr.Publish(m) })
+	switch {
+	case rp.dropped:
+	case rp.holding:
+		rp.held = append(rp.held, m)
+	default:
+		rp.tr.Publish(m)
+	}
 }
 
 // Release gives the job's slot back while a step waits out a delay.
 func (rp *Reporter) Release() {
-	rp.held.release() // the events before the delay
+	rp.Flush() // the events before the delay
 	rp.tr.Publish(rp.msg(KindRelease))
 }
 
@@ -102,13 +114,25 @@ func (rp *Reporter) Acquire(ctx context.Context) error {
 	return nil
 }
 
-// Flush ends the run's hold: its events kept back go now (no result will
-// carry them).
-func (rp *Reporter) Flush() { rp.held.release() }
+// Flush ends the run's hold: its events kept back go now, in order (no
+// result will carry them).
+func (rp *Reporter) Flush() {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.holding = false
+	for _, m := range rp.held {
+		rp.tr.Publish(m)
+	}
+	rp.held = nil
+}
 
 // Drop forgets the events kept back and any sent after: the run's result
 // carries them.
-func (rp *Reporter) Drop() { rp.held.drop() }
+func (rp *Reporter) Drop() {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.dropped, rp.held = true, nil
+}
 
 // Output is where items write their output for the job's side to show:
 // output messages of whole lines over tr, masked with mask (nil: as they
