@@ -28,15 +28,15 @@ const slotAskEvery = 30 * time.Second
 // CallDeadline, then goes on unheard; a start or an acquire is asked
 // again every slotAskEvery while the coordinator waits for the slot.
 type ProgressTransport struct {
-	Conn    *nats.Conn
-	Subject string
+	Conn *nats.Conn
+	Key  string // the job's: runner.progress.Key
 }
 
 var _ remote.Transport = ProgressTransport{}
 
 func (pt ProgressTransport) Publish(m remote.Msg) {
 	if data, err := json.Marshal(m); err == nil {
-		_ = pt.Conn.Publish(pt.Subject, data)
+		_ = pt.Conn.Publish(ProgressSubject(pt.Key), data)
 	}
 }
 
@@ -52,7 +52,7 @@ func (pt ProgressTransport) Request(ctx context.Context, m remote.Msg) (remote.R
 	}
 	for {
 		rctx, cancel := context.WithTimeout(ctx, within)
-		msg, err := pt.Conn.RequestWithContext(rctx, pt.Subject, data)
+		msg, err := pt.Conn.RequestWithContext(rctx, ProgressSubject(pt.Key), data)
 		silent := rctx.Err() != nil
 		cancel()
 		switch {

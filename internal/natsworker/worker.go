@@ -432,7 +432,7 @@ func (w *Worker) running(key, itemID string) bool {
 func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	rp := remote.NewReporter(natsconn.ProgressTransport{Conn: w.opts.Conn, Subject: natsconn.ProgressSubject(wj.key)},
+	rp := remote.NewReporter(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key},
 		remote.Run{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}, holdBack)
 	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel, report: rp}
 	w.mu.Lock()
@@ -621,7 +621,7 @@ func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 	dir := filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))
 	var live *itemtask.Live
 	if wj.spec.Live {
-		live = remote.Output(natsconn.ProgressTransport{Conn: w.opts.Conn, Subject: natsconn.ProgressSubject(wj.key)}, func(s string) string { return wj.opened.Mask(s) })
+		live = remote.Output(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key}, func(s string) string { return wj.opened.Mask(s) })
 	}
 	opened, err := w.opts.Open(ctx, wj.spec.Job, dir, emit, live)
 	if err != nil {
