@@ -399,7 +399,7 @@ func (e Event) WithWorker(worker string, delivery int) Event {
 }
 
 // WithRun returns a copy of e told of the run of a NATS task that sent
-// it, as "run_id" (natsconn.RunID's text) and "seq", its place among the
+// it, as "run_id" (remote.RunID's text) and "seq", its place among the
 // run's events from 1: a process resuming the job records a run's events
 // that an ended one recorded no more.
 func (e Event) WithRun(run string, seq int) Event {
