@@ -140,6 +140,39 @@ func StepCommandFailed(step, message string, exitCode int, handled string) Event
 	return newEvent(TypeStepFailed, fields)
 }
 
+// AgentUsage is what one run of an agent spent: its tokens (cache reads
+// and writes apart), its cost in USD and turns as the agent reported
+// them, the time it spent in the model's API, and which session and
+// model.
+type AgentUsage struct {
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	CostUSD          float64
+	Turns            int
+	APITime          time.Duration
+	SessionID        string
+	Model            string
+}
+
+// AgentUsageOf: the agent that step's attempt ran spent u.
+func AgentUsageOf(step string, attempt int, u AgentUsage) Event {
+	fields := map[string]any{
+		"step": step, "attempt": attempt,
+		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+		"cache_read_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens,
+		"cost_usd": u.CostUSD, "turns": u.Turns, "api_ms": u.APITime.Milliseconds(),
+	}
+	if u.SessionID != "" {
+		fields["session_id"] = u.SessionID
+	}
+	if u.Model != "" {
+		fields["model"] = u.Model
+	}
+	return newEvent(TypeAgentUsage, fields)
+}
+
 // StepSkipped: step did not run, for reason.
 func StepSkipped(step, reason string) Event {
 	return newEvent(TypeStepSkipped, map[string]any{"step": step, "reason": reason})

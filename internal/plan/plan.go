@@ -240,7 +240,7 @@ func newStep(s *workflow.Step, phase string, seed *uint64, perItem bool, agent e
 	ps := Step{Index: s.Index + 1, Step: s.Label(phase), Kind: s.Command.Kind, Command: s.CommandLine(), Timeout: optMillis(s.Timeout), Retry: []Policy{}, RetryDisabled: len(s.Retry) > 0 && !s.Retryable,
 		CommitRequired: s.CommitRequired, AutoCommit: s.AutoCommit, WithoutShell: executor.WithoutShell(s.Command)}
 	if s.Command.Kind == workflow.ClaudeCommand {
-		ps.Agent, ps.AgentFrom = agent.Command, agent.From
+		ps.Agent, ps.AgentFrom = agent.Argv(), agent.From
 		if agent.Err != nil {
 			ps.AgentError = agent.Err.Error()
 		}
