@@ -160,8 +160,8 @@ fuzz:
 	$(GO) test ./workflow/condition/ -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) -timeout 2h
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzExpandShell$$' -fuzztime $(FUZZTIME_SHELL) -timeout 2h
 	$(GO) test ./workflow/interp/ -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout 2h
-	$(GO) test ./mapreduce/items/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) -timeout 2h
-	$(GO) test ./mapreduce/items/ -run '^$$' -fuzz '^FuzzDefaultIDs$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./internal/items/ -run '^$$' -fuzz '^FuzzReadInput$$' -fuzztime $(FUZZTIME) -timeout 2h
+	$(GO) test ./internal/items/ -run '^$$' -fuzz '^FuzzDefaultIDs$$' -fuzztime $(FUZZTIME) -timeout 2h
 
 # The shipped binary links the NATS client but not the server, which only
 # the tests embed (SPEC §11.1): go version -m lists the modules it has. Nor

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -70,7 +71,8 @@ func TestPackageMapPointsDown(t *testing.T) {
 }
 
 // TestPackageLayering checks the imports of every package against the
-// package map of ARCHITECTURE.md.
+// package map of ARCHITECTURE.md, and that every package the map lists
+// exists.
 func TestPackageLayering(t *testing.T) {
 	allowedImports := allowedImports(t)
 	const module = "github.com/runnerdev/runner"
@@ -78,9 +80,11 @@ func TestPackageLayering(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	listed := maps.Clone(allowedImports)
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		delete(listed, pkg)
 		allowed, known := allowedImports[pkg]
 		if !known {
 			t.Errorf("package %q is not in the package map of ARCHITECTURE.md", pkg)
@@ -93,5 +97,8 @@ func TestPackageLayering(t *testing.T) {
 			}
 			t.Errorf("%s imports %s, which the layering does not allow", fields[0], imp)
 		}
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(listed)) {
+		t.Errorf("ARCHITECTURE.md: the package map lists %q, which is not a package", pkg)
 	}
 }

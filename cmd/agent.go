@@ -122,12 +122,3 @@ func (o parallelOptions) live(t *terminal) *itemtask.Live {
 	}
 	return &itemtask.Live{Stdout: t.commandStdout(), Stderr: t.commandStderr()}
 }
-
-// stepTag is job.Options.Tag: with --tag each step's output is shown as
-// the items' are, its lines prefixed with the step's label.
-func (o parallelOptions) stepTag(t *terminal) job.Tag {
-	if live := o.live(t); live != nil {
-		return live.Item
-	}
-	return nil
-}

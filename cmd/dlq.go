@@ -114,6 +114,17 @@ func openDLQ(g *globalOptions, jobID string) (*state.Job, *dlq.DB, error) {
 	return j, d, nil
 }
 
+// eachJobItem calls fn with each item of a job's queue, in the queue's
+// order, while it is open (see eachItem), and returns how many.
+func eachJobItem(g *globalOptions, jobID string, fn func(dlq.Item) error) (int, error) {
+	_, d, err := openDLQ(g, jobID)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	return eachItem(d, dlq.All, 0, fn)
+}
+
 // dlqItems returns a job's queued items that match filter, at most limit
 // (0: all).
 func dlqItems(g *globalOptions, jobID, filter string, limit int) ([]dlq.Item, error) {

@@ -2,12 +2,12 @@ package cmd
 
 import (
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/spool"
 )
 
 type dlqExportOptions struct {
@@ -33,29 +33,38 @@ func newDLQExportCommand(g *globalOptions) *cobra.Command {
 	return takesJob(g, c)
 }
 
+// runDLQExport writes a job's DLQ items, made while the DLQ is open into
+// a spool and written once it is closed, as dlq list does: its memory
+// does not grow with the items.
 func runDLQExport(g *globalOptions, o dlqExportOptions, jobID string) error {
-	write := map[string]func(io.Writer, []dlq.Item) error{"json": dlq.WriteJSON, "jsonl": dlq.WriteJSONL}[o.Format]
-	if write == nil {
-		return usagef("--format must be json or jsonl, not %q", o.Format)
+	var out spool.Spool
+	defer out.Close()
+	ew, ok := dlq.NewExportWriter(&out, o.Format)
+	if !ok {
+		return usagef("--format must be %s or %s, not %q", dlq.FormatJSON, dlq.FormatJSONL, o.Format)
 	}
-	items, err := dlqItems(g, jobID, "", 0)
+	n, err := eachJobItem(g, jobID, ew.Write)
+	if err == nil {
+		err = ew.Close()
+	}
 	if err != nil {
 		return err
 	}
 	if o.Output == "" {
-		return write(g.stdout, items)
+		_, err = out.WriteTo(g.stdout)
+		return err
 	}
 	f, err := os.OpenFile(o.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	if err := write(f, items); err != nil {
+	if _, err := out.WriteTo(f); err != nil {
 		f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stderr, "wrote %d item(s) to %s\n", len(items), o.Output)
+	fmt.Fprintf(g.stderr, "wrote %d item(s) to %s\n", n, o.Output)
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runnerdev/runner/dlq"
 )
 
 func newDLQStatsCommand(g *globalOptions) *cobra.Command {
@@ -63,15 +65,7 @@ func runDLQStats(g *globalOptions, args []string, asJSON bool) error {
 	st := dlqStats{}
 	var unreadable []error // the stats of the other jobs are still shown
 	for _, job := range jobs {
-		items, err := dlqItems(g, job, "", 0)
-		if err != nil {
-			if len(args) > 0 {
-				return err
-			}
-			unreadable = append(unreadable, err)
-			continue
-		}
-		for _, it := range items {
+		_, err := eachJobItem(g, job, func(it dlq.Item) error {
 			st.Items++
 			last := it.Failures[len(it.Failures)-1]
 			for dim, key := range map[string]string{"signature": it.ErrorSignature, "step": last.Step, "kind": last.Kind} {
@@ -85,6 +79,13 @@ func runDLQStats(g *globalOptions, args []string, asJSON bool) error {
 					grp.Jobs = append(grp.Jobs, job)
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			if len(args) > 0 {
+				return err
+			}
+			unreadable = append(unreadable, err)
 		}
 	}
 	st.BySignature, st.ByStep, st.ByKind = sortedGroups(groups["signature"]), sortedGroups(groups["step"]), sortedGroups(groups["kind"])

@@ -107,30 +107,42 @@ func TestListingsDoNotReadEveryItem(t *testing.T) {
 	}
 }
 
-// `runner dlq list JOB` (text and --json) writes a job's items as it
-// reads them: the memory it holds does not grow with the items (3,000
-// items hold 10 MB of stderr): ten times the items hold less than 3 MB
-// more (the spool's memory, and a short run's peak sampled less often).
-func TestDLQListMemoryDoesNotGrowWithItems(t *testing.T) {
-	peaks := map[bool][]uint64{}
+// `runner dlq list JOB` (text and --json), `dlq export` (json and
+// jsonl) and `dlq stats JOB` read a job's items one by one: the memory
+// they hold does not grow with the items (3,000 items hold 10 MB of
+// stderr): ten times the items hold less than 3 MB more (the spool's
+// memory, and a short run's peak sampled less often).
+func TestDLQCommandsMemoryDoesNotGrowWithItems(t *testing.T) {
+	commands := []struct {
+		name  string
+		run   func(g *globalOptions) error
+		lines func(n int) int // at least this many lines out
+	}{
+		{"dlq list", func(g *globalOptions) error { return runDLQList(g, dlqListOptions{}, "big") }, func(n int) int { return n }},
+		{"dlq list --json", func(g *globalOptions) error { return runDLQList(g, dlqListOptions{JSON: true}, "big") }, func(n int) int { return n }},
+		{"dlq export", func(g *globalOptions) error { return runDLQExport(g, dlqExportOptions{Format: "json"}, "big") }, func(n int) int { return n }},
+		{"dlq export --format jsonl", func(g *globalOptions) error { return runDLQExport(g, dlqExportOptions{Format: "jsonl"}, "big") }, func(n int) int { return n }},
+		{"dlq stats", func(g *globalOptions) error { return runDLQStats(g, []string{"big"}, true) }, func(int) int { return 5 }},
+	}
+	peaks := make([][]uint64, len(commands))
 	for _, n := range []int{300, 3000} {
 		dir := t.TempDir()
 		bigDLQJob(t, dir, n)
-		for _, asJSON := range []bool{false, true} {
+		for i, c := range commands {
 			var out lineCounter
 			g := &globalOptions{StateDir: dir, stdout: &out, stderr: io.Discard}
 			var err error
-			peak := testkit.PeakLiveHeap(func() { err = runDLQList(g, dlqListOptions{JSON: asJSON}, "big") })
-			if err != nil || out.lines < n {
-				t.Fatalf("dlq list (json %v) of %d items: %v, %d lines", asJSON, n, err, out.lines)
+			peak := testkit.PeakLiveHeap(func() { err = c.run(g) })
+			if err != nil || out.lines < c.lines(n) {
+				t.Fatalf("%s of %d items: %v, %d lines", c.name, n, err, out.lines)
 			}
-			t.Logf("dlq list (json %v) of %d items: peak live heap %d KB", asJSON, n, peak>>10)
-			peaks[asJSON] = append(peaks[asJSON], peak)
+			t.Logf("%s of %d items: peak live heap %d KB", c.name, n, peak>>10)
+			peaks[i] = append(peaks[i], peak)
 		}
 	}
-	for asJSON, p := range peaks {
+	for i, p := range peaks {
 		if p[1] > p[0]+3<<20 {
-			t.Errorf("dlq list (json %v): ten times the items held %d KB more (%d KB, %d KB)", asJSON, (p[1]-p[0])>>10, p[0]>>10, p[1]>>10)
+			t.Errorf("%s: ten times the items held %d KB more (%d KB, %d KB)", commands[i].name, (p[1]-p[0])>>10, p[0]>>10, p[1]>>10)
 		}
 	}
 }

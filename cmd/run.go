@@ -194,7 +194,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{
 		Context: ctx, Store: g.store(), JobID: id, Vars: vars, Seed: seed, Profile: o.Profile,
-		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Tag: o.stepTag(ui), Listener: ui.event,
+		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Tag: o.Tag, Listener: ui.event,
 		ItemBranches: itemBranches, TargetBranch: target,
 	})
 	if err != nil {

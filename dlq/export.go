@@ -51,27 +51,48 @@ func (a *ArrayWriter) Close() error {
 	return a.w.Flush()
 }
 
-// WriteJSON writes items as one indented JSON array ("[]" when empty),
-// followed by a newline.
-func WriteJSON(w io.Writer, items []Item) error {
-	a := NewArrayWriter(w)
-	for _, it := range items {
-		if err := a.Write(it); err != nil {
-			return err
-		}
-	}
-	return a.Close()
+// LinesWriter writes items one by one as JSON Lines: one compact object
+// per line.
+type LinesWriter struct {
+	w   *bufio.Writer
+	enc *json.Encoder
 }
 
-// WriteJSONL writes items as JSON Lines: one compact object per line.
-func WriteJSONL(w io.Writer, items []Item) error {
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	for _, it := range items {
-		if err := enc.Encode(it); err != nil {
-			return err
-		}
+// NewLinesWriter starts JSON Lines on w; Close flushes them.
+func NewLinesWriter(w io.Writer) *LinesWriter {
+	l := &LinesWriter{w: bufio.NewWriter(w)}
+	l.enc = json.NewEncoder(l.w)
+	l.enc.SetEscapeHTML(false)
+	return l
+}
+
+// Write adds an item's line.
+func (l *LinesWriter) Write(it Item) error { return l.enc.Encode(it) }
+
+// Close writes what is buffered.
+func (l *LinesWriter) Close() error { return l.w.Flush() }
+
+// ExportWriter writes items one by one in an export format, holding none
+// of them; Close ends the document.
+type ExportWriter interface {
+	Write(Item) error
+	Close() error
+}
+
+// Export formats: one indented JSON array, or JSON Lines.
+const (
+	FormatJSON  = "json"
+	FormatJSONL = "jsonl"
+)
+
+// NewExportWriter starts a document of format on w; ok is false for a
+// format that is not FormatJSON or FormatJSONL.
+func NewExportWriter(w io.Writer, format string) (ew ExportWriter, ok bool) {
+	switch format {
+	case FormatJSON:
+		return NewArrayWriter(w), true
+	case FormatJSONL:
+		return NewLinesWriter(w), true
 	}
-	return bw.Flush()
+	return nil, false
 }

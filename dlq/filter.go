@@ -13,12 +13,15 @@ import (
 // Filter selects DLQ items (`dlq list --filter`, `dlq retry --filter`).
 type Filter func(Item) (bool, error)
 
+// All is the filter that matches every item.
+func All(Item) (bool, error) { return true, nil }
+
 // CompileFilter compiles an expr-lang expression over an item's fields
 // (filterFields); "" matches every item. A name that is not a field is an
 // error at once, not a filter that matches nothing.
 func CompileFilter(src string) (Filter, error) {
 	if strings.TrimSpace(src) == "" {
-		return func(Item) (bool, error) { return true, nil }, nil
+		return All, nil
 	}
 	prog, err := expr.Compile(src, expr.Env(filterItem{}), expr.AsBool())
 	if err != nil {

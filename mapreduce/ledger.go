@@ -12,10 +12,10 @@ import (
 	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
-	"github.com/runnerdev/runner/mapreduce/items"
 )
 
 // ledger makes every item state transition, in one place and in an order
@@ -81,7 +81,8 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 	if l.fromDLQ {
 		l.counts.DLQ--
 	}
-	return l.record(false), nil
+	l.counts.Pending--
+	return l.judge(false), nil
 }
 
 // retrying records a failed attempt that the item-level retry runs again
@@ -102,15 +103,32 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 	return nil
 }
 
-// failed records an item's final failure per the error policy: to the DLQ
-// (dlq, retry, stop) or skipped (skip). It returns the verdict of the
-// error policy, if the job must stop.
-func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy.Verdict, error) {
-	last := failures[len(failures)-1]
-	action := l.action
-	if action == errorpolicy.Retry {
-		action = errorpolicy.DLQ // retries are used up
+// finalAction is what the error policy does with an item's final failure:
+// skip it, or put it in the DLQ (dlq, stop, and retry with its retries
+// used up).
+func (l *ledger) finalAction() errorpolicy.Action {
+	if l.action == errorpolicy.Retry {
+		return errorpolicy.DLQ
 	}
+	return l.action
+}
+
+// failing tells the error policy of an item's final failure and returns
+// the verdict, if the job must stop. It comes before failed makes the
+// failure durable, so that a stop takes effect before the item's slot
+// runs another item.
+func (l *ledger) failing() *errorpolicy.Verdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.judge(true)
+}
+
+// failed records an item's final failure, which failing told the error
+// policy of, per the error policy: to the DLQ (dlq, retry, stop) or
+// skipped (skip).
+func (l *ledger) failed(it *Item, failures []Failure, out Outcome) error {
+	last := failures[len(failures)-1]
+	action := l.finalAction()
 	st := job.ItemDLQ
 	if l.fromDLQ {
 		failures = slices.Clone(failures)
@@ -121,15 +139,15 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	if action == errorpolicy.Skip {
 		st = job.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
-		return nil, fmt.Errorf("item %s: %w", it.ID, err)
+		return fmt.Errorf("item %s: %w", it.ID, err)
 	} else {
 		crashpoint.Hit(crashpoint.DLQAdded)
 	}
 	if err := l.result(it, out, &last, action == errorpolicy.Skip); err != nil {
-		return nil, err
+		return err
 	}
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
-		return nil, err
+		return err
 	}
 	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
@@ -143,6 +161,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	l.job.Emit(events...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.counts.Pending--
 	switch {
 	case action == errorpolicy.Skip:
 		l.counts.Skipped++
@@ -152,7 +171,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		l.counts.Failed++
 		l.counts.DLQ++
 	}
-	return l.record(true), nil
+	return nil
 }
 
 // mask returns f without the job's secrets. A failure is masked once, as
@@ -177,9 +196,9 @@ func earlierFailures(rec job.ItemRecord) ([]Failure, error) {
 	return failures, nil
 }
 
-// record counts a finished item for the error policy; l.mu is held.
-func (l *ledger) record(failed bool) *errorpolicy.Verdict {
-	l.counts.Pending--
+// judge tells the error policy of an item's end and returns the
+// verdict, if the job must stop; l.mu is held.
+func (l *ledger) judge(failed bool) *errorpolicy.Verdict {
 	if l.tracker == nil {
 		return nil
 	}

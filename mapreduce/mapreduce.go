@@ -21,12 +21,12 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/itemrun"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jsonvalue"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
-	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
 )
@@ -107,7 +107,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 	if err := runReduce(ctx, j, sum.Items); err != nil || trees == nil || sum.Items.DLQ > 0 || !opts.Ending.Merges(sum.End) {
 		return sum, err
 	}
-	how, err := j.MergeEnd(ctx, trees.Tree, opts.Ending.Starts)
+	how, err := j.MergeEnd(ctx, trees.Tree)
 	if err != nil {
 		return sum, &job.PhaseError{Phase: job.PhaseMerge, Err: err}
 	}

@@ -173,9 +173,11 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 			out.Failure = s.ledger.mask(out.Failure)
 		}
 		var verdict *errorpolicy.Verdict
+		first := false // verdict is the first to stop the job
 		switch {
 		case !out.Failed:
 			verdict, err = s.ledger.succeeded(it, attempt, out)
+			first = s.halt(verdict)
 		case s.retry != nil && attempt < s.retry.Attempts:
 			failures = append(failures, out.Failure)
 			delay := s.retry.Delay(attempt, s.jitter(it))
@@ -190,13 +192,17 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 			s.ledger.started(it, attempt+1, false)
 			continue
 		default:
-			verdict, err = s.ledger.failed(it, append(failures, out.Failure), out)
+			// The failure is counted, the breaker told and a stop
+			// recorded before the slot runs the next item, which then
+			// does not wait for this item's records (the DLQ commit
+			// syncs twice); the map waits for them (s.wg).
+			verdict = s.ledger.failing()
+			s.passDone(&pass, true)
+			first = s.halt(verdict)
+			sl.Release()
+			err = s.ledger.failed(it, append(failures, out.Failure), out)
 		}
-		if pass != nil {
-			s.gateMu.Lock()
-			pass.Done(out.Failed)
-			s.gateMu.Unlock()
-		}
+		s.passDone(&pass, out.Failed)
 		if err != nil {
 			s.fail(err)
 		} else {
@@ -205,10 +211,21 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 				s.trees.Recorded(ctx, out)
 			}
 		}
-		if verdict != nil {
-			s.stop(verdict)
+		if first {
+			s.tell(verdict) // after the records of the item that reached it
 		}
 		return
+	}
+}
+
+// passDone tells the breaker an item's outcome through its pass, if it
+// has one; the pass is then used up.
+func (s *scheduler) passDone(pass **errorpolicy.Pass, failed bool) {
+	if *pass != nil {
+		s.gateMu.Lock()
+		(*pass).Done(failed)
+		s.gateMu.Unlock()
+		*pass = nil
 	}
 }
 
@@ -221,8 +238,8 @@ func (s *scheduler) recordMerged(ctx context.Context, it *Item, attempt int, out
 		return
 	}
 	s.trees.Recorded(ctx, out)
-	if verdict != nil {
-		s.stop(verdict)
+	if s.halt(verdict) {
+		s.tell(verdict)
 	}
 }
 
@@ -368,17 +385,22 @@ func (s *scheduler) jitter(it *Item) func() float64 {
 	return rand.New(rand.NewPCG(s.seed, h.Sum64())).Float64
 }
 
-// stop records the first verdict that stops the job.
-func (s *scheduler) stop(v *errorpolicy.Verdict) {
+// halt records v if it is the first verdict that stops the job (v nil:
+// none), and reports whether it was: no item starts from then on, and
+// its caller tells it.
+func (s *scheduler) halt(v *errorpolicy.Verdict) bool {
 	s.mu.Lock()
-	first := s.stopped == nil
-	if first {
-		s.stopped = v
+	defer s.mu.Unlock()
+	if v == nil || s.stopped != nil {
+		return false
 	}
-	s.mu.Unlock()
-	if first {
-		s.emit(eventlog.ThresholdReached(v.Rule, v.Reason))
-	}
+	s.stopped = v
+	return true
+}
+
+// tell emits the verdict that stopped the job.
+func (s *scheduler) tell(v *errorpolicy.Verdict) {
+	s.emit(eventlog.ThresholdReached(v.Rule, v.Reason))
 }
 
 // fail records a state write that failed; no new item starts.

@@ -13,7 +13,8 @@ const (
 	KindSpawn       = "spawn"
 	KindCircuitOpen = "circuit_open"
 	KindCanceled    = "canceled"
-	KindNoCommit    = "no_commit" // the command succeeded without the commit commit_required asks for
+	KindNoCommit    = "no_commit"   // the command succeeded without the commit commit_required asks for
+	KindAgentError  = "agent_error" // the agent ended its session with an error (Claude Code's is_error)
 )
 
 // Outcome is what one attempt did. Kind is "" for a success.

@@ -18,6 +18,7 @@ var drivingFields = []string{
 	"Name",                  // its label (name, description)
 	"Timeout", "TimeoutVar", // timeout
 	"Retry", "Retryable", "Breaker", "Repeat", // retry_config, retryable, circuit_breaker, repeat
+	"Parallel", // the parallel: block it runs in, with the others at once
 }
 
 // effectKeys are the keys a file writes the other fields of a Step with,

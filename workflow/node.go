@@ -41,7 +41,8 @@ type decoder struct {
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool
-	loops                int // foreach loops whose do steps are being read
+	loops                int  // foreach loops whose do steps are being read
+	inParallel           bool // the steps of a parallel: block are being read
 	// handlerPath is Step.Path of the handler's step being read.
 	handlerPath string
 	// failureOnSuccess is the on_success of the on_failure handler just

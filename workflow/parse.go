@@ -118,6 +118,7 @@ func ParseWith(file string, src []byte, opts Options) (*Workflow, error) {
 	}
 	wf := d.workflow(root)
 	d.checkRefs()
+	d.checkSiblingCaptures()
 	d.checkNamespaceRefs(wf)
 	d.checkNearNames(wf)
 	if len(d.errs) > 0 {

@@ -81,7 +81,7 @@ func (d *decoder) foreachStep(f *fields, what string, s *Step) bool {
 		d.errorf(loop.node, "foreach needs do: the steps to run for each item")
 	}
 	if s.Foreach.Parallel > 1 {
-		d.sharedWorkTree(s.Foreach.Do)
+		d.sharedWorkTree(s.Foreach.Do, "the items of a parallel foreach", "use parallel: false, or a MapReduce workflow with isolation: worktree")
 	}
 	return true
 }
@@ -139,13 +139,13 @@ func (d *decoder) foreachParallel(n *yaml.Node) int {
 	return v
 }
 
-// sharedWorkTree reports steps of a parallel foreach that check git
-// commits: its items share one work tree, so a commit cannot be told to
-// be one item's rather than another's.
-func (d *decoder) sharedWorkTree(do []*Step) {
-	for s := range AllSteps(do) {
+// sharedWorkTree reports steps that check git commits among steps that
+// run at once (who, with what to do instead): they share one work tree,
+// so a commit cannot be told to be one's rather than another's.
+func (d *decoder) sharedWorkTree(steps []*Step, who, instead string) {
+	for s := range AllSteps(steps) {
 		if s.TracksCommits() {
-			d.errorf(&yaml.Node{Line: s.Pos.Line, Column: s.Pos.Col}, "commit_required and auto_commit cannot be told apart between the items of a parallel foreach (they share one work tree): use parallel: false, or a MapReduce workflow with isolation: worktree")
+			d.errorf(&yaml.Node{Line: s.Pos.Line, Column: s.Pos.Col}, "commit_required and auto_commit cannot be told apart between %s (they share one work tree): %s", who, instead)
 		}
 	}
 }

@@ -42,13 +42,27 @@ func (d *decoder) stepList(n *yaml.Node, what string, required bool) []*Step {
 	}
 	steps := make([]*Step, 0, len(items))
 	outer := d.at
+	phase := strings.TrimSuffix(what, ".commands")
+	index := 0 // the steps of a parallel: block are the phase's, numbered on
 	for i, it := range items {
-		d.at = stepAt{phase: strings.TrimSuffix(what, ".commands"), index: i, outer: d.doOf}
+		d.at = stepAt{phase: phase, index: index, outer: d.doOf}
+		at := fmt.Sprintf("%s[%d]", what, i)
+		if k := d.parallelKey(it); k != nil && d.noParallel(phase) == "" {
+			n := 1
+			d.inOrigin(it, func() {
+				var block []*Step
+				block, n = d.parallelSteps(it, at, phase, index)
+				steps = append(steps, block...)
+			})
+			index += n
+			continue
+		}
 		d.inOrigin(it, func() {
-			if s := d.step(it, fmt.Sprintf("%s[%d]", what, i), i); s != nil {
+			if s := d.step(it, at, index); s != nil {
 				steps = append(steps, s)
 			}
 		})
+		index++
 	}
 	d.at = outer
 	return steps
@@ -62,6 +76,14 @@ func newStep(n *yaml.Node, index int) *Step {
 // step reads one step; nil for an analyze: step, which is left out.
 func (d *decoder) step(n *yaml.Node, what string, index int) *Step {
 	if d.analyzeStep(n) {
+		return nil
+	}
+	if k := d.parallelKey(n); k != nil {
+		why := d.noParallel(d.at.phase)
+		if why == "" {
+			why = "parallel: is allowed only among the steps of commands, setup, reduce and merge"
+		}
+		d.errorf(k, "%s", why)
 		return nil
 	}
 	if r := d.resolve(n); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!str" {

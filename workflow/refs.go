@@ -16,6 +16,7 @@ type stepAt struct {
 	phase string // commands, setup, agent_template, reduce, merge; env and map.* outside steps
 	index int
 	outer *stepAt // a foreach's do steps: where the foreach step stands; nil for the others
+	group int     // the steps of a parallel: block: its first step's index + 1; 0 for the others
 	// ran is set in a step's on_success and on_failure handlers, which
 	// run once the step's command ran and set its variables.
 	ran bool
@@ -138,6 +139,8 @@ func canRead(from, to stepAt) string {
 		return canReadAcross(from, to)
 	}
 	switch {
+	case from.phase == to.phase && from.group != 0 && from.group == to.group && from.index != to.index:
+		return "it runs at the same time, in the same parallel: block (steps after the block read it)"
 	case from.phase == to.phase && to.index < from.index:
 		return ""
 	case from.phase == to.phase && to.index == from.index && from.ran:

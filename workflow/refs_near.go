@@ -30,6 +30,7 @@ type plainRef struct {
 	pos     Pos
 	name    string
 	written string // ${NAME} in a value, NAME in a condition
+	at      stepAt // where it is read
 }
 
 // runnerEnvNames are the variables runner itself gives steps: defined
@@ -49,7 +50,7 @@ func (d *decoder) notePlainRefs(n *yaml.Node, t *interp.Template) {
 			strings.Contains(text, p+"=") || strings.Contains(text, "for "+p+" ") || strings.Contains(text, "read "+p) {
 			continue
 		}
-		d.plainRefs = append(d.plainRefs, plainRef{pos: d.refPos(n, p), name: p, written: "${" + p + "}"})
+		d.plainRefs = append(d.plainRefs, plainRef{pos: d.refPos(n, p), name: p, written: "${" + p + "}", at: d.at})
 	}
 }
 
@@ -65,7 +66,7 @@ func (d *decoder) noteExprNames(n *yaml.Node, prog *vm.Program) {
 	}))
 	ast.Walk(&root, nodeVisitor(func(node ast.Node) {
 		if id, ok := node.(*ast.IdentifierNode); ok && !called[node] && !slices.Contains(interp.Namespaces, id.Value) && outcomeEnv[id.Value] == nil {
-			d.plainRefs = append(d.plainRefs, plainRef{pos: d.scalarPos(n, max(strings.Index(n.Value, id.Value), 0)), name: id.Value, written: id.Value})
+			d.plainRefs = append(d.plainRefs, plainRef{pos: d.scalarPos(n, max(strings.Index(n.Value, id.Value), 0)), name: id.Value, written: id.Value, at: d.at})
 		}
 	}))
 }

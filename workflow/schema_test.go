@@ -179,6 +179,9 @@ func TestSchemaRejectsInvalidWorkflows(t *testing.T) {
 		"- write_file: {path: a, content: b, format: xml}\n",
 		"mode: mapreduce\nsetup: {commands: [{shell: x}], capture_outputs: {n: {source: stdout}}}\nmap: {input: x, agent_template: [{shell: x}]}\n",
 		"- shell: x\n  timeout: $(date)\n",
+		"- parallel: []\n",
+		"- parallel: [{shell: a}]\n  max_parallel: 0\n",
+		"mode: mapreduce\nmap: {input: x, agent_template: [{parallel: [{shell: x}]}]}\n",
 	} {
 		if _, err := Parse("x.yml", []byte(src)); err == nil {
 			t.Fatalf("the parser accepts %q", src)
@@ -206,7 +209,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		"retryPolicy": policyKeys, "delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
 		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys, "distributed": distributedKeys,
 		"validateConfig": validateKeys, "onIncompleteConfig": onIncompleteKeys, "validationCommand": validationCommandKeys,
-		"foreach":   foreachKeys,
+		"foreach": foreachKeys, "parallel": parallelKeys,
 		"writeFile": writeFileKeys, "metadata": metadataKeys, "setupConfig": setupKeys, "captureConfig": captureConfigKeys,
 	} {
 		got := slices.Sorted(maps.Keys(doc.Defs[def].Properties))

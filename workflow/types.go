@@ -192,7 +192,8 @@ type Step struct {
 	Index int // 0-based position in its list
 
 	Command    Command
-	Foreach    *Foreach // a foreach: step's loop; nil for the other steps
+	Foreach    *Foreach  // a foreach: step's loop; nil for the other steps
+	Parallel   *Parallel // the parallel: block the step runs in; nil for the other steps
 	Name       string
 	ID         string
 	Timeout    time.Duration // one attempt; 0 = none

@@ -11,58 +11,46 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 )
 
 // Agent is the agent's side of the protocol: it runs the tasks it reads
-// with a TaskRunner, one at a time, and writes what they do.
+// with a TaskRunner, one at a time, and tells the coordinator what they
+// do (a remote.Reporter per task, over the agent's stdout: the Agent is
+// its transport).
 type Agent struct {
 	// writeMu orders writes; it is apart from mu so that a write blocked
 	// on a full pipe never keeps the reader from an answer.
 	writeMu sync.Mutex
 	enc     *json.Encoder
 
-	mu      sync.Mutex // guards the fields below
-	current string     // the dispatch id of the task running; "" between tasks
+	mu      sync.Mutex       // guards the fields below
+	current *remote.Reporter // the task running's; nil between tasks
 	seq     uint64
-	waits   map[uint64]chan message // answers awaited (ack, slot), by seq
-	broken  context.CancelCauseFunc // stops Serve when out cannot be written
+	waits   map[uint64]chan remote.Reply // answers awaited, by request id
+	broken  context.CancelCauseFunc      // stops Serve when out cannot be written
 }
+
+var _ remote.Transport = (*Agent)(nil)
 
 // NewAgent returns an agent that writes its messages on out (its stdout).
 func NewAgent(out io.Writer) *Agent {
-	return &Agent{enc: json.NewEncoder(out), waits: map[uint64]chan message{}}
+	return &Agent{enc: json.NewEncoder(out), waits: map[uint64]chan remote.Reply{}}
 }
 
 // Emit sends an event of the task running (the executor's Emit).
 func (a *Agent) Emit(e eventlog.Event) {
 	a.mu.Lock()
-	id := a.current
+	rp := a.current
 	a.mu.Unlock()
-	a.send(message{Type: typeEvent, DispatchID: id, Event: &e})
+	if rp != nil {
+		rp.Emit(e)
+	}
 }
 
 // Live is where a Runner of the agent's shows its items' output as it
 // comes: output messages to the coordinator, which shows them.
-func (a *Agent) Live() *itemtask.Live {
-	return &itemtask.Live{Stdout: outputSender{a, "stdout"}, Stderr: outputSender{a, "stderr"}}
-}
-
-// outputSender sends what it is given (whole lines) as output messages
-// of the task running.
-type outputSender struct {
-	a      *Agent
-	stream string
-}
-
-func (o outputSender) Write(p []byte) (int, error) {
-	o.a.mu.Lock()
-	id := o.a.current
-	o.a.mu.Unlock()
-	if err := o.a.send(message{Type: typeOutput, DispatchID: id, Stream: o.stream, Text: string(p)}); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
+func (a *Agent) Live() *itemtask.Live { return remote.Output(a, nil) }
 
 // errCoordinatorGone stops a task when the agent's stdin ends.
 var errCoordinatorGone = errors.New("the coordinator closed the agent's input")
@@ -75,7 +63,7 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, runner itemtask.Runner)
 	a.mu.Lock()
 	a.broken = cancel
 	a.mu.Unlock()
-	if err := a.send(message{Type: typeReady, PID: os.Getpid()}); err != nil {
+	if err := a.send(frame{Type: typeReady, PID: os.Getpid()}); err != nil {
 		return err
 	}
 	tasks := make(chan itemtask.Task)
@@ -93,96 +81,87 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, runner itemtask.Runner)
 	}
 }
 
-// read reads the coordinator's messages: tasks go to tasks, answers to the
+// read reads the coordinator's frames: tasks go to tasks, replies to the
 // requests that wait for them. It returns why it stopped.
 func (a *Agent) read(ctx context.Context, in io.Reader, tasks chan<- itemtask.Task) error {
 	dec := json.NewDecoder(in)
 	dec.UseNumber()
 	for {
-		var m message
-		switch err := dec.Decode(&m); {
+		var f frame
+		switch err := dec.Decode(&f); {
 		case errors.Is(err, io.EOF):
 			return errCoordinatorGone
 		case err != nil:
 			return fmt.Errorf("agent: reading the coordinator: %w", err)
 		}
-		switch m.Type {
-		case typeTask:
-			if m.Task == nil {
-				return fmt.Errorf("agent: a task message without a task")
-			}
+		switch {
+		case f.Type == typeTask && f.Task != nil:
 			select {
-			case tasks <- *m.Task:
+			case tasks <- *f.Task:
 			case <-ctx.Done():
 				return context.Cause(ctx)
 			}
-		case typeAck, typeSlot:
+		case f.Type == typeReply && f.Reply != nil:
 			a.mu.Lock()
-			ch, ok := a.waits[m.Seq]
-			if ok && m.DispatchID == a.current {
-				delete(a.waits, m.Seq)
-				ch <- m // buffered: the waiter may have given up
+			if ch, ok := a.waits[f.ID]; ok {
+				delete(a.waits, f.ID)
+				ch <- *f.Reply // buffered: the waiter may have given up
 			}
 			a.mu.Unlock()
 		default:
-			return fmt.Errorf("agent: unknown message %q from the coordinator", m.Type)
+			return fmt.Errorf("agent: unknown message %q from the coordinator", f.Type)
 		}
 	}
 }
 
 // run runs one task and says how it ended.
 func (a *Agent) run(ctx context.Context, t itemtask.Task, runner itemtask.Runner) {
+	rp := remote.NewReporter(a, remote.Run{DispatchID: t.DispatchID, Index: t.Index, Attempt: t.Attempt}, 0)
 	a.mu.Lock()
-	a.current = t.DispatchID
+	a.current = rp
 	a.mu.Unlock()
-	slot := &remoteSlot{a: a, id: t.DispatchID}
-	save := func(rec itemtask.StepRecord) error {
-		_, err := a.request(ctx, message{Type: typeCheckpoint, DispatchID: t.DispatchID, Step: &rec})
-		return err
-	}
-	out, err := runner.Run(ctx, t, slot, save)
+	out, err := runner.Run(ctx, t, rp, func(rec itemtask.StepRecord) error { return rp.Save(ctx, rec) })
 	a.mu.Lock()
-	a.current = ""
+	a.current = nil
 	a.mu.Unlock()
 	if err != nil {
-		a.send(message{Type: typeAbandoned, DispatchID: t.DispatchID, Error: err.Error()})
+		a.send(frame{Type: typeAbandoned, DispatchID: t.DispatchID, Error: err.Error()})
 		return
 	}
-	a.send(message{Type: typeOutcome, DispatchID: t.DispatchID, Outcome: &out})
+	a.send(frame{Type: typeOutcome, Outcome: &out})
 }
 
-// request sends m and waits for its answer; an answer with an error
-// returns it.
-func (a *Agent) request(ctx context.Context, m message) (message, error) {
-	answer := make(chan message, 1)
+// Publish sends m (remote.Transport).
+func (a *Agent) Publish(m remote.Msg) { _ = a.send(frame{Type: typeMsg, Msg: &m}) }
+
+// Request sends m and waits for its reply (remote.Transport).
+func (a *Agent) Request(ctx context.Context, m remote.Msg) (remote.Reply, error) {
+	answer := make(chan remote.Reply, 1)
 	a.mu.Lock()
 	a.seq++
-	m.Seq = a.seq
-	a.waits[m.Seq] = answer
+	id := a.seq
+	a.waits[id] = answer
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
-		delete(a.waits, m.Seq)
+		delete(a.waits, id)
 		a.mu.Unlock()
 	}()
-	if err := a.send(m); err != nil {
-		return message{}, err
+	if err := a.send(frame{Type: typeMsg, ID: id, Msg: &m}); err != nil {
+		return remote.Reply{}, err
 	}
 	select {
 	case r := <-answer:
-		if r.Error != "" {
-			return r, fmt.Errorf("%s %d: %s", m.Type, m.Seq, r.Error)
-		}
 		return r, nil
 	case <-ctx.Done():
-		return message{}, context.Cause(ctx)
+		return remote.Reply{}, context.Cause(ctx)
 	}
 }
 
-// send writes one message; when it cannot, the agent stops.
-func (a *Agent) send(m message) error {
+// send writes one frame; when it cannot, the agent stops.
+func (a *Agent) send(f frame) error {
 	a.writeMu.Lock()
-	err := a.enc.Encode(m)
+	err := a.enc.Encode(f)
 	a.writeMu.Unlock()
 	if err != nil {
 		a.mu.Lock()
@@ -192,21 +171,5 @@ func (a *Agent) send(m message) error {
 			broken(fmt.Errorf("agent: writing to the coordinator: %w", err))
 		}
 	}
-	return err
-}
-
-// remoteSlot is the coordinator's slot of the task running, held and given
-// back over the protocol.
-type remoteSlot struct {
-	a  *Agent
-	id string
-}
-
-func (s *remoteSlot) Release() {
-	s.a.send(message{Type: typeRelease, DispatchID: s.id})
-}
-
-func (s *remoteSlot) Acquire(ctx context.Context) error {
-	_, err := s.a.request(ctx, message{Type: typeAcquire, DispatchID: s.id})
 	return err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/testkit"
 )
 
@@ -47,7 +48,7 @@ func serveAgent(t *testing.T, newRunner func(a *Agent) itemtask.Runner) *coordin
 	return c
 }
 
-func (c *coordinator) send(m message) {
+func (c *coordinator) send(m frame) {
 	c.t.Helper()
 	line, _ := json.Marshal(m)
 	if _, err := c.in.Write(append(line, '\n')); err != nil {
@@ -55,20 +56,28 @@ func (c *coordinator) send(m message) {
 	}
 }
 
-func (c *coordinator) read() message {
+func (c *coordinator) read() frame {
 	c.t.Helper()
-	var m message
+	var m frame
 	if err := c.out.Decode(&m); err != nil {
 		c.t.Fatal(err)
 	}
 	return m
 }
 
-// expect reads a message and checks its type and dispatch id.
-func (c *coordinator) expect(typ, id string) message {
+// expect reads a frame and checks its type (a msg's kind) and dispatch
+// id.
+func (c *coordinator) expect(typ, id string) frame {
 	c.t.Helper()
 	m := c.read()
-	if m.Type != typ || m.DispatchID != id {
+	got, gotID := m.Type, m.DispatchID
+	switch {
+	case m.Msg != nil:
+		got, gotID = m.Msg.Kind, m.Msg.DispatchID
+	case m.Outcome != nil:
+		gotID = m.Outcome.DispatchID
+	}
+	if got != typ || gotID != id {
 		c.t.Fatalf("got %+v, want %s of %q", m, typ, id)
 	}
 	return m
@@ -78,8 +87,8 @@ func task(id string) itemtask.Task {
 	return itemtask.Task{JobID: "j", ItemID: "i", Item: json.RawMessage(`"i"`), Attempt: 1, DispatchID: id}
 }
 
-// A checkpoint waits for its ack: an ack of another dispatch or another
-// request does not end the wait, and the ack's error is what save returns.
+// A checkpoint waits for its reply: a reply to another request does not
+// end the wait, and the reply's error is what save returns.
 func TestAgentCheckpointWaitsForItsAck(t *testing.T) {
 	saved := make(chan error, 1)
 	c := serveAgent(t, func(*Agent) itemtask.Runner {
@@ -89,14 +98,13 @@ func TestAgentCheckpointWaitsForItsAck(t *testing.T) {
 			return itemtask.Outcome{DispatchID: tk.DispatchID}, nil
 		})
 	})
-	c.send(message{Type: typeTask, Task: new(task("d1"))})
-	m := c.expect(typeCheckpoint, "d1")
-	if m.Step == nil || m.Step.Key != "a" {
-		t.Fatalf("checkpoint %+v, want step a", m)
+	c.send(frame{Type: typeTask, Task: new(task("d1"))})
+	m := c.expect(remote.KindCheckpoint, "d1")
+	if m.Msg.Step == nil || m.Msg.Step.Key != "a" || m.ID == 0 {
+		t.Fatalf("checkpoint %+v, want step a, a request", m)
 	}
-	c.send(message{Type: typeAck, DispatchID: "d0", Seq: m.Seq})     // another dispatch's
-	c.send(message{Type: typeAck, DispatchID: "d1", Seq: m.Seq + 1}) // another request's
-	c.send(message{Type: typeAck, DispatchID: "d1", Seq: m.Seq, Error: "disk full"})
+	c.send(frame{Type: typeReply, ID: m.ID + 1, Reply: &remote.Reply{}}) // another request's
+	c.send(frame{Type: typeReply, ID: m.ID, Reply: &remote.Reply{Error: "disk full"}})
 	if err := <-saved; err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("save returned %v, want the ack's error", err)
 	}
@@ -114,10 +122,10 @@ func TestAgentSlotOverTheProtocol(t *testing.T) {
 			return itemtask.Outcome{DispatchID: tk.DispatchID}, nil
 		})
 	})
-	c.send(message{Type: typeTask, Task: new(task("d1"))})
-	c.expect(typeRelease, "d1")
-	m := c.expect(typeAcquire, "d1")
-	c.send(message{Type: typeSlot, DispatchID: "d1", Seq: m.Seq, Error: "no slot"})
+	c.send(frame{Type: typeTask, Task: new(task("d1"))})
+	c.expect(remote.KindRelease, "d1")
+	m := c.expect(remote.KindAcquire, "d1")
+	c.send(frame{Type: typeReply, ID: m.ID, Reply: &remote.Reply{Error: "no slot"}})
 	if err := <-acquired; err == nil || !strings.Contains(err.Error(), "no slot") {
 		t.Fatalf("Acquire returned %v, want the grant's error", err)
 	}
@@ -136,15 +144,15 @@ func TestAgentEventsAndAbandonedTask(t *testing.T) {
 			return itemtask.Outcome{DispatchID: tk.DispatchID, Output: "ok"}, nil
 		})
 	})
-	c.send(message{Type: typeTask, Task: new(task("d1"))})
-	if m := c.expect(typeEvent, "d1"); m.Event == nil || m.Event.Type != eventlog.TypeStepStarted || m.Event.Str("step") != "a" {
+	c.send(frame{Type: typeTask, Task: new(task("d1"))})
+	if m := c.expect(remote.KindEvent, "d1"); m.Msg.Event == nil || m.Msg.Event.Type != eventlog.TypeStepStarted || m.Msg.Event.Str("step") != "a" {
 		t.Errorf("event %+v", m)
 	}
 	if m := c.expect(typeAbandoned, "d1"); m.Error != "item unreadable" {
 		t.Errorf("abandoned %+v", m)
 	}
-	c.send(message{Type: typeTask, Task: new(task("d2"))})
-	c.expect(typeEvent, "d2")
+	c.send(frame{Type: typeTask, Task: new(task("d2"))})
+	c.expect(remote.KindEvent, "d2")
 	if m := c.expect(typeOutcome, "d2"); m.Outcome == nil || m.Outcome.Output != "ok" {
 		t.Errorf("outcome %+v", m)
 	}
@@ -162,7 +170,7 @@ func TestAgentStopsWhenInputEnds(t *testing.T) {
 			return itemtask.Outcome{}, context.Cause(ctx)
 		})
 	})
-	c.send(message{Type: typeTask, Task: new(task("d1"))})
+	c.send(frame{Type: typeTask, Task: new(task("d1"))})
 	<-started
 	c.in.Close()
 	if err := <-stopped; !errors.Is(err, errCoordinatorGone) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 )
 
 // Config says how to start an agent.
@@ -45,7 +46,7 @@ var Capabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: true, Sl
 // sent.
 func New(cfg Config) itemtask.Backend {
 	return itemtask.Backend{Name: "runner agent processes", Can: Capabilities, Open: func(ctx context.Context, _ itemtask.Job, h itemtask.Host) (itemtask.Dispatcher, error) {
-		p := &pool{cfg: cfg, host: h, all: map[*agentProcess]bool{}}
+		p := &pool{cfg: cfg, tracker: remote.NewTracker(h, cfg.Live), all: map[*agentProcess]bool{}}
 		a, err := p.start(ctx)
 		if err != nil {
 			return nil, err
@@ -59,8 +60,8 @@ var _ itemtask.Dispatcher = (*pool)(nil)
 
 // pool is the dispatcher New makes.
 type pool struct {
-	cfg  Config
-	host itemtask.Host
+	cfg     Config
+	tracker *remote.Tracker // hears the runs of the tasks out
 
 	mu     sync.Mutex
 	idle   []*agentProcess
@@ -135,96 +136,62 @@ func (p *pool) Close() error {
 	return nil
 }
 
-// run sends t to a and serves its requests until it answers with an
-// outcome.
+// run sends t to a and gives what its run tells to the tracker until a
+// answers with an outcome.
 func (p *pool) run(ctx context.Context, a *agentProcess, t itemtask.Task) (itemtask.Outcome, error) {
-	if err := a.send(message{Type: typeTask, Task: &t}); err != nil {
+	prog := p.tracker.Track(ctx, t, nil)
+	defer p.tracker.Untrack(prog)
+	if err := a.send(frame{Type: typeTask, Task: &t}); err != nil {
 		return itemtask.Outcome{}, err
 	}
-	// A slot waited for is given up when the agent dies.
-	slotCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-a.done:
-			cancel(a.failure())
-		case <-slotCtx.Done():
-		}
-	}()
 	for {
-		var m message
+		var f frame
 		select {
 		case <-ctx.Done():
 			return itemtask.Outcome{}, context.Cause(ctx)
 		case <-a.done:
 			return itemtask.Outcome{}, a.failure()
-		case m = <-a.msgs:
+		case f = <-a.frames:
 		}
-		if m.DispatchID != t.DispatchID {
-			// Stale: from no task of this agent's now.
-			if answer, ok := answers[m.Type]; ok {
-				a.send(message{Type: answer, DispatchID: m.DispatchID, Seq: m.Seq, Error: itemtask.ErrStale.Error()})
-			}
-			continue
-		}
-		var err error
 		switch {
-		case m.Type == typeEvent && m.Event != nil:
-			p.host.Emit(m.DispatchID, *m.Event) // ErrStale: the task is no longer its item's
-		case m.Type == typeOutput && p.cfg.Live != nil:
-			p.showOutput(m)
-		case m.Type == typeCheckpoint && m.Step != nil:
-			cerr := p.host.Checkpoint(m.DispatchID, *m.Step)
-			err = a.send(message{Type: typeAck, DispatchID: m.DispatchID, Seq: m.Seq, Error: errorText(cerr)})
-		case m.Type == typeRelease:
-			if s := p.host.Slot(m.DispatchID); s != nil {
-				s.Release()
+		case f.Type == typeMsg && f.Msg != nil:
+			p.tracker.Receive(*f.Msg, a.answer(f.ID))
+		case f.Type == typeOutcome && f.Outcome != nil:
+			if f.Outcome.DispatchID == t.DispatchID {
+				return *f.Outcome, nil
 			}
-		case m.Type == typeAcquire:
-			serr := itemtask.ErrStale
-			if s := p.host.Slot(m.DispatchID); s != nil {
-				serr = s.Acquire(slotCtx)
+		case f.Type == typeAbandoned:
+			if f.DispatchID == t.DispatchID {
+				return itemtask.Outcome{}, fmt.Errorf("agent (pid %d) abandoned task %s: %s", a.pid, t.DispatchID, f.Error)
 			}
-			if ctx.Err() != nil {
-				return itemtask.Outcome{}, context.Cause(ctx)
-			}
-			err = a.send(message{Type: typeSlot, DispatchID: m.DispatchID, Seq: m.Seq, Error: errorText(serr)})
-		case m.Type == typeOutcome && m.Outcome != nil:
-			return *m.Outcome, nil
-		case m.Type == typeAbandoned:
-			return itemtask.Outcome{}, fmt.Errorf("agent (pid %d) abandoned task %s: %s", a.pid, t.DispatchID, m.Error)
 		default:
-			err = fmt.Errorf("agent (pid %d): unexpected %q message", a.pid, m.Type)
-		}
-		if err != nil {
-			return itemtask.Outcome{}, err
+			return itemtask.Outcome{}, fmt.Errorf("agent (pid %d): unexpected %q frame", a.pid, f.Type)
 		}
 	}
+}
+
+// answer is how a request id of a is answered; nil for a message that
+// is not a request.
+func (a *agentProcess) answer(id uint64) func(remote.Reply) {
+	if id == 0 {
+		return nil
+	}
+	return func(r remote.Reply) { _ = a.send(frame{Type: typeReply, ID: id, Reply: &r}) }
 }
 
 // agentProcess is one running agent.
 type agentProcess struct {
-	cmd   *exec.Cmd
-	pid   int
-	stdin io.WriteCloser
-	msgs  chan message  // what it writes, read as it comes
-	done  chan struct{} // closed once it has exited
-	err   error         // why it ended; set before done is closed
+	cmd    *exec.Cmd
+	pid    int
+	stdin  io.WriteCloser
+	frames chan frame    // what it writes, read as it comes
+	done   chan struct{} // closed once it has exited
+	err    error         // why it ended; set before done is closed
 
 	sendMu   sync.Mutex
 	enc      *json.Encoder
 	stopOnce sync.Once
-	quit     chan struct{} // closed by stop: its messages are dropped
-}
-
-// showOutput writes the lines of an output message on the live stream it
-// names.
-func (p *pool) showOutput(m message) {
-	w := p.cfg.Live.Stdout
-	if m.Stream == "stderr" {
-		w = p.cfg.Live.Stderr
-	}
-	_, _ = io.WriteString(w, m.Text)
+	quit     chan struct{} // closed by stop: its frames are dropped
 }
 
 // start starts an agent and waits for its ready message.
@@ -248,7 +215,7 @@ func (p *pool) start(ctx context.Context) (*agentProcess, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a := &agentProcess{cmd: c, pid: c.Process.Pid, stdin: stdin, enc: json.NewEncoder(stdin),
-		msgs: make(chan message), done: make(chan struct{}), quit: make(chan struct{})}
+		frames: make(chan frame), done: make(chan struct{}), quit: make(chan struct{})}
 	p.mu.Lock()
 	p.all[a] = true
 	p.mu.Unlock()
@@ -256,11 +223,11 @@ func (p *pool) start(ctx context.Context) (*agentProcess, error) {
 	timer := time.NewTimer(readyWithin)
 	defer timer.Stop()
 	select {
-	case m := <-a.msgs:
-		if m.Type == typeReady {
+	case f := <-a.frames:
+		if f.Type == typeReady {
 			return a, nil
 		}
-		err = fmt.Errorf("agent (pid %d) began with %q instead of ready", a.pid, m.Type)
+		err = fmt.Errorf("agent (pid %d) began with %q instead of ready", a.pid, f.Type)
 	case <-a.done:
 		err = fmt.Errorf("agent could not start: %w", a.failure())
 	case <-ctx.Done():
@@ -272,15 +239,15 @@ func (p *pool) start(ctx context.Context) (*agentProcess, error) {
 	return nil, err
 }
 
-// read passes the agent's messages on until its stdout ends or breaks,
+// read passes the agent's frames on until its stdout ends or breaks,
 // then waits for it to exit.
 func (a *agentProcess) read(stdout io.Reader) {
 	dec := json.NewDecoder(stdout)
 	dec.UseNumber()
 	var rerr error
 	for {
-		var m message
-		if err := dec.Decode(&m); err != nil {
+		var f frame
+		if err := dec.Decode(&f); err != nil {
 			if !errors.Is(err, io.EOF) {
 				rerr = fmt.Errorf("broke the protocol: %w", err)
 				a.stop()
@@ -289,7 +256,7 @@ func (a *agentProcess) read(stdout io.Reader) {
 			break
 		}
 		select {
-		case a.msgs <- m:
+		case a.frames <- f:
 		case <-a.quit:
 		}
 	}
@@ -302,11 +269,11 @@ func (a *agentProcess) read(stdout io.Reader) {
 	close(a.done)
 }
 
-// send writes one message to the agent.
-func (a *agentProcess) send(m message) error {
+// send writes one frame to the agent.
+func (a *agentProcess) send(f frame) error {
 	a.sendMu.Lock()
 	defer a.sendMu.Unlock()
-	if err := a.enc.Encode(m); err != nil {
+	if err := a.enc.Encode(f); err != nil {
 		return fmt.Errorf("agent (pid %d): %w", a.pid, err)
 	}
 	return nil

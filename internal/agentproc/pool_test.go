@@ -18,6 +18,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
@@ -48,7 +49,7 @@ func TestMain(m *testing.M) {
 // helperJobEnv names.
 func helperAgent(mode string) {
 	out := bufio.NewWriter(os.Stdout)
-	write := func(m message) {
+	write := func(m frame) {
 		line, _ := json.Marshal(m)
 		out.Write(append(line, '\n'))
 		out.Flush()
@@ -61,29 +62,31 @@ func helperAgent(mode string) {
 			os.Exit(1)
 		}
 	case "stale", "garbage":
-		write(message{Type: typeReady, PID: os.Getpid()})
+		write(frame{Type: typeReady, PID: os.Getpid()})
 		dec := json.NewDecoder(os.Stdin)
-		var m message
-		if dec.Decode(&m) != nil {
+		var f frame
+		if dec.Decode(&f) != nil {
 			os.Exit(1)
 		}
-		id := m.Task.DispatchID
+		t := f.Task
 		if mode == "garbage" {
 			out.WriteString("this is not JSON\n")
 			out.Flush()
-			dec.Decode(&m) // until the pool closes stdin
+			dec.Decode(&f) // until the pool closes stdin
 			return
 		}
-		write(message{Type: typeEvent, DispatchID: "other", Event: new(eventlog.StepStarted("x", 1, "true"))})
-		write(message{Type: typeCheckpoint, DispatchID: "other", Seq: 1, Step: &itemtask.StepRecord{Key: "x"}})
-		if dec.Decode(&m) != nil || m.Type != typeAck || m.Error == "" {
-			fmt.Fprintf(os.Stderr, "stale checkpoint answered with %+v\n", m)
+		other := remote.Run{DispatchID: "other", Index: t.Index, Attempt: t.Attempt}
+		write(frame{Type: typeMsg, Msg: &remote.Msg{Kind: remote.KindEvent, Run: other, Seq: 1, Event: new(eventlog.StepStarted("x", 1, "true"))}})
+		write(frame{Type: typeMsg, ID: 1, Msg: &remote.Msg{Kind: remote.KindCheckpoint, Run: other, Step: &itemtask.StepRecord{Key: "x"}}})
+		if dec.Decode(&f) != nil || f.Type != typeReply || f.ID != 1 || f.Reply == nil || f.Reply.Error == "" {
+			fmt.Fprintf(os.Stderr, "stale checkpoint answered with %+v\n", f)
 			os.Exit(1)
 		}
-		write(message{Type: typeOutcome, DispatchID: "other", Outcome: &itemtask.Outcome{DispatchID: "other", Failed: true}})
-		write(message{Type: typeEvent, DispatchID: id, Event: new(eventlog.StepStarted("a", 1, "true"))})
-		write(message{Type: typeOutcome, DispatchID: id, Outcome: &itemtask.Outcome{DispatchID: id, Output: "mine"}})
-		dec.Decode(&m)
+		write(frame{Type: typeOutcome, Outcome: &itemtask.Outcome{DispatchID: "other", Failed: true}})
+		mine := remote.Run{DispatchID: t.DispatchID, Index: t.Index, Attempt: t.Attempt}
+		write(frame{Type: typeMsg, Msg: &remote.Msg{Kind: remote.KindEvent, Run: mine, Seq: 1, Event: new(eventlog.StepStarted("a", 1, "true"))}})
+		write(frame{Type: typeOutcome, Outcome: &itemtask.Outcome{DispatchID: t.DispatchID, Output: "mine"}})
+		dec.Decode(&f)
 	case "exit":
 		os.Exit(3)
 	case "job":

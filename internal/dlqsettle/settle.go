@@ -2,9 +2,9 @@ package dlqsettle
 
 import (
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce/items"
 )
 
 // Queue is a job's DLQ as settling uses it (a mapreduce.RetryQueue).

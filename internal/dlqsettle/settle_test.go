@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce/items"
 )
 
 // queue is a DLQ of item ids (item_N, at index N); those in held are

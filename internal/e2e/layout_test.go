@@ -11,10 +11,10 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
-	"github.com/runnerdev/runner/mapreduce/items"
 )
 
 // TestJobDirLayout runs a job of each kind to its end and fails on any

@@ -55,6 +55,16 @@ func (e Event) WithPhase(phase string) Event {
 	return e.with(map[string]any{"phase": phase})
 }
 
+// InParallel returns e, an event of a step, told of the parallel: block
+// the step runs in (its parallel field, the block's label); e itself
+// when block is "" or e names no step.
+func (e Event) InParallel(block string) Event {
+	if _, ok := e.Fields["step"]; !ok || block == "" {
+		return e
+	}
+	return e.with(map[string]any{"parallel": block})
+}
+
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 // JobStarted is the first event of a job.
@@ -128,6 +138,39 @@ func StepCommandFailed(step, message string, exitCode int, handled string) Event
 		fields["handled"] = handled
 	}
 	return newEvent(TypeStepFailed, fields)
+}
+
+// AgentUsage is what one run of an agent spent: its tokens (cache reads
+// and writes apart), its cost in USD and turns as the agent reported
+// them, the time it spent in the model's API, and which session and
+// model.
+type AgentUsage struct {
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	CostUSD          float64
+	Turns            int
+	APITime          time.Duration
+	SessionID        string
+	Model            string
+}
+
+// AgentUsageOf: the agent that step's attempt ran spent u.
+func AgentUsageOf(step string, attempt int, u AgentUsage) Event {
+	fields := map[string]any{
+		"step": step, "attempt": attempt,
+		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+		"cache_read_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens,
+		"cost_usd": u.CostUSD, "turns": u.Turns, "api_ms": u.APITime.Milliseconds(),
+	}
+	if u.SessionID != "" {
+		fields["session_id"] = u.SessionID
+	}
+	if u.Model != "" {
+		fields["model"] = u.Model
+	}
+	return newEvent(TypeAgentUsage, fields)
 }
 
 // StepSkipped: step did not run, for reason.
@@ -389,7 +432,7 @@ func (e Event) WithWorker(worker string, delivery int) Event {
 }
 
 // WithRun returns a copy of e told of the run of a NATS task that sent
-// it, as "run_id" (natsconn.RunID's text) and "seq", its place among the
+// it, as "run_id" (remote.RunID's text) and "seq", its place among the
 // run's events from 1: a process resuming the job records a run's events
 // that an ended one recorded no more.
 func (e Event) WithRun(run string, seq int) Event {

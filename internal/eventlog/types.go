@@ -29,6 +29,9 @@ const (
 
 	TypeFallbackFailed   Type = "fallback_failed"
 	TypeHandlerCompleted Type = "handler_completed"
+	// TypeAgentUsage is what one run of an agent command (a claude: step
+	// whose agent streams Claude Code's stream-json) spent.
+	TypeAgentUsage Type = "agent_usage"
 
 	TypeItemsLoaded  Type = "items_loaded"
 	TypeMapStarted   Type = "map_started"
@@ -74,7 +77,7 @@ var Types = []Type{
 	TypeJobStarted, TypeJobResumed, TypeJobChanged, TypeJobCompleted, TypeJobFailed, TypeJobStopped, TypeJobInterrupted,
 	TypeStepStarted, TypeStepCompleted, TypeStepFailed, TypeStepSkipped, TypeStepRepeat,
 	TypeAttemptStarted, TypeAttemptSucceeded, TypeAttemptFailed, TypeRetryDecision,
-	TypeFallbackFailed, TypeHandlerCompleted,
+	TypeFallbackFailed, TypeHandlerCompleted, TypeAgentUsage,
 	TypeItemsLoaded, TypeMapStarted, TypeMapCompleted, TypeReduceSkipped,
 	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped, TypeResultDuplicate, TypeTaskRedelivered,
 	TypeNATSStreams, TypeNATSUnavailable, TypeNATSRestored,

@@ -3,6 +3,8 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/runnerdev/runner/workflow"
@@ -14,8 +16,9 @@ import (
 const AgentCommandVar = "RUNNER_AGENT_COMMAND"
 
 // DefaultAgentCommand runs claude: steps when neither the workflow nor the
-// environment names a program. runner adds no flag of its own to any agent
-// command: permission-skipping flags are the user's to write.
+// environment names a program. The only flags runner adds to an agent
+// command are Claude Code's stream flags (Streams): permission-skipping
+// flags are the user's to write.
 var DefaultAgentCommand = []string{"claude", "--print"}
 
 // Where an agent command comes from.
@@ -56,6 +59,39 @@ func ResolveAgent(wf *workflow.Agent, environ []string) Agent {
 	}
 	a.Command, a.From = DefaultAgentCommand, AgentFromDefault
 	return a
+}
+
+// streamFlags are what runner adds to Claude Code's command so that it
+// reads the session as it goes (claudeStream): its events as JSON lines.
+var streamFlags = []string{"--output-format", "stream-json", "--verbose"}
+
+// Streams reports whether runner reads the agent's output as Claude
+// Code's stream-json: the program is claude, and its command does not
+// choose an output format of its own.
+func (a Agent) Streams() bool {
+	if len(a.Command) == 0 || filepath.Base(a.Command[0]) != "claude" {
+		return false
+	}
+	for _, w := range a.Command[1:] {
+		if w == "--output-format" || strings.HasPrefix(w, "--output-format=") {
+			return false
+		}
+	}
+	return true
+}
+
+// Argv is what runs before a step's text: the command, and the stream
+// flags when it Streams.
+func (a Agent) Argv() []string {
+	if a.Streams() {
+		return append(slices.Clip(a.Command), streamFlags...)
+	}
+	return a.Command
+}
+
+// args is the agent's argv for a step's text, which is one argument.
+func (a Agent) args(text string) []string {
+	return append(slices.Clip(a.Argv()), text)
 }
 
 // String shows the command as words a shell would read back.

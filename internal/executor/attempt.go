@@ -1,12 +1,13 @@
 package executor
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -75,6 +76,10 @@ type Run struct {
 	// attempt): a job's step log starts the attempt's section.
 	Attempt func(n int)
 
+	// Parallel is the label of the parallel: block the step runs in,
+	// which its events name; "" for the other steps.
+	Parallel string
+
 	commits *commitTracker // the step's git HEAD, with commit_required or auto_commit
 	within  string         // a foreach's do steps: the foreach and the item, "fmt[2]"
 }
@@ -104,7 +109,7 @@ func (x *Executor) emit(r Run, e eventlog.Event) {
 	if r.within != "" {
 		e = e.Within(r.within)
 	}
-	x.Emit(e.WithPhase(r.Phase))
+	x.Emit(e.WithPhase(r.Phase).InParallel(r.Parallel))
 }
 
 // label names step in r's events and errors (workflow.Step.Label); a
@@ -143,10 +148,18 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 	spec.Env = append(spec.Env, "RUNNER_RETRY_AFTER_FILE="+retryAfter)
 	stdout, stderr := MaskOutput(r.stdout(x), x.Mask), MaskOutput(r.stderr(x), x.Mask)
 	spec.Stdout, spec.Stderr = stdout, stderr
+	var stream *claudeStream
+	if cmd.Kind == workflow.ClaudeCommand && x.agent().Streams() {
+		stream = &claudeStream{out: stdout}
+		spec.Stdout = stream
+	}
 	spec.Timeout, spec.Grace = step.Timeout, x.Grace
 	spec.CaptureStdout, spec.CaptureStderr = capture, capture && step.CaptureStreams != workflow.StreamStdout
 	spec.TailLimit = outputLimit
 	res := proc.Run(ctx, spec)
+	if stream != nil {
+		stream.Close()
+	}
 	flushOutput(stdout, stderr)
 	out := retryv2.Outcome{
 		Attempt:  attempt,
@@ -166,10 +179,41 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 		out.Err = fmt.Errorf("%w (%s)", res.Err, x.agent().origin())
 	}
 	os.Remove(retryAfter)
-	return commandResult{
+	cr := commandResult{
 		Outcome: out, stdout: res.Stdout, stderr: res.Stderr,
 		stdoutTail: streamTail{res.StdoutTail, res.StdoutBytes}, stderrTail: streamTail{res.StderrTail, res.StderrBytes},
 	}
+	if stream != nil && stream.streamed() {
+		x.readStream(stream, step, r, &cr, capture)
+	}
+	return cr
+}
+
+// readStream makes the result of an agent's stream-json session the
+// command's: its answer is the command's stdout (${claude.output},
+// captures), an answer that is an error fails it (kind agent_error, with
+// Claude Code's subtype), a session that ended without one too, and what
+// it spent is an agent_usage event.
+func (x *Executor) readStream(stream *claudeStream, step *workflow.Step, r Run, cr *commandResult, capture bool) {
+	res := stream.result
+	if res == nil {
+		if !cr.Failed() {
+			cr.Kind, cr.ExitCode = retryv2.KindAgentError, -1
+			cr.Err = errors.New("the agent's stream-json output ended without its result")
+		}
+		return
+	}
+	answer := []byte(res.Result)
+	if capture {
+		cr.stdout = answer
+	}
+	cr.stdoutTail = streamTail{lastBytes(answer, outputLimit), int64(len(answer))}
+	cr.Stdout = x.mask(string(lastBytes(answer, proc.TailSize)))
+	if res.IsError { // whatever its exit status says
+		cr.Kind = retryv2.KindAgentError
+		cr.Err = fmt.Errorf("the agent reported an error (%s)", cmp.Or(res.subtype, "is_error"))
+	}
+	x.emit(r, eventlog.AgentUsageOf(r.label(step), cr.Attempt, stream.usage()))
 }
 
 // mask replaces secret values in command output: the tails that failure
@@ -219,8 +263,7 @@ func (x *Executor) prepare(ctx context.Context, step *workflow.Step, cmd workflo
 	if err != nil {
 		return proc.Spec{}, fmt.Errorf("interpolation: %w", err)
 	}
-	args := append(slices.Clip(agent.Command), text)
-	return proc.Spec{Args: args, Env: env, Dir: dir}, nil
+	return proc.Spec{Args: agent.args(text), Env: env, Dir: dir}, nil
 }
 
 // agent is the program claude: steps run; an Executor made without one

@@ -20,12 +20,6 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// Tag (run --tag) gives the writers of a step's output, by the step's
-// label, and a function that ends its last line: the steps' output goes
-// to them instead of Options.Stdout and Stderr, each line prefixed, as
-// the items' output goes (itemtask.Live.Item).
-type Tag func(label string) (stdout, stderr io.Writer, flush func())
-
 // Job is a job being run (started or resumed) by this process: its durable
 // state, event log, journal, variables and executor.
 type Job struct {
@@ -35,7 +29,7 @@ type Job struct {
 	scope    *executor.Scope // the job's variables; changed only between phases
 	exec     *executor.Executor
 	out      [2]io.Writer // the steps' output as given (Options.Stdout, Stderr), not masked
-	tag      Tag          // Options.Tag
+	tag      bool         // Options.Tag
 	seed     uint64
 	resumed  bool
 	dir      string // where phases run; "" = this process's directory
@@ -65,11 +59,9 @@ type Options struct {
 	Seed    *uint64           // run only; nil = random
 	Stdout  io.Writer         // live command output
 	Stderr  io.Writer
-	// Tag (run --tag) gives the writers of a step's output, by the
-	// step's label, and a function that ends its last line: the steps'
-	// output goes to them instead of Stdout and Stderr, each line
-	// prefixed, as the items' (itemtask.Live.Item); nil: as it comes.
-	Tag      func(label string) (stdout, stderr io.Writer, flush func())
+	// Tag (run --tag) tags each line a step prints on Stdout and Stderr
+	// with the step's label, as a parallel: block's steps' lines are.
+	Tag      bool
 	Listener func(eventlog.Event) // sees every event as written (for the terminal)
 	Now      func() time.Time
 

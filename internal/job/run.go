@@ -57,63 +57,104 @@ type PhaseResult struct {
 
 // RunPhase runs steps in order in the job's scope, skipping those the
 // journal records as finished (restoring their variables) and journaling
-// each one that finishes. It stops at the first failure that is not handled.
+// each one that finishes; the steps of a parallel: block run at once
+// (parallel.go). It stops at the first failure that is not handled.
 func (j *Job) RunPhase(ctx context.Context, phase string, steps []*workflow.Step) (PhaseResult, error) {
-	var pr PhaseResult
+	p := &phaseRun{j: j, phase: phase}
 	done := j.done[phase]
-	for i, step := range steps {
-		if rec, ok := done[step.Index]; ok {
-			executor.ResumedOutput(step, phase, j.scope)
-			j.applyVars(phase, executor.RecordedVars(rec))
-			pr.count(executor.StepStatus(rec.Status))
+	for group := range workflow.Groups(steps) {
+		var todo []*workflow.Step
+		for _, step := range group {
+			if rec, ok := done[step.Index]; ok {
+				executor.ResumedOutput(step, phase, j.scope)
+				j.applyVars(phase, executor.RecordedVars(rec))
+				p.pr.count(executor.StepStatus(rec.Status))
+				p.finished++
+				continue
+			}
+			todo = append(todo, step)
+		}
+		if len(todo) == 0 {
 			continue
 		}
 		if ctx.Err() != nil {
-			return pr, context.Cause(ctx)
+			return p.pr, context.Cause(ctx)
 		}
-		run, end := j.stepRun(phase, step)
-		res := j.exec.RunStep(ctx, step, run)
-		end()
-		if err := j.eventLogErr(); err != nil {
-			return pr, err
+		var err error
+		if block := todo[0].Parallel; block != nil {
+			err = p.parallel(ctx, block, todo)
+		} else {
+			err = p.step(ctx, todo[0])
 		}
-		if res.Fatal() {
-			pr.Failed++
-			if ctx.Err() != nil {
-				return pr, context.Cause(ctx)
-			}
-			return pr, &StepFailedError{Phase: phase, Err: res.Err}
-		}
-		j.applyVars(phase, res.Vars)
-		pr.count(res.Status)
-		if res.Err != nil {
-			pr.Handled = append(pr.Handled, j.secrets.MaskError(res.Err))
-		}
-		rec := res.Record(step)
-		rec.Phase, rec.Vars = phase, j.secrets.Seal(rec.Vars)
-		if err := j.journal.Append(rec); err != nil {
-			return pr, err
-		}
-		if phase == PhaseCommands {
-			if err := j.stepsDone(i + 1); err != nil { // the steps before it finished too
-				return pr, err
-			}
+		if err != nil {
+			return p.pr, err
 		}
 	}
-	return pr, nil
+	return p.pr, nil
+}
+
+// phaseRun is a run of a phase's steps.
+type phaseRun struct {
+	j        *Job
+	phase    string
+	pr       PhaseResult
+	finished int // steps of the phase finished, in this run and those before
+}
+
+// step runs one step in the job's scope.
+func (p *phaseRun) step(ctx context.Context, step *workflow.Step) error {
+	j := p.j
+	out, flush := j.out, func() {}
+	if j.tag {
+		out, flush = j.tagged(step.Label(p.phase))
+	}
+	run, log := j.stepRun(p.phase, step, out)
+	res := j.exec.RunStep(ctx, step, run)
+	flush()
+	log.Close()
+	if err := p.ended(ctx, step, res); err != nil {
+		return err
+	}
+	j.applyVars(p.phase, res.Vars)
+	return nil
+}
+
+// ended counts and journals a step that ran to its end; a failure that
+// stops the workflow is returned as a StepFailedError (the cause of
+// ctx's end when ctx ended), and not journaled: the step runs again on
+// resume.
+func (p *phaseRun) ended(ctx context.Context, step *workflow.Step, res executor.StepResult) error {
+	j := p.j
+	if err := j.eventLogErr(); err != nil {
+		return err
+	}
+	if res.Fatal() {
+		p.pr.Failed++
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return &StepFailedError{Phase: p.phase, Err: res.Err}
+	}
+	p.pr.count(res.Status)
+	if res.Err != nil {
+		p.pr.Handled = append(p.pr.Handled, j.secrets.MaskError(res.Err))
+	}
+	rec := res.Record(step)
+	rec.Phase, rec.Vars = p.phase, j.secrets.Seal(rec.Vars)
+	if err := j.journal.Append(rec); err != nil {
+		return err
+	}
+	if p.finished++; p.phase == PhaseCommands {
+		return j.stepsDone(p.finished)
+	}
+	return nil
 }
 
 // stepRun is the run of a step of phase in the job's scope: its output
-// goes, masked, to the job's (tagged with its label with Options.Tag) and
-// to the step's log, each attempt's after a header; end closes the log
-// once the step ended.
-func (j *Job) stepRun(phase string, step *workflow.Step) (run executor.Run, end func()) {
+// goes, masked, to out (the job's output) and to the step's log, each
+// attempt's after a header.
+func (j *Job) stepRun(phase string, step *workflow.Step, out [2]io.Writer) (executor.Run, *attemptlog.File) {
 	log := attemptlog.Open(j.st.Layout().StepLog(phase, step.Index))
-	label := step.Label(phase)
-	out, flush := j.out, func() {}
-	if j.tag != nil && out[0] != nil {
-		out[0], out[1], flush = j.tag(label)
-	}
 	tee := func(w io.Writer) io.Writer {
 		if w == nil {
 			return executor.MaskOutput(log, j.exec.Mask)
@@ -124,14 +165,11 @@ func (j *Job) stepRun(phase string, step *workflow.Step) (run executor.Run, end 
 	if j.resumed {
 		kind = attemptlog.RunResume
 	}
+	label := step.Label(phase)
 	begin := func(n int) {
 		log.Begin(attemptlog.Header{Kind: attemptlog.Step, Name: label, Attempt: n, Run: kind, Start: time.Now()})
 	}
-	end = func() {
-		flush()
-		log.Close()
-	}
-	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase, Stdout: tee(out[0]), Stderr: tee(out[1]), Attempt: begin}, end
+	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase, Stdout: tee(out[0]), Stderr: tee(out[1]), Attempt: begin}, log
 }
 
 // stepsDone saves how many of a standard workflow's steps have finished,

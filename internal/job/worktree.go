@@ -22,9 +22,9 @@ func (j *Job) EnterWorktree(ctx context.Context, t *workspace.Tree, resume func(
 // at the end of a job that succeeded, and says how: the merge: block's
 // steps when the file has one, run in the job worktree with ${merge.*},
 // within the block's timeout, and journaled as the merge phase (so that a
-// resumed job does not run a finished one again; starts, if set, is
-// called first); else git merge in the user's checkout.
-func (j *Job) MergeEnd(ctx context.Context, t *workspace.Tree, starts func()) (string, error) {
+// resumed job does not run a finished one again); else git merge in the
+// user's checkout.
+func (j *Job) MergeEnd(ctx context.Context, t *workspace.Tree) (string, error) {
 	block := j.Workflow().Merge
 	if block == nil {
 		return t.MergeEnd(ctx, j.Meta().TargetBranch, j.Executor().Stderr, nil)
@@ -35,9 +35,6 @@ func (j *Job) MergeEnd(ctx context.Context, t *workspace.Tree, starts func()) (s
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeoutCause(ctx, t, fmt.Errorf("the merge phase did not end within its timeout of %s", t))
 			defer cancel()
-		}
-		if starts != nil {
-			starts()
 		}
 		_, err := j.RunPhase(ctx, PhaseMerge, block.Steps)
 		return err
@@ -67,6 +64,6 @@ func (j *Job) RunInWorktree(ctx context.Context, ending workspace.Ending) (pr Ph
 	if pr, err = j.RunStandard(ctx); err != nil || !ending.Merges(end) {
 		return pr, end, err
 	}
-	end.Merged, err = j.MergeEnd(ctx, t, ending.Starts)
+	end.Merged, err = j.MergeEnd(ctx, t)
 	return pr, end, err
 }

@@ -1,97 +1,102 @@
 package natsconn
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
-	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/nats-io/nats.go"
+
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 )
 
 // ProgressSubject is where the workers running a job's tasks tell its
-// coordinator how each run goes, on core NATS: runner.progress.J. Events
-// and slot releases are published; a run's start, its checkpoints and the
-// taking back of its slot are requests that the coordinator answers.
+// coordinator how each run goes, on core NATS: runner.progress.J. Its
+// messages are the remote Host's (remote.Msg, answered with a
+// remote.Reply): events, output and slot releases are published; a run's
+// start, its checkpoints and the taking back of its slot are requests.
 func ProgressSubject(key string) string { return "runner.progress." + key }
 
-// The kinds of progress a run reports.
-const (
-	// ProgressStart: the run starts; the answer holds the checkpoints
-	// the run goes on after (those saved since its task was published).
-	ProgressStart = "start"
-	// ProgressEvent: an event of the run, Seq-th of its delivery.
-	ProgressEvent = "event"
-	// ProgressCheckpoint: a step to save before the next one starts.
-	ProgressCheckpoint = "checkpoint"
-	// ProgressRelease: a step waits out a delay; the job's slot may serve
-	// another item.
-	ProgressRelease = "release"
-	// ProgressAcquire: the delay is over; the answer comes once the job's
-	// slot is held again.
-	ProgressAcquire = "acquire"
-	// ProgressOutput: whole lines of an item's output, each prefixed
-	// with the item's id and a tab (itemtask.Live), published when the
-	// job's spec asks for them (Spec.Live).
-	ProgressOutput = "output"
-)
+// slotAskEvery is how long a run's request that may wait for one of the
+// job's slots (remote.WaitsForSlot) waits before it asks again.
+const slotAskEvery = 30 * time.Second
 
-// Progress is the body of a progress message: what one delivery of one
-// attempt's task reports.
-type Progress struct {
-	Kind     string               `json:"kind"`
-	Index    int                  `json:"index"`
-	Attempt  int                  `json:"attempt"`
-	Epoch    int                  `json:"epoch"`          // the task's
-	Sent     int                  `json:"sent,omitempty"` // the task's
-	Delivery int                  `json:"delivery"`
-	Worker   string               `json:"worker"`
-	Seq      int                  `json:"seq,omitempty"`    // event: its place among the delivery's events, from 1
-	Event    *eventlog.Event      `json:"event,omitempty"`  // event
-	Step     *itemtask.StepRecord `json:"step,omitempty"`   // checkpoint
-	Stream   string               `json:"stream,omitempty"` // output: stdout or stderr
-	Text     string               `json:"text,omitempty"`   // output
+// ProgressTransport carries a run's messages to its job's coordinator
+// (remote.Transport). Its requests are bounded, so that a coordinator
+// that is gone or unreachable does not hold the run: a checkpoint waits
+// CallDeadline, then goes on unheard; a start or an acquire is asked
+// again every slotAskEvery while the coordinator waits for the slot.
+type ProgressTransport struct {
+	Conn *nats.Conn
+	Key  string // the job's: runner.progress.Key
 }
 
-// RunID is the run p tells of.
-func (p Progress) RunID() RunID { return RunID{p.Epoch, p.Sent, p.Delivery} }
+var _ remote.Transport = ProgressTransport{}
 
-// RunID names one run of an attempt's task: the epoch of the coordinator
-// that published it, the times it sent it again (Task.Sent), the server's
-// delivery of that message. A later run's is greater; a task sent again
-// is delivered from 1 again, after all deliveries of the message before.
-type RunID struct {
-	Epoch, Sent, Delivery int
-}
-
-// String is the run as its events are recorded with ("run"): epoch,
-// times sent again, delivery, as in "2.0.1".
-func (a RunID) String() string { return fmt.Sprintf("%d.%d.%d", a.Epoch, a.Sent, a.Delivery) }
-
-// ParseRunID reads a RunID's String; ok is false for anything else.
-func ParseRunID(s string) (id RunID, ok bool) {
-	var rest string
-	n, _ := fmt.Sscanf(s, "%d.%d.%d%s", &id.Epoch, &id.Sent, &id.Delivery, &rest)
-	return id, n == 3
-}
-
-// Before reports whether a names a run older than b.
-func (a RunID) Before(b RunID) bool {
-	if a.Epoch != b.Epoch {
-		return a.Epoch < b.Epoch
+func (pt ProgressTransport) Publish(m remote.Msg) {
+	if data, err := json.Marshal(m); err == nil {
+		_ = pt.Conn.Publish(ProgressSubject(pt.Key), data)
 	}
-	if a.Sent != b.Sent {
-		return a.Sent < b.Sent
-	}
-	return a.Delivery < b.Delivery
 }
 
-// ProgressReply answers a progress request. Unknown: no dispatch of this
-// coordinator waits for the task (a process resuming the job has not
-// reached its item yet): the run goes on as it would without an answer.
-// Error: the run must stop, and Term says that its task is to be dropped
-// (its attempt is no longer its item's), not delivered again.
-type ProgressReply struct {
-	Unknown     bool                  `json:"unknown,omitempty"`
-	Error       string                `json:"error,omitempty"`
-	Term        bool                  `json:"term,omitempty"`
-	Checkpoints []itemtask.StepRecord `json:"checkpoints,omitempty"` // start
+func (pt ProgressTransport) Request(ctx context.Context, m remote.Msg) (remote.Reply, error) {
+	var reply remote.Reply
+	data, err := json.Marshal(m)
+	if err != nil {
+		return reply, err
+	}
+	within := CallDeadline
+	if remote.WaitsForSlot(m.Kind) {
+		within = slotAskEvery
+	}
+	for {
+		rctx, cancel := context.WithTimeout(ctx, within)
+		msg, err := pt.Conn.RequestWithContext(rctx, ProgressSubject(pt.Key), data)
+		silent := rctx.Err() != nil
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return reply, context.Cause(ctx)
+		case silent && remote.WaitsForSlot(m.Kind):
+			continue // answered once the slot is held
+		case silent:
+			return reply, fmt.Errorf("%w in time", remote.ErrUnheard)
+		case err != nil:
+			return reply, fmt.Errorf("%w: %w", remote.ErrUnheard, err) // nats.ErrNoResponders: no coordinator listens
+		case json.Unmarshal(msg.Data, &reply) != nil:
+			return reply, remote.ErrUnheard
+		}
+		return reply, nil
+	}
+}
+
+// ServeProgress hands receive the messages of the runs of the job of key,
+// each with the function that answers it (nil for a published one), from
+// the moment it returns: the server has the subscription before any run
+// asks.
+func ServeProgress(conn *nats.Conn, key string, receive func(remote.Msg, func(remote.Reply))) (*nats.Subscription, error) {
+	sub, err := conn.Subscribe(ProgressSubject(key), func(msg *nats.Msg) {
+		var m remote.Msg
+		if json.Unmarshal(msg.Data, &m) != nil {
+			return // not progress this runner can read: its run goes on unheard
+		}
+		var answer func(remote.Reply)
+		if msg.Reply != "" {
+			answer = func(r remote.Reply) {
+				if data, err := json.Marshal(r); err == nil {
+					_ = conn.Publish(msg.Reply, data)
+				}
+			}
+		}
+		receive(m, answer)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.FlushTimeout(CallDeadline); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return sub, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 )
 
 // The NATS objects of SPEC §11.3.
@@ -154,7 +155,9 @@ type Result struct {
 }
 
 // RunID is the run that stored r.
-func (r Result) RunID() RunID { return RunID{r.Epoch, r.Sent, r.Delivery} }
+func (r Result) RunID() remote.RunID {
+	return remote.RunID{Epoch: r.Epoch, Sent: r.Sent, Delivery: r.Delivery}
+}
 
 // Failure is a failed attempt as a result carries it.
 type Failure struct {
@@ -232,7 +235,7 @@ type Spec struct {
 	Job           json.RawMessage `json:"job"` // the job as a worker opens it (itemtask.Job.Portable)
 	AgentTimeout  time.Duration   `json:"agent_timeout_ns,omitempty"`
 	// Live asks the workers for their items' output as it comes
-	// (ProgressOutput): the coordinator shows it (runner run --tag).
+	// (remote.KindOutput): the coordinator shows it (runner run --tag).
 	Live bool `json:"live,omitempty"`
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/state"
 )
@@ -258,9 +259,9 @@ func recordedRuns(path string, items map[string]*record) error {
 		case e.Type == eventlog.TypeItemStarted:
 			current[e.ItemID] = e.Int("attempt")
 		case current[e.ItemID] == int64(it.attempt):
-			if run, ok := natsconn.ParseRunID(e.Str("run_id")); ok {
+			if run, ok := remote.ParseRunID(e.Str("run_id")); ok {
 				if it.emitted == nil {
-					it.emitted = map[natsconn.RunID]int{}
+					it.emitted = map[remote.RunID]int{}
 				}
 				it.emitted[run] = max(it.emitted[run], int(e.Int("seq")))
 			}
@@ -311,7 +312,7 @@ func (d *Dispatcher) consume(ctx context.Context) {
 // outcome of the attempt, when the task cannot be sent (too large for
 // NATS).
 func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	checkpoints, sent := d.prog.sending(t)
+	checkpoints, sent := d.prog.Sending(t)
 	body, err := taskBody(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total, Tip: t.Tip, Checkpoints: checkpoints, Sent: sent})
 	if err == nil && len(body) > natsconn.MaxTask {
 		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
@@ -355,7 +356,7 @@ func (d *Dispatcher) outcome(ctx context.Context, rec *record, t itemtask.Task) 
 	if r.LastStep != nil {
 		_ = d.host.Checkpoint(t.DispatchID, *r.LastStep) // refused: the outcome is stale too
 	}
-	events, first := d.prog.unemitted(t.Index, r, rec.emitted)
+	events, first := d.prog.Unemitted(t.Index, r.Attempt, r.RunID(), r.Events, rec.emitted)
 	for i, e := range events {
 		_ = d.host.Emit(t.DispatchID, e.WithWorker(r.Worker, r.Delivery).WithRun(r.RunID().String(), first+i))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/natsconn"
 )
 
@@ -58,7 +59,7 @@ type record struct {
 	ready   chan struct{} // closed when it is resulted
 	// emitted counts the events of each run of its attempt that an ended
 	// process recorded (recordedRuns): they are not recorded again.
-	emitted map[natsconn.RunID]int
+	emitted map[remote.RunID]int
 }
 
 // inbound is a result with its message to acknowledge (nil for one read
@@ -202,8 +203,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	if p == resulted {
 		return d.outcome(ctx, r, t)
 	}
-	prog := d.prog.track(ctx, t, r.emitted)
-	defer d.prog.untrack(prog)
+	prog := d.prog.Track(ctx, t, r.emitted)
+	defer d.prog.Untrack(prog)
 	if p == sending {
 		if out, sent := d.send(ctx, t, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
 			return out, nil
@@ -217,7 +218,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	select {
 	case <-r.ready:
 		return d.outcome(ctx, r, t)
-	case err := <-prog.abort:
+	case err := <-prog.Aborted():
 		return itemtask.Outcome{}, err
 	case <-ctx.Done():
 		return itemtask.Outcome{}, d.interrupt(ctx)
@@ -230,7 +231,7 @@ func (d *Dispatcher) interrupt(ctx context.Context) error {
 	d.mu.Lock()
 	d.interrupted = true
 	d.mu.Unlock()
-	d.prog.interrupt()
+	d.prog.Interrupt()
 	return context.Cause(ctx)
 }
 

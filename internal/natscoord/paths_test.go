@@ -88,13 +88,16 @@ func runWorker(t *testing.T, srv *natstest.Server, q string) {
 	runNamedWorker(t, srv, q, "w")
 }
 
+// namedWorkersAckWait is the ack_wait of runNamedWorker's workers.
+var namedWorkersAckWait = testkit.Scale(2 * time.Second)
+
 // runNamedWorker runs a worker of queue q named name until the test ends,
 // on a connection of its own; the returned function cuts it off the
 // server (closes that connection).
 func runNamedWorker(t *testing.T, srv *natstest.Server, q, name string) (cut func()) {
 	t.Helper()
 	nc := srv.Connect(t)
-	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: testkit.Scale(2 * time.Second), StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
+	runWorkerWith(t, natsworker.WorkerOptions{Conn: nc, Queue: q, Concurrency: 1, Name: name, AckWait: namedWorkersAckWait, StoreDir: t.TempDir(), Log: io.Discard, Open: openPortable(name)})
 	return nc.Close
 }
 

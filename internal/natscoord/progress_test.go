@@ -17,6 +17,7 @@ import (
 	"github.com/runnerdev/runner/internal/dispatchtest"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
@@ -108,16 +109,16 @@ func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d", Checkpoints: []itemtask.StepRecord{{Index: 0}}}, nil)
-	defer tr.untrack(p)
+	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d", Checkpoints: []itemtask.StepRecord{{Index: 0}}}, nil)
+	defer tr.Untrack(p)
 	worker := srv.Connect(t)
-	release, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressRelease, Index: 1, Attempt: 1, Delivery: 1})
+	release, _ := json.Marshal(remote.Msg{Kind: remote.KindRelease, Run: remote.Run{Index: 1, Attempt: 1, Delivery: 1}})
 	if err := worker.Publish(natsconn.ProgressSubject("k"), release); err != nil {
 		t.Fatal(err)
 	}
 	answered := make(chan *nats.Msg, 1)
 	go func() {
-		start, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressStart, Index: 1, Attempt: 1, Delivery: 2})
+		start, _ := json.Marshal(remote.Msg{Kind: remote.KindStart, Run: remote.Run{Index: 1, Attempt: 1, Delivery: 2}})
 		msg, _ := worker.Request(natsconn.ProgressSubject("k"), start, time.Minute)
 		answered <- msg
 	}()
@@ -130,7 +131,7 @@ func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 	}
 	close(h.grant)
 	msg := <-answered
-	var reply natsconn.ProgressReply
+	var reply remote.Reply
 	if msg == nil || json.Unmarshal(msg.Data, &reply) != nil || reply.Error != "" || len(reply.Checkpoints) != 1 {
 		t.Errorf("start answered %v, want the task's checkpoint once the slot is held", msg)
 	}
@@ -148,15 +149,15 @@ func TestRunOfAnInterruptedJobDoesNotGoOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
-	tr.interrupt()
-	tr.untrack(p)
-	acquire, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressAcquire, Index: 1, Attempt: 1, Epoch: 1, Delivery: 1})
+	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
+	tr.Interrupt()
+	tr.Untrack(p)
+	acquire, _ := json.Marshal(remote.Msg{Kind: remote.KindAcquire, Run: remote.Run{Index: 1, Attempt: 1, Epoch: 1, Delivery: 1}})
 	msg, err := srv.Connect(t).Request(natsconn.ProgressSubject("k"), acquire, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reply natsconn.ProgressReply
+	var reply remote.Reply
 	if json.Unmarshal(msg.Data, &reply) != nil || reply.Unknown || reply.Error == "" || reply.Term {
 		t.Errorf("acquire after the interrupt answered %s, want the run stopped, its task kept", msg.Data)
 	}
@@ -196,17 +197,17 @@ func TestTaskSentAgainRunsAfterEarlierDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	p := tr.track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
-	defer tr.untrack(p)
+	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
+	defer tr.Untrack(p)
 	worker := srv.Connect(t)
-	save := func(sent, delivery int) natsconn.ProgressReply {
+	save := func(sent, delivery int) remote.Reply {
 		t.Helper()
-		body, _ := json.Marshal(natsconn.Progress{Kind: natsconn.ProgressCheckpoint, Index: 1, Attempt: 1, Epoch: 1, Sent: sent, Delivery: delivery, Step: &itemtask.StepRecord{Index: sent*10 + delivery}})
+		body, _ := json.Marshal(remote.Msg{Kind: remote.KindCheckpoint, Run: remote.Run{Index: 1, Attempt: 1, Epoch: 1, Sent: sent, Delivery: delivery}, Step: &itemtask.StepRecord{Index: sent*10 + delivery}})
 		msg, err := worker.Request(natsconn.ProgressSubject("k"), body, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var reply natsconn.ProgressReply
+		var reply remote.Reply
 		if err := json.Unmarshal(msg.Data, &reply); err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/natsconn"
@@ -100,7 +101,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	recordLive(t, j.Layout().Events, "1", natsconn.RunID{Epoch: 1, Delivery: 1}, 2)
+	recordLive(t, j.Layout().Events, "1", remote.RunID{Epoch: 1, Delivery: 1}, 2)
 
 	// What it left on NATS: the job's spec, item 1's task, item 2's
 	// result delivered to it and not acknowledged. (The worker may run
@@ -185,7 +186,7 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 
 // recordLive appends to the event log at path the first n events of item
 // id's run as a coordinator records them live.
-func recordLive(t *testing.T, path, id string, run natsconn.RunID, n int) {
+func recordLive(t *testing.T, path, id string, run remote.RunID, n int) {
 	t.Helper()
 	log, err := eventlog.Open(path, "j", eventlog.Options{})
 	if err != nil {

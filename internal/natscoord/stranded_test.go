@@ -40,8 +40,8 @@ map:
 	if !testkit.Poll(func() bool { stranded = watch.Stranded(); return stranded.Tasks > 0 }) {
 		t.Fatal("the task of the lost worker was not seen stranded")
 	}
-	if stranded.Tasks != 1 || !slices.Equal(stranded.Workers, []string{"w1"}) || stranded.AckWait != 2*time.Second || stranded.Until.IsZero() {
-		t.Errorf("stranded %+v, want 1 task of w1, ack_wait 2s, with a time it is due again", stranded)
+	if stranded.Tasks != 1 || !slices.Equal(stranded.Workers, []string{"w1"}) || stranded.AckWait != namedWorkersAckWait || stranded.Until.IsZero() {
+		t.Errorf("stranded %+v, want 1 task of w1, ack_wait %v, with a time it is due again", stranded, namedWorkersAckWait)
 	}
 	if err := os.WriteFile("released", nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,9 @@
 // Package natsworker is `runner worker` (SPEC §11.2): a Worker pulls the
 // tasks of one queue, opens each job from the spec its coordinator put in
 // the jobs bucket (WorkerOptions.Open, the engine's), runs its items,
-// heartbeats while they run, announces them to the coordinator (beats) and
-// sends back their results, logging a line per task and periodic
+// heartbeats while they run, announces them to the coordinator (beats),
+// reports each run as it goes (a remote.Reporter) and sends back their
+// results, logging a line per task and periodic
 // summaries; it drains on a signal and exits when idle. Its watchdog
 // process (ServeWatchdog) kills the process groups of a frozen or dead
 // worker's items when their leases run out, and its store directory

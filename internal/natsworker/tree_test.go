@@ -15,13 +15,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/internal/workspace"
-	"github.com/runnerdev/runner/mapreduce/items"
 	"github.com/runnerdev/runner/workflow"
 )
 

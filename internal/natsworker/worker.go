@@ -20,6 +20,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/proc"
 )
@@ -108,7 +109,7 @@ type workerJob struct {
 type workerRun struct {
 	key, itemID string
 	events      []eventlog.Event // guarded by Worker.mu
-	report      *reporter        // tells the coordinator as they come
+	report      *remote.Reporter // tells the coordinator as they come
 	cancel      context.CancelCauseFunc
 }
 
@@ -431,9 +432,8 @@ func (w *Worker) running(key, itemID string) bool {
 func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, bool) {
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	rp := &reporter{conn: w.opts.Conn, subject: natsconn.ProgressSubject(wj.key),
-		base: natsconn.Progress{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name},
-		held: holdFor(holdBack)}
+	rp := remote.NewReporter(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key},
+		remote.Run{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}, holdBack)
 	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel, report: rp}
 	w.mu.Lock()
 	w.runs[run] = struct{}{}
@@ -456,14 +456,14 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	var out itemtask.Outcome
 	var ig *natsconn.ItemGit
 	var err error
-	if mt.Checkpoints, err = rp.start(rctx, t.Checkpoints); err == nil {
+	if mt.Checkpoints, err = rp.Start(rctx, t.Checkpoints); err == nil {
 		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
 		save := func(rec itemtask.StepRecord) error {
 			if last := wj.opened.Last; last != nil && last(rec) {
 				r.LastStep = &rec // nothing runs after it: it goes with the result
 				return nil
 			}
-			return rp.save(rctx, rec)
+			return rp.Save(rctx, rec)
 		}
 		out, ig, err = w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, slot, save, r.Delivery)
 		slot.end()
@@ -475,20 +475,20 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		cancel(errCutOff)
 	}
 	if err != nil || context.Cause(rctx) != nil {
-		rp.held.release() // no result carries the run's events
+		rp.Flush() // no result carries the run's events
 		cause := context.Cause(rctx)
-		var ref *refusal
+		var ref *remote.Refusal
 		switch {
 		case errors.Is(cause, errDrained):
 			_ = msg.NakWithDelay(0)
-		case errors.As(err, &ref) && ref.term:
-			_ = msg.TermWithReason(ref.reason)
+		case errors.As(err, &ref) && ref.Term:
+			_ = msg.TermWithReason(ref.Reason)
 		}
 		w.tally.stopped.Add(1)
 		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(received)), cmp.Or(cause, err))
 		return r, false
 	}
-	rp.held.drop() // the result carries the run's events
+	rp.Drop() // the result carries the run's events
 	mask := wj.opened.Mask
 	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
 	r.DurationMS = out.Duration.Milliseconds()
@@ -614,14 +614,14 @@ func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 		for run := range w.runs {
 			if run.key == wj.key && run.itemID == e.ItemID {
 				run.events = append(run.events, e)
-				run.report.event(e.Redacted(wj.opened.Mask))
+				run.report.Emit(e.Redacted(wj.opened.Mask))
 			}
 		}
 	}
 	dir := filepath.Join(w.opts.StoreDir, wj.key+"-"+strconv.FormatUint(wj.revision, 10))
 	var live *itemtask.Live
 	if wj.spec.Live {
-		live = liveOutput(w.opts.Conn, natsconn.ProgressSubject(wj.key), func(s string) string { return wj.opened.Mask(s) })
+		live = remote.Output(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key}, func(s string) string { return wj.opened.Mask(s) })
 	}
 	opened, err := w.opts.Open(ctx, wj.spec.Job, dir, emit, live)
 	if err != nil {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -63,7 +64,25 @@ type Step struct {
 	OnFailure      string               `json:"on_failure,omitempty"`
 	Validate       *Validate            `json:"validate,omitempty"`
 	Foreach        *Foreach             `json:"foreach,omitempty"`      // a foreach step's loop
+	Parallel       *Parallel            `json:"parallel,omitempty"`     // the parallel: block the step runs in
 	FixAttempts    int                  `json:"fix_attempts,omitempty"` // on_failure's max_attempts: runs of the step in all, a handler run between two
+}
+
+// Parallel is the parallel: block a step runs in, with the others of
+// the block at the same time.
+type Parallel struct {
+	Block       string `json:"block"`        // its label (workflow.Parallel.Label), as the steps' events name it
+	MaxParallel int    `json:"max_parallel"` // steps at once
+	FailFast    bool   `json:"fail_fast"`
+}
+
+// newParallel describes the block s runs in, or nil.
+func newParallel(s *workflow.Step, phase string) *Parallel {
+	p := s.Parallel
+	if p == nil {
+		return nil
+	}
+	return &Parallel{Block: p.Label(phase), MaxParallel: cmp.Or(p.MaxParallel, p.Count), FailFast: p.FailFast}
 }
 
 // Validate is a step's validate block: its check and on_incomplete.
@@ -221,7 +240,7 @@ func newStep(s *workflow.Step, phase string, seed *uint64, perItem bool, agent e
 	ps := Step{Index: s.Index + 1, Step: s.Label(phase), Kind: s.Command.Kind, Command: s.CommandLine(), Timeout: optMillis(s.Timeout), Retry: []Policy{}, RetryDisabled: len(s.Retry) > 0 && !s.Retryable,
 		CommitRequired: s.CommitRequired, AutoCommit: s.AutoCommit, WithoutShell: executor.WithoutShell(s.Command)}
 	if s.Command.Kind == workflow.ClaudeCommand {
-		ps.Agent, ps.AgentFrom = agent.Command, agent.From
+		ps.Agent, ps.AgentFrom = agent.Argv(), agent.From
 		if agent.Err != nil {
 			ps.AgentError = agent.Err.Error()
 		}
@@ -239,6 +258,7 @@ func newStep(s *workflow.Step, phase string, seed *uint64, perItem bool, agent e
 		ps.CircuitBreaker = newBreaker(*s.Breaker)
 	}
 	ps.Foreach = newForeach(s, seed, perItem, agent)
+	ps.Parallel = newParallel(s, phase)
 	if a := s.OnFailure.Action; a != "" && a != workflow.FailStop {
 		ps.OnFailure, ps.FixAttempts = string(a), s.OnFailure.MaxAttempts
 	}

@@ -23,7 +23,10 @@ func (p Plan) WriteText(w io.Writer) error {
 		} else {
 			tw.printf("%s:\n", ph.Phase)
 		}
-		for _, s := range ph.Steps {
+		for i, s := range ph.Steps {
+			if b := s.Parallel; b != nil && (i == 0 || ph.Steps[i-1].Parallel == nil || ph.Steps[i-1].Parallel.Block != b.Block) {
+				b.writeText(tw)
+			}
 			s.writeText(tw, p.Seed)
 		}
 	}
@@ -34,6 +37,15 @@ func (p Plan) WriteText(w io.Writer) error {
 		p.ErrorPolicy.writeText(tw)
 	}
 	return tw.err
+}
+
+// writeText heads the steps of a parallel: block.
+func (b *Parallel) writeText(w *errWriter) {
+	stop := "fail_fast: a failure cancels the others"
+	if !b.FailFast {
+		stop = "fail_fast: false: every step runs, then a failure stops the workflow"
+	}
+	w.printf("  %s: the steps below run at the same time, at most %d at once; %s\n", b.Block, b.MaxParallel, stop)
 }
 
 // text says how the job branch is merged when the job succeeds.
@@ -134,6 +146,9 @@ func (s Step) writeText(w *errWriter, seed *uint64) {
 		w.printf("     runs: the program directly, without a shell (a plain list of words)\n")
 	case s.WithoutShell == executor.NoShellPlainValues:
 		w.printf("     runs: the program directly, without a shell, when the values it interpolates hold no single quote\n")
+	}
+	if s.Parallel != nil {
+		w.printf("     in: %s\n", s.Parallel.Block)
 	}
 	if s.CommitRequired {
 		w.printf("     commit_required: fails as no_commit unless it makes a git commit\n")

@@ -2,6 +2,7 @@ package progress
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,10 @@ type jobStatus struct {
 	steps          map[string]int // each phase's step count (SetSteps)
 	attempt, limit int
 	stepStart      time.Time
+	// block is the parallel: block whose steps run (its label), running
+	// those steps' labels, in start order; "" and nil outside one.
+	block   string
+	running []string
 }
 
 // Queue is what the status line shows of the NATS queue a job's items go
@@ -149,6 +154,9 @@ func (j *jobStatus) line() string {
 		}
 		return strings.Join(parts, " · ")
 	}
+	if j.block != "" {
+		return fmt.Sprintf("%s · running %s · %s", j.block, strings.Join(j.running, ", "), time.Since(j.stepStart).Round(time.Second))
+	}
 	if j.step == "" {
 		return ""
 	}
@@ -173,6 +181,10 @@ func (j *jobStatus) observe(e eventlog.Event) {
 	item := e.ItemID
 	if item == "" && j.step != "" && strings.HasPrefix(e.Str("step"), j.step+"[") {
 		return // a step inside the running one (a foreach's do): the line stays the loop's
+	}
+	if block := e.Str("parallel"); item == "" && block != "" {
+		j.observeBlock(block, e)
+		return
 	}
 	switch e.Type {
 	case eventlog.TypeMapStarted:
@@ -228,6 +240,22 @@ func (j *jobStatus) observe(e eventlog.Event) {
 	case eventlog.TypeStepCompleted, eventlog.TypeStepFailed, eventlog.TypeStepSkipped:
 		if item == "" {
 			j.step = ""
+		}
+	}
+}
+
+// observeBlock updates the status from an event of a step of the
+// parallel: block: the line names the block and its running steps.
+func (j *jobStatus) observeBlock(block string, e eventlog.Event) {
+	if j.block != block {
+		j.block, j.running, j.step, j.stepStart = block, nil, "", time.Now()
+	}
+	switch step := e.Str("step"); e.Type {
+	case eventlog.TypeStepStarted:
+		j.running = append(j.running, step)
+	case eventlog.TypeStepCompleted, eventlog.TypeStepFailed, eventlog.TypeStepSkipped:
+		if j.running = slices.DeleteFunc(j.running, func(s string) bool { return s == step }); len(j.running) == 0 {
+			j.block = ""
 		}
 	}
 }

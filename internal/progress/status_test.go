@@ -254,3 +254,32 @@ func TestRateAfterResumeCountsThisRunOnly(t *testing.T) {
 		}
 	})
 }
+
+// While a parallel: block runs, the line names the block and its running
+// steps, however their events interleave; it ends with the block's last
+// step.
+func TestStepStatusParallel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := jobStatus{items: map[string]itemState{}, steps: map[string]int{"commands": 4}}
+		in := func(e eventlog.Event) eventlog.Event { return e.WithPhase("commands").InParallel("parallel steps 1-3") }
+		j.observe(in(eventlog.StepStarted("build", 1, "make")))
+		j.observe(in(eventlog.StepStarted("vet", 2, "go vet")))
+		if got, want := j.line(), "parallel steps 1-3 · running build, vet · 0s"; got != want {
+			t.Errorf("two running: got %q, want %q", got, want)
+		}
+		j.observe(in(eventlog.StepCompleted("build", 0, 0)))
+		j.observe(in(eventlog.StepStarted("lint", 3, "lint")))
+		if got, want := j.line(), "parallel steps 1-3 · running vet, lint · 0s"; got != want {
+			t.Errorf("one ended, one more: got %q, want %q", got, want)
+		}
+		j.observe(in(eventlog.StepFailed("vet", "exit 1")))
+		j.observe(in(eventlog.StepCompleted("lint", 0, 0)))
+		if got := j.line(); got != "" {
+			t.Errorf("after the block: %q", got)
+		}
+		j.observe(eventlog.StepStarted("test", 4, "go test").WithPhase("commands"))
+		if got, want := j.line(), "step 4/4 test · 0s"; got != want {
+			t.Errorf("after the block: got %q, want %q", got, want)
+		}
+	})
+}

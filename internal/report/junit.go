@@ -175,6 +175,9 @@ func attrs(pairs ...string) []xml.Attr {
 func readJUnit(job JUnitJob, events []eventlog.Event) (*junitBuilder, error) {
 	b := newJUnitBuilder(job.Meta.Workflow, job.MapReduce)
 	b.logs = job.StepLogs
+	for _, step := range job.Steps {
+		b.caseFor("commands", step) // the cases in the file's order, whatever order a parallel: block's steps ran in
+	}
 	err := eachEvent(job.EventLog, events, b.add)
 	if err == nil {
 		err = b.err
@@ -184,8 +187,8 @@ func readJUnit(job JUnitJob, events []eventlog.Event) (*junitBuilder, error) {
 		return nil, err
 	}
 	for _, step := range job.Steps {
-		if _, ran := b.cases["commands\x00"+step]; !ran {
-			b.caseFor("commands", step).Skipped = &junitSkipped{Message: "not run"}
+		if c := b.caseFor("commands", step); !c.reached {
+			c.Skipped = &junitSkipped{Message: "not run"}
 		}
 	}
 	return b, nil
@@ -325,6 +328,8 @@ type caseState struct {
 	running    bool           // an item's attempts are under way: its clock runs from their first
 	attempts   []junitAttempt // its failed attempts, oldest first
 	lastFailed bool           // its last attempt failed: that attempt is its failure
+	canceled   bool           // its last attempt was cancelled (Ctrl-C, a stop, a parallel: block's fail_fast)
+	reached    bool           // a step's case: an event of the step was read
 }
 
 func newJUnitBuilder(workflow string, mapReduce bool) *junitBuilder {
@@ -438,12 +443,14 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 	if phase == "" {
 		phase = b.phase // an earlier runner's events, which name no phase
 	}
+	b.caseFor(phase, step).reached = true
 	switch e.Type {
 	case eventlog.TypeStepStarted:
 		c := b.caseFor(phase, step)
-		c.start, c.lastFailed = e.Time, false
+		c.start, c.lastFailed, c.canceled = e.Time, false, false
 	case eventlog.TypeAttemptFailed:
 		if e.Str("kind") == retryv2.KindCanceled {
+			b.caseFor(phase, step).canceled = true
 			return // cut short by the job's end (Ctrl-C, a stop): no failure of the step's, nor flaky when it passes on resume
 		}
 		b.caseFor(phase, step).failedAttempt(e, e.Str("kind"))
@@ -456,6 +463,11 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 		c.end(e)
 		c.Skipped = &junitSkipped{Message: e.Str("reason")}
 	case eventlog.TypeStepFailed:
+		if c := b.caseFor(phase, step); c.canceled && e.Str("parallel") != "" {
+			c.end(e) // another step of its parallel: block failed, or the job stopped: it did not
+			c.Skipped = &junitSkipped{Message: "cancelled: " + e.Str("error")}
+			return
+		}
 		msg := e.Str("error")
 		if h := e.Str("handled"); h != "" {
 			msg += " (handled by on_failure: " + h + ")"

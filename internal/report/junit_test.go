@@ -357,3 +357,33 @@ func TestJUnitStepLog(t *testing.T) {
 		t.Errorf("test (no log): system-out %q, want its tail", test.SystemOut)
 	}
 }
+
+// A step of a parallel: block cancelled as another failed (fail_fast) is
+// skipped, saying why, not failed: the failure is the other's. The cases
+// are in the file's order, whichever step started first.
+func TestJUnitParallelCancelledIsSkipped(t *testing.T) {
+	in := func(m map[string]any) map[string]any { m["parallel"] = "checks"; return m }
+	cut := in(attempt("build", 1, -1, "canceled: fail_fast: vet failed", "", ""))
+	cut["kind"] = "canceled"
+	events := []eventlog.Event{
+		ev(0, "step_started", in(step("vet"))),
+		ev(0, "step_started", in(step("build"))),
+		ev(10, "attempt_failed", in(attempt("vet", 1, 3, "exit status 3", "", ""))),
+		ev(10, "step_failed", in(step("vet", "error", "exit status 3"))),
+		ev(11, "attempt_failed", cut),
+		ev(11, "step_failed", in(step("build", "error", `step "build" failed: fail_fast: vet failed`))),
+	}
+	doc := junit(JUnitJob{Meta: state.Meta{Workflow: "ci"}, Steps: []string{"build", "vet"}}, events)
+	checkTotals(t, doc, 2, 1, 1)
+	if cs := doc.Suites[0].Cases; len(cs) != 2 || cs[0].Name != "build" || cs[1].Name != "vet" {
+		t.Errorf("cases %+v, want build then vet", cs)
+	}
+	for _, c := range doc.Suites[0].Cases {
+		switch {
+		case c.Name == "build" && (c.Skipped == nil || c.Skipped.Message != `cancelled: step "build" failed: fail_fast: vet failed`):
+			t.Errorf("build: skipped %+v, failure %+v", c.Skipped, c.Failure)
+		case c.Name == "vet" && c.Failure == nil:
+			t.Errorf("vet: no failure")
+		}
+	}
+}

@@ -121,3 +121,30 @@ func TestTimelineDropsBarsBeyondMax(t *testing.T) {
 		t.Errorf("kept the bars starting at %v, %v ... %v; want the setup's and the first agent attempts", tl.bars[0].start, tl.bars[1].start, tl.bars[len(tl.bars)-1].start)
 	}
 }
+
+// The steps of a parallel: block, whose attempts overlap, each get a
+// lane of their own, their bars side by side in time.
+func TestTimelineParallelSteps(t *testing.T) {
+	in := func(step string, more ...any) map[string]any {
+		m := map[string]any{"step": step, "phase": "commands", "parallel": "parallel steps 1-2", "attempt": json.Number("1")}
+		for i := 0; i+1 < len(more); i += 2 {
+			m[more[i].(string)] = more[i+1]
+		}
+		return m
+	}
+	events := []eventlog.Event{
+		ev(0, "job_started", nil),
+		ev(0, "attempt_started", in("build")),
+		ev(1, "attempt_started", in("vet")),
+		ev(20, "attempt_failed", in("vet", "kind", "exit", "message", "exit status 1")),
+		ev(30, "attempt_succeeded", in("build")),
+		ev(40, "job_failed", nil),
+	}
+	want := []bar{
+		{id: 0, lane: 0, start: at(1), end: at(20), class: "fail", title: "vet, attempt 1: exit status 1"},
+		{id: 1, lane: 1, start: at(0), end: at(30), class: "ok", title: "build, attempt 1: succeeded in 30ms"},
+	}
+	if got := buildTimeline(events).bars; !slices.Equal(got, want) {
+		t.Errorf("bars\n got %+v\nwant %+v", got, want)
+	}
+}

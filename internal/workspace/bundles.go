@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/runnerdev/runner/internal/gitwork"
+	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/mapreduce/items"
 )
 
 // The bundles that carry commits between the job's process and the NATS

@@ -26,9 +26,6 @@ type Ending struct {
 	// Ask, when Merge is false, asks the user whether to merge, given
 	// where the job's work is; nil never asks.
 	Ask func(End) bool
-	// Starts, if set, is called before the merge: block's steps run (the
-	// terminal labels their lines).
-	Starts func()
 }
 
 // Merges reports whether a job that succeeded, whose work is at end,

@@ -1,7 +1,8 @@
-package itemtask
+package tagline
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 )
 
@@ -13,13 +14,13 @@ func (w *writes) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestTagWriterWritesWholeLines(t *testing.T) {
+func TestWriterWritesWholeLines(t *testing.T) {
 	var out writes
-	tw := &tagWriter{w: &out, prefix: "a\t"}
+	tw := New(&out, "a\t")
 	for _, s := range []string{"par", "tial\nsecond\nthi", "rd"} {
 		tw.Write([]byte(s))
 	}
-	tw.flush()
+	tw.Flush()
 	want := []string{"a\tpartial\n", "a\tsecond\n", "a\tthird\n"}
 	got := []string{}
 	for _, c := range out.calls {
@@ -42,12 +43,23 @@ func TestTagWriterWritesWholeLines(t *testing.T) {
 	}
 }
 
-func TestTagWriterCutsLongLines(t *testing.T) {
+func TestWriterCutsLongLines(t *testing.T) {
 	var out writes
-	tw := &tagWriter{w: &out, prefix: "a\t"}
-	tw.Write(bytes.Repeat([]byte("x"), maxTagLine+10))
-	tw.flush()
-	if len(out.calls) != 2 || len(out.calls[0]) != len("a\t")+maxTagLine+1 || out.calls[1] != "a\txxxxxxxxxx\n" {
-		t.Errorf("writes of %d bytes: %d", maxTagLine+10, len(out.calls))
+	tw := New(&out, "a\t")
+	tw.Write(bytes.Repeat([]byte("x"), MaxLine+10))
+	tw.Flush()
+	if len(out.calls) != 2 || len(out.calls[0]) != len("a\t")+MaxLine+1 || out.calls[1] != "a\txxxxxxxxxx\n" {
+		t.Errorf("writes of %d bytes: %d", MaxLine+10, len(out.calls))
 	}
+}
+
+func ExampleWriter() {
+	var out bytes.Buffer
+	w := New(&out, "vet\t")
+	w.Write([]byte("ok\npart"))
+	w.Flush()
+	fmt.Print(out.String())
+	// Output:
+	// vet	ok
+	// vet	part
 }

@@ -1,0 +1,197 @@
+package executor
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
+)
+
+// feed writes data to a claudeStream in pieces of n bytes (cut anywhere,
+// as pipes cut it) and closes it; it returns the stream and what it showed.
+func feed(t *testing.T, data []byte, n int) (*claudeStream, string) {
+	t.Helper()
+	var out bytes.Buffer
+	s := &claudeStream{out: &out}
+	for len(data) > 0 {
+		k := min(n, len(data))
+		if _, err := s.Write(data[:k]); err != nil {
+			t.Fatal(err)
+		}
+		data = data[k:]
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return s, out.String()
+}
+
+func transcript(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "stream", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// A recorded session of Claude Code's stream-json, written in pieces of
+// any size: the terminal sees the assistant's text and one line per tool
+// call, never JSON; the result, the session, the model and the usage are
+// kept.
+func TestClaudeStreamReadsASession(t *testing.T) {
+	data := transcript(t, "success.jsonl")
+	wantShown := "I'll look at the failing test first.\n" +
+		"[tool Bash] go test ./parser/...\n" +
+		"[tool Edit] /repo/parser/list.go\n" +
+		"Fixed the nesting depth in parser/list.go; the tests pass.\n"
+	wantUsage := eventlog.AgentUsage{InputTokens: 31, OutputTokens: 1411, CacheReadTokens: 118342, CacheWriteTokens: 6204,
+		CostUSD: 0.1873, Turns: 7, APITime: 45102 * time.Millisecond,
+		SessionID: "9f3c2a1e-5b7d-4e2a-9c1b-0a8d7e6f5c4b", Model: "claude-sonnet-4-5-20250929"}
+	for _, n := range []int{1, 7, 100, len(data)} {
+		s, shown := feed(t, data, n)
+		if shown != wantShown {
+			t.Errorf("pieces of %d: shown\n%s\nwant\n%s", n, shown, wantShown)
+		}
+		if !s.streamed() || s.result == nil || s.result.IsError || s.result.Result != "Fixed the nesting depth in parser/list.go; the tests pass." {
+			t.Errorf("pieces of %d: streamed %v, result %+v", n, s.streamed(), s.result)
+		}
+		if u := s.usage(); u != wantUsage {
+			t.Errorf("pieces of %d: usage %+v\nwant %+v", n, u, wantUsage)
+		}
+	}
+}
+
+// The result of a session that ended in an error is kept with its
+// subtype: a rate limit (subtype success, is_error) and the turn limit
+// (error_max_turns, no result text).
+func TestClaudeStreamKeepsErrors(t *testing.T) {
+	for name, want := range map[string]string{"rate-limit.jsonl": "success", "max-turns.jsonl": "error_max_turns"} {
+		s, shown := feed(t, transcript(t, name), 64)
+		if s.result == nil || !s.result.IsError || s.result.subtype != want {
+			t.Errorf("%s: result %+v, want an error of subtype %s", name, s.result, want)
+		}
+		if strings.Contains(shown, `"session_id"`) {
+			t.Errorf("%s: JSON shown:\n%s", name, shown)
+		}
+	}
+}
+
+// An agent program that prints text (the first line is not a stream-json
+// event, even if it is JSON) passes through as it is, and is no stream.
+func TestClaudeStreamPassesTextThrough(t *testing.T) {
+	for _, text := range []string{
+		"reply 1\nline two\n",
+		"\n{\"type\":\"plan\",\"steps\":[1]}\n{\"type\":\"result\"}\nno newline at the end",
+		"[1, 2]\n",
+		"",
+	} {
+		for _, n := range []int{1, 5, 1000} {
+			s, shown := feed(t, []byte(text), n)
+			if shown != text || s.streamed() {
+				t.Errorf("%q in pieces of %d: shown %q, streamed %v", text, n, shown, s.streamed())
+			}
+		}
+	}
+}
+
+// runner adds the stream flags to Claude Code's command only, and not
+// when the command chooses an output format itself.
+func TestAgentStreams(t *testing.T) {
+	for _, c := range []struct {
+		command []string
+		want    bool
+	}{
+		{DefaultAgentCommand, true},
+		{[]string{"/usr/local/bin/claude", "--print", "--model", "opus"}, true},
+		{[]string{"claude", "--print", "--output-format", "text"}, false},
+		{[]string{"claude", "-p", "--output-format=json"}, false},
+		{[]string{"other-agent", "--print"}, false},
+		{[]string{"claude-wrapper"}, false},
+	} {
+		a := Agent{Command: c.command}
+		if got := a.Streams(); got != c.want {
+			t.Errorf("%v: Streams() = %v, want %v", c.command, got, c.want)
+		}
+		args := a.args("TEXT")
+		if streams := slices.Contains(args, "stream-json"); streams != c.want || args[len(args)-1] != "TEXT" {
+			t.Errorf("%v: args %q", c.command, args)
+		}
+	}
+}
+
+// fakeClaude makes a program named claude that prints file and exits
+// with code, and an Executor that runs it for claude: steps.
+func fakeClaude(t *testing.T, file string, code int, events *[]eventlog.Event) *Executor {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "claude")
+	script := "#!/bin/sh\ncat '" + file + "'\nexit " + strconv.Itoa(code) + "\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &Executor{Env: os.Environ(), TmpDir: t.TempDir(), Agent: Agent{Command: []string{bin, "--print"}, From: AgentFromWorkflow},
+		Emit: func(e eventlog.Event) { *events = append(*events, e) }}
+}
+
+// A claude: step whose agent streams: its answer is ${claude.output} and
+// the capture, the session's spend is an agent_usage event; an answer
+// that is an error fails the step as agent_error, with the subtype and
+// the answer in the message, which retry_on matchers read (rate_limit).
+func TestClaudeStepReadsTheStream(t *testing.T) {
+	abs := func(name string) string { p, _ := filepath.Abs(filepath.Join("testdata", "stream", name)); return p }
+	wf, err := workflow.Parse("a.yml", []byte("- claude: /fix\n  capture_output: answer\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []eventlog.Event
+	x := fakeClaude(t, abs("success.jsonl"), 0, &events)
+	sc := NewScope(nil, nil)
+	res := x.RunStep(t.Context(), wf.Steps[0], Run{Scope: sc, Stdout: &bytes.Buffer{}})
+	if res.Status != StepSucceeded {
+		t.Fatalf("status %s: %v", res.Status, res.Err)
+	}
+	if v, _ := sc.PlainLookup()("answer"); v != "Fixed the nesting depth in parser/list.go; the tests pass." {
+		t.Errorf("capture %q", v)
+	}
+	var usage *eventlog.Event
+	for i, e := range events {
+		if e.Type == eventlog.TypeAgentUsage {
+			usage = &events[i]
+		}
+	}
+	if usage == nil || usage.Fields["cost_usd"] != 0.1873 || usage.Fields["output_tokens"] != int64(1411) || usage.Fields["step"] != "step 1" {
+		t.Errorf("agent_usage event %+v", usage)
+	}
+
+	events = nil
+	x = fakeClaude(t, abs("rate-limit.jsonl"), 1, &events)
+	res = x.RunStep(t.Context(), wf.Steps[0], Run{Scope: NewScope(nil, nil), Stdout: &bytes.Buffer{}})
+	if res.Status != StepFailed || res.Outcome.Kind != retryv2.KindAgentError || !strings.Contains(res.Err.Error(), "the agent reported an error (success): API Error: 429") {
+		t.Errorf("status %s kind %q err %v", res.Status, res.Outcome.Kind, res.Err)
+	}
+	if ok, _ := (retryv2.Matcher{Kind: retryv2.MatchRateLimit}).Match(res.Outcome); !ok {
+		t.Errorf("the rate_limit matcher does not match %q", res.Outcome.Message())
+	}
+
+	// A stream cut short (the agent killed, its output lost) without an
+	// exit status that says so.
+	lines := bytes.SplitAfter(transcript(t, "success.jsonl"), []byte("\n"))
+	cut := filepath.Join(t.TempDir(), "cut.jsonl")
+	if err := os.WriteFile(cut, bytes.Join(lines[:len(lines)-2], nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x = fakeClaude(t, cut, 0, &events)
+	res = x.RunStep(t.Context(), wf.Steps[0], Run{Scope: NewScope(nil, nil), Stdout: &bytes.Buffer{}})
+	if res.Status != StepFailed || res.Outcome.Kind != retryv2.KindAgentError || !strings.Contains(res.Err.Error(), "ended without its result") {
+		t.Errorf("a stream without its result: status %s kind %q err %v", res.Status, res.Outcome.Kind, res.Err)
+	}
+}
