@@ -266,7 +266,8 @@ func answeredBeats(t *testing.T, log string) map[string][]natsBeat {
 	t.Helper()
 	beats := map[string][]natsBeat{}
 	for _, line := range readLines(t, log) {
-		// runner worker W: job J item I: heartbeat sent T answered T
+		// runner worker W: job J item I: heartbeat sent T answered T,
+		// or "items I1,I2" for a batch of several: each item's beat.
 		f := strings.Fields(line)
 		if len(f) != 12 || f[7] != "heartbeat" {
 			continue
@@ -276,8 +277,9 @@ func answeredBeats(t *testing.T, log string) map[string][]natsBeat {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("%s: heartbeat line %q: %v %v", log, line, err1, err2)
 		}
-		item := strings.TrimSuffix(f[6], ":")
-		beats[item] = append(beats[item], natsBeat{sent, answered})
+		for item := range strings.SplitSeq(strings.TrimSuffix(f[6], ":"), ",") {
+			beats[item] = append(beats[item], natsBeat{sent, answered})
+		}
 	}
 	return beats
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,8 +97,21 @@ func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
 	b.left = len(b.tasks)
 	b.ls = newLease(w.wd, w.ackWait-2*w.heartbeat(), b.received)
 	b.ctx, b.cut = context.WithCancelCause(ctx)
-	b.stopBeats = w.beat(b.ctx, fmt.Sprintf("job %s batch of %d", jobID, len(b.tasks)), msg, b.ls, b.cut, b.announce)
+	b.stopBeats = w.beat(b.ctx, b.name(), msg, b.ls, b.cut, b.announce)
 	return b
+}
+
+// name names the batch's items in the worker's log: "J item I", or
+// "J items I1,I2" for several.
+func (b *batch) name() string {
+	if len(b.tasks) == 1 {
+		return b.tasks[0].JobID + " item " + b.tasks[0].ItemID
+	}
+	ids := make([]string, len(b.tasks))
+	for i, t := range b.tasks {
+		ids[i] = t.ItemID
+	}
+	return b.tasks[0].JobID + " items " + strings.Join(ids, ",")
 }
 
 // awaited are those of tasks, delivered again, whose results their
