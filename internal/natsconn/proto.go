@@ -154,8 +154,9 @@ const BatchOverhead = len(`{"tasks":[]}`) + 1
 // the job's coordinator, on core NATS, which of its items it still awaits
 // (an Awaited request): the others' results are recorded, or no dispatch
 // waits for them, and they are not run again. No answer (no coordinator
-// runs the job now): the worker runs them all, and the coordinator that
-// resumes the job drops the results of those it recorded (duplicates).
+// runs the job now): the worker runs those whose results are not stored
+// (a result it recorded is no longer in the stream: the coordinator
+// that resumes the job drops it as a duplicate).
 func AwaitedSubject(key string) string { return "runner.awaited." + key }
 
 // Awaited is a worker's question about a batch's items, each by index,

@@ -12,15 +12,6 @@ import (
 	"github.com/runnerdev/runner/internal/natsconn"
 )
 
-// batchMax is the most tasks one task message carries. The items out
-// wait for their tasks to go while one message is published, and go
-// together in the next (a group commit): one message, one delivery and
-// one acknowledgement for them all. A worker runs a batch's items at
-// once on slots of its own, so a batch larger than its free slots waits
-// for them while another worker may be idle: four, the slots of a small
-// worker.
-const batchMax = 4
-
 // outgoing is a task waiting for the sender, with the record of its item.
 type outgoing struct {
 	r    *record
@@ -29,8 +20,13 @@ type outgoing struct {
 	sent chan error      // buffered: the publishing's error, nil once stored
 }
 
-// sender publishes the tasks handed to it in batches of up to batchMax,
-// one message at a time, on its own goroutine.
+// sender publishes the tasks handed to it, one message at a time, on its
+// own goroutine: the tasks handed over while one message is published go
+// together in the next (a group commit), up to Options.Batch of them: one
+// message, one delivery and one acknowledgement for them all. A worker
+// runs a batch's items at once, each on a slot of its own, so a batch
+// larger than its free slots waits for them, while another worker may be
+// idle: batches are asked for (--nats-batch), for many short items.
 type sender struct {
 	d     *Dispatcher
 	mu    sync.Mutex
@@ -105,13 +101,13 @@ func (s *sender) run(ctx context.Context) {
 }
 
 // next publishes the tasks at the head of the queue, as many as fit one
-// message up to batchMax (those whose dispatch ended are dropped); it
-// reports false when the queue was empty.
+// message up to the dispatcher's batch (those whose dispatch ended are
+// dropped); it reports false when the queue was empty.
 func (s *sender) next(ctx context.Context) bool {
 	s.mu.Lock()
 	var batch []*outgoing
 	size := 0
-	for len(s.queue) > 0 && len(batch) < batchMax {
+	for len(s.queue) > 0 && len(batch) < s.d.batch {
 		o := s.queue[0]
 		if o.ctx.Err() != nil {
 			o.sent <- context.Cause(o.ctx)

@@ -39,7 +39,7 @@ map:
 `)
 	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(60*time.Second))
 	defer cancel()
-	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard})
+	done := runMap(ctx, j, Options{Conn: srv.Connect(t), Dist: state.Dist{Queue: natsconn.DefaultQueue}, Warn: io.Discard, Batch: 4})
 	tasks, err := objs.WorkerTasks(t.Context(), natsconn.DefaultQueue, natsconn.DefaultAckWait)
 	if err != nil {
 		t.Fatal(err)

@@ -31,8 +31,12 @@ type Options struct {
 	// Replicas of the NATS objects, asked for (--nats-replicas,
 	// distributed.replicas); 0: natsconn.DefaultReplicas.
 	Replicas int
-	Version  string    // this runner's, for the spec
-	Warn     io.Writer // warnings about the NATS objects
+	// Batch is the most tasks one message carries (--nats-batch): the
+	// tasks ready while one message is published go together in the
+	// next (batch.go); 0 or 1: each in its own.
+	Batch   int
+	Version string    // this runner's, for the spec
+	Warn    io.Writer // warnings about the NATS objects
 	// Live shows each item's output as the workers send it, its stdout
 	// and stderr apart (runner run --tag); nil: in its log only.
 	Live *itemtask.Live
@@ -61,6 +65,7 @@ type Dispatcher struct {
 	key     string
 	epoch   int
 	maxDel  int
+	batch   int    // the most tasks a message carries, at least 1
 	version string // this runner's, for the spec
 	every   time.Duration
 	results jetstream.Consumer
@@ -119,7 +124,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	}
 	d := &Dispatcher{
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
-		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
+		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), batch: max(opts.Batch, 1), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		items: map[int]*record{}, done: make(chan struct{}), watched: make(chan struct{}), watch: opts.Watch, acks: newAcks(),
 	}
 	// The results are read, and the tasks sent, until Close, even after

@@ -115,9 +115,10 @@ func (b *batch) name() string {
 }
 
 // awaited are those of tasks, delivered again, whose results their
-// coordinator still awaits: the others' are recorded (or nothing waits
-// for them) and they are not run again. With no answer (no coordinator
-// runs the job now) they all are.
+// coordinator still awaits and are not stored: the others' are recorded
+// (or nothing waits for them), or on their way, and they are not run
+// again. With no answer (no coordinator runs the job now) those whose
+// results are not stored run.
 func (w *Worker) awaited(ctx context.Context, key string, tasks []natsconn.Task) []natsconn.Task {
 	q := natsconn.Awaited{Items: make([]natsconn.AwaitedItem, len(tasks))}
 	for i, t := range tasks {
@@ -132,17 +133,37 @@ func (w *Worker) awaited(ctx context.Context, key string, tasks []natsconn.Task)
 	reply, err := w.opts.Conn.RequestWithContext(rctx, natsconn.AwaitedSubject(key), data)
 	var a natsconn.Awaited
 	if err != nil || json.Unmarshal(reply.Data, &a) != nil || len(a.Awaited) != len(tasks) {
-		return tasks
+		a.Awaited = make([]bool, len(tasks)) // no answer: each runs unless its result is stored
+		for i := range a.Awaited {
+			a.Awaited[i] = true
+		}
 	}
 	var run []natsconn.Task
 	for i, t := range tasks {
-		if a.Awaited[i] {
-			run = append(run, t)
-		} else {
+		switch {
+		case !a.Awaited[i]:
 			w.logf("job %s item %s: delivered again with its batch, its result already recorded: not run again", t.JobID, t.ItemID)
+		case w.stored(ctx, key, t):
+			w.logf("job %s item %s: delivered again with its batch, its result already stored: not run again", t.JobID, t.ItemID)
+		default:
+			run = append(run, t)
 		}
 	}
 	return run
+}
+
+// stored reports whether the results stream holds a result of t's
+// attempt, sent in t's epoch: its coordinator takes it from there (its
+// delivery, or reconcile), and t need not run again.
+func (w *Worker) stored(ctx context.Context, key string, t natsconn.Task) bool {
+	ctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+	defer cancel()
+	raw, err := w.objs.Results.GetLastMsgForSubject(ctx, natsconn.ResultSubject(key, t.Index))
+	if err != nil {
+		return false
+	}
+	var r natsconn.Result
+	return json.Unmarshal(raw.Data, &r) == nil && r.Index == t.Index && r.Attempt == t.Attempt && r.Epoch == t.Epoch
 }
 
 // announce tells the coordinator which of the batch's items run here.

@@ -296,7 +296,7 @@ func (w *Worker) logSummary() {
 // failed because the server lost them (restarted on an empty store): the
 // worker pulls again from the new consumer, and can store results. The
 // jobs bucket is the coordinators' to make again, with their specs in it:
-// until then a task of a job this worker has not seen waits (see handle).
+// until then a task of a job this worker has not seen waits (see receive).
 func (w *Worker) restore(ctx context.Context, pullErr error) {
 	if !w.objs.Lost(ctx, pullErr, natsconn.TasksStream, natsconn.WorkersConsumer(w.opts.Queue)) {
 		return
