@@ -74,13 +74,13 @@ func natsRuns(t *testing.T, path string) map[string][]*natsRun {
 }
 
 // natsCoordinator starts `runner run` (or `runner resume` once the job
-// exists) of chaos.yml on url and returns it with a channel closed when it
-// exits.
+// exists) of chaos.yml on url, its tasks in batches of up to 2
+// (--nats-batch), and returns it with a channel closed when it exits.
 func natsCoordinator(t *testing.T, dir, url string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
-	args := []string{"resume", "j"}
+	args := []string{"resume", "--nats-batch", "2", "j"}
 	if _, err := os.Stat(state.Store{Dir: filepath.Join(dir, ".runner")}.Layout("j").Meta); err != nil {
-		args = []string{"run", "--nats", url, "--queue", "chaos", "--job-id", "j", "chaos.yml"}
+		args = []string{"run", "--nats", url, "--queue", "chaos", "--nats-batch", "2", "--job-id", "j", "chaos.yml"}
 	}
 	cmd, _, exited := startRunner(t, dir, args...)
 	return cmd, exited
