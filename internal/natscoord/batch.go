@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
@@ -32,7 +33,7 @@ type sender struct {
 	mu    sync.Mutex
 	queue []*outgoing
 	wake  chan struct{} // one buffered: the queue has tasks
-	n     uint64        // the messages sent so far
+	n     atomic.Uint64 // the messages sent so far
 	done  chan struct{} // closed when the goroutine ends
 }
 
@@ -53,7 +54,15 @@ func (d *Dispatcher) send(ctx context.Context, r *record, t itemtask.Task) (item
 	if err == nil && len(body)+natsconn.BatchOverhead > natsconn.MaxTask {
 		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
 	}
-	if err == nil {
+	if err == nil && d.batch == 1 {
+		// Each task its own message: published by its dispatch, as many
+		// at once as there are dispatches (through one sender they would
+		// go one at a time, each waiting for the one before).
+		err = d.out.publish(ctx, []*outgoing{{r: r, body: body}})
+		if ctx.Err() != nil {
+			return itemtask.Outcome{}, true // interrupted: the wait says so
+		}
+	} else if err == nil {
 		o := &outgoing{r: r, body: body, ctx: ctx, sent: make(chan error, 1)}
 		d.out.add(o)
 		select {
@@ -125,8 +134,18 @@ func (s *sender) next(ctx context.Context) bool {
 	if len(batch) == 0 {
 		return false
 	}
-	s.n++
-	name := natsconn.BatchName(s.d.epoch, s.n)
+	err := s.publish(ctx, batch)
+	for _, o := range batch {
+		o.sent <- err
+	}
+	return true
+}
+
+// publish publishes the tasks of batch in one message, under a subject
+// and message id of its own, which becomes their records' subject, until
+// the server stored it or ctx ends.
+func (s *sender) publish(ctx context.Context, batch []*outgoing) error {
+	name := natsconn.BatchName(s.d.epoch, s.n.Add(1))
 	subject := natsconn.TaskSubject(s.d.queue, s.d.key, name)
 	bodies := make([][]byte, len(batch))
 	s.d.mu.Lock()
@@ -135,11 +154,7 @@ func (s *sender) next(ctx context.Context) bool {
 		o.r.subject = subject
 	}
 	s.d.mu.Unlock()
-	err := natsconn.Publish(ctx, s.d.js, natsconn.NewMsg(subject, s.d.j.ID(), natsconn.BatchBody(bodies)), natsconn.TaskMsgID(s.d.key, name))
-	for _, o := range batch {
-		o.sent <- err
-	}
-	return true
+	return natsconn.Publish(ctx, s.d.js, natsconn.NewMsg(subject, s.d.j.ID(), natsconn.BatchBody(bodies)), natsconn.TaskMsgID(s.d.key, name))
 }
 
 // answerAwaited answers a worker's question about the items of a batch
