@@ -70,6 +70,7 @@ type natsRun struct {
 	where         state.Dist
 	maxDeliveries int
 	replicas      int             // asked for; 0: natsconn.DefaultReplicas
+	batch         int             // the most tasks a message carries (--nats-batch); 0: one
 	watch         natscoord.Watch // the job's tasks on the workers, for the status line
 }
 
@@ -81,8 +82,8 @@ type natsRun struct {
 func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow, stored *state.Dist) error {
 	flags := o.NATS.Conn
 	if flags.URL == "" && flags.Context == "" && os.Getenv("RUNNER_NATS") == "" && stored == nil {
-		if o.NATS.Queue != "" || o.MaxDeliveries > 0 || o.NATS.Replicas > 0 {
-			return usagef("--queue, --max-deliveries and --nats-replicas are for items run on NATS workers: add --nats URL or --nats-context NAME")
+		if o.NATS.Queue != "" || o.MaxDeliveries > 0 || o.NATS.Replicas > 0 || o.NATSBatch > 0 {
+			return usagef("--queue, --max-deliveries, --nats-replicas and --nats-batch are for items run on NATS workers: add --nats URL or --nats-context NAME")
 		}
 		return nil
 	}
@@ -116,6 +117,7 @@ func (o *parallelOptions) connectNATS(ctx context.Context, wf *workflow.Workflow
 		where:         state.Dist{URL: c.Redacted(), Context: c.Context, Queue: queue},
 		maxDeliveries: cmp.Or(o.MaxDeliveries, fromFile.MaxDeliveries, natsconn.DefaultMaxDeliveries),
 		replicas:      cmp.Or(o.NATS.Replicas, fromFile.Replicas),
+		batch:         o.NATSBatch,
 	}
 	return nil
 }
@@ -140,7 +142,7 @@ func refuseCarriedSecrets(ctx context.Context, wf *workflow.Workflow, source []b
 // dispatcher is where a job's items go on NATS, showing each item's output
 // on live (nil: not) as the workers send it.
 func (r *natsRun) dispatcher(live *itemtask.Live) itemtask.Backend {
-	return natscoord.New(natscoord.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Replicas: r.replicas, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
+	return natscoord.New(natscoord.Options{Conn: r.conn, Dist: r.where, MaxDeliveries: r.maxDeliveries, Replicas: r.replicas, Batch: r.batch, Version: Version, Warn: os.Stderr, Live: live, Watch: &r.watch})
 }
 
 // close closes the connection once its job is done with it.

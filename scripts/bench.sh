@@ -21,7 +21,8 @@
 #   isolation      per-item cost of map.isolation: worktree on a repository of
 #                  1,000 files, against a shell loop of git worktree add + remove
 #   nats           items on NATS workers (SPEC §11.10): server, coordinator and
-#                  workers as processes on this machine, against local mode;
+#                  workers as processes on this machine, against local mode
+#                  (NATS_BATCH=N: the NATS runs with --nats-batch N);
 #                  worktree items committing a file each, in two workers'
 #                  clones, against local worktree isolation
 # Alternating runs, medians. QUICK=1 runs a small version (about a
@@ -63,6 +64,7 @@ nats_noop=${NATS_NOOP:-10000}
 nats_true=${NATS_TRUE:-2000}
 nats_sleep=${NATS_SLEEP:-1500}
 nats_git=${NATS_GIT:-40}
+nats_batch=${NATS_BATCH:-1} # --nats-batch of the NATS runs
 if [ "${QUICK:-}" = 1 ]; then
 	rounds=2 map_sizes=300 map_parallel=2 ext_items=300 chain_steps="10 50" startup_runs=20 retry_items=500 dlq_items=300 dlqcost_items=2000 scale_items=2000 scale_big=20000 true_big=20000 true_small=2000 listing_items=2000 listing_jobs=10 stream_items=20000 log_lines=1000000 iso_items=10
 	nats_noop=1000 nats_true=300 nats_sleep=240 nats_git=12
@@ -495,7 +497,7 @@ worker n1 noop 32; w1=$worker; worker n2 noop 32; w2=$worker
 : > t.rate; : > t.cpu
 for r in $(seq 1 "$rounds"); do
 	s0=$(ticks "$server"); a0=$(( $(ticks "$w1") + $(ticks "$w2") ))
-	/usr/bin/time -f '%e %U %S' -o coord.txt "$runner" run -q --progress never --state-dir "n64-$r" --nats "$url" --queue noop noop64.yml >/dev/null 2>&1
+	/usr/bin/time -f '%e %U %S' -o coord.txt "$runner" run -q --progress never --state-dir "n64-$r" --nats "$url" --nats-batch "$nats_batch" --queue noop noop64.yml >/dev/null 2>&1
 	s1=$(ticks "$server"); a1=$(( $(ticks "$w1") + $(ticks "$w2") ))
 	read -r wall cu cs < coord.txt
 	awk -v n="$nats_noop" -v w="$wall" 'BEGIN {printf "%.0f\n", n / w}' >> t.rate
@@ -513,7 +515,7 @@ noop "$nats_noop" 8 > noop8.yml
 worker l1 lat 8; w1=$worker
 : > lat.nats; : > lat.local
 for r in $(seq 1 "$rounds"); do
-	"$runner" run -q --progress never --state-dir "l8-$r" --job-id j --nats "$url" --queue lat noop8.yml >/dev/null 2>&1
+	"$runner" run -q --progress never --state-dir "l8-$r" --job-id j --nats "$url" --nats-batch "$nats_batch" --queue lat noop8.yml >/dev/null 2>&1
 	latency "l8-$r" >> lat.nats
 	"$runner" run -q --progress never --state-dir "ll-$r" --job-id j noop8.yml >/dev/null 2>&1
 	latency "ll-$r" >> lat.local
@@ -529,7 +531,7 @@ worker t1 true 4; w1=$worker; worker t2 true 4; w2=$worker
 : > t.local; : > t.nats
 for r in $(seq 1 "$rounds"); do
 	t0=$(now); "$runner" run -q --progress never --state-dir "tl-$r" true8.yml >/dev/null 2>&1; since "$t0" >> t.local
-	t0=$(now); "$runner" run -q --progress never --state-dir "tn-$r" --nats "$url" --queue true true8.yml >/dev/null 2>&1; since "$t0" >> t.nats
+	t0=$(now); "$runner" run -q --progress never --state-dir "tn-$r" --nats "$url" --nats-batch "$nats_batch" --queue true true8.yml >/dev/null 2>&1; since "$t0" >> t.nats
 	rm -rf "tl-$r" "tn-$r"
 done
 l=$(median < t.local); n=$(median < t.nats)
@@ -543,7 +545,7 @@ printf 'name: sleep\nmode: mapreduce\nmap:\n  input: seq 1 %d\n  max_parallel: 1
 worker s1 sleep 6; w1=$worker; worker s2 sleep 6; w2=$worker
 : > t.sleep; : > t.sleeplocal
 for r in $(seq 1 "$rounds"); do
-	t0=$(now); "$runner" run -q --progress never --state-dir "sl-$r" --nats "$url" --queue sleep sleep.yml >/dev/null 2>&1; since "$t0" >> t.sleep
+	t0=$(now); "$runner" run -q --progress never --state-dir "sl-$r" --nats "$url" --nats-batch "$nats_batch" --queue sleep sleep.yml >/dev/null 2>&1; since "$t0" >> t.sleep
 	t0=$(now); "$runner" run -q --progress never --state-dir "sll-$r" sleep.yml >/dev/null 2>&1; since "$t0" >> t.sleeplocal
 	rm -rf "sl-$r" "sll-$r"
 done
@@ -564,7 +566,7 @@ export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com GIT_COMMITTER_NA
 : > t.gitlocal; : > t.gitnats
 for r in $(seq 1 "$rounds"); do
 	(cd gitrepo && t0=$(now) && "$runner" run -q --progress never --state-dir "$work/gl-$r" "$work/commits.yml" >/dev/null 2>&1 && since "$t0") >> t.gitlocal
-	(cd gitrepo && t0=$(now) && "$runner" run -q --progress never --state-dir "$work/gn-$r" --nats "$url" --queue git "$work/commits.yml" >/dev/null 2>&1 && since "$t0") >> t.gitnats
+	(cd gitrepo && t0=$(now) && "$runner" run -q --progress never --state-dir "$work/gn-$r" --nats "$url" --nats-batch "$nats_batch" --queue git "$work/commits.yml" >/dev/null 2>&1 && since "$t0") >> t.gitnats
 done
 l=$(median < t.gitlocal); n=$(median < t.gitnats)
 echo "  $nats_git worktree items committing a file each (1,000-file repository), max_parallel 4: local ${l}s, NATS (2 workers x 2, two clones) ${n}s: $(ratio "$n" "$l")x local (target: at most 1.5)"

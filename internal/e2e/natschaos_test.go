@@ -74,13 +74,13 @@ func natsRuns(t *testing.T, path string) map[string][]*natsRun {
 }
 
 // natsCoordinator starts `runner run` (or `runner resume` once the job
-// exists) of chaos.yml on url and returns it with a channel closed when it
-// exits.
+// exists) of chaos.yml on url, its tasks in batches of up to 2
+// (--nats-batch), and returns it with a channel closed when it exits.
 func natsCoordinator(t *testing.T, dir, url string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
-	args := []string{"resume", "j"}
+	args := []string{"resume", "--nats-batch", "2", "j"}
 	if _, err := os.Stat(state.Store{Dir: filepath.Join(dir, ".runner")}.Layout("j").Meta); err != nil {
-		args = []string{"run", "--nats", url, "--queue", "chaos", "--job-id", "j", "chaos.yml"}
+		args = []string{"run", "--nats", url, "--queue", "chaos", "--nats-batch", "2", "--job-id", "j", "chaos.yml"}
 	}
 	cmd, _, exited := startRunner(t, dir, args...)
 	return cmd, exited
@@ -266,7 +266,8 @@ func answeredBeats(t *testing.T, log string) map[string][]natsBeat {
 	t.Helper()
 	beats := map[string][]natsBeat{}
 	for _, line := range readLines(t, log) {
-		// runner worker W: job J item I: heartbeat sent T answered T
+		// runner worker W: job J item I: heartbeat sent T answered T,
+		// or "items I1,I2" for a batch of several: each item's beat.
 		f := strings.Fields(line)
 		if len(f) != 12 || f[7] != "heartbeat" {
 			continue
@@ -276,8 +277,9 @@ func answeredBeats(t *testing.T, log string) map[string][]natsBeat {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("%s: heartbeat line %q: %v %v", log, line, err1, err2)
 		}
-		item := strings.TrimSuffix(f[6], ":")
-		beats[item] = append(beats[item], natsBeat{sent, answered})
+		for item := range strings.SplitSeq(strings.TrimSuffix(f[6], ":"), ",") {
+			beats[item] = append(beats[item], natsBeat{sent, answered})
+		}
 	}
 	return beats
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
@@ -327,7 +329,7 @@ error_policy:
 // creditSample is the job's tasks as the server saw them at one moment.
 type creditSample struct {
 	at      time.Time      // when the server's answer had come
-	tasks   map[string]int // item id → its tasks in RUNNER_TASKS (queued, running or finished and not yet acked)
+	tasks   map[string]int // item id → its tasks in RUNNER_TASKS (queued, running or finished and their message not yet acked)
 	lastSeq uint64         // the stream's last publish
 }
 
@@ -367,13 +369,20 @@ func TestNATSCreditWindow(t *testing.T) {
 				continue
 			}
 			sample := creditSample{at: time.Now(), tasks: map[string]int{}, lastSeq: si.State.LastSeq}
-			for subject, n := range si.State.Subjects {
-				// runner.task.<queue>.<job key>.<index>; item index i is seq's i+1.
-				index, err := strconv.Atoi(subject[strings.LastIndexByte(subject, '.')+1:])
+			for subject := range si.State.Subjects {
+				// runner.task.<queue>.<job key>.<batch>: one message, whose
+				// tasks name their items.
+				raw, err := s.GetLastMsgForSubject(ctx, subject)
 				if err != nil {
-					t.Errorf("task subject %s", subject)
+					continue // taken meanwhile
 				}
-				sample.tasks[strconv.Itoa(index+1)] = int(n)
+				var b natsconn.Batch
+				if err := json.Unmarshal(raw.Data, &b); err != nil {
+					t.Errorf("task message %s: %v", subject, err)
+				}
+				for _, task := range b.Tasks {
+					sample.tasks[task.ItemID]++
+				}
 			}
 			got = append(got, sample)
 		}

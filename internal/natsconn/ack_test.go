@@ -25,7 +25,7 @@ func TestAckElectedTriesAgainWhileNoLeaderAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Publish(t.Context(), js, NewMsg(TaskSubject(DefaultQueue, "k", 0), "j", []byte("{}")), "t1"); err != nil {
+	if err := Publish(t.Context(), js, NewMsg(TaskSubject(DefaultQueue, "k", "1-1"), "j", []byte("{}")), "t1"); err != nil {
 		t.Fatal(err)
 	}
 	msg, err := Next(t.Context(), tasks)

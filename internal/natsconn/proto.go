@@ -33,7 +33,7 @@ const (
 const (
 	HeaderProto = "Runner-Proto"
 	headerJob   = "Runner-Job"
-	Proto       = "1"
+	Proto       = "2" // 2: a task message carries a batch of tasks
 )
 
 // DefaultQueue is the worker pool a job's tasks go to unless it names one.
@@ -85,8 +85,18 @@ func SubjectKey(subject string) string {
 	return parts[3]
 }
 
-func TaskSubject(queue, key string, index int) string {
-	return "runner.task." + queue + "." + key + "." + strconv.Itoa(index)
+// TaskSubject is the subject of a task message, runner.task.Q.J.B: B
+// names the batch of tasks it carries, one of its own for every message
+// (see NewBatchName).
+func TaskSubject(queue, key, batch string) string {
+	return "runner.task." + queue + "." + key + "." + batch
+}
+
+// BatchName is B in a task message's subject and id: the coordinator's
+// epoch and the number of the message in it, which no other message of
+// the job has.
+func BatchName(epoch int, n uint64) string {
+	return strconv.Itoa(epoch) + "-" + strconv.FormatUint(n, 10)
 }
 
 func ResultSubject(key string, index int) string {
@@ -96,9 +106,7 @@ func ResultSubject(key string, index int) string {
 // JobResultsSubject matches the results of every item of job key.
 func JobResultsSubject(key string) string { return "runner.result." + key + ".>" }
 
-func TaskMsgID(key string, index, attempt, epoch int) string {
-	return fmt.Sprintf("t.%s.%d.%d.%d", key, index, attempt, epoch)
-}
+func TaskMsgID(key, batch string) string { return "t." + key + "." + batch }
 
 func ResultMsgID(key string, index, attempt, epoch int) string {
 	return fmt.Sprintf("r.%s.%d.%d.%d", key, index, attempt, epoch)
@@ -111,7 +119,63 @@ func BeatSubject(key string) string { return "runner.beat." + key }
 func WorkersConsumer(queue string) string { return "workers_" + queue }
 func JobConsumer(key string) string       { return "job_" + key }
 
-// Task is the body of a task message.
+// Batch is the body of a task message: the tasks of one or more items of
+// a job, sent together. The worker that takes it runs them at once, each
+// on a slot of its own, stores each one's result as it ends and
+// acknowledges the message once, when all have theirs; delivered again
+// (that worker was lost), its items whose results the coordinator no
+// longer awaits are not run again (see AwaitedSubject).
+type Batch struct {
+	Tasks []Task `json:"tasks"`
+}
+
+// BatchBody joins the bodies of tasks (each a Task in JSON) into the body
+// of one task message, a Batch.
+func BatchBody(tasks [][]byte) []byte {
+	n := len(`{"tasks":[]}`) + len(tasks)
+	for _, t := range tasks {
+		n += len(t)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"tasks":[`...)
+	for i, t := range tasks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, t...)
+	}
+	return append(b, "]}"...)
+}
+
+// BatchOverhead is what a task adds to the body of a batch besides its
+// own: a comma, and the batch's braces counted once for all.
+const BatchOverhead = len(`{"tasks":[]}`) + 1
+
+// AwaitedSubject is where a worker that got a batch delivered again asks
+// the job's coordinator, on core NATS, which of its items it still awaits
+// (an Awaited request): the others' results are recorded, or no dispatch
+// waits for them, and they are not run again. No answer (no coordinator
+// runs the job now): the worker runs those whose results are not stored
+// (a result it recorded is no longer in the stream: the coordinator
+// that resumes the job drops it as a duplicate).
+func AwaitedSubject(key string) string { return "runner.awaited." + key }
+
+// Awaited is a worker's question about a batch's items, each by index,
+// attempt and epoch, and the coordinator's answer: Awaited[i] says
+// whether it still waits for the result of Items[i].
+type Awaited struct {
+	Items   []AwaitedItem `json:"items,omitempty"`
+	Awaited []bool        `json:"awaited,omitempty"`
+}
+
+// AwaitedItem is one item of an Awaited question.
+type AwaitedItem struct {
+	Index   int `json:"index"`
+	Attempt int `json:"attempt"`
+	Epoch   int `json:"epoch"`
+}
+
+// Task is one item's task, in a Batch.
 type Task struct {
 	JobID         string          `json:"job_id"`
 	Index         int             `json:"index"`

@@ -32,8 +32,12 @@ type Options struct {
 	// Replicas of the NATS objects, asked for (--nats-replicas,
 	// distributed.replicas); 0: natsconn.DefaultReplicas.
 	Replicas int
-	Version  string    // this runner's, for the spec
-	Warn     io.Writer // warnings about the NATS objects
+	// Batch is the most tasks one message carries (--nats-batch): the
+	// tasks ready while one message is published go together in the
+	// next (batch.go); 0 or 1: each in its own.
+	Batch   int
+	Version string    // this runner's, for the spec
+	Warn    io.Writer // warnings about the NATS objects
 	// Live shows each item's output as the workers send it, its stdout
 	// and stderr apart (runner run --tag); nil: in its log only.
 	Live *itemtask.Live
@@ -62,10 +66,13 @@ type Dispatcher struct {
 	key     string
 	epoch   int
 	maxDel  int
+	batch   int    // the most tasks a message carries, at least 1
 	version string // this runner's, for the spec
 	every   time.Duration
 	results jetstream.Consumer
-	pulls   *natsconn.Pulls // the standing pull of results, read by consume
+	pulls   *natsconn.Pulls    // the standing pull of results, read by consume
+	out     *sender            // publishes the tasks, in batches
+	awaited *nats.Subscription // answers the workers' natsconn.Awaited questions
 	acks    *acks
 	beats   *nats.Subscription // the workers' beats of the job's tasks
 	prog    *tracker           // how the runs of the job's tasks go
@@ -118,12 +125,23 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	}
 	d := &Dispatcher{
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
-		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
+		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), batch: max(opts.Batch, 1), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
 		items: map[int]*record{}, done: make(chan struct{}), watched: make(chan struct{}), watch: opts.Watch, acks: newAcks(),
 	}
+	// The results are read, and the tasks sent, until Close, even after
+	// ctx ends: an interrupted job's late results are acknowledged as
+	// duplicates.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.stop = cancel
 	abort := func(err error) (*Dispatcher, error) {
-		if d.beats != nil {
-			_ = d.beats.Unsubscribe()
+		for _, sub := range []*nats.Subscription{d.beats, d.awaited} {
+			if sub != nil {
+				_ = sub.Unsubscribe()
+			}
+		}
+		cancel()
+		if d.out != nil {
+			<-d.out.done
 		}
 		d.acks.close()
 		lock.Close()
@@ -141,7 +159,11 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	if d.prog, err = trackProgress(opts.Conn, d.key, h, opts.Live); err != nil {
 		return abort(err)
 	}
+	d.out = startSender(cctx, d)
 	if err := d.leftRunning(); err != nil {
+		return abort(err)
+	}
+	if d.awaited, err = opts.Conn.Subscribe(natsconn.AwaitedSubject(d.key), d.answerAwaited); err != nil {
 		return abort(err)
 	}
 	// The items an ended process left running are settled before any is
@@ -153,10 +175,6 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	d.watch.set(d)
 	replicas, replication := objs.Replication()
 	h.JobEvent(eventlog.NATSStreams(replicas, replication))
-	// The results are read until Close, even after ctx ends: an
-	// interrupted job's late results are acknowledged as duplicates.
-	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d.stop = cancel
 	go d.consume(cctx)
 	go d.watchStreams(cctx, cmp.Or(opts.ProbeEvery, natsconn.ProbeEvery))
 	return d, nil
@@ -308,28 +326,6 @@ func (d *Dispatcher) consume(ctx context.Context) {
 	}
 }
 
-// send publishes t's task under message id. It reports false, with the
-// outcome of the attempt, when the task cannot be sent (too large for
-// NATS).
-func (d *Dispatcher) send(ctx context.Context, t itemtask.Task, id string) (itemtask.Outcome, bool) {
-	checkpoints, sent := d.prog.Sending(t)
-	body, err := taskBody(natsconn.Task{JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: d.epoch, Item: t.Item, MaxDeliveries: d.maxDel, Total: t.Total, Tip: t.Tip, Checkpoints: checkpoints, Sent: sent})
-	if err == nil && len(body) > natsconn.MaxTask {
-		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
-	}
-	if err == nil {
-		m := natsconn.NewMsg(natsconn.TaskSubject(d.queue, d.key, t.Index), t.JobID, body)
-		err = natsconn.Publish(ctx, d.js, m, id)
-		if ctx.Err() != nil {
-			return itemtask.Outcome{}, true // interrupted: the wait says so
-		}
-	}
-	if err == nil {
-		return itemtask.Outcome{}, true
-	}
-	return t.FailedWith("spawn", err), false
-}
-
 // outcome is the outcome of t that rec's result carries, which makes rec
 // recording: the item's branch fetched back (worktree items), the
 // worker's events recorded and its log appended to the item's. Ended with
@@ -401,8 +397,10 @@ func (d *Dispatcher) Close() error {
 	defer d.prog.close()
 	d.watch.set(nil)
 	_ = d.beats.Unsubscribe()
+	_ = d.awaited.Unsubscribe()
 	d.stop()
 	<-d.done
+	<-d.out.done
 	d.acks.close() // before the consumer goes: its acknowledged results leave the stream
 	<-d.watched
 	// Close runs when the job's context may have ended (an interrupt): the

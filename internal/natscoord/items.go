@@ -52,8 +52,7 @@ type record struct {
 	// its task (adopted) or its result, whose epoch is any.
 	ended   bool
 	task    itemtask.Task // this process's dispatch of it; zero before
-	subject string        // the task message it went out in
-	resends int           // the times check sent it again
+	subject string        // the task message it went out in (its batch's); "" before
 	holder  holder
 	in      inbound       // its result, from resulted on
 	ready   chan struct{} // closed when it is resulted
@@ -76,8 +75,7 @@ type inbound struct {
 // place of any before; d.mu is held.
 func (d *Dispatcher) newRecord(index, attempt int, id string, p phase) *record {
 	d.keys++
-	r := &record{key: d.keys, index: index, attempt: attempt, id: id, phase: p, ended: p == left,
-		subject: natsconn.TaskSubject(d.queue, d.key, index), ready: make(chan struct{})}
+	r := &record{key: d.keys, index: index, attempt: attempt, id: id, phase: p, ended: p == left, ready: make(chan struct{})}
 	d.items[index] = r
 	return r
 }
@@ -87,7 +85,13 @@ func (d *Dispatcher) newRecord(index, attempt int, id string, p phase) *record {
 // epoch (a dlq retry numbers a retried item's attempts from 1 again, and
 // a result the first run never acknowledged comes back to it).
 func (r *record) awaits(res natsconn.Result, epoch int) bool {
-	return r.phase <= published && r.attempt == res.Attempt && (r.ended || res.Epoch == epoch)
+	return r.waitsFor(res.Attempt, res.Epoch, epoch)
+}
+
+// waitsFor reports whether r waits for the result of attempt sent in
+// sentIn, the epoch of its task, as awaits says.
+func (r *record) waitsFor(attempt, sentIn, epoch int) bool {
+	return r.phase <= published && r.attempt == attempt && (r.ended || sentIn == epoch)
 }
 
 // move is r's move to phase to, as reconcile asks for it.
@@ -206,7 +210,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	prog := d.prog.Track(ctx, t, r.emitted)
 	defer d.prog.Untrack(prog)
 	if p == sending {
-		if out, sent := d.send(ctx, t, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)); !sent {
+		if out, sent := d.send(ctx, r, t); !sent {
 			return out, nil
 		}
 		d.mu.Lock()

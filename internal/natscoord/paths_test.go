@@ -210,7 +210,7 @@ func TestWorkerLeavesUnknownProtocol(t *testing.T) {
 	t.Parallel()
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
-	m := natsconn.NewMsg(natsconn.TaskSubject("q", natsconn.NewJobKey("j"), 0), "j", []byte(`{"job_id":"j"}`))
+	m := natsconn.NewMsg(natsconn.TaskSubject("q", natsconn.NewJobKey("j"), "1-1"), "j", []byte(`{"job_id":"j"}`))
 	m.Header.Set(natsconn.HeaderProto, "99")
 	if err := natsconn.Publish(t.Context(), js, m, "t.future"); err != nil {
 		t.Fatal(err)
@@ -234,8 +234,8 @@ func TestWorkerDropsTaskOfUnknownJob(t *testing.T) {
 	srv, js, objs := serve(t)
 	runWorker(t, srv, "q")
 	key := natsconn.NewJobKey("gone")
-	body, _ := json.Marshal(natsconn.Task{JobID: "gone", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
-	if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.TaskSubject("q", key, 0), "gone", body), natsconn.TaskMsgID(key, 0, 1, 1)); err != nil {
+	body, _ := json.Marshal(natsconn.Batch{Tasks: []natsconn.Task{{JobID: "gone", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4}}})
+	if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.TaskSubject("q", key, "1-1"), "gone", body), natsconn.TaskMsgID(key, "1-1")); err != nil {
 		t.Fatal(err)
 	}
 	if !testkit.Poll(func() bool { return streamState(t, objs.Tasks).Msgs == 0 }) {
@@ -252,9 +252,10 @@ func TestRepublishedTaskIsStoredOnce(t *testing.T) {
 	t.Parallel()
 	_, js, objs := serve(t)
 	key := natsconn.NewJobKey("j")
-	body, _ := json.Marshal(natsconn.Task{JobID: "j", Index: 3, ItemID: "4", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"4"`), MaxDeliveries: 4})
+	body, _ := json.Marshal(natsconn.Batch{Tasks: []natsconn.Task{{JobID: "j", Index: 3, ItemID: "4", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"4"`), MaxDeliveries: 4}}})
 	for _, epoch := range []int{1, 1, 2} {
-		if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.TaskSubject("q", key, 3), "j", body), natsconn.TaskMsgID(key, 3, 1, epoch)); err != nil {
+		batch := natsconn.BatchName(epoch, 1)
+		if err := natsconn.Publish(t.Context(), js, natsconn.NewMsg(natsconn.TaskSubject("q", key, batch), "j", body), natsconn.TaskMsgID(key, batch)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,6 +22,11 @@ type view struct {
 	// acknowledgement: adopted, it ends as a duplicate, and the next
 	// check sends the item's.)
 	tasks map[string]uint64
+	// carried is the subject of the task message in the stream that
+	// carries each left item's task, by index (an ended process's batch:
+	// its subject is not in the item log), read only when there are left
+	// records.
+	carried map[int]string
 	// results are the last result stored of each item whose task the
 	// stream does not hold, by index, read after tasks: a worker
 	// acknowledges its task only once its result is stored, so a task
@@ -40,6 +44,7 @@ type move struct {
 	key      uint64
 	from, to phase
 	in       inbound // to resulted: the result read from the stream
+	subject  string  // left to published: the message that carries its task
 }
 
 // plan is what reconcile asks for.
@@ -82,10 +87,12 @@ func reconcile(recs []record, v view, epoch int) plan {
 			}
 		}
 		in, stored := v.results[r.index]
-		switch {
-		case v.tasks[r.subject] > 0:
+		switch subject := v.subject(r); {
+		case v.tasks[subject] > 0:
 			if r.phase == left {
-				p.moves = append(p.moves, r.move(published))
+				m := r.move(published)
+				m.subject = subject
+				p.moves = append(p.moves, m)
 			}
 		case stored && r.awaits(in.r, epoch):
 			if r.phase == left || v.now.Sub(in.at) >= resultInFlight {
@@ -100,6 +107,15 @@ func reconcile(recs []record, v view, epoch int) plan {
 		}
 	}
 	return p
+}
+
+// subject is the task message that carries r's task: its batch's, or,
+// for a left record, the one v found that carries its item.
+func (v view) subject(r record) string {
+	if r.phase == left {
+		return v.carried[r.index]
+	}
+	return r.subject
 }
 
 // check reads the server's view of the left and published records (look),
@@ -126,9 +142,14 @@ func (d *Dispatcher) look(ctx context.Context, recs []record) (view, error) {
 	if v.tasks, err = subjects(ctx, d.objs.Tasks, "runner.task."+d.queue+"."+d.key+".>"); err != nil {
 		return v, fmt.Errorf("NATS stream %s: %w", natsconn.TasksStream, err)
 	}
+	if slices.ContainsFunc(recs, func(r record) bool { return r.phase == left }) {
+		if v.carried, err = d.carried(ctx, v.tasks); err != nil {
+			return v, fmt.Errorf("NATS stream %s: %w", natsconn.TasksStream, err)
+		}
+	}
 	var stored map[string]uint64
 	for _, r := range recs {
-		if v.tasks[r.subject] > 0 {
+		if v.tasks[v.subject(r)] > 0 {
 			continue
 		}
 		if stored == nil {
@@ -155,6 +176,28 @@ func (d *Dispatcher) look(ctx context.Context, recs []record) (view, error) {
 	}
 	v.now = time.Now()
 	return v, nil
+}
+
+// carried reads the task messages on subjects (one each: a batch's
+// subject is its own) and returns the subject of each item's task.
+func (d *Dispatcher) carried(ctx context.Context, subjects map[string]uint64) (map[int]string, error) {
+	carried := map[int]string{}
+	for subject := range subjects {
+		cctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+		raw, err := d.objs.Tasks.GetLastMsgForSubject(cctx, subject)
+		cancel()
+		var b natsconn.Batch
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound): // taken meanwhile
+		case err != nil:
+			return nil, err
+		case json.Unmarshal(raw.Data, &b) == nil:
+			for _, t := range b.Tasks {
+				carried[t.Index] = subject
+			}
+		}
+	}
+	return carried, nil
 }
 
 // subjects counts the messages of stream s on each subject that filter
@@ -210,12 +253,14 @@ func (d *Dispatcher) apply(ctx context.Context, p plan) {
 			delete(d.items, m.index)
 			d.mu.Unlock()
 		case m.from == published:
-			r.resends++
-			t, n := r.task, r.resends
+			t := r.task
 			d.mu.Unlock()
-			d.resend(ctx, t, n)
+			d.resend(ctx, r, t)
 		default:
 			r.phase = m.to
+			if m.subject != "" {
+				r.subject = m.subject
+			}
 			d.mu.Unlock()
 		}
 	}
@@ -248,16 +293,15 @@ func (d *Dispatcher) keepGit(ctx context.Context, tips []string) bool {
 	return true
 }
 
-// resend publishes t again, the n-th time, under a message id of its own:
-// the stream's duplicate window may still hold the first one's (a worker
-// dropped the task), and would drop it. The task is in the stream no
-// more, so no worker runs it meanwhile. One that fails is sent at the
-// next check.
-func (d *Dispatcher) resend(ctx context.Context, t itemtask.Task, n int) {
+// resend publishes r's task t again, in a batch of its own (whose
+// message id the stream's duplicate window has not seen). The task is in
+// the stream no more, so no worker runs it meanwhile. One that fails is
+// sent at the next check.
+func (d *Dispatcher) resend(ctx context.Context, r *record, t itemtask.Task) {
 	d.objs.Warnf("job %s: item %s's task is gone from NATS stream %s with no result: sending it again", d.j.ID(), t.ItemID, natsconn.TasksStream)
 	ctx, cancel := context.WithTimeout(ctx, 2*natsconn.CallDeadline)
 	defer cancel()
-	d.send(ctx, t, natsconn.TaskMsgID(d.key, t.Index, t.Attempt, d.epoch)+".r"+strconv.Itoa(n))
+	d.send(ctx, r, t)
 }
 
 // restore makes the NATS objects again when a pull failed because the

@@ -125,8 +125,8 @@ func TestResumeAdoptsTasksAndReadsResults(t *testing.T) {
 	if err := ended.putSpec(ctx, natsconn.StatusRunning); err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(natsconn.Task{JobID: "j", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4})
-	if err := natsconn.Publish(ctx, js, natsconn.NewMsg(natsconn.TaskSubject(natsconn.DefaultQueue, key, 0), "j", body), natsconn.TaskMsgID(key, 0, 1, 1)); err != nil {
+	body, _ := json.Marshal(natsconn.Batch{Tasks: []natsconn.Task{{JobID: "j", Index: 0, ItemID: "1", Attempt: 1, Epoch: 1, Item: json.RawMessage(`"1"`), MaxDeliveries: 4}}})
+	if err := natsconn.Publish(ctx, js, natsconn.NewMsg(natsconn.TaskSubject(natsconn.DefaultQueue, key, "1-1"), "j", body), natsconn.TaskMsgID(key, "1-1")); err != nil {
 		t.Fatal(err)
 	}
 	body, _ = json.Marshal(natsconn.Result{Index: 1, Attempt: 1, Epoch: 1, Worker: "gone", Delivery: 1, Output: "2\n"})

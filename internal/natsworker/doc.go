@@ -1,6 +1,7 @@
 // Package natsworker is `runner worker` (SPEC §11.2): a Worker pulls the
-// tasks of one queue, opens each job from the spec its coordinator put in
-// the jobs bucket (WorkerOptions.Open, the engine's), runs its items,
+// task messages of one queue, each a batch of items (batch.go), opens each
+// job from the spec its coordinator put in the jobs bucket
+// (WorkerOptions.Open, the engine's), runs the items of a batch at once,
 // heartbeats while they run, announces them to the coordinator (beats),
 // reports each run as it goes (a remote.Reporter) and sends back their
 // results, logging a line per task and periodic

@@ -194,14 +194,30 @@ func (w *Worker) Run(ctx context.Context) error {
 			break
 		}
 		idleSince = time.Now()
-		running.Add(1)
-		w.tally.running.Add(1)
-		runners.run(func() {
-			defer running.Done()
-			defer w.tally.running.Add(-1)
-			defer sl.Release()
-			w.handle(runCtx, msg, sl)
-		})
+		b := w.receive(runCtx, msg)
+		if b == nil {
+			sl.Release()
+			continue
+		}
+		// The batch's items start as slots come, the first on the slot
+		// held for the pull; the next pull waits for them.
+		for i, t := range b.tasks {
+			hold := sl
+			if i > 0 {
+				if hold = w.slots.Hold(); hold.Acquire(ctx) != nil {
+					b.unstarted(i)
+					break
+				}
+			}
+			running.Add(1)
+			w.tally.running.Add(1)
+			runners.run(func() {
+				defer running.Done()
+				defer w.tally.running.Add(-1)
+				defer hold.Release()
+				b.run(t, hold)
+			})
+		}
 	}
 	ended := make(chan struct{})
 	go func() { running.Wait(); close(ended) }()
@@ -281,7 +297,7 @@ func (w *Worker) logSummary() {
 // failed because the server lost them (restarted on an empty store): the
 // worker pulls again from the new consumer, and can store results. The
 // jobs bucket is the coordinators' to make again, with their specs in it:
-// until then a task of a job this worker has not seen waits (see handle).
+// until then a task of a job this worker has not seen waits (see receive).
 func (w *Worker) restore(ctx context.Context, pullErr error) {
 	if !w.objs.Lost(ctx, pullErr, natsconn.TasksStream, natsconn.WorkersConsumer(w.opts.Queue)) {
 		return
@@ -303,80 +319,6 @@ func (w *Worker) restore(ctx context.Context, pullErr error) {
 // idle reports whether no item is running, including one that waits out a
 // delay with its slot given back.
 func (w *Worker) idle() bool { return len(w.slots) == 0 && w.delaying.Load() == 0 }
-
-// handle runs one task message to its result.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, sl *itemtask.Hold) {
-	received := time.Now()
-	if msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
-		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
-		return
-	}
-	var t natsconn.Task
-	key := natsconn.SubjectKey(msg.Subject())
-	if err := json.Unmarshal(msg.Data(), &t); err != nil || key == "" {
-		_ = msg.TermWithReason("unreadable task")
-		return
-	}
-	delivery := 1
-	if meta, err := msg.Metadata(); err == nil {
-		delivery = int(meta.NumDelivered)
-	}
-	wj, err := w.job(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		_ = msg.TermWithReason("unknown job")
-		return
-	case err != nil:
-		w.logf("job %s: %v", t.JobID, err)
-		_ = msg.NakWithDelay(5 * time.Second)
-		return
-	case wj.spec.Status != natsconn.StatusRunning:
-		_ = msg.TermWithReason("job " + wj.spec.Status)
-		return
-	}
-	r := natsconn.Result{Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Worker: w.opts.Name, Delivery: delivery}
-	switch {
-	case delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
-		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
-			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", delivery, t.MaxDeliveries)}
-	case wj.unable != nil:
-		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: wj.unable.Error()}
-	case w.running(key, t.ItemID):
-		// Delivered again while it runs here (a server restarted on its
-		// store forgets deliveries): a second run would make its
-		// worktree and branch in the same clone at once. It comes back
-		// once this run has ended, and its result is dropped then.
-		w.logf("job %s item %s: delivered again while it runs here; it comes back in %s", t.JobID, t.ItemID, w.ackWait)
-		_ = msg.NakWithDelay(w.ackWait)
-		return
-	default:
-		var ok bool
-		if r, ok = w.run(ctx, wj, t, msg, received, sl, r); !ok {
-			return
-		}
-	}
-	body, err := r.Trim()
-	if err != nil {
-		w.logf("item %s: %v", t.ItemID, err)
-		return
-	}
-	m := natsconn.NewMsg(natsconn.ResultSubject(key, t.Index), t.JobID, body)
-	// The run ended: its result is stored and its task acknowledged even
-	// when the worker is stopping meanwhile.
-	ctx = context.WithoutCancel(ctx)
-	pctx, cancel := context.WithTimeout(ctx, w.ackWait)
-	defer cancel()
-	if err := natsconn.Publish(pctx, w.js, m, natsconn.ResultMsgID(key, t.Index, t.Attempt, t.Epoch)); err != nil {
-		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
-		return
-	}
-	if err := natsconn.AckElected(pctx, msg); err != nil {
-		// The task comes back; its second result is dropped by the
-		// coordinator (first result per attempt wins).
-		w.logf("item %s: task not acknowledged: %v", t.ItemID, err)
-	}
-	w.logTask(t, r, time.Since(received))
-}
 
 // logTask logs the result of a task that took d, and counts it.
 func (w *Worker) logTask(t natsconn.Task, r natsconn.Result, d time.Duration) {
@@ -426,10 +368,12 @@ func (w *Worker) running(key, itemID string) bool {
 	return false
 }
 
-// run runs the item of t with its job's template, sending heartbeats. It
-// reports false when the run stopped without a result to send: the job
-// was interrupted, the server stopped answering, or the worker stopped.
-func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg jetstream.Msg, received time.Time, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, bool) {
+// run runs the item of t with its job's template, under its batch's
+// lease ls. It reports how the run stopped when it did without a result
+// to send: the job was interrupted, the server stopped answering, or the
+// worker stopped.
+func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, ls *lease, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, stopped) {
+	started := time.Now()
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rp := remote.NewReporter(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key},
@@ -443,10 +387,6 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		delete(w.runs, run)
 		w.mu.Unlock()
 	}()
-	ls := newLease(w.wd, w.ackWait-2*w.heartbeat(), received)
-	announce := func() { w.announce(wj.key, t, r.Delivery) }
-	announce()
-	stopBeats := w.beat(rctx, t.JobID+" item "+t.ItemID, msg, ls, cancel, announce)
 	logPath := wj.opened.LogPath(t.ItemID)
 	logStart := fileSize(logPath)
 	mt := itemtask.Task{
@@ -468,7 +408,6 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 		out, ig, err = w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, slot, save, r.Delivery)
 		slot.end()
 	}
-	stopBeats()
 	if err == nil && ls.expired(time.Now()) {
 		// Frozen or cut off past the lease: the task may be another
 		// worker's by now, and this run may have been killed.
@@ -477,16 +416,17 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	if err != nil || context.Cause(rctx) != nil {
 		rp.Flush() // no result carries the run's events
 		cause := context.Cause(rctx)
+		stop := stopUnstored
 		var ref *remote.Refusal
 		switch {
 		case errors.Is(cause, errDrained):
-			_ = msg.NakWithDelay(0)
+			stop = stopDrained
 		case errors.As(err, &ref) && ref.Term:
-			_ = msg.TermWithReason(ref.Reason)
+			stop = stopTerm
 		}
 		w.tally.stopped.Add(1)
-		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(received)), cmp.Or(cause, err))
-		return r, false
+		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(started)), cmp.Or(cause, err))
+		return r, stop
 	}
 	rp.Drop() // the result carries the run's events
 	mask := wj.opened.Mask
@@ -504,7 +444,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, msg je
 	}
 	w.mu.Unlock()
 	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
-	return r, true
+	return r, stopNone
 }
 
 // beat sends "+WPI" to the server every heartbeat while the task runs, as

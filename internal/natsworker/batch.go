@@ -1,0 +1,283 @@
+package natsworker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/natsconn"
+)
+
+// batch is one task message (natsconn.Batch) as this worker runs it:
+// its items run at once, each on a slot of its own, under one lease
+// kept by one heartbeat; each item's result is stored as it ends, and
+// the message is acknowledged once, when every item has its result.
+type batch struct {
+	w        *Worker
+	msg      jetstream.Msg
+	key      string
+	wj       *workerJob
+	delivery int
+	received time.Time
+	tasks    []natsconn.Task // those to run: the items a coordinator no longer awaits left out
+	ls       *lease
+	// ctx is the batch's runs': it ends when the lease runs out (errCutOff).
+	ctx       context.Context
+	cut       context.CancelCauseFunc
+	stopBeats func()
+
+	mu       sync.Mutex
+	running  map[int]natsconn.Task // by index, announced at each heartbeat
+	left     int                   // items not ended
+	unstored bool                  // an item ended without its result stored: the message is not acknowledged
+	again    bool                  // one was stopped with the worker: the message goes to another at once
+	term     bool                  // one's attempt is over (the coordinator said so): it is not run again
+}
+
+// receive reads a task message into a batch ready to run, or settles it
+// (not acknowledged, dropped or handed back) and returns nil: it is not
+// one this worker can run now.
+func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
+	b := &batch{w: w, msg: msg, received: time.Now(), delivery: 1, running: map[int]natsconn.Task{}}
+	if msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
+		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
+		return nil
+	}
+	var body natsconn.Batch
+	b.key = natsconn.SubjectKey(msg.Subject())
+	if err := json.Unmarshal(msg.Data(), &body); err != nil || b.key == "" || len(body.Tasks) == 0 {
+		_ = msg.TermWithReason("unreadable task")
+		return nil
+	}
+	if meta, err := msg.Metadata(); err == nil {
+		b.delivery = int(meta.NumDelivered)
+	}
+	jobID := body.Tasks[0].JobID
+	var err error
+	b.wj, err = w.job(ctx, b.key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		_ = msg.TermWithReason("unknown job")
+		return nil
+	case err != nil:
+		w.logf("job %s: %v", jobID, err)
+		_ = msg.NakWithDelay(5 * time.Second)
+		return nil
+	case b.wj.spec.Status != natsconn.StatusRunning:
+		_ = msg.TermWithReason("job " + b.wj.spec.Status)
+		return nil
+	}
+	for _, t := range body.Tasks {
+		if w.running(b.key, t.ItemID) {
+			// Delivered again while it runs here (a server restarted on
+			// its store forgets deliveries): a second run would make its
+			// worktree and branch in the same clone at once. It comes
+			// back once this run has ended, and its result is dropped
+			// then.
+			w.logf("job %s item %s: delivered again while it runs here; it comes back in %s", t.JobID, t.ItemID, w.ackWait)
+			_ = msg.NakWithDelay(w.ackWait)
+			return nil
+		}
+	}
+	b.tasks = body.Tasks
+	if b.delivery > 1 {
+		b.tasks = w.awaited(ctx, b.key, body.Tasks)
+	}
+	if len(b.tasks) == 0 {
+		_ = natsconn.AckElected(ctx, msg) // every result is recorded
+		return nil
+	}
+	b.left = len(b.tasks)
+	b.ls = newLease(w.wd, w.ackWait-2*w.heartbeat(), b.received)
+	b.ctx, b.cut = context.WithCancelCause(ctx)
+	b.stopBeats = w.beat(b.ctx, b.name(), msg, b.ls, b.cut, b.announce)
+	return b
+}
+
+// name names the batch's items in the worker's log: "J item I", or
+// "J items I1,I2" for several.
+func (b *batch) name() string {
+	if len(b.tasks) == 1 {
+		return b.tasks[0].JobID + " item " + b.tasks[0].ItemID
+	}
+	ids := make([]string, len(b.tasks))
+	for i, t := range b.tasks {
+		ids[i] = t.ItemID
+	}
+	return b.tasks[0].JobID + " items " + strings.Join(ids, ",")
+}
+
+// awaited are those of tasks, delivered again, whose results their
+// coordinator still awaits and are not stored: the others' are recorded
+// (or nothing waits for them), or on their way, and they are not run
+// again. With no answer (no coordinator runs the job now) those whose
+// results are not stored run.
+func (w *Worker) awaited(ctx context.Context, key string, tasks []natsconn.Task) []natsconn.Task {
+	q := natsconn.Awaited{Items: make([]natsconn.AwaitedItem, len(tasks))}
+	for i, t := range tasks {
+		q.Items[i] = natsconn.AwaitedItem{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch}
+	}
+	data, err := json.Marshal(q)
+	if err != nil {
+		return tasks
+	}
+	rctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+	defer cancel()
+	reply, err := w.opts.Conn.RequestWithContext(rctx, natsconn.AwaitedSubject(key), data)
+	var a natsconn.Awaited
+	if err != nil || json.Unmarshal(reply.Data, &a) != nil || len(a.Awaited) != len(tasks) {
+		a.Awaited = make([]bool, len(tasks)) // no answer: each runs unless its result is stored
+		for i := range a.Awaited {
+			a.Awaited[i] = true
+		}
+	}
+	var run []natsconn.Task
+	for i, t := range tasks {
+		switch {
+		case !a.Awaited[i]:
+			w.logf("job %s item %s: delivered again with its batch, its result already recorded: not run again", t.JobID, t.ItemID)
+		case w.stored(ctx, key, t):
+			w.logf("job %s item %s: delivered again with its batch, its result already stored: not run again", t.JobID, t.ItemID)
+		default:
+			run = append(run, t)
+		}
+	}
+	return run
+}
+
+// stored reports whether the results stream holds a result of t's
+// attempt, sent in t's epoch: its coordinator takes it from there (its
+// delivery, or reconcile), and t need not run again.
+func (w *Worker) stored(ctx context.Context, key string, t natsconn.Task) bool {
+	ctx, cancel := context.WithTimeout(ctx, natsconn.CallDeadline)
+	defer cancel()
+	raw, err := w.objs.Results.GetLastMsgForSubject(ctx, natsconn.ResultSubject(key, t.Index))
+	if err != nil {
+		return false
+	}
+	var r natsconn.Result
+	return json.Unmarshal(raw.Data, &r) == nil && r.Index == t.Index && r.Attempt == t.Attempt && r.Epoch == t.Epoch
+}
+
+// announce tells the coordinator which of the batch's items run here.
+func (b *batch) announce() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.running {
+		b.w.announce(b.key, t, b.delivery)
+	}
+}
+
+// run runs t, one of the batch's tasks, on slot sl to its result, and
+// stores the result.
+func (b *batch) run(t natsconn.Task, sl *itemtask.Hold) {
+	w := b.w
+	r := natsconn.Result{Index: t.Index, ItemID: t.ItemID, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Worker: w.opts.Name, Delivery: b.delivery}
+	stop := stopNone
+	switch {
+	case b.delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
+		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
+			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", b.delivery, t.MaxDeliveries)}
+	case b.wj.unable != nil:
+		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: b.wj.unable.Error()}
+	default:
+		b.mu.Lock()
+		b.running[t.Index] = t
+		b.mu.Unlock()
+		w.announce(b.key, t, b.delivery)
+		r, stop = w.run(b.ctx, b.wj, t, b.ls, sl, r)
+		b.mu.Lock()
+		delete(b.running, t.Index)
+		b.mu.Unlock()
+	}
+	if stop == stopNone && !b.store(t, r) {
+		stop = stopUnstored
+	}
+	b.end(stop)
+}
+
+// store stores t's result r; it reports false when it could not.
+func (b *batch) store(t natsconn.Task, r natsconn.Result) bool {
+	w := b.w
+	body, err := r.Trim()
+	if err != nil {
+		w.logf("item %s: %v", t.ItemID, err)
+		return false
+	}
+	m := natsconn.NewMsg(natsconn.ResultSubject(b.key, t.Index), t.JobID, body)
+	// The run ended: its result is stored even when the worker is
+	// stopping meanwhile.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), w.ackWait)
+	defer cancel()
+	if err := natsconn.Publish(pctx, w.js, m, natsconn.ResultMsgID(b.key, t.Index, t.Attempt, t.Epoch)); err != nil {
+		w.logf("item %s: result not stored, the task will run again: %v", t.ItemID, err)
+		return false
+	}
+	w.logTask(t, r, time.Since(b.received))
+	return true
+}
+
+// stopped is how a run of a batch's item ended without a result stored.
+type stopped uint8
+
+const (
+	stopNone     stopped = iota // it has its result
+	stopUnstored                // its run was cut off, or its result not stored: the message comes back after ack_wait
+	stopDrained                 // the worker stopped: the message goes to another at once
+	stopTerm                    // the coordinator said its attempt is over: nothing runs it again
+)
+
+// end counts one of the batch's items ended as stop says; after the last,
+// the message is acknowledged when every item has its result (or its
+// attempt is over), else handed back at once when the worker stopped
+// some, else left to come back after its ack_wait.
+func (b *batch) end(stop stopped) {
+	b.mu.Lock()
+	b.left--
+	switch stop {
+	case stopUnstored:
+		b.unstored = true
+	case stopDrained:
+		b.again = true
+	case stopTerm:
+		b.term = true
+	}
+	last, unstored, again, term := b.left == 0, b.unstored, b.again, b.term
+	b.mu.Unlock()
+	if !last {
+		return
+	}
+	b.stopBeats()
+	b.cut(nil)
+	switch {
+	case again:
+		_ = b.msg.NakWithDelay(0)
+	case unstored:
+	case term && len(b.tasks) == 1:
+		_ = b.msg.TermWithReason("its attempt is over")
+	default:
+		ctx, cancel := context.WithTimeout(context.Background(), b.w.ackWait)
+		defer cancel()
+		if err := natsconn.AckElected(ctx, b.msg); err != nil {
+			// The message comes back; the coordinator answers that its
+			// items' results are recorded, or drops them (first result
+			// per attempt wins).
+			b.w.logf("job %s: task message of %d items not acknowledged: %v", b.wj.spec.JobID, len(b.tasks), err)
+		}
+	}
+}
+
+// unstarted ends the batch's items from the n-th on, which the worker,
+// stopping, did not start: the message goes to another worker at once.
+func (b *batch) unstarted(n int) {
+	for range b.tasks[n:] {
+		b.end(stopDrained)
+	}
+}
