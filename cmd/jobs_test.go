@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -129,12 +130,19 @@ func TestDLQCommandsMemoryDoesNotGrowWithItems(t *testing.T) {
 		dir := t.TempDir()
 		bigDLQJob(t, dir, n)
 		for i, c := range commands {
-			var out lineCounter
-			g := &globalOptions{StateDir: dir, stdout: &out, stderr: io.Discard}
-			var err error
-			peak := testkit.PeakLiveHeap(func() { err = c.run(g) })
-			if err != nil || out.lines < c.lines(n) {
-				t.Fatalf("%s of %d items: %v, %d lines", c.name, n, err, out.lines)
+			// The lower of two runs: on busy cores a collection counts
+			// live what the command allocates while it marks (see
+			// PeakLiveHeap), which only ever adds; what the command holds
+			// shows in both.
+			peak := uint64(math.MaxUint64)
+			for range 2 {
+				var out lineCounter
+				g := &globalOptions{StateDir: dir, stdout: &out, stderr: io.Discard}
+				var err error
+				peak = min(peak, testkit.PeakLiveHeap(func() { err = c.run(g) }))
+				if err != nil || out.lines < c.lines(n) {
+					t.Fatalf("%s of %d items: %v, %d lines", c.name, n, err, out.lines)
+				}
 			}
 			t.Logf("%s of %d items: peak live heap %d KB", c.name, n, peak>>10)
 			peaks[i] = append(peaks[i], peak)
