@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"math"
 	"time"
 	"unicode/utf8"
 )
@@ -154,6 +155,33 @@ type AgentUsage struct {
 	APITime          time.Duration
 	SessionID        string
 	Model            string
+}
+
+// Tokens is all the tokens u counts: input, output, cache reads and
+// cache writes, each of which the model's provider bills.
+func (u AgentUsage) Tokens() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// Add is what u and v spent together: their tokens, cost (to the
+// millionth of a dollar, which a sum of floats would not keep), turns and
+// API time summed; the session and model are v's where v names them (the
+// later run's).
+func (u AgentUsage) Add(v AgentUsage) AgentUsage {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CacheReadTokens += v.CacheReadTokens
+	u.CacheWriteTokens += v.CacheWriteTokens
+	u.CostUSD = math.Round((u.CostUSD+v.CostUSD)*1e6) / 1e6
+	u.Turns += v.Turns
+	u.APITime += v.APITime
+	if v.SessionID != "" {
+		u.SessionID = v.SessionID
+	}
+	if v.Model != "" {
+		u.Model = v.Model
+	}
+	return u
 }
 
 // AgentUsageOf: the agent that step's attempt ran spent u.

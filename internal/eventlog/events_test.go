@@ -159,3 +159,18 @@ func TestWithRunKeepsTheEventsFields(t *testing.T) {
 		t.Errorf("fields %v, want run 3, run_id 1.0.2, seq 5, step poll", e.Fields)
 	}
 }
+
+// Two runs of an agent spent what both did: tokens, cost, turns and API
+// time summed, the later run's session and model.
+func TestAgentUsageAdd(t *testing.T) {
+	a := AgentUsage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, CostUSD: 0.25, Turns: 2, APITime: time.Second, SessionID: "a", Model: "m1"}
+	b := AgentUsage{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40, CostUSD: 0.5, Turns: 3, APITime: 2 * time.Second, SessionID: "b"}
+	got := a.Add(b)
+	want := AgentUsage{InputTokens: 11, OutputTokens: 22, CacheReadTokens: 33, CacheWriteTokens: 44, CostUSD: 0.75, Turns: 5, APITime: 3 * time.Second, SessionID: "b", Model: "m1"}
+	if got != want {
+		t.Errorf("Add = %+v, want %+v", got, want)
+	}
+	if got.Tokens() != 110 {
+		t.Errorf("Tokens = %d, want 110", got.Tokens())
+	}
+}
