@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -279,6 +280,9 @@ type runSummary struct {
 	Merged       bool     `json:"merged,omitempty"`
 	Error        string   `json:"error,omitempty"`
 	Handled      []string `json:"handled_failures,omitempty"`
+	// Spend is what the job's agents spent, all its runs; nil when none
+	// reported it.
+	Spend *eventlog.AgentUsage `json:"spend,omitempty"`
 }
 
 // durations is the time of a run line: this run's alone for a job run
@@ -290,6 +294,32 @@ func (s runSummary) durations(resumed int) string {
 		return this.String()
 	}
 	return fmt.Sprintf("%s this run (%s in all %d runs, %s wall clock incl. pauses)", this, ms(s.RanMS), resumed+1, ms(s.WallClockMS))
+}
+
+// spendText is what agents spent as the end line says it: "$0.19, 126k
+// tokens".
+func spendText(u eventlog.AgentUsage) string {
+	return costText(u.CostUSD) + ", " + countText(u.Tokens()) + " tokens"
+}
+
+// costText is a cost in USD to the cent ("$0.19"), or to the
+// hundredth of a cent below one cent ("$0.0031").
+func costText(usd float64) string {
+	if usd > 0 && usd < 0.01 {
+		return fmt.Sprintf("$%.4f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
+
+// countText is a count in three digits or fewer: 987, 126k, 1.3M.
+func countText(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 999_500:
+		return fmt.Sprintf("%.0fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1fM", float64(n)/1e6)
 }
 
 // ms is a duration of n milliseconds.
@@ -346,6 +376,7 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 		JobID: j.ID(), Workflow: j.Workflow().Name, Status: string(res.status), ExitCode: res.code,
 		DurationMS: j.Elapsed().Milliseconds(), RanMS: m.RanMS, WallClockMS: m.Finished.Sub(m.Started).Milliseconds(), Items: res.items,
 		Branch: res.end.Branch, TargetBranch: res.end.Target, Merged: res.end.Merged != "",
+		Spend: m.Spend,
 	}
 	if res.items == nil {
 		s.Steps = &stepCounts{Total: len(j.Workflow().Steps), Succeeded: res.steps.Succeeded, Failed: res.steps.Failed, Skipped: res.steps.Skipped}
@@ -388,6 +419,9 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 		if res.steps.Failed > 0 {
 			line += fmt.Sprintf(", %d failed", res.steps.Failed)
 		}
+	}
+	if s.Spend != nil {
+		line += ", " + spendText(*s.Spend)
 	}
 	color := progress.Green
 	if res.code != ExitOK {

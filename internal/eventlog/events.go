@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"encoding/json"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -145,16 +146,57 @@ func StepCommandFailed(step, message string, exitCode int, handled string) Event
 // and writes apart), its cost in USD and turns as the agent reported
 // them, the time it spent in the model's API, and which session and
 // model.
+// Its JSON (job metadata, map results, the item seam) has the fields of
+// its agent_usage event and "tokens", their sum (Tokens).
 type AgentUsage struct {
-	InputTokens      int64
-	OutputTokens     int64
-	CacheReadTokens  int64
-	CacheWriteTokens int64
-	CostUSD          float64
-	Turns            int
-	APITime          time.Duration
-	SessionID        string
-	Model            string
+	InputTokens      int64         `json:"input_tokens"`
+	OutputTokens     int64         `json:"output_tokens"`
+	CacheReadTokens  int64         `json:"cache_read_tokens"`
+	CacheWriteTokens int64         `json:"cache_write_tokens"`
+	CostUSD          float64       `json:"cost_usd"`
+	Turns            int           `json:"turns"`
+	APITime          time.Duration `json:"-"` // api_ms
+	SessionID        string        `json:"session_id,omitempty"`
+	Model            string        `json:"model,omitempty"`
+}
+
+// usageFields is AgentUsage without its JSON methods.
+type usageFields AgentUsage
+
+// MarshalJSON writes u's fields, its API time as api_ms, and its Tokens.
+func (u AgentUsage) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		usageFields
+		APIMS  int64 `json:"api_ms"`
+		Tokens int64 `json:"tokens"`
+	}{usageFields(u), u.APITime.Milliseconds(), u.Tokens()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (tokens is worked out).
+func (u *AgentUsage) UnmarshalJSON(data []byte) error {
+	v := struct {
+		*usageFields
+		APIMS int64 `json:"api_ms"`
+	}{usageFields: (*usageFields)(u)}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	u.APITime = time.Duration(v.APIMS) * time.Millisecond
+	return nil
+}
+
+// Usage is what an agent_usage event says its agent spent; false for
+// another event.
+func (e Event) Usage() (AgentUsage, bool) {
+	if e.Type != TypeAgentUsage {
+		return AgentUsage{}, false
+	}
+	return AgentUsage{
+		InputTokens: e.Int("input_tokens"), OutputTokens: e.Int("output_tokens"),
+		CacheReadTokens: e.Int("cache_read_tokens"), CacheWriteTokens: e.Int("cache_write_tokens"),
+		CostUSD: e.Float("cost_usd"), Turns: int(e.Int("turns")), APITime: time.Duration(e.Int("api_ms")) * time.Millisecond,
+		SessionID: e.Str("session_id"), Model: e.Str("model"),
+	}, true
 }
 
 // Tokens is all the tokens u counts: input, output, cache reads and

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -172,5 +173,37 @@ func TestAgentUsageAdd(t *testing.T) {
 	}
 	if got.Tokens() != 110 {
 		t.Errorf("Tokens = %d, want 110", got.Tokens())
+	}
+}
+
+// An agent_usage event read back from the log, and an AgentUsage through
+// its JSON, say what the agent spent.
+func TestAgentUsageReadBack(t *testing.T) {
+	u := AgentUsage{InputTokens: 31, OutputTokens: 1411, CacheReadTokens: 9, CacheWriteTokens: 8, CostUSD: 0.1873, Turns: 7, APITime: 45102 * time.Millisecond, SessionID: "s", Model: "m"}
+	data, err := json.Marshal(AgentUsageOf("fix", 2, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := e.Usage(); !ok || got != u {
+		t.Errorf("Usage() = %+v, %v; want %+v", got, ok, u)
+	}
+	if _, ok := StepSkipped("x", "y").Usage(); ok {
+		t.Error("a step_skipped event has a usage")
+	}
+	data, err = json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"input_tokens":31,"output_tokens":1411,"cache_read_tokens":9,"cache_write_tokens":8,"cost_usd":0.1873,"turns":7,"session_id":"s","model":"m","api_ms":45102,"tokens":1459}`
+	if string(data) != want {
+		t.Errorf("JSON %s, want %s", data, want)
+	}
+	var back AgentUsage
+	if err := json.Unmarshal(data, &back); err != nil || back != u {
+		t.Errorf("read back %+v, %v", back, err)
 	}
 }
