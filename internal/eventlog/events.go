@@ -226,10 +226,29 @@ func (u AgentUsage) Add(v AgentUsage) AgentUsage {
 	return u
 }
 
+// AddUsage is what a and b spent together (Add); nil when neither is
+// known, the one known when only one is.
+func AddUsage(a, b *AgentUsage) *AgentUsage {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return b
+	}
+	sum := a.Add(*b)
+	return &sum
+}
+
 // AgentUsageOf: the agent that step's attempt ran spent u.
 func AgentUsageOf(step string, attempt int, u AgentUsage) Event {
+	fields := u.fields()
+	fields["step"], fields["attempt"] = step, attempt
+	return newEvent(TypeAgentUsage, fields)
+}
+
+// fields are u as an event's fields.
+func (u AgentUsage) fields() map[string]any {
 	fields := map[string]any{
-		"step": step, "attempt": attempt,
 		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
 		"cache_read_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens,
 		"cost_usd": u.CostUSD, "turns": u.Turns, "api_ms": u.APITime.Milliseconds(),
@@ -240,7 +259,22 @@ func AgentUsageOf(step string, attempt int, u AgentUsage) Event {
 	if u.Model != "" {
 		fields["model"] = u.Model
 	}
-	return newEvent(TypeAgentUsage, fields)
+	return fields
+}
+
+// WithUsage adds what an item's agents spent to its item_succeeded or
+// item_failed event: the fields of agent_usage (but the session and
+// model, which are its last step's) and tokens, their sum. A nil u (no
+// agent reported any) adds nothing.
+func (e Event) WithUsage(u *AgentUsage) Event {
+	if u == nil {
+		return e
+	}
+	fields := u.fields()
+	delete(fields, "session_id")
+	delete(fields, "model")
+	fields["tokens"] = u.Tokens()
+	return e.with(fields)
 }
 
 // StepSkipped: step did not run, for reason.

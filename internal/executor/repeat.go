@@ -28,7 +28,7 @@ func (x *Executor) runRepeated(ctx context.Context, step *workflow.Step, r Run) 
 	gaps := retryv2.Policy{Backoff: rp.Backoff, InitialDelay: rp.Interval, MaxDelay: max(rp.Interval, maxPollGap)}
 	for run := 1; ; run++ {
 		res, err := x.attempts(ctx, step, r)
-		spent = addUsage(spent, res.usage)
+		spent = eventlog.AddUsage(spent, res.usage)
 		res.usage = spent // the step's spend: all its runs'
 		if err != nil {
 			return res, err

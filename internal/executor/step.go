@@ -179,18 +179,6 @@ func (x *Executor) checkOutput(step *workflow.Step, r Run) error {
 	return nil
 }
 
-// addUsage is what sum and u spent together; nil when neither reported.
-func addUsage(sum, u *eventlog.AgentUsage) *eventlog.AgentUsage {
-	switch {
-	case u == nil:
-		return sum
-	case sum == nil:
-		return u
-	}
-	total := sum.Add(*u)
-	return &total
-}
-
 // stepError names the step in its final error: "step "x" failed after 3
 // attempts (attempts exhausted): ..." or "step "x" failed: ...".
 func stepError(label string, err error) error {
@@ -240,7 +228,7 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 	}
 	last, err := retryv2.Run(ctx, spec, func(ctx context.Context, n int) retryv2.Outcome {
 		ran = x.runCommandTo(ctx, step, r, n, capture)
-		spent = addUsage(spent, ran.usage)
+		spent = eventlog.AddUsage(spent, ran.usage)
 		if r.commits != nil && !ran.Failed() {
 			ran = r.commits.check(ctx, ran)
 		}
