@@ -12,6 +12,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/dlqsettle"
+	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/state"
@@ -163,7 +164,7 @@ func cost(m state.Meta) string {
 	if m.Spend == nil {
 		return "-"
 	}
-	return costText(m.Spend.CostUSD)
+	return eventlog.CostText(m.Spend.CostUSD)
 }
 
 // ran is the RAN column: the time the job's ended runs took, its pauses

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/state"
@@ -154,25 +153,4 @@ type lineCounter struct{ lines int }
 func (w *lineCounter) Write(p []byte) (int, error) {
 	w.lines += bytes.Count(p, []byte("\n"))
 	return len(p), nil
-}
-
-// Spend is shown to the cent (a hundredth of one below a cent) and its
-// tokens in three digits or fewer.
-func TestSpendText(t *testing.T) {
-	for _, c := range []struct {
-		usd    float64
-		tokens int64
-		want   string
-	}{
-		{0.1873, 125988, "$0.19, 126k tokens"},
-		{0.0031, 987, "$0.0031, 987 tokens"},
-		{0, 0, "$0.00, 0 tokens"},
-		{41.5, 999_499, "$41.50, 999k tokens"},
-		{41.5, 999_500, "$41.50, 1.0M tokens"},
-		{412, 12_345_678, "$412.00, 12.3M tokens"},
-	} {
-		if got := spendText(eventlog.AgentUsage{CostUSD: c.usd, InputTokens: c.tokens}); got != c.want {
-			t.Errorf("spendText(%v, %d) = %q, want %q", c.usd, c.tokens, got, c.want)
-		}
-	}
 }

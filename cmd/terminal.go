@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -296,32 +295,6 @@ func (s runSummary) durations(resumed int) string {
 	return fmt.Sprintf("%s this run (%s in all %d runs, %s wall clock incl. pauses)", this, ms(s.RanMS), resumed+1, ms(s.WallClockMS))
 }
 
-// spendText is what agents spent as the end line says it: "$0.19, 126k
-// tokens".
-func spendText(u eventlog.AgentUsage) string {
-	return costText(u.CostUSD) + ", " + countText(u.Tokens()) + " tokens"
-}
-
-// costText is a cost in USD to the cent ("$0.19"), or to the
-// hundredth of a cent below one cent ("$0.0031").
-func costText(usd float64) string {
-	if usd > 0 && usd < 0.01 {
-		return fmt.Sprintf("$%.4f", usd)
-	}
-	return fmt.Sprintf("$%.2f", usd)
-}
-
-// countText is a count in three digits or fewer: 987, 126k, 1.3M.
-func countText(n int64) string {
-	switch {
-	case n < 1000:
-		return strconv.FormatInt(n, 10)
-	case n < 999_500:
-		return fmt.Sprintf("%.0fk", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%.1fM", float64(n)/1e6)
-}
-
 // ms is a duration of n milliseconds.
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
@@ -421,7 +394,7 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 		}
 	}
 	if s.Spend != nil {
-		line += ", " + spendText(*s.Spend)
+		line += ", " + s.Spend.String()
 	}
 	color := progress.Green
 	if res.code != ExitOK {

@@ -191,12 +191,26 @@ func (e Event) Usage() (AgentUsage, bool) {
 	if e.Type != TypeAgentUsage {
 		return AgentUsage{}, false
 	}
+	return e.usage(), true
+}
+
+// ItemUsage is what an item's agents spent as its item_succeeded or
+// item_failed event says (WithUsage); false when it says nothing.
+func (e Event) ItemUsage() (AgentUsage, bool) {
+	if (e.Type != TypeItemSucceeded && e.Type != TypeItemFailed) || e.Fields["cost_usd"] == nil {
+		return AgentUsage{}, false
+	}
+	return e.usage(), true
+}
+
+// usage reads the fields of an AgentUsage.
+func (e Event) usage() AgentUsage {
 	return AgentUsage{
 		InputTokens: e.Int("input_tokens"), OutputTokens: e.Int("output_tokens"),
 		CacheReadTokens: e.Int("cache_read_tokens"), CacheWriteTokens: e.Int("cache_write_tokens"),
 		CostUSD: e.Float("cost_usd"), Turns: int(e.Int("turns")), APITime: time.Duration(e.Int("api_ms")) * time.Millisecond,
 		SessionID: e.Str("session_id"), Model: e.Str("model"),
-	}, true
+	}
 }
 
 // Tokens is all the tokens u counts: input, output, cache reads and
