@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,9 @@ type dlqRetryOptions struct {
 	// template, which becomes the job's copy when it fits what the job
 	// has done (resume --workflow's rules), also once the job completed.
 	Workflow string
+	// Force is --force: also the items that are not eligible
+	// (mapreduce.Unretryable).
+	Force bool
 	holdOptions
 }
 
@@ -52,6 +56,7 @@ func (o *dlqRetryOptions) AddFlags(c *cobra.Command) {
 	f.Var((*positiveInt)(&o.MaxParallel), "parallel", "Prodigy's spelling of --max-parallel")
 	f.MarkHidden("parallel")
 	f.StringVar(&o.Workflow, "workflow", "", "run the items with this workflow file (fixed) instead of the job's stored copy, when it fits what the job has done, as resume --workflow; also for a completed job")
+	f.BoolVar(&o.Force, "force", false, "also retry the items that are not eligible: those whose last failure is at a step with retryable: false")
 	o.holdOptions.AddFlags(f)
 }
 
@@ -74,11 +79,14 @@ pause between two runs (2s, then 4s, doubling, as Prodigy's reprocessor).
 --workflow FILE runs the items with a fixed file (its agent template, a
 timeout...), which becomes the job's copy, under resume --workflow's rules:
 finished steps of setup and reduce stay as they ran. It works on a
-completed job too; the retry then holds the job alone.`,
+completed job too; the retry then holds the job alone. An item whose last
+failure is at a step with retryable: false is not eligible: it is passed
+over, and stays in the DLQ, unless --force.`,
 		Example: `  runner dlq retry resize-20261122-101500-a1b2c3
   runner dlq retry resize-20261122-101500-a1b2c3 --filter 'kind == "timeout"' --max-parallel 2
   runner dlq retry resize-20261122-101500-a1b2c3 --max-retries 3
   runner dlq retry resize-20261122-101500-a1b2c3 --workflow resize.yml
+  runner dlq retry resize-20261122-101500-a1b2c3 --force
   runner dlq retry resize-20261122-101500-a1b2c3 --dry-run
   runner dlq retry resize-20261122-101500-a1b2c3 --junit report.xml
   runner dlq retry resize-20261122-101500-a1b2c3 --wait 10m`,
@@ -93,14 +101,17 @@ completed job too; the retry then holds the job alone.`,
 
 // dlqRetrySummary is the machine-readable end of `dlq retry`.
 type dlqRetrySummary struct {
-	JobID     string            `json:"job_id"`
-	Selected  int               `json:"selected"`
-	Succeeded int               `json:"succeeded"`
-	Failed    int               `json:"failed"`
-	Skipped   int               `json:"skipped"` // claimed by another retry, or interrupted
-	HeldBy    map[string]string `json:"held_by,omitempty"`
-	Remaining int               `json:"remaining"`
-	ExitCode  int               `json:"exit_code"`
+	JobID     string `json:"job_id"`
+	Selected  int    `json:"selected"`
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+	Skipped   int    `json:"skipped"` // claimed by another retry, or interrupted
+	// NotEligible are the items passed over without --force, by id: the
+	// step of their last failure.
+	NotEligible map[string]string `json:"not_eligible,omitempty"`
+	HeldBy      map[string]string `json:"held_by,omitempty"`
+	Remaining   int               `json:"remaining"`
+	ExitCode    int               `json:"exit_code"`
 }
 
 func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID string) error {
@@ -121,7 +132,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		return err
 	}
 	if o.DryRun {
-		return dlqRetryDryRun(g, jobID, o.Filter, o.asJSON())
+		return dlqRetryDryRun(g, jobID, o)
 	}
 	replace, err := resumeWorkflow(g, o.Workflow)
 	if err != nil {
@@ -169,6 +180,7 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 		werr = writeJSON(g.stdout, sum)
 	} else {
 		ui.flushFailures()
+		writeNotEligible(g, sum.NotEligible)
 		for _, id := range slices.Sorted(maps.Keys(q.Held())) {
 			l := q.Held()[id]
 			fmt.Fprintf(g.stderr, "item %s skipped: another dlq retry (%s) holds it until %s\n", id, jobdlq.DescribeOwner(l.Owner), l.Until.Local().Format(time.DateTime))
@@ -212,6 +224,10 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 					selected, err = listItems(d, o.Filter, 0)
 					return err
 				})
+				selected, passed := eligible(j.Workflow(), selected, o.Force)
+				if run == 1 {
+					sum.NotEligible = passed
+				}
 				items := make([]*mapreduce.Item, 0, len(selected))
 				ran = map[string]bool{}
 				for _, it := range selected {
@@ -253,28 +269,70 @@ func retryPause(run int) time.Duration {
 	return time.Second << min(run-1, 10)
 }
 
+// eligible splits the selected items into those `dlq retry` runs and
+// those it passes over, by id with the step of their last failure: an
+// item whose last failure is at a step of wf's template that says
+// retryable: false, unless force.
+func eligible(wf *workflow.Workflow, selected []dlq.Item, force bool) ([]dlq.Item, map[string]string) {
+	if force {
+		return selected, nil
+	}
+	var run []dlq.Item
+	passed := map[string]string{}
+	for _, it := range selected {
+		if n := len(it.Failures); n > 0 && mapreduce.Unretryable(wf, it.Failures[n-1].Step) {
+			passed[it.ItemID] = it.Failures[n-1].Step
+			continue
+		}
+		run = append(run, it)
+	}
+	return run, passed
+}
+
+// writeNotEligible names the items a retry passed over, and how to run
+// them.
+func writeNotEligible(g *globalOptions, passed map[string]string) {
+	for _, id := range slices.Sorted(maps.Keys(passed)) {
+		fmt.Fprintf(g.stderr, "item %s not eligible: its last failure is at step %q, which has retryable: false (--force retries it)\n", id, passed[id])
+	}
+}
+
 // dlqRetryPlan is the document of `dlq retry --dry-run --output json`.
 type dlqRetryPlan struct {
-	JobID    string     `json:"job_id"`
-	Selected int        `json:"selected"`
-	Items    []dlq.Item `json:"items"`
+	JobID       string            `json:"job_id"`
+	Selected    int               `json:"selected"`
+	Items       []dlq.Item        `json:"items"`
+	NotEligible map[string]string `json:"not_eligible,omitempty"`
 }
 
 // dlqRetryDryRun lists the DLQ items `dlq retry` would run, as lines of
-// item id and item or as one JSON document, and runs nothing.
-func dlqRetryDryRun(g *globalOptions, jobID, filter string, asJSON bool) error {
-	selected, err := dlqItems(g, jobID, filter, 0)
+// item id and item or as one JSON document, and runs nothing. The items
+// are judged eligible by the workflow the retry would run: --workflow's
+// file, else the job's copy.
+func dlqRetryDryRun(g *globalOptions, jobID string, o dlqRetryOptions) error {
+	st, d, err := openDLQ(g, jobID)
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		err = writeJSON(g.stdout, dlqRetryPlan{JobID: jobID, Selected: len(selected), Items: append([]dlq.Item{}, selected...)})
+	selected, err := listItems(d, o.Filter, 0)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	wf, err := workflow.Load(cmp.Or(o.Workflow, st.WorkflowCopy()))
+	if err != nil {
+		return err
+	}
+	selected, passed := eligible(wf, selected, o.Force)
+	if o.asJSON() {
+		err = writeJSON(g.stdout, dlqRetryPlan{JobID: jobID, Selected: len(selected), Items: append([]dlq.Item{}, selected...), NotEligible: passed})
 	} else {
 		var b bytes.Buffer
 		for _, it := range selected {
 			fmt.Fprintf(&b, "%s\t%s\n", it.ItemID, it.Item)
 		}
 		_, err = g.stdout.Write(b.Bytes())
+		writeNotEligible(g, passed)
 	}
 	if err != nil {
 		return fmt.Errorf("dlq retry %s: %w", jobID, err)

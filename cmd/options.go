@@ -80,7 +80,8 @@ type parallelOptions struct {
 	NATS          natsOptions
 	MaxDeliveries int
 	// Tag shows the items' output as it comes, each line prefixed with
-	// the item's id (GNU parallel's --tag).
+	// the item's id (GNU parallel's --tag), and the steps' with their
+	// labels.
 	Tag bool
 
 	nats *natsRun // connected by connectNATS; nil: items run here
@@ -92,7 +93,7 @@ func (o *parallelOptions) AddFlags(c *cobra.Command) {
 	c.Flags().MarkHidden("dispatch")
 	o.NATS.AddFlags(c, "run the map's items on NATS workers reached at this URL (a comma-separated list for a cluster; env RUNNER_NATS)",
 		"the NATS worker pool the items go to (default: the workflow's distributed.queue, else "+natsconn.DefaultQueue+")")
-	c.Flags().BoolVar(&o.Tag, "tag", false, "show the items' output as it comes, each line prefixed with the item's id and a tab (default: only in the item logs)")
+	c.Flags().BoolVar(&o.Tag, "tag", false, "show the items' output as it comes, each line prefixed with the item's id and a tab (default: only in the item logs), and the steps' with their labels")
 	c.Flags().Var((*positiveInt)(&o.MaxDeliveries), "max-deliveries", "on NATS, deliveries of one attempt's task before it fails as kind lost (default: the workflow's distributed.max_deliveries, else 4)")
 }
 
@@ -166,6 +167,17 @@ func (o fileOptions) check(g *globalOptions, wf *workflow.Workflow) error {
 		fmt.Fprintln(g.stderr, w)
 	}
 	return err
+}
+
+// load reads and parses a workflow file named on the command line (see
+// loadWorkflow); with --strict the warnings among its errors are errors
+// too.
+func (o fileOptions) load(file string, params map[string]any) (*workflow.Workflow, []byte, error) {
+	wf, source, err := loadWorkflow(file, params)
+	if pe := workflow.ParseErrors(nil); o.Strict && errors.As(err, &pe) {
+		err = pe.Strict()
+	}
+	return wf, source, err
 }
 
 // problems returns the workflow's warnings and, as its error, a map.input

@@ -95,7 +95,7 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	}
 	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
 	j, err := job.Resume(id, job.Options{
-		Context: ctx, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
+		Context: ctx, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Tag: o.Tag, Listener: ui.event,
 		Completed: unmerged, Replace: replace,
 	})
 	if err != nil {

@@ -147,7 +147,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	wf, source, err := loadWorkflow(file, params)
+	wf, source, err := o.fileOptions.load(file, params)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
 	j, err := job.Start(wf, source, job.Options{
 		Context: ctx, Store: g.store(), JobID: id, Vars: vars, Seed: seed, Profile: o.Profile,
-		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event,
+		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Tag: o.Tag, Listener: ui.event,
 		ItemBranches: itemBranches, TargetBranch: target,
 	})
 	if err != nil {

@@ -20,8 +20,8 @@ func newValidateCommand(g *globalOptions) *cobra.Command {
 		Use:   "validate FILE...",
 		Short: "Check workflow files without running anything",
 		Long: `Parse and validate workflow files. Every problem is printed as FILE:LINE:COL: message
-(a warning as FILE:LINE:COL: warning: message); the exit code is 2 when any file
-is invalid. --json prints one document with every problem, for editors and CI.`,
+(a warning as FILE:LINE:COL: warning: message, among the errors of an invalid
+file in file order); the exit code is 2 when any file is invalid. --json prints one document with every problem, for editors and CI.`,
 		Example: `  runner validate deploy.yml
   runner validate workflows/*.yml
   runner validate --profile production deploy.yml
@@ -72,7 +72,7 @@ func runValidate(g *globalOptions, o validateOptions, files []string) error {
 		return err
 	}
 	for _, f := range files {
-		wf, _, err := loadWorkflow(f, params)
+		wf, _, err := o.fileOptions.load(f, params)
 		var warnings workflow.ParseErrors
 		if err == nil {
 			warnings, err = o.problems(wf)

@@ -12,6 +12,7 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/workspace"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // RetryQueue is a job's DLQ as `dlq retry` uses it.
@@ -164,4 +165,23 @@ func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*workspace.
 		return nil, nil, err
 	}
 	return trees, merged, nil
+}
+
+// Unretryable reports whether a DLQ item whose last failure happened at
+// the step labelled step (dlq.Failure.Step) is not eligible for `dlq
+// retry`: that step of wf's agent template says retryable: false, its
+// author's word that a failure of it must not run again by itself.
+// `dlq retry` passes over such an item unless forced (--force), as
+// Prodigy's reprocessor passes over an item that is not
+// reprocess_eligible.
+func Unretryable(wf *workflow.Workflow, step string) bool {
+	if wf.Map == nil {
+		return false
+	}
+	for s := range workflow.AllSteps(wf.Map.Template) {
+		if s.Label(workflow.PhaseMap) == step {
+			return !s.Retryable
+		}
+	}
+	return false
 }

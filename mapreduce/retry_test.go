@@ -7,6 +7,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/retryv2"
+	"github.com/runnerdev/runner/workflow"
 )
 
 // heldDLQ is a fakeDLQ whose items in held are leased to a running retry.
@@ -72,5 +73,28 @@ func TestRetryDLQ(t *testing.T) {
 	}
 	if m := j.Meta(); m.Items == nil || m.Items.DLQ != 1 || m.Items.Succeeded != 3 {
 		t.Errorf("job counts %+v", m.Items)
+	}
+}
+
+// An item is not eligible for dlq retry when its last failure is at a
+// step of the agent template that says retryable: false, wherever the
+// step stands (a foreach's do too); other steps, and steps the template
+// no longer has, are eligible.
+func TestUnretryable(t *testing.T) {
+	wf, err := workflow.Parse("w.yml", []byte(`mode: mapreduce
+map:
+  input: items.txt
+  agent_template:
+    - {name: build, shell: x}
+    - {name: deploy, shell: y, retryable: false}
+    - foreach: {foreach: [a], do: [{id: inner, shell: z, retryable: false}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step, want := range map[string]bool{"build": false, "deploy": true, "inner": true, "gone": false, "map step 3": false} {
+		if got := Unretryable(wf, step); got != want {
+			t.Errorf("Unretryable(%q) = %v, want %v", step, got, want)
+		}
 	}
 }

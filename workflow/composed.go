@@ -14,7 +14,8 @@ import (
 // positioned in the file where each is. The composed document becomes
 // wf.Composed, the copy a job stores.
 func (d *decoder) compose(root *yaml.Node, wf *Workflow) *yaml.Node {
-	res := compose.Compose(&compose.Source{File: d.file, Src: d.src, Root: root}, compose.Options{Load: loadComposed, Params: d.params})
+	res := compose.Compose(&compose.Source{File: d.file, Src: d.src, Root: root, Nodes: d.nodes},
+		compose.Options{Load: loadComposed, Params: d.params, MaxNodes: maxNodes})
 	for _, p := range res.Problems {
 		var pe ParseErrors
 		switch {
@@ -71,7 +72,7 @@ func loadComposed(path string) (*compose.Source, error) {
 		root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: root.Line, Column: root.Column,
 			Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: "commands", Line: root.Line, Column: root.Column}, root}}
 	}
-	return &compose.Source{File: path, Src: src, Root: root}, nil
+	return &compose.Source{File: path, Src: src, Root: root, Nodes: d.nodes}, nil
 }
 
 // fileOf is the file that n comes from: the file parsed, or the one a

@@ -39,6 +39,7 @@ func (d *decoder) condition(n *yaml.Node, what string) *Expr {
 	e := d.compileExpr(n, what, nil, d.shortRefOptions(n, what)...)
 	if e != nil {
 		d.noteExprRefs(n, what, e.Program)
+		d.noteExprNames(n, e.Program)
 	}
 	return e
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // hostileInputs are malformed workflows of every kind: each must be refused
@@ -39,6 +41,7 @@ func hostileInputs() map[string]string {
 		"self merge":         "env: &e {<<: *e, A: b}\ncommands: [{shell: x}]\n",
 		"merge of a list":    "x: &l [1, 2]\ncommands: [{<<: *l, shell: x}]\n",
 		"recursive alias":    "commands: &c [{shell: x, foreach: {input: [a], do: *c}}]\n",
+		"recursive handler":  "commands: &c [{shell: x, on_success: *c}]\n",
 		"custom tags":        "commands:\n  - !!python/object:os.system {shell: x}\n",
 		"tabs":               "commands:\n\t- shell: x\n",
 		"numbers":            "- shell: x\n  timeout: 1e400\n  retry_config: {attempts: 99999999999999999999, jitter_factor: .nan}\n",
@@ -79,6 +82,7 @@ error_policy: {on_item_failure: [dlq], max_failures: "x", failure_threshold: "ha
 }
 
 func TestHostileInputsAreRefused(t *testing.T) {
+	testkit.BoundHeap(t, 1<<30)
 	for name, src := range hostileInputs() {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()

@@ -13,10 +13,6 @@ import (
 	"github.com/runnerdev/runner/workflow/compose"
 )
 
-// maxNodes bounds the nodes one file may expand to, so that a YAML alias
-// bomb is an error instead of an exhausted machine.
-const maxNodes = 200_000
-
 // decoder turns yaml.Nodes into workflow types, collecting every problem
 // with its position instead of stopping at the first.
 type decoder struct {
@@ -24,8 +20,7 @@ type decoder struct {
 	src     []byte
 	errs    ParseErrors
 	warns   ParseErrors
-	nodes   int  // nodes visited so far
-	bombed  bool // maxNodes was passed
+	nodes   int // the values the file expands to (checkExpansion)
 	ids     map[string]*yaml.Node
 	stepsAt map[string]stepAt // where each id's step stands
 	at      stepAt            // where the values being read are
@@ -35,18 +30,19 @@ type decoder struct {
 	// plainRefs are the reads of ${NAME}, checked against the names the
 	// workflow defines.
 	plainRefs []plainRef
+	// forWords are the placeholders among the words of shell for loops.
+	forWords []forWord
 	// readsGitContext is set when a condition reads ${workflow.commits}
 	// or another git-context variable.
 	readsGitContext bool
 	// readsResults is set when a condition reads ${map.results} or
 	// ${map.results_file}.
 	readsResults bool
-	merging      map[*yaml.Node]bool // mappings whose merge keys are being expanded
 	// onIncompleteCommands is set while on_incomplete is read, whose
 	// commands may read ${validation.*}.
 	onIncompleteCommands bool
-	loops                map[*yaml.Node]bool // foreach mappings whose do steps are being read
-	inParallel           bool                // the steps of a parallel: block are being read
+	loops                int  // foreach loops whose do steps are being read
+	inParallel           bool // the steps of a parallel: block are being read
 	// handlerPath is Step.Path of the handler's step being read.
 	handlerPath string
 	// failureOnSuccess is the on_success of the on_failure handler just
@@ -100,8 +96,8 @@ func (d *decoder) warnIn(file string, at Pos, format string, args ...any) {
 	d.warns = append(d.warns, &ParseError{File: file, Pos: at, Msg: msg, Warning: true})
 }
 
-// resolve follows aliases and counts the node against maxNodes; it returns
-// nil once the file has expanded too far, or for a nil node.
+// resolve follows aliases (checkExpansion made sure they end) and checks
+// the node's tag; it returns nil for a nil node or a tag runner refuses.
 func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 	for n != nil && n.Kind == yaml.AliasNode {
 		n = n.Alias
@@ -110,15 +106,6 @@ func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 		// A caller passed an absent or null value on: report it rather
 		// than crash (every caller is meant to check for null first).
 		d.errorf(nil, "a value is missing where one is needed")
-		return nil
-	}
-	if d.bombed {
-		return nil
-	}
-	d.nodes++
-	if d.nodes > maxNodes {
-		d.bombed = true
-		d.errorf(n, "the file expands to more than %d values (aliases repeated too often?)", maxNodes)
 		return nil
 	}
 	if tag := n.ShortTag(); !standardTags[tag] {
@@ -220,13 +207,10 @@ func (d *decoder) mappingNode(n *yaml.Node, what, shape string) *yaml.Node {
 
 // entries returns the pairs of a (resolved) mapping in order, with merge
 // keys (<<: *anchor, or a list of them) expanded: explicit keys win over
-// merged ones. It reports keys that are not plain names, duplicate keys
-// and merges that include themselves.
+// merged ones. It reports keys that are not plain names and duplicate
+// keys (a merge that includes its own mapping is an alias cycle,
+// refused before).
 func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
-	if d.merging[n] {
-		d.errorf(n, "%s: a merge key (<<) includes the mapping itself", what)
-		return nil, false
-	}
 	var (
 		out    []entry
 		seen   = map[string]*yaml.Node{}
@@ -251,11 +235,6 @@ func (d *decoder) entries(n *yaml.Node, what string) ([]entry, bool) {
 	if len(merged) == 0 {
 		return out, true
 	}
-	if d.merging == nil {
-		d.merging = map[*yaml.Node]bool{}
-	}
-	d.merging[n] = true
-	defer delete(d.merging, n)
 	for len(merged) > 0 {
 		m := d.resolve(merged[0])
 		merged = merged[1:]

@@ -96,7 +96,8 @@ func fileKind(m fs.FileMode) string {
 
 // Parse parses and validates a workflow file's content. Every problem found
 // is reported, as ParseErrors, before anything could run; file names the
-// source in them.
+// source in them. A file with errors has its warnings in them too
+// (Warning set), in file order; a valid file's are wf.Warnings.
 func Parse(file string, src []byte) (*Workflow, error) {
 	return ParseWith(file, src, Options{})
 }
@@ -121,8 +122,11 @@ func ParseWith(file string, src []byte, opts Options) (*Workflow, error) {
 	d.checkNamespaceRefs(wf)
 	d.checkNearNames(wf)
 	if len(d.errs) > 0 {
-		d.sortByPosition(d.errs)
-		return nil, d.errs
+		// The warnings too, among the errors: a file being fixed shows
+		// all that is wrong with it at once.
+		problems := append(d.errs, d.warns...)
+		d.sortByPosition(problems)
+		return nil, problems
 	}
 	d.sortByPosition(d.warns)
 	wf.Warnings = d.warns
@@ -172,6 +176,9 @@ func (d *decoder) document(src []byte) *yaml.Node {
 	}
 	if len(doc.Content) == 0 || isNull(doc.Content[0]) {
 		d.errorf(&doc, "file is empty: want a list of steps or a workflow mapping")
+		return nil
+	}
+	if !d.checkExpansion(doc.Content[0]) {
 		return nil
 	}
 	return doc.Content[0]

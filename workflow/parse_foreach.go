@@ -47,11 +47,7 @@ func (d *decoder) foreachStep(f *fields, what string, s *Step) bool {
 	if m == nil {
 		return true
 	}
-	switch {
-	case d.loops[m]:
-		d.errorf(f.vals["foreach"], "foreach: an alias makes this loop run itself in its do")
-		return true
-	case len(d.loops) == maxLoopNesting:
+	if d.loops == maxLoopNesting {
 		d.errorf(f.key("foreach"), "foreach: loops nest at most %d deep", maxLoopNesting)
 		return true
 	}
@@ -77,12 +73,9 @@ func (d *decoder) foreachStep(f *fields, what string, s *Step) bool {
 	if v := loop.get("do"); v != nil {
 		outer, at := d.doOf, d.at
 		d.doOf = &at
-		if d.loops == nil {
-			d.loops = map[*yaml.Node]bool{}
-		}
-		d.loops[m] = true
+		d.loops++
 		s.Foreach.Do = d.stepList(v, what+".do", true)
-		delete(d.loops, m)
+		d.loops--
 		d.doOf = outer
 	} else {
 		d.errorf(loop.node, "foreach needs do: the steps to run for each item")
@@ -116,6 +109,7 @@ func (d *decoder) foreachItems(n *yaml.Node, cmd *interp.Template) ([]string, *i
 		d.errorf(r, "foreach.foreach is empty: give a list of items or a shell command that prints them")
 	default:
 		if t := d.template(r, "foreach.foreach", text); t != nil {
+			d.noteForWords(r, t)
 			return nil, t
 		}
 	}

@@ -118,7 +118,7 @@ func TestParseForeachErrors(t *testing.T) {
 		{"duplicate id", "- id: a\n  shell: x\n- foreach:\n    foreach: [a]\n    do: [{id: a, shell: y}]\n",
 			[]string{`5:15: id "a" is already used by the step at line 1`}},
 		{"a loop in itself", "- foreach: &a {foreach: [a], do: [{foreach: *a}]}\n",
-			[]string{`1:45: foreach: an alias makes this loop run itself in its do`}},
+			[]string{`1:45: alias *a is inside the value it names (&a at line 1): a cycle that never ends`}},
 		{"loops nested too deep", "- " + strings.Repeat("{foreach: {foreach: [a], do: [", 9) + "{shell: x}" + strings.Repeat("]}}", 9) + "\n",
 			[]string{`1:244: foreach: loops nest at most 8 deep`}},
 		{"commit_required in parallel", "- foreach:\n    foreach: [a]\n    parallel: 2\n    do:\n      - claude: /fix\n        commit_required: true\n",

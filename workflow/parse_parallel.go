@@ -112,7 +112,7 @@ func (d *decoder) checkSiblingCaptures() {
 		}
 		for _, c := range d.short.captures[r.name] {
 			if c.at.phase == r.at.phase && c.at.group == r.at.group && c.at.index != r.at.index {
-				d.errorAt(r.pos, "${%s}: another step of the same parallel: block captures it, and they run at the same time (steps after the block read it)", r.name)
+				d.errorAt(r.pos, "%s: another step of the same parallel: block captures it, and they run at the same time (steps after the block read it)", r.written)
 			}
 		}
 	}

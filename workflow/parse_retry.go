@@ -341,5 +341,5 @@ func (d *decoder) retryOnFailure(n *yaml.Node, what string) *Failure {
 		d.errorf(cmd, "%s.fallback.command is empty", what)
 		return nil
 	}
-	return &Failure{Action: FailFallback, Commands: []Command{{Kind: ShellCommand, Text: d.template(cmd, what+".fallback.command", text)}}}
+	return &Failure{Action: FailFallback, Commands: []Command{d.command(cmd, what+".fallback.command", text, ShellCommand)}}
 }

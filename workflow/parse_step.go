@@ -176,7 +176,7 @@ func (d *decoder) stepCommand(f *fields, what string) Command {
 		d.errorf(f.key("claude"), "a step runs one command: shell or claude, not both")
 	case sh != nil:
 		if text, ok := d.str(sh, "shell"); ok {
-			return Command{Kind: ShellCommand, Text: d.template(sh, "shell", text)}
+			return d.command(sh, "shell", text, ShellCommand)
 		}
 	case cl != nil:
 		if text, ok := d.str(cl, "claude"); ok {
@@ -450,7 +450,7 @@ func (d *decoder) commands(n *yaml.Node, what string, kind CommandKind) []Comman
 	}
 	if r.Kind != yaml.SequenceNode {
 		if text, ok := d.str(r, what); ok && strings.TrimSpace(text) != "" {
-			return []Command{{Kind: kind, Text: d.template(r, what, text)}}
+			return []Command{d.command(r, what, text, kind)}
 		}
 		d.errorf(r, "%s: empty command", what)
 		return nil
@@ -477,7 +477,7 @@ func (d *decoder) commands(n *yaml.Node, what string, kind CommandKind) []Comman
 			}
 		}
 		if text, ok := d.str(it, item); ok {
-			out = append(out, Command{Kind: itemKind, Text: d.template(it, item, text)})
+			out = append(out, d.command(it, item, text, itemKind))
 		}
 	}
 	return out

@@ -18,7 +18,8 @@ import (
 	"github.com/runnerdev/runner/workflow/condition"
 )
 
-// parseErr parses src and returns its errors as "LINE:COL: message" lines.
+// parseErr parses src and returns its errors (not the warnings among
+// them) as "LINE:COL: message" lines.
 func parseErr(t *testing.T, name, src string) []string {
 	t.Helper()
 	_, err := Parse(name, []byte(src))
@@ -31,9 +32,29 @@ func parseErr(t *testing.T, name, src string) []string {
 	}
 	var out []string
 	for _, e := range pe {
-		out = append(out, strings.TrimPrefix(e.Error(), name+":"))
+		if !e.Warning {
+			out = append(out, strings.TrimPrefix(e.Error(), name+":"))
+		}
 	}
 	return out
+}
+
+// A file with errors has its warnings among them, in file order, each
+// marked a warning.
+func TestErrorsCarryWarnings(t *testing.T) {
+	_, err := Parse("w.yml", []byte("- shell: x\n  on_failure: continue\n- shel: y\n- shell: z\n  collect_metrics: true\n"))
+	var pe ParseErrors
+	if !errors.As(err, &pe) {
+		t.Fatalf("Parse = %v", err)
+	}
+	want := []string{
+		`w.yml:2:15: warning: on_failure: continue runs the shell command "continue"; to go on after a failure write on_failure: true`,
+		`w.yml:3:3: unknown key "shel" in step commands[1] (did you mean "shell"?)`,
+		`w.yml:5:3: warning: ignored: runner does not know "collect_metrics" here; Prodigy ignores it too`,
+	}
+	if got := strings.Split(pe.Error(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("problems\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
 }
 
 func TestParseErrorsArePositioned(t *testing.T) {
@@ -98,7 +119,7 @@ func TestParseErrorsArePositioned(t *testing.T) {
 		{"env not mapping", "env: [A]\ncommands: [{shell: x}]\n", `1:6: env must be a mapping of NAME: value, not a list`},
 		{"bad env name", "env: {'A-B': x}\ncommands: [{shell: x}]\n", `1:7: env: "A-B" is not a valid variable name`},
 		{"breaker threshold", "- shell: x\n  circuit_breaker: {failure_threshold: 0}\n", `2:40: circuit_breaker.failure_threshold must be at least 1, not 0`},
-		{"alias fan-out", aliasFanOut(), `the file expands to more than 200000 values`},
+		{"alias fan-out", aliasFanOut(), `this value expands to more than 200000 values`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -224,7 +224,7 @@ func (d *decoder) commandText(n *yaml.Node, what string, kind CommandKind) Comma
 		d.errorf(n, "%s: empty command", what)
 		return Command{Kind: kind}
 	}
-	return Command{Kind: kind, Text: d.template(n, what, text)}
+	return d.command(n, what, text, kind)
 }
 
 // noteValidationRefs reports ${validation.*} read where no check has run:

@@ -10,20 +10,27 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/runnerdev/runner/workflow/interp"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
 	"gopkg.in/yaml.v3"
+
+	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // A ${NAME} that nothing defines expands to what the environment holds,
 // usually nothing, and a command such as rm -rf ${BUILD_DIRR}/cache then
 // runs on the wrong path. When NAME is one edit away from a name the
-// workflow defines, validation warns with the name it probably meant.
+// workflow defines, validation warns with the name it probably meant; a
+// name a condition reads likewise. A value among the words of a shell
+// for loop is one quoted word, the loop runs once: a warning too.
 
-// plainRef is a read of ${NAME}, a name in no namespace.
+// plainRef is a read of ${NAME}, a name in no namespace, in a value or a
+// condition.
 type plainRef struct {
-	pos  Pos
-	name string
-	at   stepAt // where it is read
+	pos     Pos
+	name    string
+	written string // ${NAME} in a value, NAME in a condition
+	at      stepAt // where it is read
 }
 
 // runnerEnvNames are the variables runner itself gives steps: defined
@@ -43,18 +50,41 @@ func (d *decoder) notePlainRefs(n *yaml.Node, t *interp.Template) {
 			strings.Contains(text, p+"=") || strings.Contains(text, "for "+p+" ") || strings.Contains(text, "read "+p) {
 			continue
 		}
-		d.plainRefs = append(d.plainRefs, plainRef{pos: d.refPos(n, p), name: p, at: d.at})
+		d.plainRefs = append(d.plainRefs, plainRef{pos: d.refPos(n, p), name: p, written: "${" + p + "}", at: d.at})
 	}
 }
+
+// noteExprNames records the plain names a condition reads (RESULT ==
+// "ok", or Prodigy's ${RESULT} == "ok"), but the functions it calls.
+func (d *decoder) noteExprNames(n *yaml.Node, prog *vm.Program) {
+	root := prog.Node()
+	called := map[ast.Node]bool{}
+	ast.Walk(&root, nodeVisitor(func(node ast.Node) {
+		if c, ok := node.(*ast.CallNode); ok {
+			called[c.Callee] = true
+		}
+	}))
+	ast.Walk(&root, nodeVisitor(func(node ast.Node) {
+		if id, ok := node.(*ast.IdentifierNode); ok && !called[node] && !slices.Contains(interp.Namespaces, id.Value) && outcomeEnv[id.Value] == nil {
+			d.plainRefs = append(d.plainRefs, plainRef{pos: d.scalarPos(n, max(strings.Index(n.Value, id.Value), 0)), name: id.Value, written: id.Value, at: d.at})
+		}
+	}))
+}
+
+// nodeVisitor calls itself with each node of an expression.
+type nodeVisitor func(ast.Node)
+
+func (v nodeVisitor) Visit(node *ast.Node) { v(*node) }
 
 // checkNearNames warns of each ${NAME} the workflow, its env files and
 // its profiles do not define, that the environment does not hold either,
 // and that is one edit away from a name they define.
 func (d *decoder) checkNearNames(wf *Workflow) {
-	if len(d.plainRefs) == 0 {
+	if len(d.plainRefs) == 0 && len(d.forWords) == 0 {
 		return
 	}
 	defined := d.definedNames(wf)
+	d.checkForWords(defined)
 	for _, r := range d.plainRefs {
 		if slices.Contains(defined, r.name) || slices.Contains(runnerEnvNames, r.name) {
 			continue
@@ -62,9 +92,13 @@ func (d *decoder) checkNearNames(wf *Workflow) {
 		if _, ok := os.LookupEnv(r.name); ok {
 			continue
 		}
-		for _, name := range defined {
-			if len(r.name) >= 3 && editDistance(r.name, name) == 1 {
-				d.warnAt(r.pos, "${%s} is not defined by the workflow, its env files or profiles, so it expands to nothing (did you mean ${%s}?)", r.name, name)
+		for _, name := range slices.Concat(defined, runnerEnvNames) {
+			if len(r.name) >= 3 && oneEdit(r.name, name) {
+				effect := "expands to nothing"
+				if !strings.HasPrefix(r.written, "${") {
+					effect = "is nil in the condition"
+				}
+				d.warnAt(r.pos, "%s is not defined by the workflow, its env files or profiles, so it %s (did you mean %s?)", r.written, effect, strings.Replace(r.written, r.name, name, 1))
 				break
 			}
 		}
@@ -145,4 +179,40 @@ func (d *decoder) envFileNames(wf *Workflow) []string {
 		file.Close()
 	}
 	return names
+}
+
+// command reads the text of a command of the given kind.
+func (d *decoder) command(n *yaml.Node, what, text string, kind CommandKind) Command {
+	t := d.template(n, what, text)
+	if t != nil && kind == ShellCommand {
+		d.noteForWords(n, t)
+	}
+	return Command{Kind: kind, Text: t}
+}
+
+// forWord is a placeholder among the words of a shell for loop.
+type forWord struct {
+	pos Pos
+	ref interp.Ref
+}
+
+// noteForWords records the placeholders of a shell command's text t that
+// stand unquoted among the words of a for loop.
+func (d *decoder) noteForWords(n *yaml.Node, t *interp.Template) {
+	for _, r := range t.ForWords() {
+		d.forWords = append(d.forWords, forWord{pos: d.scalarPos(n, max(strings.Index(n.Value, r.Src), 0)), ref: r})
+	}
+}
+
+// checkForWords warns of each value runner inserts among the words of a
+// for loop: escaped as one word, the loop runs once for it, where its
+// author most likely meant one run per word. A plain name the workflow
+// does not define is the shell's, which splits it.
+func (d *decoder) checkForWords(defined []string) {
+	for _, w := range d.forWords {
+		if p := w.ref.Path; !strings.ContainsAny(p, ".[:") && !slices.Contains(defined, p) && !slices.Contains(runnerEnvNames, p) {
+			continue
+		}
+		d.warnAt(w.pos, "%s is inserted as one word (runner quotes a value for the shell), so this for loop runs once with the whole value; to loop over its words write ${%s|raw}, unescaped, which the shell splits", w.ref.Src, w.ref.Path)
+	}
 }

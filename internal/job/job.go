@@ -29,6 +29,7 @@ type Job struct {
 	scope    *executor.Scope // the job's variables; changed only between phases
 	exec     *executor.Executor
 	out      [2]io.Writer // the steps' output as given (Options.Stdout, Stderr), not masked
+	tag      bool         // Options.Tag
 	seed     uint64
 	resumed  bool
 	dir      string // where phases run; "" = this process's directory
@@ -50,14 +51,17 @@ type Options struct {
 	// Context ends what opening the job runs (its env commands): the
 	// caller's, so that an interrupt ends them; nil: only their timeout
 	// does.
-	Context  context.Context
-	Store    state.Store
-	JobID    string            // run only; "" = generated
-	Vars     map[string]string // --set; resume: the job's secrets and variables no finished step used; attach: only its secrets
-	Profile  string            // run only: the workflow profile to apply; "" = none
-	Seed     *uint64           // run only; nil = random
-	Stdout   io.Writer         // live command output
-	Stderr   io.Writer
+	Context context.Context
+	Store   state.Store
+	JobID   string            // run only; "" = generated
+	Vars    map[string]string // --set; resume: the job's secrets and variables no finished step used; attach: only its secrets
+	Profile string            // run only: the workflow profile to apply; "" = none
+	Seed    *uint64           // run only; nil = random
+	Stdout  io.Writer         // live command output
+	Stderr  io.Writer
+	// Tag (run --tag) tags each line a step prints on Stdout and Stderr
+	// with the step's label, as a parallel: block's steps' lines are.
+	Tag      bool
 	Listener func(eventlog.Event) // sees every event as written (for the terminal)
 	Now      func() time.Time
 
@@ -364,7 +368,7 @@ func prepare(st *state.Job, wf *workflow.Workflow, opts Options, env *jobenv.Env
 	}
 	j.secrets = env.Secrets(wf, j.scope, st.Meta.Secrets, environ)
 	mask := j.secrets.Masker()
-	j.out = [2]io.Writer{opts.Stdout, opts.Stderr}
+	j.out, j.tag = [2]io.Writer{opts.Stdout, opts.Stderr}, opts.Tag
 	j.exec = &executor.Executor{
 		JobID:   st.Meta.ID,
 		Mask:    mask,

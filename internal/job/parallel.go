@@ -91,19 +91,26 @@ func (p *phaseRun) parallel(ctx context.Context, block *workflow.Parallel, steps
 // terminal tagged with its label; flush writes its last partial lines.
 func (p *phaseRun) parallelRun(block *workflow.Parallel, step *workflow.Step) (executor.Run, io.Closer, func()) {
 	j := p.j
-	tag := step.Label(p.phase) + "\t"
-	var out [2]io.Writer
-	var tagged []*tagline.Writer
-	for k, w := range j.out {
-		if w != nil {
-			t := tagline.New(w, tag)
-			out[k], tagged = t, append(tagged, t)
-		}
-	}
+	out, flush := j.tagged(step.Label(p.phase))
 	run, log := j.stepRun(p.phase, step, out)
 	run.Scope = j.scope.Child()
 	run.Parallel = block.Label(p.phase)
-	return run, log, func() {
+	return run, log, flush
+}
+
+// tagged is the job's output (Options.Stdout, Stderr) with each line
+// tagged with a step's label, and a function that writes the last
+// partial lines: a parallel: block's steps' always, every step's with
+// Options.Tag (run --tag), as map items' with their ids.
+func (j *Job) tagged(label string) (out [2]io.Writer, flush func()) {
+	var tagged []*tagline.Writer
+	for k, w := range j.out {
+		if w != nil {
+			t := tagline.New(w, label+"\t")
+			out[k], tagged = t, append(tagged, t)
+		}
+	}
+	return out, func() {
 		for _, t := range tagged {
 			t.Flush()
 		}

@@ -104,8 +104,13 @@ type phaseRun struct {
 // step runs one step in the job's scope.
 func (p *phaseRun) step(ctx context.Context, step *workflow.Step) error {
 	j := p.j
-	run, log := j.stepRun(p.phase, step, j.out)
+	out, flush := j.out, func() {}
+	if j.tag {
+		out, flush = j.tagged(step.Label(p.phase))
+	}
+	run, log := j.stepRun(p.phase, step, out)
 	res := j.exec.RunStep(ctx, step, run)
+	flush()
 	log.Close()
 	if err := p.ended(ctx, step, res); err != nil {
 		return err

@@ -58,6 +58,7 @@ func Programs() map[string]func() {
 	return map[string]func(){
 		"flaky":   flaky,
 		"dlqhold": dlqHold,
+		"memcap":  memcap,
 	}
 }
 

@@ -1,9 +1,11 @@
 package testkit
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/metrics"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -41,4 +43,29 @@ func PeakLiveHeap(fn func()) uint64 {
 	close(stop)
 	<-stopped
 	return peak.Load()
+}
+
+// BoundHeap makes the test binary die, with a message naming the test,
+// as soon as its heap passes limit bytes, until the test ends: for a
+// test whose code, were it to regress, could take all of the machine's
+// memory (a YAML alias bomb) rather than fail. The heap is read every
+// millisecond, so it passes limit by what the test allocates in one.
+func BoundHeap(t testing.TB, limit uint64) {
+	name := t.Name()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(heap)
+			if v := heap[0].Value.Uint64(); v > limit {
+				panic(fmt.Sprintf("%s: the heap holds %d MiB, more than the test's bound of %d MiB", name, v>>20, limit>>20))
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
 }

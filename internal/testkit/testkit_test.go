@@ -3,6 +3,7 @@ package testkit
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,5 +92,26 @@ func TestGitRepo(t *testing.T) {
 	}
 	if got := r.In(t.TempDir(), "init", "-q"); got != "" {
 		t.Errorf("git init elsewhere said %q", got)
+	}
+}
+
+// BoundHeap ends the test binary once the heap passes its bound: the
+// test runs itself again as a child that allocates past it.
+func TestBoundHeap(t *testing.T) {
+	if os.Getenv("TESTKIT_BOUND_HEAP") == "1" {
+		BoundHeap(t, 32<<20)
+		var held [][]byte
+		for range 1000 {
+			held = append(held, make([]byte, 1<<20))
+			time.Sleep(100 * time.Microsecond)
+		}
+		t.Logf("held %d MiB", len(held))
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBoundHeap$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TESTKIT_BOUND_HEAP=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "TestBoundHeap: the heap holds") {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }

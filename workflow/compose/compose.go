@@ -24,9 +24,10 @@ var Keys = []string{"imports", "extends", "template", "parameters", "defaults", 
 
 // Source is one file of a composition, parsed.
 type Source struct {
-	File string
-	Src  []byte
-	Root *yaml.Node // the top-level mapping
+	File  string
+	Src   []byte
+	Root  *yaml.Node // the top-level mapping
+	Nodes int        // the values Root expands to, its aliases followed
 }
 
 // Problem is an error or a warning at a place in one of the files, or
@@ -47,6 +48,10 @@ type Options struct {
 	Load func(path string) (*Source, error)
 	// Params are --param and --param-file's values, over the file's.
 	Params map[string]any
+	// MaxNodes bounds the values of all the files composed, each counted
+	// every time it is included, so that files that include each other
+	// many times over are an error rather than an exhausted machine.
+	MaxNodes int
 }
 
 // Result is a composed workflow: its top-level mapping without the
@@ -69,11 +74,12 @@ type composer struct {
 	origins  map[*yaml.Node]*Source
 	problems []Problem
 	stack    []string // the files being composed, for cycles
+	nodes    int      // the values of the files included so far
 }
 
 // Compose composes main.
 func Compose(main *Source, opts Options) *Result {
-	c := &composer{opts: opts, origins: map[*yaml.Node]*Source{}}
+	c := &composer{opts: opts, origins: map[*yaml.Node]*Source{}, nodes: main.Nodes}
 	res := &Result{Origins: c.origins}
 	if w := c.compose(main); w != nil && !c.failed() {
 		params := c.params(w, opts.Params)
@@ -128,6 +134,9 @@ func (c *composer) warnf(src *Source, n *yaml.Node, format string, args ...any) 
 
 // load reads a file the composition names at n in from.
 func (c *composer) load(from *Source, n *yaml.Node, path, what string) *Source {
+	if c.nodes > c.opts.MaxNodes {
+		return nil // reported once, where the bound was passed
+	}
 	if slices.Contains(c.stack, filepath.Clean(path)) {
 		c.errorf(from, n, "%s %s: a cycle (%s → %s): a workflow cannot include itself", what, path, strings.Join(c.stack, " → "), path)
 		return nil
@@ -139,6 +148,10 @@ func (c *composer) load(from *Source, n *yaml.Node, path, what string) *Source {
 	src, err := c.opts.Load(path)
 	if err != nil {
 		c.problems = append(c.problems, Problem{File: path, Err: err})
+		return nil
+	}
+	if c.nodes += src.Nodes; c.nodes > c.opts.MaxNodes {
+		c.errorf(from, n, "%s %s: the composed workflow grows past %d values (files included in each other too many times?)", what, path, c.opts.MaxNodes)
 		return nil
 	}
 	return src

@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,8 +20,20 @@ func load(path string) (*Source, error) {
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, err
 	}
-	return &Source{File: path, Src: src, Root: doc.Content[0]}, nil
+	return &Source{File: path, Src: src, Root: doc.Content[0], Nodes: count(&doc)}, nil
 }
+
+// count is the number of nodes in n (the tests' files have no aliases).
+func count(n *yaml.Node) int {
+	total := 1
+	for _, c := range n.Content {
+		total += count(c)
+	}
+	return total
+}
+
+// testMaxNodes is the tests' bound on a composition's values.
+const testMaxNodes = 10_000
 
 // inDir writes files into a new directory and makes it the current one
 // (composition reads paths from it, as Prodigy's).
@@ -44,7 +57,7 @@ func compose(t *testing.T, main string, params map[string]any) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Compose(src, Options{Load: load, Params: params})
+	return Compose(src, Options{Load: load, Params: params, MaxNodes: testMaxNodes})
 }
 
 // A parameter's ${NAME} is replaced in claude, shell and id; another
@@ -76,5 +89,20 @@ func TestCompose(t *testing.T) {
 	res = compose(t, "cycle.yml", nil)
 	if res.Root != nil || len(res.Problems) != 1 || res.Problems[0].File != "cycle2.yml" || !strings.Contains(res.Problems[0].Msg, "a cycle (cycle.yml → cycle2.yml → cycle.yml)") {
 		t.Errorf("cycle: %+v", res.Problems)
+	}
+}
+
+// Files that include each other many times over (each imports the next
+// twice: 2^30 copies of the last) stop at the bound on the values
+// composed, each file counted every time it is included.
+func TestComposeBoundsRepeatedIncludes(t *testing.T) {
+	files := map[string]string{"f30.yml": "commands: [{shell: x}]\n"}
+	for i := range 30 {
+		files[fmt.Sprintf("f%d.yml", i)] = fmt.Sprintf("imports: [{path: f%d.yml}, {path: f%[1]d.yml}]\ncommands: []\n", i+1)
+	}
+	inDir(t, files)
+	res := compose(t, "f0.yml", nil)
+	if res.Root != nil || len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Msg, fmt.Sprintf("the composed workflow grows past %d values", testMaxNodes)) {
+		t.Errorf("problems: %+v", res.Problems)
 	}
 }
