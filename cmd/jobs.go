@@ -12,6 +12,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/dlqsettle"
+	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/state"
@@ -82,10 +83,10 @@ func runJobs(g *globalOptions, o jobsOptions) error {
 		return nil
 	}
 	t := newTable(g.stdout)
-	t.row("JOB", "WORKFLOW", "STATUS", "PROGRESS", "STARTED", "RUNS", "RAN", "WALL CLOCK")
+	t.row("JOB", "WORKFLOW", "STATUS", "PROGRESS", "STARTED", "RUNS", "RAN", "WALL CLOCK", "COST")
 	for _, m := range jobs {
 		t.row(m.ID, m.Workflow, jobStatus(m), jobProgress(m),
-			m.Started.Local().Format("2006-01-02 15:04:05"), m.ResumedCount+1, ran(m), wallClock(m))
+			m.Started.Local().Format("2006-01-02 15:04:05"), m.ResumedCount+1, ran(m), wallClock(m), cost(m))
 	}
 	return t.flush()
 }
@@ -155,6 +156,15 @@ func jobProgress(m state.Meta) string {
 		return fmt.Sprintf("%d/%d items", m.Items.Succeeded, m.Items.Total)
 	}
 	return fmt.Sprintf("%d/%d steps", m.StepsDone, m.Steps)
+}
+
+// cost is the COST column: what the job's agents spent; "-" when none
+// reported it.
+func cost(m state.Meta) string {
+	if m.Spend == nil {
+		return "-"
+	}
+	return eventlog.CostText(m.Spend.CostUSD)
 }
 
 // ran is the RAN column: the time the job's ended runs took, its pauses

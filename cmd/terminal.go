@@ -279,6 +279,9 @@ type runSummary struct {
 	Merged       bool     `json:"merged,omitempty"`
 	Error        string   `json:"error,omitempty"`
 	Handled      []string `json:"handled_failures,omitempty"`
+	// Spend is what the job's agents spent, all its runs; nil when none
+	// reported it.
+	Spend *eventlog.AgentUsage `json:"spend,omitempty"`
 }
 
 // durations is the time of a run line: this run's alone for a job run
@@ -346,6 +349,7 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 		JobID: j.ID(), Workflow: j.Workflow().Name, Status: string(res.status), ExitCode: res.code,
 		DurationMS: j.Elapsed().Milliseconds(), RanMS: m.RanMS, WallClockMS: m.Finished.Sub(m.Started).Milliseconds(), Items: res.items,
 		Branch: res.end.Branch, TargetBranch: res.end.Target, Merged: res.end.Merged != "",
+		Spend: m.Spend,
 	}
 	if res.items == nil {
 		s.Steps = &stepCounts{Total: len(j.Workflow().Steps), Succeeded: res.steps.Succeeded, Failed: res.steps.Failed, Skipped: res.steps.Skipped}
@@ -388,6 +392,9 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 		if res.steps.Failed > 0 {
 			line += fmt.Sprintf(", %d failed", res.steps.Failed)
 		}
+	}
+	if s.Spend != nil {
+		line += ", " + s.Spend.String()
 	}
 	color := progress.Green
 	if res.code != ExitOK {

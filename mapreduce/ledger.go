@@ -74,7 +74,7 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 		crashpoint.Hit(crashpoint.DLQRemoved)
 		events = append(events, eventlog.DLQRemoved(it.ID, ""))
 	}
-	l.job.Emit(append(events, eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)))...)
+	l.job.Emit(append(events, eventlog.ItemSucceeded(it.ID, attempt, out.Duration).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)).WithUsage(out.Usage))...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.counts.Succeeded++
@@ -152,7 +152,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) error {
 	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
 	// signature as the DLQ does.
-	events := []eventlog.Event{eventlog.ItemFailed(it.ID, last.Event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out))}
+	events := []eventlog.Event{eventlog.ItemFailed(it.ID, last.Event(), string(action), it.Value).WithOutput(out.Output, "").WithWorker(out.Origin.Worker, out.Origin.Delivery).WithMerge(mergeOf(out)).WithUsage(out.Usage)}
 	if action == errorpolicy.Skip {
 		events = append(events, eventlog.ItemSkipped(it.ID, "on_item_failure: skip"))
 	} else if !l.fromDLQ {

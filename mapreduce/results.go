@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/appendfile"
+	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -47,6 +48,9 @@ type Result struct {
 	// Skipped marks an item that on_item_failure: skip recorded as skipped.
 	Kind    string `json:"kind,omitempty"`
 	Skipped bool   `json:"skipped,omitempty"`
+	// Usage is what the item's agents spent, all its attempts; absent
+	// when none reported it.
+	Usage *eventlog.AgentUsage `json:"usage,omitempty"`
 }
 
 // AgentStatus is Prodigy's AgentStatus as serde writes it: "Success",
@@ -101,6 +105,7 @@ func (l *resultLog) entry(it *Item, out Outcome, failed *Failure) Result {
 		ItemID: it.ID, Output: out.Output, Commits: out.Commits, FilesModified: out.FilesModified,
 		Duration: durationOf(out.Duration), WorktreePath: out.Worktree, BranchName: out.Branch,
 		JSONLogLocation: l.itemLog(it), ItemIndex: it.Index, Item: it.Raw, DurationMS: out.Duration.Milliseconds(),
+		Usage: out.Usage,
 	}
 	if r.Commits == nil {
 		r.Commits = []string{}

@@ -156,12 +156,15 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		return
 	}
 	saved := from.Steps
+	var spent *eventlog.AgentUsage // what the item's attempts' agents spent
 	for attempt := from.Attempt; ; attempt++ {
 		out, ok := s.run(ctx, it, attempt, sl, saved)
 		if !ok {
 			return // interrupted, or a checkpoint could not be saved: the item stays pending
 		}
 		saved = nil
+		spent = eventlog.AddUsage(spent, out.Usage)
+		out.Usage = spent
 		if s.trees != nil {
 			crashpoint.Hit(crashpoint.ItemWorktreeRemoved)
 			if out, err = s.trees.Merge(ctx, it, attempt, out); err != nil {

@@ -92,6 +92,19 @@ func (e Event) Int(name string) int64 {
 	return 0
 }
 
+// Float returns a number field, or 0: as its constructor wrote it or as
+// it was read back from the log (a json.Number).
+func (e Event) Float(name string) float64 {
+	switch n := e.Fields[name].(type) {
+	case float64:
+		return n
+	case json.Number:
+		f, _ := n.Float64()
+		return f
+	}
+	return float64(e.Int(name))
+}
+
 // Log appends events to a file. It is safe for concurrent use.
 type Log struct {
 	mu     sync.Mutex

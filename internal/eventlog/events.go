@@ -1,6 +1,8 @@
 package eventlog
 
 import (
+	"encoding/json"
+	"math"
 	"time"
 	"unicode/utf8"
 )
@@ -144,22 +146,123 @@ func StepCommandFailed(step, message string, exitCode int, handled string) Event
 // and writes apart), its cost in USD and turns as the agent reported
 // them, the time it spent in the model's API, and which session and
 // model.
+// Its JSON (job metadata, map results, the item seam) has the fields of
+// its agent_usage event and "tokens", their sum (Tokens).
 type AgentUsage struct {
-	InputTokens      int64
-	OutputTokens     int64
-	CacheReadTokens  int64
-	CacheWriteTokens int64
-	CostUSD          float64
-	Turns            int
-	APITime          time.Duration
-	SessionID        string
-	Model            string
+	InputTokens      int64         `json:"input_tokens"`
+	OutputTokens     int64         `json:"output_tokens"`
+	CacheReadTokens  int64         `json:"cache_read_tokens"`
+	CacheWriteTokens int64         `json:"cache_write_tokens"`
+	CostUSD          float64       `json:"cost_usd"`
+	Turns            int           `json:"turns"`
+	APITime          time.Duration `json:"-"` // api_ms
+	SessionID        string        `json:"session_id,omitempty"`
+	Model            string        `json:"model,omitempty"`
+}
+
+// usageFields is AgentUsage without its JSON methods.
+type usageFields AgentUsage
+
+// MarshalJSON writes u's fields, its API time as api_ms, and its Tokens.
+func (u AgentUsage) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		usageFields
+		APIMS  int64 `json:"api_ms"`
+		Tokens int64 `json:"tokens"`
+	}{usageFields(u), u.APITime.Milliseconds(), u.Tokens()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (tokens is worked out).
+func (u *AgentUsage) UnmarshalJSON(data []byte) error {
+	v := struct {
+		*usageFields
+		APIMS int64 `json:"api_ms"`
+	}{usageFields: (*usageFields)(u)}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	u.APITime = time.Duration(v.APIMS) * time.Millisecond
+	return nil
+}
+
+// Usage is what an agent_usage event says its agent spent; false for
+// another event.
+func (e Event) Usage() (AgentUsage, bool) {
+	if e.Type != TypeAgentUsage {
+		return AgentUsage{}, false
+	}
+	return e.usage(), true
+}
+
+// ItemUsage is what an item's agents spent as its item_succeeded or
+// item_failed event says (WithUsage); false when it says nothing.
+func (e Event) ItemUsage() (AgentUsage, bool) {
+	if (e.Type != TypeItemSucceeded && e.Type != TypeItemFailed) || e.Fields["cost_usd"] == nil {
+		return AgentUsage{}, false
+	}
+	return e.usage(), true
+}
+
+// usage reads the fields of an AgentUsage.
+func (e Event) usage() AgentUsage {
+	return AgentUsage{
+		InputTokens: e.Int("input_tokens"), OutputTokens: e.Int("output_tokens"),
+		CacheReadTokens: e.Int("cache_read_tokens"), CacheWriteTokens: e.Int("cache_write_tokens"),
+		CostUSD: e.Float("cost_usd"), Turns: int(e.Int("turns")), APITime: time.Duration(e.Int("api_ms")) * time.Millisecond,
+		SessionID: e.Str("session_id"), Model: e.Str("model"),
+	}
+}
+
+// Tokens is all the tokens u counts: input, output, cache reads and
+// cache writes, each of which the model's provider bills.
+func (u AgentUsage) Tokens() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// Add is what u and v spent together: their tokens, cost (to the
+// millionth of a dollar, which a sum of floats would not keep), turns and
+// API time summed; the session and model are v's where v names them (the
+// later run's).
+func (u AgentUsage) Add(v AgentUsage) AgentUsage {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CacheReadTokens += v.CacheReadTokens
+	u.CacheWriteTokens += v.CacheWriteTokens
+	u.CostUSD = math.Round((u.CostUSD+v.CostUSD)*1e6) / 1e6
+	u.Turns += v.Turns
+	u.APITime += v.APITime
+	if v.SessionID != "" {
+		u.SessionID = v.SessionID
+	}
+	if v.Model != "" {
+		u.Model = v.Model
+	}
+	return u
+}
+
+// AddUsage is what a and b spent together (Add); nil when neither is
+// known, the one known when only one is.
+func AddUsage(a, b *AgentUsage) *AgentUsage {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return b
+	}
+	sum := a.Add(*b)
+	return &sum
 }
 
 // AgentUsageOf: the agent that step's attempt ran spent u.
 func AgentUsageOf(step string, attempt int, u AgentUsage) Event {
+	fields := u.fields()
+	fields["step"], fields["attempt"] = step, attempt
+	return newEvent(TypeAgentUsage, fields)
+}
+
+// fields are u as an event's fields.
+func (u AgentUsage) fields() map[string]any {
 	fields := map[string]any{
-		"step": step, "attempt": attempt,
 		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
 		"cache_read_tokens": u.CacheReadTokens, "cache_write_tokens": u.CacheWriteTokens,
 		"cost_usd": u.CostUSD, "turns": u.Turns, "api_ms": u.APITime.Milliseconds(),
@@ -170,7 +273,22 @@ func AgentUsageOf(step string, attempt int, u AgentUsage) Event {
 	if u.Model != "" {
 		fields["model"] = u.Model
 	}
-	return newEvent(TypeAgentUsage, fields)
+	return fields
+}
+
+// WithUsage adds what an item's agents spent to its item_succeeded or
+// item_failed event: the fields of agent_usage (but the session and
+// model, which are its last step's) and tokens, their sum. A nil u (no
+// agent reported any) adds nothing.
+func (e Event) WithUsage(u *AgentUsage) Event {
+	if u == nil {
+		return e
+	}
+	fields := u.fields()
+	delete(fields, "session_id")
+	delete(fields, "model")
+	fields["tokens"] = u.Tokens()
+	return e.with(fields)
 }
 
 // StepSkipped: step did not run, for reason.

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -157,5 +158,52 @@ func TestWithRunKeepsTheEventsFields(t *testing.T) {
 	e := StepRepeat("poll", 3, time.Second).WithRun("1.0.2", 5)
 	if e.Int("run") != 3 || e.Str("run_id") != "1.0.2" || e.Int("seq") != 5 || e.Str("step") != "poll" {
 		t.Errorf("fields %v, want run 3, run_id 1.0.2, seq 5, step poll", e.Fields)
+	}
+}
+
+// Two runs of an agent spent what both did: tokens, cost, turns and API
+// time summed, the later run's session and model.
+func TestAgentUsageAdd(t *testing.T) {
+	a := AgentUsage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, CostUSD: 0.25, Turns: 2, APITime: time.Second, SessionID: "a", Model: "m1"}
+	b := AgentUsage{InputTokens: 10, OutputTokens: 20, CacheReadTokens: 30, CacheWriteTokens: 40, CostUSD: 0.5, Turns: 3, APITime: 2 * time.Second, SessionID: "b"}
+	got := a.Add(b)
+	want := AgentUsage{InputTokens: 11, OutputTokens: 22, CacheReadTokens: 33, CacheWriteTokens: 44, CostUSD: 0.75, Turns: 5, APITime: 3 * time.Second, SessionID: "b", Model: "m1"}
+	if got != want {
+		t.Errorf("Add = %+v, want %+v", got, want)
+	}
+	if got.Tokens() != 110 {
+		t.Errorf("Tokens = %d, want 110", got.Tokens())
+	}
+}
+
+// An agent_usage event read back from the log, and an AgentUsage through
+// its JSON, say what the agent spent.
+func TestAgentUsageReadBack(t *testing.T) {
+	u := AgentUsage{InputTokens: 31, OutputTokens: 1411, CacheReadTokens: 9, CacheWriteTokens: 8, CostUSD: 0.1873, Turns: 7, APITime: 45102 * time.Millisecond, SessionID: "s", Model: "m"}
+	data, err := json.Marshal(AgentUsageOf("fix", 2, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := e.Usage(); !ok || got != u {
+		t.Errorf("Usage() = %+v, %v; want %+v", got, ok, u)
+	}
+	if _, ok := StepSkipped("x", "y").Usage(); ok {
+		t.Error("a step_skipped event has a usage")
+	}
+	data, err = json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"input_tokens":31,"output_tokens":1411,"cache_read_tokens":9,"cache_write_tokens":8,"cost_usd":0.1873,"turns":7,"session_id":"s","model":"m","api_ms":45102,"tokens":1459}`
+	if string(data) != want {
+		t.Errorf("JSON %s, want %s", data, want)
+	}
+	var back AgentUsage
+	if err := json.Unmarshal(data, &back); err != nil || back != u {
+		t.Errorf("read back %+v, %v", back, err)
 	}
 }

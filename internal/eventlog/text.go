@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -193,4 +194,29 @@ func (e Event) failureKind() string {
 	default:
 		return kind
 	}
+}
+
+// String is what u spent as runner shows it: "$0.19, 126k tokens".
+func (u AgentUsage) String() string {
+	return CostText(u.CostUSD) + ", " + countText(u.Tokens()) + " tokens"
+}
+
+// CostText is a cost in USD to the cent ("$0.19"), or to the
+// hundredth of a cent below one cent ("$0.0031").
+func CostText(usd float64) string {
+	if usd > 0 && usd < 0.01 {
+		return fmt.Sprintf("$%.4f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
+
+// countText is a count in three digits or fewer: 987, 126k, 1.3M.
+func countText(n int64) string {
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 999_500:
+		return fmt.Sprintf("%.0fk", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1fM", float64(n)/1e6)
 }

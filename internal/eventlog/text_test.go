@@ -51,3 +51,24 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// Spend is shown to the cent (a hundredth of one below a cent) and its
+// tokens in three digits or fewer.
+func TestAgentUsageString(t *testing.T) {
+	for _, c := range []struct {
+		usd    float64
+		tokens int64
+		want   string
+	}{
+		{0.1873, 125988, "$0.19, 126k tokens"},
+		{0.0031, 987, "$0.0031, 987 tokens"},
+		{0, 0, "$0.00, 0 tokens"},
+		{41.5, 999_499, "$41.50, 999k tokens"},
+		{41.5, 999_500, "$41.50, 1.0M tokens"},
+		{412, 12_345_678, "$412.00, 12.3M tokens"},
+	} {
+		if got := (AgentUsage{CostUSD: c.usd, InputTokens: c.tokens}).String(); got != c.want {
+			t.Errorf("String of (%v, %d) = %q, want %q", c.usd, c.tokens, got, c.want)
+		}
+	}
+}

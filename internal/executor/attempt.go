@@ -125,10 +125,11 @@ func (r Run) label(step *workflow.Step) string {
 // commandResult is one finished command with its captured output.
 type commandResult struct {
 	retryv2.Outcome
-	stdout, stderr         []byte            // full captures when asked for
-	stdoutTail, stderrTail streamTail        // always: the last outputLimit bytes
-	commits                []string          // new commits since the step started, oldest first; nil when not tracked
-	outputs                map[string]string // the files of the step's outputs, by name
+	stdout, stderr         []byte               // full captures when asked for
+	stdoutTail, stderrTail streamTail           // always: the last outputLimit bytes
+	commits                []string             // new commits since the step started, oldest first; nil when not tracked
+	outputs                map[string]string    // the files of the step's outputs, by name
+	usage                  *eventlog.AgentUsage // what its agent spent, when the agent reported it; a step's: all its attempts
 }
 
 // runCommand expands and runs one command once.
@@ -213,7 +214,9 @@ func (x *Executor) readStream(stream *claudeStream, step *workflow.Step, r Run, 
 		cr.Kind = retryv2.KindAgentError
 		cr.Err = fmt.Errorf("the agent reported an error (%s)", cmp.Or(res.subtype, "is_error"))
 	}
-	x.emit(r, eventlog.AgentUsageOf(r.label(step), cr.Attempt, stream.usage()))
+	u := stream.usage()
+	cr.usage = &u
+	x.emit(r, eventlog.AgentUsageOf(r.label(step), cr.Attempt, u))
 }
 
 // mask replaces secret values in command output: the tails that failure

@@ -27,6 +27,9 @@ func (x *Executor) capture(step *workflow.Step, res commandResult, sc *Scope) (m
 		if res.commits != nil {
 			v["commits"] = commitList(res.commits)
 		}
+		if res.usage != nil {
+			v["cost_usd"], v["tokens"] = res.usage.CostUSD, res.usage.Tokens()
+		}
 		for name, path := range res.outputs {
 			v[name] = path
 		}

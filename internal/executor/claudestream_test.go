@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
+	"github.com/runnerdev/runner/workflow/interp"
 )
 
 // feed writes data to a claudeStream in pieces of n bytes (cut anywhere,
@@ -193,5 +194,39 @@ func TestClaudeStepReadsTheStream(t *testing.T) {
 	res = x.RunStep(t.Context(), wf.Steps[0], Run{Scope: NewScope(nil, nil), Stdout: &bytes.Buffer{}})
 	if res.Status != StepFailed || res.Outcome.Kind != retryv2.KindAgentError || !strings.Contains(res.Err.Error(), "ended without its result") {
 		t.Errorf("a stream without its result: status %s kind %q err %v", res.Status, res.Outcome.Kind, res.Err)
+	}
+}
+
+// ${steps.ID.cost_usd} and ${steps.ID.tokens} are what the agents of all
+// the step's attempts spent: a first session that ran out of turns and
+// the second that answered.
+func TestClaudeStepSpendSumsItsAttempts(t *testing.T) {
+	abs := func(name string) string { p, _ := filepath.Abs(filepath.Join("testdata", "stream", name)); return p }
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "claude")
+	script := "#!/bin/sh\nif [ -e '" + dir + "/ran' ]; then cat '" + abs("success.jsonl") + "'; exit 0; fi\n" +
+		": > '" + dir + "/ran'\ncat '" + abs("max-turns.jsonl") + "'\nexit 1\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	x := &Executor{Env: os.Environ(), TmpDir: t.TempDir(), Agent: Agent{Command: []string{bin, "--print"}, From: AgentFromWorkflow}}
+	wf, err := workflow.Parse("a.yml", []byte("- claude: /fix\n  id: fix\n  retry_config: {attempts: 2, initial_delay: 1ms}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := NewScope(nil, nil)
+	res := x.RunStep(t.Context(), wf.Steps[0], Run{Scope: sc, Stdout: &bytes.Buffer{}})
+	if res.Status != StepSucceeded || res.Attempts != 2 {
+		t.Fatalf("status %s after %d attempts: %v", res.Status, res.Attempts, res.Err)
+	}
+	tmpl, err := interp.Parse("${steps.fix.cost_usd} ${steps.fix.tokens}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tmpl.Expand(sc.Lookup(), interp.Plain); err != nil || got != "0.2184 151055" {
+		t.Errorf("got %q, %v; want the cost and tokens of both attempts, 0.2184 151055", got, err)
+	}
+	if res.Usage == nil || res.Usage.Turns != 9 || res.Usage.Tokens() != 151055 {
+		t.Errorf("the step's usage %+v", res.Usage)
 	}
 }

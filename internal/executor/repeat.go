@@ -24,9 +24,12 @@ func (x *Executor) runRepeated(ctx context.Context, step *workflow.Step, r Run) 
 	}
 	r.Waiting, r.From = nil, nil // a repeat's runs are not checkpointed: it starts over
 	start := time.Now()
+	var spent *eventlog.AgentUsage
 	gaps := retryv2.Policy{Backoff: rp.Backoff, InitialDelay: rp.Interval, MaxDelay: max(rp.Interval, maxPollGap)}
 	for run := 1; ; run++ {
 		res, err := x.attempts(ctx, step, r)
+		spent = eventlog.AddUsage(spent, res.usage)
+		res.usage = spent // the step's spend: all its runs'
 		if err != nil {
 			return res, err
 		}

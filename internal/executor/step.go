@@ -31,6 +31,9 @@ type StepResult struct {
 	Attempts int
 	Err      error          // the failure, also when handled
 	Vars     map[string]any // variables the step set, for resume
+	// Usage is what the agents of its attempts spent (a claude: step
+	// whose agent reported it); nil otherwise.
+	Usage *eventlog.AgentUsage
 }
 
 // Fatal reports whether the result stops the workflow (or fails the item).
@@ -101,10 +104,12 @@ func (x *Executor) run(ctx context.Context, step *workflow.Step, r Run) stepRun 
 // conclude turns a run into the step's result: its capture and on_success
 // handler when it succeeded, its failure handling otherwise.
 func (x *Executor) conclude(ctx context.Context, step *workflow.Step, r Run, run stepRun) StepResult {
-	if res, final := x.settle(ctx, step, r, &run); final {
-		return res
+	res, final := x.settle(ctx, step, r, &run)
+	if !final {
+		res = x.handleFailure(ctx, step, r, run.res, run.err)
 	}
-	return x.handleFailure(ctx, step, r, run.res, run.err)
+	res.Usage = run.res.usage
+	return res
 }
 
 // settle gives a run's result when nothing is left to handle: its
@@ -189,7 +194,8 @@ func stepError(label string, err error) error {
 func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (commandResult, error) {
 	capture := step.Capture != ""
 	key := r.label(step)
-	var ran commandResult // the last attempt that really ran
+	var ran commandResult          // the last attempt that really ran
+	var spent *eventlog.AgentUsage // what the attempts' agents spent
 	spec := retryv2.Spec{
 		Policies: step.Retry,
 		Disabled: !step.Retryable,
@@ -222,12 +228,13 @@ func (x *Executor) attempts(ctx context.Context, step *workflow.Step, r Run) (co
 	}
 	last, err := retryv2.Run(ctx, spec, func(ctx context.Context, n int) retryv2.Outcome {
 		ran = x.runCommandTo(ctx, step, r, n, capture)
+		spent = eventlog.AddUsage(spent, ran.usage)
 		if r.commits != nil && !ran.Failed() {
 			ran = r.commits.check(ctx, ran)
 		}
 		return ran.Outcome
 	})
-	ran.Outcome = last
+	ran.Outcome, ran.usage = last, spent
 	var final *retryv2.Error
 	if len(step.Retry) == 0 && errors.As(err, &final) {
 		err = errors.New(last.Message()) // no policy: no retry vocabulary in the message

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/crashpoint"
+	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/itemtask"
@@ -170,8 +171,9 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		actx, cancel = context.WithTimeoutCause(ctx, r.timeout, &agentTimeout{r.timeout})
 	}
 	defer cancel()
+	var spent *eventlog.AgentUsage // what the steps' agents spent
 	outcome := func() itemtask.Outcome {
-		return itemtask.Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start), Branch: branch, Worktree: worktree}
+		return itemtask.Outcome{DispatchID: t.DispatchID, Output: stdout.String(), Duration: time.Since(start), Branch: branch, Worktree: worktree, Usage: spent}
 	}
 	for _, step := range r.steps {
 		run.From = nil
@@ -184,6 +186,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 			continue
 		}
 		res := r.exec.RunStep(actx, step, run)
+		spent = eventlog.AddUsage(spent, res.Usage)
 		switch {
 		case ctx.Err() != nil:
 			// Interrupted: it does not count; the branch is named for a

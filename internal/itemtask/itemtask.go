@@ -110,6 +110,10 @@ type Outcome struct {
 	Conflicts []string `json:"conflicts,omitzero"`
 	// Origin is who ran the task; zero for this machine.
 	Origin Origin `json:"origin,omitzero"`
+	// Usage is what the agents of the steps this run ran spent (claude:
+	// steps whose agent reports it); nil when none did. The engine adds
+	// the item's earlier attempts' to it.
+	Usage *eventlog.AgentUsage `json:"usage,omitempty"`
 }
 
 // Origin is who ran an attempt, for its events and its log's header: a

@@ -43,7 +43,7 @@ type Job struct {
 	exitCode func(error) int // Options.ExitCode
 
 	mu     sync.Mutex // guards st.Meta and logErr
-	logErr error      // the first event log write error
+	logErr error      // the first event log (or spend) write error
 }
 
 // Options configure starting or resuming a job.
@@ -407,18 +407,43 @@ func lockJob(st *state.Job, shared bool) error {
 // and shows the events written to the listener.
 func (j *Job) emit(events ...eventlog.Event) {
 	events, err := j.log.Coalesce(events...)
-	if err != nil {
-		j.mu.Lock()
-		if j.logErr == nil {
-			j.logErr = err
+	j.recordErr(err)
+	for _, e := range events {
+		if u, ok := e.Usage(); ok {
+			j.spent(u)
 		}
-		j.mu.Unlock()
 	}
 	if j.listener != nil {
 		for _, e := range events {
 			j.listener(e)
 		}
 	}
+}
+
+// spent adds what an agent spent to the job's total in its metadata,
+// which `runner jobs` and the end line read.
+func (j *Job) spent(u eventlog.AgentUsage) {
+	j.recordErr(j.UpdateMeta(func(m *state.Meta) {
+		total := u
+		if m.Spend != nil {
+			total = m.Spend.Add(u)
+		}
+		total.SessionID, total.Model = "", "" // a job's many sessions have no one id
+		m.Spend = &total
+	}))
+}
+
+// recordErr keeps the first failure to record what the job did, which
+// fails it.
+func (j *Job) recordErr(err error) {
+	if err == nil {
+		return
+	}
+	j.mu.Lock()
+	if j.logErr == nil {
+		j.logErr = err
+	}
+	j.mu.Unlock()
 }
 
 // Emit records events produced together (for the layers that drive a job).

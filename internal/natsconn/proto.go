@@ -216,6 +216,9 @@ type Result struct {
 	// LastStep is the checkpoint of the template's last step, which
 	// travels with the result instead of before it (itemtask.Opened.Last).
 	LastStep *itemtask.StepRecord `json:"last_step,omitempty"`
+	// Usage is what the run's agents spent (itemtask.Outcome.Usage);
+	// absent from an older worker's.
+	Usage *eventlog.AgentUsage `json:"usage,omitempty"`
 }
 
 // RunID is the run that stored r.

@@ -337,7 +337,7 @@ func (d *Dispatcher) outcome(ctx context.Context, rec *record, t itemtask.Task) 
 	d.mu.Unlock()
 	origin := itemtask.Origin{Worker: r.Worker, Delivery: r.Delivery}
 	duration := time.Duration(r.DurationMS) * time.Millisecond
-	out := itemtask.Outcome{DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: duration, Origin: origin}
+	out := itemtask.Outcome{DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: duration, Origin: origin, Usage: r.Usage}
 	if r.Failed && r.Failure != nil {
 		out.Failure = r.Failure.Local()
 		out.Failure.Attempt = t.Attempt

@@ -431,7 +431,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, ls *le
 	rp.Drop() // the result carries the run's events
 	mask := wj.opened.Mask
 	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
-	r.DurationMS = out.Duration.Milliseconds()
+	r.DurationMS, r.Usage = out.Duration.Milliseconds(), out.Usage
 	r.Git = ig
 	if out.Failed {
 		f := natsconn.WireFailure(out.Failure)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
@@ -57,16 +58,23 @@ type junitSuite struct {
 	Cases      []junitCase     `xml:"testcase"`
 }
 
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
 type junitProperty struct {
 	Name  string `xml:"name,attr"`
 	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
-	Class   string        `xml:"classname,attr"`
-	Name    string        `xml:"name,attr"`
-	Time    string        `xml:"time,attr"`
-	Failure *junitFailure `xml:"failure,omitempty"`
+	Class string `xml:"classname,attr"`
+	Name  string `xml:"name,attr"`
+	Time  string `xml:"time,attr"`
+	// Properties are what the case's agents spent (cost_usd, tokens),
+	// when they reported it.
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Failure    *junitFailure    `xml:"failure,omitempty"`
 	// Reruns are the failed attempts before the last of a case that
 	// failed; Flaky those of a case that passed on a later attempt
 	// (Maven Surefire's rerunFailure and flakyFailure).
@@ -200,6 +208,9 @@ func (b *junitBuilder) document(m state.Meta) junitSuites {
 	suite := junitSuite{Name: m.Workflow, Timestamp: m.Started.UTC().Format(time.RFC3339),
 		Properties: []junitProperty{{"job_id", m.ID}, {"status", string(m.Status)}, {"seed", fmt.Sprint(m.Seed)}},
 		Tests:      b.endedCounts.tests, Failures: b.endedCounts.failures, Skipped: b.endedCounts.skipped}
+	if m.Spend != nil {
+		suite.Properties = append(suite.Properties, spendProperties(*m.Spend)...)
+	}
 	for _, c := range b.cases {
 		suite.Tests++
 		switch {
@@ -325,11 +336,17 @@ type caseState struct {
 	log        string // a step's case: the path of its log (JUnitJob.StepLogs); "" for none
 	seen       int    // when it was made, among the report's cases
 	start      time.Time
-	running    bool           // an item's attempts are under way: its clock runs from their first
-	attempts   []junitAttempt // its failed attempts, oldest first
-	lastFailed bool           // its last attempt failed: that attempt is its failure
-	canceled   bool           // its last attempt was cancelled (Ctrl-C, a stop, a parallel: block's fail_fast)
-	reached    bool           // a step's case: an event of the step was read
+	running    bool                 // an item's attempts are under way: its clock runs from their first
+	attempts   []junitAttempt       // its failed attempts, oldest first
+	lastFailed bool                 // its last attempt failed: that attempt is its failure
+	canceled   bool                 // its last attempt was cancelled (Ctrl-C, a stop, a parallel: block's fail_fast)
+	reached    bool                 // a step's case: an event of the step was read
+	spent      *eventlog.AgentUsage // a step's case: what its agents spent, all its runs
+}
+
+// spendProperties are the properties that say what agents spent.
+func spendProperties(u eventlog.AgentUsage) []junitProperty {
+	return []junitProperty{{"cost_usd", strconv.FormatFloat(u.CostUSD, 'f', -1, 64)}, {"tokens", strconv.FormatInt(u.Tokens(), 10)}}
 }
 
 func newJUnitBuilder(workflow string, mapReduce bool) *junitBuilder {
@@ -458,6 +475,11 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 		b.caseFor(phase, step).lastFailed = false
 	case eventlog.TypeStepCompleted:
 		b.caseFor(phase, step).passed(e)
+	case eventlog.TypeAgentUsage:
+		c := b.caseFor(phase, step)
+		u, _ := e.Usage()
+		c.spent = eventlog.AddUsage(c.spent, &u)
+		c.Properties = &junitProperties{spendProperties(*c.spent)}
 	case eventlog.TypeStepSkipped:
 		c := b.caseFor(phase, step)
 		c.end(e)
@@ -479,6 +501,9 @@ func (b *junitBuilder) addStep(e eventlog.Event) {
 // addItem takes an event of a map item: its attempts and outcomes, in
 // the job's runs and in dlq retries.
 func (b *junitBuilder) addItem(e eventlog.Event) {
+	if u, ok := e.ItemUsage(); ok {
+		b.itemCase(e.ItemID).Properties = &junitProperties{spendProperties(u)}
+	}
 	switch e.Type {
 	case eventlog.TypeItemStarted:
 		if c := b.itemCase(e.ItemID); !c.running {

@@ -41,6 +41,9 @@ type view struct {
 	Breaks    []rectView
 	Dropped   int
 	Steps     []stepRow
+	StepCosts bool       // a step's agents reported what they spent: the steps table has a cost column
+	Spend     string     // what the job's agents spent, all its runs; "" when none reported it
+	Costliest []itemCost // the items whose agents spent the most, costliest first
 	Merges    *mergesView
 	Branches  *branchesView
 	MapReduce bool // the page has a DLQ section
@@ -85,6 +88,9 @@ func newView(j Job, tl timeline) view {
 	y := func(lane int) int { return lane * laneHeight }
 	v := view{Job: m, Status: string(m.Status), StatusCSS: "status-" + string(m.Status), Duration: durationText(tl, sc),
 		Width: chartWidth, Dropped: tl.dropped, Branches: newBranchesView(j.Branches, m.ID), MapReduce: m.Items != nil}
+	if m.Spend != nil {
+		v.Spend = m.Spend.String()
+	}
 	if c := m.Items; c != nil {
 		if m.Status == state.Completed && c.DLQ > 0 {
 			v.Status, v.StatusCSS = fmt.Sprintf("completed with %d item(s) in the DLQ", c.DLQ), "status-dlq"
@@ -220,7 +226,7 @@ code { font-size: 12px; }
 </head>
 <body>
 <h1>{{.Job.Workflow}} <span class="{{.StatusCSS}}">{{.Status}}</span></h1>
-<div class="meta">job <code>{{.Job.ID}}</code> · exit code {{.Job.ExitCode}} · started {{.Job.Started.UTC.Format "2006-01-02 15:04:05 UTC"}} · {{.Duration}} · seed {{.Job.Seed}}</div>
+<div class="meta">job <code>{{.Job.ID}}</code> · exit code {{.Job.ExitCode}} · started {{.Job.Started.UTC.Format "2006-01-02 15:04:05 UTC"}} · {{.Duration}} · seed {{.Job.Seed}}{{with .Spend}} · <span id="spend">agents spent {{.}}</span>{{end}}</div>
 {{with .Counts}}<table class="counts" id="counts"><tr>{{range .Cells}}<th>{{index . 0}}</th>{{end}}</tr><tr>{{range .Cells}}<td>{{index . 1}}</td>{{end}}</tr></table>
 <p class="sum">{{.Sum}}{{with .FailedOnce}}<br>{{.}}{{end}}</p>
 {{else}}<table class="counts" id="counts"><tr><th>steps</th><th>finished</th></tr><tr><td>{{.Job.Steps}}</td><td>{{.Job.StepsDone}}</td></tr></table>
@@ -239,8 +245,13 @@ code { font-size: 12px; }
 {{if .Dropped}}<p>The timeline draws the first attempts one by one; the {{.Dropped}} after them are drawn merged, a mark per few pixels of a slot's lane in the colour of the worst attempt that ran there (its tooltip counts them).</p>{{end}}
 {{if .Steps}}<h2>Steps</h2>
 <table id="steps">
-<tr><th>phase</th><th>step</th><th>status</th><th>attempts</th><th>duration</th><th>exit code</th></tr>
-{{range .Steps}}<tr><td>{{.Phase}}</td><td><code>{{.Name}}</code></td><td class="step-{{.Status}}">{{.Status}}</td><td>{{.Attempts}}</td><td>{{.Duration}}</td><td>{{.ExitCode}}</td></tr>
+<tr><th>phase</th><th>step</th><th>status</th><th>attempts</th><th>duration</th><th>exit code</th>{{if .StepCosts}}<th>cost</th>{{end}}</tr>
+{{range .Steps}}<tr><td>{{.Phase}}</td><td><code>{{.Name}}</code></td><td class="step-{{.Status}}">{{.Status}}</td><td>{{.Attempts}}</td><td>{{.Duration}}</td><td>{{.ExitCode}}</td>{{if $.StepCosts}}<td>{{.Cost}}</td>{{end}}</tr>
+{{end}}</table>
+{{end}}{{if .Costliest}}<h2>Costliest items</h2>
+<table id="costliest">
+<tr><th>item</th><th>status</th><th>cost (all its attempts)</th></tr>
+{{range .Costliest}}<tr><td><code>{{.Item}}</code></td><td class="step-{{.Status}}">{{.Status}}</td><td>{{.Cost}}</td></tr>
 {{end}}</table>
 {{end}}{{with .Merges}}<h2>Merges</h2>
 <p id="merge-summary">{{.Summary}}</p>

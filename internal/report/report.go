@@ -59,6 +59,7 @@ func WriteHTML(w io.Writer, j Job) error {
 	}
 	v := newView(j, tl)
 	v.Steps, v.Merges = r.steps.table(), r.merges.view()
+	v.StepCosts, v.Costliest = r.steps.spent(), r.costs.items
 	if c := j.Meta.Items; c != nil {
 		counts := newCounts(*c, r.failures)
 		v.Counts = &counts
@@ -90,6 +91,7 @@ type reading struct {
 	steps    steps
 	failures failures
 	merges   merges
+	costs    costliest
 }
 
 func newReading() *reading { return &reading{timeline: newBuilder(), failures: failures{}} }
@@ -99,4 +101,5 @@ func (r *reading) add(e eventlog.Event) {
 	r.steps.add(e)
 	r.failures.add(e)
 	r.merges.add(e)
+	r.costs.add(e)
 }

@@ -17,6 +17,8 @@ type stepRow struct {
 	Attempts int
 	Duration string
 	ExitCode string // "" when no command of it ended
+	Cost     string // what its agents spent, "$0.19, 126k tokens"; "" when none reported it
+	spent    *eventlog.AgentUsage
 	run      time.Duration
 	since    time.Time // its start, while it runs
 }
@@ -61,6 +63,10 @@ func (s *steps) add(e eventlog.Event) {
 		s.row(e).end(e, "failed")
 	case eventlog.TypeStepSkipped:
 		s.row(e).Status = "skipped"
+	case eventlog.TypeAgentUsage:
+		u, _ := e.Usage()
+		r := s.row(e)
+		r.spent = eventlog.AddUsage(r.spent, &u)
 	}
 	if eventlog.JobEnded(e.Type) {
 		for i := range s.rows {
@@ -69,14 +75,30 @@ func (s *steps) add(e eventlog.Event) {
 	}
 }
 
-// table returns the rows of the steps, with their durations.
+// table returns the rows of the steps, with their durations and what
+// their agents spent.
 func (s *steps) table() []stepRow {
 	for i := range s.rows {
-		if r := &s.rows[i]; r.run > 0 || r.Status != "skipped" {
+		r := &s.rows[i]
+		if r.run > 0 || r.Status != "skipped" {
 			r.Duration = r.run.Round(time.Millisecond).String()
+		}
+		if r.spent != nil {
+			r.Cost = r.spent.String()
 		}
 	}
 	return s.rows
+}
+
+// spent says whether an agent of a step reported what it spent: the
+// table then has a cost column.
+func (s *steps) spent() bool {
+	for _, r := range s.rows {
+		if r.spent != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // end records the end of a run of the step, told by e.

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/runnerdev/runner/internal/eventlog"
 )
 
 // Status of a job.
@@ -78,6 +80,11 @@ type Meta struct {
 	Items        *ItemCounts       `json:"items,omitempty"`
 	MaxParallel  int               `json:"max_parallel,omitempty"`
 	ResumedCount int               `json:"resumed,omitempty"`
+
+	// Spend is what the job's agents spent, all its runs (resumes, dlq
+	// retries) together, as their agent_usage events were recorded; nil
+	// while no agent reported any.
+	Spend *eventlog.AgentUsage `json:"spend,omitempty"`
 
 	// ItemsSettled says which files Items were last settled with; nil
 	// once they are written again (and in a job of an older runner).
