@@ -81,8 +81,7 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 	if l.fromDLQ {
 		l.counts.DLQ--
 	}
-	l.counts.Pending--
-	return l.judge(false), nil
+	return l.record(false), nil
 }
 
 // retrying records a failed attempt that the item-level retry runs again
@@ -103,32 +102,15 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 	return nil
 }
 
-// finalAction is what the error policy does with an item's final failure:
-// skip it, or put it in the DLQ (dlq, stop, and retry with its retries
-// used up).
-func (l *ledger) finalAction() errorpolicy.Action {
-	if l.action == errorpolicy.Retry {
-		return errorpolicy.DLQ
-	}
-	return l.action
-}
-
-// failing tells the error policy of an item's final failure and returns
-// the verdict, if the job must stop. It comes before failed makes the
-// failure durable, so that a stop takes effect before the item's slot
-// runs another item.
-func (l *ledger) failing() *errorpolicy.Verdict {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.judge(true)
-}
-
-// failed records an item's final failure, which failing told the error
-// policy of, per the error policy: to the DLQ (dlq, retry, stop) or
-// skipped (skip).
-func (l *ledger) failed(it *Item, failures []Failure, out Outcome) error {
+// failed records an item's final failure per the error policy: to the DLQ
+// (dlq, retry, stop) or skipped (skip). It returns the verdict of the
+// error policy, if the job must stop.
+func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy.Verdict, error) {
 	last := failures[len(failures)-1]
-	action := l.finalAction()
+	action := l.action
+	if action == errorpolicy.Retry {
+		action = errorpolicy.DLQ // retries are used up
+	}
 	st := job.ItemDLQ
 	if l.fromDLQ {
 		failures = slices.Clone(failures)
@@ -139,15 +121,15 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) error {
 	if action == errorpolicy.Skip {
 		st = job.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
-		return fmt.Errorf("item %s: %w", it.ID, err)
+		return nil, fmt.Errorf("item %s: %w", it.ID, err)
 	} else {
 		crashpoint.Hit(crashpoint.DLQAdded)
 	}
 	if err := l.result(it, out, &last, action == errorpolicy.Skip); err != nil {
-		return err
+		return nil, err
 	}
 	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
-		return err
+		return nil, err
 	}
 	crashpoint.Hit(crashpoint.ItemLogged)
 	// The item is in the event so that a failure summary can group by
@@ -161,7 +143,6 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) error {
 	l.job.Emit(events...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.counts.Pending--
 	switch {
 	case action == errorpolicy.Skip:
 		l.counts.Skipped++
@@ -171,7 +152,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) error {
 		l.counts.Failed++
 		l.counts.DLQ++
 	}
-	return nil
+	return l.record(true), nil
 }
 
 // mask returns f without the job's secrets. A failure is masked once, as
@@ -196,9 +177,9 @@ func earlierFailures(rec job.ItemRecord) ([]Failure, error) {
 	return failures, nil
 }
 
-// judge tells the error policy of an item's end and returns the
-// verdict, if the job must stop; l.mu is held.
-func (l *ledger) judge(failed bool) *errorpolicy.Verdict {
+// record counts a finished item for the error policy; l.mu is held.
+func (l *ledger) record(failed bool) *errorpolicy.Verdict {
+	l.counts.Pending--
 	if l.tracker == nil {
 		return nil
 	}

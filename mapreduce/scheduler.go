@@ -176,11 +176,9 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 			out.Failure = s.ledger.mask(out.Failure)
 		}
 		var verdict *errorpolicy.Verdict
-		first := false // verdict is the first to stop the job
 		switch {
 		case !out.Failed:
 			verdict, err = s.ledger.succeeded(it, attempt, out)
-			first = s.halt(verdict)
 		case s.retry != nil && attempt < s.retry.Attempts:
 			failures = append(failures, out.Failure)
 			delay := s.retry.Delay(attempt, s.jitter(it))
@@ -195,17 +193,13 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 			s.ledger.started(it, attempt+1, false)
 			continue
 		default:
-			// The failure is counted, the breaker told and a stop
-			// recorded before the slot runs the next item, which then
-			// does not wait for this item's records (the DLQ commit
-			// syncs twice); the map waits for them (s.wg).
-			verdict = s.ledger.failing()
-			s.passDone(&pass, true)
-			first = s.halt(verdict)
-			sl.Release()
-			err = s.ledger.failed(it, append(failures, out.Failure), out)
+			verdict, err = s.ledger.failed(it, append(failures, out.Failure), out)
 		}
-		s.passDone(&pass, out.Failed)
+		if pass != nil {
+			s.gateMu.Lock()
+			pass.Done(out.Failed)
+			s.gateMu.Unlock()
+		}
 		if err != nil {
 			s.fail(err)
 		} else {
@@ -214,21 +208,10 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 				s.trees.Recorded(ctx, out)
 			}
 		}
-		if first {
-			s.tell(verdict) // after the records of the item that reached it
+		if verdict != nil {
+			s.stop(verdict)
 		}
 		return
-	}
-}
-
-// passDone tells the breaker an item's outcome through its pass, if it
-// has one; the pass is then used up.
-func (s *scheduler) passDone(pass **errorpolicy.Pass, failed bool) {
-	if *pass != nil {
-		s.gateMu.Lock()
-		(*pass).Done(failed)
-		s.gateMu.Unlock()
-		*pass = nil
 	}
 }
 
@@ -241,8 +224,8 @@ func (s *scheduler) recordMerged(ctx context.Context, it *Item, attempt int, out
 		return
 	}
 	s.trees.Recorded(ctx, out)
-	if s.halt(verdict) {
-		s.tell(verdict)
+	if verdict != nil {
+		s.stop(verdict)
 	}
 }
 
@@ -388,22 +371,17 @@ func (s *scheduler) jitter(it *Item) func() float64 {
 	return rand.New(rand.NewPCG(s.seed, h.Sum64())).Float64
 }
 
-// halt records v if it is the first verdict that stops the job (v nil:
-// none), and reports whether it was: no item starts from then on, and
-// its caller tells it.
-func (s *scheduler) halt(v *errorpolicy.Verdict) bool {
+// stop records the first verdict that stops the job.
+func (s *scheduler) stop(v *errorpolicy.Verdict) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if v == nil || s.stopped != nil {
-		return false
+	first := s.stopped == nil
+	if first {
+		s.stopped = v
 	}
-	s.stopped = v
-	return true
-}
-
-// tell emits the verdict that stopped the job.
-func (s *scheduler) tell(v *errorpolicy.Verdict) {
-	s.emit(eventlog.ThresholdReached(v.Rule, v.Reason))
+	s.mu.Unlock()
+	if first {
+		s.emit(eventlog.ThresholdReached(v.Rule, v.Reason))
+	}
 }
 
 // fail records a state write that failed; no new item starts.
