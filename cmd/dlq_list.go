@@ -14,6 +14,7 @@ import (
 
 	"github.com/runnerdev/runner/dlq"
 	"github.com/runnerdev/runner/internal/jobdlq"
+	"github.com/runnerdev/runner/internal/printable"
 	"github.com/runnerdev/runner/internal/spool"
 	"github.com/runnerdev/runner/retryv2"
 )
@@ -137,7 +138,7 @@ func runDLQList(g *globalOptions, o dlqListOptions, jobID string) error {
 	n, err := eachItem(d, match, o.Limit, func(it dlq.Item) error {
 		last := it.Failures[len(it.Failures)-1]
 		t.row(it.ItemID, it.FailureCount, it.LastFailure.Local().Format(time.DateTime),
-			failureKind(last), last.Step, firstLine(ownWords(last), 80))
+			failureKind(last), last.Step, printable.FirstLine(ownWords(last), 80))
 		return nil
 	})
 	d.Close()

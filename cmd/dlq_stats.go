@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/internal/printable"
 )
 
 func newDLQStatsCommand(g *globalOptions) *cobra.Command {
@@ -107,7 +108,7 @@ func runDLQStats(g *globalOptions, args []string, asJSON bool) error {
 		t.row()
 		t.row("COUNT", part.title, "EXAMPLE ITEM")
 		for _, grp := range part.groups {
-			t.row(grp.Count, firstLine(grp.Key, 100), grp.Example)
+			t.row(grp.Count, printable.FirstLine(grp.Key, 100), grp.Example)
 		}
 	}
 	return errors.Join(t.flush(), errors.Join(unreadable...))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/printable"
 )
 
 // claudeStream reads Claude Code's `--output-format stream-json` output
@@ -178,23 +179,15 @@ func toolSummary(input json.RawMessage) string {
 	if json.Unmarshal(input, &fields) == nil {
 		for _, k := range []string{"command", "file_path", "path", "pattern", "url", "description", "prompt"} {
 			if v, ok := fields[k].(string); ok && v != "" {
-				return firstLineOf(v, 120)
+				return printable.FirstLine(v, 120)
 			}
 		}
 	}
-	return firstLineOf(string(input), 120)
+	return printable.FirstLine(string(input), 120)
 }
 
-// firstLineOf is s's first line, at most n runes.
-func firstLineOf(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
-// streamed reports whether the output was a stream with its result.
+// streamed reports whether the output was Claude Code's stream (with or
+// without its result event), not text.
 func (s *claudeStream) streamed() bool { return !s.plain && s.decided }
 
 // usage is what the session spent, as an agent_usage event's fields.

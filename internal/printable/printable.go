@@ -4,7 +4,10 @@
 // cursor or colour runner's own lines.
 package printable
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Text returns s with every control character escaped but newlines and
 // tabs, for text that runner prints as a block of lines (a command's
@@ -111,4 +114,15 @@ func unsafeRune(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// FirstLine shortens text to its first line, its surrounding space
+// trimmed, at most n runes (the last one "…" when it was cut). It
+// escapes nothing: Line does.
+func FirstLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -47,3 +47,22 @@ func FuzzLineHasNoControls(f *testing.F) {
 		}
 	})
 }
+
+// FirstLine keeps the first line of text, trimmed, cut at n runes with
+// an ellipsis as the last.
+func TestFirstLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"  one\ntwo", 10, "one"},
+		{"héllo wörld", 5, "héll…"},
+		{"exact", 5, "exact"},
+		{"", 3, ""},
+	} {
+		if got := FirstLine(c.in, c.n); got != c.want {
+			t.Errorf("FirstLine(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
