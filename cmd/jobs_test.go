@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/jobdlq"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
@@ -25,7 +24,7 @@ import (
 func bigDLQJob(t *testing.T, dir string, n int) *state.Job {
 	t.Helper()
 	j, err := state.Store{Dir: dir}.Create(state.Meta{ID: "big", File: "w.yml", Workflow: "w", Mode: "mapreduce",
-		Status: state.Completed, Items: &job.ItemCounts{Total: n, Failed: n, DLQ: n}}, nil)
+		Status: state.Completed, Items: &state.ItemCounts{Total: n, Failed: n, DLQ: n}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +36,12 @@ func bigDLQJob(t *testing.T, dir string, n int) *state.Job {
 	stderr := strings.Repeat("error: it failed\n", 200)
 	at := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
 	var entries []dlq.Entry
-	var recs []job.ItemRecord
+	var recs []state.ItemRecord
 	for i := range n {
 		id := "item_" + strconv.Itoa(i)
 		entries = append(entries, dlq.Entry{JobID: "big", ItemID: id, ItemIndex: i, Item: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`),
 			Failure: dlq.Failure{At: at.Add(time.Duration(i) * time.Second), Kind: "exit", ExitCode: 1, Message: "exit status 1", StderrTail: stderr, Step: "work"}})
-		recs = append(recs, job.ItemRecord{Index: i, ID: id, State: job.ItemDLQ})
+		recs = append(recs, state.ItemRecord{Index: i, ID: id, State: state.ItemDLQ})
 	}
 	if err := d.Add(entries...); err != nil {
 		t.Fatal(err)
@@ -99,7 +98,7 @@ func TestListingsDoNotReadEveryItem(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 1 || !rows[0].LastFailure.Equal(time.Date(2026, 12, 7, 3, 49, 59, 0, time.UTC)) {
 		t.Errorf("dlq list: %v, want the last failure of item_2999\n%s", err, out.String())
 	}
-	if err := j.AppendItemRecords(job.ItemRecord{Index: 0, ID: "item_0", State: job.ItemSucceeded}); err != nil {
+	if err := j.AppendItemRecords(state.ItemRecord{Index: 0, ID: "item_0", State: state.ItemSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()

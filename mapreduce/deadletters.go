@@ -1,6 +1,10 @@
 package mapreduce
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/runnerdev/runner/internal/itemtask"
+)
 
 // DeadLetters is where items that finally failed are kept: the job's
 // bbolt DLQ in runner, a map in tests.
@@ -28,5 +32,5 @@ type DeadLetter struct {
 	ItemID    string
 	ItemIndex int
 	Item      json.RawMessage
-	Failures  []Failure
+	Failures  []itemtask.Failure
 }

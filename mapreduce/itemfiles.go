@@ -17,7 +17,7 @@ type itemFiles struct {
 	update  func(func(*state.Meta)) error // the job's metadata, under its locks
 	// settleCounts is job.Job.UpdateItemCounts: the counts and, for a
 	// completed job, the outcome its DLQ makes.
-	settleCounts func(settle func(job.ItemCounts) (job.ItemCounts, error)) (job.ItemCounts, error)
+	settleCounts func(settle func(state.ItemCounts) (state.ItemCounts, error)) (state.ItemCounts, error)
 }
 
 // filesOf is j's itemFiles.
@@ -44,7 +44,7 @@ func (f itemFiles) open() (*itemLog, error) {
 // RunningItems returns the items last seen running, by index, with
 // their checkpoints (their secret values put back), read through the item
 // log's index.
-func (f itemFiles) RunningItems() (map[int]job.ItemRecord, error) {
+func (f itemFiles) RunningItems() (map[int]state.ItemRecord, error) {
 	states, err := f.st.LoadItemStates()
 	if err != nil {
 		return nil, err
@@ -68,19 +68,19 @@ func (f itemFiles) Layout() state.Layout { return f.st.Layout() }
 
 // AppendItemRecords adds records to the item log, synced when it returns
 // (for settling the log with the DLQ).
-func (f itemFiles) AppendItemRecords(recs ...job.ItemRecord) error {
+func (f itemFiles) AppendItemRecords(recs ...state.ItemRecord) error {
 	return f.st.AppendItemRecords(recs...)
 }
 
 // setCounts records the item counts in the job's metadata, for `runner
 // jobs` while the map runs and for the summary after.
-func (f itemFiles) setCounts(c job.ItemCounts) error {
+func (f itemFiles) setCounts(c state.ItemCounts) error {
 	return f.update(func(m *state.Meta) { m.Items, m.ItemsSettled = &c, nil })
 }
 
 // UpdateItemCounts is job.Stored.UpdateItemCounts for a job this process
 // holds (an attached `dlq retry`).
-func (f itemFiles) UpdateItemCounts(settle func(job.ItemCounts) (job.ItemCounts, error)) (job.ItemCounts, error) {
+func (f itemFiles) UpdateItemCounts(settle func(state.ItemCounts) (state.ItemCounts, error)) (state.ItemCounts, error) {
 	return f.settleCounts(settle)
 }
 
@@ -91,7 +91,7 @@ type itemLog struct {
 }
 
 // Append records rec; it has reached the kernel when Append returns.
-func (l *itemLog) Append(rec job.ItemRecord) error {
+func (l *itemLog) Append(rec state.ItemRecord) error {
 	if rec.Step != nil {
 		step := *rec.Step
 		step.Vars = l.secrets.Seal(step.Vars)
@@ -103,7 +103,7 @@ func (l *itemLog) Append(rec job.ItemRecord) error {
 // States returns the items' states as the log has them now, and the
 // records of the items last seen running with their checkpoints' secret
 // values put back.
-func (l *itemLog) States() (*state.ItemStates, map[int]job.ItemRecord) {
+func (l *itemLog) States() (*state.ItemStates, map[int]state.ItemRecord) {
 	states := l.log.States()
 	running := states.Running()
 	for i, rec := range running {

@@ -24,9 +24,9 @@ func TestDispatcherSeesTheJobBranchMove(t *testing.T) {
 	git := gitwork.Git{Dir: dir}
 	j := startSource(t, dir, "mode: mapreduce\nmap:\n  input: seq 1 2\n  max_parallel: 1\n  isolation: worktree\n  agent_template: [{shell: 'true'}]\n")
 	var tips []string
-	backend := itemtask.Backend{Can: itemtask.Capabilities{Worktrees: true}, Open: func(_ context.Context, job itemtask.Job, h Host) (Dispatcher, error) {
+	backend := itemtask.Backend{Can: itemtask.Capabilities{Worktrees: true}, Open: func(_ context.Context, job itemtask.Job, h itemtask.Host) (itemtask.Dispatcher, error) {
 		repo := job.Repo()
-		commit := agentFunc(func(ctx context.Context, it *Item, _ int, _ retryv2.Slot) Outcome {
+		commit := agentFunc(func(ctx context.Context, it *Item, _ int, _ retryv2.Slot) itemtask.Outcome {
 			if repo == nil {
 				return failed("the dispatcher has no Repo")
 			}
@@ -35,7 +35,7 @@ func TestDispatcherSeesTheJobBranchMove(t *testing.T) {
 				return failed(err.Error())
 			}
 			tips = append(tips, tip)
-			return Outcome{Branch: commitOnItemBranch(t, git, tip, it)}
+			return itemtask.Outcome{Branch: commitOnItemBranch(t, git, tip, it)}
 		})
 		return funcDispatcher{commit, h}, nil
 	}}

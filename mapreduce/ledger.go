@@ -13,6 +13,7 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/items"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
@@ -33,12 +34,12 @@ type ledger struct {
 	fromDLQ bool                 // dlq retry: items leave the DLQ on success
 
 	mu     sync.Mutex
-	counts job.ItemCounts
+	counts state.ItemCounts
 }
 
 // start records that an item begins its first attempt.
 func (l *ledger) start(it *Item) error {
-	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemRunning, Attempt: 1}); err != nil {
+	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: 1}); err != nil {
 		return err
 	}
 	crashpoint.Hit(crashpoint.ItemStarted)
@@ -53,16 +54,16 @@ func (l *ledger) started(it *Item, attempt int, resumed bool) {
 }
 
 // step checkpoints a template step of an item's attempt.
-func (l *ledger) step(it *Item, attempt int, rec job.StepRecord) error {
-	return l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, Attempt: attempt, Step: &rec})
+func (l *ledger) step(it *Item, attempt int, rec state.StepRecord) error {
+	return l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, Attempt: attempt, Step: &rec})
 }
 
 // succeeded records an item that finished without failure.
-func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Verdict, error) {
+func (l *ledger) succeeded(it *Item, attempt int, out itemtask.Outcome) (*errorpolicy.Verdict, error) {
 	if err := l.result(it, out, nil, false); err != nil {
 		return nil, err
 	}
-	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt, DurationMS: out.Duration.Milliseconds()}); err != nil {
+	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemSucceeded, Attempt: attempt, DurationMS: out.Duration.Milliseconds()}); err != nil {
 		return nil, err
 	}
 	crashpoint.Hit(crashpoint.ItemLogged)
@@ -88,13 +89,13 @@ func (l *ledger) succeeded(it *Item, attempt int, out Outcome) (*errorpolicy.Ver
 // after delay: the next attempt is recorded as running from the end of the
 // delay on, so that a crash meanwhile neither continues the failed attempt
 // nor starts the item's attempts over.
-func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) error {
+func (l *ledger) retrying(it *Item, failures []itemtask.Failure, delay time.Duration) error {
 	f := failures[len(failures)-1]
 	history, err := json.Marshal(failures) // masked as they joined
 	if err != nil {
 		return fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	rec := job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemRunning, Attempt: f.Attempt + 1, Due: time.Now().Add(delay), Failures: history}
+	rec := state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: f.Attempt + 1, Due: time.Now().Add(delay), Failures: history}
 	if err := l.items.Append(rec); err != nil {
 		return err
 	}
@@ -105,13 +106,13 @@ func (l *ledger) retrying(it *Item, failures []Failure, delay time.Duration) err
 // failed records an item's final failure per the error policy: to the DLQ
 // (dlq, retry, stop) or skipped (skip). It returns the verdict of the
 // error policy, if the job must stop.
-func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy.Verdict, error) {
+func (l *ledger) failed(it *Item, failures []itemtask.Failure, out itemtask.Outcome) (*errorpolicy.Verdict, error) {
 	last := failures[len(failures)-1]
 	action := l.action
 	if action == errorpolicy.Retry {
 		action = errorpolicy.DLQ // retries are used up
 	}
-	st := job.ItemDLQ
+	st := state.ItemDLQ
 	if l.fromDLQ {
 		failures = slices.Clone(failures)
 		for i := range failures {
@@ -119,7 +120,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 		}
 	}
 	if action == errorpolicy.Skip {
-		st = job.ItemSkipped
+		st = state.ItemSkipped
 	} else if err := l.dlq.Add(DeadLetter{ItemID: it.ID, ItemIndex: it.Index, Item: it.Raw, Failures: failures}); err != nil {
 		return nil, fmt.Errorf("item %s: %w", it.ID, err)
 	} else {
@@ -128,7 +129,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 	if err := l.result(it, out, &last, action == errorpolicy.Skip); err != nil {
 		return nil, err
 	}
-	if err := l.items.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
+	if err := l.items.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: st, Attempt: last.Attempt, DurationMS: out.Duration.Milliseconds(), Error: last.Message}); err != nil {
 		return nil, err
 	}
 	crashpoint.Hit(crashpoint.ItemLogged)
@@ -158,7 +159,7 @@ func (l *ledger) failed(it *Item, failures []Failure, out Outcome) (*errorpolicy
 // mask returns f without the job's secrets. A failure is masked once, as
 // it joins its item's history: everything the ledger writes of it (the
 // DLQ, the item log, events) then holds no secret.
-func (l *ledger) mask(f Failure) Failure {
+func (l *ledger) mask(f itemtask.Failure) itemtask.Failure {
 	f.Message = l.job.Secrets().Mask(f.Message)
 	f.StderrTail = l.job.Secrets().Mask(f.StderrTail)
 	return f
@@ -166,11 +167,11 @@ func (l *ledger) mask(f Failure) Failure {
 
 // earlierFailures returns the failures of the earlier attempts of an item
 // that an ended process left waiting to retry.
-func earlierFailures(rec job.ItemRecord) ([]Failure, error) {
+func earlierFailures(rec state.ItemRecord) ([]itemtask.Failure, error) {
 	if len(rec.Failures) == 0 {
 		return nil, nil
 	}
-	var failures []Failure
+	var failures []itemtask.Failure
 	if err := json.Unmarshal(rec.Failures, &failures); err != nil {
 		return nil, fmt.Errorf("item %s: recorded failures: %w", rec.ID, err)
 	}
@@ -188,7 +189,7 @@ func (l *ledger) record(failed bool) *errorpolicy.Verdict {
 
 // result writes the result of an item that ended with out; failed is its
 // last failure, nil for a success.
-func (l *ledger) result(it *Item, out Outcome, failed *Failure, skipped bool) error {
+func (l *ledger) result(it *Item, out itemtask.Outcome, failed *itemtask.Failure, skipped bool) error {
 	if l.results == nil {
 		return nil
 	}
@@ -202,7 +203,7 @@ func (l *ledger) result(it *Item, out Outcome, failed *Failure, skipped bool) er
 }
 
 // Counts returns the item counts so far.
-func (l *ledger) Counts() job.ItemCounts {
+func (l *ledger) Counts() state.ItemCounts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.counts
@@ -217,7 +218,7 @@ func (l *ledger) Counts() job.ItemCounts {
 // anywhere in between leaves it to the next resume.
 func settleMerged(ctx context.Context, j *job.Job, trees *workspace.Worktrees, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string) error {
 	states, running := log.States()
-	logged := func(index int) bool { st := states.State(index); return st == "" || st == job.ItemSucceeded }
+	logged := func(index int) bool { st := states.State(index); return st == "" || st == state.ItemSucceeded }
 	var its []*Item
 	if err := items.ReadUnless(itemsPath, logged, func(it *Item) (bool, error) {
 		its = append(its, &Item{ID: it.ID, Index: it.Index})
@@ -245,7 +246,7 @@ func settleMerged(ctx context.Context, j *job.Job, trees *workspace.Worktrees, l
 		if err := results.add(results.entry(it, out, nil)); err != nil {
 			return false, err
 		}
-		if err := log.Append(job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSucceeded, Attempt: attempt}); err != nil {
+		if err := log.Append(state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemSucceeded, Attempt: attempt}); err != nil {
 			return false, err
 		}
 		if queued[it.ID] {
@@ -265,12 +266,12 @@ func settleMerged(ctx context.Context, j *job.Job, trees *workspace.Worktrees, l
 // success of an item it found merged (settleMerged) or retried and taking
 // it out. It reads the DLQ, not the succeeded items.
 func removeSucceeded(j *job.Job, dlq DeadLetters, states *state.ItemStates) error {
-	if states.Count(job.ItemSucceeded) == 0 {
+	if states.Count(state.ItemSucceeded) == 0 {
 		return nil
 	}
 	var ids []string
 	err := dlq.Each(func(id string, index int) {
-		if states.State(index) == job.ItemSucceeded {
+		if states.State(index) == state.ItemSucceeded {
 			ids = append(ids, id)
 		}
 	})
@@ -294,7 +295,7 @@ func removeSucceeded(j *job.Job, dlq DeadLetters, states *state.ItemStates) erro
 // written again, without the lost output); the other items last seen
 // running are returned with their checkpoints. It reads the log's index
 // and the lines after it, never every item's record.
-func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done *state.ItemStates, running map[int]job.ItemRecord, counts job.ItemCounts, err error) {
+func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, itemsPath string, total int) (done *state.ItemStates, running map[int]state.ItemRecord, counts state.ItemCounts, err error) {
 	states, running := log.States()
 	if err := removeSucceeded(j, dlq, states); err != nil {
 		return nil, nil, counts, err
@@ -308,7 +309,7 @@ func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, it
 		if err != nil {
 			return nil, nil, counts, err
 		}
-		settled := map[int]job.ItemRecord{}
+		settled := map[int]state.ItemRecord{}
 		for i, rec := range running {
 			if queued[rec.ID] {
 				settled[i] = rec
@@ -320,11 +321,11 @@ func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, it
 				if !ok {
 					return true, nil
 				}
-				lost := Outcome{Duration: time.Duration(rec.DurationMS) * time.Millisecond}
-				if err := results.add(results.entry(it, lost, &Failure{Message: "recorded in the DLQ before a crash"})); err != nil {
+				lost := itemtask.Outcome{Duration: time.Duration(rec.DurationMS) * time.Millisecond}
+				if err := results.add(results.entry(it, lost, &itemtask.Failure{Message: "recorded in the DLQ before a crash"})); err != nil {
 					return false, err
 				}
-				rec.State, rec.Error, rec.Steps = job.ItemDLQ, "recorded in the DLQ before a crash", nil
+				rec.State, rec.Error, rec.Steps = state.ItemDLQ, "recorded in the DLQ before a crash", nil
 				return true, log.Append(rec)
 			})
 			if err != nil {
@@ -334,10 +335,10 @@ func reconcile(j *job.Job, log *itemLog, results *resultLog, dlq DeadLetters, it
 		}
 	}
 	counts.Total = total
-	counts.Succeeded = states.Count(job.ItemSucceeded)
-	counts.DLQ = states.Count(job.ItemDLQ)
+	counts.Succeeded = states.Count(state.ItemSucceeded)
+	counts.DLQ = states.Count(state.ItemDLQ)
 	counts.Failed = counts.DLQ
-	counts.Skipped = states.Count(job.ItemSkipped)
+	counts.Skipped = states.Count(state.ItemSkipped)
 	counts.Pending = total - counts.Succeeded - counts.DLQ - counts.Skipped
 	if counts.Pending < 0 {
 		return nil, nil, counts, errors.New("item log has records for more items than the items file")

@@ -51,7 +51,7 @@ type Options struct {
 
 // Summary is how a MapReduce job ended.
 type Summary struct {
-	Items   job.ItemCounts
+	Items   state.ItemCounts
 	Stopped *errorpolicy.Verdict // the error policy stopped the map phase
 	// End is the job branch (map.isolation: worktree), which holds
 	// setup's, the merged items' and reduce's commits, and its merge;
@@ -117,7 +117,7 @@ func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error)
 
 // runReduce runs the reduce phase, unless the map had no items: then
 // reduce is skipped, as Prodigy skips it, and an event says so.
-func runReduce(ctx context.Context, j *job.Job, items job.ItemCounts) error {
+func runReduce(ctx context.Context, j *job.Job, items state.ItemCounts) error {
 	steps := j.Workflow().Reduce
 	if items.Total == 0 && len(steps) > 0 {
 		j.Emit(eventlog.ReduceSkipped(len(steps), "the map had no items"))
@@ -315,7 +315,7 @@ func (v jobView) Repo() itemtask.Repo {
 	return v.trees
 }
 
-func (v jobView) RunningItems() (map[int]itemtask.ItemRecord, error) {
+func (v jobView) RunningItems() (map[int]state.ItemRecord, error) {
 	return filesOf(v.j).RunningItems()
 }
 
@@ -462,7 +462,7 @@ func (r *commandReader) Close() error {
 // setMapVars defines ${map.*} for reduce: the counts, and when the
 // workflow reads the results (Workflow.ReadsResults), the results file,
 // written now, and when a reduce step uses it, ${map.results} itself.
-func setMapVars(j *job.Job, c job.ItemCounts) error {
+func setMapVars(j *job.Job, c state.ItemCounts) error {
 	file := j.Layout().ResultsJSON
 	abs, _ := filepath.Abs(file)
 	vars := map[string]any{"total": c.Total, "successful": c.Succeeded, "failed": c.Failed, "skipped": c.Skipped, "results_file": abs}
@@ -508,7 +508,7 @@ func refsOf(j *job.Job) workspace.JobRefs {
 // again from their first step (in a fresh worktree): the work of the dead
 // process went with its worktrees. Those it merged were recorded first
 // (settleMerged).
-func restartItems(running map[int]job.ItemRecord) {
+func restartItems(running map[int]state.ItemRecord) {
 	for i, rec := range running {
 		rec.Steps = nil
 		running[i] = rec

@@ -89,36 +89,38 @@ func (q *fakeDLQ) ids() []string {
 
 // agentFunc runs items in a function instead of the agent template; it
 // keeps no checkpoints.
-type agentFunc func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome
+type agentFunc func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome
 
 // backend is the agentFunc as where the map phase's items run.
 func (f agentFunc) backend() itemtask.Backend {
-	return itemtask.Backend{Open: func(_ context.Context, _ itemtask.Job, h Host) (Dispatcher, error) { return funcDispatcher{f, h}, nil }}
+	return itemtask.Backend{Open: func(_ context.Context, _ itemtask.Job, h itemtask.Host) (itemtask.Dispatcher, error) {
+		return funcDispatcher{f, h}, nil
+	}}
 }
 
 type funcDispatcher struct {
 	f agentFunc
-	h Host
+	h itemtask.Host
 }
 
 func (funcDispatcher) Recorded(context.Context, string) {}
 func (funcDispatcher) Close() error                     { return nil }
 
-func (d funcDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
+func (d funcDispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error) {
 	it, err := itemrun.ItemOf(t)
 	if err != nil {
-		return Outcome{}, err
+		return itemtask.Outcome{}, err
 	}
 	out := d.f(ctx, it, t.Attempt, d.h.Slot(t.DispatchID))
 	if ctx.Err() != nil {
-		return Outcome{}, context.Cause(ctx)
+		return itemtask.Outcome{}, context.Cause(ctx)
 	}
 	out.DispatchID = t.DispatchID
 	return out, nil
 }
 
-func failed(msg string) Outcome {
-	return Outcome{Failed: true, Failure: Failure{Kind: "exit", ExitCode: 1, Message: msg, At: time.Now()}}
+func failed(msg string) itemtask.Outcome {
+	return itemtask.Outcome{Failed: true, Failure: itemtask.Failure{Kind: "exit", ExitCode: 1, Message: msg, At: time.Now()}}
 }
 
 // startJob starts a MapReduce job over n plain-line items "0".."n-1";
@@ -160,7 +162,7 @@ func TestMapBoundsConcurrency(t *testing.T) {
 	j := startJob(t, 30, 3, "")
 	var running, most atomic.Int32
 	full := make(chan struct{})
-	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 		n := running.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
@@ -175,7 +177,7 @@ func TestMapBoundsConcurrency(t *testing.T) {
 			}
 		}
 		running.Add(-1)
-		return Outcome{}
+		return itemtask.Outcome{}
 	})
 	sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()})
 	if err != nil || sum.Items.Succeeded != 30 {
@@ -195,14 +197,14 @@ func TestItemRetryGivesTheSlotBack(t *testing.T) {
 		j := startJob(t, 4, 1, "error_policy: {on_item_failure: retry, retry_config: {max_attempts: 2, backoff: fixed, initial_delay: 200ms}}\n")
 		var mu sync.Mutex
 		var order []string
-		agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 			mu.Lock()
 			order = append(order, fmt.Sprintf("%s/%d", it.ID, attempt))
 			mu.Unlock()
 			if it.Index == 0 && attempt == 1 {
 				return failed("first try fails")
 			}
-			return Outcome{}
+			return itemtask.Outcome{}
 		})
 		sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()})
 		if err != nil || sum.Items.Succeeded != 4 {
@@ -220,18 +222,18 @@ func TestItemRetryGivesTheSlotBack(t *testing.T) {
 func TestStopLeavesItemsPending(t *testing.T) {
 	j := startJob(t, 10, 1, "max_failures: 2\n")
 	q := newFakeDLQ()
-	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 		if it.Index == 2 || it.Index == 4 {
 			return failed("no")
 		}
-		return Outcome{}
+		return itemtask.Outcome{}
 	})
 	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.backend()})
 	var stopped *StoppedError
 	if !errors.As(err, &stopped) || stopped.Rule != "max_failures" {
 		t.Fatalf("err = %v, want a max_failures stop", err)
 	}
-	want := job.ItemCounts{Total: 10, Succeeded: 3, Failed: 2, DLQ: 2, Pending: 5}
+	want := state.ItemCounts{Total: 10, Succeeded: 3, Failed: 2, DLQ: 2, Pending: 5}
 	if sum.Items != want {
 		t.Errorf("counts %+v, want %+v", sum.Items, want)
 	}
@@ -246,18 +248,18 @@ func TestDLQWriteFailureLosesNothing(t *testing.T) {
 	j := startJob(t, 3, 1, "")
 	q := newFakeDLQ()
 	q.fail = errors.New("disk full")
-	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 		if it.Index == 1 {
 			return failed("boom")
 		}
-		return Outcome{}
+		return itemtask.Outcome{}
 	})
 	_, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.backend()})
 	if err == nil || !errors.Is(err, q.fail) {
 		t.Fatalf("err = %v, want the DLQ's error", err)
 	}
 	states, _ := filesOf(j).st.ReadItemStates()
-	if states[1].State != job.ItemRunning {
+	if states[1].State != state.ItemRunning {
 		t.Errorf("item 1 is %q in the item log, want running (pending on resume)", states[1].State)
 	}
 	if _, ok := states[2]; ok {
@@ -272,18 +274,20 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 	j := startJob(t, 3, 1, "")
 	q := newFakeDLQ()
 	var ran []string
-	first := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome { return Outcome{} })
+	first := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
+		return itemtask.Outcome{}
+	})
 	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: first.backend()}); err != nil {
 		t.Fatal(err)
 	}
 	// Rewrite history: item 1 was running when the DLQ took it.
 	log, _ := filesOf(j).open()
-	log.Append(job.ItemRecord{Index: 1, ID: "1", State: job.ItemRunning})
+	log.Append(state.ItemRecord{Index: 1, ID: "1", State: state.ItemRunning})
 	log.Close()
-	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
-	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []itemtask.Failure{{Message: "boom"}}})
+	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 		ran = append(ran, it.ID)
-		return Outcome{}
+		return itemtask.Outcome{}
 	})
 	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: again.backend()})
 	if err != nil || len(ran) != 0 {
@@ -293,7 +297,7 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 		t.Errorf("counts %+v", sum.Items)
 	}
 	states, _ := filesOf(j).st.ReadItemStates()
-	if states[1].State != job.ItemDLQ {
+	if states[1].State != state.ItemDLQ {
 		t.Errorf("item 1 is %q, want dlq recorded by reconcile", states[1].State)
 	}
 	// Its result, which goes between the two writes, is written too: the
@@ -320,11 +324,13 @@ func TestReconcileQueuedRunningItem(t *testing.T) {
 func TestReconcileSucceededQueuedItem(t *testing.T) {
 	j := startJob(t, 2, 1, "")
 	q := newFakeDLQ()
-	ok := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome { return Outcome{} })
+	ok := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
+		return itemtask.Outcome{}
+	})
 	if _, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: ok.backend()}); err != nil {
 		t.Fatal(err)
 	}
-	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []Failure{{Message: "boom"}}})
+	q.Add(DeadLetter{ItemID: "1", ItemIndex: 1, Failures: []itemtask.Failure{{Message: "boom"}}})
 	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: ok.backend()})
 	if err != nil || sum.Items.Succeeded != 2 || sum.Items.DLQ != 0 {
 		t.Fatalf("resume: %+v, %v; want 2 succeeded", sum.Items, err)
@@ -356,11 +362,11 @@ map:
 		t.Fatal(err)
 	}
 	r := itemrun.NewRunner(j.Executor(), j.Scope(), wf.Map, filesOf(j).logPath, nil, nil)
-	saved := []job.StepRecord{
+	saved := []state.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},
 	}
-	task := Task{ItemID: "item_0", Item: []byte(`"x"`), Attempt: 1, DispatchID: "d", Checkpoints: saved}
+	task := itemtask.Task{ItemID: "item_0", Item: []byte(`"x"`), Attempt: 1, DispatchID: "d", Checkpoints: saved}
 	for _, tc := range []struct {
 		name    string
 		failing int // the save that fails, from 1; 0 = none
@@ -372,7 +378,7 @@ map:
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(filepath.Join(dir, "ran"))
 			var got []string
-			out, err := r.Run(t.Context(), task, nil, func(rec job.StepRecord) error {
+			out, err := r.Run(t.Context(), task, nil, func(rec state.StepRecord) error {
 				got = append(got, fmt.Sprintf("%d %s", rec.Index, rec.Status))
 				if len(got) == tc.failing {
 					return errors.New("disk full")
@@ -417,12 +423,12 @@ func TestRunRefusesWhatTheBackendCannotDo(t *testing.T) {
 // The items a dead process left running in worktrees start again from
 // their first step: their worktrees, and their steps' work, are gone.
 func TestRestartItems(t *testing.T) {
-	running := map[int]job.ItemRecord{
-		0: {Index: 0, ID: "a", State: job.ItemRunning},
-		1: {Index: 1, ID: "b", State: job.ItemRunning, Steps: []job.StepRecord{{Index: 0}}},
+	running := map[int]state.ItemRecord{
+		0: {Index: 0, ID: "a", State: state.ItemRunning},
+		1: {Index: 1, ID: "b", State: state.ItemRunning, Steps: []state.StepRecord{{Index: 0}}},
 	}
 	restartItems(running)
-	if running[1].Steps != nil || running[1].ID != "b" || running[1].State != job.ItemRunning {
+	if running[1].Steps != nil || running[1].ID != "b" || running[1].State != state.ItemRunning {
 		t.Errorf("b after restartItems = %+v; want it running from its first step", running[1])
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
@@ -25,11 +26,11 @@ func resumedPeak(t *testing.T, n int) uint64 {
 	j := startJob(t, n, 8, "reduce:\n  - shell: 'true'\n")
 	ctx, cancel := context.WithCancel(t.Context())
 	var done atomic.Int64
-	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 		if done.Add(1) == int64(n/2) {
 			cancel()
 		}
-		return Outcome{}
+		return itemtask.Outcome{}
 	})
 	Run(ctx, j, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()})
 	j.Close()

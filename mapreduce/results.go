@@ -15,6 +15,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/appendfile"
 	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -100,7 +101,7 @@ func durationOf(d time.Duration) Duration {
 
 // entry is the result of an item that ended with out; failed is its last
 // failure, nil for a success.
-func (l *resultLog) entry(it *Item, out Outcome, failed *Failure) Result {
+func (l *resultLog) entry(it *Item, out itemtask.Outcome, failed *itemtask.Failure) Result {
 	r := Result{
 		ItemID: it.ID, Output: out.Output, Commits: out.Commits, FilesModified: out.FilesModified,
 		Duration: durationOf(out.Duration), WorktreePath: out.Worktree, BranchName: out.Branch,

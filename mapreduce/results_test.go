@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -50,10 +51,10 @@ func TestResultLogLocationIsAbsolute(t *testing.T) {
 	t.Chdir(dir)
 	os.WriteFile("a.log", []byte("log\n"), 0o600)
 	l := &resultLog{logPath: func(id string) string { return id + ".log" }}
-	if got := l.entry(&Item{ID: "a"}, Outcome{}, nil).JSONLogLocation; got != filepath.Join(dir, "a.log") {
+	if got := l.entry(&Item{ID: "a"}, itemtask.Outcome{}, nil).JSONLogLocation; got != filepath.Join(dir, "a.log") {
 		t.Errorf("json_log_location %q, want %s", got, filepath.Join(dir, "a.log"))
 	}
-	if got := l.entry(&Item{ID: "quiet"}, Outcome{}, nil).JSONLogLocation; got != "" {
+	if got := l.entry(&Item{ID: "quiet"}, itemtask.Outcome{}, nil).JSONLogLocation; got != "" {
 		t.Errorf("json_log_location of an item that printed nothing: %q", got)
 	}
 }
@@ -66,18 +67,18 @@ func TestResultShape(t *testing.T) {
 	l := &resultLog{logPath: func(id string) string { return filepath.Join(dir, id+".log") }}
 	os.WriteFile(filepath.Join(dir, "a.log"), []byte("log\n"), 0o600)
 	it := &Item{ID: "a", Index: 1, Raw: json.RawMessage(`{"f":1}`)}
-	tree := Outcome{Output: "out", Duration: 1500 * time.Millisecond, Branch: "runner-items/j/a", Worktree: "/w/a", Commits: []string{"c1"}, FilesModified: []string{"x.go"}}
+	tree := itemtask.Outcome{Output: "out", Duration: 1500 * time.Millisecond, Branch: "runner-items/j/a", Worktree: "/w/a", Commits: []string{"c1"}, FilesModified: []string{"x.go"}}
 	tests := []struct {
 		name   string
-		out    Outcome
-		failed *Failure
+		out    itemtask.Outcome
+		failed *itemtask.Failure
 		want   string
 	}{
-		{"success", Outcome{Output: "hi"}, nil,
+		{"success", itemtask.Outcome{Output: "hi"}, nil,
 			`{"item_id":"a","status":"Success","output":"hi","commits":[],"duration":{"secs":0,"nanos":0},"json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0}`},
-		{"failure in a worktree", tree, &Failure{Kind: "exit", Message: "exit status 1"},
+		{"failure in a worktree", tree, &itemtask.Failure{Kind: "exit", Message: "exit status 1"},
 			`{"item_id":"a","status":{"Failed":"exit status 1"},"output":"out","commits":["c1"],"files_modified":["x.go"],"duration":{"secs":1,"nanos":500000000},"error":"exit status 1","worktree_path":"/w/a","branch_name":"runner-items/j/a","worktree_session_id":"a","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":1500,"kind":"exit"}`},
-		{"timeout", Outcome{}, &Failure{Kind: "timeout", Message: "timed out after 1s"},
+		{"timeout", itemtask.Outcome{}, &itemtask.Failure{Kind: "timeout", Message: "timed out after 1s"},
 			`{"item_id":"a","status":"Timeout","output":"","commits":[],"duration":{"secs":0,"nanos":0},"error":"timed out after 1s","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0,"kind":"timeout"}`},
 	}
 	for _, tc := range tests {
@@ -148,7 +149,7 @@ func TestResultsFileOnlyWhenRead(t *testing.T) {
 				policy = "reduce:\n" + tc.reduce
 			}
 			j := startJob(t, 3, 2, policy)
-			agent := agentFunc(func(context.Context, *Item, int, retryv2.Slot) Outcome { return Outcome{} })
+			agent := agentFunc(func(context.Context, *Item, int, retryv2.Slot) itemtask.Outcome { return itemtask.Outcome{} })
 			if _, err := Run(t.Context(), j, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()}); err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -72,31 +73,31 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 // job branch's tip and is merged back as in the job's run; the merges of
 // all the retries of the job take turns (the job's merge lock), and an
 // item whose branch a killed retry merged leaves the DLQ without running.
-func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions, q RetryQueue) (counts job.ItemCounts, err error) {
+func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions, q RetryQueue) (counts state.ItemCounts, err error) {
 	if err := supported(j.Workflow(), opts.Dispatcher); err != nil {
-		return job.ItemCounts{}, err
+		return state.ItemCounts{}, err
 	}
 	parallel, err := maxParallel(j.Workflow().Map, j.Scope().Under(ctx), opts.MaxParallel)
 	if err != nil {
-		return job.ItemCounts{}, err
+		return state.ItemCounts{}, err
 	}
 	trees, merged, err := openRetryTrees(ctx, j, items)
 	if err != nil {
-		return job.ItemCounts{}, err
+		return state.ItemCounts{}, err
 	}
 	if trees != nil {
 		defer func() { err = errors.Join(err, trees.EndRetry(ctx)) }()
 	}
 	itemLog, err := filesOf(j).open()
 	if err != nil {
-		return job.ItemCounts{}, err
+		return state.ItemCounts{}, err
 	}
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
-		counts: job.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
+		counts: state.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
 	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: attemptlog.RunDLQRetry})
 	if err != nil {
-		return job.ItemCounts{}, err
+		return state.ItemCounts{}, err
 	}
 	if c := j.Meta().Items; c != nil {
 		s.total = c.Total
@@ -155,7 +156,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 // isolation: worktree, readied for a dlq retry of items, and the items
 // whose branch a killed retry merged (see startRetry); nil without
 // isolation.
-func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*workspace.Worktrees, map[int]Outcome, error) {
+func openRetryTrees(ctx context.Context, j *job.Job, items []*Item) (*workspace.Worktrees, map[int]itemtask.Outcome, error) {
 	trees, err := workspace.OpenWorktrees(ctx, refsOf(j), j.Workflow().Map, j.Executor().Env, j.Layout())
 	if trees == nil || err != nil {
 		return nil, nil, err

@@ -5,7 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 )
@@ -25,9 +26,9 @@ func (q heldDLQ) Release(string) error          { return nil }
 func TestRetryDLQ(t *testing.T) {
 	j := startJob(t, 4, 2, "")
 	q := heldDLQ{newFakeDLQ(), nil}
-	failAll := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	failAll := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 		if it.Index == 0 {
-			return Outcome{}
+			return itemtask.Outcome{}
 		}
 		return failed("first run")
 	})
@@ -36,16 +37,16 @@ func TestRetryDLQ(t *testing.T) {
 	}
 	// A retry killed after it logged item 3's success, before it removed
 	// the item from the DLQ.
-	if err := filesOf(j).AppendItemRecords(job.ItemRecord{Index: 3, ID: "3", State: job.ItemSucceeded}); err != nil {
+	if err := filesOf(j).AppendItemRecords(state.ItemRecord{Index: 3, ID: "3", State: state.ItemSucceeded}); err != nil {
 		t.Fatal(err)
 	}
 	var ran []string
-	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	again := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 		ran = append(ran, it.ID)
 		if it.ID == "2" {
 			return failed("second run")
 		}
-		return Outcome{}
+		return itemtask.Outcome{}
 	})
 	res, err := RetryDLQ(t.Context(), j, q, RetryOptions{
 		MaxParallel: 1,

@@ -14,7 +14,6 @@ import (
 	"github.com/runnerdev/runner/internal/crashpoint"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/retryv2"
@@ -24,7 +23,7 @@ import (
 // circuit breaker, until the items run out, the error policy stops the job
 // or ctx ends.
 type scheduler struct {
-	dispatcher Dispatcher
+	dispatcher itemtask.Dispatcher
 	ledger     *ledger
 	slots      itemtask.Slots
 	gate       *errorpolicy.Gate    // nil without a workflow circuit breaker
@@ -39,12 +38,12 @@ type scheduler struct {
 	ended      func(it *Item)                // after an item's end is recorded; may be nil
 	// resumed are the items an ended process left running, by index,
 	// with their checkpoints: they go on from there.
-	resumed map[int]job.ItemRecord
+	resumed map[int]state.ItemRecord
 	total   int // the job's items, for ${item_total}; 0: not known
 	// last reports whether a checkpoint is the template's last step's,
 	// written only when its task ends without an outcome (see
 	// Checkpoint); nil: every checkpoint is written at once.
-	last func(job.StepRecord) bool
+	last func(state.StepRecord) bool
 
 	wg sync.WaitGroup
 	// gateMu orders the breaker's transitions (made in Pass.Done) with
@@ -64,8 +63,8 @@ type dispatch struct {
 	it      *Item
 	attempt int
 	slot    *itemtask.Hold
-	steps   []job.StepRecord
-	last    *job.StepRecord // the last step's checkpoint, not written yet
+	steps   []state.StepRecord
+	last    *state.StepRecord // the last step's checkpoint, not written yet
 }
 
 // dispatch is called with each pending item in order; it returns false
@@ -138,7 +137,7 @@ func (s *scheduler) running(ctx context.Context) bool {
 // attempts per the item-level retry policy, from where from (the item's
 // running record, if an ended process left one) says, then the ledger
 // records how it ended.
-func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pass *errorpolicy.Pass, from job.ItemRecord) {
+func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pass *errorpolicy.Pass, from state.ItemRecord) {
 	defer s.wg.Done()
 	defer sl.Release()
 	if s.ended != nil {
@@ -217,7 +216,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 
 // recordMerged records the success of a resumed item that the process
 // which died while it ran had merged into the job branch.
-func (s *scheduler) recordMerged(ctx context.Context, it *Item, attempt int, out Outcome) {
+func (s *scheduler) recordMerged(ctx context.Context, it *Item, attempt int, out itemtask.Outcome) {
 	verdict, err := s.ledger.succeeded(it, max(attempt, 1), out)
 	if err != nil {
 		s.fail(err)
@@ -238,22 +237,22 @@ const lostPause = 100 * time.Millisecond
 // the steps it saved, until maxLost runners were lost, which fails it as
 // kind lost. It reports false, and no outcome, when ctx ended or a
 // checkpoint could not be saved.
-func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *itemtask.Hold, saved []job.StepRecord) (Outcome, bool) {
+func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *itemtask.Hold, saved []state.StepRecord) (itemtask.Outcome, bool) {
 	for lost := 1; ; lost++ {
 		out, steps, err := s.send(ctx, it, attempt, sl, saved)
 		switch {
 		case ctx.Err() != nil || s.failed():
-			return Outcome{}, false
+			return itemtask.Outcome{}, false
 		case err == nil:
 			return out, true
 		case lost == maxLost:
-			return Outcome{Failed: true, Failure: Failure{Attempt: attempt, At: time.Now(), Kind: KindLost, ExitCode: -1,
+			return itemtask.Outcome{Failed: true, Failure: itemtask.Failure{Attempt: attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
 				Message: fmt.Sprintf("its runner was lost %d times, the last: %v", lost, err)}}, true
 		}
 		saved = steps
 		s.ledger.started(it, attempt, true)
 		if retryv2.Pause(ctx, time.Duration(lost)*lostPause, sl) != nil {
-			return Outcome{}, false
+			return itemtask.Outcome{}, false
 		}
 	}
 }
@@ -262,8 +261,8 @@ func (s *scheduler) run(ctx context.Context, it *Item, attempt int, sl *itemtask
 // and returns its outcome. When the dispatch ends without an outcome (or
 // with another dispatch's) it returns an error and the checkpoints of the
 // attempt so far.
-func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *itemtask.Hold, saved []job.StepRecord) (Outcome, []job.StepRecord, error) {
-	t := Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Run: s.runKind, Checkpoints: saved, Value: it.Value}
+func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *itemtask.Hold, saved []state.StepRecord) (itemtask.Outcome, []state.StepRecord, error) {
+	t := itemtask.Task{JobID: s.jobID, Index: it.Index, ItemID: it.ID, Item: it.Raw, Attempt: attempt, DispatchID: newDispatchID(it, attempt), Seed: s.seed, Total: s.total, Run: s.runKind, Checkpoints: saved, Value: it.Value}
 	d := &dispatch{it: it, attempt: attempt, slot: sl, steps: slices.Clone(saved)}
 	s.mu.Lock()
 	s.active[t.DispatchID] = d
@@ -280,7 +279,7 @@ func (s *scheduler) send(ctx context.Context, it *Item, attempt int, sl *itemtas
 		}
 	}
 	if err == nil && out.DispatchID != t.DispatchID {
-		err = fmt.Errorf("%w: the outcome of dispatch %q came back for %q", ErrStale, out.DispatchID, t.DispatchID)
+		err = fmt.Errorf("%w: the outcome of dispatch %q came back for %q", itemtask.ErrStale, out.DispatchID, t.DispatchID)
 	}
 	return out, steps, err
 }
@@ -292,7 +291,7 @@ func (s *scheduler) current(id string) (*dispatch, error) {
 	if d, ok := s.active[id]; ok {
 		return d, nil
 	}
-	return nil, fmt.Errorf("%w: %q", ErrStale, id)
+	return nil, fmt.Errorf("%w: %q", itemtask.ErrStale, id)
 }
 
 // Checkpoint saves a step of a dispatched attempt (Host). The last
@@ -300,7 +299,7 @@ func (s *scheduler) current(id string) (*dispatch, error) {
 // its outcome follows at once, and the item's end record makes it
 // needless; a task that ends without one writes it then. A crash in
 // between runs the step again, as a crash during the step would.
-func (s *scheduler) Checkpoint(id string, rec job.StepRecord) error {
+func (s *scheduler) Checkpoint(id string, rec state.StepRecord) error {
 	d, err := s.current(id)
 	if err != nil {
 		return err
@@ -348,7 +347,7 @@ func (s *scheduler) JobEvent(e eventlog.Event) { s.emit(e) }
 
 // AppendLog adds the output of t's attempt that origin ran to the item's
 // log, after the attempt's header (Host).
-func (s *scheduler) AppendLog(t Task, origin itemtask.Origin, start time.Time, text string) {
+func (s *scheduler) AppendLog(t itemtask.Task, origin itemtask.Origin, start time.Time, text string) {
 	h := attemptlog.Header{Kind: attemptlog.Item, Name: t.ItemID, Attempt: t.Attempt, Run: t.Run, Worker: origin.Worker, Start: start}
 	attemptlog.Append(s.logPath(t.ItemID), h, text)
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
@@ -25,11 +26,11 @@ func TestResumeInWorktreesReadsTheLogThroughItsIndex(t *testing.T) {
 	j := startSource(t, dir, "mode: mapreduce\nmap:\n  input: seq 1 6\n  max_parallel: 1\n  isolation: worktree\n  agent_template: [{shell: 'true'}]\n")
 	ctx, cancel := context.WithCancel(t.Context())
 	var done atomic.Int64
-	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) itemtask.Outcome {
 		if done.Add(1) == 3 {
 			cancel()
 		}
-		return Outcome{}
+		return itemtask.Outcome{}
 	})
 	backend := agent.backend()
 	backend.Can.Worktrees = true

@@ -11,25 +11,8 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// The item seam's types, which travel between the engine and where items
-// run (see package itemtask).
-type (
-	Task       = itemtask.Task
-	Outcome    = itemtask.Outcome
-	Failure    = itemtask.Failure
-	Dispatcher = itemtask.Dispatcher
-	Host       = itemtask.Host
-)
-
-// ErrStale refuses what comes from a dispatch that is no longer its item's
-// current one.
-var ErrStale = itemtask.ErrStale
-
-// KindLost is the failure kind of an attempt whose runners were lost.
-const KindLost = itemtask.KindLost
-
 // mergeOf is what the events of the item's end say of its branch.
-func mergeOf(out Outcome) eventlog.Merge {
+func mergeOf(out itemtask.Outcome) eventlog.Merge {
 	return eventlog.Merge{Branch: out.Branch, Commits: len(out.Commits), Merged: out.Merged, Conflicts: out.Conflicts}
 }
 

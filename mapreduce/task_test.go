@@ -12,27 +12,28 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 )
 
 // scriptedDispatcher answers each dispatch with the next of its replies
 // for the item; it records the tasks it was sent.
 type scriptedDispatcher struct {
-	host    Host
-	replies map[string][]func(t Task) (Outcome, error)
+	host    itemtask.Host
+	replies map[string][]func(t itemtask.Task) (itemtask.Outcome, error)
 	mu      sync.Mutex
-	tasks   []Task
+	tasks   []itemtask.Task
 }
 
-func (d *scriptedDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, error) {
+func (d *scriptedDispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error) {
 	d.mu.Lock()
 	d.tasks = append(d.tasks, t)
-	var reply func(Task) (Outcome, error)
+	var reply func(itemtask.Task) (itemtask.Outcome, error)
 	if r := d.replies[t.ItemID]; len(r) > 0 {
 		reply, d.replies[t.ItemID] = r[0], r[1:]
 	}
 	d.mu.Unlock()
 	if reply == nil {
-		return Outcome{DispatchID: t.DispatchID}, nil
+		return itemtask.Outcome{DispatchID: t.DispatchID}, nil
 	}
 	return reply(t)
 }
@@ -40,10 +41,10 @@ func (d *scriptedDispatcher) Dispatch(ctx context.Context, t Task) (Outcome, err
 func (d *scriptedDispatcher) Recorded(context.Context, string) {}
 func (d *scriptedDispatcher) Close() error                     { return nil }
 
-func (d *scriptedDispatcher) sentFor(itemID string) []Task {
+func (d *scriptedDispatcher) sentFor(itemID string) []itemtask.Task {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []Task
+	var out []itemtask.Task
 	for _, t := range d.tasks {
 		if t.ItemID == itemID {
 			out = append(out, t)
@@ -53,7 +54,7 @@ func (d *scriptedDispatcher) sentFor(itemID string) []Task {
 }
 
 func (d *scriptedDispatcher) run(t *testing.T, j *job.Job, q *fakeDLQ) (Summary, error) {
-	return runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: itemtask.Backend{Open: func(_ context.Context, _ itemtask.Job, h Host) (Dispatcher, error) {
+	return runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: itemtask.Backend{Open: func(_ context.Context, _ itemtask.Job, h itemtask.Host) (itemtask.Dispatcher, error) {
 		d.host = h
 		return d, nil
 	}}})
@@ -63,13 +64,13 @@ var errRunnerLost = errors.New("agent process killed")
 
 // A task is plain data: it goes through JSON unchanged.
 func TestTaskIsSerializable(t *testing.T) {
-	in := Task{JobID: "j", Index: 3, ItemID: "c", Item: json.RawMessage(`{"a":[1,"\udc80"]}`), Attempt: 2, DispatchID: "3.2.x.9", Seed: 42,
-		Checkpoints: []job.StepRecord{{Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"v": "x"}, Output: "hi\n"}}}
+	in := itemtask.Task{JobID: "j", Index: 3, ItemID: "c", Item: json.RawMessage(`{"a":[1,"\udc80"]}`), Attempt: 2, DispatchID: "3.2.x.9", Seed: 42,
+		Checkpoints: []state.StepRecord{{Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"v": "x"}, Output: "hi\n"}}}
 	data, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out Task
+	var out itemtask.Task
 	if err := json.Unmarshal(data, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +88,13 @@ func TestLostRunnerSendsTheAttemptAgain(t *testing.T) {
 	j := startJob(t, 3, 2, "")
 	q := newFakeDLQ()
 	d := &scriptedDispatcher{}
-	lose := func(t Task) (Outcome, error) {
-		if err := d.host.Checkpoint(t.DispatchID, job.StepRecord{Index: 0, Status: "succeeded"}); err != nil {
-			return Outcome{}, err
+	lose := func(t itemtask.Task) (itemtask.Outcome, error) {
+		if err := d.host.Checkpoint(t.DispatchID, state.StepRecord{Index: 0, Status: "succeeded"}); err != nil {
+			return itemtask.Outcome{}, err
 		}
-		return Outcome{}, errRunnerLost
+		return itemtask.Outcome{}, errRunnerLost
 	}
-	d.replies = map[string][]func(Task) (Outcome, error){"1": {lose}}
+	d.replies = map[string][]func(itemtask.Task) (itemtask.Outcome, error){"1": {lose}}
 	sum, err := d.run(t, j, q)
 	if err != nil || sum.Items.Succeeded != 3 {
 		t.Fatalf("runMap = %+v, %v", sum, err)
@@ -106,7 +107,7 @@ func TestLostRunnerSendsTheAttemptAgain(t *testing.T) {
 		t.Errorf("second dispatch checkpoints %+v, want the step the lost run saved", sent[1].Checkpoints)
 	}
 	states, _ := filesOf(j).st.ReadItemStates()
-	if states[1].State != job.ItemSucceeded {
+	if states[1].State != state.ItemSucceeded {
 		t.Errorf("item 1 is %q", states[1].State)
 	}
 }
@@ -117,8 +118,8 @@ func TestLostRunnerSendsTheAttemptAgain(t *testing.T) {
 func TestRunnerLostEveryTimeFailsTheItem(t *testing.T) {
 	j := startJob(t, 2, 1, "")
 	q := newFakeDLQ()
-	lose := func(Task) (Outcome, error) { return Outcome{}, errRunnerLost }
-	d := &scriptedDispatcher{replies: map[string][]func(Task) (Outcome, error){"0": {lose, lose, lose, lose}}}
+	lose := func(itemtask.Task) (itemtask.Outcome, error) { return itemtask.Outcome{}, errRunnerLost }
+	d := &scriptedDispatcher{replies: map[string][]func(itemtask.Task) (itemtask.Outcome, error){"0": {lose, lose, lose, lose}}}
 	sum, err := d.run(t, j, q)
 	if err != nil || sum.Items.DLQ != 1 || sum.Items.Succeeded != 1 {
 		t.Fatalf("runMap = %+v, %v", sum, err)
@@ -127,7 +128,7 @@ func TestRunnerLostEveryTimeFailsTheItem(t *testing.T) {
 		t.Errorf("item 0 was sent %d times, want %d", n, maxLost)
 	}
 	f := q.items["0"].Failures
-	if len(f) != 1 || f[0].Kind != KindLost || !strings.Contains(f[0].Message, "agent process killed") {
+	if len(f) != 1 || f[0].Kind != itemtask.KindLost || !strings.Contains(f[0].Message, "agent process killed") {
 		t.Errorf("DLQ failures %+v, want one of kind lost naming the cause", f)
 	}
 }
@@ -138,16 +139,16 @@ func TestRunnerLostEveryTimeFailsTheItem(t *testing.T) {
 func TestStaleDispatchChangesNothing(t *testing.T) {
 	j := startJob(t, 2, 1, "")
 	q := newFakeDLQ()
-	var first Task
-	failFirst := func(t Task) (Outcome, error) {
+	var first itemtask.Task
+	failFirst := func(t itemtask.Task) (itemtask.Outcome, error) {
 		first = t
-		return Outcome{DispatchID: t.DispatchID, Failed: true, Failure: Failure{Attempt: 1, Kind: "exit", ExitCode: 1, Message: "boom"}}, nil
+		return itemtask.Outcome{DispatchID: t.DispatchID, Failed: true, Failure: itemtask.Failure{Attempt: 1, Kind: "exit", ExitCode: 1, Message: "boom"}}, nil
 	}
-	repeatOld := func(t Task) (Outcome, error) {
+	repeatOld := func(t itemtask.Task) (itemtask.Outcome, error) {
 		// A late, repeated result of the first dispatch.
-		return Outcome{DispatchID: first.DispatchID, Failed: true, Failure: Failure{Attempt: 1, Kind: "exit", ExitCode: 1, Message: "boom"}}, nil
+		return itemtask.Outcome{DispatchID: first.DispatchID, Failed: true, Failure: itemtask.Failure{Attempt: 1, Kind: "exit", ExitCode: 1, Message: "boom"}}, nil
 	}
-	d := &scriptedDispatcher{replies: map[string][]func(Task) (Outcome, error){"0": {failFirst}, "1": {repeatOld}}}
+	d := &scriptedDispatcher{replies: map[string][]func(itemtask.Task) (itemtask.Outcome, error){"0": {failFirst}, "1": {repeatOld}}}
 	sum, err := d.run(t, j, q)
 	if err != nil {
 		t.Fatal(err)
@@ -161,11 +162,11 @@ func TestStaleDispatchChangesNothing(t *testing.T) {
 	if _, in := q.items["1"]; in {
 		t.Error("the stale outcome put item 1 in the DLQ")
 	}
-	if err := d.host.Checkpoint(first.DispatchID, job.StepRecord{Index: 0}); !errors.Is(err, ErrStale) {
-		t.Errorf("checkpoint of an ended dispatch: %v, want ErrStale", err)
+	if err := d.host.Checkpoint(first.DispatchID, state.StepRecord{Index: 0}); !errors.Is(err, itemtask.ErrStale) {
+		t.Errorf("checkpoint of an ended dispatch: %v, want itemtask.ErrStale", err)
 	}
-	if err := d.host.Emit(first.DispatchID, eventlog.StepStarted("a", 1, "true")); !errors.Is(err, ErrStale) {
-		t.Errorf("event of an ended dispatch: %v, want ErrStale", err)
+	if err := d.host.Emit(first.DispatchID, eventlog.StepStarted("a", 1, "true")); !errors.Is(err, itemtask.ErrStale) {
+		t.Errorf("event of an ended dispatch: %v, want itemtask.ErrStale", err)
 	}
 }
 
@@ -175,15 +176,15 @@ func TestStaleDispatchChangesNothing(t *testing.T) {
 func TestHostEmitNamesTheDispatchItem(t *testing.T) {
 	j := startJob(t, 1, 1, "")
 	d := &scriptedDispatcher{}
-	emit := func(t Task) (Outcome, error) {
+	emit := func(t itemtask.Task) (itemtask.Outcome, error) {
 		for _, e := range []eventlog.Event{eventlog.StepStarted("a", 1, "true").WithItem("elsewhere"), eventlog.CircuitChanged("open", "step", "a")} {
 			if err := d.host.Emit(t.DispatchID, e); err != nil {
-				return Outcome{}, err
+				return itemtask.Outcome{}, err
 			}
 		}
-		return Outcome{DispatchID: t.DispatchID}, nil
+		return itemtask.Outcome{DispatchID: t.DispatchID}, nil
 	}
-	d.replies = map[string][]func(Task) (Outcome, error){"0": {emit}}
+	d.replies = map[string][]func(itemtask.Task) (itemtask.Outcome, error){"0": {emit}}
 	if _, err := d.run(t, j, newFakeDLQ()); err != nil {
 		t.Fatal(err)
 	}
@@ -206,15 +207,15 @@ func TestHostEmitNamesTheDispatchItem(t *testing.T) {
 func TestLastStepCheckpointOnlyWithoutAnOutcome(t *testing.T) {
 	j := startJob(t, 2, 1, "")
 	d := &scriptedDispatcher{}
-	checkpointThen := func(err error) func(Task) (Outcome, error) {
-		return func(t Task) (Outcome, error) {
-			if cerr := d.host.Checkpoint(t.DispatchID, job.StepRecord{Index: 0, Status: "succeeded"}); cerr != nil {
-				return Outcome{}, cerr
+	checkpointThen := func(err error) func(itemtask.Task) (itemtask.Outcome, error) {
+		return func(t itemtask.Task) (itemtask.Outcome, error) {
+			if cerr := d.host.Checkpoint(t.DispatchID, state.StepRecord{Index: 0, Status: "succeeded"}); cerr != nil {
+				return itemtask.Outcome{}, cerr
 			}
-			return Outcome{DispatchID: t.DispatchID}, err
+			return itemtask.Outcome{DispatchID: t.DispatchID}, err
 		}
 	}
-	d.replies = map[string][]func(Task) (Outcome, error){"0": {checkpointThen(nil)}, "1": {checkpointThen(errRunnerLost), checkpointThen(nil)}}
+	d.replies = map[string][]func(itemtask.Task) (itemtask.Outcome, error){"0": {checkpointThen(nil)}, "1": {checkpointThen(errRunnerLost), checkpointThen(nil)}}
 	if sum, err := d.run(t, j, newFakeDLQ()); err != nil || sum.Items.Succeeded != 2 {
 		t.Fatalf("runMap = %+v, %v", sum, err)
 	}
@@ -224,7 +225,7 @@ func TestLastStepCheckpointOnlyWithoutAnOutcome(t *testing.T) {
 	}
 	steps := map[string]int{}
 	for line := range strings.Lines(string(data)) {
-		var rec job.ItemRecord
+		var rec state.ItemRecord
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatal(err)
 		}

@@ -267,7 +267,7 @@ func testCheckpointResume(t *testing.T, s Subject) {
 	skipUnless(t, f, f.backend.Can.Checkpoints, "Checkpoints")
 	d := f.open(t)
 	task := f.task("d", "echo two-d")
-	task.Checkpoints = []itemtask.StepRecord{{Index: 0, Key: "step-1", Status: "succeeded", Output: "one-saved\n"}}
+	task.Checkpoints = []state.StepRecord{{Index: 0, Key: "step-1", Status: "succeeded", Output: "one-saved\n"}}
 	out, err := dispatch(t, d, task)
 	if err != nil {
 		t.Fatalf("Dispatch: %v", err)

@@ -33,7 +33,7 @@ type Host struct {
 
 var _ itemtask.Host = (*Host)(nil)
 
-func (h *Host) Checkpoint(id string, rec itemtask.StepRecord) error {
+func (h *Host) Checkpoint(id string, rec state.StepRecord) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.checkpoints == nil {

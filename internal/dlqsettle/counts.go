@@ -1,7 +1,6 @@
 package dlqsettle
 
 import (
-	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
 )
 
@@ -13,14 +12,14 @@ import (
 // counts of its start: the item counts as succeeded (Settle removes it),
 // and one logged as in the DLQ that is no longer there as skipped (a
 // purge killed before it logged it).
-func SettledCounts(states *state.ItemStates, q Lister, counts job.ItemCounts) (job.ItemCounts, error) {
+func SettledCounts(states *state.ItemStates, q Lister, counts state.ItemCounts) (state.ItemCounts, error) {
 	t, err := tallyQueue(states, q)
 	if err != nil {
 		return counts, err
 	}
-	counts.Succeeded = states.Count(job.ItemSucceeded)
-	counts.DLQ = t.dlq() - t.logged[job.ItemSucceeded]
-	counts.Skipped = states.Count(job.ItemSkipped) + states.Count(job.ItemDLQ) - t.logged[job.ItemSkipped] - t.logged[job.ItemDLQ]
+	counts.Succeeded = states.Count(state.ItemSucceeded)
+	counts.DLQ = t.dlq() - t.logged[state.ItemSucceeded]
+	counts.Skipped = states.Count(state.ItemSkipped) + states.Count(state.ItemDLQ) - t.logged[state.ItemSkipped] - t.logged[state.ItemDLQ]
 	counts.Pending = max(counts.Total-counts.Succeeded-counts.DLQ-counts.Skipped, 0)
 	return counts, nil
 }

@@ -29,7 +29,7 @@ type Lister interface {
 // that no process runs.
 type ItemStates interface {
 	LoadItemStates() (*state.ItemStates, error)
-	AppendItemRecords(recs ...job.ItemRecord) error
+	AppendItemRecords(recs ...state.ItemRecord) error
 	Layout() state.Layout
 }
 
@@ -38,14 +38,14 @@ type ItemStates interface {
 // job.Stored.
 type Settleable interface {
 	ItemStates
-	UpdateItemCounts(settle func(job.ItemCounts) (job.ItemCounts, error)) (job.ItemCounts, error)
+	UpdateItemCounts(settle func(state.ItemCounts) (state.ItemCounts, error)) (state.ItemCounts, error)
 }
 
 // Settle reconciles a MapReduce job's item log with its DLQ (SettleDLQ)
 // and rewrites the job's counts to match (see UpdateItemCounts). It
 // returns the counts.
-func Settle(j Settleable, q Queue) (job.ItemCounts, error) {
-	return j.UpdateItemCounts(func(c job.ItemCounts) (job.ItemCounts, error) { return SettleDLQ(j, q, c) })
+func Settle(j Settleable, q Queue) (state.ItemCounts, error) {
+	return j.UpdateItemCounts(func(c state.ItemCounts) (state.ItemCounts, error) { return SettleDLQ(j, q, c) })
 }
 
 // RecordPurged records items that `dlq purge` took out of a job's DLQ:
@@ -53,10 +53,10 @@ func Settle(j Settleable, q Queue) (job.ItemCounts, error) {
 // event, and the job's counts are settled with its DLQ. Should it be
 // killed before this, the next settle records them the same way.
 func RecordPurged(j job.Stored, q Queue, items []*items.Item) error {
-	recs := make([]job.ItemRecord, len(items))
+	recs := make([]state.ItemRecord, len(items))
 	events := make([]eventlog.Event, len(items))
 	for i, it := range items {
-		recs[i] = job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSkipped, Error: PurgedNote}
+		recs[i] = state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemSkipped, Error: PurgedNote}
 		events[i] = eventlog.DLQRemoved(it.ID, "purged")
 	}
 	if err := j.AppendItemRecords(recs...); err != nil {
@@ -88,7 +88,7 @@ const PurgedNote = "purged from the DLQ"
 // Then each item is exactly one of: in the DLQ (whatever its last record,
 // e.g. running in a retry), succeeded, skipped, or pending, and these add
 // up to Total.
-func SettleDLQ(j ItemStates, q Queue, counts job.ItemCounts) (job.ItemCounts, error) {
+func SettleDLQ(j ItemStates, q Queue, counts state.ItemCounts) (state.ItemCounts, error) {
 	states, err := j.LoadItemStates()
 	if err != nil {
 		return counts, err
@@ -107,13 +107,13 @@ func SettleDLQ(j ItemStates, q Queue, counts job.ItemCounts) (job.ItemCounts, er
 		if err := q.Remove(it.ID); err != nil {
 			return counts, err
 		}
-		t.take(it.Index, job.ItemSucceeded)
+		t.take(it.Index, state.ItemSucceeded)
 	}
-	var purged []job.ItemRecord
-	if t.logged[job.ItemDLQ] < states.Count(job.ItemDLQ) {
-		lost := func(index int) bool { return states.State(index) == job.ItemDLQ && !t.has(index) }
+	var purged []state.ItemRecord
+	if t.logged[state.ItemDLQ] < states.Count(state.ItemDLQ) {
+		lost := func(index int) bool { return states.State(index) == state.ItemDLQ && !t.has(index) }
 		err := items.ReadUnless(j.Layout().Items, func(index int) bool { return !lost(index) }, func(it *items.Item) (bool, error) {
-			purged = append(purged, job.ItemRecord{Index: it.Index, ID: it.ID, State: job.ItemSkipped, Error: PurgedNote})
+			purged = append(purged, state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemSkipped, Error: PurgedNote})
 			return true, nil
 		})
 		if err != nil {
@@ -123,8 +123,8 @@ func SettleDLQ(j ItemStates, q Queue, counts job.ItemCounts) (job.ItemCounts, er
 	if err := j.AppendItemRecords(purged...); err != nil {
 		return counts, err
 	}
-	counts.Succeeded = states.Count(job.ItemSucceeded) - t.logged[job.ItemSucceeded]
-	counts.Skipped = states.Count(job.ItemSkipped) - t.logged[job.ItemSkipped] + len(purged)
+	counts.Succeeded = states.Count(state.ItemSucceeded) - t.logged[state.ItemSucceeded]
+	counts.Skipped = states.Count(state.ItemSkipped) - t.logged[state.ItemSkipped] + len(purged)
 	counts.DLQ = t.dlq()
 	counts.Pending = max(counts.Total-counts.Succeeded-counts.DLQ-counts.Skipped, 0)
 	return counts, nil
@@ -152,7 +152,7 @@ func tallyQueue(states *state.ItemStates, q Lister) (*tally, error) {
 		t.bits[index/64] |= 1 << (index % 64)
 		st := states.State(index)
 		t.logged[st]++
-		if st == job.ItemSucceeded {
+		if st == state.ItemSucceeded {
 			t.succeeded = append(t.succeeded, items.Item{Index: index, ID: id})
 		}
 	})

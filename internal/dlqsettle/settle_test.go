@@ -60,13 +60,13 @@ func TestSettleDLQ(t *testing.T) {
 		st     string
 		queued bool
 	}{
-		{job.ItemSucceeded, true}, // a retry killed before the removal
-		{job.ItemSucceeded, true}, // the same, but a running retry holds it
-		{job.ItemDLQ, false},      // a purge killed before the log
-		{job.ItemDLQ, true},
-		{job.ItemRunning, true},  // in a retry now, or killed in one
-		{job.ItemRunning, false}, // a job's pending item
-		{job.ItemSkipped, false},
+		{state.ItemSucceeded, true}, // a retry killed before the removal
+		{state.ItemSucceeded, true}, // the same, but a running retry holds it
+		{state.ItemDLQ, false},      // a purge killed before the log
+		{state.ItemDLQ, true},
+		{state.ItemRunning, true},  // in a retry now, or killed in one
+		{state.ItemRunning, false}, // a job's pending item
+		{state.ItemSkipped, false},
 		{"", false}, // never started
 	}
 	var itemsFile strings.Builder
@@ -74,7 +74,7 @@ func TestSettleDLQ(t *testing.T) {
 		id := "item_" + strconv.Itoa(i)
 		fmt.Fprintf(&itemsFile, "{\"i\":%d,\"id\":%q,\"item\":%d}\n", i, id, i)
 		if r.st != "" {
-			if err := j.AppendItemRecords(job.ItemRecord{Index: i, ID: id, State: r.st}); err != nil {
+			if err := j.AppendItemRecords(state.ItemRecord{Index: i, ID: id, State: r.st}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -85,11 +85,11 @@ func TestSettleDLQ(t *testing.T) {
 	if err := os.WriteFile(j.Layout().Items, []byte(itemsFile.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := SettleDLQ(j, q, job.ItemCounts{Total: len(recs), Failed: 5})
+	got, err := SettleDLQ(j, q, state.ItemCounts{Total: len(recs), Failed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := job.ItemCounts{Total: 8, Succeeded: 1, Failed: 5, Skipped: 2, DLQ: 3, Pending: 2}
+	want := state.ItemCounts{Total: 8, Succeeded: 1, Failed: 5, Skipped: 2, DLQ: 3, Pending: 2}
 	if got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
@@ -100,7 +100,7 @@ func TestSettleDLQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := states[2]; rec.State != job.ItemSkipped || rec.Error != PurgedNote {
+	if rec := states[2]; rec.State != state.ItemSkipped || rec.Error != PurgedNote {
 		t.Errorf("purged item's record %+v", rec)
 	}
 }
@@ -108,13 +108,13 @@ func TestSettleDLQ(t *testing.T) {
 // Purged items count as skipped, each with a dlq_removed event, and the
 // job's counts follow.
 func TestRecordPurged(t *testing.T) {
-	st, err := state.Store{Dir: filepath.Join(t.TempDir(), "state")}.Create(state.Meta{ID: "t", File: "w.yml", Items: &job.ItemCounts{Total: 2, Failed: 2, DLQ: 2}}, nil)
+	st, err := state.Store{Dir: filepath.Join(t.TempDir(), "state")}.Create(state.Meta{ID: "t", File: "w.yml", Items: &state.ItemCounts{Total: 2, Failed: 2, DLQ: 2}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := &queue{queued: map[string]bool{}}
 	for i, id := range []string{"item_0", "item_1"} {
-		st.AppendItemRecords(job.ItemRecord{Index: i, ID: id, State: job.ItemDLQ})
+		st.AppendItemRecords(state.ItemRecord{Index: i, ID: id, State: state.ItemDLQ})
 		q.queued[id] = true
 	}
 	q.Remove("item_0") // what dlq purge took out
@@ -122,14 +122,14 @@ func TestRecordPurged(t *testing.T) {
 		t.Fatal(err)
 	}
 	states, _ := st.ReadItemStates()
-	if rec := states[0]; rec.State != job.ItemSkipped || rec.Error != PurgedNote {
+	if rec := states[0]; rec.State != state.ItemSkipped || rec.Error != PurgedNote {
 		t.Errorf("purged item's record %+v", rec)
 	}
 	events, err := eventlog.Read(st.Layout().Events, eventlog.Query{})
 	if err != nil || len(events) != 1 || events[0].Type != eventlog.TypeDLQRemoved || events[0].ItemID != "item_0" || events[0].Str("reason") != "purged" {
 		t.Errorf("events %+v, %v", events, err)
 	}
-	if want := (job.ItemCounts{Total: 2, Failed: 2, DLQ: 1, Skipped: 1}); *st.Meta.Items != want {
+	if want := (state.ItemCounts{Total: 2, Failed: 2, DLQ: 1, Skipped: 1}); *st.Meta.Items != want {
 		t.Errorf("counts %+v, want %+v", *st.Meta.Items, want)
 	}
 }
@@ -146,8 +146,8 @@ func TestSettleReadsTheLogThroughItsIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, st := range []string{job.ItemSucceeded, job.ItemDLQ, job.ItemSucceeded} {
-		if err := log.Append(job.ItemRecord{Index: i, ID: "item_" + strconv.Itoa(i), State: st}); err != nil {
+	for i, st := range []string{state.ItemSucceeded, state.ItemDLQ, state.ItemSucceeded} {
+		if err := log.Append(state.ItemRecord{Index: i, ID: "item_" + strconv.Itoa(i), State: st}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,8 +163,8 @@ func TestSettleReadsTheLogThroughItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := &queue{queued: map[string]bool{"item_1": true}}
-	got, err := SettleDLQ(j, q, job.ItemCounts{Total: 3, Failed: 1})
-	if want := (job.ItemCounts{Total: 3, Failed: 1, Succeeded: 2, DLQ: 1}); err != nil || got != want {
+	got, err := SettleDLQ(j, q, state.ItemCounts{Total: 3, Failed: 1})
+	if want := (state.ItemCounts{Total: 3, Failed: 1, Succeeded: 2, DLQ: 1}); err != nil || got != want {
 		t.Errorf("counts %+v, %v; want %+v", got, err, want)
 	}
 }

@@ -107,12 +107,12 @@ func portableTrees(ctx context.Context, p job.Portable, m *workflow.MapPhase, en
 // LastStep reports whether a step's record is the last of a run of
 // template that goes on to its outcome (itemtask.Opened.Last): the
 // template's last step, not waiting to retry. Nil for no template.
-func LastStep(template []*workflow.Step) func(itemtask.StepRecord) bool {
+func LastStep(template []*workflow.Step) func(state.StepRecord) bool {
 	if len(template) == 0 {
 		return nil
 	}
 	last := template[len(template)-1].Index
-	return func(rec itemtask.StepRecord) bool {
+	return func(rec state.StepRecord) bool {
 		return rec.Index == last && rec.Status != string(executor.StepRetrying)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/items"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
@@ -59,7 +59,7 @@ type localDispatcher struct {
 var _ itemtask.Dispatcher = (*localDispatcher)(nil)
 
 func (d *localDispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error) {
-	return d.runner.Run(ctx, t, d.host.Slot(t.DispatchID), func(rec job.StepRecord) error { return d.host.Checkpoint(t.DispatchID, rec) })
+	return d.runner.Run(ctx, t, d.host.Slot(t.DispatchID), func(rec state.StepRecord) error { return d.host.Checkpoint(t.DispatchID, rec) })
 }
 
 // Recorded does nothing: a local outcome is nobody's message.
@@ -82,7 +82,7 @@ func (e *agentTimeout) Error() string { return "agent timed out after " + e.d.St
 // each step that finishes or waits to retry with save before the next one
 // starts. It returns an error, and no outcome, when ctx ended or a save
 // failed.
-func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(job.StepRecord) error) (itemtask.Outcome, error) {
+func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(state.StepRecord) error) (itemtask.Outcome, error) {
 	start := time.Now()
 	it, err := ItemOf(t)
 	if err != nil {
@@ -144,7 +144,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 	}
 	var stdout executor.OutputTail
 	var saveErr error
-	checkpoint := func(rec job.StepRecord) error {
+	checkpoint := func(rec state.StepRecord) error {
 		if err := save(rec); err != nil {
 			saveErr = err
 		}
@@ -162,7 +162,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		Slot:     slot,
 		Waiting:  checkpoint,
 	}
-	saved := map[int]job.StepRecord{}
+	saved := map[int]state.StepRecord{}
 	for _, rec := range t.Checkpoints {
 		saved[rec.Index] = rec
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
 )
 
@@ -33,10 +34,10 @@ func TestResumedItemInFreshWorktreeStartsOver(t *testing.T) {
 	}
 	task := itemtask.Task{
 		JobID: "w", Index: 0, ItemID: "item 0/x", Item: json.RawMessage(`"1"`), Attempt: 1, DispatchID: "d1", Tip: tip,
-		Checkpoints: []itemtask.StepRecord{{Index: 0, Key: "step-1", Status: "succeeded"}},
+		Checkpoints: []state.StepRecord{{Index: 0, Key: "step-1", Status: "succeeded"}},
 	}
 	var ran []int
-	out, err := opened.Runner.Run(t.Context(), task, freeSlot{}, func(rec itemtask.StepRecord) error {
+	out, err := opened.Runner.Run(t.Context(), task, freeSlot{}, func(rec state.StepRecord) error {
 		ran = append(ran, rec.Index)
 		return nil
 	})

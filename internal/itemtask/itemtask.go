@@ -46,7 +46,7 @@ type Task struct {
 	// Checkpoints are the steps of this attempt saved by a run that
 	// ended before the attempt did (a crash, a lost runner): the attempt
 	// goes on after them.
-	Checkpoints []StepRecord `json:"checkpoints,omitempty"`
+	Checkpoints []state.StepRecord `json:"checkpoints,omitempty"`
 	// Tip is the commit the item's worktree starts from (map.isolation:
 	// worktree on a NATS worker, whose clone has no job branch); "": the
 	// job branch's tip.
@@ -76,16 +76,6 @@ func (t Task) ItemValue() (any, error) {
 	}
 	return v, nil
 }
-
-// StepRecord is a step of an attempt, saved as a checkpoint: the record a
-// job's journal keeps of its own steps.
-type StepRecord = state.StepRecord
-
-// ItemRecord is an item's last state in the job's item log.
-type ItemRecord = state.ItemRecord
-
-// ItemRunning is the state of an item last seen running.
-const ItemRunning = state.ItemRunning
 
 // Outcome is how a task's run ended.
 type Outcome struct {
@@ -171,7 +161,7 @@ type Slot interface {
 // delay and saves each step with save before the next starts; an error,
 // and no outcome, means the run did not reach an end.
 type Runner interface {
-	Run(ctx context.Context, t Task, slot Slot, save func(StepRecord) error) (Outcome, error)
+	Run(ctx context.Context, t Task, slot Slot, save func(state.StepRecord) error) (Outcome, error)
 }
 
 // Dispatcher sends a job's tasks to where items run.
@@ -196,7 +186,7 @@ type Dispatcher interface {
 type Host interface {
 	// Checkpoint saves a step of the task's attempt; when it fails the
 	// task must stop.
-	Checkpoint(dispatchID string, rec StepRecord) error
+	Checkpoint(dispatchID string, rec state.StepRecord) error
 	// Emit records an event of the task's run.
 	Emit(dispatchID string, e eventlog.Event) error
 	// Slot is the job's hold on a place to run the task, for a dispatcher
@@ -228,7 +218,7 @@ type Job interface {
 	Portable() (json.RawMessage, error)
 	// RunningItems are the items the item log last saw running, by
 	// index, with their checkpoints.
-	RunningItems() (map[int]ItemRecord, error)
+	RunningItems() (map[int]state.ItemRecord, error)
 	// Layout is where the job's files are in its directory.
 	Layout() state.Layout
 	// Repo is the git side of a job whose items run in worktrees
@@ -326,5 +316,5 @@ type Opened struct {
 	// to its outcome (the template's last step, not waiting to retry):
 	// its checkpoint may travel with the outcome, as nothing runs after
 	// it. Nil: none is.
-	Last func(rec StepRecord) bool
+	Last func(rec state.StepRecord) bool
 }

@@ -6,22 +6,6 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// The item log's record types, as the map engine (mapreduce) keeps them
-// in the job's directory.
-type (
-	ItemRecord = state.ItemRecord
-	StepRecord = state.StepRecord
-	ItemCounts = state.ItemCounts
-)
-
-// Item states in the item log.
-const (
-	ItemRunning   = state.ItemRunning
-	ItemSucceeded = state.ItemSucceeded
-	ItemDLQ       = state.ItemDLQ
-	ItemSkipped   = state.ItemSkipped
-)
-
 // ID is the job's id.
 func (j *Job) ID() string { return j.id }
 

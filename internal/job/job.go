@@ -130,7 +130,7 @@ var ErrCompleted = errors.New("already completed")
 // completedError is resume's refusal of a completed job. One that ended
 // with items in the DLQ says how many and the command that runs them
 // again (Prodigy's resume would; runner keeps them behind dlq retry).
-func completedError(id string, items *ItemCounts) error {
+func completedError(id string, items *state.ItemCounts) error {
 	if items == nil || items.DLQ == 0 {
 		return fmt.Errorf("job %s: %w; nothing to resume", id, ErrCompleted)
 	}

@@ -50,9 +50,9 @@ func (s Stored) Emit(events ...eventlog.Event) error {
 // completed job's outcome follows its DLQ (SetItemCounts). A job whose
 // map phase never began has no counts: settle is not called and the
 // counts returned are zero.
-func (s Stored) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (ItemCounts, error) {
+func (s Stored) UpdateItemCounts(settle func(state.ItemCounts) (state.ItemCounts, error)) (state.ItemCounts, error) {
 	var (
-		counts ItemCounts
+		counts state.ItemCounts
 		serr   error
 	)
 	err := s.Update(func(m *state.Meta) {
@@ -74,7 +74,7 @@ func (s Stored) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (I
 // completed job's outcome follows its DLQ: ItemsInDLQ while items remain,
 // success once it is empty; exit maps it to the job's exit code and error
 // (nil: they are left as they are).
-func SetItemCounts(m *state.Meta, counts ItemCounts, exit func(error) int) {
+func SetItemCounts(m *state.Meta, counts state.ItemCounts, exit func(error) int) {
 	*m.Items, m.ItemsSettled = counts, nil
 	if exit == nil || m.Status != state.Completed {
 		return
@@ -93,7 +93,7 @@ func SetItemCounts(m *state.Meta, counts ItemCounts, exit func(error) int) {
 
 // UpdateItemCounts is Stored.UpdateItemCounts for a job this process holds
 // (an attached `dlq retry`).
-func (j *Job) UpdateItemCounts(settle func(ItemCounts) (ItemCounts, error)) (ItemCounts, error) {
+func (j *Job) UpdateItemCounts(settle func(state.ItemCounts) (state.ItemCounts, error)) (state.ItemCounts, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return Stored{Job: j.st, ExitCode: j.exitCode}.UpdateItemCounts(settle)

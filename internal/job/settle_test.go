@@ -35,8 +35,8 @@ func TestSetItemCountsOutcome(t *testing.T) {
 		{"no mapping", 30, 0, nil, 30, "was"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &state.Meta{ID: "j", Status: state.Completed, ExitCode: tc.code, Error: "was", Items: &ItemCounts{}}
-			SetItemCounts(m, ItemCounts{Total: 3, DLQ: tc.dlq}, tc.exit)
+			m := &state.Meta{ID: "j", Status: state.Completed, ExitCode: tc.code, Error: "was", Items: &state.ItemCounts{}}
+			SetItemCounts(m, state.ItemCounts{Total: 3, DLQ: tc.dlq}, tc.exit)
 			if m.Items.DLQ != tc.dlq || m.ExitCode != tc.wantCode || m.Error != tc.wantErr {
 				t.Errorf("counts %+v, exit code %d, error %q; want %d in the DLQ, %d, %q", *m.Items, m.ExitCode, m.Error, tc.dlq, tc.wantCode, tc.wantErr)
 			}
@@ -47,8 +47,8 @@ func TestSetItemCountsOutcome(t *testing.T) {
 // Counts written anew drop the stamp that said which files the earlier
 // ones were settled with.
 func TestSetItemCountsDropsTheStamp(t *testing.T) {
-	m := &state.Meta{ID: "j", Status: state.Running, Items: &ItemCounts{}, ItemsSettled: &state.ItemsSettled{DLQGeneration: 3, ItemLogSize: 10}}
-	SetItemCounts(m, ItemCounts{Total: 3, DLQ: 1}, nil)
+	m := &state.Meta{ID: "j", Status: state.Running, Items: &state.ItemCounts{}, ItemsSettled: &state.ItemsSettled{DLQGeneration: 3, ItemLogSize: 10}}
+	SetItemCounts(m, state.ItemCounts{Total: 3, DLQ: 1}, nil)
 	if m.ItemsSettled != nil {
 		t.Errorf("stamp %+v kept with new counts", *m.ItemsSettled)
 	}

@@ -87,7 +87,7 @@ func TestWorkerTakesItsSlotBackAfterARetryDelay(t *testing.T) {
 // A task whose saved steps would make it too large for NATS goes without
 // them (its worker asks for them at its start), not as an item too large.
 func TestTaskBodyLeavesOutCheckpointsTooLarge(t *testing.T) {
-	task := natsconn.Task{JobID: "j", Item: json.RawMessage(`"x"`), Checkpoints: []itemtask.StepRecord{{Index: 0, Output: strings.Repeat("o", natsconn.MaxTask)}}}
+	task := natsconn.Task{JobID: "j", Item: json.RawMessage(`"x"`), Checkpoints: []state.StepRecord{{Index: 0, Output: strings.Repeat("o", natsconn.MaxTask)}}}
 	body, err := taskBody(task)
 	if err != nil || len(body) > natsconn.MaxTask || strings.Contains(string(body), "checkpoints") {
 		t.Errorf("body of %d bytes (%v), want one under %d without checkpoints", len(body), err, natsconn.MaxTask)
@@ -109,7 +109,7 @@ func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d", Checkpoints: []itemtask.StepRecord{{Index: 0}}}, nil)
+	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d", Checkpoints: []state.StepRecord{{Index: 0}}}, nil)
 	defer tr.Untrack(p)
 	worker := srv.Connect(t)
 	release, _ := json.Marshal(remote.Msg{Kind: remote.KindRelease, Run: remote.Run{Index: 1, Attempt: 1, Delivery: 1}})
@@ -202,7 +202,7 @@ func TestTaskSentAgainRunsAfterEarlierDeliveries(t *testing.T) {
 	worker := srv.Connect(t)
 	save := func(sent, delivery int) remote.Reply {
 		t.Helper()
-		body, _ := json.Marshal(remote.Msg{Kind: remote.KindCheckpoint, Run: remote.Run{Index: 1, Attempt: 1, Epoch: 1, Sent: sent, Delivery: delivery}, Step: &itemtask.StepRecord{Index: sent*10 + delivery}})
+		body, _ := json.Marshal(remote.Msg{Kind: remote.KindCheckpoint, Run: remote.Run{Index: 1, Attempt: 1, Epoch: 1, Sent: sent, Delivery: delivery}, Step: &state.StepRecord{Index: sent*10 + delivery}})
 		msg, err := worker.Request(natsconn.ProgressSubject("k"), body, time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -235,7 +235,7 @@ type stepHost struct {
 	saved []string
 }
 
-func (h *stepHost) Checkpoint(_ string, rec itemtask.StepRecord) error {
+func (h *stepHost) Checkpoint(_ string, rec state.StepRecord) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.saved = append(h.saved, strconv.Itoa(rec.Index))
