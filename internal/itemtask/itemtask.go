@@ -114,16 +114,60 @@ type Origin struct {
 	Delivery int    `json:"delivery,omitempty"`
 }
 
-// Failure is one failed run of an item's agent template.
+// Failure is one failed run of an item's agent template. Its JSON is the
+// wire form results carry (NATS protocol 1 and later): the duration in
+// whole milliseconds.
 type Failure struct {
-	Attempt    int // item-level attempt, from 1; 0 = next in the item's history
-	At         time.Time
-	Kind       string // exit, signal, timeout, spawn, circuit_open, lost, ...
-	ExitCode   int
-	Message    string
-	StderrTail string
-	Step       string
-	Duration   time.Duration
+	Attempt    int           `json:"attempt"` // item-level attempt, from 1; 0 = next in the item's history
+	At         time.Time     `json:"at"`
+	Kind       string        `json:"kind"` // exit, signal, timeout, spawn, circuit_open, lost, ...
+	ExitCode   int           `json:"exit_code"`
+	Message    string        `json:"message"`
+	StderrTail string        `json:"stderr_tail,omitempty"`
+	Step       string        `json:"step,omitempty"`
+	Duration   time.Duration `json:"-"`
+}
+
+// wireFailure is Failure as JSON carries it.
+type wireFailure struct {
+	plainFailure
+	DurationMS int64 `json:"duration_ms"`
+}
+
+// plainFailure is Failure without its methods (no recursion).
+type plainFailure Failure
+
+// MarshalJSON writes f with its duration in milliseconds.
+func (f Failure) MarshalJSON() ([]byte, error) {
+	return json.Marshal(wireFailure{plainFailure(f), f.Duration.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, and the form without
+// JSON names that runners before it kept in a job's item log (a job
+// waiting to retry an item when it ended): its Go field names, the
+// duration in nanoseconds.
+func (f *Failure) UnmarshalJSON(data []byte) error {
+	var w struct {
+		wireFailure
+		ExitCode   *int           `json:"ExitCode"`
+		StderrTail *string        `json:"StderrTail"`
+		Duration   *time.Duration `json:"Duration"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*f = Failure(w.plainFailure)
+	f.Duration = time.Duration(w.DurationMS) * time.Millisecond
+	if w.ExitCode != nil {
+		f.ExitCode = *w.ExitCode
+	}
+	if w.StderrTail != nil {
+		f.StderrTail = *w.StderrTail
+	}
+	if w.Duration != nil {
+		f.Duration = *w.Duration
+	}
+	return nil
 }
 
 // Event is the failure as the item's events tell it.

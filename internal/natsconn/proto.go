@@ -200,20 +200,20 @@ type Task struct {
 
 // Result is the body of a result message.
 type Result struct {
-	Index      int              `json:"index"`
-	ItemID     string           `json:"item_id,omitempty"` // the task's; empty from an older worker
-	Attempt    int              `json:"attempt"`
-	Epoch      int              `json:"epoch"`
-	Worker     string           `json:"worker"`
-	Sent       int              `json:"sent,omitempty"` // the task's
-	Delivery   int              `json:"delivery"`
-	Failed     bool             `json:"failed,omitempty"`
-	Failure    *Failure         `json:"failure,omitempty"`
-	Output     string           `json:"output,omitempty"`
-	DurationMS int64            `json:"duration_ms"`
-	Events     []eventlog.Event `json:"events,omitempty"`
-	LogTail    string           `json:"log_tail,omitempty"`
-	Git        *ItemGit         `json:"git,omitempty"` // map.isolation: worktree
+	Index      int               `json:"index"`
+	ItemID     string            `json:"item_id,omitempty"` // the task's; empty from an older worker
+	Attempt    int               `json:"attempt"`
+	Epoch      int               `json:"epoch"`
+	Worker     string            `json:"worker"`
+	Sent       int               `json:"sent,omitempty"` // the task's
+	Delivery   int               `json:"delivery"`
+	Failed     bool              `json:"failed,omitempty"`
+	Failure    *itemtask.Failure `json:"failure,omitempty"`
+	Output     string            `json:"output,omitempty"`
+	DurationMS int64             `json:"duration_ms"`
+	Events     []eventlog.Event  `json:"events,omitempty"`
+	LogTail    string            `json:"log_tail,omitempty"`
+	Git        *ItemGit          `json:"git,omitempty"` // map.isolation: worktree
 	// LastStep is the checkpoint of the template's last step, which
 	// travels with the result instead of before it (itemtask.Opened.Last).
 	LastStep *state.StepRecord `json:"last_step,omitempty"`
@@ -225,28 +225,6 @@ type Result struct {
 // RunID is the run that stored r.
 func (r Result) RunID() remote.RunID {
 	return remote.RunID{Epoch: r.Epoch, Sent: r.Sent, Delivery: r.Delivery}
-}
-
-// Failure is a failed attempt as a result carries it.
-type Failure struct {
-	Attempt    int       `json:"attempt"`
-	At         time.Time `json:"at"`
-	Kind       string    `json:"kind"`
-	ExitCode   int       `json:"exit_code"`
-	Message    string    `json:"message"`
-	StderrTail string    `json:"stderr_tail,omitempty"`
-	Step       string    `json:"step,omitempty"`
-	DurationMS int64     `json:"duration_ms"`
-}
-
-func WireFailure(f itemtask.Failure) *Failure {
-	return &Failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
-		StderrTail: f.StderrTail, Step: f.Step, DurationMS: f.Duration.Milliseconds()}
-}
-
-func (f *Failure) Local() itemtask.Failure {
-	return itemtask.Failure{Attempt: f.Attempt, At: f.At, Kind: f.Kind, ExitCode: f.ExitCode, Message: f.Message,
-		StderrTail: f.StderrTail, Step: f.Step, Duration: time.Duration(f.DurationMS) * time.Millisecond}
 }
 
 // Trim keeps the result's body under maxResult: the log tail goes first

@@ -339,7 +339,7 @@ func (d *Dispatcher) outcome(ctx context.Context, rec *record, t itemtask.Task) 
 	duration := time.Duration(r.DurationMS) * time.Millisecond
 	out := itemtask.Outcome{DispatchID: t.DispatchID, Failed: r.Failed, Output: r.Output, Duration: duration, Origin: origin, Usage: r.Usage}
 	if r.Failed && r.Failure != nil {
-		out.Failure = r.Failure.Local()
+		out.Failure = *r.Failure
 		out.Failure.Attempt = t.Attempt
 	} else if r.Failed {
 		out.Failure = itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "failed", Message: "the worker's result gave no failure"}

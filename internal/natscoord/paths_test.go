@@ -368,7 +368,7 @@ map:
 // failure stay.
 func TestResultTrim(t *testing.T) {
 	event := eventlog.Event{Type: eventlog.TypeStepFailed, Fields: map[string]any{"message": strings.Repeat("m", 200<<10)}}
-	r := natsconn.Result{Index: 1, Output: "out", Failed: true, Failure: &natsconn.Failure{Kind: "exit", Message: "boom"},
+	r := natsconn.Result{Index: 1, Output: "out", Failed: true, Failure: &itemtask.Failure{Kind: "exit", Message: "boom"},
 		LogTail: strings.Repeat("l", natsconn.MaxLogTail), Events: []eventlog.Event{event, event, event, event, event}}
 	body, err := r.Trim()
 	if err != nil {

@@ -183,10 +183,10 @@ func (b *batch) run(t natsconn.Task, sl *itemtask.Hold) {
 	stop := stopNone
 	switch {
 	case b.delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
-		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
+		r.Failed, r.Failure = true, &itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
 			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", b.delivery, t.MaxDeliveries)}
 	case b.wj.unable != nil:
-		r.Failed, r.Failure = true, &natsconn.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: b.wj.unable.Error()}
+		r.Failed, r.Failure = true, &itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: b.wj.unable.Error()}
 	default:
 		b.mu.Lock()
 		b.running[t.Index] = t

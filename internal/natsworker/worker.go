@@ -435,9 +435,9 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, ls *le
 	r.DurationMS, r.Usage = out.Duration.Milliseconds(), out.Usage
 	r.Git = ig
 	if out.Failed {
-		f := natsconn.WireFailure(out.Failure)
+		f := out.Failure
 		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
-		r.Failed, r.Failure = true, f
+		r.Failed, r.Failure = true, &f
 	}
 	w.mu.Lock()
 	for _, e := range run.events {
