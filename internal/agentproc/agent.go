@@ -12,7 +12,6 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/itemtask/remote"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // Agent is the agent's side of the protocol: it runs the tasks it reads
@@ -121,7 +120,7 @@ func (a *Agent) run(ctx context.Context, t itemtask.Task, runner itemtask.Runner
 	a.mu.Lock()
 	a.current = rp
 	a.mu.Unlock()
-	out, err := runner.Run(ctx, t, rp, func(rec state.StepRecord) error { return rp.Save(ctx, rec) })
+	out, err := runner.Run(ctx, t, rp, func(rec itemtask.StepRecord) error { return rp.Save(ctx, rec) })
 	a.mu.Lock()
 	a.current = nil
 	a.mu.Unlock()

@@ -12,14 +12,13 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/itemtask/remote"
-	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // runnerFunc is a itemtask.Runner made of a function.
-type runnerFunc func(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(state.StepRecord) error) (itemtask.Outcome, error)
+type runnerFunc func(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(itemtask.StepRecord) error) (itemtask.Outcome, error)
 
-func (f runnerFunc) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(state.StepRecord) error) (itemtask.Outcome, error) {
+func (f runnerFunc) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 	return f(ctx, t, slot, save)
 }
 
@@ -93,8 +92,8 @@ func task(id string) itemtask.Task {
 func TestAgentCheckpointWaitsForItsAck(t *testing.T) {
 	saved := make(chan error, 1)
 	c := serveAgent(t, func(*Agent) itemtask.Runner {
-		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, save func(state.StepRecord) error) (itemtask.Outcome, error) {
-			err := save(state.StepRecord{Index: 0, Key: "a", Status: "succeeded"})
+		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, save func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
+			err := save(itemtask.StepRecord{Index: 0, Key: "a", Status: "succeeded"})
 			saved <- err
 			return itemtask.Outcome{DispatchID: tk.DispatchID}, nil
 		})
@@ -117,7 +116,7 @@ func TestAgentCheckpointWaitsForItsAck(t *testing.T) {
 func TestAgentSlotOverTheProtocol(t *testing.T) {
 	acquired := make(chan error, 1)
 	c := serveAgent(t, func(*Agent) itemtask.Runner {
-		return runnerFunc(func(ctx context.Context, tk itemtask.Task, slot itemtask.Slot, _ func(state.StepRecord) error) (itemtask.Outcome, error) {
+		return runnerFunc(func(ctx context.Context, tk itemtask.Task, slot itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 			slot.Release()
 			acquired <- slot.Acquire(ctx)
 			return itemtask.Outcome{DispatchID: tk.DispatchID}, nil
@@ -137,7 +136,7 @@ func TestAgentSlotOverTheProtocol(t *testing.T) {
 // abandoned with its error; the agent then takes the next task.
 func TestAgentEventsAndAbandonedTask(t *testing.T) {
 	c := serveAgent(t, func(a *Agent) itemtask.Runner {
-		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, _ func(state.StepRecord) error) (itemtask.Outcome, error) {
+		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 			a.Emit(eventlog.StepStarted("a", 1, "true"))
 			if tk.DispatchID == "d1" {
 				return itemtask.Outcome{}, errors.New("item unreadable")
@@ -164,7 +163,7 @@ func TestAgentEventsAndAbandonedTask(t *testing.T) {
 func TestAgentStopsWhenInputEnds(t *testing.T) {
 	started, stopped := make(chan struct{}), make(chan error, 1)
 	c := serveAgent(t, func(*Agent) itemtask.Runner {
-		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, _ func(state.StepRecord) error) (itemtask.Outcome, error) {
+		return runnerFunc(func(ctx context.Context, tk itemtask.Task, _ itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 			close(started)
 			<-ctx.Done()
 			stopped <- context.Cause(ctx)

@@ -77,7 +77,7 @@ func helperAgent(mode string) {
 		}
 		other := remote.Run{DispatchID: "other", Index: t.Index, Attempt: t.Attempt}
 		write(frame{Type: typeMsg, Msg: &remote.Msg{Kind: remote.KindEvent, Run: other, Seq: 1, Event: new(eventlog.StepStarted("x", 1, "true"))}})
-		write(frame{Type: typeMsg, ID: 1, Msg: &remote.Msg{Kind: remote.KindCheckpoint, Run: other, Step: &state.StepRecord{Key: "x"}}})
+		write(frame{Type: typeMsg, ID: 1, Msg: &remote.Msg{Kind: remote.KindCheckpoint, Run: other, Step: &itemtask.StepRecord{Key: "x"}}})
 		if dec.Decode(&f) != nil || f.Type != typeReply || f.ID != 1 || f.Reply == nil || f.Reply.Error == "" {
 			fmt.Fprintf(os.Stderr, "stale checkpoint answered with %+v\n", f)
 			os.Exit(1)
@@ -112,7 +112,7 @@ func helperAgent(mode string) {
 // back and takes it again, emits an event and succeeds.
 type helperRunner struct{ a *Agent }
 
-func (r helperRunner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(state.StepRecord) error) (itemtask.Outcome, error) {
+func (r helperRunner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, save func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 	var item struct{ PIDFile string }
 	json.Unmarshal(t.Item, &item)
 	if item.PIDFile != "" {
@@ -121,7 +121,7 @@ func (r helperRunner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Sl
 		<-ctx.Done()
 		return itemtask.Outcome{}, context.Cause(ctx)
 	}
-	if err := save(state.StepRecord{Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"n": 1}}); err != nil {
+	if err := save(itemtask.StepRecord{Index: 0, Key: "a", Status: "succeeded", Vars: map[string]any{"n": 1}}); err != nil {
 		return itemtask.Outcome{}, err
 	}
 	slot.Release()
@@ -141,7 +141,7 @@ type host struct {
 	slot        countingSlot
 }
 
-func (h *host) Checkpoint(id string, rec state.StepRecord) error {
+func (h *host) Checkpoint(id string, rec itemtask.StepRecord) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.checkpoints = append(h.checkpoints, id+" "+rec.Key)

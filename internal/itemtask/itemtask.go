@@ -46,7 +46,7 @@ type Task struct {
 	// Checkpoints are the steps of this attempt saved by a run that
 	// ended before the attempt did (a crash, a lost runner): the attempt
 	// goes on after them.
-	Checkpoints []state.StepRecord `json:"checkpoints,omitempty"`
+	Checkpoints []StepRecord `json:"checkpoints,omitempty"`
 	// Tip is the commit the item's worktree starts from (map.isolation:
 	// worktree on a NATS worker, whose clone has no job branch); "": the
 	// job branch's tip.
@@ -76,6 +76,11 @@ func (t Task) ItemValue() (any, error) {
 	}
 	return v, nil
 }
+
+// StepRecord is a step of an attempt, saved as a checkpoint: the record a
+// job's journal keeps of its own steps, named here so that where items
+// run (agents, NATS workers) never imports the job's state.
+type StepRecord = state.StepRecord
 
 // Outcome is how a task's run ended.
 type Outcome struct {
@@ -205,7 +210,7 @@ type Slot interface {
 // delay and saves each step with save before the next starts; an error,
 // and no outcome, means the run did not reach an end.
 type Runner interface {
-	Run(ctx context.Context, t Task, slot Slot, save func(state.StepRecord) error) (Outcome, error)
+	Run(ctx context.Context, t Task, slot Slot, save func(StepRecord) error) (Outcome, error)
 }
 
 // Dispatcher sends a job's tasks to where items run.
@@ -230,7 +235,7 @@ type Dispatcher interface {
 type Host interface {
 	// Checkpoint saves a step of the task's attempt; when it fails the
 	// task must stop.
-	Checkpoint(dispatchID string, rec state.StepRecord) error
+	Checkpoint(dispatchID string, rec StepRecord) error
 	// Emit records an event of the task's run.
 	Emit(dispatchID string, e eventlog.Event) error
 	// Slot is the job's hold on a place to run the task, for a dispatcher
@@ -360,5 +365,5 @@ type Opened struct {
 	// to its outcome (the template's last step, not waiting to retry):
 	// its checkpoint may travel with the outcome, as nothing runs after
 	// it. Nil: none is.
-	Last func(rec state.StepRecord) bool
+	Last func(rec StepRecord) bool
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/itemtask/remote"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // The NATS objects of SPEC §11.3.
@@ -192,7 +191,7 @@ type Task struct {
 	// Checkpoints are the steps of the attempt saved when the task was
 	// sent: the run goes on after them when its coordinator does not
 	// answer its start.
-	Checkpoints []state.StepRecord `json:"checkpoints,omitempty"`
+	Checkpoints []itemtask.StepRecord `json:"checkpoints,omitempty"`
 	// Sent counts the times the coordinator sent the task again, under a
 	// message id of its own, because the server lost it.
 	Sent int `json:"sent,omitempty"`
@@ -216,7 +215,7 @@ type Result struct {
 	Git        *ItemGit          `json:"git,omitempty"` // map.isolation: worktree
 	// LastStep is the checkpoint of the template's last step, which
 	// travels with the result instead of before it (itemtask.Opened.Last).
-	LastStep *state.StepRecord `json:"last_step,omitempty"`
+	LastStep *itemtask.StepRecord `json:"last_step,omitempty"`
 	// Usage is what the run's agents spent (itemtask.Outcome.Usage);
 	// absent from an older worker's.
 	Usage *eventlog.AgentUsage `json:"usage,omitempty"`

@@ -10,7 +10,6 @@ import (
 
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // runItem runs task mt, of t, with its job's template. An item that runs
@@ -23,7 +22,7 @@ import (
 // branch that cannot be carried is the attempt's failure, kind transfer,
 // unless the server did not answer or lost the bucket (carryLater). An
 // error, and no outcome, means the run did not reach an end.
-func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, save func(state.StepRecord) error, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
+func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, save func(itemtask.StepRecord) error, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
 	if t.Tip == "" {
 		out, err := wj.opened.Runner.Run(ctx, mt, sl, save)
 		return out, nil, err

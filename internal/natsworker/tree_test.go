@@ -134,7 +134,7 @@ func newClone(t *testing.T) (repo gitwork.Git, head string) {
 // runnerFunc is an itemtask.Runner of a function.
 type runnerFunc func(ctx context.Context, t itemtask.Task) (itemtask.Outcome, error)
 
-func (f runnerFunc) Run(ctx context.Context, t itemtask.Task, _ itemtask.Slot, _ func(state.StepRecord) error) (itemtask.Outcome, error) {
+func (f runnerFunc) Run(ctx context.Context, t itemtask.Task, _ itemtask.Slot, _ func(itemtask.StepRecord) error) (itemtask.Outcome, error) {
 	return f(ctx, t)
 }
 

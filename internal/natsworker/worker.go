@@ -23,7 +23,6 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/proc"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // WorkerOptions configure a worker.
@@ -399,7 +398,7 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, ls *le
 	var err error
 	if mt.Checkpoints, err = rp.Start(rctx, t.Checkpoints); err == nil {
 		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
-		save := func(rec state.StepRecord) error {
+		save := func(rec itemtask.StepRecord) error {
 			if last := wj.opened.Last; last != nil && last(rec) {
 				r.LastStep = &rec // nothing runs after it: it goes with the result
 				return nil

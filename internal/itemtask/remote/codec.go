@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/runnerdev/runner/internal/eventlog"
-	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/itemtask"
 )
 
 // The kinds of Msg a run sends.
@@ -40,11 +40,11 @@ func WaitsForSlot(kind string) bool { return kind == KindStart || kind == KindAc
 type Msg struct {
 	Kind string `json:"kind"`
 	Run
-	Seq    int               `json:"seq,omitempty"`    // event: its place among the run's events, from 1
-	Event  *eventlog.Event   `json:"event,omitempty"`  // event
-	Step   *state.StepRecord `json:"step,omitempty"`   // checkpoint
-	Stream string            `json:"stream,omitempty"` // output: stdout or stderr
-	Text   string            `json:"text,omitempty"`   // output
+	Seq    int                  `json:"seq,omitempty"`    // event: its place among the run's events, from 1
+	Event  *eventlog.Event      `json:"event,omitempty"`  // event
+	Step   *itemtask.StepRecord `json:"step,omitempty"`   // checkpoint
+	Stream string               `json:"stream,omitempty"` // output: stdout or stderr
+	Text   string               `json:"text,omitempty"`   // output
 }
 
 // Run names one run of an attempt's task: the dispatch it runs for (an
@@ -99,10 +99,10 @@ func (a RunID) Before(b RunID) bool {
 // stop, and Term says that its task is to be dropped (its attempt is no
 // longer its item's), not run again.
 type Reply struct {
-	Unknown     bool               `json:"unknown,omitempty"`
-	Error       string             `json:"error,omitempty"`
-	Term        bool               `json:"term,omitempty"`
-	Checkpoints []state.StepRecord `json:"checkpoints,omitempty"` // start
+	Unknown     bool                  `json:"unknown,omitempty"`
+	Error       string                `json:"error,omitempty"`
+	Term        bool                  `json:"term,omitempty"`
+	Checkpoints []itemtask.StepRecord `json:"checkpoints,omitempty"` // start
 }
 
 // Transport carries a run's messages to the job's side.

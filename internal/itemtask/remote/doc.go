@@ -11,7 +11,7 @@
 // runner.progress.J (natsconn). A sketch of the run's side:
 //
 //	rp := remote.NewReporter(transport, remote.Run{Index: t.Index, Attempt: t.Attempt}, 0)
-//	out, err := runner.Run(ctx, t, rp, func(rec state.StepRecord) error { return rp.Save(ctx, rec) })
+//	out, err := runner.Run(ctx, t, rp, func(rec itemtask.StepRecord) error { return rp.Save(ctx, rec) })
 //
 // and of the job's side, for each message that comes:
 //

@@ -68,7 +68,7 @@ func (h *host) log(call string) {
 	h.calls = append(h.calls, call)
 }
 
-func (h *host) Checkpoint(id string, rec state.StepRecord) error {
+func (h *host) Checkpoint(id string, rec itemtask.StepRecord) error {
 	h.log("checkpoint " + id + " " + rec.Key)
 	return h.refuse
 }
@@ -114,7 +114,7 @@ func TestReporterToTracker(t *testing.T) {
 	lb := &loopback{tr: tr}
 	rp := NewReporter(lb, Run{DispatchID: "d", Index: 3, Attempt: 1}, 0)
 	rp.Emit(eventlog.Event{Type: eventlog.TypeStepStarted})
-	if err := rp.Save(t.Context(), state.StepRecord{Key: "a"}); err != nil {
+	if err := rp.Save(t.Context(), itemtask.StepRecord{Key: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	rp.Release()
@@ -124,7 +124,7 @@ func TestReporterToTracker(t *testing.T) {
 	Output(lb, strings.ToUpper).Stdout.Write([]byte("3\tline\n"))
 	h.refuse = errors.New("disk full")
 	var ref *Refusal
-	if err := rp.Save(t.Context(), state.StepRecord{Key: "b"}); !errors.As(err, &ref) || !ref.Term || ref.Reason != "disk full" {
+	if err := rp.Save(t.Context(), itemtask.StepRecord{Key: "b"}); !errors.As(err, &ref) || !ref.Term || ref.Reason != "disk full" {
 		t.Errorf("refused Save = %v, want a Refusal that drops the task", err)
 	}
 	select {
@@ -158,7 +158,7 @@ func TestTrackerRefusesOtherRuns(t *testing.T) {
 	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 2, DispatchID: "d"}, nil)
 	ask := func(r Run) Reply {
 		var got Reply
-		tr.Receive(Msg{Kind: KindCheckpoint, Run: r, Step: &state.StepRecord{Key: "k"}}, func(r Reply) { got = r })
+		tr.Receive(Msg{Kind: KindCheckpoint, Run: r, Step: &itemtask.StepRecord{Key: "k"}}, func(r Reply) { got = r })
 		return got
 	}
 	if r := ask(Run{Index: 1, Attempt: 2, Epoch: 1, Delivery: 2, Worker: "w"}); r.Error != "" {
@@ -228,7 +228,7 @@ func TestReporterHoldsEventsBack(t *testing.T) {
 	if got := long.events(); len(got) != 0 {
 		t.Fatalf("sent during the hold: %v", got)
 	}
-	if err := rp.Save(t.Context(), state.StepRecord{}); err != nil { // ends the hold
+	if err := rp.Save(t.Context(), itemtask.StepRecord{}); err != nil { // ends the hold
 		t.Fatal(err)
 	}
 	rp.Emit(eventlog.Event{Type: eventlog.TypeStepStarted})

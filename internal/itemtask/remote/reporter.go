@@ -8,7 +8,6 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // Reporter tells the job's side how one run goes, over a transport: it
@@ -60,7 +59,7 @@ func (rp *Reporter) request(ctx context.Context, m Msg) (Reply, error) {
 // job's slot that one gave back. The first delivery of a task sent once
 // does not ask: no run came before it, and the task carries what the job
 // had saved.
-func (rp *Reporter) Start(ctx context.Context, saved []state.StepRecord) ([]state.StepRecord, error) {
+func (rp *Reporter) Start(ctx context.Context, saved []itemtask.StepRecord) ([]itemtask.StepRecord, error) {
 	if rp.run.Delivery <= 1 && rp.run.Sent == 0 {
 		return saved, nil
 	}
@@ -74,7 +73,7 @@ func (rp *Reporter) Start(ctx context.Context, saved []state.StepRecord) ([]stat
 // Save saves a step with the job before the next one starts. When no
 // answer comes the run goes on: the job's process is gone, and a process
 // resuming the job takes its result.
-func (rp *Reporter) Save(ctx context.Context, rec state.StepRecord) error {
+func (rp *Reporter) Save(ctx context.Context, rec itemtask.StepRecord) error {
 	rp.Flush() // the step's events before it
 	m := rp.msg(KindCheckpoint)
 	m.Step = &rec

@@ -9,7 +9,6 @@ import (
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
-	"github.com/runnerdev/runner/internal/state"
 )
 
 // Tracker hears how the runs of a job's tasks go and reports it to the
@@ -53,7 +52,7 @@ type Progress struct {
 	emitted map[RunID]int
 	// checkpoints are the task's and those saved since, for a run that
 	// starts after them.
-	checkpoints []state.StepRecord
+	checkpoints []itemtask.StepRecord
 	// released says that the job's slot is given back (a step waits out
 	// a delay); acquiring that a goroutine takes it back, which answers
 	// the request pending when it holds it.
@@ -110,7 +109,7 @@ func (tr *Tracker) Untrack(p *Progress) {
 
 // Sending is what a task of t sent now carries: the steps saved so far by
 // the runs of its attempt, and the times it was sent before.
-func (tr *Tracker) Sending(t itemtask.Task) (checkpoints []state.StepRecord, sent int) {
+func (tr *Tracker) Sending(t itemtask.Task) (checkpoints []itemtask.StepRecord, sent int) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	p := tr.runs[t.Index]
@@ -263,8 +262,8 @@ func (tr *Tracker) checkpoint(answer func(Reply), p *Progress, m Msg) {
 }
 
 // withStep is steps with rec in place of the record of its step, if any.
-func withStep(steps []state.StepRecord, rec state.StepRecord) []state.StepRecord {
-	out := make([]state.StepRecord, 0, len(steps)+1)
+func withStep(steps []itemtask.StepRecord, rec itemtask.StepRecord) []itemtask.StepRecord {
+	out := make([]itemtask.StepRecord, 0, len(steps)+1)
 	for _, s := range steps {
 		if s.Index != rec.Index {
 			out = append(out, s)
