@@ -14,6 +14,7 @@ import (
 	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
+	"github.com/runnerdev/runner/mapreduce"
 )
 
 // newAgentCommand is `runner agent JOB`, the process that runs a job's map
@@ -75,17 +76,17 @@ func (o parallelOptions) validate() error {
 	return nil
 }
 
-// dispatcher is where j's items run: NATS workers (connectNATS), the zero
-// Backend for this process, or a pool of agents started from this executable (which
-// is what runs under tests too), given the job's secrets in their
-// environment, which send the items' output to live as it comes when it is
-// not nil.
+// dispatcher is where j's items run: NATS workers (connectNATS), this
+// process, or a pool of agents started from this executable (which is
+// what runs under tests too), given the job's secrets in their
+// environment; the items' output goes to live as it comes when it is not
+// nil. It is the one place that chooses.
 func (o parallelOptions) dispatcher(g *globalOptions, j *job.Job, live *itemtask.Live) itemtask.Backend {
 	if o.nats != nil {
 		return o.nats.dispatcher(live)
 	}
 	if o.dispatchMode() != dispatchAgents {
-		return itemtask.Backend{} // this process
+		return mapreduce.InProcess(live)
 	}
 	command, err := agentCommand(g, j.ID(), live != nil)
 	b := agentproc.New(agentproc.Config{Command: command, Env: append(os.Environ(), j.Secrets().Withheld()...), Stderr: g.stderr, Live: live})

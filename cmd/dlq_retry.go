@@ -216,7 +216,6 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 		res, rerr := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
 			MaxParallel: o.MaxParallel,
 			Dispatcher:  o.dispatcher(g, j, live),
-			Live:        live,
 			Select: func() ([]*mapreduce.Item, error) {
 				read = true
 				var selected []dlq.Item

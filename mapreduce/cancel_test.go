@@ -20,7 +20,7 @@ func TestMapInputCommandVarEndsWithTheRun(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(ctx, j, Options{DLQ: newFakeDLQ()})
+		_, err := Run(ctx, j, Options{DLQ: newFakeDLQ(), Dispatcher: InProcess(nil)})
 		done <- err
 	}()
 

@@ -4,20 +4,14 @@ import (
 	"testing"
 
 	"github.com/runnerdev/runner/internal/dispatchtest"
-	"github.com/runnerdev/runner/internal/itemrun"
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/job"
-	"github.com/runnerdev/runner/internal/workspace"
+	"github.com/runnerdev/runner/mapreduce"
 )
 
-// Local dispatch honours the item seam's contract.
-func TestLocalConformance(t *testing.T) {
-	dispatchtest.Run(t, dispatchtest.Subject{Backend: func(t *testing.T, j *job.Job) itemtask.Backend {
-		refs := workspace.JobRefs{ID: j.ID(), ItemBranches: j.Meta().ItemBranches}
-		trees, err := workspace.OpenWorktrees(t.Context(), refs, j.Workflow().Map, j.Executor().Env, j.Layout())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.State().ItemLogPath, trees, nil))
+// Items run in this process (InProcess) honour the item seam's contract.
+func TestInProcessConformance(t *testing.T) {
+	dispatchtest.Run(t, dispatchtest.Subject{Backend: func(*testing.T, *job.Job) itemtask.Backend {
+		return mapreduce.InProcess(nil)
 	}})
 }

@@ -48,7 +48,7 @@ map:
 		}
 		var asked []workspace.End
 		ask := func(end workspace.End) bool { asked = append(asked, end); return answer }
-		sum, err := Run(t.Context(), j, Options{Ending: workspace.Ending{Ask: ask}})
+		sum, err := Run(t.Context(), j, Options{Dispatcher: InProcess(nil), Ending: workspace.Ending{Ask: ask}})
 		j.Close()
 		if err != nil || sum.Items.Succeeded != 2 {
 			t.Fatalf("answer %v: Run = %+v, %v", answer, sum.Items, err)

@@ -14,8 +14,7 @@ import (
 	"github.com/runnerdev/runner/workflow"
 )
 
-// A MapReduce job whose items run in this process: the zero
-// Options.Dispatcher is itemrun.Local.
+// A MapReduce job whose items run in this process (InProcess).
 func Example_localDispatch() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
@@ -39,7 +38,7 @@ reduce:
 	}
 	defer j.Close()
 	ctx := context.Background()
-	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{DLQ: jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, io.Discard)})
+	sum, err := mapreduce.Run(ctx, j, mapreduce.Options{DLQ: jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, io.Discard), Dispatcher: mapreduce.InProcess(nil)})
 	fmt.Println(sum.Items.Succeeded, err)
 	// Output:
 	// 3 of 3 items succeeded

@@ -35,10 +35,7 @@ import (
 type Options struct {
 	MaxParallel int // overrides map.max_parallel when above 0
 	DLQ         DeadLetters
-	Dispatcher  itemtask.Backend // where items run; the zero Backend: in this process (Local)
-	// Live shows the items' output as it comes when they run in this
-	// process (runner run --tag); nil: in their logs only.
-	Live *itemtask.Live
+	Dispatcher  itemtask.Backend // where items run: InProcess, agents, NATS workers
 	// Ending says whether a job on a job branch (map.isolation: worktree)
 	// that succeeded merges that branch into the branch it started on
 	// (runner run --merge, merge_back: true, or the user's answer):
@@ -76,7 +73,7 @@ const PhaseMap = "map"
 // merged into the branch it started on.
 func Run(ctx context.Context, j *job.Job, opts Options) (sum Summary, err error) {
 	wf := j.Workflow()
-	if err := supported(wf, opts.Dispatcher); err != nil {
+	if err := Supports(wf, opts.Dispatcher); err != nil {
 		return sum, err
 	}
 	trees, err := workspace.OpenWorktrees(ctx, refsOf(j), wf.Map, j.Executor().Env, j.Layout())
@@ -180,7 +177,7 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 	if j.Resumed() {
 		run = attemptlog.RunResume
 	}
-	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: run})
+	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, run: run})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -238,9 +235,8 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 // dispatching is where a scheduler's tasks run, and what they say of
 // themselves.
 type dispatching struct {
-	backend itemtask.Backend // the zero Backend: in this process (Local)
-	live    *itemtask.Live   // where Local shows the items' output; nil: in their logs only
-	run     string           // RunFirst, RunResume or RunDLQRetry
+	backend itemtask.Backend
+	run     string // RunFirst, RunResume or RunDLQRetry
 }
 
 // newScheduler makes the scheduler of j's items and opens its dispatcher
@@ -263,22 +259,23 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 	if trees == nil {
 		s.last = itemrun.LastStep(j.Workflow().Map.Template)
 	}
-	b := d.backend
-	if b.Open == nil {
-		b = itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, d.live))
-	}
 	var err error
-	s.dispatcher, err = b.Open(ctx, jobView{j: j, trees: trees}, s)
+	s.dispatcher, err = d.backend.Open(ctx, jobView{j: j, trees: trees}, s)
 	return s, err
 }
 
-// supported refuses a workflow whose items need what b cannot do (the
-// zero Backend: this process, which does everything).
-func supported(wf *workflow.Workflow, b itemtask.Backend) error {
-	if b.Open == nil {
-		return nil
-	}
-	return Supports(wf, b)
+// InProcess runs a job's items in this process, the job's executor
+// running its template after setup; live, when not nil, shows their
+// output as it comes (runner run --tag).
+func InProcess(live *itemtask.Live) itemtask.Backend {
+	return itemtask.Backend{Name: "this process", Can: itemrun.LocalCapabilities, Open: func(ctx context.Context, job itemtask.Job, h itemtask.Host) (itemtask.Dispatcher, error) {
+		v, ok := job.(jobView)
+		if !ok {
+			return nil, fmt.Errorf("items run in this process only for a job the engine opened, not %T", job)
+		}
+		j := v.j
+		return itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, v.trees, live)).Open(ctx, job, h)
+	}}
 }
 
 // View is what dispatchers may read of j, with its worktrees opened in

@@ -25,8 +25,7 @@ type RetryQueue interface {
 // RetryOptions configure a `dlq retry`.
 type RetryOptions struct {
 	MaxParallel int              // overrides map.max_parallel when above 0
-	Dispatcher  itemtask.Backend // where items run; the zero Backend: in this process (Local)
-	Live        *itemtask.Live   // shows the items' output when they run in this process; nil: not
+	Dispatcher  itemtask.Backend // where items run: InProcess, agents, NATS workers
 	// Select returns the items to retry; it is called once the DLQ is
 	// settled with the item log.
 	Select func() ([]*Item, error)
@@ -74,7 +73,7 @@ func RetryDLQ(ctx context.Context, j *job.Job, q RetryQueue, opts RetryOptions) 
 // all the retries of the job take turns (the job's merge lock), and an
 // item whose branch a killed retry merged leaves the DLQ without running.
 func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions, q RetryQueue) (counts state.ItemCounts, err error) {
-	if err := supported(j.Workflow(), opts.Dispatcher); err != nil {
+	if err := Supports(j.Workflow(), opts.Dispatcher); err != nil {
 		return state.ItemCounts{}, err
 	}
 	parallel, err := maxParallel(j.Workflow().Map, j.Scope().Under(ctx), opts.MaxParallel)
@@ -95,7 +94,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 	defer itemLog.Close()
 	l := &ledger{job: j, items: itemLog, dlq: q, action: errorpolicy.DLQ, fromDLQ: true,
 		counts: state.ItemCounts{Total: len(items), Pending: len(items), DLQ: len(items)}}
-	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, live: opts.Live, run: attemptlog.RunDLQRetry})
+	s, err := newScheduler(ctx, j, l, parallel, trees, dispatching{backend: opts.Dispatcher, run: attemptlog.RunDLQRetry})
 	if err != nil {
 		return state.ItemCounts{}, err
 	}

@@ -1,6 +1,7 @@
 package mapreduce
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -19,6 +20,9 @@ func mergeOf(out itemtask.Outcome) eventlog.Merge {
 // Supports refuses a workflow whose items need what b cannot do, before
 // the job starts.
 func Supports(wf *workflow.Workflow, b itemtask.Backend) error {
+	if b.Open == nil {
+		return errors.New("mapreduce: no dispatcher: say where items run (InProcess, agents, NATS)")
+	}
 	if wf.Map != nil && wf.Map.Isolation == workflow.IsolationWorktree && !b.Can.Worktrees {
 		return fmt.Errorf("items that run in git worktrees (map.isolation: worktree, as claude: steps and commit_required make the default) cannot run on %s yet: set map.isolation: none", b.Name)
 	}

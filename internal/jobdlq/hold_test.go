@@ -66,7 +66,7 @@ func failedJob(t *testing.T, n int) (store state.Store, fixed string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := mapreduce.Run(t.Context(), j, mapreduce.Options{DLQ: Open(t.Context(), "j", j.Layout().DLQ, io.Discard)})
+	sum, err := mapreduce.Run(t.Context(), j, mapreduce.Options{DLQ: Open(t.Context(), "j", j.Layout().DLQ, io.Discard), Dispatcher: mapreduce.InProcess(nil)})
 	if err != nil || sum.Items.DLQ != n {
 		t.Fatalf("run: %v, %+v; want %d items in the DLQ", err, sum.Items, n)
 	}
@@ -110,7 +110,7 @@ func TestRetryOpensTheDLQOnce(t *testing.T) {
 	if err := q.Hold("test retry", 0); err != nil {
 		t.Fatal(err)
 	}
-	res, err := mapreduce.RetryDLQ(t.Context(), j, q, mapreduce.RetryOptions{MaxParallel: 2, Select: selectAll(q)})
+	res, err := mapreduce.RetryDLQ(t.Context(), j, q, mapreduce.RetryOptions{MaxParallel: 2, Dispatcher: mapreduce.InProcess(nil), Select: selectAll(q)})
 	if err != nil || res.Succeeded != n || res.Remaining != 0 {
 		t.Fatalf("retry: %v, %+v; want %d succeeded", err, res, n)
 	}
