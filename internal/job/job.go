@@ -459,7 +459,8 @@ func (j *Job) eventLogErr() error {
 	return j.logErr
 }
 
-// context is the context that ends what opening the job runs.
+// context is the context that ends what opening the job runs: none
+// given (tests, a caller that never cancels), nothing ends it.
 func (o Options) context() context.Context {
 	if o.Context == nil {
 		return context.Background()

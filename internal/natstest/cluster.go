@@ -174,7 +174,7 @@ func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(testkit.Scale(90 * time.Second)); ; time.Sleep(100 * time.Millisecond) {
-		err := placeable(js, n)
+		err := placeable(t.Context(), js, n)
 		if err == nil {
 			return c
 		}
@@ -186,8 +186,8 @@ func ProcessCluster(t testing.TB, dir string, n int) *ProcCluster {
 
 // placeable makes and deletes a stream of n replicas: it fails until
 // JetStream has a leader and n peers.
-func placeable(js jetstream.JetStream, n int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(2*time.Second))
+func placeable(ctx context.Context, js jetstream.JetStream, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, testkit.Scale(2*time.Second))
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "NATSTEST_READY", Subjects: []string{"natstest.ready"}, Replicas: n}); err != nil {
 		return err
@@ -214,7 +214,7 @@ func (c *ProcCluster) StreamLeader(t testing.TB, stream string) *Proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testkit.Scale(5*time.Second))
+	ctx, cancel := context.WithTimeout(t.Context(), testkit.Scale(5*time.Second))
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
 	if err != nil {

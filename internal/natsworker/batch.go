@@ -263,6 +263,8 @@ func (b *batch) end(stop stopped) {
 	case term && len(b.tasks) == 1:
 		_ = b.msg.TermWithReason("its attempt is over")
 	default:
+		// Not the run's context: a worker that drains (a signal) still
+		// acknowledges what it finished, or it runs again elsewhere.
 		ctx, cancel := context.WithTimeout(context.Background(), b.w.ackWait)
 		defer cancel()
 		if err := natsconn.AckElected(ctx, b.msg); err != nil {
