@@ -151,7 +151,9 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 	spec.Stdout, spec.Stderr = stdout, stderr
 	var stream *claudeStream
 	if cmd.Kind == workflow.ClaudeCommand && x.agent().Streams() {
-		stream = &claudeStream{out: stdout}
+		stream = &claudeStream{out: stdout, progress: func(u eventlog.AgentUsage) {
+			x.emit(r, eventlog.AgentProgress(r.label(step), attempt, u))
+		}}
 		spec.Stdout = stream
 	}
 	spec.Timeout, spec.Grace = step.Timeout, x.Grace
@@ -194,9 +196,15 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 // command's: its answer is the command's stdout (${claude.output},
 // captures), an answer that is an error fails it (kind agent_error, with
 // Claude Code's subtype), a session that ended without one too, and what
-// it spent is an agent_usage event.
+// it spent is an agent_usage event: its result's figures, or for a
+// session cut off before its result what its messages spent.
 func (x *Executor) readStream(stream *claudeStream, step *workflow.Step, r Run, cr *commandResult, capture bool) {
 	res := stream.result
+	if res != nil || stream.soFar.Tokens() > 0 {
+		u := stream.usage()
+		cr.usage = &u
+		defer x.emit(r, eventlog.AgentUsageOf(r.label(step), cr.Attempt, u))
+	}
 	if res == nil {
 		if !cr.Failed() {
 			cr.Kind, cr.ExitCode = retryv2.KindAgentError, -1
@@ -214,9 +222,6 @@ func (x *Executor) readStream(stream *claudeStream, step *workflow.Step, r Run, 
 		cr.Kind = retryv2.KindAgentError
 		cr.Err = fmt.Errorf("the agent reported an error (%s)", cmp.Or(res.subtype, "is_error"))
 	}
-	u := stream.usage()
-	cr.usage = &u
-	x.emit(r, eventlog.AgentUsageOf(r.label(step), cr.Attempt, u))
 }
 
 // mask replaces secret values in command output: the tails that failure
