@@ -18,6 +18,6 @@ func TestLocalConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.State().ItemLogPath, trees, nil))
+		return itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.Layout(), trees, nil))
 	}})
 }

@@ -159,7 +159,7 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	results, err := openResults(j.Layout().Results, files.logPath)
+	results, err := openResults(j.Layout().Results, j.Layout())
 	if err != nil {
 		return Summary{}, err
 	}
@@ -265,7 +265,7 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 	}
 	b := d.backend
 	if b.Open == nil {
-		b = itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, trees, d.live))
+		b = itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.Layout(), trees, d.live))
 	}
 	var err error
 	s.dispatcher, err = b.Open(ctx, jobView{j: j, trees: trees}, s)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/proc"
 	"github.com/runnerdev/runner/internal/state"
@@ -79,6 +80,10 @@ type Run struct {
 	// Parallel is the label of the parallel: block the step runs in,
 	// which its events name; "" for the other steps.
 	Parallel string
+	// StreamLog is the file the raw stream-json of the run's claude:
+	// steps' agents is appended to, masked (state.Layout's ItemStream or
+	// StepStream); "" keeps none.
+	StreamLog string
 
 	commits *commitTracker // the step's git HEAD, with commit_required or auto_commit
 	within  string         // a foreach's do steps: the foreach and the item, "fmt[2]"
@@ -154,6 +159,11 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 		stream = &claudeStream{out: stdout, progress: func(u eventlog.AgentUsage) {
 			x.emit(r, eventlog.AgentProgress(r.label(step), attempt, u))
 		}}
+		if r.StreamLog != "" {
+			raw := attemptlog.Open(r.StreamLog) // made by the first line of a stream
+			defer raw.Close()
+			stream.raw = MaskOutput(raw, x.Mask)
+		}
 		spec.Stdout = stream
 	}
 	spec.Timeout, spec.Grace = step.Timeout, x.Grace
@@ -162,6 +172,7 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 	res := proc.Run(ctx, spec)
 	if stream != nil {
 		stream.Close()
+		flushOutput(stream.raw)
 	}
 	flushOutput(stdout, stderr)
 	out := retryv2.Outcome{

@@ -18,11 +18,13 @@ import (
 // claudeStream reads Claude Code's `--output-format stream-json` output
 // as it is written, one JSON event a line: it shows the agent's text and
 // its tool calls on out, readable, and keeps the session, the model and
-// the final result event. An agent program whose first line is not a
-// stream-json event prints text: that output passes to out as it is, and
-// the step's output is that text, as before runner read streams.
+// the final result event; raw keeps its lines as they came. An agent
+// program whose first line is not a stream-json event prints text: that
+// output passes to out as it is, and the step's output is that text, as
+// before runner read streams.
 type claudeStream struct {
 	out io.Writer
+	raw io.Writer // the stream's lines as they came; nil: kept nowhere
 
 	mu      sync.Mutex
 	line    []byte // the line being written
@@ -146,6 +148,9 @@ func (s *claudeStream) read(line []byte) error {
 			_, err := s.out.Write(line)
 			return err
 		}
+	}
+	if s.raw != nil {
+		s.raw.Write(line) // a log that cannot be written does not fail the step
 	}
 	if err != nil {
 		_, err := s.out.Write(line)
