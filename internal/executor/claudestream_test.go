@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -99,6 +100,33 @@ func TestClaudeStreamReportsSpendSoFar(t *testing.T) {
 	want := (31*3 + 6204*3.75 + 118342*0.3 + 1402*15) / 1e6
 	if math.Abs(last.CostUSD-want) > 2e-6 {
 		t.Errorf("cost so far $%v, want $%v", last.CostUSD, want)
+	}
+}
+
+// A long session of tool calls (eleven messages, some in two events,
+// an API retry between them): each message counts once, at its last
+// usage, and when the last one came the figures so far are the result's
+// tokens, and its cost at Sonnet's list prices the result's.
+func TestClaudeStreamFollowsALongSession(t *testing.T) {
+	data := transcript(t, "long-tool-use.jsonl")
+	for _, n := range []int{3, 4096} {
+		var told []eventlog.AgentUsage
+		s := &claudeStream{out: io.Discard, progress: func(u eventlog.AgentUsage) { told = append(told, u) }}
+		for rest := data; len(rest) > 0; rest = rest[min(n, len(rest)):] {
+			if _, err := s.Write(rest[:min(n, len(rest))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(told) != 15 {
+			t.Fatalf("pieces of %d: told %d times, want 15 (11 messages, 4 of them in two events)", n, len(told))
+		}
+		last, final := told[len(told)-1], s.usage()
+		if last.Tokens() != final.Tokens() || last.OutputTokens != 2045 || math.Abs(last.CostUSD-final.CostUSD) > 1e-6 || final.Turns != 23 {
+			t.Errorf("pieces of %d: last figures %+v, result %+v", n, last, final)
+		}
 	}
 }
 
