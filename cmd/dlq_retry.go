@@ -138,12 +138,12 @@ func runDLQRetry(ctx context.Context, g *globalOptions, o dlqRetryOptions, jobID
 	if err != nil {
 		return err
 	}
-	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
+	ui := newTerminal(g, o.asJSON(), o.Progress)
 	j, err := job.Attach(jobID, job.Options{Context: ctx, ExitCode: exitCode, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Listener: ui.event, Replace: replace})
 	if err != nil {
 		return err
 	}
-	ui.setWorkflow(j.Workflow())
+	ui.follow(j)
 	if j.Workflow().Mode != workflow.MapReduce {
 		j.Close()
 		return usagef("job %s is a standard workflow; it has no dead-letter queue", jobID)

@@ -93,7 +93,7 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if err != nil {
 		return err
 	}
-	ui := newTerminal(g, o.asJSON(), nil, o.Progress)
+	ui := newTerminal(g, o.asJSON(), o.Progress)
 	j, err := job.Resume(id, job.Options{
 		Context: ctx, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Tag: o.Tag, Listener: ui.event,
 		Completed: unmerged, Replace: replace,
@@ -101,7 +101,7 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	if err != nil {
 		return err
 	}
-	ui.setWorkflow(j.Workflow())
+	ui.follow(j)
 	if err := o.parallelOptions.connectNATS(ctx, j.Workflow(), j.Meta().Dist); err != nil {
 		_ = j.Finish(state.Failed, exitCode(err), err, nil) // resumed, then stopped before anything ran
 		return err

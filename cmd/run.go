@@ -191,7 +191,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
-	ui := newTerminal(g, o.asJSON(), wf, o.Progress)
+	ui := newTerminal(g, o.asJSON(), o.Progress)
 	j, err := job.Start(wf, source, job.Options{
 		Context: ctx, Store: g.store(), JobID: id, Vars: vars, Seed: seed, Profile: o.Profile,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Tag: o.Tag, Listener: ui.event,
@@ -200,6 +200,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	if err != nil {
 		return err
 	}
+	ui.follow(j)
 	fmt.Fprintf(g.stderr, "job: %s\n", j.ID())
 	if o.nats != nil {
 		fmt.Fprintf(g.stderr, "%s\n", o.nats.describe())

@@ -35,17 +35,19 @@ type terminal struct {
 	noShell  map[string]string // with -v: executor.WithoutShell of each shell step, by label
 }
 
-// newTerminal starts showing a job; progressMode is auto, always or never.
-func newTerminal(g *globalOptions, jsonOutput bool, wf *workflow.Workflow, progressMode string) *terminal {
-	t := &terminal{g: g, json: jsonOutput, display: progress.New(g.stdout, g.stderr, progressMode, g.NoColor, g.Quiet)}
-	t.setWorkflow(wf)
-	return t
+// newTerminal starts showing a job (follow names it, once opened);
+// progressMode is auto, always or never.
+func newTerminal(g *globalOptions, jsonOutput bool, progressMode string) *terminal {
+	return &terminal{g: g, json: jsonOutput, display: progress.New(g.stdout, g.stderr, progressMode, g.NoColor, g.Quiet)}
 }
 
-// setWorkflow names the workflow being run, once known.
-func (t *terminal) setWorkflow(wf *workflow.Workflow) {
+// follow shows the job j, opened: its workflow's steps and what its
+// agents spent.
+func (t *terminal) follow(j *job.Job) {
+	wf := j.Workflow()
 	t.wf = wf
-	if wf != nil && t.g.Verbose {
+	t.display.SetSpent(j.Spent)
+	if t.g.Verbose {
 		t.noShell = make(map[string]string)
 		for _, phase := range workflow.Phases {
 			for s := range workflow.AllSteps(wf.StepsOf(phase)) {
@@ -55,14 +57,12 @@ func (t *terminal) setWorkflow(wf *workflow.Workflow) {
 			}
 		}
 	}
-	if wf != nil {
-		steps := make(map[string]int)
-		for _, phase := range workflow.Phases {
-			steps[phase] = len(wf.StepsOf(phase))
-		}
-		t.display.SetSteps(steps)
-		t.display.SetBreaker(wf.ErrorPolicy.Breaker != nil)
+	steps := make(map[string]int)
+	for _, phase := range workflow.Phases {
+		steps[phase] = len(wf.StepsOf(phase))
 	}
+	t.display.SetSteps(steps)
+	t.display.SetBreaker(wf.ErrorPolicy.Breaker != nil)
 }
 
 // commandStdout is where commands' own stdout goes: the terminal's stdout,

@@ -156,7 +156,7 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 		return Summary{}, err
 	}
 	defer itemLog.Close()
-	results, err := openResults(j.Layout().Results, files.logPath)
+	results, err := openResults(j.Layout().Results, j.Layout())
 	if err != nil {
 		return Summary{}, err
 	}
@@ -274,7 +274,7 @@ func InProcess(live *itemtask.Live) itemtask.Backend {
 			return nil, fmt.Errorf("items run in this process only for a job the engine opened, not %T", job)
 		}
 		j := v.j
-		return itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, filesOf(j).logPath, v.trees, live)).Open(ctx, job, h)
+		return itemrun.Local(itemrun.NewRunner(j.Executor(), j.Scope(), j.Workflow().Map, j.Layout(), v.trees, live)).Open(ctx, job, h)
 	}}
 }
 

@@ -361,7 +361,7 @@ map:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := itemrun.NewRunner(j.Executor(), j.Scope(), wf.Map, filesOf(j).logPath, nil, nil)
+	r := itemrun.NewRunner(j.Executor(), j.Scope(), wf.Map, j.Layout(), nil, nil)
 	saved := []state.StepRecord{
 		{Index: 0, Status: "succeeded", Vars: map[string]any{"greeting": "hello"}, Output: "hello\n"},
 		{Index: 1, Status: "retrying", Attempts: 1, Failures: []int{1}, Due: time.Now()},

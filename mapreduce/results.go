@@ -16,6 +16,7 @@ import (
 	"github.com/runnerdev/runner/internal/appendfile"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -39,7 +40,8 @@ type Result struct {
 	WorktreePath      string `json:"worktree_path,omitempty"`
 	BranchName        string `json:"branch_name,omitempty"`
 	WorktreeSessionID string `json:"worktree_session_id,omitempty"`
-	// JSONLogLocation is the item's log file (its steps' output).
+	// JSONLogLocation is the item's log file: its agents' raw stream, or
+	// its steps' output (itemLog).
 	JSONLogLocation string `json:"json_log_location,omitempty"`
 
 	ItemIndex  int             `json:"item_index"`
@@ -127,34 +129,38 @@ func (l *resultLog) entry(it *Item, out itemtask.Outcome, failed *itemtask.Failu
 // resultLog appends each finished item's Result to results.jsonl, one
 // write per item, before the item's state is recorded.
 type resultLog struct {
-	mu      sync.Mutex
-	f       *appendfile.File
-	buf     bytes.Buffer
-	logPath func(itemID string) string // where an item's log is
+	mu   sync.Mutex
+	f    *appendfile.File
+	buf  bytes.Buffer
+	logs state.Layout // where the items' logs are
 }
 
 // openResults opens the results file at path, whose entries name the item
-// logs that logPath gives.
-func openResults(path string, logPath func(itemID string) string) (*resultLog, error) {
+// logs in logs.
+func openResults(path string, logs state.Layout) (*resultLog, error) {
 	f, err := appendfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
-	return &resultLog{f: f, logPath: logPath}, nil
+	return &resultLog{f: f, logs: logs}, nil
 }
 
-// itemLog is the absolute path of an item's log (a reduce step may run in
-// the job's worktree), "" when it has none (its steps wrote nothing; on
-// NATS the log holds the output its workers sent back).
+// itemLog is the absolute path (a reduce step may run in the job's
+// worktree) of an item's log as Prodigy names it: the raw stream-json its
+// claude: steps' agents wrote, else its output log (on NATS the output
+// its workers sent back; their agents' stream stays on the worker); ""
+// when it has neither.
 func (l *resultLog) itemLog(it *Item) string {
-	path, err := filepath.Abs(l.logPath(it.ID))
-	if err != nil {
-		return ""
+	for _, p := range []string{l.logs.ItemStream(it.ID), l.logs.ItemLog(it.ID)} {
+		path, err := filepath.Abs(p)
+		if err != nil {
+			return ""
+		}
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
 	}
-	if _, err := os.Stat(path); err != nil {
-		return ""
-	}
-	return path
+	return ""
 }
 
 func (l *resultLog) add(r Result) error {

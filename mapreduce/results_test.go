@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -20,7 +21,7 @@ func TestResultsAfterTornWrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "results.jsonl")
 	for i := range 3 {
-		l, err := openResults(path, func(id string) string { return filepath.Join(dir, id+".log") })
+		l, err := openResults(path, state.LayoutOf(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,17 +46,26 @@ func TestResultsAfterTornWrite(t *testing.T) {
 
 // json_log_location is an absolute path, wherever the reduce reading it
 // runs (the job's worktree), though the job's logs are named relative to
-// the directory it runs in.
-func TestResultLogLocationIsAbsolute(t *testing.T) {
+// the directory it runs in. It names the item's raw stream log when its
+// agents streamed (Claude's JSON log, as Prodigy's does), else its output
+// log.
+func TestResultLogLocation(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
-	os.WriteFile("a.log", []byte("log\n"), 0o600)
-	l := &resultLog{logPath: func(id string) string { return id + ".log" }}
-	if got := l.entry(&Item{ID: "a"}, itemtask.Outcome{}, nil).JSONLogLocation; got != filepath.Join(dir, "a.log") {
-		t.Errorf("json_log_location %q, want %s", got, filepath.Join(dir, "a.log"))
+	logs := state.LayoutOf("job")
+	os.MkdirAll(logs.ItemLogs, 0o700)
+	for _, path := range []string{logs.ItemLog("a"), logs.ItemLog("b"), logs.ItemStream("b")} {
+		os.WriteFile(path, []byte("log\n"), 0o600)
 	}
-	if got := l.entry(&Item{ID: "quiet"}, itemtask.Outcome{}, nil).JSONLogLocation; got != "" {
-		t.Errorf("json_log_location of an item that printed nothing: %q", got)
+	l := &resultLog{logs: logs}
+	for id, want := range map[string]string{
+		"a":     filepath.Join(dir, "job", "logs", "items", "a.log"),
+		"b":     filepath.Join(dir, "job", "logs", "items", "b.jsonl"),
+		"quiet": "", // it printed nothing
+	} {
+		if got := l.entry(&Item{ID: id}, itemtask.Outcome{}, nil).JSONLogLocation; got != want {
+			t.Errorf("json_log_location of %s: %q, want %q", id, got, want)
+		}
 	}
 }
 
@@ -64,8 +74,9 @@ func TestResultLogLocationIsAbsolute(t *testing.T) {
 // commits always, and the worktree's fields when the item had one.
 func TestResultShape(t *testing.T) {
 	dir := t.TempDir()
-	l := &resultLog{logPath: func(id string) string { return filepath.Join(dir, id+".log") }}
-	os.WriteFile(filepath.Join(dir, "a.log"), []byte("log\n"), 0o600)
+	l := &resultLog{logs: state.LayoutOf(dir)}
+	os.MkdirAll(l.logs.ItemLogs, 0o700)
+	os.WriteFile(l.logs.ItemLog("a"), []byte("log\n"), 0o600)
 	it := &Item{ID: "a", Index: 1, Raw: json.RawMessage(`{"f":1}`)}
 	tree := itemtask.Outcome{Output: "out", Duration: 1500 * time.Millisecond, Branch: "runner-items/j/a", Worktree: "/w/a", Commits: []string{"c1"}, FilesModified: []string{"x.go"}}
 	tests := []struct {
@@ -75,11 +86,11 @@ func TestResultShape(t *testing.T) {
 		want   string
 	}{
 		{"success", itemtask.Outcome{Output: "hi"}, nil,
-			`{"item_id":"a","status":"Success","output":"hi","commits":[],"duration":{"secs":0,"nanos":0},"json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0}`},
+			`{"item_id":"a","status":"Success","output":"hi","commits":[],"duration":{"secs":0,"nanos":0},"json_log_location":"` + dir + `/logs/items/a.log","item_index":1,"item":{"f":1},"duration_ms":0}`},
 		{"failure in a worktree", tree, &itemtask.Failure{Kind: "exit", Message: "exit status 1"},
-			`{"item_id":"a","status":{"Failed":"exit status 1"},"output":"out","commits":["c1"],"files_modified":["x.go"],"duration":{"secs":1,"nanos":500000000},"error":"exit status 1","worktree_path":"/w/a","branch_name":"runner-items/j/a","worktree_session_id":"a","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":1500,"kind":"exit"}`},
+			`{"item_id":"a","status":{"Failed":"exit status 1"},"output":"out","commits":["c1"],"files_modified":["x.go"],"duration":{"secs":1,"nanos":500000000},"error":"exit status 1","worktree_path":"/w/a","branch_name":"runner-items/j/a","worktree_session_id":"a","json_log_location":"` + dir + `/logs/items/a.log","item_index":1,"item":{"f":1},"duration_ms":1500,"kind":"exit"}`},
 		{"timeout", itemtask.Outcome{}, &itemtask.Failure{Kind: "timeout", Message: "timed out after 1s"},
-			`{"item_id":"a","status":"Timeout","output":"","commits":[],"duration":{"secs":0,"nanos":0},"error":"timed out after 1s","json_log_location":"` + dir + `/a.log","item_index":1,"item":{"f":1},"duration_ms":0,"kind":"timeout"}`},
+			`{"item_id":"a","status":"Timeout","output":"","commits":[],"duration":{"secs":0,"nanos":0},"error":"timed out after 1s","json_log_location":"` + dir + `/logs/items/a.log","item_index":1,"item":{"f":1},"duration_ms":0,"kind":"timeout"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +112,7 @@ func TestResultShape(t *testing.T) {
 func TestResultsFileInItemOrder(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "results.jsonl")
-	l, err := openResults(path, func(id string) string { return filepath.Join(dir, id+".log") })
+	l, err := openResults(path, state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func jobDirLayout(ts *testscript.TestScript, neg bool, args []string) {
 
 // layoutNames maps each path that layout names to the name of its field:
 // its string fields, the workflow copy its metadata names, and the output
-// logs of the job's items.
+// and stream logs of the job's items.
 func layoutNames(layout state.Layout) (map[string]string, error) {
 	named := map[string]string{}
 	v := reflect.ValueOf(layout)
@@ -108,6 +108,7 @@ func layoutNames(layout state.Layout) (map[string]string, error) {
 	}
 	err = items.Read(layout.Items, func(it *items.Item) (bool, error) {
 		named[layout.ItemLog(it.ID)] = "ItemLog(" + it.ID + ")"
+		named[layout.ItemStream(it.ID)] = "ItemStream(" + it.ID + ")"
 		named[layout.LegacyItemLog(it.Index)] = fmt.Sprintf("LegacyItemLog(%d)", it.Index)
 		return true, nil
 	})

@@ -72,7 +72,7 @@ var agentScripts = []string{
 	"commit_required",
 	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
 	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists", "logs_items", "tag_output",
-	"tag_output_results", "claude_stream",
+	"tag_output_results", "claude_stream", "claude_stream_log",
 }
 
 // TestNATSScripts runs the scripts that run map items again with the items
@@ -235,6 +235,7 @@ var natsNeeds = map[string]capability{
 var natsLocalOnly = map[string]string{
 	"mapreduce_breaker_probe": "it changes the environment (env FAIL=6) after the workers started: a worker runs items with its own",
 	"secrets":                 "it sets API_TOKEN after the workers started: a worker takes secrets from its own environment",
+	"claude_stream_log":       "an item's raw stream log stays on the worker that ran it, whose store is removed",
 	"breaker_kills":           "it counts a step's circuit breaker across items, which on NATS is per worker process (§11.5)",
 	"secrets_not_stored":      "it gives secrets with --set, which a run on NATS refuses: secrets never go on NATS (§11.6; TestNATSSecrets)",
 	"map_shared_checkout":     "its items commit in the user's checkout (map.isolation: none), where on NATS they run in the worker's directory",

@@ -255,9 +255,20 @@ func AddUsage(a, b *AgentUsage) *AgentUsage {
 
 // AgentUsageOf: the agent that step's attempt ran spent u.
 func AgentUsageOf(step string, attempt int, u AgentUsage) Event {
+	return usageEvent(TypeAgentUsage, step, attempt, u)
+}
+
+// AgentProgress: the agent that step's attempt runs has spent u so far.
+func AgentProgress(step string, attempt int, u AgentUsage) Event {
+	return usageEvent(TypeAgentProgress, step, attempt, u)
+}
+
+// usageEvent is an event of type t of what the agent of step's attempt
+// spent.
+func usageEvent(t Type, step string, attempt int, u AgentUsage) Event {
 	fields := u.fields()
 	fields["step"], fields["attempt"] = step, attempt
-	return newEvent(TypeAgentUsage, fields)
+	return newEvent(t, fields)
 }
 
 // fields are u as an event's fields.

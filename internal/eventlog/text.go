@@ -91,6 +91,10 @@ func (e Event) describe() string {
 		return fmt.Sprintf("NATS stream %s unavailable: %s; waiting for it", e.Str("stream"), e.Str("message"))
 	case TypeNATSRestored:
 		return fmt.Sprintf("NATS streams answer again, after %s", ms("down_ms"))
+	case TypeAgentUsage:
+		return fmt.Sprintf("%s attempt %d: its agent spent %s", who, n("attempt"), e.usage())
+	case TypeAgentProgress:
+		return fmt.Sprintf("%s attempt %d: its agent has spent %s so far", who, n("attempt"), e.usage())
 	case TypeItemSucceeded:
 		return fmt.Sprintf("%s in %s", who, ms("duration_ms"))
 	case TypeItemFailed:

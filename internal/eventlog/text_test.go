@@ -34,6 +34,8 @@ func TestDescribe(t *testing.T) {
 		{RetryDecision("build", Decision{Attempt: 3, Action: "stop", Reason: "attempts exhausted", Limit: 3, Count: 3, Kind: "timeout"}),
 			"build: attempt 3/3 failed (timed out); giving up: attempts exhausted"},
 		{JobFinished("failed", 1, 2*time.Second, nil, nil), "failed, exit 1, after 2s"},
+		{AgentUsageOf("fix", 2, AgentUsage{CostUSD: 0.1873, InputTokens: 125988}), "fix attempt 2: its agent spent $0.19, 126k tokens"},
+		{AgentProgress("fix", 1, AgentUsage{CostUSD: 0.0031, OutputTokens: 900}).WithItem("a"), "item a fix attempt 1: its agent has spent $0.0031, 900 tokens so far"},
 		{ItemSucceeded("a", 1, 30*time.Millisecond), "item a in 30ms"},
 		{ItemSucceeded("a", 1, 30*time.Millisecond).WithWorker("w1", 2), "item a in 30ms (worker w1)"},
 		{ResultDuplicate("a", 2, 3, "w1", 5), "item a: attempt 2 has a result; dropped another from worker w1 (delivery 5, epoch 3)"},

@@ -32,6 +32,10 @@ const (
 	// TypeAgentUsage is what one run of an agent command (a claude: step
 	// whose agent streams Claude Code's stream-json) spent.
 	TypeAgentUsage Type = "agent_usage"
+	// TypeAgentProgress is what a running agent has spent so far, from
+	// the usage of its stream's messages (its cost estimated at list
+	// prices); its agent_usage replaces it when the run ends.
+	TypeAgentProgress Type = "agent_progress"
 
 	TypeItemsLoaded  Type = "items_loaded"
 	TypeMapStarted   Type = "map_started"
@@ -77,7 +81,7 @@ var Types = []Type{
 	TypeJobStarted, TypeJobResumed, TypeJobChanged, TypeJobCompleted, TypeJobFailed, TypeJobStopped, TypeJobInterrupted,
 	TypeStepStarted, TypeStepCompleted, TypeStepFailed, TypeStepSkipped, TypeStepRepeat,
 	TypeAttemptStarted, TypeAttemptSucceeded, TypeAttemptFailed, TypeRetryDecision,
-	TypeFallbackFailed, TypeHandlerCompleted, TypeAgentUsage,
+	TypeFallbackFailed, TypeHandlerCompleted, TypeAgentProgress, TypeAgentUsage,
 	TypeItemsLoaded, TypeMapStarted, TypeMapCompleted, TypeReduceSkipped,
 	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped, TypeResultDuplicate, TypeTaskRedelivered,
 	TypeNATSStreams, TypeNATSUnavailable, TypeNATSRestored,

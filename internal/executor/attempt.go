@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnerdev/runner/internal/attemptlog"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/proc"
 	"github.com/runnerdev/runner/internal/state"
@@ -79,6 +80,10 @@ type Run struct {
 	// Parallel is the label of the parallel: block the step runs in,
 	// which its events name; "" for the other steps.
 	Parallel string
+	// StreamLog is the file the raw stream-json of the run's claude:
+	// steps' agents is appended to, masked (state.Layout's ItemStream or
+	// StepStream); "" keeps none.
+	StreamLog string
 
 	commits *commitTracker // the step's git HEAD, with commit_required or auto_commit
 	within  string         // a foreach's do steps: the foreach and the item, "fmt[2]"
@@ -151,7 +156,14 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 	spec.Stdout, spec.Stderr = stdout, stderr
 	var stream *claudeStream
 	if cmd.Kind == workflow.ClaudeCommand && x.agent().Streams() {
-		stream = &claudeStream{out: stdout}
+		stream = &claudeStream{out: stdout, progress: func(u eventlog.AgentUsage) {
+			x.emit(r, eventlog.AgentProgress(r.label(step), attempt, u))
+		}}
+		if r.StreamLog != "" {
+			raw := attemptlog.Open(r.StreamLog) // made by the first line of a stream
+			defer raw.Close()
+			stream.raw = MaskOutput(raw, x.Mask)
+		}
 		spec.Stdout = stream
 	}
 	spec.Timeout, spec.Grace = step.Timeout, x.Grace
@@ -160,6 +172,7 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 	res := proc.Run(ctx, spec)
 	if stream != nil {
 		stream.Close()
+		flushOutput(stream.raw)
 	}
 	flushOutput(stdout, stderr)
 	out := retryv2.Outcome{
@@ -194,9 +207,15 @@ func (x *Executor) runCommand(ctx context.Context, step *workflow.Step, cmd work
 // command's: its answer is the command's stdout (${claude.output},
 // captures), an answer that is an error fails it (kind agent_error, with
 // Claude Code's subtype), a session that ended without one too, and what
-// it spent is an agent_usage event.
+// it spent is an agent_usage event: its result's figures, or for a
+// session cut off before its result what its messages spent.
 func (x *Executor) readStream(stream *claudeStream, step *workflow.Step, r Run, cr *commandResult, capture bool) {
 	res := stream.result
+	if res != nil || stream.soFar.Tokens() > 0 {
+		u := stream.usage()
+		cr.usage = &u
+		defer x.emit(r, eventlog.AgentUsageOf(r.label(step), cr.Attempt, u))
+	}
 	if res == nil {
 		if !cr.Failed() {
 			cr.Kind, cr.ExitCode = retryv2.KindAgentError, -1
@@ -214,9 +233,6 @@ func (x *Executor) readStream(stream *claudeStream, step *workflow.Step, r Run, 
 		cr.Kind = retryv2.KindAgentError
 		cr.Err = fmt.Errorf("the agent reported an error (%s)", cmp.Or(res.subtype, "is_error"))
 	}
-	u := stream.usage()
-	cr.usage = &u
-	x.emit(r, eventlog.AgentUsageOf(r.label(step), cr.Attempt, u))
 }
 
 // mask replaces secret values in command output: the tails that failure

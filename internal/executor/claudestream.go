@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -17,11 +18,13 @@ import (
 // claudeStream reads Claude Code's `--output-format stream-json` output
 // as it is written, one JSON event a line: it shows the agent's text and
 // its tool calls on out, readable, and keeps the session, the model and
-// the final result event. An agent program whose first line is not a
-// stream-json event prints text: that output passes to out as it is, and
-// the step's output is that text, as before runner read streams.
+// the final result event; raw keeps its lines as they came. An agent
+// program whose first line is not a stream-json event prints text: that
+// output passes to out as it is, and the step's output is that text, as
+// before runner read streams.
 type claudeStream struct {
 	out io.Writer
+	raw io.Writer // the stream's lines as they came; nil: kept nowhere
 
 	mu      sync.Mutex
 	line    []byte // the line being written
@@ -30,6 +33,20 @@ type claudeStream struct {
 	session string
 	model   string
 	result  *streamResult
+
+	// messages are the usage of the session's messages so far, by id (a
+	// message comes in an event per content block, each with its usage
+	// so far), and soFar their sum (spentSoFar); progress, when set, is
+	// told soFar each time its tokens grow.
+	messages map[string]messageUsage
+	soFar    eventlog.AgentUsage
+	progress func(eventlog.AgentUsage)
+}
+
+// messageUsage is what one message of the session spent, and its model.
+type messageUsage struct {
+	model string
+	usage streamUsage
 }
 
 // streamEvent is the part of a stream-json event runner reads: system
@@ -40,7 +57,9 @@ type streamEvent struct {
 	SessionID string `json:"session_id"`
 	Model     string `json:"model"`
 	Message   *struct {
-		Model   string `json:"model"`
+		ID      string       `json:"id"`
+		Model   string       `json:"model"`
+		Usage   *streamUsage `json:"usage"`
 		Content []struct {
 			Type  string          `json:"type"`
 			Text  string          `json:"text"`
@@ -130,6 +149,9 @@ func (s *claudeStream) read(line []byte) error {
 			return err
 		}
 	}
+	if s.raw != nil {
+		s.raw.Write(line) // a log that cannot be written does not fail the step
+	}
 	if err != nil {
 		_, err := s.out.Write(line)
 		return err
@@ -150,6 +172,9 @@ func (s *claudeStream) show(e streamEvent) error {
 			return nil
 		}
 		s.model = cmp.Or(e.Message.Model, s.model)
+		if u := e.Message.Usage; u != nil {
+			s.spend(cmp.Or(e.Message.ID, fmt.Sprint(len(s.messages))), messageUsage{s.model, *u})
+		}
 		var b strings.Builder
 		for _, c := range e.Message.Content {
 			switch c.Type {
@@ -172,6 +197,35 @@ func (s *claudeStream) show(e streamEvent) error {
 	return nil
 }
 
+// spend notes a message's usage so far, and tells progress what the
+// session has spent when its tokens grew.
+func (s *claudeStream) spend(id string, m messageUsage) {
+	if s.messages == nil {
+		s.messages = make(map[string]messageUsage)
+	}
+	s.messages[id] = m
+	before := s.soFar.Tokens()
+	s.soFar = s.spentSoFar()
+	if s.progress != nil && s.soFar.Tokens() > before {
+		s.progress(s.soFar)
+	}
+}
+
+// spentSoFar is what the session's messages spent so far: their tokens,
+// and their cost at list prices (estimateCost).
+func (s *claudeStream) spentSoFar() eventlog.AgentUsage {
+	u := eventlog.AgentUsage{SessionID: s.session, Model: s.model}
+	for _, m := range s.messages {
+		u.InputTokens += m.usage.InputTokens
+		u.OutputTokens += m.usage.OutputTokens
+		u.CacheReadTokens += m.usage.CacheReadInputTokens
+		u.CacheWriteTokens += m.usage.CacheCreationInputTokens
+		u.CostUSD += estimateCost(m.model, m.usage)
+	}
+	u.CostUSD = math.Round(u.CostUSD*1e6) / 1e6 // to the millionth, as Add keeps it
+	return u
+}
+
 // toolSummary is what a tool call works on, in one short line: the
 // input's command, file, pattern, URL or description, else its JSON.
 func toolSummary(input json.RawMessage) string {
@@ -190,15 +244,19 @@ func toolSummary(input json.RawMessage) string {
 // without its result event), not text.
 func (s *claudeStream) streamed() bool { return !s.plain && s.decided }
 
-// usage is what the session spent, as an agent_usage event's fields.
+// usage is what the session spent, as an agent_usage event's fields:
+// its result's figures; a session without its result (the agent cut off)
+// spent what its messages did (soFar).
 func (s *claudeStream) usage() eventlog.AgentUsage {
-	u := eventlog.AgentUsage{SessionID: s.session, Model: s.model}
-	if r := s.result; r != nil {
-		u.CostUSD, u.Turns, u.APITime = r.TotalCostUSD, r.NumTurns, time.Duration(r.DurationAPIMS)*time.Millisecond
-		if r.Usage != nil {
-			u.InputTokens, u.OutputTokens = r.Usage.InputTokens, r.Usage.OutputTokens
-			u.CacheReadTokens, u.CacheWriteTokens = r.Usage.CacheReadInputTokens, r.Usage.CacheCreationInputTokens
-		}
+	r := s.result
+	if r == nil {
+		return s.soFar
+	}
+	u := eventlog.AgentUsage{SessionID: s.session, Model: s.model,
+		CostUSD: r.TotalCostUSD, Turns: r.NumTurns, APITime: time.Duration(r.DurationAPIMS) * time.Millisecond}
+	if r.Usage != nil {
+		u.InputTokens, u.OutputTokens = r.Usage.InputTokens, r.Usage.OutputTokens
+		u.CacheReadTokens, u.CacheWriteTokens = r.Usage.CacheReadInputTokens, r.Usage.CacheCreationInputTokens
 	}
 	return u
 }

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"bytes"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,6 +69,80 @@ func TestClaudeStreamReadsASession(t *testing.T) {
 		}
 		if u := s.usage(); u != wantUsage {
 			t.Errorf("pieces of %d: usage %+v\nwant %+v", n, u, wantUsage)
+		}
+	}
+}
+
+// While the session runs, each message's usage (a message comes in an
+// event per content block, its output tokens growing) adds to what the
+// session has spent so far, priced at the model's list prices; progress
+// is told each time that grows. The figures so far are the result's
+// tokens but for the output of the last block, which no event carries.
+func TestClaudeStreamReportsSpendSoFar(t *testing.T) {
+	var out bytes.Buffer
+	var told []eventlog.AgentUsage
+	s := &claudeStream{out: &out, progress: func(u eventlog.AgentUsage) { told = append(told, u) }}
+	if _, err := s.Write(transcript(t, "success.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 4 { // msg_01A twice, 01B, 01C
+		t.Fatalf("told %d times, want 4: %+v", len(told), told)
+	}
+	if first := told[0]; first.OutputTokens != 9 || first.CacheReadTokens != 13000 || first.Model != "claude-sonnet-4-5-20250929" {
+		t.Errorf("first figures %+v", first)
+	}
+	last := told[3]
+	if last.InputTokens != 31 || last.CacheWriteTokens != 6204 || last.CacheReadTokens != 118342 || last.OutputTokens != 1402 {
+		t.Errorf("last figures %+v", last)
+	}
+	// Sonnet: $3 and $15 per million input and output tokens, cache
+	// writes at 1.25 times the input price, reads at 0.1 times.
+	want := (31*3 + 6204*3.75 + 118342*0.3 + 1402*15) / 1e6
+	if math.Abs(last.CostUSD-want) > 2e-6 {
+		t.Errorf("cost so far $%v, want $%v", last.CostUSD, want)
+	}
+}
+
+// A long session of tool calls (eleven messages, some in two events,
+// an API retry between them): each message counts once, at its last
+// usage, and when the last one came the figures so far are the result's
+// tokens, and its cost at Sonnet's list prices the result's.
+func TestClaudeStreamFollowsALongSession(t *testing.T) {
+	data := transcript(t, "long-tool-use.jsonl")
+	for _, n := range []int{3, 4096} {
+		var told []eventlog.AgentUsage
+		s := &claudeStream{out: io.Discard, progress: func(u eventlog.AgentUsage) { told = append(told, u) }}
+		for rest := data; len(rest) > 0; rest = rest[min(n, len(rest)):] {
+			if _, err := s.Write(rest[:min(n, len(rest))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(told) != 15 {
+			t.Fatalf("pieces of %d: told %d times, want 15 (11 messages, 4 of them in two events)", n, len(told))
+		}
+		last, final := told[len(told)-1], s.usage()
+		if last.Tokens() != final.Tokens() || last.OutputTokens != 2045 || math.Abs(last.CostUSD-final.CostUSD) > 1e-6 || final.Turns != 23 {
+			t.Errorf("pieces of %d: last figures %+v, result %+v", n, last, final)
+		}
+	}
+}
+
+// A model the price list does not know is counted at the highest price:
+// a running agent is not taken to cost less than it can.
+func TestEstimateCost(t *testing.T) {
+	u := streamUsage{InputTokens: 1e6, OutputTokens: 1e6, CacheCreationInputTokens: 1e6, CacheReadInputTokens: 1e6}
+	for model, want := range map[string]float64{
+		"claude-sonnet-4-5-20250929": 3 + 15 + 3.75 + 0.3,
+		"claude-opus-4-1-20250805":   15 + 75 + 18.75 + 1.5,
+		"claude-opus-4-5-20251101":   5 + 25 + 6.25 + 0.5,
+		"claude-haiku-4-5-20251001":  1 + 5 + 1.25 + 0.1,
+		"claude-next-1":              15 + 75 + 18.75 + 1.5,
+	} {
+		if got := estimateCost(model, u); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: $%v, want $%v", model, got, want)
 		}
 	}
 }
@@ -190,10 +266,24 @@ func TestClaudeStepReadsTheStream(t *testing.T) {
 	if err := os.WriteFile(cut, bytes.Join(lines[:len(lines)-2], nil), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	events = nil
 	x = fakeClaude(t, cut, 0, &events)
 	res = x.RunStep(t.Context(), wf.Steps[0], Run{Scope: NewScope(nil, nil), Stdout: &bytes.Buffer{}})
 	if res.Status != StepFailed || res.Outcome.Kind != retryv2.KindAgentError || !strings.Contains(res.Err.Error(), "ended without its result") {
 		t.Errorf("a stream without its result: status %s kind %q err %v", res.Status, res.Outcome.Kind, res.Err)
+	}
+	// What it spent is what its messages did, as they came: an
+	// agent_progress event each time that grew, then agent_usage with the
+	// last figures.
+	var types []eventlog.Type
+	for _, e := range events {
+		if e.Type == eventlog.TypeAgentProgress || e.Type == eventlog.TypeAgentUsage {
+			types = append(types, e.Type)
+		}
+	}
+	wantTypes := []eventlog.Type{eventlog.TypeAgentProgress, eventlog.TypeAgentProgress, eventlog.TypeAgentProgress, eventlog.TypeAgentProgress, eventlog.TypeAgentUsage}
+	if !slices.Equal(types, wantTypes) || res.Usage == nil || res.Usage.OutputTokens != 1402 || res.Usage.CostUSD == 0 {
+		t.Errorf("a stream without its result: events %v, usage %+v", types, res.Usage)
 	}
 }
 

@@ -46,7 +46,7 @@ func OpenStored(ctx context.Context, id string, opts job.Options, emit func(even
 	if err != nil {
 		return nil, err
 	}
-	return NewRunner(w.Executor(), w.Scope(), wf.Map, w.ItemLogPath, trees, live), nil
+	return NewRunner(w.Executor(), w.Scope(), wf.Map, w.Layout(), trees, live), nil
 }
 
 // OpenPortable opens, on the NATS worker named worker, a job from the
@@ -82,7 +82,7 @@ func OpenPortable(ctx context.Context, portable json.RawMessage, dir, worker str
 	if err != nil {
 		return itemtask.Opened{}, fmt.Errorf("worker %s cannot run job %s: %w", worker, p.Meta.ID, err)
 	}
-	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.ItemLogPath, trees, live), Mask: jw.Mask, LogPath: jw.ItemLogPath, Last: LastStep(wf.Map.Template)}
+	opened := itemtask.Opened{Runner: NewRunner(x, jw.Scope(), wf.Map, jw.Layout(), trees, live), Mask: jw.Mask, LogPath: jw.ItemLogPath, Last: LastStep(wf.Map.Template)}
 	if trees != nil {
 		opened.Git = trees
 	}

@@ -25,18 +25,19 @@ type Runner struct {
 	exec    *executor.Executor
 	scope   *executor.Scope // the job's, after setup
 	steps   []*workflow.Step
-	timeout time.Duration // agent_timeout; 0 = none
-	logPath func(itemID string) string
+	timeout time.Duration        // agent_timeout; 0 = none
+	logs    state.Layout         // where the items' logs are
 	trees   *workspace.Worktrees // map.isolation: worktree; nil for none
 	live    *itemtask.Live       // nil: the items' output goes to their logs only
 }
 
 // NewRunner returns a runner of m's template with x in scope (the job's
-// variables after setup), writing each item's output to the log logPath
-// names, each item in a worktree of trees (nil: in this process's
-// directory), showing the items' output on live too when it is not nil.
-func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logPath func(itemID string) string, trees *workspace.Worktrees, live *itemtask.Live) *Runner {
-	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logPath: logPath, trees: trees, live: live}
+// variables after setup), writing each item's output to its log in logs
+// (and its agents' raw stream to its stream log), each item in a worktree
+// of trees (nil: in this process's directory), showing the items' output
+// on live too when it is not nil.
+func NewRunner(x *executor.Executor, scope *executor.Scope, m *workflow.MapPhase, logs state.Layout, trees *workspace.Worktrees, live *itemtask.Live) *Runner {
+	return &Runner{exec: x, scope: scope, steps: m.Template, timeout: m.AgentTimeout, logs: logs, trees: trees, live: live}
 }
 
 // LocalCapabilities are what Local does: everything.
@@ -131,7 +132,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		sc.Set("worktree", map[string]any{"path": tree.Path, "branch": branch})
 		env = append(env, "RUNNER_WORKTREE="+tree.Path)
 	}
-	logFile := attemptlog.Open(r.logPath(it.ID))
+	logFile := attemptlog.Open(r.logs.ItemLog(it.ID))
 	if t.Run != "" {
 		logFile.Begin(attemptlog.Header{Kind: attemptlog.Item, Name: it.ID, Attempt: t.Attempt, Run: t.Run, Start: start})
 	}
@@ -151,16 +152,17 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		return saveErr
 	}
 	run := executor.Run{
-		Scope:    sc,
-		Dir:      dir,
-		Worktree: branch,
-		Env:      env,
-		ItemID:   it.ID,
-		Phase:    workflow.PhaseMap,
-		Stdout:   io.MultiWriter(&stdout, itemOut),
-		Stderr:   itemErr,
-		Slot:     slot,
-		Waiting:  checkpoint,
+		Scope:     sc,
+		Dir:       dir,
+		Worktree:  branch,
+		Env:       env,
+		ItemID:    it.ID,
+		Phase:     workflow.PhaseMap,
+		Stdout:    io.MultiWriter(&stdout, itemOut),
+		Stderr:    itemErr,
+		Slot:      slot,
+		Waiting:   checkpoint,
+		StreamLog: r.logs.ItemStream(it.ID),
 	}
 	saved := map[int]state.StepRecord{}
 	for _, rec := range t.Checkpoints {

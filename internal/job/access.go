@@ -1,6 +1,7 @@
 package job
 
 import (
+	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/workflow"
@@ -44,6 +45,22 @@ func (j *Job) Meta() state.Meta {
 		m.Items = &c
 	}
 	return m
+}
+
+// Spent is what the job's agents have spent: those that ended, in all
+// its runs (its metadata's Spend), and those still running as their last
+// agent_progress events report it, which their agent_usage replaces when
+// they end. A budget is checked against it, and the status line shows
+// it.
+func (j *Job) Spent() eventlog.AgentUsage {
+	j.spend.Lock()
+	defer j.spend.Unlock()
+	spent := j.running.Sum()
+	if m := j.Meta(); m.Spend != nil {
+		spent = m.Spend.Add(spent)
+	}
+	spent.SessionID, spent.Model = "", ""
+	return spent
 }
 
 // UpdateMeta applies fn to the job's metadata as stored and saves it,

@@ -42,6 +42,12 @@ type Job struct {
 	secrets  *jobenv.Secrets
 	exitCode func(error) int // Options.ExitCode
 
+	// spend orders the changes to what agents spent (the metadata's
+	// Spend, running) with Spent, which reads both: an agent that ends
+	// moves from one to the other at once.
+	spend   sync.Mutex
+	running eventlog.Running // what its agents still running have spent so far
+
 	mu     sync.Mutex // guards st.Meta and logErr
 	logErr error      // the first event log (or spend) write error
 }
@@ -408,11 +414,14 @@ func lockJob(st *state.Job, shared bool) error {
 func (j *Job) emit(events ...eventlog.Event) {
 	events, err := j.log.Coalesce(events...)
 	j.recordErr(err)
+	j.spend.Lock()
 	for _, e := range events {
 		if u, ok := e.Usage(); ok {
 			j.spent(u)
 		}
+		j.running.Observe(e)
 	}
+	j.spend.Unlock()
 	if j.listener != nil {
 		for _, e := range events {
 			j.listener(e)

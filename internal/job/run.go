@@ -152,7 +152,7 @@ func (p *phaseRun) ended(ctx context.Context, step *workflow.Step, res executor.
 
 // stepRun is the run of a step of phase in the job's scope: its output
 // goes, masked, to out (the job's output) and to the step's log, each
-// attempt's after a header.
+// attempt's after a header; its agents' raw stream to its stream log.
 func (j *Job) stepRun(phase string, step *workflow.Step, out [2]io.Writer) (executor.Run, *attemptlog.File) {
 	log := attemptlog.Open(j.st.Layout().StepLog(phase, step.Index))
 	tee := func(w io.Writer) io.Writer {
@@ -169,7 +169,8 @@ func (j *Job) stepRun(phase string, step *workflow.Step, out [2]io.Writer) (exec
 	begin := func(n int) {
 		log.Begin(attemptlog.Header{Kind: attemptlog.Step, Name: label, Attempt: n, Run: kind, Start: time.Now()})
 	}
-	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase, Stdout: tee(out[0]), Stderr: tee(out[1]), Attempt: begin}, log
+	return executor.Run{Scope: j.scope, Dir: j.dir, Worktree: j.worktree, Phase: phase, Stdout: tee(out[0]), Stderr: tee(out[1]), Attempt: begin,
+		StreamLog: j.st.Layout().StepStream(phase, step.Index)}, log
 }
 
 // stepsDone saves how many of a standard workflow's steps have finished,

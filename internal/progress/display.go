@@ -143,6 +143,15 @@ func (d *Display) SetQueue(q Queue) {
 	d.job.queue = q
 }
 
+// SetSpent gives what the job's agents have spent so far, running ones
+// included (job.Job.Spent): the status line shows it once an agent
+// reported a cost, and in the map projects it over all the items.
+func (d *Display) SetSpent(spent func() eventlog.AgentUsage) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.job.spent = spent
+}
+
 // Observe updates the status from an event of the job.
 func (d *Display) Observe(e eventlog.Event) {
 	d.mu.Lock()

@@ -23,6 +23,9 @@ type jobStatus struct {
 	inState      [itemStates]int      // how many items are in each state
 	breaker      string               // "": no workflow circuit breaker
 	queue        Queue                // the NATS queue the items go to; Name "": they run here
+	// what this run's finished items' agents spent, for the projection
+	itemsFinished int
+	itemsCost     float64
 	// standard
 	step           string
 	phase          string
@@ -34,6 +37,10 @@ type jobStatus struct {
 	// those steps' labels, in start order; "" and nil outside one.
 	block   string
 	running []string
+
+	// spent is what the job's agents have spent so far (SetSpent); nil:
+	// the line says nothing of it.
+	spent func() eventlog.AgentUsage
 }
 
 // Queue is what the status line shows of the NATS queue a job's items go
@@ -146,6 +153,9 @@ func (j *jobStatus) line() string {
 				parts = append(parts, "ETA "+eta.Round(time.Second).String())
 			}
 		}
+		if spend := j.spend(); spend != "" {
+			parts = append(parts, spend)
+		}
 		if j.breaker != "" {
 			parts = append(parts, "breaker "+strings.ReplaceAll(j.breaker, "_", "-"))
 		}
@@ -173,7 +183,41 @@ func (j *jobStatus) line() string {
 			s += fmt.Sprintf("/%d", j.limit)
 		}
 	}
-	return s + " · " + time.Since(j.stepStart).Round(time.Second).String()
+	s += " · " + time.Since(j.stepStart).Round(time.Second).String()
+	if spend := j.spend(); spend != "" {
+		s += " · " + spend
+	}
+	return s
+}
+
+// spend is the line's part of what the agents spent: "$4.10 so far"
+// (those that ended and the last figures of those running), and in the
+// map "~$38 for all 400 items at this rate" (the mean of this run's
+// finished items times the map's items); "" before any agent reported
+// a cost.
+func (j *jobStatus) spend() string {
+	if j.spent == nil {
+		return ""
+	}
+	usd := j.spent().CostUSD
+	if usd <= 0 {
+		return ""
+	}
+	s := eventlog.CostText(usd) + " so far"
+	if j.mapping && j.itemsFinished > 0 && j.itemsCost > 0 {
+		mean := j.itemsCost / float64(j.itemsFinished)
+		s += fmt.Sprintf(", ~%s for all %d items at this rate", roughCost(mean*float64(j.total)), j.total)
+	}
+	return s
+}
+
+// roughCost is a projected cost: to the dollar from $10 ("$38"), else
+// to the cent.
+func roughCost(usd float64) string {
+	if usd >= 10 {
+		return fmt.Sprintf("$%.0f", usd)
+	}
+	return eventlog.CostText(usd)
 }
 
 // observe updates the status from an event.
@@ -192,6 +236,7 @@ func (j *jobStatus) observe(e eventlog.Event) {
 		j.total = int(e.Int("total"))
 		j.done = j.total - int(e.Int("pending")) // finished in an earlier run
 		j.doneBefore = j.done
+		j.itemsFinished, j.itemsCost = 0, 0
 	case eventlog.TypeMapCompleted:
 		j.mapping = false
 	case eventlog.TypeItemStarted: // every attempt of the item, once it holds a slot
@@ -199,9 +244,11 @@ func (j *jobStatus) observe(e eventlog.Event) {
 	case eventlog.TypeItemSucceeded:
 		j.finish(item)
 		j.done++
+		j.itemSpent(e)
 	case eventlog.TypeItemFailed:
 		j.finish(item)
 		j.failed++
+		j.itemSpent(e)
 	case eventlog.TypeAttemptStarted:
 		if _, started := j.items[item]; started {
 			j.move(item, itemRunning) // it took a slot again
@@ -241,6 +288,15 @@ func (j *jobStatus) observe(e eventlog.Event) {
 		if item == "" {
 			j.step = ""
 		}
+	}
+}
+
+// itemSpent counts a finished item's spend (none when its agents
+// reported none) into the mean the projection uses.
+func (j *jobStatus) itemSpent(e eventlog.Event) {
+	j.itemsFinished++
+	if u, ok := e.ItemUsage(); ok {
+		j.itemsCost += u.CostUSD
 	}
 }
 

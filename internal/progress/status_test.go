@@ -283,3 +283,40 @@ func TestStepStatusParallel(t *testing.T) {
 		}
 	})
 }
+
+// Once an agent reported a cost the line says what the job's agents
+// spent so far (those running included, as the job counts them) and, in
+// the map, what all its items would cost at the mean of the items
+// finished in this run, an item whose agents reported nothing counting
+// as free.
+func TestStatusShowsSpend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spent := 0.0
+		j := jobStatus{items: map[string]itemState{}, spent: func() eventlog.AgentUsage { return eventlog.AgentUsage{CostUSD: spent} }}
+		j.observe(eventlog.StepStarted("plan", 1, "claude"))
+		j.steps = map[string]int{"commands": 1}
+		if got, want := j.line(), "step 1/1 plan · 0s"; got != want {
+			t.Errorf("nothing spent: got %q, want %q", got, want)
+		}
+		spent = 0.42
+		if got, want := j.line(), "step 1/1 plan · 0s · $0.42 so far"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+		j.observe(eventlog.StepCompleted("plan", 0, time.Second))
+
+		j.observe(eventlog.MapStarted(400, 400, 4, "none"))
+		j.observe(started("a"))
+		j.observe(started("b"))
+		j.observe(started("c"))
+		if got, want := j.line(), "map 0/400 done · 3 running · 397 pending · $0.42 so far"; got != want {
+			t.Errorf("no item finished: got  %q\nwant %q", got, want)
+		}
+		j.observe(eventlog.ItemSucceeded("a", 1, time.Second).WithUsage(&eventlog.AgentUsage{CostUSD: 0.12}))
+		j.observe(eventlog.ItemFailed("b", eventlog.Failure{Step: "s"}, "dlq", "b").WithUsage(&eventlog.AgentUsage{CostUSD: 0.06}))
+		j.observe(eventlog.ItemSucceeded("c", 1, time.Second)) // its agent reported nothing
+		spent = 4.1
+		if got, want := j.line(), "map 3/400 done · 1 failed · 0 running · 397 pending · $4.10 so far, ~$24 for all 400 items at this rate"; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+	})
+}

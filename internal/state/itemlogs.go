@@ -15,7 +15,15 @@ const maxLogName = 200
 // (a leading "." too, so that no log is hidden), and ".log". A name that
 // would be too long for a file system is cut and ends with "~" and a hash
 // of the whole id, so that two ids never share a log.
-func ItemLogName(id string) string {
+func ItemLogName(id string) string { return itemFileName(id) + ".log" }
+
+// ItemStreamName is the file name of the raw stream log of the item id:
+// its output log's, with ".jsonl".
+func ItemStreamName(id string) string { return itemFileName(id) + ".jsonl" }
+
+// itemFileName is the name of the item id's files, without their
+// extension (ItemLogName).
+func itemFileName(id string) string {
 	var b []byte
 	for i := 0; i < len(id); i++ {
 		c := id[i]
@@ -30,7 +38,7 @@ func ItemLogName(id string) string {
 		b = append(b[:maxLogName-20], '~')
 		b = hex.AppendEncode(b, sum[:8])
 	}
-	return string(b) + ".log"
+	return string(b)
 }
 
 func safeLogByte(c byte) bool {

@@ -32,8 +32,9 @@ type Layout struct {
 	// process that holds it open (jobdlq).
 	DLQ, DLQHolder string
 	// Logs holds the output logs: the items' in ItemLogs (ItemLog), the
-	// steps' in StepLogs (StepLog), and the items' logs of runners before
-	// them (LegacyItemLog).
+	// steps' in StepLogs (StepLog), each with its raw stream log beside it
+	// when a claude: step's agent streamed (ItemStream, StepStream), and
+	// the items' logs of runners before them (LegacyItemLog).
 	Logs, ItemLogs, StepLogs string
 	// Tmp is the steps' scratch directory (Retry-After files, the output
 	// a fix loop hands on).
@@ -99,6 +100,17 @@ func (s Store) Layout(id string) Layout { return LayoutOf(filepath.Join(s.jobsDi
 // ItemLog is the path of the output log of the item id.
 func (l Layout) ItemLog(id string) string { return filepath.Join(l.ItemLogs, ItemLogName(id)) }
 
+// ItemStream is the path of the raw stream log of the item id: the
+// stream-json its claude: steps' agents wrote, all its attempts, beside
+// its output log.
+func (l Layout) ItemStream(id string) string { return filepath.Join(l.ItemLogs, ItemStreamName(id)) }
+
+// StepStream is the path of the raw stream log of the step at index of
+// phase: StepLogs/PHASE-N.jsonl, beside its output log.
+func (l Layout) StepStream(phase string, index int) string {
+	return filepath.Join(l.StepLogs, stepFileName(phase, index)+".jsonl")
+}
+
 // StepLog is the path of the output log of the step at index (0-based)
 // of phase (commands, setup, reduce, merge): StepLogs/PHASE-N.log, N
 // counting from 1.
@@ -108,9 +120,11 @@ func (l Layout) StepLog(phase string, index int) string {
 
 // StepLogName is the file name of the output log of the step at index of
 // phase.
-func StepLogName(phase string, index int) string {
-	return phase + "-" + strconv.Itoa(index+1) + ".log"
-}
+func StepLogName(phase string, index int) string { return stepFileName(phase, index) + ".log" }
+
+// stepFileName is the name of the files of the step at index of phase,
+// without their extension.
+func stepFileName(phase string, index int) string { return phase + "-" + strconv.Itoa(index+1) }
 
 // LegacyItemLog is where runners before item logs were named by id wrote
 // the output of the item at index: a job they ran keeps it there.
