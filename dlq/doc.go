@@ -14,7 +14,8 @@
 //	return d.Add(dlq.Entry{JobID: job, ItemID: id, Item: raw, Failure: f})
 //
 // A process that writes often (a job's map phase) uses a Writer instead:
-// one handle for all its goroutines, their Adds batched into one commit,
+// one handle for all its goroutines, the Adds that wait for a commit
+// batched into the next, each returning once its own entries are durable,
 // the file closed when idle for a few milliseconds and, while writes keep
 // coming, every so often for long enough that another process gets in.
 //

@@ -17,14 +17,20 @@ var (
 	writerRest = 5 * lockPoll
 )
 
-// openQueue is Open as a Writer calls it; tests count the opens through it.
-var openQueue = Open
+// openQueue is Open as a Writer calls it, and addBatch the commit of a
+// batch of Adds; tests count and hold them through these.
+var (
+	openQueue = Open
+	addBatch  = (*DB).Add
+)
 
 // Writer is the one handle on a queue file of a process that writes to
-// it often (a job's map phase), for many goroutines. Calls of Add that
-// arrive while a commit is running are committed together in the next
-// one (one transaction, two fsyncs); Add returns once its entries are
-// durable. Use and View run other operations on the same handle.
+// it often (a job's map phase), for many goroutines. Its Adds are
+// committed by a goroutine of its own, one commit at a time: Adds that
+// arrive while a commit runs go together into the next (one transaction,
+// two fsyncs for all of them), and each Add returns as soon as its own
+// entries are durable, never later for the commits of other callers'
+// entries. Use and View run other operations on the same handle.
 //
 // The file stays open from one call to the next, so that a failing item
 // costs no open, lock, mapping and check of the file, but never for long,
@@ -38,7 +44,7 @@ type Writer struct {
 
 	mu      sync.Mutex
 	pending []writeRequest
-	busy    bool // a goroutine is committing batches
+	busy    bool // the committing goroutine (commit) runs
 
 	file     sync.Mutex // held while the handle is used
 	db       *DB        // the handle; nil: closed
@@ -62,12 +68,17 @@ func (w *Writer) Add(entries ...Entry) error {
 	req := writeRequest{entries: entries, done: make(chan error, 1)}
 	w.mu.Lock()
 	w.pending = append(w.pending, req)
-	if w.busy {
-		w.mu.Unlock()
-		return <-req.done // the committing goroutine takes it in its next batch
+	if !w.busy {
+		w.busy = true
+		go w.commit()
 	}
-	w.busy = true
 	w.mu.Unlock()
+	return <-req.done
+}
+
+// commit commits the pending Adds, all that are waiting in one
+// transaction, until none is left.
+func (w *Writer) commit() {
 	for {
 		w.mu.Lock()
 		batch := w.pending
@@ -75,14 +86,14 @@ func (w *Writer) Add(entries ...Entry) error {
 		if len(batch) == 0 {
 			w.busy = false
 			w.mu.Unlock()
-			return <-req.done
+			return
 		}
 		w.mu.Unlock()
 		var all []Entry
 		for _, r := range batch {
 			all = append(all, r.entries...)
 		}
-		err := w.Use(func(d *DB) error { return d.Add(all...) })
+		err := w.Use(func(d *DB) error { return addBatch(d, all...) })
 		for _, r := range batch {
 			r.done <- err
 		}

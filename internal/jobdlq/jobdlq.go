@@ -1,9 +1,10 @@
 // Package jobdlq is a job's bbolt dead-letter queue (package dlq) as the
 // map phase and `dlq retry` use it (mapreduce.RetryQueue). The map phase
-// opens the file for each write and waits out another process's hold; a
-// `dlq retry` holds it for its whole life (Hold), recording who it is so
-// that another process can name it. Leases name their process so that a
-// lease of a process that died is free at once.
+// writes through one dlq.Writer (its failures' entries committed
+// together, the file open only a while at a time) and waits out another
+// process's hold; a `dlq retry` holds it for its whole life (Hold),
+// recording who it is so that another process can name it. Leases name
+// their process so that a lease of a process that died is free at once.
 package jobdlq
 
 import (
