@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -116,6 +117,29 @@ func (p *positiveInt) Set(s string) error {
 		return errors.New("must be at least 1")
 	}
 	*p = positiveInt(n)
+	return nil
+}
+
+// budgetUSD is the flag --budget-usd: a job's budget in USD, above 0,
+// over the workflow's budget.max_cost_usd.
+type budgetUSD float64
+
+func addBudgetFlag(c *cobra.Command, b *budgetUSD, verb string) {
+	c.Flags().Var(b, "budget-usd", verb+" the job's budget in USD (budget.max_cost_usd): no item starts once its agents spent it")
+}
+
+func (b *budgetUSD) String() string { return strconv.FormatFloat(float64(*b), 'f', -1, 64) }
+func (b *budgetUSD) Type() string   { return "usd" }
+
+func (b *budgetUSD) Set(s string) error {
+	usd, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || math.IsNaN(usd) || math.IsInf(usd, 0):
+		return errors.New("not a number of USD")
+	case usd <= 0:
+		return errors.New("must be above 0")
+	}
+	*b = budgetUSD(usd)
 	return nil
 }
 

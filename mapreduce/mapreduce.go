@@ -59,11 +59,20 @@ type Summary struct {
 	workspace.End
 }
 
-// StoppedError is returned when the error policy stopped the job; items
-// not yet run stay pending and `runner resume` continues them.
-type StoppedError struct{ errorpolicy.Verdict }
+// StoppedError is returned when the error policy or the budget stopped
+// the job; items not yet run stay pending and `runner resume` continues
+// them.
+type StoppedError struct {
+	errorpolicy.Verdict
+	Left int // the items not run (a dlq retry's: left in the DLQ)
+}
 
-func (e *StoppedError) Error() string { return "stopped by the error policy: " + e.Reason }
+func (e *StoppedError) Error() string {
+	if e.Budget() {
+		return fmt.Sprintf("stopped by its budget: %s; %d items left", e.Reason, e.Left)
+	}
+	return "stopped by the error policy: " + e.Reason
+}
 
 // PhaseMap names the map phase in a job's final error line.
 const PhaseMap = "map"
@@ -230,7 +239,7 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 	case ctx.Err() != nil:
 		return sum, context.Cause(ctx)
 	case s.stopped != nil:
-		return sum, &StoppedError{*s.stopped}
+		return sum, &StoppedError{Verdict: *s.stopped, Left: sum.Items.Pending}
 	}
 	return sum, nil
 }
@@ -256,6 +265,8 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 		emit:       j.Emit,
 		logPath:    filesOf(j).logPath,
 		updateMeta: j.UpdateMeta,
+		budget:     budgetOf(j),
+		spend:      func() *eventlog.AgentUsage { return j.Meta().Spend },
 		active:     map[string]*dispatch{},
 	}
 	// With worktree isolation the item's merge follows its steps: a crash

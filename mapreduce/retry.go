@@ -147,6 +147,8 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 		return counts, s.fatalErr
 	case ctx.Err() != nil:
 		return counts, context.Cause(ctx)
+	case s.stopped != nil:
+		return counts, errors.Join(&StoppedError{Verdict: *s.stopped, Left: counts.Pending}, releaseErr)
 	}
 	return counts, releaseErr
 }

@@ -435,6 +435,13 @@ func ThresholdReached(rule, reason string) Event {
 	return newEvent(TypeThresholdReached, map[string]any{"rule": rule, "reason": reason})
 }
 
+// BudgetReached: the job's agents spent what limit (max_cost_usd or
+// max_tokens) allows, max; running is the items still running, which
+// finish.
+func BudgetReached(limit string, max float64, spent AgentUsage, running int) Event {
+	return newEvent(TypeBudgetReached, map[string]any{"limit": limit, "max": max, "cost_usd": spent.CostUSD, "tokens": spent.Tokens(), "running": running})
+}
+
 // ItemsLoaded: the map input gave total items from source in d.
 func ItemsLoaded(total int, source string, d time.Duration) Event {
 	return newEvent(TypeItemsLoaded, map[string]any{"total": total, "source": source, "duration_ms": ms(d)})
