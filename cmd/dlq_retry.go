@@ -217,6 +217,7 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 			MaxParallel: o.MaxParallel,
 			Dispatcher:  o.dispatcher(g, j, live),
 			Live:        live,
+			Hard:        o.Hard,
 			Select: func() ([]*mapreduce.Item, error) {
 				read = true
 				var selected []dlq.Item

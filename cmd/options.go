@@ -86,6 +86,9 @@ type parallelOptions struct {
 	// the item's id (GNU parallel's --tag), and the steps' with their
 	// labels.
 	Tag bool
+	// Hard stops the items running when the budget stops the job,
+	// instead of letting them finish.
+	Hard bool
 
 	nats *natsRun // connected by connectNATS; nil: items run here
 }
@@ -97,6 +100,7 @@ func (o *parallelOptions) AddFlags(c *cobra.Command) {
 	o.NATS.AddFlags(c, "run the map's items on NATS workers reached at this URL (a comma-separated list for a cluster; env RUNNER_NATS)",
 		"the NATS worker pool the items go to (default: the workflow's distributed.queue, else "+natsconn.DefaultQueue+")")
 	c.Flags().BoolVar(&o.Tag, "tag", false, "show the items' output as it comes, each line prefixed with the item's id and a tab (default: only in the item logs), and the steps' with their labels")
+	c.Flags().BoolVar(&o.Hard, "hard", false, "when the budget stops the job, stop the items running too, as Ctrl-C does (they stay pending), instead of letting them finish")
 	c.Flags().Var((*positiveInt)(&o.NATSBatch), "nats-batch", "on NATS, the most items one task message carries: the tasks ready while one is sent go together (default 1; a batch larger than a worker's free slots waits for them)")
 	c.Flags().Var((*positiveInt)(&o.MaxDeliveries), "max-deliveries", "on NATS, deliveries of one attempt's task before it fails as kind lost (default: the workflow's distributed.max_deliveries, else 4)")
 }

@@ -241,7 +241,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		var sum mapreduce.Summary
 		q := jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, ui.g.stderr)
 		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: q,
-			Live: par.live(ui), Ending: ending})
+			Live: par.live(ui), Ending: ending, Hard: par.Hard})
 		res.items, res.end = &sum.Items, sum.End
 		if err == nil || errors.As(err, new(*mapreduce.StoppedError)) { // the map ran to its end and wrote its counts
 			if serr := q.MarkSettled(j.Layout().ItemStates, j.UpdateMeta); serr != nil {

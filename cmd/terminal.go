@@ -128,7 +128,7 @@ func (t *terminal) event(e eventlog.Event) {
 	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
 	case eventlog.TypeBudgetReached:
-		t.printf("!!! stopping: %s finish (Ctrl-C stops them), the rest stay pending\n", e.Describe())
+		t.printf("!!! stopping: %s; no item starts, the rest stay pending\n", e.Describe())
 	case eventlog.TypeStepStarted:
 		t.printf("==> %s %s%s\n", progress.InPhase(e.Str("phase"), step), e.Command(), t.shellMarker(step))
 	case eventlog.TypeStepSkipped:

@@ -1,6 +1,7 @@
 package mapreduce
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -55,7 +56,20 @@ func (s *scheduler) withinBudget() bool {
 	running := len(s.active)
 	s.mu.Unlock()
 	s.halt(v, eventlog.BudgetReached(limit, max, spent, running))
+	if s.stopItems != nil {
+		s.stopItems(&StoppedError{Verdict: *v})
+	}
 	return false
+}
+
+// itemsContext is the context the items run under, which a budget's stop
+// ends when hard is set (--hard), and the function that releases it.
+func (s *scheduler) itemsContext(ctx context.Context, hard bool) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	if hard {
+		s.stopItems = cancel
+	}
+	return ctx, func() { cancel(nil) }
 }
 
 // overItemLimit turns the outcome of an item's attempt into a failure of

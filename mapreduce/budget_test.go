@@ -5,10 +5,12 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 	"github.com/runnerdev/runner/retryv2"
 )
 
@@ -111,5 +113,32 @@ func TestBudgetStopsDLQRetry(t *testing.T) {
 	}
 	if r := runs(); r["0"] != 1 || r["1"] != 1 {
 		t.Errorf("runs %v: the retry ran items", r)
+	}
+}
+
+// With Hard (--hard) the budget's stop ends the items running too, as an
+// interrupt does: item 1, which would run until its context ends, stops
+// when item 0's spend reaches the budget, and stays pending.
+func TestHardBudgetStopsRunningItems(t *testing.T) {
+	j := startJob(t, 10, 2, "budget: {max_cost_usd: 1}\n")
+	started := make(chan struct{})
+	agent := agentFunc(func(ctx context.Context, it *Item, attempt int, slot retryv2.Slot) Outcome {
+		if it.Index == 1 {
+			close(started)
+			select {
+			case <-ctx.Done():
+			case <-time.After(testkit.Scale(10 * time.Second)):
+				t.Error("item 1 was not stopped")
+			}
+			return Outcome{}
+		}
+		<-started
+		u := eventlog.AgentUsage{CostUSD: 1}
+		j.Emit(eventlog.AgentUsageOf("review", attempt, u).WithItem(it.ID))
+		return Outcome{Usage: &u}
+	})
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend(), Hard: true})
+	if !errors.As(err, new(*StoppedError)) || sum.Items != (job.ItemCounts{Total: 10, Succeeded: 1, Pending: 9}) {
+		t.Errorf("runMap = %+v, %v; want a budget stop with item 1 pending", sum.Items, err)
 	}
 }

@@ -44,6 +44,10 @@ type Options struct {
 	// (runner run --merge, merge_back: true, or the user's answer):
 	// through the merge: block if the file has one, else with git merge.
 	Ending workspace.Ending
+	// Hard (--hard) stops the items running when the budget stops the
+	// job, as an interrupt does (they stay pending), instead of letting
+	// them finish.
+	Hard bool
 	// SaveEvery is how often the item counts are written to the job's
 	// metadata while items run (for `runner jobs`); 0 means every second.
 	SaveEvery time.Duration
@@ -195,6 +199,8 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 	}
 	defer s.close()
 	s.resumed, s.total = running, total
+	ictx, stopItems := s.itemsContext(ctx, opts.Hard)
+	defer stopItems()
 	if trees != nil {
 		restartItems(running)
 	}
@@ -216,7 +222,7 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 			_, ok := running[i]
 			return ok != resumed || done.Finished(i)
 		}
-		return items.ReadUnless(itemsPath, skip, func(it *Item) (bool, error) { return s.dispatch(ctx, it), nil })
+		return items.ReadUnless(itemsPath, skip, func(it *Item) (bool, error) { return s.dispatch(ictx, it), nil })
 	}
 	if len(running) > 0 {
 		err = start(true)

@@ -26,6 +26,7 @@ type RetryOptions struct {
 	MaxParallel int              // overrides map.max_parallel when above 0
 	Dispatcher  itemtask.Backend // where items run; the zero Backend: in this process (Local)
 	Live        *itemtask.Live   // shows the items' output when they run in this process; nil: not
+	Hard        bool             // the budget's stop stops the items running too (Options.Hard)
 	// Select returns the items to retry; it is called once the DLQ is
 	// settled with the item log.
 	Select func() ([]*Item, error)
@@ -102,6 +103,8 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 		s.total = c.Total
 	}
 	defer s.close()
+	ictx, stopItems := s.itemsContext(ctx, opts.Hard)
+	defer stopItems()
 	var (
 		mu         sync.Mutex
 		releaseErr error
@@ -134,7 +137,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 			s.ended(it)
 			continue
 		}
-		if !s.dispatch(ctx, it) {
+		if !s.dispatch(ictx, it) {
 			q.Release(it.ID)
 			break
 		}

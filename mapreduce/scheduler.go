@@ -31,7 +31,10 @@ type scheduler struct {
 	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
 	budget     errorpolicy.Budget
 	spend      func() *eventlog.AgentUsage // what the job's finished agents spent, all its runs
-	trees      *workspace.Worktrees        // map.isolation: worktree; nil otherwise
+	// stopItems ends the items' context when the budget stops the job
+	// (--hard); nil: the items running finish.
+	stopItems  context.CancelCauseFunc
+	trees      *workspace.Worktrees // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
 	runKind    string                        // RunFirst, RunResume or RunDLQRetry: what the tasks' log headers say
