@@ -73,7 +73,7 @@ type StoppedError struct {
 
 func (e *StoppedError) Error() string {
 	if e.Budget() {
-		return fmt.Sprintf("stopped by its budget: %s; %d items left", e.Reason, e.Left)
+		return fmt.Sprintf("stopped by its budget: %s; items left: %d", e.Reason, e.Left)
 	}
 	return "stopped by the error policy: " + e.Reason
 }

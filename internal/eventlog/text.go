@@ -120,14 +120,14 @@ func (e Event) describe() string {
 }
 
 // budgetText words a budget_reached event: "budget.max_cost_usd $1.00
-// reached: agents spent $1.31, 882k tokens; 2 items running".
+// reached: agents spent $1.31, 882k tokens; items running: 2".
 func (e Event) budgetText() string {
 	limit, max := e.Str("limit"), fmt.Sprint(e.Int("max"))
 	if limit == "max_cost_usd" {
 		max = CostText(e.Float("max"))
 	}
 	spent := AgentUsage{CostUSD: e.Float("cost_usd"), InputTokens: e.Int("tokens")}
-	return fmt.Sprintf("budget.%s %s reached: agents spent %s; %d items running", limit, max, spent, e.Int("running"))
+	return fmt.Sprintf("budget.%s %s reached: agents spent %s; items running: %d", limit, max, spent, e.Int("running"))
 }
 
 // changes words a job_changed event: "runs deploy.yml now (the copy it
