@@ -95,6 +95,12 @@ func JobChanged(file, kept string, set []string) Event {
 	return newEvent(TypeJobChanged, fields)
 }
 
+// WithBudget adds to a job_changed event the budget in USD that resume
+// gave the job (--budget-usd).
+func (e Event) WithBudget(usd float64) Event {
+	return e.with(map[string]any{"budget_usd": usd})
+}
+
 // JobFinished ends a run of a job with status ("completed", "failed",
 // "stopped" or "interrupted"), which picks its type; extra holds the
 // summary fields of the job's kind.

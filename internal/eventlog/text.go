@@ -149,6 +149,9 @@ func (e Event) changes() string {
 	if len(names) > 0 {
 		parts = append(parts, "set "+strings.Join(names, ", "))
 	}
+	if _, ok := e.Fields["budget_usd"]; ok {
+		parts = append(parts, "budget "+CostText(e.Float("budget_usd")))
+	}
 	return strings.Join(parts, "; ")
 }
 

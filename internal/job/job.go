@@ -175,8 +175,13 @@ func Resume(id string, opts Options) (*Job, error) {
 	st.Meta.Status, st.Meta.PID, st.Meta.Error = state.Running, os.Getpid(), ""
 	st.Meta.Finished = time.Time{}
 	st.Meta.ResumedCount++
-	if opts.BudgetUSD > 0 {
+	if opts.BudgetUSD > 0 && opts.BudgetUSD != st.Meta.BudgetUSD {
 		st.Meta.BudgetUSD = opts.BudgetUSD
+		if changed == nil {
+			e := eventlog.JobChanged("", "", nil)
+			changed = &e
+		}
+		*changed = changed.WithBudget(opts.BudgetUSD)
 	}
 	if err := st.Save(); err != nil {
 		j.close()
