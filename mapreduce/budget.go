@@ -22,9 +22,10 @@ func budgetOf(j *job.Job) errorpolicy.Budget {
 
 // spent is what the job's agents have spent, which its budget is checked
 // against: what the finished agents reported (the job's total, all its
-// runs), to which the agents running now add their last reported usage.
-// A budget can thus be overshot by what the agents running when it is
-// reached go on to spend.
+// runs). It is the one function the budget reads, where the running
+// agents' last reported usage is to be added once their streams report
+// it as they go. A budget can be overshot by what the agents running
+// when it is reached go on to spend.
 func (s *scheduler) spent() eventlog.AgentUsage {
 	var u eventlog.AgentUsage
 	if total := s.spend(); total != nil {
@@ -34,8 +35,8 @@ func (s *scheduler) spent() eventlog.AgentUsage {
 }
 
 // withinBudget reports whether the job's spend is within its budget; when
-// it is not, it stops the job (no more items start, those running finish)
-// and records why.
+// it is not, it stops the job (no more items start; those running finish,
+// or with --hard are stopped too) and records why.
 func (s *scheduler) withinBudget() bool {
 	if !s.budget.Set() {
 		return true
