@@ -216,6 +216,7 @@ func retryDLQ(ctx context.Context, g *globalOptions, o dlqRetryOptions, j *job.J
 		res, rerr := mapreduce.RetryDLQ(ctx, j, q, mapreduce.RetryOptions{
 			MaxParallel: o.MaxParallel,
 			Dispatcher:  o.dispatcher(g, j, live),
+			Hard:        o.Hard,
 			Select: func() ([]*mapreduce.Item, error) {
 				read = true
 				var selected []dlq.Item

@@ -11,6 +11,7 @@ import (
 	"github.com/runnerdev/runner/internal/jobenv"
 	"github.com/runnerdev/runner/internal/proc"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/workflow"
 )
 
@@ -20,6 +21,7 @@ const (
 	ExitFailed     = 1
 	ExitUsage      = 2
 	ExitItemsInDLQ = 3
+	ExitBudget     = 4
 	exitCodesHelp  = `Exit codes:
   0    success (MapReduce: every item succeeded or was skipped by policy)
   1    failed: a step failed, setup/reduce failed, the error policy stopped the job,
@@ -27,6 +29,8 @@ const (
   2    usage error, invalid workflow, or an environment that cannot be resolved
        (env command, secret, env file, profile); nothing ran
   3    MapReduce finished but items are in the dead-letter queue
+  4    stopped by its budget: the agents spent budget.max_cost_usd or max_tokens
+       (state saved; runner resume JOB --budget-usd N goes on)
   129  interrupted by SIGHUP (state saved; runner resume JOB continues)
   130  interrupted by SIGINT (state saved; runner resume JOB continues)
   143  interrupted by SIGTERM (state saved; runner resume JOB continues)`
@@ -51,6 +55,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 func exitCode(err error) int {
 	var (
 		interrupted Interrupted
+		stopped     *mapreduce.StoppedError
 		usage       usageError
 		parse       workflow.ParseErrors
 		parseOne    *workflow.ParseError
@@ -64,6 +69,8 @@ func exitCode(err error) int {
 		return 128 + int(syscall.SIGINT)
 	case errors.As(err, new(job.ItemsInDLQ)):
 		return ExitItemsInDLQ
+	case errors.As(err, &stopped) && stopped.Budget():
+		return ExitBudget
 	case errors.As(err, &usage), errors.As(err, &parse), errors.As(err, &parseOne),
 		errors.Is(err, state.ErrNotFound), errors.Is(err, state.ErrAmbiguous), errors.Is(err, state.ErrExists), errors.Is(err, state.ErrBuried), errors.Is(err, state.ErrInvalidID), errors.Is(err, dlq.ErrNotFound),
 		errors.Is(err, job.ErrCompleted), errors.Is(err, jobenv.ErrMissingSecrets),

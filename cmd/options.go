@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,9 @@ type parallelOptions struct {
 	// the item's id (GNU parallel's --tag), and the steps' with their
 	// labels.
 	Tag bool
+	// Hard stops the items running when the budget stops the job,
+	// instead of letting them finish.
+	Hard bool
 
 	nats *natsRun // connected by connectNATS; nil: items run here
 }
@@ -96,6 +100,7 @@ func (o *parallelOptions) AddFlags(c *cobra.Command) {
 	o.NATS.AddFlags(c, "run the map's items on NATS workers reached at this URL (a comma-separated list for a cluster; env RUNNER_NATS)",
 		"the NATS worker pool the items go to (default: the workflow's distributed.queue, else "+natsconn.DefaultQueue+")")
 	c.Flags().BoolVar(&o.Tag, "tag", false, "show the items' output as it comes, each line prefixed with the item's id and a tab (default: only in the item logs), and the steps' with their labels")
+	c.Flags().BoolVar(&o.Hard, "hard", false, "when the budget stops the job, stop the items running too, as Ctrl-C does (they stay pending), instead of letting them finish")
 	c.Flags().Var((*positiveInt)(&o.NATSBatch), "nats-batch", "on NATS, the most items one task message carries: the tasks ready while one is sent go together (default 1; a batch larger than a worker's free slots waits for them)")
 	c.Flags().Var((*positiveInt)(&o.MaxDeliveries), "max-deliveries", "on NATS, deliveries of one attempt's task before it fails as kind lost (default: the workflow's distributed.max_deliveries, else 4)")
 }
@@ -116,6 +121,29 @@ func (p *positiveInt) Set(s string) error {
 		return errors.New("must be at least 1")
 	}
 	*p = positiveInt(n)
+	return nil
+}
+
+// budgetUSD is the flag --budget-usd: a job's budget in USD, above 0,
+// over the workflow's budget.max_cost_usd.
+type budgetUSD float64
+
+func addBudgetFlag(c *cobra.Command, b *budgetUSD, verb string) {
+	c.Flags().Var(b, "budget-usd", verb+" the job's budget in USD (budget.max_cost_usd): no item starts once its agents spent it")
+}
+
+func (b *budgetUSD) String() string { return strconv.FormatFloat(float64(*b), 'f', -1, 64) }
+func (b *budgetUSD) Type() string   { return "usd" }
+
+func (b *budgetUSD) Set(s string) error {
+	usd, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || math.IsNaN(usd) || math.IsInf(usd, 0):
+		return errors.New("not a number of USD")
+	case usd <= 0:
+		return errors.New("must be above 0")
+	}
+	*b = budgetUSD(usd)
 	return nil
 }
 

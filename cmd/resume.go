@@ -18,6 +18,9 @@ type resumeOptions struct {
 	Workflow string // --workflow FILE: go on with this file, not the stored copy
 	Merge    bool
 	Yes      bool // -y: answer yes to the merge question (Prodigy's -y)
+	// BudgetUSD (--budget-usd) replaces the job's budget in USD: a job
+	// its budget stopped goes on.
+	BudgetUSD budgetUSD
 }
 
 func (o *resumeOptions) AddFlags(c *cobra.Command) {
@@ -28,6 +31,7 @@ func (o *resumeOptions) AddFlags(c *cobra.Command) {
 	c.Flags().StringVar(&o.Workflow, "workflow", "", "go on with this workflow file (fixed) instead of the job's stored copy, when it fits what the job has done")
 	c.Flags().BoolVar(&o.Merge, "merge", false, mergeFlagHelp)
 	c.Flags().BoolVarP(&o.Yes, "yes", "y", false, yesFlagHelp)
+	addBudgetFlag(c, &o.BudgetUSD, "raise (or set)")
 }
 
 func newResumeCommand(g *globalOptions) *cobra.Command {
@@ -44,13 +48,15 @@ After fixing the file (a timeout, a command), --workflow FILE goes on with
 it: its finished steps must be the same commands at the same places, and a
 MapReduce job's map.input and item options stay (its items are stored); it
 becomes the job's copy, the old one kept beside it. --set NAME=VALUE sets
-a variable that no finished step used.
+a variable that no finished step used. A job its budget stopped (exit
+code 4) goes on with --budget-usd N, its new budget in USD.
 
 JOB is a job id, a prefix of one that names one job, or latest (also -);
 with no JOB, resume continues the latest job of the state dir, saying which.`,
 		Example: `  runner resume deploy-20261122-101500-a1b2c3
   runner resume deploy-2026112     # a prefix that names one job
   runner resume deploy-2026112 --workflow deploy.yml   # go on with the fixed file
+  runner resume review-2026112 --budget-usd 40         # a job its budget stopped, with more
   runner resume                    # the latest job`,
 		Args: rangeArgs(0, 1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -96,7 +102,7 @@ func runResume(ctx context.Context, g *globalOptions, o resumeOptions, id string
 	ui := newTerminal(g, o.asJSON(), o.Progress)
 	j, err := job.Resume(id, job.Options{
 		Context: ctx, Store: g.store(), Vars: vars, Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Tag: o.Tag, Listener: ui.event,
-		Completed: unmerged, Replace: replace,
+		Completed: unmerged, Replace: replace, BudgetUSD: float64(o.BudgetUSD),
 	})
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ type runOptions struct {
 	Merge     bool
 	Yes       bool // -y: answer yes to the merge question (Prodigy's -y)
 	InPlace   bool // run a standard workflow's commands in the checkout
+	BudgetUSD budgetUSD
 	prodigy   prodigyRunFlags
 }
 
@@ -55,6 +56,7 @@ func (o *runOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.JUnit, "junit", "", "write a JUnit XML report to this file when the job ends")
 	f.BoolVar(&o.Merge, "merge", false, mergeFlagHelp)
 	f.BoolVarP(&o.Yes, "yes", "y", false, yesFlagHelp)
+	addBudgetFlag(cmd, &o.BudgetUSD, "set")
 	f.BoolVar(&o.InPlace, "in-place", false, "run a standard workflow's commands in your checkout, not in a job worktree (as isolation: none)")
 }
 
@@ -172,6 +174,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 		if err := jobenv.Check(ctx, wf, vars, o.Profile); err != nil {
 			return err
 		}
+		wf.Budget = wf.Budget.WithCost(float64(o.BudgetUSD))
 		p := plan.New(wf, seed, executor.ResolveAgent(wf.Agent, os.Environ()))
 		if o.asJSON() {
 			return writeJSON(g.stdout, p)
@@ -195,7 +198,7 @@ func runRun(ctx context.Context, g *globalOptions, o runOptions, file string) er
 	j, err := job.Start(wf, source, job.Options{
 		Context: ctx, Store: g.store(), JobID: id, Vars: vars, Seed: seed, Profile: o.Profile,
 		Stdout: ui.commandStdout(), Stderr: ui.commandStderr(), Tag: o.Tag, Listener: ui.event,
-		ItemBranches: itemBranches, TargetBranch: target,
+		ItemBranches: itemBranches, TargetBranch: target, BudgetUSD: float64(o.BudgetUSD),
 	})
 	if err != nil {
 		return err
@@ -239,7 +242,7 @@ func finishJob(ctx context.Context, ui *terminal, j *job.Job, par parallelOption
 		var sum mapreduce.Summary
 		q := jobdlq.Open(ctx, j.ID(), j.Layout().DLQ, ui.g.stderr)
 		sum, err = mapreduce.Run(ctx, j, mapreduce.Options{MaxParallel: par.MaxParallel, Dispatcher: par.dispatcher(ui.g, j, par.live(ui)), DLQ: q,
-			Ending: ending})
+			Ending: ending, Hard: par.Hard})
 		res.items, res.end = &sum.Items, sum.End
 		if err == nil || errors.As(err, new(*mapreduce.StoppedError)) { // the map ran to its end and wrote its counts
 			if serr := q.MarkSettled(j.Layout().ItemStates, j.UpdateMeta); serr != nil {

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/dlq"
+	"github.com/runnerdev/runner/errorpolicy"
 	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/executor"
 	"github.com/runnerdev/runner/internal/job"
 	"github.com/runnerdev/runner/internal/progress"
 	"github.com/runnerdev/runner/internal/state"
 	"github.com/runnerdev/runner/internal/workspace"
+	"github.com/runnerdev/runner/mapreduce"
 	"github.com/runnerdev/runner/retryv2"
 	"github.com/runnerdev/runner/workflow"
 	"github.com/runnerdev/runner/workflow/interp"
@@ -125,6 +127,8 @@ func (t *terminal) event(e eventlog.Event) {
 		t.printf("!!! %s\n", e.Describe())
 	case eventlog.TypeThresholdReached:
 		t.printf("!!! stopping (%s): %s; running items finish, the rest stay pending\n", e.Str("rule"), e.Str("reason"))
+	case eventlog.TypeBudgetReached:
+		t.printf("!!! stopping: %s; no item starts, the rest stay pending\n", e.Describe())
 	case eventlog.TypeStepStarted:
 		t.printf("==> %s %s%s\n", progress.InPhase(e.Str("phase"), step), e.Command(), t.shellMarker(step))
 	case eventlog.TypeStepSkipped:
@@ -410,8 +414,12 @@ func (t *terminal) summary(j *job.Job, res jobResult, merge bool) {
 		// The error, which names the phase, is the last line: what a
 		// terminal or a CI log shows first.
 		resume := "runner resume "
-		if errors.As(res.err, new(*workspace.MergeError)) {
+		var stopped *mapreduce.StoppedError
+		switch {
+		case errors.As(res.err, new(*workspace.MergeError)):
 			resume += "--merge " // a final merge that failed is made again only when asked for
+		case errors.As(res.err, &stopped) && stopped.Limit() == errorpolicy.LimitCost:
+			resume += "--budget-usd N " // the same budget would stop it again
 		}
 		t.display.Line("resume with: "+resume+s.JobID, "")
 		t.fileChanged(j)

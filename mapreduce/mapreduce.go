@@ -41,6 +41,10 @@ type Options struct {
 	// (runner run --merge, merge_back: true, or the user's answer):
 	// through the merge: block if the file has one, else with git merge.
 	Ending workspace.Ending
+	// Hard (--hard) stops the items running when the budget stops the
+	// job, as an interrupt does (they stay pending), instead of letting
+	// them finish.
+	Hard bool
 	// SaveEvery is how often the item counts are written to the job's
 	// metadata while items run (for `runner jobs`); 0 means every second.
 	SaveEvery time.Duration
@@ -56,11 +60,20 @@ type Summary struct {
 	workspace.End
 }
 
-// StoppedError is returned when the error policy stopped the job; items
-// not yet run stay pending and `runner resume` continues them.
-type StoppedError struct{ errorpolicy.Verdict }
+// StoppedError is returned when the error policy or the budget stopped
+// the job; items not yet run stay pending and `runner resume` continues
+// them.
+type StoppedError struct {
+	errorpolicy.Verdict
+	Left int // the items not run (a dlq retry's: left in the DLQ)
+}
 
-func (e *StoppedError) Error() string { return "stopped by the error policy: " + e.Reason }
+func (e *StoppedError) Error() string {
+	if e.Budget() {
+		return fmt.Sprintf("stopped by its budget: %s; items left: %d", e.Reason, e.Left)
+	}
+	return "stopped by the error policy: " + e.Reason
+}
 
 // PhaseMap names the map phase in a job's final error line.
 const PhaseMap = "map"
@@ -183,6 +196,8 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 	}
 	defer s.close()
 	s.resumed, s.total = running, total
+	ictx, stopItems := s.itemsContext(ctx, opts.Hard)
+	defer stopItems()
 	if trees != nil {
 		restartItems(running)
 	}
@@ -204,7 +219,7 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 			_, ok := running[i]
 			return ok != resumed || done.Finished(i)
 		}
-		return items.ReadUnless(itemsPath, skip, func(it *Item) (bool, error) { return s.dispatch(ctx, it), nil })
+		return items.ReadUnless(itemsPath, skip, func(it *Item) (bool, error) { return s.dispatch(ictx, it), nil })
 	}
 	if len(running) > 0 {
 		err = start(true)
@@ -227,7 +242,7 @@ func runMap(ctx context.Context, j *job.Job, trees *workspace.Worktrees, opts Op
 	case ctx.Err() != nil:
 		return sum, context.Cause(ctx)
 	case s.stopped != nil:
-		return sum, &StoppedError{*s.stopped}
+		return sum, &StoppedError{Verdict: *s.stopped, Left: sum.Items.Pending}
 	}
 	return sum, nil
 }
@@ -252,6 +267,8 @@ func newScheduler(ctx context.Context, j *job.Job, l *ledger, parallel int, tree
 		emit:       j.Emit,
 		logPath:    filesOf(j).logPath,
 		updateMeta: j.UpdateMeta,
+		budget:     budgetOf(j),
+		spent:      j.Spent,
 		active:     map[string]*dispatch{},
 	}
 	// With worktree isolation the item's merge follows its steps: a crash

@@ -26,6 +26,7 @@ type RetryQueue interface {
 type RetryOptions struct {
 	MaxParallel int              // overrides map.max_parallel when above 0
 	Dispatcher  itemtask.Backend // where items run: InProcess, agents, NATS workers
+	Hard        bool             // the budget's stop stops the items running too (Options.Hard)
 	// Select returns the items to retry; it is called once the DLQ is
 	// settled with the item log.
 	Select func() ([]*Item, error)
@@ -102,6 +103,8 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 		s.total = c.Total
 	}
 	defer s.close()
+	ictx, stopItems := s.itemsContext(ctx, opts.Hard)
+	defer stopItems()
 	var (
 		mu         sync.Mutex
 		releaseErr error
@@ -134,7 +137,7 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 			s.ended(it)
 			continue
 		}
-		if !s.dispatch(ctx, it) {
+		if !s.dispatch(ictx, it) {
 			q.Release(it.ID)
 			break
 		}
@@ -147,6 +150,8 @@ func RetryDead(ctx context.Context, j *job.Job, items []*Item, opts RetryOptions
 		return counts, s.fatalErr
 	case ctx.Err() != nil:
 		return counts, context.Cause(ctx)
+	case s.stopped != nil:
+		return counts, errors.Join(&StoppedError{Verdict: *s.stopped, Left: counts.Pending}, releaseErr)
 	}
 	return counts, releaseErr
 }

@@ -20,14 +20,19 @@ import (
 )
 
 // scheduler starts items in up to max_parallel slots, behind the workflow
-// circuit breaker, until the items run out, the error policy stops the job
-// or ctx ends.
+// circuit breaker, until the items run out, the error policy or the
+// budget stops the job or ctx ends.
 type scheduler struct {
 	dispatcher itemtask.Dispatcher
 	ledger     *ledger
 	slots      itemtask.Slots
-	gate       *errorpolicy.Gate    // nil without a workflow circuit breaker
-	retry      *retryv2.Policy      // on_item_failure: retry; nil otherwise
+	gate       *errorpolicy.Gate // nil without a workflow circuit breaker
+	retry      *retryv2.Policy   // on_item_failure: retry; nil otherwise
+	budget     errorpolicy.Budget
+	spent      func() eventlog.AgentUsage // what the job's agents spent, all its runs, running ones as last reported (job.Spent)
+	// stopItems ends the items' context when the budget stops the job
+	// (--hard); nil: the items running finish.
+	stopItems  context.CancelCauseFunc
 	trees      *workspace.Worktrees // map.isolation: worktree; nil otherwise
 	jobID      string
 	seed       uint64
@@ -51,7 +56,7 @@ type scheduler struct {
 	// admitted by the breaker's current state.
 	gateMu   sync.Mutex
 	mu       sync.Mutex
-	stopped  *errorpolicy.Verdict // why the error policy stopped the job
+	stopped  *errorpolicy.Verdict // why the error policy or the budget stopped the job
 	fatalErr error                // a state write failed: the job cannot go on safely
 	active   map[string]*dispatch // by dispatch id: the tasks out now
 }
@@ -84,7 +89,7 @@ func (s *scheduler) dispatch(ctx context.Context, it *Item) bool {
 				return false
 			}
 		}
-		if sl.Acquire(ctx) != nil || !s.running(ctx) {
+		if sl.Acquire(ctx) != nil || !s.running(ctx) || !s.withinBudget() {
 			sl.Release()
 			if pass != nil {
 				pass.Return() // not run: says nothing about the items' health
@@ -164,6 +169,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		saved = nil
 		spent = eventlog.AddUsage(spent, out.Usage)
 		out.Usage = spent
+		out = s.overItemLimit(out, attempt, spent)
 		if s.trees != nil {
 			crashpoint.Hit(crashpoint.ItemWorktreeRemoved)
 			if out, err = s.trees.Merge(ctx, it, attempt, out); err != nil {
@@ -178,7 +184,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		switch {
 		case !out.Failed:
 			verdict, err = s.ledger.succeeded(it, attempt, out)
-		case s.retry != nil && attempt < s.retry.Attempts:
+		case s.retry != nil && attempt < s.retry.Attempts && out.Failure.Kind != KindBudget:
 			failures = append(failures, out.Failure)
 			delay := s.retry.Delay(attempt, s.jitter(it))
 			if err := s.ledger.retrying(it, failures, delay); err != nil {
@@ -186,8 +192,8 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 				return
 			}
 			s.dispatcher.Recorded(ctx, out.DispatchID)
-			if retryv2.Pause(ctx, delay, sl) != nil {
-				return
+			if !s.withinBudget() || retryv2.Pause(ctx, delay, sl) != nil {
+				return // it goes on with its next attempt when the job is resumed
 			}
 			s.ledger.started(it, attempt+1, false)
 			continue
@@ -370,8 +376,14 @@ func (s *scheduler) jitter(it *Item) func() float64 {
 	return rand.New(rand.NewPCG(s.seed, h.Sum64())).Float64
 }
 
-// stop records the first verdict that stops the job.
+// stop records the first verdict that stops the job, when the error
+// policy gives it.
 func (s *scheduler) stop(v *errorpolicy.Verdict) {
+	s.halt(v, eventlog.ThresholdReached(v.Rule, v.Reason))
+}
+
+// halt records the first verdict that stops the job, with its event.
+func (s *scheduler) halt(v *errorpolicy.Verdict, e eventlog.Event) {
 	s.mu.Lock()
 	first := s.stopped == nil
 	if first {
@@ -379,7 +391,7 @@ func (s *scheduler) stop(v *errorpolicy.Verdict) {
 	}
 	s.mu.Unlock()
 	if first {
-		s.emit(eventlog.ThresholdReached(v.Rule, v.Reason))
+		s.emit(e)
 	}
 }
 

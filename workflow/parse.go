@@ -248,7 +248,7 @@ func (d *decoder) checkJSON(src []byte) bool {
 var (
 	commonKeys   = []string{"name", "mode", "env", "secrets", "env_files", "profiles", "agent", "description"}
 	standardKeys = append(commonKeys[:len(commonKeys):len(commonKeys)], "commands", "steps", "merge", "merge_back", "isolation")
-	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back", "distributed"), errorPolicyKeys...)
+	mapKeys      = append(append(commonKeys[:len(commonKeys):len(commonKeys)], "setup", "map", "reduce", "error_policy", "merge", "merge_back", "distributed", "budget"), errorPolicyKeys...)
 )
 
 // workflow decodes the top level: a bare list of steps, or a mapping.
@@ -305,6 +305,9 @@ func (d *decoder) workflow(root *yaml.Node) *Workflow {
 		if n := f.get("distributed"); n != nil {
 			wf.Distributed = d.distributed(n)
 		}
+		if n := f.get("budget"); n != nil {
+			wf.Budget = d.budget(n)
+		}
 		return wf
 	}
 	if n := d.oneOf(f, "commands", "steps"); n != nil { // steps: is the spelling of some of Prodigy's examples
@@ -336,7 +339,7 @@ func (d *decoder) standardOnly(root *yaml.Node) []string {
 	var found []string
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		switch k := root.Content[i]; k.Value {
-		case "map", "setup", "reduce", "error_policy":
+		case "map", "setup", "reduce", "error_policy", "budget":
 			d.errorf(k, "%q belongs to MapReduce workflows: add mode: mapreduce", k.Value)
 			found = append(found, k.Value)
 		}

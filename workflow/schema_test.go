@@ -207,7 +207,7 @@ func TestSchemaKeysMatchParser(t *testing.T) {
 		"standard": standardKeys, "mapreduce": mapKeys,
 		"step":        stepKeys,
 		"retryPolicy": policyKeys, "delayPolicy": delayKeys, "breaker": breakerKeys, "repeat": repeatKeys, "map": mapPhaseKeys,
-		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys, "distributed": distributedKeys,
+		"errorPolicy": errorPolicyKeys, "agent": agentKeys, "mergeConfig": mergeKeys, "distributed": distributedKeys, "budget": budgetKeys,
 		"validateConfig": validateKeys, "onIncompleteConfig": onIncompleteKeys, "validationCommand": validationCommandKeys,
 		"foreach": foreachKeys, "parallel": parallelKeys,
 		"writeFile": writeFileKeys, "metadata": metadataKeys, "setupConfig": setupKeys, "captureConfig": captureConfigKeys,

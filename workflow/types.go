@@ -80,6 +80,9 @@ type Workflow struct {
 	Reduce      []*Step
 	ErrorPolicy errorpolicy.Policy
 	ItemRetry   *retryv2.Policy // error_policy.retry_config, for on_item_failure: retry
+	// Budget is the budget: key, what the job's agents may spend (the
+	// job's and each item's); the zero Budget limits nothing.
+	Budget errorpolicy.Budget
 	// Merge is the merge: block, which replaces runner's own git merge of
 	// the job branch into the user's branch; nil when absent.
 	Merge *MergePhase

@@ -95,6 +95,12 @@ func JobChanged(file, kept string, set []string) Event {
 	return newEvent(TypeJobChanged, fields)
 }
 
+// WithBudget adds to a job_changed event the budget in USD that resume
+// gave the job (--budget-usd).
+func (e Event) WithBudget(usd float64) Event {
+	return e.with(map[string]any{"budget_usd": usd})
+}
+
 // JobFinished ends a run of a job with status ("completed", "failed",
 // "stopped" or "interrupted"), which picks its type; extra holds the
 // summary fields of the job's kind.
@@ -444,6 +450,13 @@ func CircuitChanged(to, scope, step string) Event {
 // ThresholdReached: an error-policy rule stops the job, for reason.
 func ThresholdReached(rule, reason string) Event {
 	return newEvent(TypeThresholdReached, map[string]any{"rule": rule, "reason": reason})
+}
+
+// BudgetReached: the job's agents spent what limit (max_cost_usd or
+// max_tokens) allows, max; running is the items still running, which
+// finish.
+func BudgetReached(limit string, max float64, spent AgentUsage, running int) Event {
+	return newEvent(TypeBudgetReached, map[string]any{"limit": limit, "max": max, "cost_usd": spent.CostUSD, "tokens": spent.Tokens(), "running": running})
 }
 
 // ItemsLoaded: the map input gave total items from source in d.

@@ -65,6 +65,7 @@ var constructed = []struct {
 	{NATSUnavailable("RUNNER_TASKS", "context deadline exceeded"), "nats_unavailable", map[string]any{"stream": "RUNNER_TASKS", "message": "context deadline exceeded"}},
 	{NATSRestored("RUNNER_TASKS", 2500*time.Millisecond), "nats_restored", map[string]any{"stream": "RUNNER_TASKS", "down_ms": int64(2500)}},
 	{ThresholdReached("max_failures", "3 items failed"), "threshold_reached", map[string]any{"rule": "max_failures", "reason": "3 items failed"}},
+	{BudgetReached("max_cost_usd", 5, AgentUsage{CostUSD: 5.25, InputTokens: 10, OutputTokens: 2}, 3), "budget_reached", map[string]any{"limit": "max_cost_usd", "max": 5.0, "cost_usd": 5.25, "tokens": int64(12), "running": 3}},
 	{ItemsLoaded(3, "file items.txt", 10*time.Millisecond), "items_loaded", map[string]any{"total": 3, "source": "file items.txt", "duration_ms": int64(10)}},
 	{MapStarted(3, 2, 16, "none"), "map_started", map[string]any{"total": 3, "pending": 2, "max_parallel": 16, "isolation": "none"}},
 	{MapCompleted(ItemCounts{Total: 6, Succeeded: 1, Failed: 1, Skipped: 1, DLQ: 2, Pending: 1}), "map_completed",

@@ -105,6 +105,8 @@ func (e Event) describe() string {
 		return strings.TrimSpace(who + " " + e.Str("reason"))
 	case TypeThresholdReached:
 		return e.Str("rule") + ": " + e.Str("reason")
+	case TypeBudgetReached:
+		return e.budgetText()
 	case TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed:
 		return strings.TrimSpace(e.Str("scope") + " " + who)
 	}
@@ -119,6 +121,17 @@ func (e Event) describe() string {
 		parts = append(parts, k+"="+string(v))
 	}
 	return strings.Join(parts, " ")
+}
+
+// budgetText words a budget_reached event: "budget.max_cost_usd $1.00
+// reached: agents spent $1.31, 882k tokens; items running: 2".
+func (e Event) budgetText() string {
+	limit, max := e.Str("limit"), fmt.Sprint(e.Int("max"))
+	if limit == "max_cost_usd" {
+		max = CostText(e.Float("max"))
+	}
+	spent := AgentUsage{CostUSD: e.Float("cost_usd"), InputTokens: e.Int("tokens")}
+	return fmt.Sprintf("budget.%s %s reached: agents spent %s; items running: %d", limit, max, spent, e.Int("running"))
 }
 
 // changes words a job_changed event: "runs deploy.yml now (the copy it
@@ -139,6 +152,9 @@ func (e Event) changes() string {
 	}
 	if len(names) > 0 {
 		parts = append(parts, "set "+strings.Join(names, ", "))
+	}
+	if _, ok := e.Fields["budget_usd"]; ok {
+		parts = append(parts, "budget "+CostText(e.Float("budget_usd")))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -46,6 +46,9 @@ func TestDescribe(t *testing.T) {
 		{NATSRestored("RUNNER_TASKS", 2500*time.Millisecond), "NATS streams answer again, after 2.5s"},
 		{JobChanged("ci.yml", "workflow.1.yml", []string{"REGION", "MODE"}), "runs ci.yml now (the copy it replaces is kept as workflow.1.yml); set REGION, MODE"},
 		{JobChanged("", "", []string{"REGION"}), "set REGION"},
+		{JobChanged("", "", []string{"REGION"}).WithBudget(20), "set REGION; budget $20.00"},
+		{BudgetReached("max_cost_usd", 1, AgentUsage{CostUSD: 1.3111, InputTokens: 881916}, 2), "budget.max_cost_usd $1.00 reached: agents spent $1.31, 882k tokens; items running: 2"},
+		{BudgetReached("max_tokens", 500000, AgentUsage{CostUSD: 0.1, OutputTokens: 501000}, 0), "budget.max_tokens 500000 reached: agents spent $0.10, 501k tokens; items running: 0"},
 		{MapStarted(3, 2, 1, "none"), `isolation="none" max_parallel=1 pending=2 total=3`},
 	} {
 		if got := tc.e.Describe(); got != tc.want {

@@ -73,6 +73,9 @@ const (
 	TypeCircuitHalfOpen  Type = "circuit_half_open"
 	TypeCircuitClosed    Type = "circuit_closed"
 	TypeThresholdReached Type = "threshold_reached"
+	// TypeBudgetReached: the job's agents spent its budget (max_cost_usd
+	// or max_tokens); no more items start.
+	TypeBudgetReached Type = "budget_reached"
 )
 
 // Types are the event types runner writes, grouped as a job meets them
@@ -86,7 +89,7 @@ var Types = []Type{
 	TypeItemStarted, TypeItemSucceeded, TypeItemFailed, TypeItemRetrying, TypeItemSkipped, TypeResultDuplicate, TypeTaskRedelivered,
 	TypeNATSStreams, TypeNATSUnavailable, TypeNATSRestored,
 	TypeDLQAdded, TypeDLQRemoved, TypeDLQRetryStarted, TypeDLQRetryFinished,
-	TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed, TypeThresholdReached,
+	TypeCircuitOpened, TypeCircuitHalfOpen, TypeCircuitClosed, TypeThresholdReached, TypeBudgetReached,
 }
 
 // jobEnds are the types that end a run of a job, by the job status each

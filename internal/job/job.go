@@ -86,6 +86,11 @@ type Options struct {
 	// Completed (resume only) resumes a job that completed too: the
 	// final merge of its job branch, which was not made, is still to do.
 	Completed bool
+	// BudgetUSD (run and resume) is the job's budget in USD given on the
+	// command line (--budget-usd), recorded in its metadata over the
+	// workflow's budget.max_cost_usd; 0: none given (a resume keeps the
+	// one recorded).
+	BudgetUSD float64
 	// Replace (resume and Attach) is a workflow file to run the rest of the job
 	// with, in place of its stored copy; nil: the stored copy.
 	Replace *Replacement
@@ -118,6 +123,7 @@ func Start(wf *workflow.Workflow, source []byte, opts Options) (*Job, error) {
 		Status: state.Running, Seed: seed, Vars: vars, Secrets: secrets, Started: now(), RunStarted: now(), PID: os.Getpid(),
 		Steps: len(wf.Steps), Profile: opts.Profile, EnvCache: env.Cached(),
 		ItemBranches: opts.ItemBranches, TargetBranch: opts.TargetBranch, Isolation: string(wf.Isolation),
+		BudgetUSD: opts.BudgetUSD,
 	}, source)
 	if err != nil {
 		return nil, err
@@ -175,6 +181,14 @@ func Resume(id string, opts Options) (*Job, error) {
 	st.Meta.Status, st.Meta.PID, st.Meta.Error = state.Running, os.Getpid(), ""
 	st.Meta.Finished = time.Time{}
 	st.Meta.ResumedCount++
+	if opts.BudgetUSD > 0 && opts.BudgetUSD != st.Meta.BudgetUSD {
+		st.Meta.BudgetUSD = opts.BudgetUSD
+		if changed == nil {
+			e := eventlog.JobChanged("", "", nil)
+			changed = &e
+		}
+		*changed = changed.WithBudget(opts.BudgetUSD)
+	}
 	if err := st.Save(); err != nil {
 		j.close()
 		return nil, err

@@ -23,6 +23,16 @@ type Plan struct {
 	Map         *Map          `json:"map,omitempty"`
 	End         *End          `json:"end,omitempty"`
 	ErrorPolicy *ErrorPolicy  `json:"error_policy,omitempty"`
+	Budget      *Budget       `json:"budget,omitempty"`
+}
+
+// Budget is what the job's agents may spend (budget:, its max_cost_usd
+// as --budget-usd gives it); a zero limit is none.
+type Budget struct {
+	MaxCostUSD     float64 `json:"max_cost_usd,omitempty"`
+	MaxTokens      int64   `json:"max_tokens,omitempty"`
+	ItemMaxCostUSD float64 `json:"item_max_cost_usd,omitempty"`
+	ItemMaxTokens  int64   `json:"item_max_tokens,omitempty"`
 }
 
 // End is what happens to the job branch (a map with isolation: worktree,
@@ -222,6 +232,9 @@ func New(wf *workflow.Workflow, seed *uint64, agent executor.Agent) Plan {
 		}
 		phase(job.PhaseReduce, wf.Reduce, false)
 		p.ErrorPolicy = newErrorPolicy(wf)
+		if b := wf.Budget; b.Set() {
+			p.Budget = &Budget{MaxCostUSD: b.MaxCostUSD, MaxTokens: b.MaxTokens, ItemMaxCostUSD: b.ItemMaxCostUSD, ItemMaxTokens: b.ItemMaxTokens}
+		}
 	}
 	if wf.RunsInWorktree() {
 		p.End = &End{MergeBack: wf.MergeBack}

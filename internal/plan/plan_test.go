@@ -158,6 +158,22 @@ func TestSetupTimeoutPlan(t *testing.T) {
 	}
 }
 
+// The plan of a workflow with a budget says what each limit stops, and
+// has the budget in its JSON; without one, it says nothing of it.
+func TestBudgetPlan(t *testing.T) {
+	p := New(parse(t, "mode: mapreduce\nmap: {input: x, agent_template: [{claude: a}]}\nbudget: {max_cost_usd: 12.5, item_max_tokens: 9000}\n"), nil, executor.Agent{})
+	var out strings.Builder
+	if err := p.WriteText(&out); err != nil || !strings.Contains(out.String(), "budget: no item starts once the job's agents spent $12.5; an item whose agents spend over 9000 tokens fails (kind budget)\n") {
+		t.Errorf("%v\n%s", err, out.String())
+	}
+	if p.Budget == nil || *p.Budget != (Budget{MaxCostUSD: 12.5, ItemMaxTokens: 9000}) {
+		t.Errorf("budget %+v", p.Budget)
+	}
+	if p := New(parse(t, "mode: mapreduce\nmap: {input: x, agent_template: [{claude: a}]}\n"), nil, executor.Agent{}); p.Budget != nil {
+		t.Errorf("no budget: %+v", p.Budget)
+	}
+}
+
 // The plan states where items run: the isolation the file sets or the
 // default for its agent template, and whether branches are merged.
 func TestIsolationPlan(t *testing.T) {

@@ -36,6 +36,9 @@ func (p Plan) WriteText(w io.Writer) error {
 	if p.ErrorPolicy != nil {
 		p.ErrorPolicy.writeText(tw)
 	}
+	if p.Budget != nil {
+		p.Budget.writeText(tw)
+	}
 	return tw.err
 }
 
@@ -103,6 +106,24 @@ func (m *Map) isolationText() string {
 		text += ")"
 	}
 	return text
+}
+
+// writeText says what the budget stops.
+func (b *Budget) writeText(w *errWriter) {
+	var parts []string
+	if b.MaxCostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("no item starts once the job's agents spent $%g", b.MaxCostUSD))
+	}
+	if b.MaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("no item starts once they spent %d tokens", b.MaxTokens))
+	}
+	if b.ItemMaxCostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("an item whose agents spend over $%g fails (kind budget)", b.ItemMaxCostUSD))
+	}
+	if b.ItemMaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("an item whose agents spend over %d tokens fails (kind budget)", b.ItemMaxTokens))
+	}
+	w.printf("budget: %s\n", strings.Join(parts, "; "))
 }
 
 func (pe *ErrorPolicy) writeText(w *errWriter) {

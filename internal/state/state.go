@@ -85,6 +85,10 @@ type Meta struct {
 	// retries) together, as their agent_usage events were recorded; nil
 	// while no agent reported any.
 	Spend *eventlog.AgentUsage `json:"spend,omitempty"`
+	// BudgetUSD is the job's budget in USD given on the command line
+	// (run or resume --budget-usd), which replaces the workflow's
+	// budget.max_cost_usd; 0: none given.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 
 	// ItemsSettled says which files Items were last settled with; nil
 	// once they are written again (and in a job of an older runner).

@@ -246,3 +246,45 @@ func TestHoldEndsByItself(t *testing.T) {
 		t.Error("the event held back was never sent")
 	}
 }
+
+// slowHost is a host whose Emit waits until emitted is closed.
+type slowHost struct {
+	host
+	started, emitted chan struct{}
+}
+
+func (h *slowHost) Emit(id string, e eventlog.Event) error {
+	close(h.started)
+	<-h.emitted
+	return h.host.Emit(id, e)
+}
+
+// A result's events wait for a live event counted as recorded to reach
+// the host: the dispatch ends after the result, and a host refuses what
+// comes for a dispatch that is over.
+func TestUnemittedWaitsForLiveEvents(t *testing.T) {
+	h := &slowHost{started: make(chan struct{}), emitted: make(chan struct{})}
+	tr := NewTracker(h, nil)
+	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
+	run := Run{Index: 1, Attempt: 1, Epoch: 1, Delivery: 1, Worker: "w"}
+	go tr.Receive(Msg{Kind: KindEvent, Run: run, Seq: 1, Event: &eventlog.Event{Type: eventlog.TypeAgentUsage}}, nil)
+	<-h.started
+	done := make(chan []eventlog.Event)
+	go func() {
+		events, _ := tr.Unemitted(1, 1, run.ID(), []eventlog.Event{{Type: eventlog.TypeAgentUsage}, {Type: eventlog.TypeStepCompleted}}, nil)
+		done <- events
+	}()
+	select {
+	case <-done:
+		t.Fatal("Unemitted returned while a live event was on its way to the host")
+	case <-time.After(testkit.Scale(50 * time.Millisecond)):
+	}
+	close(h.emitted)
+	if events := <-done; len(events) != 1 || events[0].Type != eventlog.TypeStepCompleted {
+		t.Errorf("unemitted %v, want the step_completed after the live event", events)
+	}
+	tr.Untrack(p)
+	if got := h.logged("emit"); got != "emit d agent_usage 1.0.1" {
+		t.Errorf("host told %q", got)
+	}
+}

@@ -48,8 +48,11 @@ type Progress struct {
 	// sent counts the times the task was sent.
 	sent int
 	// emitted counts the events of each run recorded live: the result's
-	// events after them are recorded with it.
-	emitted map[RunID]int
+	// events after them are recorded with it. emitting counts those
+	// counted whose recording is under way, which the result's waits
+	// for: the dispatch must not end before they are recorded.
+	emitted  map[RunID]int
+	emitting sync.WaitGroup
 	// checkpoints are the task's and those saved since, for a run that
 	// starts after them.
 	checkpoints []itemtask.StepRecord
@@ -123,18 +126,26 @@ func (tr *Tracker) Sending(t itemtask.Task) (checkpoints []itemtask.StepRecord, 
 // Unemitted are the events of run (of item index's attempt) that were
 // not recorded live (by this process, or by an ended one: emitted, for a
 // run this process did not hear), in order, and the place of the first
-// among the run's events (from 1).
+// among the run's events (from 1). It returns once the live events are
+// recorded: an event of the run counted as recorded live may still be on
+// its way to the host, which would refuse it once the dispatch is over.
 func (tr *Tracker) Unemitted(index, attempt int, run RunID, events []eventlog.Event, emitted map[RunID]int) ([]eventlog.Event, int) {
 	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if p := tr.runs[index]; p != nil && p.task.Attempt == attempt {
+	p := tr.runs[index]
+	if p != nil && p.task.Attempt == attempt {
 		emitted = p.emitted
+	} else {
+		p = nil
 	}
-	if emitted == nil {
-		return events, 1
+	n := 0
+	if emitted != nil {
+		n = min(emitted[run], len(events))
+		emitted[run] = len(events) // a late live event is not recorded twice
 	}
-	n := min(emitted[run], len(events))
-	emitted[run] = len(events) // a late live event is not recorded twice
+	tr.mu.Unlock()
+	if p != nil {
+		p.emitting.Wait()
+	}
 	return events[n:], n + 1
 }
 
@@ -228,11 +239,13 @@ func (tr *Tracker) emit(p *Progress, m Msg) {
 	next := m.Event != nil && m.Seq == p.emitted[run]+1
 	if next {
 		p.emitted[run] = m.Seq
+		p.emitting.Add(1)
 	}
 	tr.mu.Unlock()
 	if !next {
 		return
 	}
+	defer p.emitting.Done()
 	e := *m.Event
 	if m.Worker != "" {
 		e = e.WithWorker(m.Worker, m.Delivery).WithRun(run.String(), m.Seq)
