@@ -50,8 +50,9 @@ type WorkerOptions struct {
 	// natsconn.ProbeEvery).
 	ProbeEvery time.Duration
 	// Watchdog is the command that serves ServeWatchdog (this
-	// executable's); nil: no watchdog, the heartbeat check alone stops
-	// runs whose lease ran out.
+	// executable's), given the directory of its marks as its last
+	// argument; nil: no watchdog, the heartbeat check alone stops runs
+	// whose lease ran out.
 	Watchdog []string
 	// Open opens a job whose tasks come, from the portable form its spec
 	// carries (itemtask.Job.Portable), in dir, a directory of the worker's
@@ -143,7 +144,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
 	if len(opts.Watchdog) > 0 {
-		if w.wd, err = startWatchdog(opts.Watchdog); err != nil {
+		if w.wd, err = startWatchdog(opts.Watchdog, filepath.Join(opts.StoreDir, "killed")); err != nil {
 			return nil, err
 		}
 	}
