@@ -151,10 +151,6 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	return w, nil
 }
 
-// heartbeat is how often a running task tells the server it is in
-// progress.
-func (w *Worker) heartbeat() time.Duration { return w.ackWait / 6 }
-
 // Run pulls and runs tasks until ctx ends, then lets the items running
 // end (within DrainTimeout) and returns nil; or until no task came for
 // IdleExit. Nothing it started runs on when it returns.
@@ -446,54 +442,6 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, ls *le
 	w.mu.Unlock()
 	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
 	return r, stopNone
-}
-
-// beat sends "+WPI" to the server every heartbeat while the task runs, as
-// a request whose answer renews the run's lease and is then announced to
-// the job's coordinator; once the lease has run out it stops the run. The
-// returned function ends the heartbeats.
-func (w *Worker) beat(ctx context.Context, item string, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc, announce func()) func() {
-	every := w.heartbeat()
-	done := make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			rctx, cancel := context.WithTimeout(ctx, every)
-			sent := time.Now()
-			_, err := w.opts.Conn.RequestWithContext(rctx, msg.Reply(), []byte("+WPI"))
-			cancel()
-			if err == nil {
-				answered := time.Now()
-				ls.renew(sent, answered)
-				w.logBeat(item, sent, answered)
-				announce()
-			} else if ls.expired(time.Now()) {
-				stop(errCutOff)
-				return
-			}
-		}
-	}()
-	return func() { close(done); <-ended }
-}
-
-// logBeat logs, with LogBeats, that the heartbeat of item (job J item I)
-// sent at sent was answered at answered, in RFC 3339 times to the
-// nanosecond: the server's ack_wait clock of the task restarted between
-// the two.
-func (w *Worker) logBeat(item string, sent, answered time.Time) {
-	if w.opts.LogBeats {
-		w.logf("job %s: heartbeat sent %s answered %s", item, sent.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
-	}
 }
 
 // announce tells the coordinator of the job of key that this worker runs
