@@ -165,13 +165,13 @@ func connectWorker(ctx context.Context, conn natsconn.Connection, o workerOption
 // natsworker.ServeWatchdog): not for users, so hidden.
 func newWatchdogCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:    "worker-watchdog",
+		Use:    "worker-watchdog MARKS_DIR",
 		Short:  "Kill a worker's items whose leases ran out (started by runner worker)",
 		Hidden: true,
-		Args:   exactArgs(0),
+		Args:   exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			natsworker.IgnoreSignals()
-			return natsworker.ServeWatchdog(c.InOrStdin())
+			return natsworker.ServeWatchdog(c.InOrStdin(), args[0])
 		},
 	}
 }

@@ -36,8 +36,6 @@ map:
 const (
 	natsChaosItems   = 24
 	natsChaosFailing = 3 // 7, 14, 21
-	natsChaosAckWait = 2 * time.Second
-	natsChaosBeat    = natsChaosAckWait / 6
 	natsChaosSlots   = 2 // --concurrency of each worker
 	natsChaosWindow  = 4 // max_parallel
 )
@@ -249,9 +247,9 @@ func checkRedeliveries(t *testing.T, w *testWorker, at time.Time, runs map[strin
 		checked++
 		next := itemRuns[i+1]
 		sent := last[len(last)-1].sent
-		if earliest := sent.Add(natsChaosAckWait - natsClockTolerance); next.start.Before(earliest) {
+		if earliest := sent.Add(natsAckWait - natsClockTolerance); next.start.Before(earliest) {
 			t.Errorf("item %s started again on %s %v after the last heartbeat of it worker %s sent that the server answered, before ack_wait (%v); its heartbeats (sent, answered) after its start:\n%s",
-				item, next.worker, next.start.Sub(sent), w.name, natsChaosAckWait, formatBeats(itemRuns[i].start, last))
+				item, next.worker, next.start.Sub(sent), w.name, natsAckWait, formatBeats(itemRuns[i].start, last))
 		}
 	}
 	return checked

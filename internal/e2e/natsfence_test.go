@@ -15,6 +15,7 @@ import (
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/runnertest"
 	"github.com/runnerdev/runner/internal/state"
+	"github.com/runnerdev/runner/internal/testkit"
 )
 
 // fenceWorkflow's items each run for about 3 s, writing a tick every
@@ -54,7 +55,7 @@ func TestNATSFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, dir, srv.URL(), "fence", "other")
-	// Thaw it only once the server, its ack_wait (2 s) out, gave both
+	// Thaw it only once the server, its ack_wait out, gave both
 	// tasks to the other worker and their runs began.
 	if !waitUntil(func() bool { return len(itemsRunBy(t, runsLog, "other")) == 2 }, exited) {
 		t.Fatalf("the other worker ran items %v, want both\n%s", itemsRunBy(t, runsLog, "other"), out)
@@ -165,8 +166,14 @@ type testWorker struct {
 	exited chan struct{} // closed once it has exited
 }
 
-// startWorker starts `runner worker` for queue in dir (ack_wait 2 s, two
-// items at once) with the test's environment, killed when the test ends.
+// natsAckWait is the test workers' ack_wait: 2 s, scaled (a loaded
+// machine can leave heartbeats unanswered longer than 2 s, and every
+// delivery cut off that way is one of the task's max_deliveries).
+var natsAckWait = testkit.Scale(2 * time.Second)
+
+// startWorker starts `runner worker` for queue in dir (ack_wait
+// natsAckWait, two items at once) with the test's environment, killed
+// when the test ends.
 func startWorker(t *testing.T, dir, url, queue, name string) *testWorker {
 	t.Helper()
 	return startWorkerArgs(t, dir, url, queue, name, nil)
@@ -183,7 +190,7 @@ func startWorkerArgs(t *testing.T, dir, url, queue, name string, env []string, f
 // startWorkerBin is startWorkerArgs with the runner program bin.
 func startWorkerBin(t *testing.T, bin, dir, url, queue, name string, env []string, flags ...string) *testWorker {
 	t.Helper()
-	args := []string{"worker", "--queue", queue, "--name", name, "--ack-wait", "2s", "--concurrency", "2"}
+	args := []string{"worker", "--queue", queue, "--name", name, "--ack-wait", natsAckWait.String(), "--concurrency", "2"}
 	if url != "" {
 		args = append(args, "--nats", url)
 	}

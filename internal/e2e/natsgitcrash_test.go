@@ -329,9 +329,9 @@ func TestNATSGitWorkerCrash(t *testing.T) {
 
 // uploadCut checks, after a worker was killed at kill "upload:N", that
 // the killed upload's first chunk (128 KiB, of the big file's bundle) is
-// in the job's git bucket: the worker died mid-upload. It waits 2 s at
-// most: the job cannot end sooner (the killed item's task is delivered
-// again once its 2 s ack wait has run out).
+// in the job's git bucket: the worker died mid-upload. The chunk is there
+// before the job can end (the killed item's task is delivered again only
+// once its ack wait, natsAckWait, has run out).
 func (r *gitCrashRig) uploadCut(nc *nats.Conn, kill string) {
 	if !strings.HasPrefix(kill, "upload:") {
 		return

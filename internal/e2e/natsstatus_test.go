@@ -35,7 +35,8 @@ func TestNATSStatusShowsLostWorker(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
 	dir := natsJob(t, "w.yml", strandedWorkflow)
-	w1 := startWorkerArgs(t, dir, srv.URL(), "default", "w1", nil, "--ack-wait", "3s")
+	ackWait := testkit.Scale(3 * time.Second)
+	w1 := startWorkerArgs(t, dir, srv.URL(), "default", "w1", nil, "--ack-wait", ackWait.String())
 
 	outPath := filepath.Join(t.TempDir(), "run.out")
 	out, err := os.Create(outPath)
@@ -72,7 +73,7 @@ func TestNATSStatusShowsLostWorker(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "released"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startWorkerArgs(t, dir, srv.URL(), "default", "w2", nil, "--ack-wait", "3s")
+	startWorkerArgs(t, dir, srv.URL(), "default", "w2", nil, "--ack-wait", ackWait.String())
 	within("the job ended", func() bool {
 		select {
 		case <-exited:
@@ -85,7 +86,7 @@ func TestNATSStatusShowsLostWorker(t *testing.T) {
 	if code := run.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("run: exit %d, want 0\n%s", code, text)
 	}
-	if !strings.Contains(text, "0 running · 2 waiting for redelivery (worker w1 lost, ack_wait 3s)") {
+	if !strings.Contains(text, "0 running · 2 waiting for redelivery (worker w1 lost, ack_wait "+ackWait.String()+")") {
 		t.Errorf("no progress line shows the two tasks waiting for redelivery from lost worker w1:\n%s", text)
 	}
 	if n := strings.Count(text, "task delivered again, to worker w2 (delivery 2); worker w1 had it"); n != 2 {

@@ -156,7 +156,7 @@ func startScriptNATS(env *testscript.Env, workDir func(name string) (string, err
 // stand-ins in $WORK/bin, the git identity), as a user's worker has its
 // own, stopped when it ends.
 func startScriptWorker(env *testscript.Env, url, name, workDir string) error {
-	w := exec.Command("runner", "worker", "--nats", url, "--name", name, "--ack-wait", "2s", "--concurrency", "4", "--work-dir", workDir)
+	w := exec.Command("runner", "worker", "--nats", url, "--name", name, "--ack-wait", natsAckWait.String(), "--concurrency", "4", "--work-dir", workDir)
 	w.Env = append(env.Vars, "PATH="+filepath.Join(env.WorkDir, "bin")+string(filepath.ListSeparator)+env.Getenv("PATH"),
 		"GIT_AUTHOR_NAME=runner-test", "GIT_AUTHOR_EMAIL=test@example.com", "GIT_COMMITTER_NAME=runner-test", "GIT_COMMITTER_EMAIL=test@example.com")
 	w.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // a test killed midway leaves no worker behind

@@ -184,7 +184,7 @@ func (b *batch) run(t natsconn.Task, sl *itemtask.Hold) {
 	switch {
 	case b.delivery > t.MaxDeliveries && t.MaxDeliveries > 0:
 		r.Failed, r.Failure = true, &itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindLost, ExitCode: -1,
-			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it were lost", b.delivery, t.MaxDeliveries)}
+			Message: fmt.Sprintf("its task was delivered %d times, over max_deliveries %d: the workers running it died or were cut off from the NATS server", b.delivery, t.MaxDeliveries)}
 	case b.wj.unable != nil:
 		r.Failed, r.Failure = true, &itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: b.wj.unable.Error()}
 	default:

@@ -7,6 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -25,11 +28,18 @@ import (
 //
 // and closes it when it ends; the watchdog then kills every group still
 // leased (the worker died) and exits.
+//
+// Before it kills a group, the watchdog marks it: an empty file named
+// after the group's id in the worker's marks directory. The mark is there
+// before the group dies, so the worker, once it has seen the group end,
+// knows for certain whether its watchdog killed it (watchdog.killed),
+// whatever heartbeat answer renewed its lease meanwhile: the run was cut
+// off, as the watchdog acted on a lease the server may have let run out.
 
-// ServeWatchdog is the watchdog: it reads leases from in until it ends.
-// Its process should ignore SIGINT, SIGTERM and SIGHUP (IgnoreSignals): it
-// ends when the worker does.
-func ServeWatchdog(in io.Reader) error {
+// ServeWatchdog is the watchdog: it reads leases from in until it ends,
+// marking in marks each group it kills. Its process should ignore SIGINT,
+// SIGTERM and SIGHUP (IgnoreSignals): it ends when the worker does.
+func ServeWatchdog(in io.Reader, marks string) error {
 	type change struct {
 		pgid  int
 		until time.Time // zero: freed
@@ -62,7 +72,7 @@ func ServeWatchdog(in io.Reader) error {
 		case c, ok := <-changes:
 			if !ok {
 				for pgid := range leases {
-					_ = syscall.Kill(-pgid, syscall.SIGKILL)
+					kill(marks, pgid)
 				}
 				select {
 				case err := <-bad:
@@ -79,7 +89,7 @@ func ServeWatchdog(in io.Reader) error {
 		case now := <-timer.C:
 			for pgid, until := range leases {
 				if !now.Before(until) {
-					_ = syscall.Kill(-pgid, syscall.SIGKILL)
+					kill(marks, pgid)
 					delete(leases, pgid)
 				}
 			}
@@ -97,24 +107,40 @@ func ServeWatchdog(in io.Reader) error {
 	}
 }
 
+// kill marks process group pgid in marks, then kills it.
+func kill(marks string, pgid int) {
+	if f, err := os.Create(markPath(marks, pgid)); err == nil {
+		f.Close()
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+func markPath(marks string, pgid int) string { return filepath.Join(marks, strconv.Itoa(pgid)) }
+
 // IgnoreSignals makes the watchdog's process ignore the signals a
 // terminal sends to a whole process group, or that stop the worker: the
 // end of its input is what ends it.
 func IgnoreSignals() { signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP) }
 
-// watchdog is the worker's side: the process and the pipe to it. A
-// watchdog that cannot be written to any more (it died) is ignored: the
-// worker's own heartbeat check still stops its runs.
+// watchdog is the worker's side: the process, the pipe to it and the
+// directory of its marks. A watchdog that cannot be written to any more
+// (it died) is ignored: the worker's own heartbeat check still stops its
+// runs.
 type watchdog struct {
-	mu  sync.Mutex
-	in  io.WriteCloser
-	cmd *exec.Cmd
+	mu    sync.Mutex
+	in    io.WriteCloser
+	cmd   *exec.Cmd
+	marks string
 }
 
-// startWatchdog starts argv (this executable's watchdog command) as the
-// worker's watchdog, in a process group of its own.
-func startWatchdog(argv []string) (*watchdog, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+// startWatchdog starts argv (this executable's watchdog command) with
+// marks, a directory it makes, as its last argument, as the worker's
+// watchdog, in a process group of its own.
+func startWatchdog(argv []string, marks string) (*watchdog, error) {
+	if err := os.MkdirAll(marks, 0o700); err != nil {
+		return nil, fmt.Errorf("the worker's watchdog: %w", err)
+	}
+	cmd := exec.Command(argv[0], append(slices.Clone(argv[1:]), marks)...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
@@ -124,7 +150,7 @@ func startWatchdog(argv []string) (*watchdog, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the worker's watchdog: %w", err)
 	}
-	return &watchdog{in: in, cmd: cmd}, nil
+	return &watchdog{in: in, cmd: cmd, marks: marks}, nil
 }
 
 func (w *watchdog) lease(pgid int, until time.Time) {
@@ -132,6 +158,16 @@ func (w *watchdog) lease(pgid int, until time.Time) {
 }
 
 func (w *watchdog) free(pgid int) { w.write(fmt.Sprintf("free %d\n", pgid)) }
+
+// killed reports whether the watchdog killed group pgid, which has ended,
+// and forgets it: a later group may have its id. Marks are read without
+// the pipe's lock: the watchdog makes them of its own accord.
+func (w *watchdog) killed(pgid int) bool {
+	if w == nil {
+		return false
+	}
+	return os.Remove(markPath(w.marks, pgid)) == nil
+}
 
 func (w *watchdog) write(line string) {
 	if w == nil {

@@ -50,8 +50,9 @@ type WorkerOptions struct {
 	// natsconn.ProbeEvery).
 	ProbeEvery time.Duration
 	// Watchdog is the command that serves ServeWatchdog (this
-	// executable's); nil: no watchdog, the heartbeat check alone stops
-	// runs whose lease ran out.
+	// executable's), given the directory of its marks as its last
+	// argument; nil: no watchdog, the heartbeat check alone stops runs
+	// whose lease ran out.
 	Watchdog []string
 	// Open opens a job whose tasks come, from the portable form its spec
 	// carries (itemtask.Job.Portable), in dir, a directory of the worker's
@@ -143,16 +144,12 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	}
 	w.ackWait = w.tasks.CachedInfo().Config.AckWait
 	if len(opts.Watchdog) > 0 {
-		if w.wd, err = startWatchdog(opts.Watchdog); err != nil {
+		if w.wd, err = startWatchdog(opts.Watchdog, filepath.Join(opts.StoreDir, "killed")); err != nil {
 			return nil, err
 		}
 	}
 	return w, nil
 }
-
-// heartbeat is how often a running task tells the server it is in
-// progress.
-func (w *Worker) heartbeat() time.Duration { return w.ackWait / 6 }
 
 // Run pulls and runs tasks until ctx ends, then lets the items running
 // end (within DrainTimeout) and returns nil; or until no task came for
@@ -445,54 +442,6 @@ func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, ls *le
 	w.mu.Unlock()
 	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
 	return r, stopNone
-}
-
-// beat sends "+WPI" to the server every heartbeat while the task runs, as
-// a request whose answer renews the run's lease and is then announced to
-// the job's coordinator; once the lease has run out it stops the run. The
-// returned function ends the heartbeats.
-func (w *Worker) beat(ctx context.Context, item string, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc, announce func()) func() {
-	every := w.heartbeat()
-	done := make(chan struct{})
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			rctx, cancel := context.WithTimeout(ctx, every)
-			sent := time.Now()
-			_, err := w.opts.Conn.RequestWithContext(rctx, msg.Reply(), []byte("+WPI"))
-			cancel()
-			if err == nil {
-				answered := time.Now()
-				ls.renew(sent, answered)
-				w.logBeat(item, sent, answered)
-				announce()
-			} else if ls.expired(time.Now()) {
-				stop(errCutOff)
-				return
-			}
-		}
-	}()
-	return func() { close(done); <-ended }
-}
-
-// logBeat logs, with LogBeats, that the heartbeat of item (job J item I)
-// sent at sent was answered at answered, in RFC 3339 times to the
-// nanosecond: the server's ack_wait clock of the task restarted between
-// the two.
-func (w *Worker) logBeat(item string, sent, answered time.Time) {
-	if w.opts.LogBeats {
-		w.logf("job %s: heartbeat sent %s answered %s", item, sent.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
-	}
 }
 
 // announce tells the coordinator of the job of key that this worker runs
