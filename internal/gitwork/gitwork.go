@@ -43,7 +43,9 @@ func (g Git) runInput(ctx context.Context, stdin io.Reader, args ...string) proc
 		env = os.Environ()
 	}
 	if g.Groups != nil {
-		ctx = proc.WithGroupHook(ctx, g.Groups.record)
+		rec := g.Groups.start()
+		defer rec.end()
+		ctx = proc.WithGroupHook(ctx, rec.started)
 	}
 	return proc.Run(ctx, proc.Spec{
 		Args:          append([]string{"git"}, args...),

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnerdev/runner/internal/proc"
@@ -15,16 +16,24 @@ import (
 // to be gone.
 const survivorWait = 5 * time.Second
 
-// Groups is a directory where the processes of a job record the process
-// groups of the git commands they run, each by an empty file while it
-// runs: "<group id>-<leader start>.<owner pid>-<owner start>" (start
-// times as proc.StartTime gives them). git dies with its runner; the
-// hooks it started live on, and may still write to the repository when
-// the next process of the job starts. That process calls EndLeftovers
-// before it reads the repository.
+// Groups is a directory where the processes of a job record the git
+// commands they run, each by an empty file while it runs. The record is
+// made before git is started, "starting-<n>.<owner pid>-<owner start>",
+// and named after its process group once there is one: "<group
+// id>-<leader start>.<owner pid>-<owner start>" (start times as
+// proc.StartTime gives them). git dies with its runner; the hooks it
+// started live on, and may still write to the repository when the next
+// process of the job starts, and a git killed in a ref update leaves its
+// lock files. That process calls EndLeftovers before it reads the
+// repository. A process killed between starting git and naming its group
+// leaves a record without a group: its git dies with it (its
+// parent-death signal), and only its lock files are left to remove.
 type Groups struct {
 	Dir string
 }
+
+// starts numbers the records of this process's git commands.
+var starts atomic.Uint64
 
 // Self is this process's pid and start time (proc.StartTime), as it
 // names itself in its records and the lock files it holds; read from
@@ -46,19 +55,47 @@ func AwaitExit(self string) {
 	}
 }
 
-// record is the proc.GroupHook that records a git command's group while it
-// runs. A group it fails to record is only not ended after a crash.
-func (g *Groups) record(pgid int) (done func()) {
-	start, _ := proc.StartTime(pgid)
-	path := filepath.Join(g.Dir, fmt.Sprintf("%d-%d.%s", pgid, start, Self()))
+// record is a git command's record in Groups while it runs.
+type record struct {
+	dir  string
+	path string // "": not made
+}
+
+// start makes the record of a git command about to be started. A record
+// it fails to make is only a group not ended, and lock files not removed,
+// after a crash.
+func (g *Groups) start() *record {
+	r := &record{dir: g.Dir}
+	path := filepath.Join(g.Dir, fmt.Sprintf("starting-%d.%s", starts.Add(1), Self()))
 	err := os.WriteFile(path, nil, 0o600)
 	if errors.Is(err, os.ErrNotExist) && os.MkdirAll(g.Dir, 0o700) == nil {
 		err = os.WriteFile(path, nil, 0o600)
 	}
-	if err != nil {
-		return func() {}
+	if err == nil {
+		r.path = path
 	}
-	return func() { _ = os.Remove(path) }
+	return r
+}
+
+// started is the proc.GroupHook that names the record after the group
+// git runs in.
+func (r *record) started(pgid int) (done func()) {
+	if r.path != "" {
+		leader, _ := proc.StartTime(pgid)
+		path := filepath.Join(r.dir, fmt.Sprintf("%d-%d.%s", pgid, leader, Self()))
+		if os.Rename(r.path, path) == nil {
+			r.path = path
+		}
+	}
+	return r.end
+}
+
+// end removes the record: the command is done.
+func (r *record) end() {
+	if r.path != "" {
+		_ = os.Remove(r.path)
+		r.path = ""
+	}
 }
 
 // EndLeftovers ends what is left of the git commands of the job's
@@ -78,10 +115,14 @@ func (g *Groups) EndLeftovers() (since time.Time, err error) {
 	}
 	var errs []error
 	for _, e := range entries {
-		var pgid, owner int
+		var pgid, owner, n int
 		var start, ownerStart uint64
+		grouped := true
 		if _, err := fmt.Sscanf(e.Name(), "%d-%d.%d-%d", &pgid, &start, &owner, &ownerStart); err != nil {
-			continue // not a record
+			if _, err := fmt.Sscanf(e.Name(), "starting-%d.%d-%d", &n, &owner, &ownerStart); err != nil {
+				continue // not a record
+			}
+			grouped = false
 		}
 		if proc.Runs(owner, ownerStart) {
 			continue
@@ -89,9 +130,11 @@ func (g *Groups) EndLeftovers() (since time.Time, err error) {
 		if started, ok := proc.StartedAt(ownerStart); ok && (since.IsZero() || started.Before(since)) {
 			since = started
 		}
-		if err := proc.EndGroup(pgid, start, survivorWait); err != nil {
-			errs = append(errs, err)
-			continue
+		if grouped {
+			if err := proc.EndGroup(pgid, start, survivorWait); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 		}
 		_ = os.Remove(filepath.Join(g.Dir, e.Name()))
 	}

@@ -216,20 +216,25 @@ func removeSince(paths []string, since time.Time) error {
 	return nil
 }
 
-// RemoveRefLocks removes the lock files of the repository's refs that a
-// git killed in a ref update left, made at since or later: since is when
-// a process that died, whose gits are all gone now, started. A git killed
-// deleting a branch can leave packed-refs.lock and packed-refs.new (even
-// on SIGTERM, measured with git 2.39), and every later branch deletion in
-// the repository fails on them ("Unable to create ... packed-refs.lock:
-// File exists"); one killed updating a branch leaves refs/heads/NAME.lock.
-// An older lock file is not one of theirs, and stays.
+// RemoveRefLocks removes the lock files of the repository's refs and
+// config that a git killed in a ref update left, made at since or later:
+// since is when a process that died, whose gits are all gone now,
+// started. A git killed deleting a branch can leave packed-refs.lock and
+// packed-refs.new (even on SIGTERM, measured with git 2.39), or
+// config.lock (it removes the branch's section of the config), and every
+// later branch deletion in the repository fails on them ("Unable to
+// create ... packed-refs.lock: File exists"); one killed updating a
+// branch leaves refs/heads/NAME.lock. An older lock file is not one of
+// theirs, and stays.
 func (g Git) RemoveRefLocks(ctx context.Context, since time.Time) error {
 	common, err := g.CommonDir(ctx)
 	if err != nil {
 		return err
 	}
-	locks := []string{filepath.Join(common, "packed-refs.lock"), filepath.Join(common, "packed-refs.new")}
+	var locks []string
+	for _, file := range []string{"packed-refs.lock", "packed-refs.new", "config.lock"} {
+		locks = append(locks, filepath.Join(common, file))
+	}
 	err = filepath.WalkDir(filepath.Join(common, "refs", "heads"), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".lock") {
 			locks = append(locks, path)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/runnerdev/runner/internal/proc"
 	"github.com/runnerdev/runner/internal/testkit"
@@ -174,8 +175,9 @@ func TestFailedSaysWhyFirst(t *testing.T) {
 // those of a live one.
 func TestEndLeftovers(t *testing.T) {
 	groups := &Groups{Dir: filepath.Join(t.TempDir(), "groups")}
-	// This process's record, while a git command runs.
-	done := groups.record(os.Getpid())
+	// This process's records: a git command running, another starting.
+	done := groups.start().started(os.Getpid())
+	starting := groups.start()
 	mine, _ := os.ReadDir(groups.Dir)
 
 	dead := exec.Command("true")
@@ -191,12 +193,19 @@ func TestEndLeftovers(t *testing.T) {
 	testkit.Eventually(t, func() bool { data, _ := os.ReadFile(pidFile); return len(data) > 0 }, "the pid file")
 	t.Cleanup(func() { syscall.Kill(-left.Process.Pid, syscall.SIGKILL); left.Wait() })
 	start, _ := proc.StartTime(left.Process.Pid)
-	name := fmt.Sprintf("%d-%d.%d-1", left.Process.Pid, start, dead.Process.Pid)
-	if err := os.WriteFile(filepath.Join(groups.Dir, name), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := groups.EndLeftovers(); err != nil {
-		t.Fatal(err)
+	// The dead process's records: one of a git command it was starting
+	// when it died (its git died with it), then one of a command's group.
+	for _, name := range []string{
+		fmt.Sprintf("starting-7.%d-1", dead.Process.Pid),
+		fmt.Sprintf("%d-%d.%d-1", left.Process.Pid, start, dead.Process.Pid),
+	} {
+		if err := os.WriteFile(filepath.Join(groups.Dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// since: the lock files its git may have left are to go.
+		if since, err := groups.EndLeftovers(); err != nil || since.IsZero() {
+			t.Fatalf("EndLeftovers = %v, %v with record %s; want when the dead process started", since, err, name)
+		}
 	}
 	left.Wait()
 	data, _ := os.ReadFile(pidFile)
@@ -204,10 +213,11 @@ func TestEndLeftovers(t *testing.T) {
 		t.Errorf("the dead process's group still runs: %s", stat)
 	}
 	after, _ := os.ReadDir(groups.Dir)
-	if len(mine) != 1 || len(after) != 1 || after[0].Name() != mine[0].Name() {
+	if len(mine) != 2 || len(after) != 2 || after[0].Name() != mine[0].Name() || after[1].Name() != mine[1].Name() {
 		t.Errorf("records: %v before, %v after; want this process's %v alone", mine, after, mine)
 	}
 	done()
+	starting.end()
 	if after, _ := os.ReadDir(groups.Dir); len(after) != 0 {
 		t.Errorf("records left once the command ended: %v", after)
 	}
@@ -302,6 +312,34 @@ func TestRemoveLocks(t *testing.T) {
 	}
 	if _, err := os.Stat(userLock); err != nil {
 		t.Errorf("the checkout's own index.lock was removed: %v", err)
+	}
+}
+
+// RemoveRefLocks removes what a git killed deleting or updating a branch
+// leaves (packed-refs.lock and .new, config.lock, a branch's lock), made
+// since the dead process started; an older lock file stays.
+func TestRemoveRefLocks(t *testing.T) {
+	g := newRepo(t)
+	gitDir := filepath.Join(g.Dir, ".git")
+	os.MkdirAll(filepath.Join(gitDir, "refs", "heads", "runner"), 0o700)
+	left := []string{"packed-refs.lock", "packed-refs.new", "config.lock", "refs/heads/runner/j.lock"}
+	for _, lock := range left {
+		os.WriteFile(filepath.Join(gitDir, lock), nil, 0o600)
+	}
+	since := time.Now().Add(-time.Minute)
+	older := filepath.Join(gitDir, "refs", "heads", "old.lock")
+	os.WriteFile(older, nil, 0o600)
+	os.Chtimes(older, since.Add(-time.Hour), since.Add(-time.Hour))
+	if err := g.RemoveRefLocks(t.Context(), since); err != nil {
+		t.Fatal(err)
+	}
+	for _, lock := range left {
+		if _, err := os.Stat(filepath.Join(gitDir, lock)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", lock, err)
+		}
+	}
+	if _, err := os.Stat(older); err != nil {
+		t.Errorf("a lock file older than the dead process was removed: %v", err)
 	}
 }
 
