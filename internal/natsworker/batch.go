@@ -43,7 +43,10 @@ type batch struct {
 
 // receive reads a task message into a batch ready to run, or settles it
 // (not acknowledged, dropped or handed back) and returns nil: it is not
-// one this worker can run now.
+// one this worker can run now. The batch's lease and heartbeats start as
+// soon as the message is read: the server counts its ack_wait from the
+// delivery, and fetching the job's spec or asking which items are still
+// awaited takes a while on a loaded machine.
 func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
 	b := &batch{w: w, msg: msg, received: time.Now(), delivery: 1, running: map[int]natsconn.Task{}}
 	if msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
@@ -59,22 +62,36 @@ func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
 	if meta, err := msg.Metadata(); err == nil {
 		b.delivery = int(meta.NumDelivered)
 	}
-	jobID := body.Tasks[0].JobID
+	b.tasks = body.Tasks
+	b.ls = newLease(w.wd, w.ackWait-2*w.heartbeat(), b.received)
+	b.ctx, b.cut = context.WithCancelCause(ctx)
+	b.stopBeats = w.beat(b.ctx, b.name(), msg, b.ls, b.cut, b.announce)
+	if settle := b.unrunnable(ctx); settle != nil {
+		b.stopBeats()
+		b.cut(nil)
+		settle()
+		return nil
+	}
+	b.left = len(b.tasks)
+	return b
+}
+
+// unrunnable returns nil when the batch has items to run here now, and
+// else how to settle its message.
+func (b *batch) unrunnable(ctx context.Context) (settle func()) {
+	w, msg, jobID := b.w, b.msg, b.tasks[0].JobID
 	var err error
 	b.wj, err = w.job(ctx, b.key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
-		_ = msg.TermWithReason("unknown job")
-		return nil
+		return func() { _ = msg.TermWithReason("unknown job") }
 	case err != nil:
 		w.logf("job %s: %v", jobID, err)
-		_ = msg.NakWithDelay(5 * time.Second)
-		return nil
+		return func() { _ = msg.NakWithDelay(5 * time.Second) }
 	case b.wj.spec.Status != natsconn.StatusRunning:
-		_ = msg.TermWithReason("job " + b.wj.spec.Status)
-		return nil
+		return func() { _ = msg.TermWithReason("job " + b.wj.spec.Status) }
 	}
-	for _, t := range body.Tasks {
+	for _, t := range b.tasks {
 		if w.running(b.key, t.ItemID) {
 			// Delivered again while it runs here (a server restarted on
 			// its store forgets deliveries): a second run would make its
@@ -82,23 +99,16 @@ func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
 			// back once this run has ended, and its result is dropped
 			// then.
 			w.logf("job %s item %s: delivered again while it runs here; it comes back in %s", t.JobID, t.ItemID, w.ackWait)
-			_ = msg.NakWithDelay(w.ackWait)
-			return nil
+			return func() { _ = msg.NakWithDelay(w.ackWait) }
 		}
 	}
-	b.tasks = body.Tasks
 	if b.delivery > 1 {
-		b.tasks = w.awaited(ctx, b.key, body.Tasks)
+		b.tasks = w.awaited(ctx, b.key, b.tasks)
 	}
 	if len(b.tasks) == 0 {
-		_ = natsconn.AckElected(ctx, msg) // every result is recorded
-		return nil
+		return func() { _ = natsconn.AckElected(ctx, msg) } // every result is recorded
 	}
-	b.left = len(b.tasks)
-	b.ls = newLease(w.wd, w.ackWait-2*w.heartbeat(), b.received)
-	b.ctx, b.cut = context.WithCancelCause(ctx)
-	b.stopBeats = w.beat(b.ctx, b.name(), msg, b.ls, b.cut, b.announce)
-	return b
+	return nil
 }
 
 // name names the batch's items in the worker's log: "J item I", or

@@ -1,13 +1,19 @@
 package natsworker
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/runnerdev/runner/internal/dispatchtest"
+	"github.com/runnerdev/runner/internal/eventlog"
+	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/natsconn"
 	"github.com/runnerdev/runner/internal/natstest"
 	"github.com/runnerdev/runner/internal/testkit"
@@ -46,4 +52,54 @@ func TestReadTailSaysWhatItLeftOut(t *testing.T) {
 	if got := readTail(path, from, 6); got != want {
 		t.Errorf("cut: %q, want %q", got, want)
 	}
+}
+
+// A task's lease and heartbeats start as it is received, not once the
+// worker has its job open: opening a job (its copy, a worktree job's
+// clone) takes long on a loaded machine, and a message not heartbeated
+// meanwhile would go to another worker after ack_wait, a delivery wasted
+// (TestNATSGitWorkerCrash lost items that way at load 50).
+func TestTaskKeptWhileItsJobOpens(t *testing.T) {
+	srv := natstest.Start(t)
+	ackWait := testkit.Scale(time.Second)
+	opened := make(chan struct{})
+	w, err := NewWorker(t.Context(), WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "slow",
+		AckWait: ackWait, StoreDir: t.TempDir(), Log: io.Discard,
+		Open: func(context.Context, json.RawMessage, string, func(eventlog.Event), *itemtask.Live) (itemtask.Opened, error) {
+			defer close(opened)
+			time.Sleep(3 * ackWait)
+			return itemtask.Opened{}, errors.New("this worker cannot run it")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(natsconn.Spec{Proto: natsconn.Proto, JobID: "j", Queue: natsconn.DefaultQueue, Status: natsconn.StatusRunning})
+	if _, err := w.objs.Jobs.Put(t.Context(), "k", spec); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := json.Marshal(natsconn.Task{JobID: "j", Index: 1, ItemID: "1", Attempt: 1, Epoch: 1})
+	m := natsconn.NewMsg(natsconn.TaskSubject(natsconn.DefaultQueue, "k", natsconn.BatchName(1, 1)), "j", natsconn.BatchBody([][]byte{task}))
+	if err := natsconn.Publish(t.Context(), w.js, m, "task-1"); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := natsconn.Next(t.Context(), w.tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := make(chan *batch, 1)
+	go func() { received <- w.receive(t.Context(), msg) }()
+	// Another pull while the job opens: the task comes to it only if the
+	// server gave it up (ack_wait passed without a heartbeat).
+	again, err := w.tasks.Next(jetstream.FetchMaxWait(3 * ackWait))
+	if err == nil {
+		meta, _ := again.Metadata()
+		t.Errorf("the task was delivered again (delivery %d) while its job opened", meta.NumDelivered)
+	}
+	<-opened
+	b := <-received
+	if b == nil {
+		t.Fatal("the task was settled, not run")
+	}
+	b.stopBeats()
+	b.cut(nil)
 }
