@@ -2,7 +2,10 @@ package mapreduce
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,6 +96,57 @@ func TestItemOverItsLimit(t *testing.T) {
 	if len(f) != 1 || f[0].Kind != KindBudget || f[0].Message != "its agents spent $0.90, 1k tokens, over budget.item_max_cost_usd $0.50" {
 		t.Errorf("item 2's failures %+v", f)
 	}
+}
+
+// An item's limit counts all its attempts, those of an earlier run
+// included: item 1, resumed after its first attempt spent $0.40 and
+// failed, spends $0.30 more and is over its $0.50.
+func TestItemLimitCountsEarlierRuns(t *testing.T) {
+	j := startJob(t, 2, 1, "budget: {item_max_cost_usd: 0.5}\nerror_policy: {on_item_failure: retry, retry_config: {max_attempts: 3, backoff: fixed, initial_delay: 10ms}}\n")
+	log, err := filesOf(j).open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Append(state.ItemRecord{Index: 1, ID: "1", State: state.ItemRunning, Attempt: 2, Failures: []byte(`[{"attempt":1,"kind":"exit","message":"no"}]`),
+		Spent: &eventlog.AgentUsage{CostUSD: 0.40, OutputTokens: 1000}})
+	log.Close()
+	q := newFakeDLQ()
+	agent, runs := spending(j, nil, nil)
+	sum, err := runMap(t.Context(), j, nil, Options{DLQ: q, Dispatcher: agent.backend()})
+	if err != nil || sum.Items != (state.ItemCounts{Total: 2, Succeeded: 1, Failed: 1, DLQ: 1}) {
+		t.Fatalf("runMap = %+v, %v", sum.Items, err)
+	}
+	if r := runs(); r["1"] != 1 {
+		t.Errorf("item 1 ran %d times, want once", r["1"])
+	}
+	f := q.items["1"].Failures
+	if len(f) != 2 || f[1].Kind != KindBudget || f[1].Message != "its agents spent $0.70, 2k tokens, over budget.item_max_cost_usd $0.50" {
+		t.Errorf("item 1's failures %+v", f)
+	}
+}
+
+// The record of an item-level retry decision keeps what the item's
+// attempts spent, for a resume to count on.
+func TestRetryRecordKeepsTheSpend(t *testing.T) {
+	j := startJob(t, 2, 1, "error_policy: {on_item_failure: retry, retry_config: {max_attempts: 2, backoff: fixed, initial_delay: 10ms}}\n")
+	agent, _ := spending(j, nil, func(it *Item, attempt int) bool { return it.Index == 1 && attempt == 1 })
+	if _, err := runMap(t.Context(), j, nil, Options{DLQ: newFakeDLQ(), Dispatcher: agent.backend()}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(j.Layout().ItemStates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		var rec state.ItemRecord
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.ID == "1" && rec.State == state.ItemRunning && len(rec.Failures) > 0 {
+			if rec.Spent == nil || rec.Spent.CostUSD != 0.30 {
+				t.Errorf("item 1's retry record: spent %+v, want $0.30", rec.Spent)
+			}
+			return
+		}
+	}
+	t.Errorf("no retry record of item 1 in the item log:\n%s", data)
 }
 
 // A dlq retry counts toward the job's budget: a job whose agents spent

@@ -87,15 +87,16 @@ func (l *ledger) succeeded(it *Item, attempt int, out itemtask.Outcome) (*errorp
 
 // retrying records a failed attempt that the item-level retry runs again
 // after delay: the next attempt is recorded as running from the end of the
-// delay on, so that a crash meanwhile neither continues the failed attempt
-// nor starts the item's attempts over.
-func (l *ledger) retrying(it *Item, failures []itemtask.Failure, delay time.Duration) error {
+// delay on, with the failures and what the agents spent so far, so that a
+// crash meanwhile neither continues the failed attempt nor starts the
+// item's attempts, or its spend, over.
+func (l *ledger) retrying(it *Item, failures []itemtask.Failure, spent *eventlog.AgentUsage, delay time.Duration) error {
 	f := failures[len(failures)-1]
 	history, err := json.Marshal(failures) // masked as they joined
 	if err != nil {
 		return fmt.Errorf("item %s: %w", it.ID, err)
 	}
-	rec := state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: f.Attempt + 1, Due: time.Now().Add(delay), Failures: history}
+	rec := state.ItemRecord{Index: it.Index, ID: it.ID, State: state.ItemRunning, Attempt: f.Attempt + 1, Due: time.Now().Add(delay), Failures: history, Spent: spent}
 	if err := l.items.Append(rec); err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		return
 	}
 	saved := from.Steps
-	var spent *eventlog.AgentUsage // what the item's attempts' agents spent
+	spent := from.Spent // what the item's attempts' agents spent, earlier runs' included
 	for attempt := from.Attempt; ; attempt++ {
 		out, ok := s.run(ctx, it, attempt, sl, saved)
 		if !ok {
@@ -187,7 +187,7 @@ func (s *scheduler) runItem(ctx context.Context, it *Item, sl *itemtask.Hold, pa
 		case s.retry != nil && attempt < s.retry.Attempts && out.Failure.Kind != KindBudget:
 			failures = append(failures, out.Failure)
 			delay := s.retry.Delay(attempt, s.jitter(it))
-			if err := s.ledger.retrying(it, failures, delay); err != nil {
+			if err := s.ledger.retrying(it, failures, spent, delay); err != nil {
 				s.fail(err)
 				return
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runnerdev/runner/internal/appendfile"
+	"github.com/runnerdev/runner/internal/eventlog"
 )
 
 // Item states of a MapReduce job. An item with no record, or whose last
@@ -35,9 +36,12 @@ type ItemRecord struct {
 	Error      string `json:"e,omitempty"`  // the final failure, for dlq/skipped
 	// Running after an item-level retry decision: the attempt starts no
 	// earlier, and the failures of the earlier attempts (a JSON list).
-	Due      time.Time       `json:"due,omitzero"`
-	Failures json.RawMessage `json:"f,omitempty"`
-	Step     *StepRecord     `json:"step,omitempty"` // a checkpoint
+	// Spent is what the agents of those attempts spent, counted toward the
+	// item's budget (budget.item_max_cost_usd, item_max_tokens).
+	Due      time.Time            `json:"due,omitzero"`
+	Failures json.RawMessage      `json:"f,omitempty"`
+	Spent    *eventlog.AgentUsage `json:"u,omitempty"`
+	Step     *StepRecord          `json:"step,omitempty"` // a checkpoint
 
 	// Steps are, for an item last seen running, the checkpoints of its
 	// current attempt in order (filled by ReadItemStates).
