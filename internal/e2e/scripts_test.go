@@ -72,7 +72,7 @@ var agentScripts = []string{
 	"commit_required",
 	"isolation_merge", "prodigy_validate", "prodigy_environment", "fix_loop_counts", "map_zero_items", "resume_dlq_hint",
 	"prodigy_output", "results_prodigy_shape", "documented_variables", "string_lists", "logs_items", "tag_output",
-	"tag_output_results", "claude_stream", "claude_stream_log", "budget_job", "budget_item",
+	"tag_output_results", "claude_stream", "claude_stream_log", "budget_job", "budget_item", "budget_hard",
 }
 
 // TestNATSScripts runs the scripts that run map items again with the items
