@@ -15,7 +15,8 @@
 #                  time per item of `true` items at max_parallel 8 against 10,000
 #                  of them, and the time a resume of a job killed half way takes
 #                  to start its first new item
-#   listing        `runner jobs` and `runner dlq list` of 100 jobs, one with 100,000 DLQ items
+#   listing        `runner jobs` and `runner dlq list` of 100 jobs, one with 100,000 DLQ items,
+#                  and `runner dlq list` of that job (text and --json)
 #   streaming      a 1,000,000-item input: peak RSS while it loads
 #   logs           `runner logs` of one item's 100 MB log, against cat of the file
 #   isolation      per-item cost of map.isolation: worktree on a repository of
@@ -394,7 +395,7 @@ seq 1 10 > small-items.txt
 t0=$(now); "$runner" run -q --progress never --state-dir listing --job-id big listing.yml >/dev/null 2>&1 || true
 echo "  run of the big job: $(since "$t0")s"
 for i in $(seq 2 "$listing_jobs"); do "$runner" run -q --progress never --state-dir listing --job-id "small-$i" small.yml >/dev/null 2>&1 || true; done
-for q in "jobs" "dlq list"; do
+for q in "jobs" "dlq list" "dlq list big" "dlq list big --json"; do
 	: > t.q
 	for r in 1 2 3; do t0=$(now); $runner --state-dir listing $q >/dev/null 2>&1 || true; since "$t0" >> t.q; done
 	printf '  %-20s %6ss, peak RSS %s MB\n' "runner $q" "$(median < t.q)" "$(peak_rss "$runner" --state-dir listing $q)"
