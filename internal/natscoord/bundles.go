@@ -85,17 +85,9 @@ func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Ou
 // item fails.
 const awayWait = 2 * time.Minute
 
-// whileAway calls do, and again each second while the server does not
-// answer (natsconn.ServerAway), for at most awayWait or until ctx ends;
-// it returns do's last error.
-func whileAway(ctx context.Context, do func() error) error {
-	err := do()
-	for until := time.Now().Add(awayWait); natsconn.ServerAway(err) && ctx.Err() == nil && time.Now().Before(until); {
-		time.Sleep(time.Second)
-		err = do()
-	}
-	return err
-}
+// whileAway is what storing or fetching bundles tries again: the server
+// not answering (natsconn.ServerAway), for at most awayWait.
+func whileAway() func(error) bool { return natsconn.Within(awayWait, natsconn.ServerAway) }
 
 // tip returns the job branch's tip, whose bundles it stores first.
 func (g *gitSide) tip(ctx context.Context) (string, error) {
@@ -103,7 +95,7 @@ func (g *gitSide) tip(ctx context.Context) (string, error) {
 	defer g.mu.Unlock()
 	sha, err := g.repo.Tip(ctx)
 	if err == nil {
-		err = whileAway(ctx, func() error { return g.storeTip(ctx, sha, g.base) })
+		err = natsconn.Retry(ctx, whileAway(), func() error { return g.storeTip(ctx, sha, g.base) })
 	}
 	if err != nil {
 		return "", fmt.Errorf("storing the job branch's tip %s for the workers: %w", sha, err)
@@ -172,7 +164,7 @@ func (g *gitSide) fetchItem(ctx context.Context, tip string, r natsconn.Result, 
 	if r.Git == nil && r.Failed {
 		return out // it failed before its worktree was made
 	}
-	err := whileAway(ctx, func() error { return g.fetch(ctx, tip, r.Git) })
+	err := natsconn.Retry(ctx, whileAway(), func() error { return g.fetch(ctx, tip, r.Git) })
 	switch {
 	case err == nil:
 		out.Branch, out.Worktree = r.Git.Branch, r.Git.Path
