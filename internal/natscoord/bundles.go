@@ -67,7 +67,11 @@ func bundlesDir(key string) (string, error) {
 // withTip names in t the job branch's tip its item's worktree starts
 // from, with that tip's bundles stored, unless its result or task is
 // from an ended process (adopted: it has its own). It reports false, with
-// the attempt's failed outcome, when the tip cannot be read or stored.
+// the attempt's failed outcome, when the tip cannot be read or stored,
+// kind transfer, or when git could not make the item's branch in the
+// user's repository, where the branch comes back with the item's
+// commits: a ref in its way (an old job's branch), kind worktree, with
+// the message a run in this process gives.
 func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Outcome, bool) {
 	if d.git == nil || d.fromEndedProcess(t.Index, t.Attempt) {
 		return itemtask.Outcome{}, true
@@ -77,6 +81,10 @@ func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Ou
 		return t.FailedWith(itemtask.KindTransfer, err), false
 	}
 	t.Tip = tip
+	// Interrupted, the check fails with ctx: the dispatch's wait says so.
+	if err := d.git.repo.CheckItemBranch(ctx, t.Index, t.ItemID, tip); err != nil && ctx.Err() == nil {
+		return t.FailedWith(itemtask.KindWorktree, err), false
+	}
 	return itemtask.Outcome{}, true
 }
 

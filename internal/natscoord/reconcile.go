@@ -94,7 +94,7 @@ func reconcile(recs []record, v view, epoch int) plan {
 				m.subject = subject
 				p.moves = append(p.moves, m)
 			}
-		case stored && r.awaits(in.r, epoch):
+		case stored && r.waitsFor(in.r.Attempt, in.r.Epoch, epoch):
 			if r.phase == left || v.now.Sub(in.at) >= resultInFlight {
 				m := r.move(resulted)
 				m.in = in
