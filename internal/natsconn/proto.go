@@ -107,6 +107,9 @@ func ResultSubject(key string, index int) string {
 // JobResultsSubject matches the results of every item of job key.
 func JobResultsSubject(key string) string { return "runner.result." + key + ".>" }
 
+// JobTasksSubject matches the task messages of job key on queue.
+func JobTasksSubject(queue, key string) string { return TaskSubject(queue, key, ">") }
+
 func TaskMsgID(key, batch string) string { return "t." + key + "." + batch }
 
 func ResultMsgID(key string, index, attempt, epoch int) string {

@@ -99,9 +99,9 @@ type Dispatcher struct {
 
 // Capabilities are what the NATS dispatcher does beyond running tasks: a
 // worker reports each run's steps, events and delays as they come (see
-// Dispatcher.prog), so that a task sent again goes on after its saved steps; items
-// run in git worktrees on the workers, their commits carried through the
-// job's git bucket (bundles.go).
+// Dispatcher.prog), so that a task sent again goes on after its saved
+// steps; items run in git worktrees on the workers, their commits carried
+// through the job's git bucket (bundles.go).
 var Capabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: true, SlotRelease: true, Worktrees: true}
 
 // New returns the backend of a job's map items over NATS.
@@ -415,7 +415,7 @@ func (d *Dispatcher) Close() error {
 	}
 	if interrupted {
 		err := d.putSpec(ctx, natsconn.StatusInterrupted)
-		if perr := d.objs.Tasks.Purge(ctx, jetstream.WithPurgeSubject("runner.task."+d.queue+"."+d.key+".>")); err == nil {
+		if perr := d.objs.Tasks.Purge(ctx, jetstream.WithPurgeSubject(natsconn.JobTasksSubject(d.queue, d.key))); err == nil {
 			err = perr
 		}
 		return err
