@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,11 +28,9 @@ type gitSide struct {
 	base string // the commit the job started from, which workers' clones likely have; "" unknown
 	tmp  string // where bundles are written and read
 
-	mu   sync.Mutex      // one tip's bundles made at a time
-	tips map[string]bool // the tip bundles stored, by object
-
-	storeMu sync.Mutex
-	store   jetstream.ObjectStore // the job's git bucket, made again by keep
+	mu    sync.Mutex                            // one tip's bundles made at a time
+	tips  map[string]bool                       // the tip bundles stored, by object
+	store atomic.Pointer[jetstream.ObjectStore] // the job's git bucket, made again by keep
 }
 
 // openGit readies the git bucket of d's job when its items run in
@@ -49,7 +48,9 @@ func openGit(ctx context.Context, d *Dispatcher) (*gitSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gitSide{repo: repo, base: repo.Base(ctx), store: store, tmp: tmp, tips: map[string]bool{}}, nil
+	g := &gitSide{repo: repo, base: repo.Base(ctx), tmp: tmp, tips: map[string]bool{}}
+	g.store.Store(&store)
+	return g, nil
 }
 
 // bundlesDir makes the temporary directory of the bundles of the job of
@@ -208,11 +209,7 @@ func (g *gitSide) fetch(ctx context.Context, tip string, ig *natsconn.ItemGit) e
 }
 
 // bucket is the job's git bucket as the coordinator has it now.
-func (g *gitSide) bucket() jetstream.ObjectStore {
-	g.storeMu.Lock()
-	defer g.storeMu.Unlock()
-	return g.store
-}
+func (g *gitSide) bucket() jetstream.ObjectStore { return *g.store.Load() }
 
 // keep makes the job's git bucket of key again when the server lost it
 // (restarted on an empty store), with the bundles of tips (those the
@@ -232,9 +229,7 @@ func (g *gitSide) keep(ctx context.Context, objs *natsconn.Objects, key string, 
 	if err != nil {
 		return true, err
 	}
-	g.storeMu.Lock()
-	g.store = store
-	g.storeMu.Unlock()
+	g.store.Store(&store)
 	g.tips = map[string]bool{}
 	for _, tip := range tips {
 		if err := g.storeTip(ctx, tip, g.base); err != nil {
