@@ -114,16 +114,38 @@ func Unanswered(err error) bool {
 // Unanswered), until within has passed or ctx ends; it returns do's last
 // error.
 func WhileUnanswered(ctx context.Context, within time.Duration, do func() error) error {
-	deadline := time.Now().Add(within)
-	for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+	return Retry(ctx, Within(within, Unanswered), do)
+}
+
+// Retry calls do, and again while its error is one again retries and ctx
+// lasts, pausing 50 ms after the first failure and twice as long after
+// each next one, up to a second; it returns do's last error. It is the
+// one retry loop of the calls that wait for the server: publishing,
+// acknowledging, a cluster electing its leaders, a bundle carried while
+// the server restarts.
+func Retry(ctx context.Context, again func(error) bool, do func() error) error {
+	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		err := do()
-		if !Unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || !again(err) || !sleep(ctx, pause) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
+	}
+}
+
+// Within is again until d has passed from now, then never.
+func Within(d time.Duration, again func(error) bool) func(error) bool {
+	deadline := time.Now().Add(d)
+	return func(err error) bool { return again(err) && !time.Now().After(deadline) }
+}
+
+// sleep waits d, or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

@@ -142,10 +142,8 @@ func ConnectWaiting(ctx context.Context, c Connection, name string, logf func(fo
 			logf("%v; trying again (attempt %d, then every %s at most) until it is up", err, attempt, maxRetry)
 			noted = time.Now()
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, wait) {
 			return nil, context.Cause(ctx)
-		case <-time.After(wait):
 		}
 		wait = min(2*wait, maxRetry)
 	}

@@ -95,7 +95,7 @@ func (o *Objects) GitStore(ctx context.Context, key string, create bool) (jetstr
 // not an error.
 func (o *Objects) DeleteGitStore(ctx context.Context, key string) error {
 	err := o.js.DeleteObjectStore(ctx, GitBucket(key))
-	if err == nil || errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+	if err == nil || BucketLost(err) {
 		return nil
 	}
 	return fmt.Errorf("NATS object store %s: %w", GitBucket(key), err)

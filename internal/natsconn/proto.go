@@ -1,6 +1,7 @@
 package natsconn
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -106,6 +107,9 @@ func ResultSubject(key string, index int) string {
 // JobResultsSubject matches the results of every item of job key.
 func JobResultsSubject(key string) string { return "runner.result." + key + ".>" }
 
+// JobTasksSubject matches the task messages of job key on queue.
+func JobTasksSubject(queue, key string) string { return TaskSubject(queue, key, ">") }
+
 func TaskMsgID(key, batch string) string { return "t." + key + "." + batch }
 
 func ResultMsgID(key string, index, attempt, epoch int) string {
@@ -132,19 +136,7 @@ type Batch struct {
 // BatchBody joins the bodies of tasks (each a Task in JSON) into the body
 // of one task message, a Batch.
 func BatchBody(tasks [][]byte) []byte {
-	n := len(`{"tasks":[]}`) + len(tasks)
-	for _, t := range tasks {
-		n += len(t)
-	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"tasks":[`...)
-	for i, t := range tasks {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, t...)
-	}
-	return append(b, "]}"...)
+	return append(append([]byte(`{"tasks":[`), bytes.Join(tasks, []byte(","))...), "]}"...)
 }
 
 // BatchOverhead is what a task adds to the body of a batch besides its
@@ -303,22 +295,17 @@ func NewMsg(subj, jobID string, body []byte) *nats.Msg {
 // (a PubAck) or ctx ends: a lost or late PubAck is answered by publishing
 // again under the same id, which the server's duplicate window drops.
 func Publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg, id string) error {
-	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+	tooLarge := func(err error) bool { return errors.Is(err, nats.ErrMaxPayload) }
+	err := Retry(ctx, func(err error) bool { return !tooLarge(err) }, func() error {
 		cctx, cancel := context.WithTimeout(ctx, CallDeadline)
+		defer cancel()
 		_, err := js.PublishMsg(cctx, m, jetstream.WithMsgID(id))
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, nats.ErrMaxPayload) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("publishing %s: %w (last: %v)", m.Subject, context.Cause(ctx), err)
-		case <-time.After(pause):
-		}
+		return err
+	})
+	if err != nil && !tooLarge(err) {
+		return fmt.Errorf("publishing %s: %w (last: %v)", m.Subject, context.Cause(ctx), err)
 	}
+	return err
 }
 
 // Ack acknowledges msg and waits for the server to confirm, at most
@@ -336,17 +323,8 @@ func Ack(ctx context.Context, msg jetstream.Msg) error {
 // then, the task does not run again. A server that does not confirm is
 // not waited for again, as in Ack.
 func AckElected(ctx context.Context, msg jetstream.Msg) error {
-	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
-		err := Ack(ctx, msg)
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
-	}
+	noResponders := func(err error) bool { return errors.Is(err, nats.ErrNoResponders) }
+	return Retry(ctx, noResponders, func() error { return Ack(ctx, msg) })
 }
 
 // Next pulls one message from c, waiting at most 30 s (or until ctx's
@@ -364,10 +342,7 @@ func Next(ctx context.Context, c jetstream.Consumer) (jetstream.Msg, error) {
 	}
 	msg, err := c.Next(opts...)
 	if err != nil && pctx.Err() == nil && !errors.Is(err, nats.ErrTimeout) {
-		select {
-		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond):
-		}
+		sleep(ctx, 250*time.Millisecond)
 	}
 	return msg, err
 }

@@ -46,10 +46,7 @@ func (p *Pulls) Next(ctx context.Context) (jetstream.Msg, error) {
 	}
 	if err != nil && ctx.Err() == nil {
 		p.Stop()
-		select {
-		case <-ctx.Done():
-		case <-time.After(250 * time.Millisecond):
-		}
+		sleep(ctx, 250*time.Millisecond)
 	}
 	return msg, err
 }

@@ -34,15 +34,9 @@ type sender struct {
 	queue []*outgoing
 	wake  chan struct{} // one buffered: the queue has tasks
 	n     atomic.Uint64 // the messages sent so far
-	done  chan struct{} // closed when the goroutine ends
 }
 
-// startSender publishes d's tasks until ctx ends.
-func startSender(ctx context.Context, d *Dispatcher) *sender {
-	s := &sender{d: d, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go s.run(ctx)
-	return s
-}
+func newSender(d *Dispatcher) *sender { return &sender{d: d, wake: make(chan struct{}, 1)} }
 
 // send publishes t's task in a batch and waits until the server stored
 // it, or ctx ends; the batch's subject becomes r's. It reports false,
@@ -54,30 +48,38 @@ func (d *Dispatcher) send(ctx context.Context, r *record, t itemtask.Task) (item
 	if err == nil && len(body)+natsconn.BatchOverhead > natsconn.MaxTask {
 		err = fmt.Errorf("item too large for NATS max_payload: its task is %d bytes, over %d", len(body), natsconn.MaxTask)
 	}
-	if err == nil && d.batch == 1 {
+	if err != nil {
+		return t.FailedWith("spawn", err), false
+	}
+	o := &outgoing{r: r, body: body, ctx: ctx, sent: make(chan error, 1)}
+	if d.batch == 1 {
 		// Each task its own message: published by its dispatch, as many
 		// at once as there are dispatches (through one sender they would
 		// go one at a time, each waiting for the one before).
-		err = d.out.publish(ctx, []*outgoing{{r: r, body: body}})
-		if ctx.Err() != nil {
-			return itemtask.Outcome{}, true // interrupted: the wait says so
-		}
-	} else if err == nil {
-		o := &outgoing{r: r, body: body, ctx: ctx, sent: make(chan error, 1)}
+		o.sent <- d.out.publish(ctx, []*outgoing{o})
+	} else {
 		d.out.add(o)
-		select {
-		case err = <-o.sent:
-		case <-ctx.Done():
-			return itemtask.Outcome{}, true // interrupted: the wait says so
-		}
-		if ctx.Err() != nil {
-			return itemtask.Outcome{}, true
-		}
 	}
-	if err == nil {
-		return itemtask.Outcome{}, true
+	select {
+	case err = <-o.sent:
+	case <-ctx.Done():
+	}
+	if err == nil || ctx.Err() != nil {
+		return itemtask.Outcome{}, true // interrupted: the wait says so
 	}
 	return t.FailedWith("spawn", err), false
+}
+
+// taskBody is the body of task's message, without its checkpoints when
+// they would make it too large for NATS: its worker asks for them at its
+// start.
+func taskBody(task natsconn.Task) ([]byte, error) {
+	body, err := json.Marshal(task)
+	if err == nil && len(body) > natsconn.MaxTask && len(task.Checkpoints) > 0 {
+		task.Checkpoints = nil
+		body, err = json.Marshal(task)
+	}
+	return body, err
 }
 
 func (s *sender) add(o *outgoing) {
@@ -90,8 +92,8 @@ func (s *sender) add(o *outgoing) {
 	}
 }
 
+// run publishes the tasks handed over until ctx ends.
 func (s *sender) run(ctx context.Context) {
-	defer close(s.done)
 	for {
 		select {
 		case <-s.wake:

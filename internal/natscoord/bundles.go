@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,11 +28,9 @@ type gitSide struct {
 	base string // the commit the job started from, which workers' clones likely have; "" unknown
 	tmp  string // where bundles are written and read
 
-	mu   sync.Mutex      // one tip's bundles made at a time
-	tips map[string]bool // the tip bundles stored, by object
-
-	storeMu sync.Mutex
-	store   jetstream.ObjectStore // the job's git bucket, made again by keep
+	mu    sync.Mutex                            // one tip's bundles made at a time
+	tips  map[string]bool                       // the tip bundles stored, by object
+	store atomic.Pointer[jetstream.ObjectStore] // the job's git bucket, made again by keep
 }
 
 // openGit readies the git bucket of d's job when its items run in
@@ -49,7 +48,9 @@ func openGit(ctx context.Context, d *Dispatcher) (*gitSide, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gitSide{repo: repo, base: repo.Base(ctx), store: store, tmp: tmp, tips: map[string]bool{}}, nil
+	g := &gitSide{repo: repo, base: repo.Base(ctx), tmp: tmp, tips: map[string]bool{}}
+	g.store.Store(&store)
+	return g, nil
 }
 
 // bundlesDir makes the temporary directory of the bundles of the job of
@@ -67,7 +68,11 @@ func bundlesDir(key string) (string, error) {
 // withTip names in t the job branch's tip its item's worktree starts
 // from, with that tip's bundles stored, unless its result or task is
 // from an ended process (adopted: it has its own). It reports false, with
-// the attempt's failed outcome, when the tip cannot be read or stored.
+// the attempt's failed outcome, when the tip cannot be read or stored,
+// kind transfer, or when git could not make the item's branch in the
+// user's repository, where the branch comes back with the item's
+// commits: a ref in its way (an old job's branch), kind worktree, with
+// the message a run in this process gives.
 func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Outcome, bool) {
 	if d.git == nil || d.fromEndedProcess(t.Index, t.Attempt) {
 		return itemtask.Outcome{}, true
@@ -77,6 +82,10 @@ func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Ou
 		return t.FailedWith(itemtask.KindTransfer, err), false
 	}
 	t.Tip = tip
+	// Interrupted, the check fails with ctx: the dispatch's wait says so.
+	if err := d.git.repo.CheckItemBranch(ctx, t.Index, t.ItemID, tip); err != nil && ctx.Err() == nil {
+		return t.FailedWith(itemtask.KindWorktree, err), false
+	}
 	return itemtask.Outcome{}, true
 }
 
@@ -85,17 +94,9 @@ func (d *Dispatcher) withTip(ctx context.Context, t *itemtask.Task) (itemtask.Ou
 // item fails.
 const awayWait = 2 * time.Minute
 
-// whileAway calls do, and again each second while the server does not
-// answer (natsconn.ServerAway), for at most awayWait or until ctx ends;
-// it returns do's last error.
-func whileAway(ctx context.Context, do func() error) error {
-	err := do()
-	for until := time.Now().Add(awayWait); natsconn.ServerAway(err) && ctx.Err() == nil && time.Now().Before(until); {
-		time.Sleep(time.Second)
-		err = do()
-	}
-	return err
-}
+// whileAway is what storing or fetching bundles tries again: the server
+// not answering (natsconn.ServerAway), for at most awayWait.
+func whileAway() func(error) bool { return natsconn.Within(awayWait, natsconn.ServerAway) }
 
 // tip returns the job branch's tip, whose bundles it stores first.
 func (g *gitSide) tip(ctx context.Context) (string, error) {
@@ -103,7 +104,7 @@ func (g *gitSide) tip(ctx context.Context) (string, error) {
 	defer g.mu.Unlock()
 	sha, err := g.repo.Tip(ctx)
 	if err == nil {
-		err = whileAway(ctx, func() error { return g.storeTip(ctx, sha, g.base) })
+		err = natsconn.Retry(ctx, whileAway(), func() error { return g.storeTip(ctx, sha, g.base) })
 	}
 	if err != nil {
 		return "", fmt.Errorf("storing the job branch's tip %s for the workers: %w", sha, err)
@@ -172,7 +173,7 @@ func (g *gitSide) fetchItem(ctx context.Context, tip string, r natsconn.Result, 
 	if r.Git == nil && r.Failed {
 		return out // it failed before its worktree was made
 	}
-	err := whileAway(ctx, func() error { return g.fetch(ctx, tip, r.Git) })
+	err := natsconn.Retry(ctx, whileAway(), func() error { return g.fetch(ctx, tip, r.Git) })
 	switch {
 	case err == nil:
 		out.Branch, out.Worktree = r.Git.Branch, r.Git.Path
@@ -208,11 +209,7 @@ func (g *gitSide) fetch(ctx context.Context, tip string, ig *natsconn.ItemGit) e
 }
 
 // bucket is the job's git bucket as the coordinator has it now.
-func (g *gitSide) bucket() jetstream.ObjectStore {
-	g.storeMu.Lock()
-	defer g.storeMu.Unlock()
-	return g.store
-}
+func (g *gitSide) bucket() jetstream.ObjectStore { return *g.store.Load() }
 
 // keep makes the job's git bucket of key again when the server lost it
 // (restarted on an empty store), with the bundles of tips (those the
@@ -232,9 +229,7 @@ func (g *gitSide) keep(ctx context.Context, objs *natsconn.Objects, key string, 
 	if err != nil {
 		return true, err
 	}
-	g.storeMu.Lock()
-	g.store = store
-	g.storeMu.Unlock()
+	g.store.Store(&store)
 	g.tips = map[string]bool{}
 	for _, tip := range tips {
 		if err := g.storeTip(ctx, tip, g.base); err != nil {

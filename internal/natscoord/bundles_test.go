@@ -58,7 +58,8 @@ func newGitFixture(t *testing.T) *gitFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gitSide{repo: repo, store: store, tmp: t.TempDir(), tips: map[string]bool{}, base: repo.Base(t.Context())}
+	g := &gitSide{repo: repo, tmp: t.TempDir(), tips: map[string]bool{}, base: repo.Base(t.Context())}
+	g.store.Store(&store)
 	return &gitFixture{g: g, w: repo, git: git, objs: objs, srv: srv, base: g.base, tip: r.Git("rev-parse", "runner/j"), itemBranch: "runner-items/j/a"}
 }
 
@@ -92,7 +93,7 @@ func (f *gitFixture) put(t *testing.T, clone gitwork.Git, base, name string, dam
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.g.store.PutBytes(t.Context(), name, damage(data)); err != nil {
+	if _, err := f.g.bucket().PutBytes(t.Context(), name, damage(data)); err != nil {
 		t.Fatal(err)
 	}
 	head, err := clone.Tip(t.Context(), f.itemBranch)
@@ -138,18 +139,18 @@ func TestTipBundlesOncePerTip(t *testing.T) {
 			t.Fatalf("tip = %s, %v; want %s", tip, err, f.tip)
 		}
 	}
-	thin, err := f.g.store.GetInfo(t.Context(), natsconn.TipBundle(f.tip, true))
+	thin, err := f.g.bucket().GetInfo(t.Context(), natsconn.TipBundle(f.tip, true))
 	if err != nil || thin.Metadata[natsconn.MetaBase] != f.base {
 		t.Fatalf("thin bundle %+v, %v; want one naming base %s", thin, err, f.base)
 	}
-	if _, err := f.g.store.GetInfo(t.Context(), natsconn.TipBundle(f.base, false)); err != nil {
+	if _, err := f.g.bucket().GetInfo(t.Context(), natsconn.TipBundle(f.base, false)); err != nil {
 		t.Fatalf("the base's full bundle: %v", err)
 	}
 	next := f.moveTip(t)
 	if tip, err := f.g.tip(t.Context()); err != nil || tip != next {
 		t.Fatalf("tip = %s, %v; want %s", tip, err, next)
 	}
-	list, err := f.g.store.List(t.Context())
+	list, err := f.g.bucket().List(t.Context())
 	if err != nil || len(list) != 3 {
 		t.Errorf("objects %d, %v; want 3: the base's full bundle, a thin one per tip", len(list), err)
 	}

@@ -70,33 +70,38 @@ type Dispatcher struct {
 	version string // this runner's, for the spec
 	every   time.Duration
 	results jetstream.Consumer
-	pulls   *natsconn.Pulls    // the standing pull of results, read by consume
-	out     *sender            // publishes the tasks, in batches
-	awaited *nats.Subscription // answers the workers' natsconn.Awaited questions
+	pulls   *natsconn.Pulls // the standing pull of results, read by consume
+	out     *sender         // publishes the tasks, in batches
 	acks    *acks
-	beats   *nats.Subscription // the workers' beats of the job's tasks
-	prog    *tracker           // how the runs of the job's tasks go
-	watch   *Watch
-	stop    context.CancelFunc
-	done    chan struct{}
-	git     *gitSide      // map.isolation: worktree; nil otherwise
-	watched chan struct{} // closed when watchStreams ended
+	// prog hears how the runs of the job's tasks go (progress) and tells
+	// the Host as it comes: each step saved before the worker starts the
+	// next, events recorded while the task runs, the job's slot given
+	// back during a step's delay.
+	prog *remote.Tracker
+	// The subscriptions to the workers' beats of the job's tasks, to
+	// their questions about batches delivered again (natsconn.Awaited)
+	// and to the runs' progress.
+	beats, awaited, progress *nats.Subscription
+	watch                    *Watch
+	stop                     context.CancelFunc
+	running                  sync.WaitGroup // consume, the sender and watchStreams, until stop
+	git                      *gitSide       // map.isolation: worktree; nil otherwise
 
 	mu sync.Mutex
 	// items are the records of the items out, by index (items.go): the
 	// dispatcher's one table.
-	items       map[int]*record
-	keys        uint64 // the records' numbers so far
-	interrupted bool
+	items map[int]*record
+	keys  uint64 // the records' numbers so far
 
-	outage atomic.Pointer[natsconn.Outage] // since when a stream does not answer; nil: they do
+	interrupted atomic.Bool
+	outage      atomic.Pointer[natsconn.Outage] // since when a stream does not answer; nil: they do
 }
 
 // Capabilities are what the NATS dispatcher does beyond running tasks: a
 // worker reports each run's steps, events and delays as they come (see
-// tracker), so that a task sent again goes on after its saved steps; items
-// run in git worktrees on the workers, their commits carried through the
-// job's git bucket (bundles.go).
+// Dispatcher.prog), so that a task sent again goes on after its saved
+// steps; items run in git worktrees on the workers, their commits carried
+// through the job's git bucket (bundles.go).
 var Capabilities = itemtask.Capabilities{Checkpoints: true, LiveEvents: true, SlotRelease: true, Worktrees: true}
 
 // New returns the backend of a job's map items over NATS.
@@ -126,7 +131,7 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	d := &Dispatcher{
 		lock: lock, j: j, host: h, js: js, objs: objs, queue: opts.Dist.Queue, live: opts.Live,
 		maxDel: cmp.Or(opts.MaxDeliveries, natsconn.DefaultMaxDeliveries), batch: max(opts.Batch, 1), version: opts.Version, every: cmp.Or(opts.CheckEvery, natsconn.DefaultAckWait),
-		items: map[int]*record{}, done: make(chan struct{}), watched: make(chan struct{}), watch: opts.Watch, acks: newAcks(),
+		items: map[int]*record{}, watch: opts.Watch, acks: newAcks(), prog: remote.NewTracker(h, opts.Live),
 	}
 	// The results are read, and the tasks sent, until Close, even after
 	// ctx ends: an interrupted job's late results are acknowledged as
@@ -134,15 +139,13 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stop = cancel
 	abort := func(err error) (*Dispatcher, error) {
-		for _, sub := range []*nats.Subscription{d.beats, d.awaited} {
+		for _, sub := range []*nats.Subscription{d.beats, d.progress, d.awaited} {
 			if sub != nil {
 				_ = sub.Unsubscribe()
 			}
 		}
 		cancel()
-		if d.out != nil {
-			<-d.out.done
-		}
+		d.running.Wait()
 		d.acks.close()
 		lock.Close()
 		return nil, err
@@ -156,10 +159,11 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	if d.beats, err = opts.Conn.Subscribe(natsconn.BeatSubject(d.key), d.onBeat); err != nil {
 		return abort(err)
 	}
-	if d.prog, err = trackProgress(opts.Conn, d.key, h, opts.Live); err != nil {
+	if d.progress, err = natsconn.ServeProgress(opts.Conn, d.key, d.prog.Receive); err != nil {
 		return abort(err)
 	}
-	d.out = startSender(cctx, d)
+	d.out = newSender(d)
+	d.running.Go(func() { d.out.run(cctx) })
 	if err := d.leftRunning(); err != nil {
 		return abort(err)
 	}
@@ -175,8 +179,8 @@ func open(ctx context.Context, j itemtask.Job, h itemtask.Host, opts Options) (*
 	d.watch.set(d)
 	replicas, replication := objs.Replication()
 	h.JobEvent(eventlog.NATSStreams(replicas, replication))
-	go d.consume(cctx)
-	go d.watchStreams(cctx, cmp.Or(opts.ProbeEvery, natsconn.ProbeEvery))
+	d.running.Go(func() { d.consume(cctx) })
+	d.running.Go(func() { d.watchStreams(cctx, cmp.Or(opts.ProbeEvery, natsconn.ProbeEvery)) })
 	return d, nil
 }
 
@@ -300,7 +304,6 @@ const resultsBatch = 64
 // consume reads the job's results until ctx ends, and checks every
 // d.every that the waiting dispatches can still get theirs.
 func (d *Dispatcher) consume(ctx context.Context) {
-	defer close(d.done)
 	defer d.pulls.Stop()
 	due := time.Now().Add(d.every)
 	for ctx.Err() == nil {
@@ -394,29 +397,25 @@ func (d *Dispatcher) Close() error {
 	// The runs' questions are answered until the spec says that the job
 	// was interrupted (which stops its runs on the workers): none goes
 	// on without one of its slots for want of an answer.
-	defer d.prog.close()
+	defer d.progress.Unsubscribe()
 	d.watch.set(nil)
 	_ = d.beats.Unsubscribe()
 	_ = d.awaited.Unsubscribe()
 	d.stop()
-	<-d.done
-	<-d.out.done
+	d.running.Wait()
 	d.acks.close() // before the consumer goes: its acknowledged results leave the stream
-	<-d.watched
 	// Close runs when the job's context may have ended (an interrupt): the
 	// spec's status and the purge must still reach the server.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*natsconn.CallDeadline)
 	defer cancel()
-	d.mu.Lock()
-	interrupted := d.interrupted
-	d.mu.Unlock()
+	interrupted := d.interrupted.Load()
 	if d.git != nil {
 		// An interrupted job's bundles serve its resume (same key).
 		defer d.git.close(ctx, d.objs, d.key, !interrupted)
 	}
 	if interrupted {
 		err := d.putSpec(ctx, natsconn.StatusInterrupted)
-		if perr := d.objs.Tasks.Purge(ctx, jetstream.WithPurgeSubject("runner.task."+d.queue+"."+d.key+".>")); err == nil {
+		if perr := d.objs.Tasks.Purge(ctx, jetstream.WithPurgeSubject(natsconn.JobTasksSubject(d.queue, d.key))); err == nil {
 			err = perr
 		}
 		return err

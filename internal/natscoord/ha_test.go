@@ -200,7 +200,7 @@ func TestResultWhoseDeliveryWasLostIsReadFromTheStream(t *testing.T) {
 	d := opened.(*Dispatcher)
 	defer d.Close()
 	d.stop() // no result comes through the consumer any more: each delivery is lost
-	<-d.done
+	d.running.Wait()
 	d.mu.Lock()
 	r := d.newRecord(0, 1, "x", published)
 	r.task = itemtask.Task{JobID: j.ID(), Index: 0, ItemID: "x", Attempt: 1, DispatchID: "x.1"}

@@ -80,16 +80,11 @@ func (d *Dispatcher) newRecord(index, attempt int, id string, p phase) *record {
 	return r
 }
 
-// awaits reports whether res is the result r waits for: of its attempt
+// waitsFor reports whether r waits for the result of attempt sent in
+// sentIn, the epoch of its task, by a dispatcher in epoch: of its attempt
 // and, unless an ended process sent what is out of it, of this process's
 // epoch (a dlq retry numbers a retried item's attempts from 1 again, and
 // a result the first run never acknowledged comes back to it).
-func (r *record) awaits(res natsconn.Result, epoch int) bool {
-	return r.waitsFor(res.Attempt, res.Epoch, epoch)
-}
-
-// waitsFor reports whether r waits for the result of attempt sent in
-// sentIn, the epoch of its task, as awaits says.
 func (r *record) waitsFor(attempt, sentIn, epoch int) bool {
 	return r.phase <= published && r.attempt == attempt && (r.ended || sentIn == epoch)
 }
@@ -163,7 +158,7 @@ func (d *Dispatcher) receive(msg jetstream.Msg) {
 	d.mu.Lock()
 	r := d.items[res.Index]
 	switch {
-	case r != nil && r.awaits(res, d.epoch):
+	case r != nil && r.waitsFor(res.Attempt, res.Epoch, d.epoch):
 		d.take(r, in)
 		return
 	case r != nil && (r.phase == resulted || r.phase == recording) && r.in.seq == in.seq:
@@ -199,9 +194,6 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 	if out, ok := d.withTip(ctx, &t); !ok {
 		return out, nil
 	}
-	if out, ok := d.itemBranchFree(ctx, t); !ok {
-		return out, nil
-	}
 	r, p := d.begin(t)
 	defer d.end(r)
 	if p == resulted {
@@ -232,9 +224,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, t itemtask.Task) (itemtask.Ou
 // interrupt marks the job interrupted, as a dispatch's ctx ended (Close
 // tells the workers), and returns ctx's cause.
 func (d *Dispatcher) interrupt(ctx context.Context) error {
-	d.mu.Lock()
-	d.interrupted = true
-	d.mu.Unlock()
+	d.interrupted.Store(true)
 	d.prog.Interrupt()
 	return context.Cause(ctx)
 }

@@ -104,11 +104,7 @@ func TestTaskBodyLeavesOutCheckpointsTooLarge(t *testing.T) {
 func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 	srv := natstest.Start(t)
 	h := &slotHost{acquiring: make(chan struct{}), grant: make(chan struct{})}
-	tr, err := trackProgress(srv.Connect(t), "k", h, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.close()
+	tr := serveProgress(t, srv.Connect(t), h)
 	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d", Checkpoints: []state.StepRecord{{Index: 0}}}, nil)
 	defer tr.Untrack(p)
 	worker := srv.Connect(t)
@@ -144,11 +140,7 @@ func TestRunAfterALostDelayWaitsForTheSlot(t *testing.T) {
 // (the step then runs again on resume).
 func TestRunOfAnInterruptedJobDoesNotGoOn(t *testing.T) {
 	srv := natstest.Start(t)
-	tr, err := trackProgress(srv.Connect(t), "k", &slotHost{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.close()
+	tr := serveProgress(t, srv.Connect(t), &slotHost{})
 	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
 	tr.Interrupt()
 	tr.Untrack(p)
@@ -192,11 +184,7 @@ func (h *slotHost) Acquire(ctx context.Context) error {
 func TestTaskSentAgainRunsAfterEarlierDeliveries(t *testing.T) {
 	srv := natstest.Start(t)
 	h := &stepHost{}
-	tr, err := trackProgress(srv.Connect(t), "k", h, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.close()
+	tr := serveProgress(t, srv.Connect(t), h)
 	p := tr.Track(t.Context(), itemtask.Task{Index: 1, Attempt: 1, DispatchID: "d"}, nil)
 	defer tr.Untrack(p)
 	worker := srv.Connect(t)
@@ -319,4 +307,16 @@ func TestWorkerWithARunInADelayIsNotIdle(t *testing.T) {
 			t.Errorf("job of item %s: %v, items %+v; want it succeeded on the worker", name, r.err, r.sum.Items)
 		}
 	}
+}
+
+// serveProgress is the tracker of the runs of job "k" a dispatcher
+// serves on conn, until the test ends.
+func serveProgress(t *testing.T, conn *nats.Conn, h itemtask.Host) *remote.Tracker {
+	tr := remote.NewTracker(h, nil)
+	sub, err := natsconn.ServeProgress(conn, "k", tr.Receive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return tr
 }

@@ -94,7 +94,7 @@ func reconcile(recs []record, v view, epoch int) plan {
 				m.subject = subject
 				p.moves = append(p.moves, m)
 			}
-		case stored && r.awaits(in.r, epoch):
+		case stored && r.waitsFor(in.r.Attempt, in.r.Epoch, epoch):
 			if r.phase == left || v.now.Sub(in.at) >= resultInFlight {
 				m := r.move(resulted)
 				m.in = in
@@ -139,7 +139,7 @@ func (d *Dispatcher) check(ctx context.Context) error {
 func (d *Dispatcher) look(ctx context.Context, recs []record) (view, error) {
 	v := view{specLost: d.specLost(ctx), results: map[int]inbound{}}
 	var err error
-	if v.tasks, err = subjects(ctx, d.objs.Tasks, "runner.task."+d.queue+"."+d.key+".>"); err != nil {
+	if v.tasks, err = subjects(ctx, d.objs.Tasks, natsconn.JobTasksSubject(d.queue, d.key)); err != nil {
 		return v, fmt.Errorf("NATS stream %s: %w", natsconn.TasksStream, err)
 	}
 	if slices.ContainsFunc(recs, func(r record) bool { return r.phase == left }) {
@@ -153,7 +153,7 @@ func (d *Dispatcher) look(ctx context.Context, recs []record) (view, error) {
 			continue
 		}
 		if stored == nil {
-			if stored, err = subjects(ctx, d.objs.Results, "runner.result."+d.key+".>"); err != nil {
+			if stored, err = subjects(ctx, d.objs.Results, natsconn.JobResultsSubject(d.key)); err != nil {
 				return v, fmt.Errorf("NATS stream %s: %w", natsconn.ResultsStream, err)
 			}
 		}

@@ -1,6 +1,7 @@
 package natscoord
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"sync/atomic"
@@ -22,8 +23,9 @@ type Stranded struct {
 	Until   time.Time     // when the last of them is due again
 }
 
-// Watch lets the status line see the tasks of a job's dispatcher while it
-// is open; its zero value is ready, and sees none.
+// Watch lets the status line see the stranded tasks and the outage of a
+// job's dispatcher while it is open; its zero value is ready, and sees
+// none.
 type Watch struct{ d atomic.Pointer[Dispatcher] }
 
 func (w *Watch) set(d *Dispatcher) {
@@ -38,6 +40,30 @@ func (w *Watch) Stranded() Stranded {
 		return d.stranded(time.Now())
 	}
 	return Stranded{}
+}
+
+// Outage is the open dispatcher's outage now: since when which of its
+// NATS streams does not answer; the zero Outage when they all do.
+func (w *Watch) Outage() natsconn.Outage {
+	if d := w.d.Load(); d != nil && d.outage.Load() != nil {
+		return *d.outage.Load()
+	}
+	return natsconn.Outage{}
+}
+
+// watchStreams says when the job's NATS streams stop answering and when
+// they answer again, in an event (which runner run shows) and on the
+// status line (Watch.Outage). Meanwhile the job waits for them, as long
+// as it takes: its tasks and results are kept by the server, and
+// publishes and pulls go on trying; an interrupt stops it, resumable.
+func (d *Dispatcher) watchStreams(ctx context.Context, every time.Duration) {
+	d.objs.WatchStreams(ctx, every, func(o natsconn.Outage) {
+		d.outage.Store(&o)
+		d.host.JobEvent(eventlog.NATSUnavailable(o.Stream, o.Err.Error()))
+	}, func(o natsconn.Outage) {
+		d.outage.Store(nil)
+		d.host.JobEvent(eventlog.NATSRestored(o.Stream, time.Since(o.Since)))
+	})
 }
 
 // holder is what the dispatcher knows of the worker that has an item's
