@@ -44,66 +44,37 @@ type checkoutHolder struct {
 // ctx is done. Once it holds it, it ends what a holder that died left: the
 // hooks its git started, and its merge half made in the checkout.
 func (t *Tree) lockCheckout(ctx context.Context, w io.Writer) (unlock func(), err error) {
-	user := t.User
-	dir, err := user.CommonDir(ctx)
+	dir, err := t.User.CommonDir(ctx)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, checkoutLock), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("the lock of final merges: %w", err)
-	}
-	release := func() {
-		// Unlocked before the close, as in Lock.
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}
-	if err := waitCheckout(ctx, f, w); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := t.takeCheckout(ctx, f); err != nil {
-		// The record of a holder that died stays, for the next holder
-		// to undo what it left.
-		release()
-		return nil, err
-	}
-	return func() {
-		_ = f.Truncate(0)
-		release()
-	}, nil
-}
-
-// takeCheckout undoes what the holder of the checkout lock f that died
-// left, and writes this process in its place.
-func (t *Tree) takeCheckout(ctx context.Context, f *os.File) error {
-	if dead := holderOf(f); dead.Tip != "" {
-		fi, err := f.Stat()
-		if err == nil {
-			err = t.undoMergeOf(context.WithoutCancel(ctx), dead, fi.ModTime())
+	wait := func(f *os.File) error { return waitCheckout(ctx, f, w) }
+	return hold(filepath.Join(dir, checkoutLock), wait, func() ([]byte, error) { return t.checkoutRecord(ctx) }, func(data []byte, since time.Time) error {
+		dead := holder(data)
+		if dead.Tip == "" {
+			return nil // killed while it wrote its record: it merged nothing yet
 		}
-		if err != nil {
+		if err := t.undoMergeOf(context.WithoutCancel(ctx), dead, since); err != nil {
 			return fmt.Errorf("undoing the merge that %s left in your checkout: %w", dead.Who, err)
 		}
-	}
+		return nil
+	})
+}
+
+// checkoutRecord is the record of this process as the holder of the
+// checkout lock.
+func (t *Tree) checkoutRecord(ctx context.Context) ([]byte, error) {
 	tip, err := t.User.Tip(ctx, t.JobBranch)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	data, err := json.Marshal(checkoutHolder{
+	return json.Marshal(checkoutHolder{
 		Who:     fmt.Sprintf("runner job %s (pid %d, since %s)", t.JobID, os.Getpid(), time.Now().Format(time.DateTime)),
 		Self:    gitwork.Self(),
 		Tip:     tip,
 		Message: t.mergeMessage(),
 		Groups:  t.Git.Groups.Dir,
 	})
-	if err == nil {
-		err = f.Truncate(0)
-	}
-	if err == nil {
-		_, err = f.WriteAt(data, 0)
-	}
-	return err
 }
 
 // undoMergeOf ends the hooks that the git of dead, a holder of the
@@ -155,7 +126,9 @@ func waitCheckout(ctx context.Context, f *os.File, w io.Writer) error {
 		}
 		if !told && w != nil {
 			told = true
-			who := holderOf(f).Who
+			data := make([]byte, 64<<10)
+			n, _ := f.ReadAt(data, 0)
+			who := holder(data[:n]).Who
 			if who == "" {
 				who = "another runner process"
 			}
@@ -169,12 +142,10 @@ func waitCheckout(ctx context.Context, f *os.File, w io.Writer) error {
 	}
 }
 
-// holderOf reads the holder that the checkout lock f names; the zero
-// holder when it names none.
-func holderOf(f *os.File) checkoutHolder {
+// holder reads the holder that a record in the checkout lock names; the
+// zero holder when it names none.
+func holder(data []byte) checkoutHolder {
 	var h checkoutHolder
-	data := make([]byte, 64<<10)
-	n, _ := f.ReadAt(data, 0)
-	_ = json.Unmarshal(data[:n], &h) // a holder killed while it wrote named none
+	_ = json.Unmarshal(data, &h) // a holder killed while it wrote named none
 	return h
 }

@@ -160,19 +160,18 @@ func deadHolder(t *testing.T, lock string, tree *Tree) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(lock)
+	data, err := os.ReadFile(lock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder := holderOf(f)
-	f.Close()
+	h := holder(data)
 	unlock()
 	exited := exec.Command("true")
 	if err := exited.Run(); err != nil {
 		t.Fatal(err)
 	}
-	holder.Self = fmt.Sprintf("%d-1", exited.Process.Pid)
-	data, err := json.Marshal(holder)
+	h.Self = fmt.Sprintf("%d-1", exited.Process.Pid)
+	data, err = json.Marshal(h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,29 +90,26 @@ func Clear(ctx context.Context, layout state.Layout, l Leftovers, removed func(w
 	if err != nil {
 		return err
 	}
-	_, unlock, err := flock(adminLockPath(common))
-	if err != nil {
-		return fmt.Errorf("the repository's worktree lock: %w", err)
-	}
-	defer unlock()
-	for _, p := range l.Worktrees {
-		if err := repo.ForgetWorktree(ctx, p); err != nil {
-			return fmt.Errorf("removing worktree %s: %w", p, err)
+	return admin(adminLockPath(common), func() error {
+		for _, p := range l.Worktrees {
+			if err := repo.ForgetWorktree(ctx, p); err != nil {
+				return fmt.Errorf("removing worktree %s: %w", p, err)
+			}
+			crashpoint.Hit(crashpoint.RemovedWorktree)
+			removed("worktree " + p)
 		}
-		crashpoint.Hit(crashpoint.RemovedWorktree)
-		removed("worktree " + p)
-	}
-	if err := repo.Prune(ctx); err != nil {
-		return err
-	}
-	for _, b := range l.Branches {
-		if err := repo.DeleteBranch(ctx, b.Name); err != nil {
-			return fmt.Errorf("deleting branch %s: %w", b.Name, err)
+		if err := repo.Prune(ctx); err != nil {
+			return err
 		}
-		crashpoint.Hit(crashpoint.RemovedBranch)
-		removed("branch " + b.Name)
-	}
-	return nil
+		for _, b := range l.Branches {
+			if err := repo.DeleteBranch(ctx, b.Name); err != nil {
+				return fmt.Errorf("deleting branch %s: %w", b.Name, err)
+			}
+			crashpoint.Hit(crashpoint.RemovedBranch)
+			removed("branch " + b.Name)
+		}
+		return nil
+	})
 }
 
 // EndJobLeftovers ends what the git commands of the processes of the job

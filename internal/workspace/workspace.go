@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/runnerdev/runner/internal/crashpoint"
@@ -247,20 +246,23 @@ func (t *Tree) remake(ctx context.Context) error {
 // again by the next Ready), whenever this process opened the job.
 func (t *Tree) Lock(ctx context.Context) (unlock func(), err error) {
 	t.mergeMu.Lock()
-	f, unlockFile, err := flock(t.lockPath)
-	if err == nil {
-		if err = t.takeLock(ctx, f); err != nil {
-			unlockFile()
+	self := func() ([]byte, error) { return []byte(gitwork.Self()), nil }
+	release, err := hold(t.lockPath, nil, self, func(dead []byte, since time.Time) error {
+		gitwork.AwaitExit(string(dead))
+		if err := EndLeftovers(ctx, t.Git.Groups, t.User); err != nil {
+			return err
 		}
-	}
+		t.checked = false
+		_, err := t.undoMerge(ctx, since)
+		return err
+	})
 	if err != nil {
 		t.mergeMu.Unlock()
 		return nil, fmt.Errorf("the job's merge lock: %w", err)
 	}
 	return func() {
 		t.moves.Add(1)
-		_ = f.Truncate(0)
-		unlockFile()
+		release()
 		t.mergeMu.Unlock()
 	}, nil
 }
@@ -280,43 +282,11 @@ func (t *Tree) JobBranchMoves() uint64 { return t.moves.Load() }
 // on the directory .git/worktrees and the files in it ("failed to read
 // .git/worktrees/N/commondir", "could not create directory of
 // '.git/worktrees/...'"). fn must not call Admin.
-func (t *Tree) Admin(fn func() error) error {
-	_, unlock, err := flock(t.adminLockPath)
-	if err != nil {
-		return fmt.Errorf("the job's worktree lock: %w", err)
-	}
-	defer unlock()
-	return fn()
-}
+func (t *Tree) Admin(fn func() error) error { return admin(t.adminLockPath, fn) }
 
 // adminLockPath is the file whose flock Admin takes in the repository
 // whose git directory is common.
 func adminLockPath(common string) string { return filepath.Join(common, "runner-worktrees.lock") }
-
-// flock takes the flock of the file at path, which it makes (and its
-// directory) if need be, and returns the file open; unlock gives it back
-// and closes it. Each call opens the file anew, so that two goroutines of
-// one process exclude each other too.
-func flock(path string) (f *os.File, unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, err
-	}
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, func() {
-		// Unlocked before the close: a child forked meanwhile holds a
-		// copy of the descriptor until it execs, and the close alone
-		// would leave the flock to it.
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
-}
 
 // EndLeftovers ends the git commands that the job's processes that died
 // (or a removal of the job, runner jobs rm) left, recorded in groups (the
@@ -329,37 +299,6 @@ func EndLeftovers(ctx context.Context, groups *gitwork.Groups, repo gitwork.Git)
 		return err
 	}
 	return repo.RemoveRefLocks(ctx, since)
-}
-
-// takeLock ends what a holder of the job's merge lock f that died left,
-// and writes this process in its place.
-func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if fi.Size() > 0 {
-		dead := make([]byte, fi.Size())
-		if _, err := f.ReadAt(dead, 0); err != nil {
-			return err
-		}
-		gitwork.AwaitExit(string(dead))
-		if err := EndLeftovers(ctx, t.Git.Groups, t.User); err != nil {
-			return err
-		}
-		// Its merge is undone before its record goes: should this
-		// process die meanwhile, the next holder finds the record still,
-		// and when it began (the file's time, written as it took the lock).
-		t.checked = false
-		if _, err := t.undoMerge(ctx, fi.ModTime()); err != nil {
-			return err
-		}
-		if err := f.Truncate(0); err != nil {
-			return err
-		}
-	}
-	_, err = f.WriteAt([]byte(gitwork.Self()), 0)
-	return err
 }
 
 // Remove removes the job worktree (the branch stays), even when ctx is
