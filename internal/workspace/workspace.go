@@ -220,13 +220,10 @@ func (t *Tree) intact(ctx context.Context) (bool, error) {
 	return len(there) == 1 && !there[0].Locked, err
 }
 
-// remake makes the job worktree on the job branch again, after clearing
-// what a process killed while it made or removed it left.
+// remake makes the job worktree on the job branch again, clearing what a
+// process killed while it made or removed it left (MakeWorktree).
 func (t *Tree) remake(ctx context.Context) error {
 	user := t.User
-	if err := user.ClearWorktree(ctx, t.Root); err != nil {
-		return err
-	}
 	if tip, err := user.Tip(ctx, t.JobBranch); err != nil || tip == "" {
 		return errors.Join(err, fmt.Errorf("the job branch %s is gone: the job's work cannot be resumed", t.JobBranch))
 	}
