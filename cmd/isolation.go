@@ -213,8 +213,8 @@ func unmergedJob(ctx context.Context, g *globalOptions, id string) (target strin
 	if !wf.RunsInWorktree() || m.TargetBranch == "" || m.Items != nil && m.Items.DLQ > 0 || mergeBlockRan(st, wf) {
 		return "", false, false
 	}
-	unmerged, err := workspace.Unmerged(ctx, id, m.TargetBranch)
-	return m.TargetBranch, wf.MergeBack, err == nil && unmerged
+	b, err := workspace.JobRefs{ID: id, ItemBranches: m.ItemBranches, Target: m.TargetBranch}.Branches(ctx)
+	return m.TargetBranch, wf.MergeBack, err == nil && !b.Gone && !b.Merged
 }
 
 // writeMergeCommand says, after a dlq retry that emptied the DLQ of job

@@ -40,7 +40,10 @@ type Worktrees struct {
 	itemBranches string // the items' branches' prefix, ending in a slash
 	merge        bool   // map.merge is not none
 	target       string // the branch the job started on; "" when HEAD was detached
-	tip          tipCache
+
+	tipMu    sync.Mutex
+	tip      string // the job branch's tip as Tip last read it,
+	tipMoves uint64 // when this process had moved it tipMoves times
 }
 
 // ItemBranches is the prefix of the item branches of job id, when its map
@@ -54,14 +57,9 @@ func ItemBranches(m *workflow.MapPhase, id string) string {
 	return "runner-items/" + id + "/"
 }
 
-// legacyItemBranches is the prefix of the item branches of a job recorded
-// before ItemBranches: runner/<id>.items/ (in the way of job <id>.items's
-// branch).
-func legacyItemBranches(id string) string { return Branch(id) + ".items/" }
-
-// JobRefs is what OpenWorktrees needs of a job: its id and the prefix of
-// its item branches that its metadata records ("" for a job recorded
-// before it did).
+// JobRefs is what Open and OpenWorktrees need of a job: its id and the
+// prefix of its item branches that its metadata records ("" for a job
+// recorded before it did).
 type JobRefs struct {
 	ID           string
 	ItemBranches string
@@ -73,15 +71,12 @@ type JobRefs struct {
 }
 
 // OpenWorktrees returns the worktrees of a job (nil when its map runs
-// without isolation), for the job's process and for the processes that run
-// its items: layout is the job's directory and env its environment. The
-// repository is refs.Repo's, by default the one this process's directory
-// is in.
+// without isolation): the job worktree as Open returns it, and its items'.
 func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env []string, layout state.Layout) (*Worktrees, error) {
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return nil, nil
 	}
-	tree, err := openIn(ctx, refs.Repo, refs.ID, env, layout)
+	tree, err := Open(ctx, refs, env, layout)
 	if err != nil {
 		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
 	}
@@ -93,13 +88,9 @@ func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env 
 }
 
 // ItemPrefix is the prefix of the job's item branches: the one its
-// metadata records, else the one of a job recorded before runner did.
-func (r JobRefs) ItemPrefix() string {
-	if r.ItemBranches == "" {
-		return legacyItemBranches(r.ID)
-	}
-	return r.ItemBranches
-}
+// metadata records, else that of a job recorded before ItemBranches,
+// runner/<id>.items/ (in the way of job <id>.items's branch).
+func (r JobRefs) ItemPrefix() string { return cmp.Or(r.ItemBranches, Branch(r.ID)+".items/") }
 
 // ResumeJob readies the worktrees of a resumed job: the items' worktrees
 // a process that died left are removed, and the job worktree is made
@@ -179,14 +170,7 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 
 // removeItemTrees removes the items' worktrees that are there.
 func (w *Worktrees) removeItemTrees(ctx context.Context) error {
-	return w.Admin(func() error {
-		user := w.User
-		left, err := user.Worktrees(ctx, w.itemsDir)
-		for _, t := range left {
-			err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
-		}
-		return err
-	})
+	return w.Admin(func() error { return w.User.ClearWorktree(ctx, w.itemsDir) })
 }
 
 // MergedItems returns, by index, the items among its that the job branch

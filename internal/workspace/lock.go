@@ -112,18 +112,16 @@ func hold(path string, wait func(*os.File) error, rec func() ([]byte, error), un
 
 // checkoutLock is the file, in the repository's common git directory (one
 // for all its worktrees), whose flock runner's final merges into the
-// repository's checkouts hold in turn. Its holder writes a checkoutHolder
-// in it, and empties it when it lets go: a holder found there by the next
-// one died holding the lock.
+// repository's checkouts hold in turn; its record is a checkoutHolder.
 const checkoutLock = "runner-merge.lock"
 
 // lockPoll is how often a final merge that waits for the checkout lock
 // tries it again.
 const lockPoll = 50 * time.Millisecond
 
-// checkoutHolder is what the holder of the checkout lock writes in it: who
-// it is, for those who wait; the merge it makes and where its git
-// commands are recorded, for the one after it should it die in its merge.
+// checkoutHolder is the checkout lock's record: who holds it, for those
+// who wait; the merge it makes and where its git commands are recorded,
+// for the one after it should it die in its merge.
 type checkoutHolder struct {
 	Who     string `json:"who"`
 	Self    string `json:"self"`    // its gitwork.Self
@@ -156,8 +154,7 @@ func (t *Tree) lockCheckout(ctx context.Context, w io.Writer) (unlock func(), er
 	})
 }
 
-// checkoutRecord is the record of this process as the holder of the
-// checkout lock.
+// checkoutRecord is this process's record in the checkout lock.
 func (t *Tree) checkoutRecord(ctx context.Context) ([]byte, error) {
 	tip, err := t.User.Tip(ctx, t.JobBranch)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 func jobBranch(t *testing.T, git func(string, ...string) string, id string) *Tree {
 	t.Helper()
 	dir := t.TempDir()
-	tree, err := Open(t.Context(), id, nil, state.LayoutOf(dir))
+	tree, err := Open(t.Context(), JobRefs{ID: id}, nil, state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

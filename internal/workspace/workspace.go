@@ -60,27 +60,22 @@ type Tree struct {
 
 // Open returns the worktree of a job, for the job's process and for the
 // processes that run its items: layout is the job's directory and env
-// its environment. The repository is the one this process's directory is in.
+// its environment. The repository is refs.Repo's, by default the one this
+// process's directory is in.
 //
 // Before anything reads the repository, it ends what the git commands of
 // the job's processes that died left running (their hooks, which may
 // still write to it; git itself died with its runner).
-func Open(ctx context.Context, jobID string, env []string, layout state.Layout) (*Tree, error) {
-	return openIn(ctx, "", jobID, env, layout)
-}
-
-// openIn is Open in the repository of directory repo ("": this
-// process's).
-func openIn(ctx context.Context, repo, jobID string, env []string, layout state.Layout) (*Tree, error) {
+func Open(ctx context.Context, refs JobRefs, env []string, layout state.Layout) (*Tree, error) {
 	groups := &gitwork.Groups{Dir: layout.GitProcesses}
-	git := gitwork.Git{Dir: repo, Env: env}
+	git := gitwork.Git{Dir: refs.Repo, Env: env}
 	if err := EndLeftovers(ctx, groups, git); err != nil {
 		return nil, err
 	}
 	// Runner's directory in the repository it is in: in a clone of it
 	// (a NATS worker's, repo), the same place.
 	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
-	if repo != "" && errors.Is(err, gitwork.ErrNotRepository) {
+	if refs.Repo != "" && errors.Is(err, gitwork.ErrNotRepository) {
 		err = nil // a NATS worker's repository, made empty: its top
 	}
 	if err != nil {
@@ -95,10 +90,10 @@ func openIn(ctx context.Context, repo, jobID string, env []string, layout state.
 		return nil, err
 	}
 	return &Tree{
-		JobBranch:     Branch(jobID),
-		JobID:         jobID,
+		JobBranch:     Branch(refs.ID),
+		JobID:         refs.ID,
 		Git:           gitwork.Git{Dir: root, Env: env, Groups: groups},
-		User:          gitwork.Git{Dir: repo, Env: env, Groups: groups},
+		User:          gitwork.Git{Dir: refs.Repo, Env: env, Groups: groups},
 		Root:          root,
 		Prefix:        prefix,
 		lockPath:      layout.WorktreeLock,
@@ -108,6 +103,16 @@ func openIn(ctx context.Context, repo, jobID string, env []string, layout state.
 
 // Branch is the job branch of job id: runner/<id>.
 func Branch(id string) string { return "runner/" + id }
+
+// jobTip returns the job branch's tip; a job branch that is gone is an
+// error.
+func (t *Tree) jobTip(ctx context.Context) (string, error) {
+	tip, err := t.User.Tip(ctx, t.JobBranch)
+	if err == nil && tip == "" {
+		err = fmt.Errorf("the job branch %s is gone", t.JobBranch)
+	}
+	return tip, err
+}
 
 // Dir is where the job's phases run: runner's directory in the job
 // worktree.
@@ -224,8 +229,8 @@ func (t *Tree) intact(ctx context.Context) (bool, error) {
 // process killed while it made or removed it left (MakeWorktree).
 func (t *Tree) remake(ctx context.Context) error {
 	user := t.User
-	if tip, err := user.Tip(ctx, t.JobBranch); err != nil || tip == "" {
-		return errors.Join(err, fmt.Errorf("the job branch %s is gone: the job's work cannot be resumed", t.JobBranch))
+	if _, err := t.jobTip(ctx); err != nil {
+		return fmt.Errorf("%w: the job's work cannot be resumed", err)
 	}
 	err := user.MakeWorktree(ctx, t.Root, func() error { return user.AddWorktree(ctx, t.Root, t.JobBranch) })
 	if err != nil {
@@ -235,12 +240,11 @@ func (t *Tree) remake(ctx context.Context) error {
 }
 
 // Lock takes the job's merge lock: this process's, then the flock that
-// other processes of the job (dlq retries) take. unlock gives both back.
-// The holder writes itself (gitwork.Self) in the lock file and empties it
-// when it lets go: one found there is a process that died holding the lock,
-// maybe in a merge, and what its git left is ended and undone (undoMerge,
-// with the files its git wrote; a job worktree not there whole is made
-// again by the next Ready), whenever this process opened the job.
+// other processes of the job (dlq retries) take; unlock gives both back.
+// Its record is the holder's gitwork.Self (hold): what a holder that died
+// left, maybe in a merge, is ended and undone (undoMerge, with the files
+// its git wrote; a job worktree not there whole is made again by the next
+// Ready), whenever this process opened the job.
 func (t *Tree) Lock(ctx context.Context) (unlock func(), err error) {
 	t.mergeMu.Lock()
 	self := func() ([]byte, error) { return []byte(gitwork.Self()), nil }
