@@ -36,7 +36,7 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 	dir, _ := os.Getwd()
 	head, dirty, err := workspace.StartPoint(ctx)
 	switch {
-	case errors.As(err, new(*workspace.NotWorkTreeError)):
+	case errors.Is(err, workspace.ErrNotWorkTree):
 		return usagef("%s needs a git repository with at least one commit, and %s is not in one (%v); make one here with: git init && git add -A && git commit -m init (or %s)", why, dir, err, without)
 	case err != nil:
 		return err

@@ -120,7 +120,7 @@ func (w *Worktrees) checkBase(ctx context.Context, b itemtask.ItemBranch, tip st
 	return err
 }
 
-// CheckItemBranch fails as Acquire would, kind KindWorktree, when git
+// CheckItemBranch fails as Acquire would, kind itemtask.KindWorktree, when git
 // could not make the branch of item (index, id) at commit at: a ref in
 // its way. Nothing is made.
 func (w *Worktrees) CheckItemBranch(ctx context.Context, index int, id, at string) error {

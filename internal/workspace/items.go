@@ -25,10 +25,6 @@ import (
 // be merged into the job branch without conflicts.
 const KindMergeConflict = "merge_conflict"
 
-// KindWorktree is the failure kind of an item whose git worktree could
-// not be made: git's message says why.
-const KindWorktree = itemtask.KindWorktree
-
 // Worktrees are the git worktrees and branches of a job whose map runs
 // with isolation: worktree. The job worktree, on the job branch, is where
 // setup, the merges and reduce run; each item runs in a worktree of its
@@ -216,10 +212,9 @@ func (w *Worktrees) MergedItems(ctx context.Context, its []*items.Item) (map[int
 	return done, nil
 }
 
-// mergeMessage is the message of the merge of an item into the job branch.
-func mergeMessage(itemID, jobID string) string {
-	return "Merge " + itemID + " (runner job " + jobID + ")"
-}
+// mergeMessage is the message of the merge of name (an item's id, or the
+// job branch) by runner job jobID.
+func mergeMessage(name, jobID string) string { return "Merge " + name + " (runner job " + jobID + ")" }
 
 // itemOfMerge returns the id of the item that a merge's message says it
 // merged into job jobID's branch.

@@ -118,9 +118,7 @@ func (t *Tree) mergeInto(ctx context.Context, target string) error {
 }
 
 // mergeMessage is the message of runner's merge commit of the job branch.
-func (t *Tree) mergeMessage() string {
-	return "Merge " + t.JobBranch + " (runner job " + t.JobID + ")"
-}
+func (t *Tree) mergeMessage() string { return mergeMessage(t.JobBranch, t.JobID) }
 
 // checkCheckout refuses a user's checkout that is not on target, is in the
 // middle of a git operation (the user's merge, rebase, cherry-pick,

@@ -40,7 +40,7 @@ func (l Leftovers) Unmerged() []LeftBranch {
 // Survey returns the leftovers of a job in the repository runner runs in:
 // the worktrees under dir, its state directory, and the branches under
 // names (its job branch, the directory of its item branches). A
-// directory outside a git work tree is gitwork.ErrNotRepository.
+// directory outside a git work tree is ErrNotWorkTree.
 func Survey(ctx context.Context, dir string, names ...string) (Leftovers, error) {
 	var (
 		l    Leftovers
