@@ -153,13 +153,12 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 	if !w.merge {
 		return nil
 	}
-	user := w.User
-	branches, err := user.MergedBranches(ctx, w.JobBranch, w.itemBranches+"*")
+	branches, err := w.User.MergedBranches(ctx, w.JobBranch, w.itemBranches+"*")
 	if err != nil {
 		return fmt.Errorf("listing the items' merged branches: %w", err)
 	}
 	for _, b := range branches {
-		_ = user.DeleteBranch(ctx, b)
+		_ = w.User.DeleteBranch(ctx, b)
 	}
 	return nil
 }

@@ -23,12 +23,11 @@ const (
 // 100) and the files they changed (at most 500), as JSON, counts and
 // comma-separated lists. The counts are of all of them.
 func (t *Tree) mergeVars(ctx context.Context, target string) (map[string]any, error) {
-	g := t.User
-	commits, ids, total, err := mergeCommits(ctx, g, target, t.JobBranch)
+	commits, ids, total, err := mergeCommits(ctx, t.User, target, t.JobBranch)
 	if err != nil {
 		return nil, err
 	}
-	diff, err := g.Diff(ctx, target+"..."+t.JobBranch, "")
+	diff, err := t.User.Diff(ctx, target+"..."+t.JobBranch, "")
 	if err != nil {
 		return nil, err
 	}

@@ -150,15 +150,14 @@ func (t *Tree) Begin(ctx context.Context, resumed bool, target string, resume fu
 // Start makes the job worktree on a new job branch from the HEAD of the
 // checkout runner runs in, which stays as it is.
 func (t *Tree) Start(ctx context.Context) error {
-	user := t.User
-	head, err := user.Head(ctx)
+	head, err := t.User.Head(ctx)
 	if err != nil {
 		return err
 	}
 	if head == "" {
 		return errors.New("the job's worktree: the repository has no commit yet; make one first: git commit --allow-empty -m init")
 	}
-	err = t.Admin(func() error { return user.NewWorktree(ctx, t.Root, t.JobBranch, head) })
+	err = t.Admin(func() error { return t.User.NewWorktree(ctx, t.Root, t.JobBranch, head) })
 	if err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
 	}
@@ -228,10 +227,10 @@ func (t *Tree) intact(ctx context.Context) (bool, error) {
 // remake makes the job worktree on the job branch again, clearing what a
 // process killed while it made or removed it left (MakeWorktree).
 func (t *Tree) remake(ctx context.Context) error {
-	user := t.User
 	if _, err := t.jobTip(ctx); err != nil {
 		return fmt.Errorf("%w: the job's work cannot be resumed", err)
 	}
+	user := t.User
 	err := user.MakeWorktree(ctx, t.Root, func() error { return user.AddWorktree(ctx, t.Root, t.JobBranch) })
 	if err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
@@ -306,6 +305,5 @@ func EndLeftovers(ctx context.Context, groups *gitwork.Groups, repo gitwork.Git)
 // done: an interrupted job still cleans up.
 func (t *Tree) Remove(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
-	user := t.User
-	return t.Admin(func() error { return errors.Join(user.RemoveWorktree(ctx, t.Root), user.Prune(ctx)) })
+	return t.Admin(func() error { return errors.Join(t.User.RemoveWorktree(ctx, t.Root), t.User.Prune(ctx)) })
 }
