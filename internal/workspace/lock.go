@@ -183,7 +183,7 @@ func (t *Tree) undoMergeOf(ctx context.Context, dead checkoutHolder, since time.
 	gitwork.AwaitExit(dead.Self)
 	user := t.User
 	if dead.Groups != "" {
-		if err := EndLeftovers(ctx, &gitwork.Groups{Dir: dead.Groups}, user); err != nil {
+		if err := (&gitwork.Groups{Dir: dead.Groups}).EndLeftovers(ctx, user); err != nil {
 			return err
 		}
 	}

@@ -114,9 +114,9 @@ func Clear(ctx context.Context, layout state.Layout, l Leftovers, removed func(w
 
 // EndJobLeftovers ends what the git commands of the processes of the job
 // whose directory (or tombstone) is layout left when they died, in the
-// repository runner runs in (EndLeftovers).
+// repository runner runs in (gitwork.Groups.EndLeftovers).
 func EndJobLeftovers(ctx context.Context, layout state.Layout) error {
-	return EndLeftovers(ctx, &gitwork.Groups{Dir: layout.GitProcesses}, gitwork.Git{})
+	return (&gitwork.Groups{Dir: layout.GitProcesses}).EndLeftovers(ctx, gitwork.Git{})
 }
 
 // BranchesInTheWay returns the branches of the repository runner runs in

@@ -69,7 +69,7 @@ type Tree struct {
 func Open(ctx context.Context, refs JobRefs, env []string, layout state.Layout) (*Tree, error) {
 	groups := &gitwork.Groups{Dir: layout.GitProcesses}
 	git := gitwork.Git{Dir: refs.Repo, Env: env}
-	if err := EndLeftovers(ctx, groups, git); err != nil {
+	if err := groups.EndLeftovers(ctx, git); err != nil {
 		return nil, err
 	}
 	// Runner's directory in the repository it is in: in a clone of it
@@ -249,7 +249,7 @@ func (t *Tree) Lock(ctx context.Context) (unlock func(), err error) {
 	self := func() ([]byte, error) { return []byte(gitwork.Self()), nil }
 	release, err := hold(t.lockPath, nil, self, func(dead []byte, since time.Time) error {
 		gitwork.AwaitExit(string(dead))
-		if err := EndLeftovers(ctx, t.Git.Groups, t.User); err != nil {
+		if err := t.Git.Groups.EndLeftovers(ctx, t.User); err != nil {
 			return err
 		}
 		t.checked = false
@@ -287,19 +287,6 @@ func (t *Tree) Admin(fn func() error) error { return admin(t.adminLockPath, fn) 
 // adminLockPath is the file whose flock Admin takes in the repository
 // whose git directory is common.
 func adminLockPath(common string) string { return filepath.Join(common, "runner-worktrees.lock") }
-
-// EndLeftovers ends the git commands that the job's processes that died
-// (or a removal of the job, runner jobs rm) left, recorded in groups (the
-// job's Layout.GitProcesses; Groups.EndLeftovers), and removes the lock
-// files of refs that those left in repo's repository, which would make
-// every later branch deletion (or update of that ref) fail.
-func EndLeftovers(ctx context.Context, groups *gitwork.Groups, repo gitwork.Git) error {
-	since, err := groups.EndLeftovers()
-	if err != nil || since.IsZero() {
-		return err
-	}
-	return repo.RemoveRefLocks(ctx, since)
-}
 
 // Remove removes the job worktree (the branch stays), even when ctx is
 // done: an interrupted job still cleans up.
