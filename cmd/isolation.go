@@ -36,7 +36,7 @@ func checkIsolation(ctx context.Context, g *globalOptions, wf *workflow.Workflow
 	dir, _ := os.Getwd()
 	head, dirty, err := workspace.StartPoint(ctx)
 	switch {
-	case errors.As(err, new(*workspace.NotWorkTreeError)):
+	case errors.Is(err, workspace.ErrNotWorkTree):
 		return usagef("%s needs a git repository with at least one commit, and %s is not in one (%v); make one here with: git init && git add -A && git commit -m init (or %s)", why, dir, err, without)
 	case err != nil:
 		return err
@@ -213,8 +213,8 @@ func unmergedJob(ctx context.Context, g *globalOptions, id string) (target strin
 	if !wf.RunsInWorktree() || m.TargetBranch == "" || m.Items != nil && m.Items.DLQ > 0 || mergeBlockRan(st, wf) {
 		return "", false, false
 	}
-	unmerged, err := workspace.Unmerged(ctx, id, m.TargetBranch)
-	return m.TargetBranch, wf.MergeBack, err == nil && unmerged
+	b, err := workspace.JobRefs{ID: id, ItemBranches: m.ItemBranches, Target: m.TargetBranch}.Branches(ctx)
+	return m.TargetBranch, wf.MergeBack, err == nil && !b.Gone && !b.Merged
 }
 
 // writeMergeCommand says, after a dlq retry that emptied the DLQ of job

@@ -330,7 +330,7 @@ func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	_, err := g.worktree(ctx, "remove", "--force", "--force", path)
+	err := g.removeWorktree(ctx, path)
 	if err == nil || g.isWorktree(ctx, path) {
 		return err
 	}
@@ -343,7 +343,7 @@ func (g Git) RemoveWorktree(ctx context.Context, path string) error {
 // removed it left half made, which git no longer lists, is pruned
 // instead.
 func (g Git) ForgetWorktree(ctx context.Context, path string) error {
-	_, err := g.worktree(ctx, "remove", "--force", "--force", path)
+	err := g.removeWorktree(ctx, path)
 	if err == nil {
 		return nil
 	}
@@ -366,37 +366,54 @@ func (g Git) isWorktree(ctx context.Context, path string) bool {
 	return err == nil && top == real
 }
 
+// removeWorktree has git remove the worktree at path, changes and all,
+// locked or not.
+func (g Git) removeWorktree(ctx context.Context, path string) error {
+	_, err := g.worktree(ctx, "remove", "--force", "--force", path)
+	return err
+}
+
 // MakeWorktree runs add, which makes a worktree at path. When add fails,
-// what is in its way is cleared (ClearWorktree) and add runs once more:
-// a git process killed while it made or removed a worktree leaves one
-// registered (locked, when it was being made) with its directory gone or
-// half checked out, and git's own worktree add and remove race on the
-// directory .git/worktrees ("could not create directory of
-// '.git/worktrees/...'"). The second failure is the error.
+// what is in its way is cleared (ClearWorktree, then Prune) and add runs
+// once more: a git process killed while it made or removed a worktree
+// leaves one registered (locked, when it was being made) with its
+// directory gone or half checked out, and git's own worktree add and
+// remove race on the directory .git/worktrees ("could not create
+// directory of '.git/worktrees/...'"). The second failure is the error.
 func (g Git) MakeWorktree(ctx context.Context, path string, add func() error) error {
 	if err := add(); err == nil || ctx.Err() != nil {
 		return err
 	}
-	if err := g.ClearWorktree(ctx, path); err != nil {
+	if err := errors.Join(g.ClearWorktree(ctx, path), g.Prune(ctx)); err != nil {
 		return err
 	}
 	return add()
 }
 
-// ClearWorktree removes what is at path: the worktrees git has there or
-// below (locked or not, their directories there or gone) and the
-// directory; then it prunes the worktrees whose directories are gone.
+// ClearWorktree removes what is at path, whatever a git killed midway
+// left of it: the worktrees git has there or below, made, half made
+// (locked, its HEAD or its .git file not written yet: such a worktree
+// breaks git bundle and fetch in the repository) or half removed (its
+// directory gone, git still knowing it), and the directory.
 func (g Git) ClearWorktree(ctx context.Context, path string) error {
 	there, err := g.Worktrees(ctx, path)
 	if err != nil {
 		return err
 	}
 	for _, w := range there {
-		if _, err := g.worktree(ctx, "remove", "--force", "--force", w.Path); err != nil {
+		if g.removeWorktree(ctx, w.Path) == nil {
+			continue
+		}
+		// Half made: git refuses a directory without its .git file, and
+		// forgets a worktree whose directory is gone.
+		if err := os.RemoveAll(w.Path); err != nil {
+			return err
+		}
+		if err := g.removeWorktree(ctx, w.Path); err != nil {
 			return err
 		}
 	}
-	return errors.Join(os.RemoveAll(path), g.Prune(ctx))
+	return os.RemoveAll(path) // a directory git never knew as a worktree
 }
 
 // Prune forgets the worktrees whose directories are gone.
@@ -459,32 +476,12 @@ func parseWorktrees(out string) []Worktree {
 	return list
 }
 
-// DiscardWorktree removes the worktree at path and deletes branch (one
-// that is not there is not an error), whatever a git killed midway left
-// of the worktree: made, half made (locked, its HEAD or its .git file not
-// written yet: such a worktree breaks git bundle and fetch in the
-// repository) or half removed (its directory gone, git still knowing
-// it). A branch checked out in another worktree is not deleted: git
-// refuses.
+// DiscardWorktree removes the worktree at path, whatever a git killed
+// midway left of it (ClearWorktree), and deletes branch (one that is not
+// there is not an error). A branch checked out in another worktree is
+// not deleted: git refuses.
 func (g Git) DiscardWorktree(ctx context.Context, path, branch string) error {
-	there, err := g.Worktrees(ctx, path)
-	if err != nil {
-		return err
-	}
-	for _, w := range there {
-		if _, err := g.worktree(ctx, "remove", "--force", "--force", w.Path); err == nil {
-			continue
-		}
-		// Half made: git refuses a directory without its .git file, and
-		// forgets a worktree whose directory is gone.
-		if err := os.RemoveAll(w.Path); err != nil {
-			return err
-		}
-		if _, err := g.worktree(ctx, "remove", "--force", "--force", w.Path); err != nil {
-			return err
-		}
-	}
-	if err := os.RemoveAll(path); err != nil { // a directory git never knew as a worktree
+	if err := g.ClearWorktree(ctx, path); err != nil {
 		return err
 	}
 	if err := g.DeleteBranch(ctx, branch); err != nil {

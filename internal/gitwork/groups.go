@@ -1,6 +1,7 @@
 package gitwork
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -101,11 +102,23 @@ func (r *record) end() {
 // EndLeftovers ends what is left of the git commands of the job's
 // processes that died (the hooks of a merge, mostly): each recorded group
 // whose owner no longer runs gets SIGTERM, then SIGKILL, and EndLeftovers
-// returns once they are gone. The records of processes that run are left
-// alone. since is when the first of the dead owners started (zero when
-// there was none, or it is not known): a git of theirs that died in a ref update may have left
-// its lock files (RemoveRefLocks), made since then.
-func (g *Groups) EndLeftovers() (since time.Time, err error) {
+// returns once they are gone; then it removes the lock files of refs that
+// those left in repo's repository (RemoveRefLocks), which would make
+// every later branch deletion (or update of that ref) fail. The records
+// of processes that run are left alone.
+func (g *Groups) EndLeftovers(ctx context.Context, repo Git) error {
+	since, err := g.endGroups()
+	if err != nil || since.IsZero() {
+		return err
+	}
+	return repo.RemoveRefLocks(ctx, since)
+}
+
+// endGroups is EndLeftovers' ending of the groups. since is when the
+// first of the dead owners started (zero when there was none, or it is
+// not known): a git of theirs that died in a ref update may have left its
+// lock files, made since then.
+func (g *Groups) endGroups() (since time.Time, err error) {
 	entries, err := os.ReadDir(g.Dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return time.Time{}, nil

@@ -159,12 +159,7 @@ func (g Git) RemoveLocks(ctx context.Context, branch string) error {
 	if err != nil {
 		return err
 	}
-	for _, lock := range append(locks, inDir(g.Dir, ref)) {
-		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
+	return removeSince(append(locks, inDir(g.Dir, ref)), time.Time{})
 }
 
 // mergeLocks are the files, in a work tree's git directory, that a git
@@ -203,7 +198,7 @@ func (g Git) RemoveMergeLocks(ctx context.Context, since time.Time) error {
 }
 
 // removeSince removes the files among paths that were made (last
-// modified) at since or later.
+// modified) at since or later (all of them for the zero time).
 func removeSince(paths []string, since time.Time) error {
 	for _, path := range paths {
 		if fi, err := os.Lstat(path); err != nil || fi.ModTime().Before(since) {

@@ -203,8 +203,8 @@ func TestEndLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		// since: the lock files its git may have left are to go.
-		if since, err := groups.EndLeftovers(); err != nil || since.IsZero() {
-			t.Fatalf("EndLeftovers = %v, %v with record %s; want when the dead process started", since, err, name)
+		if since, err := groups.endGroups(); err != nil || since.IsZero() {
+			t.Fatalf("endGroups = %v, %v with record %s; want when the dead process started", since, err, name)
 		}
 	}
 	left.Wait()

@@ -115,7 +115,7 @@ func (r *Runner) Run(ctx context.Context, t itemtask.Task, slot itemtask.Slot, s
 		if err != nil {
 			// The item's failure, as any step's: its runner is not lost.
 			return itemtask.Outcome{DispatchID: t.DispatchID, Duration: time.Since(start), Failed: true, Failure: itemtask.Failure{
-				Attempt: t.Attempt, At: time.Now(), Kind: workspace.KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
+				Attempt: t.Attempt, At: time.Now(), Kind: itemtask.KindWorktree, ExitCode: -1, Message: err.Error(), Duration: time.Since(start),
 			}}, nil
 		}
 		if !tree.Kept {

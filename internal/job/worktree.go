@@ -49,7 +49,7 @@ func (j *Job) MergeEnd(ctx context.Context, t *workspace.Tree) (string, error) {
 // through the merge: block or git merge. The worktree is gone when it
 // returns; the branch stays.
 func (j *Job) RunInWorktree(ctx context.Context, ending workspace.Ending) (pr PhaseResult, end workspace.End, err error) {
-	t, err := workspace.Open(ctx, j.ID(), j.Executor().Env, j.Layout())
+	t, err := workspace.Open(ctx, workspace.JobRefs{ID: j.ID()}, j.Executor().Env, j.Layout())
 	if err != nil {
 		return pr, end, fmt.Errorf("the job's worktree: %w", err)
 	}

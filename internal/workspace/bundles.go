@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/runnerdev/runner/internal/gitwork"
 	"github.com/runnerdev/runner/internal/items"
@@ -28,31 +27,20 @@ var (
 // worker's clone keeps it under once fetched.
 func tipRef(sha string) string { return "refs/runner/tips/" + sha }
 
-// tipCache is the job branch's tip as last read (Worktrees.Tip), when the
-// job's process had moved it moves times.
-type tipCache struct {
-	mu    sync.Mutex
-	sha   string
-	moves uint64
-}
-
 // Tip returns the job branch's tip, read again only once this process
 // may have moved the job branch since it last read it (JobBranchMoves).
 func (w *Worktrees) Tip(ctx context.Context) (string, error) {
-	w.tip.mu.Lock()
-	defer w.tip.mu.Unlock()
+	w.tipMu.Lock()
+	defer w.tipMu.Unlock()
 	moves := w.JobBranchMoves()
-	if w.tip.sha != "" && w.tip.moves == moves {
-		return w.tip.sha, nil
+	if w.tip != "" && w.tipMoves == moves {
+		return w.tip, nil
 	}
-	sha, err := w.User.Tip(ctx, w.JobBranch)
-	if err == nil && sha == "" {
-		err = fmt.Errorf("the job branch %s is gone", w.JobBranch)
-	}
+	sha, err := w.jobTip(ctx)
 	if err != nil {
 		return "", err
 	}
-	w.tip.sha, w.tip.moves = sha, moves
+	w.tip, w.tipMoves = sha, moves
 	return sha, nil
 }
 
@@ -132,7 +120,7 @@ func (w *Worktrees) checkBase(ctx context.Context, b itemtask.ItemBranch, tip st
 	return err
 }
 
-// CheckItemBranch fails as Acquire would, kind KindWorktree, when git
+// CheckItemBranch fails as Acquire would, kind itemtask.KindWorktree, when git
 // could not make the branch of item (index, id) at commit at: a ref in
 // its way. Nothing is made.
 func (w *Worktrees) CheckItemBranch(ctx context.Context, index int, id, at string) error {

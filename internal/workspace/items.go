@@ -25,10 +25,6 @@ import (
 // be merged into the job branch without conflicts.
 const KindMergeConflict = "merge_conflict"
 
-// KindWorktree is the failure kind of an item whose git worktree could
-// not be made: git's message says why.
-const KindWorktree = itemtask.KindWorktree
-
 // Worktrees are the git worktrees and branches of a job whose map runs
 // with isolation: worktree. The job worktree, on the job branch, is where
 // setup, the merges and reduce run; each item runs in a worktree of its
@@ -40,7 +36,10 @@ type Worktrees struct {
 	itemBranches string // the items' branches' prefix, ending in a slash
 	merge        bool   // map.merge is not none
 	target       string // the branch the job started on; "" when HEAD was detached
-	tip          tipCache
+
+	tipMu    sync.Mutex
+	tip      string // the job branch's tip as Tip last read it,
+	tipMoves uint64 // when this process had moved it tipMoves times
 }
 
 // ItemBranches is the prefix of the item branches of job id, when its map
@@ -54,14 +53,9 @@ func ItemBranches(m *workflow.MapPhase, id string) string {
 	return "runner-items/" + id + "/"
 }
 
-// legacyItemBranches is the prefix of the item branches of a job recorded
-// before ItemBranches: runner/<id>.items/ (in the way of job <id>.items's
-// branch).
-func legacyItemBranches(id string) string { return Branch(id) + ".items/" }
-
-// JobRefs is what OpenWorktrees needs of a job: its id and the prefix of
-// its item branches that its metadata records ("" for a job recorded
-// before it did).
+// JobRefs is what Open and OpenWorktrees need of a job: its id and the
+// prefix of its item branches that its metadata records ("" for a job
+// recorded before it did).
 type JobRefs struct {
 	ID           string
 	ItemBranches string
@@ -73,15 +67,12 @@ type JobRefs struct {
 }
 
 // OpenWorktrees returns the worktrees of a job (nil when its map runs
-// without isolation), for the job's process and for the processes that run
-// its items: layout is the job's directory and env its environment. The
-// repository is refs.Repo's, by default the one this process's directory
-// is in.
+// without isolation): the job worktree as Open returns it, and its items'.
 func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env []string, layout state.Layout) (*Worktrees, error) {
 	if m == nil || m.Isolation != workflow.IsolationWorktree {
 		return nil, nil
 	}
-	tree, err := openIn(ctx, refs.Repo, refs.ID, env, layout)
+	tree, err := Open(ctx, refs, env, layout)
 	if err != nil {
 		return nil, fmt.Errorf("map.isolation: worktree: %w", err)
 	}
@@ -93,13 +84,9 @@ func OpenWorktrees(ctx context.Context, refs JobRefs, m *workflow.MapPhase, env 
 }
 
 // ItemPrefix is the prefix of the job's item branches: the one its
-// metadata records, else the one of a job recorded before runner did.
-func (r JobRefs) ItemPrefix() string {
-	if r.ItemBranches == "" {
-		return legacyItemBranches(r.ID)
-	}
-	return r.ItemBranches
-}
+// metadata records, else that of a job recorded before ItemBranches,
+// runner/<id>.items/ (in the way of job <id>.items's branch).
+func (r JobRefs) ItemPrefix() string { return cmp.Or(r.ItemBranches, Branch(r.ID)+".items/") }
 
 // ResumeJob readies the worktrees of a resumed job: the items' worktrees
 // a process that died left are removed, and the job worktree is made
@@ -166,27 +153,19 @@ func (w *Worktrees) deleteMergedBranches(ctx context.Context) error {
 	if !w.merge {
 		return nil
 	}
-	user := w.User
-	branches, err := user.MergedBranches(ctx, w.JobBranch, w.itemBranches+"*")
+	branches, err := w.User.MergedBranches(ctx, w.JobBranch, w.itemBranches+"*")
 	if err != nil {
 		return fmt.Errorf("listing the items' merged branches: %w", err)
 	}
 	for _, b := range branches {
-		_ = user.DeleteBranch(ctx, b)
+		_ = w.User.DeleteBranch(ctx, b)
 	}
 	return nil
 }
 
 // removeItemTrees removes the items' worktrees that are there.
 func (w *Worktrees) removeItemTrees(ctx context.Context) error {
-	return w.Admin(func() error {
-		user := w.User
-		left, err := user.Worktrees(ctx, w.itemsDir)
-		for _, t := range left {
-			err = errors.Join(err, user.RemoveWorktree(ctx, t.Path))
-		}
-		return err
-	})
+	return w.Admin(func() error { return w.User.ClearWorktree(ctx, w.itemsDir) })
 }
 
 // MergedItems returns, by index, the items among its that the job branch
@@ -232,10 +211,9 @@ func (w *Worktrees) MergedItems(ctx context.Context, its []*items.Item) (map[int
 	return done, nil
 }
 
-// mergeMessage is the message of the merge of an item into the job branch.
-func mergeMessage(itemID, jobID string) string {
-	return "Merge " + itemID + " (runner job " + jobID + ")"
-}
+// mergeMessage is the message of the merge of name (an item's id, or the
+// job branch) by runner job jobID.
+func mergeMessage(name, jobID string) string { return "Merge " + name + " (runner job " + jobID + ")" }
 
 // itemOfMerge returns the id of the item that a merge's message says it
 // merged into job jobID's branch.

@@ -86,20 +86,6 @@ func (t *Tree) finalMerge(ctx context.Context, target string, w io.Writer, block
 	return MergedByBlock, block(ctx, vars)
 }
 
-// Unmerged reports whether the job branch of job id, in the repository
-// runner runs in, has commits that target lacks: the final merge of a
-// job that succeeded was not made (not asked for, or refused while items
-// were in its DLQ). A branch that is gone has none.
-func Unmerged(ctx context.Context, id, target string) (bool, error) {
-	var user gitwork.Git
-	tip, err := user.Tip(ctx, Branch(id))
-	if err != nil || tip == "" {
-		return false, err
-	}
-	merged, err := user.Contains(ctx, target, tip)
-	return !merged, err
-}
-
 // mergeInto merges the job branch into target in the user's checkout, with
 // a merge commit, if that checkout is still on target, in the middle of
 // no git operation and without changes to tracked files: runner never
@@ -111,12 +97,9 @@ func Unmerged(ctx context.Context, id, target string) (bool, error) {
 func (t *Tree) mergeInto(ctx context.Context, target string) error {
 	ctx = context.WithoutCancel(ctx) // a merge is not left half done
 	user := t.User
-	tip, err := user.Tip(ctx, t.JobBranch)
-	switch {
-	case err != nil:
+	tip, err := t.jobTip(ctx)
+	if err != nil {
 		return err
-	case tip == "":
-		return fmt.Errorf("the job branch %s is gone", t.JobBranch)
 	}
 	if merged, err := user.Contains(ctx, target, tip); err != nil || merged {
 		return err
@@ -135,9 +118,7 @@ func (t *Tree) mergeInto(ctx context.Context, target string) error {
 }
 
 // mergeMessage is the message of runner's merge commit of the job branch.
-func (t *Tree) mergeMessage() string {
-	return "Merge " + t.JobBranch + " (runner job " + t.JobID + ")"
-}
+func (t *Tree) mergeMessage() string { return mergeMessage(t.JobBranch, t.JobID) }
 
 // checkCheckout refuses a user's checkout that is not on target, is in the
 // middle of a git operation (the user's merge, rebase, cherry-pick,

@@ -21,7 +21,7 @@ import (
 func jobBranch(t *testing.T, git func(string, ...string) string, id string) *Tree {
 	t.Helper()
 	dir := t.TempDir()
-	tree, err := Open(t.Context(), id, nil, state.LayoutOf(dir))
+	tree, err := Open(t.Context(), JobRefs{ID: id}, nil, state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,19 +160,18 @@ func deadHolder(t *testing.T, lock string, tree *Tree) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(lock)
+	data, err := os.ReadFile(lock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder := holderOf(f)
-	f.Close()
+	h := holder(data)
 	unlock()
 	exited := exec.Command("true")
 	if err := exited.Run(); err != nil {
 		t.Fatal(err)
 	}
-	holder.Self = fmt.Sprintf("%d-1", exited.Process.Pid)
-	data, err := json.Marshal(holder)
+	h.Self = fmt.Sprintf("%d-1", exited.Process.Pid)
+	data, err = json.Marshal(h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,23 +23,15 @@ const (
 // 100) and the files they changed (at most 500), as JSON, counts and
 // comma-separated lists. The counts are of all of them.
 func (t *Tree) mergeVars(ctx context.Context, target string) (map[string]any, error) {
-	g := t.User
-	commits, total, err := mergeCommits(ctx, g, target, t.JobBranch)
+	commits, ids, total, err := mergeCommits(ctx, t.User, target, t.JobBranch)
 	if err != nil {
 		return nil, err
 	}
-	diff, err := g.Diff(ctx, target+"..."+t.JobBranch, "")
+	diff, err := t.User.Diff(ctx, target+"..."+t.JobBranch, "")
 	if err != nil {
 		return nil, err
 	}
-	files := modifiedFiles(diff)
-	ids, paths := make([]string, len(commits)), make([]string, len(files))
-	for i, c := range commits {
-		ids[i] = c.(map[string]any)["short_id"].(string)
-	}
-	for i, f := range files {
-		paths[i] = f.(map[string]any)["path"].(string)
-	}
+	files, paths := modifiedFiles(diff)
 	return map[string]any{
 		"worktree": t.JobID, "worktree_path": t.Root, "source_branch": t.JobBranch, "target_branch": target, "session_id": t.JobID,
 		"commits": commits, "commit_count": total, "commit_ids": strings.Join(ids, ", "),
@@ -48,21 +40,21 @@ func (t *Tree) mergeVars(ctx context.Context, target string) (map[string]any, er
 }
 
 // mergeCommits returns the commits of head that base lacks, newest first,
-// at most maxMergeCommits of them as Prodigy's commit objects, and how
-// many there are in all.
-func mergeCommits(ctx context.Context, g gitwork.Git, base, head string) ([]any, int, error) {
+// at most maxMergeCommits of them as Prodigy's commit objects and their
+// short ids, and how many there are in all.
+func mergeCommits(ctx context.Context, g gitwork.Git, base, head string) (commits []any, ids []string, total int, err error) {
 	count, err := g.Output(ctx, "rev-list", "--count", base+".."+head)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	total, _ := strconv.Atoi(count)
+	total, _ = strconv.Atoi(count)
 	const sep, field = "\x1e", "\x1f"
 	out, err := g.Output(ctx, "-c", "core.quotePath=false", "log", "-n", strconv.Itoa(maxMergeCommits), "--name-only",
 		"--format="+sep+"%H"+field+"%h"+field+"%an"+field+"%ae"+field+"%cI"+field+"%B"+field, base+".."+head)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
-	commits := []any{}
+	commits = []any{}
 	for rec := range strings.SplitSeq(out, sep) {
 		f := strings.SplitN(rec, field, 7)
 		if len(f) < 7 {
@@ -78,24 +70,26 @@ func mergeCommits(ctx context.Context, g gitwork.Git, base, head string) ([]any,
 			"id": f[0], "short_id": f[1], "author": map[string]any{"name": f[2], "email": f[3]},
 			"timestamp": f[4], "message": strings.TrimSpace(f[5]), "files_changed": changed,
 		})
+		ids = append(ids, f[1])
 	}
-	return commits, total, nil
+	return commits, ids, total, nil
 }
 
 // modifiedFiles are the files of diff as Prodigy's file objects, at most
-// maxMergeFiles: {path, modification_type}.
-func modifiedFiles(diff gitwork.DiffStat) []any {
-	files := []any{}
+// maxMergeFiles: {path, modification_type}, and their paths.
+func modifiedFiles(diff gitwork.DiffStat) (files []any, paths []string) {
+	files = []any{}
 	for _, group := range []struct {
 		paths []string
 		kind  string
 	}{{diff.Added, "Added"}, {diff.Modified, "Modified"}, {diff.Deleted, "Deleted"}} {
 		for _, p := range group.paths {
 			if len(files) == maxMergeFiles {
-				return files
+				return files, paths
 			}
 			files = append(files, map[string]any{"path": p, "modification_type": group.kind})
+			paths = append(paths, p)
 		}
 	}
-	return files
+	return files, paths
 }

@@ -40,7 +40,7 @@ func (l Leftovers) Unmerged() []LeftBranch {
 // Survey returns the leftovers of a job in the repository runner runs in:
 // the worktrees under dir, its state directory, and the branches under
 // names (its job branch, the directory of its item branches). A
-// directory outside a git work tree is gitwork.ErrNotRepository.
+// directory outside a git work tree is ErrNotWorkTree.
 func Survey(ctx context.Context, dir string, names ...string) (Leftovers, error) {
 	var (
 		l    Leftovers
@@ -90,36 +90,33 @@ func Clear(ctx context.Context, layout state.Layout, l Leftovers, removed func(w
 	if err != nil {
 		return err
 	}
-	_, unlock, err := flock(adminLockPath(common))
-	if err != nil {
-		return fmt.Errorf("the repository's worktree lock: %w", err)
-	}
-	defer unlock()
-	for _, p := range l.Worktrees {
-		if err := repo.ForgetWorktree(ctx, p); err != nil {
-			return fmt.Errorf("removing worktree %s: %w", p, err)
+	return admin(adminLockPath(common), func() error {
+		for _, p := range l.Worktrees {
+			if err := repo.ForgetWorktree(ctx, p); err != nil {
+				return fmt.Errorf("removing worktree %s: %w", p, err)
+			}
+			crashpoint.Hit(crashpoint.RemovedWorktree)
+			removed("worktree " + p)
 		}
-		crashpoint.Hit(crashpoint.RemovedWorktree)
-		removed("worktree " + p)
-	}
-	if err := repo.Prune(ctx); err != nil {
-		return err
-	}
-	for _, b := range l.Branches {
-		if err := repo.DeleteBranch(ctx, b.Name); err != nil {
-			return fmt.Errorf("deleting branch %s: %w", b.Name, err)
+		if err := repo.Prune(ctx); err != nil {
+			return err
 		}
-		crashpoint.Hit(crashpoint.RemovedBranch)
-		removed("branch " + b.Name)
-	}
-	return nil
+		for _, b := range l.Branches {
+			if err := repo.DeleteBranch(ctx, b.Name); err != nil {
+				return fmt.Errorf("deleting branch %s: %w", b.Name, err)
+			}
+			crashpoint.Hit(crashpoint.RemovedBranch)
+			removed("branch " + b.Name)
+		}
+		return nil
+	})
 }
 
 // EndJobLeftovers ends what the git commands of the processes of the job
 // whose directory (or tombstone) is layout left when they died, in the
-// repository runner runs in (EndLeftovers).
+// repository runner runs in (gitwork.Groups.EndLeftovers).
 func EndJobLeftovers(ctx context.Context, layout state.Layout) error {
-	return EndLeftovers(ctx, &gitwork.Groups{Dir: layout.GitProcesses}, gitwork.Git{})
+	return (&gitwork.Groups{Dir: layout.GitProcesses}).EndLeftovers(ctx, gitwork.Git{})
 }
 
 // BranchesInTheWay returns the branches of the repository runner runs in

@@ -14,21 +14,18 @@ func InWorkTree(ctx context.Context) bool {
 	return err == nil
 }
 
-// NotWorkTreeError is StartPoint's error when git cannot say where the
-// work tree runner runs in is (outside one), in git's words.
-type NotWorkTreeError struct{ Err error }
-
-func (e *NotWorkTreeError) Error() string { return e.Err.Error() }
-func (e *NotWorkTreeError) Unwrap() error { return e.Err }
+// ErrNotWorkTree is StartPoint's error, in git's words, when git cannot
+// say where the work tree runner runs in is (outside one).
+var ErrNotWorkTree = gitwork.ErrNotRepository
 
 // StartPoint returns what a new job's worktree starts from: the HEAD of
 // the checkout runner runs in ("" before its first commit;
-// *NotWorkTreeError outside a git work tree), and the paths of its
+// ErrNotWorkTree outside a git work tree), and the paths of its
 // changes not committed, which the job does not have.
 func StartPoint(ctx context.Context) (head string, dirty []string, err error) {
 	var git gitwork.Git
 	if _, _, err := git.TopLevel(ctx); err != nil {
-		return "", nil, &NotWorkTreeError{Err: err}
+		return "", nil, err
 	}
 	if head, err = git.Head(ctx); err != nil || head == "" {
 		return head, nil, err

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/runnerdev/runner/internal/crashpoint"
@@ -61,27 +60,22 @@ type Tree struct {
 
 // Open returns the worktree of a job, for the job's process and for the
 // processes that run its items: layout is the job's directory and env
-// its environment. The repository is the one this process's directory is in.
+// its environment. The repository is refs.Repo's, by default the one this
+// process's directory is in.
 //
 // Before anything reads the repository, it ends what the git commands of
 // the job's processes that died left running (their hooks, which may
 // still write to it; git itself died with its runner).
-func Open(ctx context.Context, jobID string, env []string, layout state.Layout) (*Tree, error) {
-	return openIn(ctx, "", jobID, env, layout)
-}
-
-// openIn is Open in the repository of directory repo ("": this
-// process's).
-func openIn(ctx context.Context, repo, jobID string, env []string, layout state.Layout) (*Tree, error) {
+func Open(ctx context.Context, refs JobRefs, env []string, layout state.Layout) (*Tree, error) {
 	groups := &gitwork.Groups{Dir: layout.GitProcesses}
-	git := gitwork.Git{Dir: repo, Env: env}
-	if err := EndLeftovers(ctx, groups, git); err != nil {
+	git := gitwork.Git{Dir: refs.Repo, Env: env}
+	if err := groups.EndLeftovers(ctx, git); err != nil {
 		return nil, err
 	}
 	// Runner's directory in the repository it is in: in a clone of it
 	// (a NATS worker's, repo), the same place.
 	_, prefix, err := gitwork.Git{Env: env}.TopLevel(ctx)
-	if repo != "" && errors.Is(err, gitwork.ErrNotRepository) {
+	if refs.Repo != "" && errors.Is(err, gitwork.ErrNotRepository) {
 		err = nil // a NATS worker's repository, made empty: its top
 	}
 	if err != nil {
@@ -96,10 +90,10 @@ func openIn(ctx context.Context, repo, jobID string, env []string, layout state.
 		return nil, err
 	}
 	return &Tree{
-		JobBranch:     Branch(jobID),
-		JobID:         jobID,
+		JobBranch:     Branch(refs.ID),
+		JobID:         refs.ID,
 		Git:           gitwork.Git{Dir: root, Env: env, Groups: groups},
-		User:          gitwork.Git{Dir: repo, Env: env, Groups: groups},
+		User:          gitwork.Git{Dir: refs.Repo, Env: env, Groups: groups},
 		Root:          root,
 		Prefix:        prefix,
 		lockPath:      layout.WorktreeLock,
@@ -109,6 +103,16 @@ func openIn(ctx context.Context, repo, jobID string, env []string, layout state.
 
 // Branch is the job branch of job id: runner/<id>.
 func Branch(id string) string { return "runner/" + id }
+
+// jobTip returns the job branch's tip; a job branch that is gone is an
+// error.
+func (t *Tree) jobTip(ctx context.Context) (string, error) {
+	tip, err := t.User.Tip(ctx, t.JobBranch)
+	if err == nil && tip == "" {
+		err = fmt.Errorf("the job branch %s is gone", t.JobBranch)
+	}
+	return tip, err
+}
 
 // Dir is where the job's phases run: runner's directory in the job
 // worktree.
@@ -146,15 +150,14 @@ func (t *Tree) Begin(ctx context.Context, resumed bool, target string, resume fu
 // Start makes the job worktree on a new job branch from the HEAD of the
 // checkout runner runs in, which stays as it is.
 func (t *Tree) Start(ctx context.Context) error {
-	user := t.User
-	head, err := user.Head(ctx)
+	head, err := t.User.Head(ctx)
 	if err != nil {
 		return err
 	}
 	if head == "" {
 		return errors.New("the job's worktree: the repository has no commit yet; make one first: git commit --allow-empty -m init")
 	}
-	err = t.Admin(func() error { return user.NewWorktree(ctx, t.Root, t.JobBranch, head) })
+	err = t.Admin(func() error { return t.User.NewWorktree(ctx, t.Root, t.JobBranch, head) })
 	if err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
 	}
@@ -221,16 +224,13 @@ func (t *Tree) intact(ctx context.Context) (bool, error) {
 	return len(there) == 1 && !there[0].Locked, err
 }
 
-// remake makes the job worktree on the job branch again, after clearing
-// what a process killed while it made or removed it left.
+// remake makes the job worktree on the job branch again, clearing what a
+// process killed while it made or removed it left (MakeWorktree).
 func (t *Tree) remake(ctx context.Context) error {
+	if _, err := t.jobTip(ctx); err != nil {
+		return fmt.Errorf("%w: the job's work cannot be resumed", err)
+	}
 	user := t.User
-	if err := user.ClearWorktree(ctx, t.Root); err != nil {
-		return err
-	}
-	if tip, err := user.Tip(ctx, t.JobBranch); err != nil || tip == "" {
-		return errors.Join(err, fmt.Errorf("the job branch %s is gone: the job's work cannot be resumed", t.JobBranch))
-	}
 	err := user.MakeWorktree(ctx, t.Root, func() error { return user.AddWorktree(ctx, t.Root, t.JobBranch) })
 	if err != nil {
 		return fmt.Errorf("the job worktree: %w", err)
@@ -239,28 +239,30 @@ func (t *Tree) remake(ctx context.Context) error {
 }
 
 // Lock takes the job's merge lock: this process's, then the flock that
-// other processes of the job (dlq retries) take. unlock gives both back.
-// The holder writes itself (gitwork.Self) in the lock file and empties it
-// when it lets go: one found there is a process that died holding the lock,
-// maybe in a merge, and what its git left is ended and undone (undoMerge,
-// with the files its git wrote; a job worktree not there whole is made
-// again by the next Ready), whenever this process opened the job.
+// other processes of the job (dlq retries) take; unlock gives both back.
+// Its record is the holder's gitwork.Self (hold): what a holder that died
+// left, maybe in a merge, is ended and undone (undoMerge, with the files
+// its git wrote; a job worktree not there whole is made again by the next
+// Ready), whenever this process opened the job.
 func (t *Tree) Lock(ctx context.Context) (unlock func(), err error) {
 	t.mergeMu.Lock()
-	f, unlockFile, err := flock(t.lockPath)
-	if err == nil {
-		if err = t.takeLock(ctx, f); err != nil {
-			unlockFile()
+	self := func() ([]byte, error) { return []byte(gitwork.Self()), nil }
+	release, err := hold(t.lockPath, nil, self, func(dead []byte, since time.Time) error {
+		gitwork.AwaitExit(string(dead))
+		if err := t.Git.Groups.EndLeftovers(ctx, t.User); err != nil {
+			return err
 		}
-	}
+		t.checked = false
+		_, err := t.undoMerge(ctx, since)
+		return err
+	})
 	if err != nil {
 		t.mergeMu.Unlock()
 		return nil, fmt.Errorf("the job's merge lock: %w", err)
 	}
 	return func() {
 		t.moves.Add(1)
-		_ = f.Truncate(0)
-		unlockFile()
+		release()
 		t.mergeMu.Unlock()
 	}, nil
 }
@@ -280,92 +282,15 @@ func (t *Tree) JobBranchMoves() uint64 { return t.moves.Load() }
 // on the directory .git/worktrees and the files in it ("failed to read
 // .git/worktrees/N/commondir", "could not create directory of
 // '.git/worktrees/...'"). fn must not call Admin.
-func (t *Tree) Admin(fn func() error) error {
-	_, unlock, err := flock(t.adminLockPath)
-	if err != nil {
-		return fmt.Errorf("the job's worktree lock: %w", err)
-	}
-	defer unlock()
-	return fn()
-}
+func (t *Tree) Admin(fn func() error) error { return admin(t.adminLockPath, fn) }
 
 // adminLockPath is the file whose flock Admin takes in the repository
 // whose git directory is common.
 func adminLockPath(common string) string { return filepath.Join(common, "runner-worktrees.lock") }
 
-// flock takes the flock of the file at path, which it makes (and its
-// directory) if need be, and returns the file open; unlock gives it back
-// and closes it. Each call opens the file anew, so that two goroutines of
-// one process exclude each other too.
-func flock(path string) (f *os.File, unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, err
-	}
-	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, func() {
-		// Unlocked before the close: a child forked meanwhile holds a
-		// copy of the descriptor until it execs, and the close alone
-		// would leave the flock to it.
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
-}
-
-// EndLeftovers ends the git commands that the job's processes that died
-// (or a removal of the job, runner jobs rm) left, recorded in groups (the
-// job's Layout.GitProcesses; Groups.EndLeftovers), and removes the lock
-// files of refs that those left in repo's repository, which would make
-// every later branch deletion (or update of that ref) fail.
-func EndLeftovers(ctx context.Context, groups *gitwork.Groups, repo gitwork.Git) error {
-	since, err := groups.EndLeftovers()
-	if err != nil || since.IsZero() {
-		return err
-	}
-	return repo.RemoveRefLocks(ctx, since)
-}
-
-// takeLock ends what a holder of the job's merge lock f that died left,
-// and writes this process in its place.
-func (t *Tree) takeLock(ctx context.Context, f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if fi.Size() > 0 {
-		dead := make([]byte, fi.Size())
-		if _, err := f.ReadAt(dead, 0); err != nil {
-			return err
-		}
-		gitwork.AwaitExit(string(dead))
-		if err := EndLeftovers(ctx, t.Git.Groups, t.User); err != nil {
-			return err
-		}
-		// Its merge is undone before its record goes: should this
-		// process die meanwhile, the next holder finds the record still,
-		// and when it began (the file's time, written as it took the lock).
-		t.checked = false
-		if _, err := t.undoMerge(ctx, fi.ModTime()); err != nil {
-			return err
-		}
-		if err := f.Truncate(0); err != nil {
-			return err
-		}
-	}
-	_, err = f.WriteAt([]byte(gitwork.Self()), 0)
-	return err
-}
-
 // Remove removes the job worktree (the branch stays), even when ctx is
 // done: an interrupted job still cleans up.
 func (t *Tree) Remove(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
-	user := t.User
-	return t.Admin(func() error { return errors.Join(user.RemoveWorktree(ctx, t.Root), user.Prune(ctx)) })
+	return t.Admin(func() error { return errors.Join(t.User.RemoveWorktree(ctx, t.Root), t.User.Prune(ctx)) })
 }

@@ -30,7 +30,7 @@ func testRepo(t *testing.T) (git func(dir string, args ...string) string, repo s
 func TestLock(t *testing.T) {
 	testRepo(t)
 	dir := t.TempDir()
-	tree, err := Open(t.Context(), "j", nil, state.LayoutOf(dir))
+	tree, err := Open(t.Context(), JobRefs{ID: "j"}, nil, state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestLock(t *testing.T) {
 func TestReadyAfterKilledGit(t *testing.T) {
 	git, repo := testRepo(t)
 	open := func() *Tree {
-		tree, err := Open(t.Context(), "j", nil, state.LayoutOf(filepath.Join(repo, ".state")))
+		tree, err := Open(t.Context(), JobRefs{ID: "j"}, nil, state.LayoutOf(filepath.Join(repo, ".state")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestReadyAfterKilledGit(t *testing.T) {
 func TestLockAfterADeadHolder(t *testing.T) {
 	testRepo(t)
 	dir := t.TempDir()
-	tree, err := Open(t.Context(), "j", nil, state.LayoutOf(dir))
+	tree, err := Open(t.Context(), JobRefs{ID: "j"}, nil, state.LayoutOf(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestOpenRemovesADeadProcesssRefLocks(t *testing.T) {
 	if out, err := exec.Command("git", "branch", "-D", "runner-items/j/1").CombinedOutput(); err == nil {
 		t.Fatalf("git branch -D succeeds with the lock files there (%s): the test shows nothing", out)
 	}
-	if _, err := Open(t.Context(), "j", nil, layout); err != nil {
+	if _, err := Open(t.Context(), JobRefs{ID: "j"}, nil, layout); err != nil {
 		t.Fatal(err)
 	}
 	for _, lock := range left {
