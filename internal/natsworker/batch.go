@@ -1,18 +1,23 @@
 package natsworker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/proc"
 )
 
 // batch is one task message (natsconn.Batch) as this worker runs it:
@@ -34,11 +39,21 @@ type batch struct {
 	stopBeats func()
 
 	mu       sync.Mutex
-	running  map[int]natsconn.Task // by index, announced at each heartbeat
-	left     int                   // items not ended
-	unstored bool                  // an item ended without its result stored: the message is not acknowledged
-	again    bool                  // one was stopped with the worker: the message goes to another at once
-	term     bool                  // one's attempt is over (the coordinator said so): it is not run again
+	left     int  // items not ended
+	unstored bool // an item ended without its result stored: the message is not acknowledged
+	again    bool // one was stopped with the worker: the message goes to another at once
+	term     bool // one's attempt is over (the coordinator said so): it is not run again
+}
+
+// workerRun is one of a batch's tasks running: its events, and how to
+// stop it. The worker's runs are what a heartbeat announces, and where
+// the job's events go.
+type workerRun struct {
+	b      *batch
+	task   natsconn.Task
+	events []eventlog.Event // guarded by Worker.mu
+	report *remote.Reporter // tells the coordinator as they come
+	cancel context.CancelCauseFunc
 }
 
 // receive reads a task message into a batch ready to run, or settles it
@@ -48,7 +63,7 @@ type batch struct {
 // delivery, and fetching the job's spec or asking which items are still
 // awaited takes a while on a loaded machine.
 func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
-	b := &batch{w: w, msg: msg, received: time.Now(), delivery: 1, running: map[int]natsconn.Task{}}
+	b := &batch{w: w, msg: msg, received: time.Now(), delivery: 1}
 	if msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
 		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
 		return nil
@@ -65,7 +80,7 @@ func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
 	b.tasks = body.Tasks
 	b.ls = newLease(w.wd, w.ackWait-2*w.heartbeat(), b.received)
 	b.ctx, b.cut = context.WithCancelCause(ctx)
-	b.stopBeats = w.beat(b.ctx, b.name(), msg, b.ls, b.cut, b.announce)
+	b.stopBeats = b.beat()
 	if settle := b.unrunnable(ctx); settle != nil {
 		b.stopBeats()
 		b.cut(nil)
@@ -178,10 +193,12 @@ func (w *Worker) stored(ctx context.Context, key string, t natsconn.Task) bool {
 
 // announce tells the coordinator which of the batch's items run here.
 func (b *batch) announce() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, t := range b.running {
-		b.w.announce(b.key, t, b.delivery)
+	b.w.mu.Lock()
+	defer b.w.mu.Unlock()
+	for run := range b.w.runs {
+		if run.b == b {
+			b.w.announce(b.key, run.task, b.delivery)
+		}
 	}
 }
 
@@ -198,19 +215,94 @@ func (b *batch) run(t natsconn.Task, sl *itemtask.Hold) {
 	case b.wj.unable != nil:
 		r.Failed, r.Failure = true, &itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: b.wj.unable.Error()}
 	default:
-		b.mu.Lock()
-		b.running[t.Index] = t
-		b.mu.Unlock()
-		w.announce(b.key, t, b.delivery)
-		r, stop = w.run(b.ctx, b.wj, t, b.ls, sl, r)
-		b.mu.Lock()
-		delete(b.running, t.Index)
-		b.mu.Unlock()
+		r, stop = b.exec(t, sl, r)
 	}
 	if stop == stopNone && !b.store(t, r) {
 		stop = stopUnstored
 	}
 	b.end(stop)
+}
+
+// exec runs the item of t, one of the batch's tasks, with its job's
+// template, under the batch's lease, announcing it to the coordinator. It
+// reports how the run stopped when it did without a result to send: the
+// job was interrupted, the server stopped answering, or the worker
+// stopped.
+func (b *batch) exec(t natsconn.Task, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, stopped) {
+	w, wj, ls := b.w, b.wj, b.ls
+	started := time.Now()
+	rctx, cancel := context.WithCancelCause(b.ctx)
+	defer cancel(nil)
+	rp := remote.NewReporter(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key},
+		remote.Run{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}, holdBack)
+	run := &workerRun{b: b, task: t, cancel: cancel, report: rp}
+	w.mu.Lock()
+	w.runs[run] = struct{}{}
+	w.mu.Unlock()
+	w.announce(b.key, t, b.delivery)
+	defer func() {
+		w.mu.Lock()
+		delete(w.runs, run)
+		w.mu.Unlock()
+	}()
+	logPath := wj.opened.LogPath(t.ItemID)
+	logStart := fileSize(logPath)
+	mt := itemtask.Task{
+		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
+		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
+	}
+	var out itemtask.Outcome
+	var ig *natsconn.ItemGit
+	var err error
+	if mt.Checkpoints, err = rp.Start(rctx, t.Checkpoints); err == nil {
+		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
+		save := func(rec itemtask.StepRecord) error {
+			if last := wj.opened.Last; last != nil && last(rec) {
+				r.LastStep = &rec // nothing runs after it: it goes with the result
+				return nil
+			}
+			return rp.Save(rctx, rec)
+		}
+		out, ig, err = w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, slot, save, r.Delivery)
+		slot.end()
+	}
+	if err == nil && ls.expired(time.Now()) {
+		// Frozen or cut off past the lease: the task may be another
+		// worker's by now, and this run may have been killed.
+		cancel(errCutOff)
+	}
+	if err != nil || context.Cause(rctx) != nil {
+		rp.Flush() // no result carries the run's events
+		cause := context.Cause(rctx)
+		stop := stopUnstored
+		var ref *remote.Refusal
+		switch {
+		case errors.Is(cause, errDrained):
+			stop = stopDrained
+		case errors.As(err, &ref) && ref.Term:
+			stop = stopTerm
+		}
+		w.tally.stopped.Add(1)
+		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(started)), cmp.Or(cause, err))
+		return r, stop
+	}
+	rp.Drop() // the result carries the run's events
+	mask := wj.opened.Mask
+	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
+	r.DurationMS, r.Usage = out.Duration.Milliseconds(), out.Usage
+	r.Git = ig
+	if out.Failed {
+		f := out.Failure
+		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
+		r.Failed, r.Failure = true, &f
+	}
+	w.mu.Lock()
+	for _, e := range run.events {
+		r.Events = append(r.Events, e.Redacted(mask))
+	}
+	w.mu.Unlock()
+	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
+	return r, stopNone
 }
 
 // store stores t's result r; it reports false when it could not.

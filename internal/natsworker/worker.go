@@ -22,7 +22,6 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/natsconn"
-	"github.com/runnerdev/runner/internal/proc"
 )
 
 // WorkerOptions configure a worker.
@@ -103,15 +102,6 @@ type workerJob struct {
 	spec     natsconn.Spec
 	opened   itemtask.Opened // zero when unable says why it cannot be opened here
 	unable   error
-}
-
-// workerRun is one task running: its job and item, its events, and how
-// to stop it.
-type workerRun struct {
-	key, itemID string
-	events      []eventlog.Event // guarded by Worker.mu
-	report      *remote.Reporter // tells the coordinator as they come
-	cancel      context.CancelCauseFunc
 }
 
 // Why a run stops without a result.
@@ -358,90 +348,11 @@ func (w *Worker) running(key, itemID string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for run := range w.runs {
-		if run.key == key && run.itemID == itemID {
+		if run.b.key == key && run.task.ItemID == itemID {
 			return true
 		}
 	}
 	return false
-}
-
-// run runs the item of t with its job's template, under its batch's
-// lease ls. It reports how the run stopped when it did without a result
-// to send: the job was interrupted, the server stopped answering, or the
-// worker stopped.
-func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, ls *lease, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, stopped) {
-	started := time.Now()
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rp := remote.NewReporter(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key},
-		remote.Run{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}, holdBack)
-	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel, report: rp}
-	w.mu.Lock()
-	w.runs[run] = struct{}{}
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.runs, run)
-		w.mu.Unlock()
-	}()
-	logPath := wj.opened.LogPath(t.ItemID)
-	logStart := fileSize(logPath)
-	mt := itemtask.Task{
-		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
-		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
-	}
-	var out itemtask.Outcome
-	var ig *natsconn.ItemGit
-	var err error
-	if mt.Checkpoints, err = rp.Start(rctx, t.Checkpoints); err == nil {
-		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
-		save := func(rec itemtask.StepRecord) error {
-			if last := wj.opened.Last; last != nil && last(rec) {
-				r.LastStep = &rec // nothing runs after it: it goes with the result
-				return nil
-			}
-			return rp.Save(rctx, rec)
-		}
-		out, ig, err = w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, slot, save, r.Delivery)
-		slot.end()
-	}
-	if err == nil && ls.expired(time.Now()) {
-		// Frozen or cut off past the lease: the task may be another
-		// worker's by now, and this run may have been killed.
-		cancel(errCutOff)
-	}
-	if err != nil || context.Cause(rctx) != nil {
-		rp.Flush() // no result carries the run's events
-		cause := context.Cause(rctx)
-		stop := stopUnstored
-		var ref *remote.Refusal
-		switch {
-		case errors.Is(cause, errDrained):
-			stop = stopDrained
-		case errors.As(err, &ref) && ref.Term:
-			stop = stopTerm
-		}
-		w.tally.stopped.Add(1)
-		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(started)), cmp.Or(cause, err))
-		return r, stop
-	}
-	rp.Drop() // the result carries the run's events
-	mask := wj.opened.Mask
-	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
-	r.DurationMS, r.Usage = out.Duration.Milliseconds(), out.Usage
-	r.Git = ig
-	if out.Failed {
-		f := out.Failure
-		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
-		r.Failed, r.Failure = true, &f
-	}
-	w.mu.Lock()
-	for _, e := range run.events {
-		r.Events = append(r.Events, e.Redacted(mask))
-	}
-	w.mu.Unlock()
-	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
-	return r, stopNone
 }
 
 // announce tells the coordinator of the job of key that this worker runs
@@ -501,7 +412,7 @@ func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for run := range w.runs {
-			if run.key == wj.key && run.itemID == e.ItemID {
+			if run.b.key == wj.key && run.task.ItemID == e.ItemID {
 				run.events = append(run.events, e)
 				run.report.Emit(e.Redacted(wj.opened.Mask))
 			}
@@ -567,7 +478,7 @@ func (w *Worker) stopJob(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for run := range w.runs {
-		if run.key == key {
+		if run.b.key == key {
 			run.cancel(errInterrupted)
 		}
 	}
