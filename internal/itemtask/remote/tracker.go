@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/runnerdev/runner/internal/eventlog"
@@ -276,13 +277,8 @@ func (tr *Tracker) checkpoint(answer func(Reply), p *Progress, m Msg) {
 
 // withStep is steps with rec in place of the record of its step, if any.
 func withStep(steps []itemtask.StepRecord, rec itemtask.StepRecord) []itemtask.StepRecord {
-	out := make([]itemtask.StepRecord, 0, len(steps)+1)
-	for _, s := range steps {
-		if s.Index != rec.Index {
-			out = append(out, s)
-		}
-	}
-	return append(out, rec)
+	same := func(s itemtask.StepRecord) bool { return s.Index == rec.Index }
+	return append(slices.DeleteFunc(slices.Clone(steps), same), rec)
 }
 
 // release gives p's slot back while its step waits out a delay. One that
@@ -334,8 +330,11 @@ func (tr *Tracker) acquire(req slotRequest, p *Progress) {
 		p.acquiring = false
 		p.released = p.released && err != nil
 		req := p.pending
-		reply := Reply{Error: errorText(err)}
-		if req.start && err == nil {
+		var reply Reply
+		switch {
+		case err != nil:
+			reply.Error = err.Error()
+		case req.start:
 			reply.Checkpoints = p.checkpoints
 		}
 		tr.mu.Unlock()
