@@ -155,8 +155,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	watching.Go(func() { w.watchJobs(watchCtx) })
 	watching.Go(func() { w.watchStreams(watchCtx) })
 	defer func() { stopWatch(); watching.Wait() }()
-	stopSummaries := w.summarize()
-	defer stopSummaries()
+	summaries, stopSummaries := context.WithCancel(context.WithoutCancel(ctx))
+	var summing sync.WaitGroup
+	summing.Go(func() { w.summarize(summaries) })
+	defer func() { stopSummaries(); summing.Wait() }()
 	var running sync.WaitGroup
 	runners := newReusedGoroutines(time.Minute)
 	defer runners.stop()
@@ -244,30 +246,22 @@ func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, 
 // a pull given up.
 const delayingPull = 500 * time.Millisecond
 
-// summarize logs a summary every SummaryEvery, and once more when the
-// returned function is called (as the worker stops).
-func (w *Worker) summarize() (stop func()) {
+// summarize logs a summary every SummaryEvery until ctx ends, and once
+// more then (as the worker stops).
+func (w *Worker) summarize(ctx context.Context) {
 	if w.opts.SummaryEvery <= 0 {
-		return func() {}
+		return
 	}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		tick := time.NewTicker(w.opts.SummaryEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				w.logSummary()
-			}
+	tick := time.NewTicker(w.opts.SummaryEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.logSummary()
+			return
+		case <-tick.C:
+			w.logSummary()
 		}
-	}()
-	return func() {
-		close(done)
-		<-ended
-		w.logSummary()
 	}
 }
 
