@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,11 +39,9 @@ type batch struct {
 	cut       context.CancelCauseFunc
 	stopBeats func()
 
-	mu       sync.Mutex
-	left     int  // items not ended
-	unstored bool // an item ended without its result stored: the message is not acknowledged
-	again    bool // one was stopped with the worker: the message goes to another at once
-	term     bool // one's attempt is over (the coordinator said so): it is not run again
+	mu    sync.Mutex
+	left  int     // items not ended
+	worst stopped // of the items ended: how the message is settled
 }
 
 // workerRun is one of a batch's tasks running: its events, and how to
@@ -51,7 +50,7 @@ type batch struct {
 type workerRun struct {
 	b      *batch
 	task   natsconn.Task
-	events []eventlog.Event // guarded by Worker.mu
+	events []eventlog.Event // redacted; guarded by Worker.mu
 	report *remote.Reporter // tells the coordinator as they come
 	cancel context.CancelCauseFunc
 }
@@ -297,9 +296,7 @@ func (b *batch) exec(t natsconn.Task, sl *itemtask.Hold, r natsconn.Result) (nat
 		r.Failed, r.Failure = true, &f
 	}
 	w.mu.Lock()
-	for _, e := range run.events {
-		r.Events = append(r.Events, e.Redacted(mask))
-	}
+	r.Events = slices.Clip(run.events)
 	w.mu.Unlock()
 	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
 	return r, stopNone
@@ -326,14 +323,15 @@ func (b *batch) store(t natsconn.Task, r natsconn.Result) bool {
 	return true
 }
 
-// stopped is how a run of a batch's item ended without a result stored.
+// stopped is how a run of a batch's item ended without a result stored,
+// from the mildest: the worst of its items' settles the message.
 type stopped uint8
 
 const (
 	stopNone     stopped = iota // it has its result
+	stopTerm                    // the coordinator said its attempt is over: nothing runs it again
 	stopUnstored                // its run was cut off, or its result not stored: the message comes back after ack_wait
 	stopDrained                 // the worker stopped: the message goes to another at once
-	stopTerm                    // the coordinator said its attempt is over: nothing runs it again
 )
 
 // end counts one of the batch's items ended as stop says; after the last,
@@ -343,15 +341,8 @@ const (
 func (b *batch) end(stop stopped) {
 	b.mu.Lock()
 	b.left--
-	switch stop {
-	case stopUnstored:
-		b.unstored = true
-	case stopDrained:
-		b.again = true
-	case stopTerm:
-		b.term = true
-	}
-	last, unstored, again, term := b.left == 0, b.unstored, b.again, b.term
+	b.worst = max(b.worst, stop)
+	last, worst := b.left == 0, b.worst
 	b.mu.Unlock()
 	if !last {
 		return
@@ -359,10 +350,10 @@ func (b *batch) end(stop stopped) {
 	b.stopBeats()
 	b.cut(nil)
 	switch {
-	case again:
+	case worst == stopDrained:
 		_ = b.msg.NakWithDelay(0)
-	case unstored:
-	case term && len(b.tasks) == 1:
+	case worst == stopUnstored:
+	case worst == stopTerm && len(b.tasks) == 1:
 		_ = b.msg.TermWithReason("its attempt is over")
 	default:
 		// Not the run's context: a worker that drains (a signal) still

@@ -159,9 +159,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	var summing sync.WaitGroup
 	summing.Go(func() { w.summarize(summaries) })
 	defer func() { stopSummaries(); summing.Wait() }()
-	var running sync.WaitGroup
 	runners := newReusedGoroutines(time.Minute)
-	defer runners.stop()
 	idleSince := time.Now()
 	for ctx.Err() == nil {
 		sl := w.slots.Hold()
@@ -198,28 +196,19 @@ func (w *Worker) Run(ctx context.Context) error {
 					break
 				}
 			}
-			running.Add(1)
 			w.tally.running.Add(1)
 			runners.run(func() {
-				defer running.Done()
 				defer w.tally.running.Add(-1)
 				defer hold.Release()
 				b.run(t, hold)
 			})
 		}
 	}
-	ended := make(chan struct{})
-	go func() { running.Wait(); close(ended) }()
-	var deadline <-chan time.Time
 	if w.opts.DrainTimeout > 0 {
-		deadline = time.After(w.opts.DrainTimeout)
+		drain := time.AfterFunc(w.opts.DrainTimeout, func() { stopRuns(errDrained) })
+		defer drain.Stop()
 	}
-	select {
-	case <-ended:
-	case <-deadline:
-		stopRuns(errDrained)
-		<-ended
-	}
+	runners.stop() // once every item has ended
 	return nil
 }
 
@@ -407,8 +396,9 @@ func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 		defer w.mu.Unlock()
 		for run := range w.runs {
 			if run.b.key == wj.key && run.task.ItemID == e.ItemID {
+				e := e.Redacted(wj.opened.Mask)
 				run.events = append(run.events, e)
-				run.report.Emit(e.Redacted(wj.opened.Mask))
+				run.report.Emit(e)
 			}
 		}
 	}
