@@ -59,11 +59,10 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 }
 
 // unfinished is why a run whose tip's fetch or branch's upload ended
-// with err did not reach an end: ctx's cause, or err when it says that
-// the server did not answer or lost the job's git bucket (restarted on an
-// empty store: the coordinator makes it again and sends the task again),
-// and the commits are carried on a later delivery. Nil: err, if any, is
-// the item's failure.
+// with err stops without an outcome: ctx's cause, or err when the server
+// did not answer or lost the job's git bucket (restarted on an empty
+// store: the coordinator makes it again and sends the task again). Nil:
+// err, if any, is the item's failure.
 func unfinished(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
