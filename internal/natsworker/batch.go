@@ -157,15 +157,12 @@ func (w *Worker) awaited(ctx context.Context, key string, tasks []natsconn.Task)
 	reply, err := w.opts.Conn.RequestWithContext(rctx, natsconn.AwaitedSubject(key), data)
 	var a natsconn.Awaited
 	if err != nil || json.Unmarshal(reply.Data, &a) != nil || len(a.Awaited) != len(tasks) {
-		a.Awaited = make([]bool, len(tasks)) // no answer: each runs unless its result is stored
-		for i := range a.Awaited {
-			a.Awaited[i] = true
-		}
+		a.Awaited = nil // no answer: each runs unless its result is stored
 	}
 	var run []natsconn.Task
 	for i, t := range tasks {
 		switch {
-		case !a.Awaited[i]:
+		case a.Awaited != nil && !a.Awaited[i]:
 			w.logf("job %s item %s: delivered again with its batch, its result already recorded: not run again", t.JobID, t.ItemID)
 		case w.stored(ctx, key, t):
 			w.logf("job %s item %s: delivered again with its batch, its result already stored: not run again", t.JobID, t.ItemID)
