@@ -168,7 +168,7 @@ func (tr *Tracker) Receive(m Msg, answer func(Reply)) {
 	}
 	switch m.Kind {
 	case KindStart:
-		tr.start(answer, p)
+		tr.acquire(slotRequest{answer: answer, start: true}, p)
 	case KindEvent:
 		tr.emit(p, m)
 	case KindCheckpoint:
@@ -213,22 +213,6 @@ func (tr *Tracker) find(m Msg) (*Progress, Reply) {
 	}
 	p.run = m.ID()
 	return p, Reply{}
-}
-
-// start answers a run's start with the checkpoints it goes on after. A
-// run that starts while its task's slot is given back (the run before it
-// was lost during a delay) first waits for the slot, as that run would
-// have.
-func (tr *Tracker) start(answer func(Reply), p *Progress) {
-	tr.mu.Lock()
-	wait := p.released || p.acquiring
-	checkpoints := p.checkpoints
-	tr.mu.Unlock()
-	if wait {
-		tr.acquire(slotRequest{answer: answer, start: true}, p)
-		return
-	}
-	answer(Reply{Checkpoints: checkpoints})
 }
 
 // emit records an event of p's task that comes next in its run's order;
@@ -307,9 +291,18 @@ type slotRequest struct {
 
 // acquire takes p's slot back and then answers req. Asked again while it
 // waits (the run's request timed out, or a new run starts), it answers
-// the last request once it holds the slot.
+// the last request once it holds the slot. A start is answered at once
+// with the checkpoints it goes on after, unless the task's slot is given
+// back (the run before it was lost during a delay): it waits for the
+// slot first, as that run would have.
 func (tr *Tracker) acquire(req slotRequest, p *Progress) {
 	tr.mu.Lock()
+	if req.start && !p.released && !p.acquiring {
+		checkpoints := p.checkpoints
+		tr.mu.Unlock()
+		req.answer(Reply{Checkpoints: checkpoints})
+		return
+	}
 	p.pending = req
 	busy := p.acquiring || p.ended
 	p.acquiring = true
