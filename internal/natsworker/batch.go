@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,7 +38,7 @@ type batch struct {
 	cut       context.CancelCauseFunc
 	stopBeats func()
 
-	mu    sync.Mutex
+	// Guarded by Worker.mu, with the worker's runs:
 	left  int     // items not ended
 	worst stopped // of the items ended: how the message is settled
 }
@@ -336,11 +335,11 @@ const (
 // attempt is over), else handed back at once when the worker stopped
 // some, else left to come back after its ack_wait.
 func (b *batch) end(stop stopped) {
-	b.mu.Lock()
+	b.w.mu.Lock()
 	b.left--
 	b.worst = max(b.worst, stop)
 	last, worst := b.left == 0, b.worst
-	b.mu.Unlock()
+	b.w.mu.Unlock()
 	if !last {
 		return
 	}
