@@ -427,19 +427,30 @@ func (w *Worker) watchJobs(ctx context.Context) {
 			}
 			continue
 		}
-		for entry := range watcher.Updates() {
-			if entry == nil {
-				continue
+		// Not a range over the updates: the watcher does not always close
+		// them when ctx ends (a stopping worker's Run hung on it).
+		updates := watcher.Updates()
+		for open := true; open && ctx.Err() == nil; {
+			select {
+			case <-ctx.Done():
+			case entry, ok := <-updates:
+				if open = ok; ok && entry != nil {
+					w.jobChanged(entry)
+				}
 			}
-			var sp natsconn.Spec
-			gone := entry.Operation() != jetstream.KeyValuePut
-			w.noteRevision(entry.Key(), entry.Revision(), gone)
-			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == natsconn.StatusRunning {
-				continue
-			}
-			w.stopJob(entry.Key())
 		}
 		_ = watcher.Stop()
+	}
+}
+
+// jobChanged takes in a change to a job's spec: its runs stop unless it
+// says running.
+func (w *Worker) jobChanged(entry jetstream.KeyValueEntry) {
+	var sp natsconn.Spec
+	gone := entry.Operation() != jetstream.KeyValuePut
+	w.noteRevision(entry.Key(), entry.Revision(), gone)
+	if gone || json.Unmarshal(entry.Value(), &sp) != nil || sp.Status != natsconn.StatusRunning {
+		w.stopJob(entry.Key())
 	}
 }
 
