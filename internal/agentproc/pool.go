@@ -260,12 +260,8 @@ func (a *agentProcess) read(stdout io.Reader) {
 		case <-a.quit:
 		}
 	}
-	// An agent ends when its stdin does; one that closed its stdout
-	// otherwise is made to.
-	kill := time.AfterFunc(stopWithin, func() { a.cmd.Process.Kill() })
-	werr := a.cmd.Wait()
-	kill.Stop()
-	a.err = errors.Join(rerr, werr)
+	a.stop() // an agent ends when its stdin does; one that closed its stdout otherwise is made to
+	a.err = errors.Join(rerr, a.cmd.Wait())
 	close(a.done)
 }
 

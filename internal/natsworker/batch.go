@@ -1,18 +1,23 @@
 package natsworker
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/runnerdev/runner/internal/eventlog"
 	"github.com/runnerdev/runner/internal/itemtask"
+	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/natsconn"
+	"github.com/runnerdev/runner/internal/proc"
 )
 
 // batch is one task message (natsconn.Batch) as this worker runs it:
@@ -33,12 +38,20 @@ type batch struct {
 	cut       context.CancelCauseFunc
 	stopBeats func()
 
-	mu       sync.Mutex
-	running  map[int]natsconn.Task // by index, announced at each heartbeat
-	left     int                   // items not ended
-	unstored bool                  // an item ended without its result stored: the message is not acknowledged
-	again    bool                  // one was stopped with the worker: the message goes to another at once
-	term     bool                  // one's attempt is over (the coordinator said so): it is not run again
+	// Guarded by Worker.mu, with the worker's runs:
+	left  int     // items not ended
+	worst stopped // of the items ended: how the message is settled
+}
+
+// workerRun is one of a batch's tasks running: its events, and how to
+// stop it. The worker's runs are what a heartbeat announces, and where
+// the job's events go.
+type workerRun struct {
+	b      *batch
+	task   natsconn.Task
+	events []eventlog.Event // redacted; guarded by Worker.mu
+	report *remote.Reporter // tells the coordinator as they come
+	cancel context.CancelCauseFunc
 }
 
 // receive reads a task message into a batch ready to run, or settles it
@@ -48,7 +61,7 @@ type batch struct {
 // delivery, and fetching the job's spec or asking which items are still
 // awaited takes a while on a loaded machine.
 func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
-	b := &batch{w: w, msg: msg, received: time.Now(), delivery: 1, running: map[int]natsconn.Task{}}
+	b := &batch{w: w, msg: msg, received: time.Now(), delivery: 1}
 	if msg.Headers().Get(natsconn.HeaderProto) != natsconn.Proto {
 		_ = msg.NakWithDelay(5 * time.Second) // a worker that speaks it may come
 		return nil
@@ -65,7 +78,7 @@ func (w *Worker) receive(ctx context.Context, msg jetstream.Msg) *batch {
 	b.tasks = body.Tasks
 	b.ls = newLease(w.wd, w.ackWait-2*w.heartbeat(), b.received)
 	b.ctx, b.cut = context.WithCancelCause(ctx)
-	b.stopBeats = w.beat(b.ctx, b.name(), msg, b.ls, b.cut, b.announce)
+	b.stopBeats = b.beat()
 	if settle := b.unrunnable(ctx); settle != nil {
 		b.stopBeats()
 		b.cut(nil)
@@ -143,15 +156,12 @@ func (w *Worker) awaited(ctx context.Context, key string, tasks []natsconn.Task)
 	reply, err := w.opts.Conn.RequestWithContext(rctx, natsconn.AwaitedSubject(key), data)
 	var a natsconn.Awaited
 	if err != nil || json.Unmarshal(reply.Data, &a) != nil || len(a.Awaited) != len(tasks) {
-		a.Awaited = make([]bool, len(tasks)) // no answer: each runs unless its result is stored
-		for i := range a.Awaited {
-			a.Awaited[i] = true
-		}
+		a.Awaited = nil // no answer: each runs unless its result is stored
 	}
 	var run []natsconn.Task
 	for i, t := range tasks {
 		switch {
-		case !a.Awaited[i]:
+		case a.Awaited != nil && !a.Awaited[i]:
 			w.logf("job %s item %s: delivered again with its batch, its result already recorded: not run again", t.JobID, t.ItemID)
 		case w.stored(ctx, key, t):
 			w.logf("job %s item %s: delivered again with its batch, its result already stored: not run again", t.JobID, t.ItemID)
@@ -178,10 +188,12 @@ func (w *Worker) stored(ctx context.Context, key string, t natsconn.Task) bool {
 
 // announce tells the coordinator which of the batch's items run here.
 func (b *batch) announce() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, t := range b.running {
-		b.w.announce(b.key, t, b.delivery)
+	b.w.mu.Lock()
+	defer b.w.mu.Unlock()
+	for run := range b.w.runs {
+		if run.b == b {
+			b.w.announce(b.key, run.task, b.delivery)
+		}
 	}
 }
 
@@ -198,19 +210,92 @@ func (b *batch) run(t natsconn.Task, sl *itemtask.Hold) {
 	case b.wj.unable != nil:
 		r.Failed, r.Failure = true, &itemtask.Failure{Attempt: t.Attempt, At: time.Now(), Kind: "spawn", ExitCode: -1, Message: b.wj.unable.Error()}
 	default:
-		b.mu.Lock()
-		b.running[t.Index] = t
-		b.mu.Unlock()
-		w.announce(b.key, t, b.delivery)
-		r, stop = w.run(b.ctx, b.wj, t, b.ls, sl, r)
-		b.mu.Lock()
-		delete(b.running, t.Index)
-		b.mu.Unlock()
+		r, stop = b.exec(t, sl, r)
 	}
 	if stop == stopNone && !b.store(t, r) {
 		stop = stopUnstored
 	}
 	b.end(stop)
+}
+
+// exec runs the item of t, one of the batch's tasks, with its job's
+// template, under the batch's lease, announcing it to the coordinator. It
+// reports how the run stopped when it did without a result to send: the
+// job was interrupted, the server stopped answering, or the worker
+// stopped.
+func (b *batch) exec(t natsconn.Task, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, stopped) {
+	w, wj, ls := b.w, b.wj, b.ls
+	started := time.Now()
+	rctx, cancel := context.WithCancelCause(b.ctx)
+	defer cancel(nil)
+	rp := remote.NewReporter(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key},
+		remote.Run{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}, holdBack)
+	run := &workerRun{b: b, task: t, cancel: cancel, report: rp}
+	w.mu.Lock()
+	w.runs[run] = struct{}{}
+	w.mu.Unlock()
+	w.announce(b.key, t, b.delivery)
+	defer func() {
+		w.mu.Lock()
+		delete(w.runs, run)
+		w.mu.Unlock()
+	}()
+	logPath := wj.opened.LogPath(t.ItemID)
+	logStart := fileSize(logPath)
+	mt := itemtask.Task{
+		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
+		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
+	}
+	var out itemtask.Outcome
+	var ig *natsconn.ItemGit
+	var err error
+	if mt.Checkpoints, err = rp.Start(rctx, t.Checkpoints); err == nil {
+		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
+		save := func(rec itemtask.StepRecord) error {
+			if last := wj.opened.Last; last != nil && last(rec) {
+				r.LastStep = &rec // nothing runs after it: it goes with the result
+				return nil
+			}
+			return rp.Save(rctx, rec)
+		}
+		out, ig, err = w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, slot, save, r.Delivery)
+		slot.end()
+	}
+	if err == nil && ls.expired(time.Now()) {
+		// Frozen or cut off past the lease: the task may be another
+		// worker's by now, and this run may have been killed.
+		cancel(errCutOff)
+	}
+	if err != nil || context.Cause(rctx) != nil {
+		rp.Flush() // no result carries the run's events
+		cause := context.Cause(rctx)
+		stop := stopUnstored
+		var ref *remote.Refusal
+		switch {
+		case errors.Is(cause, errDrained):
+			stop = stopDrained
+		case errors.As(err, &ref) && ref.Term:
+			stop = stopTerm
+		}
+		w.tally.stopped.Add(1)
+		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(started)), cmp.Or(cause, err))
+		return r, stop
+	}
+	rp.Drop() // the result carries the run's events
+	mask := wj.opened.Mask
+	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
+	r.DurationMS, r.Usage = out.Duration.Milliseconds(), out.Usage
+	r.Git = ig
+	if out.Failed {
+		f := out.Failure
+		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
+		r.Failed, r.Failure = true, &f
+	}
+	w.mu.Lock()
+	r.Events = slices.Clip(run.events)
+	w.mu.Unlock()
+	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
+	return r, stopNone
 }
 
 // store stores t's result r; it reports false when it could not.
@@ -234,14 +319,15 @@ func (b *batch) store(t natsconn.Task, r natsconn.Result) bool {
 	return true
 }
 
-// stopped is how a run of a batch's item ended without a result stored.
+// stopped is how a run of a batch's item ended without a result stored,
+// from the mildest: the worst of its items' settles the message.
 type stopped uint8
 
 const (
 	stopNone     stopped = iota // it has its result
+	stopTerm                    // the coordinator said its attempt is over: nothing runs it again
 	stopUnstored                // its run was cut off, or its result not stored: the message comes back after ack_wait
 	stopDrained                 // the worker stopped: the message goes to another at once
-	stopTerm                    // the coordinator said its attempt is over: nothing runs it again
 )
 
 // end counts one of the batch's items ended as stop says; after the last,
@@ -249,28 +335,21 @@ const (
 // attempt is over), else handed back at once when the worker stopped
 // some, else left to come back after its ack_wait.
 func (b *batch) end(stop stopped) {
-	b.mu.Lock()
+	b.w.mu.Lock()
 	b.left--
-	switch stop {
-	case stopUnstored:
-		b.unstored = true
-	case stopDrained:
-		b.again = true
-	case stopTerm:
-		b.term = true
-	}
-	last, unstored, again, term := b.left == 0, b.unstored, b.again, b.term
-	b.mu.Unlock()
+	b.worst = max(b.worst, stop)
+	last, worst := b.left == 0, b.worst
+	b.w.mu.Unlock()
 	if !last {
 		return
 	}
 	b.stopBeats()
 	b.cut(nil)
 	switch {
-	case again:
+	case worst == stopDrained:
 		_ = b.msg.NakWithDelay(0)
-	case unstored:
-	case term && len(b.tasks) == 1:
+	case worst == stopUnstored:
+	case worst == stopTerm && len(b.tasks) == 1:
 		_ = b.msg.TermWithReason("its attempt is over")
 	default:
 		// Not the run's context: a worker that drains (a signal) still

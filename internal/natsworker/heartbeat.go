@@ -4,27 +4,30 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // heartbeat is how often a running task tells the server it is in
 // progress.
 func (w *Worker) heartbeat() time.Duration { return w.ackWait / 6 }
 
-// beat sends "+WPI" to the server for the task message msg every
+// beat sends "+WPI" to the server for the batch's message every
 // heartbeat while its runs go on (heartbeats), each answer renewing their
-// lease ls, logged and announced to the job's coordinator; once the lease
-// has ended it stops the runs. The returned function ends the heartbeats.
-func (w *Worker) beat(ctx context.Context, item string, msg jetstream.Msg, ls *lease, stop context.CancelCauseFunc, announce func()) func() {
+// lease, logged with LogBeats (in RFC 3339 times to the nanosecond: the
+// server's ack_wait clock restarted between the two) and announced to the
+// job's coordinator; once the lease has ended it stops the runs. The
+// returned function ends the heartbeats.
+func (b *batch) beat() func() {
+	w, item := b.w, b.name()
 	ask := func(ctx context.Context) error {
-		_, err := w.opts.Conn.RequestWithContext(ctx, msg.Reply(), []byte("+WPI"))
+		_, err := w.opts.Conn.RequestWithContext(ctx, b.msg.Reply(), []byte("+WPI"))
 		return err
 	}
-	return heartbeats(ctx, w.heartbeat(), ls, ask, func(sent, answered time.Time) {
-		w.logBeat(item, sent, answered)
-		announce()
-	}, stop)
+	return heartbeats(b.ctx, w.heartbeat(), b.ls, ask, func(sent, answered time.Time) {
+		if w.opts.LogBeats {
+			w.logf("job %s: heartbeat sent %s answered %s", item, sent.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
+		}
+		b.announce()
+	}, b.cut)
 }
 
 // heartbeats calls ask every `every` until ctx ends or the returned
@@ -70,15 +73,5 @@ func heartbeats(ctx context.Context, every time.Duration, ls *lease, ask func(co
 		cancel()
 		<-ended
 		asks.Wait()
-	}
-}
-
-// logBeat logs, with LogBeats, that the heartbeat of item (job J item I)
-// sent at sent was answered at answered, in RFC 3339 times to the
-// nanosecond: the server's ack_wait clock of the task restarted between
-// the two.
-func (w *Worker) logBeat(item string, sent, answered time.Time) {
-	if w.opts.LogBeats {
-		w.logf("job %s: heartbeat sent %s answered %s", item, sent.Format(time.RFC3339Nano), answered.Format(time.RFC3339Nano))
 	}
 }

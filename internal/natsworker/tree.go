@@ -20,7 +20,7 @@ import (
 // names; the worker's copy of the branch, and whatever the run left of
 // its worktree, are removed then, however the run ended. A tip or a
 // branch that cannot be carried is the attempt's failure, kind transfer,
-// unless the server did not answer or lost the bucket (carryLater). An
+// unless the server did not answer or lost the bucket (unfinished). An
 // error, and no outcome, means the run did not reach an end.
 func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt itemtask.Task, sl itemtask.Slot, save func(itemtask.StepRecord) error, delivery int) (itemtask.Outcome, *natsconn.ItemGit, error) {
 	if t.Tip == "" {
@@ -28,11 +28,8 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 		return out, nil, err
 	}
 	if err := w.fetchTip(ctx, wj, t.Tip); err != nil {
-		if ctx.Err() != nil {
-			return itemtask.Outcome{}, nil, context.Cause(ctx)
-		}
-		if carryLater(err) {
-			return itemtask.Outcome{}, nil, err // the task is delivered again
+		if stop := unfinished(ctx, err); stop != nil {
+			return itemtask.Outcome{}, nil, stop
 		}
 		return mt.FailedWith(itemtask.KindTransfer, fmt.Errorf("the job branch's tip %s did not reach worker %s: %w", t.Tip, w.opts.Name, err)), nil, nil
 	}
@@ -51,24 +48,30 @@ func (w *Worker) runItem(ctx context.Context, wj *workerJob, t natsconn.Task, mt
 		return out, nil, err
 	}
 	ig, err := w.sendBranch(ctx, wj, t, delivery, out)
-	switch {
-	case ctx.Err() != nil:
-		return itemtask.Outcome{}, nil, context.Cause(ctx)
-	case carryLater(err):
-		return itemtask.Outcome{}, nil, err // the task is delivered again
-	case err != nil && !out.Failed:
+	if stop := unfinished(ctx, err); stop != nil {
+		return itemtask.Outcome{}, nil, stop
+	}
+	if err != nil && !out.Failed {
 		failed := mt.FailedWith(itemtask.KindTransfer, fmt.Errorf("the commits of branch %s did not leave worker %s: %w", out.Branch, w.opts.Name, err))
 		out.Failed, out.Failure = true, failed.Failure
 	}
 	return out, ig, nil
 }
 
-// carryLater reports whether err, of a tip's fetch or a branch's upload,
-// says that the server did not answer or lost the job's git bucket
-// (restarted on an empty store: the coordinator makes it again and sends
-// the task again): the commits are carried on a later delivery, and the
-// item does not fail.
-func carryLater(err error) bool { return natsconn.ServerAway(err) || natsconn.BucketLost(err) }
+// unfinished is why a run whose tip's fetch or branch's upload ended
+// with err stops without an outcome: ctx's cause, or err when the server
+// did not answer or lost the job's git bucket (restarted on an empty
+// store: the coordinator makes it again and sends the task again). Nil:
+// err, if any, is the item's failure.
+func unfinished(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil && (natsconn.ServerAway(err) || natsconn.BucketLost(err)):
+		return err // the task is delivered again
+	}
+	return nil
+}
 
 // fetchTip makes the worker's clone of the job of key hold commit tip:
 // a clone that lacks it fetches it from the tip's thin bundle, after the

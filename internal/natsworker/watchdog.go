@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -45,7 +46,7 @@ func ServeWatchdog(in io.Reader, marks string) error {
 		until time.Time // zero: freed
 	}
 	changes := make(chan change)
-	bad := make(chan error, 1)
+	var bad error // read once changes is closed
 	go func() {
 		defer close(changes)
 		sc := bufio.NewScanner(in)
@@ -55,7 +56,7 @@ func ServeWatchdog(in io.Reader, marks string) error {
 			if n, _ := fmt.Sscanf(sc.Text(), "lease %d %d", &c.pgid, &until); n == 2 {
 				c.until = time.Unix(0, until)
 			} else if n, _ := fmt.Sscanf(sc.Text(), "free %d", &c.pgid); n != 1 {
-				bad <- fmt.Errorf("watchdog: unreadable line %q", sc.Text())
+				bad = fmt.Errorf("watchdog: unreadable line %q", sc.Text())
 				return
 			}
 			changes <- c
@@ -74,12 +75,7 @@ func ServeWatchdog(in io.Reader, marks string) error {
 				for pgid := range leases {
 					kill(marks, pgid)
 				}
-				select {
-				case err := <-bad:
-					return err
-				default:
-					return nil
-				}
+				return bad
 			}
 			if c.until.IsZero() {
 				delete(leases, c.pgid)
@@ -95,14 +91,8 @@ func ServeWatchdog(in io.Reader, marks string) error {
 			}
 		}
 		timer.Stop()
-		var earliest time.Time
-		for _, until := range leases {
-			if earliest.IsZero() || until.Before(earliest) {
-				earliest = until
-			}
-		}
-		if !earliest.IsZero() {
-			timer.Reset(time.Until(earliest))
+		if len(leases) > 0 {
+			timer.Reset(time.Until(slices.MinFunc(slices.Collect(maps.Values(leases)), time.Time.Compare)))
 		}
 	}
 }

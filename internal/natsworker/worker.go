@@ -22,7 +22,6 @@ import (
 	"github.com/runnerdev/runner/internal/itemtask"
 	"github.com/runnerdev/runner/internal/itemtask/remote"
 	"github.com/runnerdev/runner/internal/natsconn"
-	"github.com/runnerdev/runner/internal/proc"
 )
 
 // WorkerOptions configure a worker.
@@ -105,15 +104,6 @@ type workerJob struct {
 	unable   error
 }
 
-// workerRun is one task running: its job and item, its events, and how
-// to stop it.
-type workerRun struct {
-	key, itemID string
-	events      []eventlog.Event // guarded by Worker.mu
-	report      *remote.Reporter // tells the coordinator as they come
-	cancel      context.CancelCauseFunc
-}
-
 // Why a run stops without a result.
 var (
 	errCutOff      = errors.New("no answer from the NATS server to heartbeats: another worker will get the task")
@@ -165,11 +155,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	watching.Go(func() { w.watchJobs(watchCtx) })
 	watching.Go(func() { w.watchStreams(watchCtx) })
 	defer func() { stopWatch(); watching.Wait() }()
-	stopSummaries := w.summarize()
-	defer stopSummaries()
-	var running sync.WaitGroup
+	summaries, stopSummaries := context.WithCancel(context.WithoutCancel(ctx))
+	var summing sync.WaitGroup
+	summing.Go(func() { w.summarize(summaries) })
+	defer func() { stopSummaries(); summing.Wait() }()
 	runners := newReusedGoroutines(time.Minute)
-	defer runners.stop()
 	idleSince := time.Now()
 	for ctx.Err() == nil {
 		sl := w.slots.Hold()
@@ -206,28 +196,19 @@ func (w *Worker) Run(ctx context.Context) error {
 					break
 				}
 			}
-			running.Add(1)
 			w.tally.running.Add(1)
 			runners.run(func() {
-				defer running.Done()
 				defer w.tally.running.Add(-1)
 				defer hold.Release()
 				b.run(t, hold)
 			})
 		}
 	}
-	ended := make(chan struct{})
-	go func() { running.Wait(); close(ended) }()
-	var deadline <-chan time.Time
 	if w.opts.DrainTimeout > 0 {
-		deadline = time.After(w.opts.DrainTimeout)
+		drain := time.AfterFunc(w.opts.DrainTimeout, func() { stopRuns(errDrained) })
+		defer drain.Stop()
 	}
-	select {
-	case <-ended:
-	case <-deadline:
-		stopRuns(errDrained)
-		<-ended
-	}
+	runners.stop() // once every item has ended
 	return nil
 }
 
@@ -254,30 +235,22 @@ func (w *Worker) pull(ctx context.Context, idleSince time.Time) (jetstream.Msg, 
 // a pull given up.
 const delayingPull = 500 * time.Millisecond
 
-// summarize logs a summary every SummaryEvery, and once more when the
-// returned function is called (as the worker stops).
-func (w *Worker) summarize() (stop func()) {
+// summarize logs a summary every SummaryEvery until ctx ends, and once
+// more then (as the worker stops).
+func (w *Worker) summarize(ctx context.Context) {
 	if w.opts.SummaryEvery <= 0 {
-		return func() {}
+		return
 	}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		tick := time.NewTicker(w.opts.SummaryEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				w.logSummary()
-			}
+	tick := time.NewTicker(w.opts.SummaryEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.logSummary()
+			return
+		case <-tick.C:
+			w.logSummary()
 		}
-	}()
-	return func() {
-		close(done)
-		<-ended
-		w.logSummary()
 	}
 }
 
@@ -358,90 +331,11 @@ func (w *Worker) running(key, itemID string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for run := range w.runs {
-		if run.key == key && run.itemID == itemID {
+		if run.b.key == key && run.task.ItemID == itemID {
 			return true
 		}
 	}
 	return false
-}
-
-// run runs the item of t with its job's template, under its batch's
-// lease ls. It reports how the run stopped when it did without a result
-// to send: the job was interrupted, the server stopped answering, or the
-// worker stopped.
-func (w *Worker) run(ctx context.Context, wj *workerJob, t natsconn.Task, ls *lease, sl *itemtask.Hold, r natsconn.Result) (natsconn.Result, stopped) {
-	started := time.Now()
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rp := remote.NewReporter(natsconn.ProgressTransport{Conn: w.opts.Conn, Key: wj.key},
-		remote.Run{Index: t.Index, Attempt: t.Attempt, Epoch: t.Epoch, Sent: t.Sent, Delivery: r.Delivery, Worker: w.opts.Name}, holdBack)
-	run := &workerRun{key: wj.key, itemID: t.ItemID, cancel: cancel, report: rp}
-	w.mu.Lock()
-	w.runs[run] = struct{}{}
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.runs, run)
-		w.mu.Unlock()
-	}()
-	logPath := wj.opened.LogPath(t.ItemID)
-	logStart := fileSize(logPath)
-	mt := itemtask.Task{
-		JobID: t.JobID, Index: t.Index, ItemID: t.ItemID, Item: t.Item, Attempt: t.Attempt, Total: t.Total,
-		DispatchID: w.opts.Name + "/" + strconv.FormatUint(w.seq.Add(1), 10), Seed: wj.spec.Seed,
-	}
-	var out itemtask.Outcome
-	var ig *natsconn.ItemGit
-	var err error
-	if mt.Checkpoints, err = rp.Start(rctx, t.Checkpoints); err == nil {
-		slot := &runSlot{rp: rp, own: sl, waiting: &w.delaying}
-		save := func(rec itemtask.StepRecord) error {
-			if last := wj.opened.Last; last != nil && last(rec) {
-				r.LastStep = &rec // nothing runs after it: it goes with the result
-				return nil
-			}
-			return rp.Save(rctx, rec)
-		}
-		out, ig, err = w.runItem(proc.WithGroupHook(rctx, ls.hook), wj, t, mt, slot, save, r.Delivery)
-		slot.end()
-	}
-	if err == nil && ls.expired(time.Now()) {
-		// Frozen or cut off past the lease: the task may be another
-		// worker's by now, and this run may have been killed.
-		cancel(errCutOff)
-	}
-	if err != nil || context.Cause(rctx) != nil {
-		rp.Flush() // no result carries the run's events
-		cause := context.Cause(rctx)
-		stop := stopUnstored
-		var ref *remote.Refusal
-		switch {
-		case errors.Is(cause, errDrained):
-			stop = stopDrained
-		case errors.As(err, &ref) && ref.Term:
-			stop = stopTerm
-		}
-		w.tally.stopped.Add(1)
-		w.logf("job %s item %s%s: stopped after %s: %v", t.JobID, t.ItemID, attemptNote(t.Attempt), roundDuration(time.Since(started)), cmp.Or(cause, err))
-		return r, stop
-	}
-	rp.Drop() // the result carries the run's events
-	mask := wj.opened.Mask
-	r.Output = tail(mask(out.Output), natsconn.MaxOutput)
-	r.DurationMS, r.Usage = out.Duration.Milliseconds(), out.Usage
-	r.Git = ig
-	if out.Failed {
-		f := out.Failure
-		f.Message, f.StderrTail = mask(f.Message), mask(f.StderrTail)
-		r.Failed, r.Failure = true, &f
-	}
-	w.mu.Lock()
-	for _, e := range run.events {
-		r.Events = append(r.Events, e.Redacted(mask))
-	}
-	w.mu.Unlock()
-	r.LogTail = mask(readTail(logPath, logStart, natsconn.MaxLogTail))
-	return r, stopNone
 }
 
 // announce tells the coordinator of the job of key that this worker runs
@@ -501,9 +395,10 @@ func (w *Worker) open(ctx context.Context, wj *workerJob) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for run := range w.runs {
-			if run.key == wj.key && run.itemID == e.ItemID {
+			if run.b.key == wj.key && run.task.ItemID == e.ItemID {
+				e := e.Redacted(wj.opened.Mask)
 				run.events = append(run.events, e)
-				run.report.Emit(e.Redacted(wj.opened.Mask))
+				run.report.Emit(e)
 			}
 		}
 	}
@@ -532,19 +427,30 @@ func (w *Worker) watchJobs(ctx context.Context) {
 			}
 			continue
 		}
-		for entry := range watcher.Updates() {
-			if entry == nil {
-				continue
+		// Not a range over the updates: the watcher does not always close
+		// them when ctx ends (a stopping worker's Run hung on it).
+		updates := watcher.Updates()
+		for open := true; open && ctx.Err() == nil; {
+			select {
+			case <-ctx.Done():
+			case entry, ok := <-updates:
+				if open = ok; ok && entry != nil {
+					w.jobChanged(entry)
+				}
 			}
-			var sp natsconn.Spec
-			gone := entry.Operation() != jetstream.KeyValuePut
-			w.noteRevision(entry.Key(), entry.Revision(), gone)
-			if !gone && json.Unmarshal(entry.Value(), &sp) == nil && sp.Status == natsconn.StatusRunning {
-				continue
-			}
-			w.stopJob(entry.Key())
 		}
 		_ = watcher.Stop()
+	}
+}
+
+// jobChanged takes in a change to a job's spec: its runs stop unless it
+// says running.
+func (w *Worker) jobChanged(entry jetstream.KeyValueEntry) {
+	var sp natsconn.Spec
+	gone := entry.Operation() != jetstream.KeyValuePut
+	w.noteRevision(entry.Key(), entry.Revision(), gone)
+	if gone || json.Unmarshal(entry.Value(), &sp) != nil || sp.Status != natsconn.StatusRunning {
+		w.stopJob(entry.Key())
 	}
 }
 
@@ -567,7 +473,7 @@ func (w *Worker) stopJob(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for run := range w.runs {
-		if run.key == key {
+		if run.b.key == key {
 			run.cancel(errInterrupted)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -73,15 +74,7 @@ func TestTaskKeptWhileItsJobOpens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := json.Marshal(natsconn.Spec{Proto: natsconn.Proto, JobID: "j", Queue: natsconn.DefaultQueue, Status: natsconn.StatusRunning})
-	if _, err := w.objs.Jobs.Put(t.Context(), "k", spec); err != nil {
-		t.Fatal(err)
-	}
-	task, _ := json.Marshal(natsconn.Task{JobID: "j", Index: 1, ItemID: "1", Attempt: 1, Epoch: 1})
-	m := natsconn.NewMsg(natsconn.TaskSubject(natsconn.DefaultQueue, "k", natsconn.BatchName(1, 1)), "j", natsconn.BatchBody([][]byte{task}))
-	if err := natsconn.Publish(t.Context(), w.js, m, "task-1"); err != nil {
-		t.Fatal(err)
-	}
+	sendTask(t, w)
 	msg, err := natsconn.Next(t.Context(), w.tasks)
 	if err != nil {
 		t.Fatal(err)
@@ -102,4 +95,88 @@ func TestTaskKeptWhileItsJobOpens(t *testing.T) {
 	}
 	b.stopBeats()
 	b.cut(nil)
+}
+
+// sendTask puts the spec of a running job j, of key k, and one task of it
+// on w's queue.
+func sendTask(t *testing.T, w *Worker) {
+	t.Helper()
+	spec, _ := json.Marshal(natsconn.Spec{Proto: natsconn.Proto, JobID: "j", Queue: natsconn.DefaultQueue, Status: natsconn.StatusRunning})
+	if _, err := w.objs.Jobs.Put(t.Context(), "k", spec); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := json.Marshal(natsconn.Task{JobID: "j", Index: 1, ItemID: "1", Attempt: 1, Epoch: 1})
+	m := natsconn.NewMsg(natsconn.TaskSubject(natsconn.DefaultQueue, "k", natsconn.BatchName(1, 1)), "j", natsconn.BatchBody([][]byte{task}))
+	if err := natsconn.Publish(t.Context(), w.js, m, "task-1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A stopping worker lets its items run on until they end, or until
+// DrainTimeout stops them (errDrained); Run returns once they have.
+func TestWorkerDrainsItsItems(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		drain time.Duration
+		cause error // the item's run's, as it stops
+	}{
+		{"until they end", 0, nil},
+		{"within DrainTimeout", testkit.Scale(100 * time.Millisecond), errDrained},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := natstest.Start(t)
+			started, release := make(chan struct{}), make(chan struct{})
+			var cause error // read once Run returned
+			run := runnerFunc(func(ctx context.Context, _ itemtask.Task) (itemtask.Outcome, error) {
+				close(started)
+				select {
+				case <-release:
+					return itemtask.Outcome{}, nil
+				case <-ctx.Done():
+					cause = context.Cause(ctx)
+					return itemtask.Outcome{}, cause
+				}
+			})
+			dir := t.TempDir()
+			w, err := NewWorker(t.Context(), WorkerOptions{Conn: srv.Connect(t), Queue: natsconn.DefaultQueue, Concurrency: 1, Name: "draining",
+				AckWait: testkit.Scale(10 * time.Second), DrainTimeout: c.drain, StoreDir: dir, Log: io.Discard,
+				Open: func(context.Context, json.RawMessage, string, func(eventlog.Event), *itemtask.Live) (itemtask.Opened, error) {
+					return itemtask.Opened{Runner: run, Mask: func(s string) string { return s },
+						LogPath: func(string) string { return filepath.Join(dir, "item.log") }}, nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sendTask(t, w)
+			ctx, stop := context.WithCancel(t.Context())
+			returned := make(chan error, 1)
+			go func() { returned <- w.Run(ctx) }()
+			select {
+			case <-started:
+			case <-time.After(testkit.Scale(time.Minute)):
+				t.Fatal("the item did not start")
+			}
+			stop()
+			if c.drain == 0 {
+				select {
+				case <-returned:
+					t.Fatal("Run returned while its item ran on")
+				case <-time.After(testkit.Scale(200 * time.Millisecond)):
+				}
+				close(release)
+			}
+			select {
+			case err := <-returned:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(testkit.Scale(time.Minute)):
+				buf := make([]byte, 1<<20)
+				t.Fatalf("Run did not return\n%s", buf[:runtime.Stack(buf, true)])
+			}
+			if !errors.Is(cause, c.cause) {
+				t.Errorf("the item stopped with %v, want %v", cause, c.cause)
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,13 +85,7 @@ func ParseRunID(s string) (id RunID, ok bool) {
 
 // Before reports whether a names a run older than b.
 func (a RunID) Before(b RunID) bool {
-	if a.Epoch != b.Epoch {
-		return a.Epoch < b.Epoch
-	}
-	if a.Sent != b.Sent {
-		return a.Sent < b.Sent
-	}
-	return a.Delivery < b.Delivery
+	return cmp.Or(cmp.Compare(a.Epoch, b.Epoch), cmp.Compare(a.Sent, b.Sent), cmp.Compare(a.Delivery, b.Delivery)) < 0
 }
 
 // Reply answers a request. Unknown: no dispatch of the job's side waits
@@ -128,11 +123,3 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string { return "the coordinator stopped the run: " + r.Reason }
-
-// errorText is err's message, or "" for nil.
-func errorText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}

@@ -39,15 +39,15 @@ func NewReporter(tr Transport, run Run, holdBack time.Duration) *Reporter {
 // msg is a message of kind of the run.
 func (rp *Reporter) msg(kind string) Msg { return Msg{Kind: kind, Run: rp.run} }
 
-// request asks m; its error is a *Refusal, ErrUnheard, the transport's or
-// ctx's.
+// request asks m; its error is a *Refusal, the transport's or ctx's. A
+// request unheard (ErrUnheard) has no error and a Reply that says
+// Unknown: the run goes on as it would without an answer.
 func (rp *Reporter) request(ctx context.Context, m Msg) (Reply, error) {
 	reply, err := rp.tr.Request(ctx, m)
 	switch {
-	case err != nil:
-	case reply.Unknown:
-		err = ErrUnheard
-	case reply.Error != "":
+	case errors.Is(err, ErrUnheard):
+		return Reply{Unknown: true}, nil
+	case err == nil && !reply.Unknown && reply.Error != "":
 		err = &Refusal{Reason: reply.Error, Term: reply.Term}
 	}
 	return reply, err
@@ -64,7 +64,7 @@ func (rp *Reporter) Start(ctx context.Context, saved []itemtask.StepRecord) ([]i
 		return saved, nil
 	}
 	reply, err := rp.request(ctx, rp.msg(KindStart))
-	if errors.Is(err, ErrUnheard) {
+	if reply.Unknown {
 		return saved, nil
 	}
 	return reply.Checkpoints, err
@@ -77,10 +77,8 @@ func (rp *Reporter) Save(ctx context.Context, rec itemtask.StepRecord) error {
 	rp.Flush() // the step's events before it
 	m := rp.msg(KindCheckpoint)
 	m.Step = &rec
-	if _, err := rp.request(ctx, m); !errors.Is(err, ErrUnheard) {
-		return err
-	}
-	return nil
+	_, err := rp.request(ctx, m)
+	return err
 }
 
 // Emit sends an event of the run, the next of its events, once the
@@ -108,10 +106,8 @@ func (rp *Reporter) Release() {
 
 // Acquire takes the job's slot back, going on when no one answers.
 func (rp *Reporter) Acquire(ctx context.Context) error {
-	if _, err := rp.request(ctx, rp.msg(KindAcquire)); err != nil && !errors.Is(err, ErrUnheard) {
-		return err
-	}
-	return nil
+	_, err := rp.request(ctx, rp.msg(KindAcquire))
+	return err
 }
 
 // Flush ends the run's hold: its events kept back go now, in order (no

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/runnerdev/runner/internal/eventlog"
@@ -167,7 +168,7 @@ func (tr *Tracker) Receive(m Msg, answer func(Reply)) {
 	}
 	switch m.Kind {
 	case KindStart:
-		tr.start(answer, p)
+		tr.acquire(slotRequest{answer: answer, start: true}, p)
 	case KindEvent:
 		tr.emit(p, m)
 	case KindCheckpoint:
@@ -212,22 +213,6 @@ func (tr *Tracker) find(m Msg) (*Progress, Reply) {
 	}
 	p.run = m.ID()
 	return p, Reply{}
-}
-
-// start answers a run's start with the checkpoints it goes on after. A
-// run that starts while its task's slot is given back (the run before it
-// was lost during a delay) first waits for the slot, as that run would
-// have.
-func (tr *Tracker) start(answer func(Reply), p *Progress) {
-	tr.mu.Lock()
-	wait := p.released || p.acquiring
-	checkpoints := p.checkpoints
-	tr.mu.Unlock()
-	if wait {
-		tr.acquire(slotRequest{answer: answer, start: true}, p)
-		return
-	}
-	answer(Reply{Checkpoints: checkpoints})
 }
 
 // emit records an event of p's task that comes next in its run's order;
@@ -276,13 +261,8 @@ func (tr *Tracker) checkpoint(answer func(Reply), p *Progress, m Msg) {
 
 // withStep is steps with rec in place of the record of its step, if any.
 func withStep(steps []itemtask.StepRecord, rec itemtask.StepRecord) []itemtask.StepRecord {
-	out := make([]itemtask.StepRecord, 0, len(steps)+1)
-	for _, s := range steps {
-		if s.Index != rec.Index {
-			out = append(out, s)
-		}
-	}
-	return append(out, rec)
+	same := func(s itemtask.StepRecord) bool { return s.Index == rec.Index }
+	return append(slices.DeleteFunc(slices.Clone(steps), same), rec)
 }
 
 // release gives p's slot back while its step waits out a delay. One that
@@ -311,9 +291,18 @@ type slotRequest struct {
 
 // acquire takes p's slot back and then answers req. Asked again while it
 // waits (the run's request timed out, or a new run starts), it answers
-// the last request once it holds the slot.
+// the last request once it holds the slot. A start is answered at once
+// with the checkpoints it goes on after, unless the task's slot is given
+// back (the run before it was lost during a delay): it waits for the
+// slot first, as that run would have.
 func (tr *Tracker) acquire(req slotRequest, p *Progress) {
 	tr.mu.Lock()
+	if req.start && !p.released && !p.acquiring {
+		checkpoints := p.checkpoints
+		tr.mu.Unlock()
+		req.answer(Reply{Checkpoints: checkpoints})
+		return
+	}
 	p.pending = req
 	busy := p.acquiring || p.ended
 	p.acquiring = true
@@ -334,8 +323,11 @@ func (tr *Tracker) acquire(req slotRequest, p *Progress) {
 		p.acquiring = false
 		p.released = p.released && err != nil
 		req := p.pending
-		reply := Reply{Error: errorText(err)}
-		if req.start && err == nil {
+		var reply Reply
+		switch {
+		case err != nil:
+			reply.Error = err.Error()
+		case req.start:
 			reply.Checkpoints = p.checkpoints
 		}
 		tr.mu.Unlock()
