@@ -18,7 +18,7 @@ type outgoing struct {
 	r    *record
 	body []byte          // the task, in JSON
 	ctx  context.Context // its dispatch's: a task whose dispatch ended stays here
-	sent chan error      // buffered: the publishing's error, nil once stored
+	sent chan error      // buffered: the sender's publishing's error, nil once stored
 }
 
 // sender publishes the tasks handed to it, one message at a time, on its
@@ -51,18 +51,19 @@ func (d *Dispatcher) send(ctx context.Context, r *record, t itemtask.Task) (item
 	if err != nil {
 		return t.FailedWith("spawn", err), false
 	}
-	o := &outgoing{r: r, body: body, ctx: ctx, sent: make(chan error, 1)}
+	o := &outgoing{r: r, body: body, ctx: ctx}
 	if d.batch == 1 {
 		// Each task its own message: published by its dispatch, as many
 		// at once as there are dispatches (through one sender they would
 		// go one at a time, each waiting for the one before).
-		o.sent <- d.out.publish(ctx, []*outgoing{o})
+		err = d.out.publish(ctx, []*outgoing{o})
 	} else {
+		o.sent = make(chan error, 1)
 		d.out.add(o)
-	}
-	select {
-	case err = <-o.sent:
-	case <-ctx.Done():
+		select {
+		case err = <-o.sent:
+		case <-ctx.Done():
+		}
 	}
 	if err == nil || ctx.Err() != nil {
 		return itemtask.Outcome{}, true // interrupted: the wait says so
