@@ -239,7 +239,7 @@ func run(ctx context.Context, spec *Spec) Result {
 func start(spec *Spec, direct *launch, prog launch, attr *syscall.ProcAttr) (pid int, ran *launch, err error) {
 	if direct != nil {
 		attr.Env = direct.env
-		if pid, err = syscall.ForkExec(direct.path, direct.argv, attr); err == nil {
+		if pid, err = forkExec(direct.path, direct.argv, attr); err == nil {
 			return pid, direct, nil
 		}
 		// Whatever stopped the program (not executable, a script without
@@ -248,8 +248,26 @@ func start(spec *Spec, direct *launch, prog launch, attr *syscall.ProcAttr) (pid
 		prog, _ = spec.program() // a simple command is never long: no script file, no error
 	}
 	attr.Env = prog.env // nil is an empty environment to ForkExec
-	pid, err = syscall.ForkExec(prog.path, prog.argv, attr)
+	pid, err = forkExec(prog.path, prog.argv, attr)
 	return pid, &prog, err
+}
+
+// busyPause is how forkExec waits before trying again; a test replaces it.
+var busyPause = time.Sleep
+
+// forkExec is syscall.ForkExec, tried again for about a second while the
+// file is busy (ETXTBSY). A program this process just wrote (a write_file
+// step, a test's stand-in) is still open for writing in any child another
+// goroutine forked meanwhile, until that child executes: the kernel then
+// refuses to execute it, for a moment that is not the user's fault.
+func forkExec(path string, argv []string, attr *syscall.ProcAttr) (int, error) {
+	for pause := time.Millisecond; ; pause *= 2 {
+		pid, err := syscall.ForkExec(path, argv, attr)
+		if !errors.Is(err, syscall.ETXTBSY) || pause > 512*time.Millisecond {
+			return pid, err
+		}
+		busyPause(pause)
+	}
 }
 
 // openStdin returns the descriptor the child reads as stdin, the file to

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,4 +133,36 @@ func TestArgsProcessGroup(t *testing.T) {
 	pid = readPid(t, pidfile)
 	killOnCleanup(t, pid)
 	waitGone(t, pid)
+}
+
+// A program still open for writing somewhere (a child another goroutine
+// forked just after the program was written) is started once it is
+// closed; one that stays busy is a KindSpawn after a bounded number of
+// tries. Not parallel: it replaces busyPause.
+func TestArgsBusyProgram(t *testing.T) {
+	dir := t.TempDir()
+	writeProgram(t, dir, "prog", "echo started")
+	prog := filepath.Join(dir, "prog")
+	t.Cleanup(func() { busyPause = time.Sleep })
+	for _, closeIt := range []bool{true, false} {
+		w, err := os.OpenFile(prog, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pauses := 0
+		busyPause = func(time.Duration) {
+			pauses++
+			if closeIt {
+				w.Close()
+			}
+		}
+		res := runT(t, Spec{Args: []string{prog}, CaptureStdout: true})
+		w.Close()
+		switch {
+		case closeIt && (res.Kind != KindOK || string(res.Stdout) != "started\n" || pauses != 1):
+			t.Errorf("closed after the first try: kind %q err %v stdout %q after %d pauses", res.Kind, res.Err, res.Stdout, pauses)
+		case !closeIt && (res.Kind != KindSpawn || !errors.Is(res.Err, syscall.ETXTBSY) || pauses != 10):
+			t.Errorf("busy throughout: kind %q err %v after %d pauses, want ETXTBSY after 10", res.Kind, res.Err, pauses)
+		}
+	}
 }
