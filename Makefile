@@ -60,8 +60,10 @@ test:
 # without the race runtime's second of sleep at exit (the scripts' setup
 # sets GORACE=atexit_sleep_ms=0: that second, not the detector, made
 # them slow). -parallel 4: a script mostly waits on its processes.
+# -timeout (here and in e2e) only ends a hung run with a dump of its
+# goroutines: 45m leaves room for a machine loaded several times over.
 race:
-	$(GOTEST) -race -count=1 -timeout 30m -parallel 4 $(RACE_PKGS)
+	$(GOTEST) -race -count=1 -timeout 45m -parallel 4 $(RACE_PKGS)
 
 # The process-level tests, without the race detector: they kill runner,
 # its agents, workers and NATS servers at random moments and wait on
@@ -70,7 +72,7 @@ race:
 # -parallel 4: the scripts run again on agents and on NATS workers,
 # Prodigy's files and the chaos rounds mostly wait.
 e2e:
-	$(GOTEST) -count=1 -timeout 30m -parallel 4 $(E2E)
+	$(GOTEST) -count=1 -timeout 45m -parallel 4 $(E2E)
 	$(PRODIGY_ABSENT)
 
 # The scripts of testdata/prodigy, which run Prodigy's files through
