@@ -45,8 +45,10 @@ func (w *Watch) Stranded() Stranded {
 // Outage is the open dispatcher's outage now: since when which of its
 // NATS streams does not answer; the zero Outage when they all do.
 func (w *Watch) Outage() natsconn.Outage {
-	if d := w.d.Load(); d != nil && d.outage.Load() != nil {
-		return *d.outage.Load()
+	if d := w.d.Load(); d != nil {
+		if o := d.outage.Load(); o != nil { // one load: the watch may clear it meanwhile
+			return *o
+		}
 	}
 	return natsconn.Outage{}
 }

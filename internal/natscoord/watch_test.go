@@ -55,3 +55,32 @@ map:
 		t.Errorf("task_redelivered events %v, want one: delivery 2 to w2 from w1", events)
 	}
 }
+
+// The status line reads the outage while the streams' watch clears it:
+// a read never finds it gone halfway.
+func TestWatchOutageWhileCleared(t *testing.T) {
+	var (
+		d     Dispatcher
+		watch Watch
+	)
+	watch.set(&d)
+	o := natsconn.Outage{Stream: natsconn.TasksStream, Since: time.Now()}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200_000 {
+			d.outage.Store(&o)
+			d.outage.Store(nil)
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+			if got := watch.Outage(); got.Down() && got.Stream != o.Stream {
+				t.Fatalf("outage %+v", got)
+			}
+		}
+	}
+}
