@@ -150,15 +150,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopRuns(nil)
 	defer w.wd.close()
+	// The watches end with ctx; the summaries go on while the items
+	// drain, and log once more as Run returns.
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	var watching sync.WaitGroup
-	watching.Go(func() { w.watchJobs(watchCtx) })
-	watching.Go(func() { w.watchStreams(watchCtx) })
-	defer func() { stopWatch(); watching.Wait() }()
 	summaries, stopSummaries := context.WithCancel(context.WithoutCancel(ctx))
-	var summing sync.WaitGroup
-	summing.Go(func() { w.summarize(summaries) })
-	defer func() { stopSummaries(); summing.Wait() }()
+	var background sync.WaitGroup
+	background.Go(func() { w.watchJobs(watchCtx) })
+	background.Go(func() { w.watchStreams(watchCtx) })
+	background.Go(func() { w.summarize(summaries) })
+	defer func() { stopWatch(); stopSummaries(); background.Wait() }()
 	runners := newReusedGoroutines(time.Minute)
 	idleSince := time.Now()
 	for ctx.Err() == nil {
